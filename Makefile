@@ -1,0 +1,84 @@
+# placer — see README.md. `make demo` and `make test` are the two set-up commands.
+CC      ?= gcc
+BUILD   ?= build
+OPT     ?= -O2
+SAN     ?=
+CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE $(SAN) \
+           -Iinclude -I$(BUILD)/gen -I/usr/include/coin
+LDLIBS  := -lprotobuf-c -ljansson -lcrypto -lm
+PROTO   := /usr/include/onnx/onnx.proto
+
+SRC     := $(sort $(wildcard src/*/*.c))
+OBJ     := $(SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o
+CLI_SRC := $(sort $(wildcard cli/*.c))
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))
+TLIB    := $(BUILD)/tests/testutil.o
+LIB     := $(BUILD)/libplacer.a
+
+.PHONY: all deps test asan demo bench fuzz clean format models
+all: $(BUILD)/placer
+
+deps:
+	@tools/deps.sh
+
+$(BUILD)/gen/onnx/onnx.pb-c.c $(BUILD)/gen/onnx/onnx.pb-c.h: $(PROTO)
+	@mkdir -p $(BUILD)/gen/onnx
+	protoc-c --c_out=$(BUILD)/gen -I/usr/include $(PROTO)
+
+# Generated code is not ours to keep warning-free.
+$(BUILD)/gen/onnx/onnx.pb-c.o: $(BUILD)/gen/onnx/onnx.pb-c.c
+	$(CC) -std=c11 $(OPT) -g $(SAN) -I$(BUILD)/gen -c $< -o $@
+
+$(BUILD)/%.o: %.c $(BUILD)/gen/onnx/onnx.pb-c.h $(wildcard include/placer/*.h) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/placer: $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/placer/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/%: tests/%.c $(TLIB) $(LIB) tests/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(TLIB) $(LIB) $(LDLIBS) -lcmocka -o $@
+
+test: deps
+	@$(MAKE) --no-print-directory $(BUILD)/placer $(TESTS)
+	@tools/run_tests.sh $(BUILD)
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  build-asan/placer $(TESTS:$(BUILD)/%=build-asan/%)
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tools/run_tests.sh build-asan
+
+demo: deps
+	@$(MAKE) --no-print-directory $(BUILD)/placer
+	$(BUILD)/placer inspect models/resnet50.onnx
+
+bench: deps
+	@$(MAKE) --no-print-directory $(BUILD)/placer $(BUILD)/bench/bench_import
+	@bench/run.sh $(BUILD)
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+fuzz: deps
+	@tools/fuzz.sh
+
+models:
+	/usr/bin/python3 tools/export_models.py
+
+format:
+	clang-format -i $(SRC) $(CLI_SRC) include/placer/*.h src/*/*.h tests/*.c tests/*.h
+
+clean:
+	rm -rf build build-asan build-fuzz

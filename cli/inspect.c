@@ -1,0 +1,172 @@
+/* inspect.c: `placer inspect MODEL`: what the model is, as placer reads it. */
+#include "cli.h"
+#include "placer/report.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help =
+    "usage: placer inspect MODEL [--json] [--dim NAME=VALUE]... [--top K]\n"
+    "  MODEL            an ONNX file or a placer-taskgraph/1 JSON file\n"
+    "  --json           print JSON instead of tables\n"
+    "  --dim NAME=VALUE bind a symbolic dimension (e.g. --dim batch=1); repeatable\n"
+    "  --top K          show only the K most frequent op types (default: all)\n";
+
+static void shape_str(const pl_tensor *t, char *buf, size_t n)
+{
+    if (t->rank < 0) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    size_t used = snprintf(buf, n, "[");
+    for (int d = 0; d < t->rank && used < n; d++) {
+        if (t->dims[d] < 0) used += snprintf(buf + used, n - used, "%s?", d ? "," : "");
+        else used += snprintf(buf + used, n - used, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+    }
+    if (used < n) snprintf(buf + used, n - used, "]");
+}
+
+static json_t *tensor_json(const pl_tensor *t)
+{
+    json_t *shape = json_null();
+    if (t->rank >= 0) {
+        shape = json_array();
+        for (int d = 0; d < t->rank; d++)
+            json_array_append_new(shape, t->dims[d] < 0 ? json_null() : json_integer(t->dims[d]));
+    }
+    return json_pack("{s:s, s:s, s:o, s:o}", "name", t->name, "dtype", pl_dtype_name(t->dtype),
+                     "shape", shape, "bytes", t->bytes < 0 ? json_null() : json_integer(t->bytes));
+}
+
+static json_t *tensor_list_json(const pl_graph *g, const int *idx, int n)
+{
+    json_t *a = json_array();
+    for (int k = 0; k < n; k++) json_array_append_new(a, tensor_json(&g->tensors[idx[k]]));
+    return a;
+}
+
+static void print_json(const pl_graph *g, const pl_graph_summary *s, const char *sha, int top)
+{
+    json_t *hist = json_array(), *unknown = json_array(), *path = json_array();
+    for (int k = 0; k < s->n_hist && k < top; k++)
+        json_array_append_new(hist, json_pack("{s:s, s:i, s:f, s:b}", "type", s->hist[k].type,
+                                              "count", s->hist[k].count, "flops",
+                                              s->hist[k].flops, "unknown", s->hist[k].unknown));
+    for (int k = 0; k < s->n_hist; k++)
+        if (s->hist[k].unknown) json_array_append_new(unknown, json_string(s->hist[k].type));
+    for (int k = 0; k < s->longest_path_len; k++)
+        json_array_append_new(path, json_string(g->ops[s->longest_path[k]].name));
+    json_t *warnings = json_array();
+    for (int k = 0; k < g->n_warnings_stored; k++)
+        json_array_append_new(warnings, json_string(g->warnings[k]));
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:i, s:i, s:i, s:o, s:o, s:I, s:I, s:i,"
+        " s:f, s:f, s:f, s:o, s:i, s:o, s:i, s:o, s:o, s:i}",
+        "format", "placer-inspect/1", "model", g->path ? g->path : "", "sha256", sha,
+        "source_format", g->info.format, "ir_version", (json_int_t)g->info.ir_version, "opset",
+        (json_int_t)g->info.opset, "producer", g->info.producer, "ops", s->n_ops, "ops_total",
+        s->n_ops_total, "subgraphs", s->n_subgraphs, "tensors", s->n_tensors, "edges",
+        s->n_edges, "inputs", tensor_list_json(g, g->inputs, g->n_inputs), "outputs",
+        tensor_list_json(g, g->outputs, g->n_outputs), "params", (json_int_t)s->n_params,
+        "param_bytes", (json_int_t)s->param_bytes, "weight_tensors", s->n_weights, "flops",
+        s->flops, "bytes_moved", s->bytes_moved, "longest_path_flops", s->longest_path_flops,
+        "longest_path", path, "unknown_ops", s->n_unknown_ops, "unknown_op_types", unknown,
+        "unknown_shape_tensors", s->n_unknown_shape, "unknown_shape_examples",
+        tensor_list_json(g, s->unknown_shape, s->n_unknown_shape_listed), "op_types", hist,
+        "warnings", g->n_warnings);
+    json_object_set_new(o, "warning_messages", warnings);
+    pl_json_print(o, stdout);
+}
+
+static void print_io(const char *label, const pl_graph *g, const int *idx, int n)
+{
+    char shape[256];
+    for (int k = 0; k < n; k++) {
+        const pl_tensor *t = &g->tensors[idx[k]];
+        shape_str(t, shape, sizeof shape);
+        printf("%-12s %s %s %s\n", k ? "" : label, t->name, pl_dtype_name(t->dtype), shape);
+    }
+    if (!n) printf("%-12s none\n", label);
+}
+
+static void print_text(const pl_graph *g, const pl_graph_summary *s, const char *sha, int top)
+{
+    char a[32], b[32];
+    printf("%-12s %s\n", "model", g->path ? g->path : g->name);
+    printf("%-12s %.16s...\n", "sha256", sha);
+    if (!strcmp(g->info.format, "onnx"))
+        printf("%-12s onnx, IR %lld, opset %lld, producer %s\n", "format",
+               (long long)g->info.ir_version, (long long)g->info.opset,
+               g->info.producer[0] ? g->info.producer : "unknown");
+    else printf("%-12s %s\n", "format", g->info.format);
+    printf("%-12s %d top-level, %d including %d subgraph%s\n", "ops", s->n_ops, s->n_ops_total,
+           s->n_subgraphs, s->n_subgraphs == 1 ? "" : "s");
+    printf("%-12s %d tensors, %d edges\n", "tensors", s->n_tensors, s->n_edges);
+    print_io("inputs", g, g->inputs, g->n_inputs);
+    print_io("outputs", g, g->outputs, g->n_outputs);
+    printf("%-12s %s (%lld), %s in %d weight tensors\n", "parameters",
+           pl_fmt_count((double)s->n_params, a, sizeof a), (long long)s->n_params,
+           pl_fmt_bytes((double)s->param_bytes, b, sizeof b), s->n_weights);
+    printf("%-12s %s total; longest path %s over %d ops\n", "FLOPs",
+           pl_fmt_count(s->flops, a, sizeof a), pl_fmt_count(s->longest_path_flops, b, sizeof b),
+           s->longest_path_len);
+    printf("%-12s %d op%s of unknown type, %d tensor%s of unknown size\n", "unknown",
+           s->n_unknown_ops, s->n_unknown_ops == 1 ? "" : "s", s->n_unknown_shape,
+           s->n_unknown_shape == 1 ? "" : "s");
+    for (int k = 0; k < s->n_unknown_shape_listed && k < 5; k++)
+        printf("%-12s   %s\n", "", g->tensors[s->unknown_shape[k]].name);
+    putchar('\n');
+    pl_table *t = pl_table_new("op type|>count|>GFLOPs|>share|note");
+    for (int k = 0; k < s->n_hist && k < top; k++) {
+        const pl_type_count *h = &s->hist[k];
+        pl_table_row(t, "%s|%d|%.3f|%.1f%%|%s", h->type, h->count, h->flops / 1e9,
+                     s->flops > 0 ? 100 * h->flops / s->flops : 0.0,
+                     h->unknown ? "unknown op: default cost" : "");
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    if (top < s->n_hist) printf("(%d more op types; --top to show them)\n", s->n_hist - top);
+}
+
+int cli_inspect(int argc, char **argv)
+{
+    const char *model = NULL, *v;
+    bool json = false;
+    int top = 1 << 30;
+    const char *dims[64];
+    pl_load_opts opts = {dims, 0, false};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (cli_opt(argc, argv, &i, "--dim", &v)) {
+            if (!v || !strchr(v, '=')) return cli_fail("inspect", "--dim wants NAME=VALUE");
+            if (opts.n_dims == 64) return cli_fail("inspect", "too many --dim options");
+            dims[opts.n_dims++] = v;
+        } else if (cli_opt(argc, argv, &i, "--top", &v)) {
+            char *end;
+            top = v ? (int)strtol(v, &end, 10) : 0;
+            if (!v || *end || top <= 0) return cli_fail("inspect", "--top wants a positive count");
+        } else if (argv[i][0] == '-') return cli_fail("inspect", "unknown option '%s'\n%s", argv[i], help);
+        else if (model) return cli_fail("inspect", "one model at a time ('%s' and '%s')", model, argv[i]);
+        else model = argv[i];
+    }
+    if (!model) return cli_fail("inspect", "which model?\n%s", help);
+    pl_err err = {""};
+    pl_graph *g = pl_graph_load(model, &opts, &err);
+    if (!g) return cli_fail("inspect", "%s", err.msg);
+    char sha[65] = "";
+    if (pl_sha256_file(model, sha, &err) < 0) {
+        pl_graph_free(g);
+        return cli_fail("inspect", "%s", err.msg);
+    }
+    cli_print_warnings(g);
+    pl_graph_summary s;
+    pl_graph_summarize(g, &s);
+    if (json) print_json(g, &s, sha, top);
+    else print_text(g, &s, sha, top);
+    pl_graph_summary_free(&s);
+    pl_graph_free(g);
+    return 0;
+}

@@ -1,0 +1,74 @@
+/* common.h: errors, checked allocation and small string helpers shared by every module.
+ *
+ * Errors: a function that can fail takes a `pl_err *` (may be NULL) and returns a negative
+ * value or NULL; the message names the file, the place in it and the problem, in the form
+ * "FILE: PLACE: PROBLEM", so the CLI can print it as is and exit 2. */
+#ifndef PLACER_COMMON_H
+#define PLACER_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define PL_ERR_MAX 1024
+
+typedef struct pl_err {
+    char msg[PL_ERR_MAX];
+} pl_err;
+
+/* Formats into err->msg (no-op when err is NULL). Always returns -1 so callers can write
+ * `return pl_err_set(err, ...)`. */
+int pl_err_set(pl_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prepends "PREFIX: " to an existing message, to add the file or outer place. */
+int pl_err_prefix(pl_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Allocation that aborts with a message on exhaustion: the library cannot recover from it
+ * meaningfully and every caller would otherwise repeat the same check. */
+void *pl_malloc(size_t n);
+void *pl_calloc(size_t n, size_t size);
+void *pl_realloc(void *p, size_t n);
+char *pl_strdup(const char *s);
+char *pl_strndup(const char *s, size_t n);
+/* Grows *arr (element size `size`) so that index `need` fits; doubles the capacity. */
+void pl_grow(void **arr, int *cap, int need, size_t size);
+
+/* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
+char *pl_read_file(const char *path, size_t *len, pl_err *err);
+
+/* SHA-256 of a file, as 64 lowercase hex digits plus NUL. Streams the file. */
+int pl_sha256_file(const char *path, char out[65], pl_err *err);
+
+/* Monotonic wall-clock seconds, for reporting search and import times. */
+double pl_now(void);
+
+/* Human-readable formatting into a caller buffer; returns buf. */
+const char *pl_fmt_bytes(double bytes, char *buf, size_t n);   /* "1.50 MiB" */
+const char *pl_fmt_count(double x, char *buf, size_t n);       /* "4.09 G" */
+
+/* Quantities with units, as files and command lines give them ("25 GB/s", "50ms",
+ * "16 GiB", "4.37 TFLOP/s", "0.9 USD/h"). Decimal prefixes are powers of 1000, binary ones
+ * (Ki, Mi, Gi, Ti) powers of 1024; a lower-case b means bits. The result is in SI base units
+ * (bytes, seconds, bytes/s, flops, flop/s, USD/h). A bare number, a unit of the wrong kind, a
+ * negative, NaN or infinite value is an error naming the text. */
+typedef enum {
+    PL_UNIT_BYTES, PL_UNIT_SECONDS, PL_UNIT_BYTES_PER_S, PL_UNIT_FLOPS, PL_UNIT_FLOPS_PER_S,
+    PL_UNIT_USD_PER_HOUR
+} pl_unit;
+int pl_parse_quantity(const char *text, pl_unit unit, double *out, pl_err *err);
+const char *pl_unit_name(pl_unit unit);
+
+/* Open-addressing string → int map (names of tensors and ops). Keys are not copied:
+ * they must outlive the map (they are owned by the graph). */
+typedef struct pl_strmap {
+    const char **keys;
+    int *vals;
+    size_t cap, n;
+} pl_strmap;
+
+void pl_strmap_init(pl_strmap *m);
+void pl_strmap_free(pl_strmap *m);
+/* Returns the value or -1. */
+int pl_strmap_get(const pl_strmap *m, const char *key);
+void pl_strmap_put(pl_strmap *m, const char *key, int val);
+
+#endif

@@ -1,0 +1,30 @@
+/* sha256.c: file digests through OpenSSL's EVP interface; plans name the model they were
+ * made for by this digest, so a plan for another model is refused. */
+#include "placer/common.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/evp.h>
+
+int pl_sha256_file(const char *path, char out[65], pl_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return pl_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    unsigned char *buf = pl_malloc(1 << 16);
+    size_t r;
+    while ((r = fread(buf, 1, 1 << 16, f)) > 0) EVP_DigestUpdate(ctx, buf, r);
+    int bad = ferror(f);
+    fclose(f);
+    free(buf);
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    EVP_DigestFinal_ex(ctx, md, &mdlen);
+    EVP_MD_CTX_free(ctx);
+    if (bad) return pl_err_set(err, "%s: read error", path);
+    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", md[i]);
+    return 0;
+}

@@ -1,0 +1,63 @@
+/* testutil.c: shared helpers for the tests. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+pl_graph *tu_load(const char *path)
+{
+    pl_err err = {""};
+    pl_graph *g = pl_graph_load(path, NULL, &err);
+    if (!g) fail_msg("loading %s failed: %s", path, err.msg);
+    return g;
+}
+
+const char *tu_load_fails(const char *path)
+{
+    static pl_err err;
+    err.msg[0] = 0;
+    pl_graph *g = pl_graph_load(path, NULL, &err);
+    if (g) {
+        pl_graph_free(g);
+        fail_msg("%s loaded but should have been refused", path);
+    }
+    if (!err.msg[0]) fail_msg("%s was refused without a message", path);
+    return err.msg;
+}
+
+int tu_run(const char *args, char **out)
+{
+    const char *bin = getenv("PLACER_BIN");
+    if (!bin) bin = "build/placer";
+    size_t n = strlen(bin) + strlen(args) + 16;
+    char *cmd = malloc(n);
+    snprintf(cmd, n, "%s %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    free(cmd);
+    if (!p) fail_msg("cannot run %s", bin);
+    size_t cap = 4096, len = 0, r;
+    char *buf = malloc(cap);
+    while ((r = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += r;
+        if (len + 1 >= cap) buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = 0;
+    int st = pclose(p);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+const char *tu_tmpfile(const void *data, size_t len, const char *suffix)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "/tmp/placer-test-XXXXXX%s", suffix ? suffix : "");
+    int fd = mkstemps(path, suffix ? (int)strlen(suffix) : 0);
+    if (fd < 0) fail_msg("mkstemps failed");
+    if (len && write(fd, data, len) != (ssize_t)len) fail_msg("write failed");
+    close(fd);
+    return path;
+}

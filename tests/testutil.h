@@ -1,0 +1,30 @@
+/* testutil.h: what every cmocka test file here needs. Tests run from the repo root. */
+#ifndef PLACER_TESTUTIL_H
+#define PLACER_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "placer/graph.h"
+
+/* Loads a model or task graph that must load; fails the test with the reader's message. */
+pl_graph *tu_load(const char *path);
+/* Loads a file that must be refused; returns the message (static buffer). */
+const char *tu_load_fails(const char *path);
+/* Runs the placer binary (PLACER_BIN, default build/placer) with `args` through the shell,
+ * stdout and stderr captured into *out (malloc'd). Returns the exit status. */
+int tu_run(const char *args, char **out);
+/* Writes `len` bytes to a fresh temporary file and returns its path (static buffer). */
+const char *tu_tmpfile(const void *data, size_t len, const char *suffix);
+/* Relative comparison |a-b| <= tol*max(|a|,|b|,1e-300). */
+#define assert_close(a, b, tol)                                                                 \
+    do {                                                                                        \
+        double a_ = (a), b_ = (b), m_ = fabs(a_) > fabs(b_) ? fabs(a_) : fabs(b_);             \
+        if (!(fabs(a_ - b_) <= (tol) * (m_ > 1e-300 ? m_ : 1e-300)))                           \
+            fail_msg("%s = %.12g, expected %.12g (rel tol %g)", #a, a_, b_, (double)(tol));    \
+    } while (0)
+
+#endif

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what placer needs to build, test and run, when it is missing. Idempotent: when
+# everything is present it only checks (well under a second).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PKGS=(
+  gcc make clang libclang-rt-14-dev           # build; clang for libFuzzer and sanitizers
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev   # ONNX reader (onnx.proto → C)
+  libjansson-dev libssl-dev                    # JSON; SHA-256 of model files (libcrypto)
+  libcmocka-dev                                # tests
+  libonnx-testdata                             # ~1000 real ONNX files the tests must survive
+  python3-onnx python3-numpy                   # tools/export_models.py, test oracles
+)
+# The model-zoo exporter needs torch; only `make models` asks for it.
+if [ "${PLACER_DEPS_TORCH:-0}" = 1 ]; then APT_PKGS+=(python3-torch python3-torchvision); fi
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
