@@ -85,6 +85,11 @@ static void print_io(const char *label, const pl_graph *g, const int *idx, int n
     char shape[256];
     for (int k = 0; k < n; k++) {
         const pl_tensor *t = &g->tensors[idx[k]];
+        if (t->flags & PL_TENSOR_BYTES_ONLY) {
+            printf("%-12s %s %s\n", k ? "" : label, t->name,
+                   pl_fmt_bytes((double)t->bytes, shape, sizeof shape));
+            continue;
+        }
         shape_str(t, shape, sizeof shape);
         printf("%-12s %s %s %s\n", k ? "" : label, t->name, pl_dtype_name(t->dtype), shape);
     }
@@ -106,9 +111,13 @@ static void print_text(const pl_graph *g, const pl_graph_summary *s, const char 
     printf("%-12s %d tensors, %d edges\n", "tensors", s->n_tensors, s->n_edges);
     print_io("inputs", g, g->inputs, g->n_inputs);
     print_io("outputs", g, g->outputs, g->n_outputs);
-    printf("%-12s %s (%lld), %s in %d weight tensors\n", "parameters",
-           pl_fmt_count((double)s->n_params, a, sizeof a), (long long)s->n_params,
-           pl_fmt_bytes((double)s->param_bytes, b, sizeof b), s->n_weights);
+    if (s->n_weights_bytes_only == s->n_weights && s->n_weights)
+        printf("%-12s not given (the task graph gives sizes): %s in %d weight tensors\n",
+               "parameters", pl_fmt_bytes((double)s->param_bytes, b, sizeof b), s->n_weights);
+    else
+        printf("%-12s %s (%lld), %s in %d weight tensors\n", "parameters",
+               pl_fmt_count((double)s->n_params, a, sizeof a), (long long)s->n_params,
+               pl_fmt_bytes((double)s->param_bytes, b, sizeof b), s->n_weights);
     printf("%-12s %s total; longest path %s over %d ops\n", "FLOPs",
            pl_fmt_count(s->flops, a, sizeof a), pl_fmt_count(s->longest_path_flops, b, sizeof b),
            s->longest_path_len);

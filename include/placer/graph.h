@@ -53,6 +53,8 @@ enum {
     PL_TENSOR_EXTERNAL = 1u << 3,      /* payload stored in an external file (never read) */
     PL_TENSOR_NO_PAYLOAD = 1u << 4,    /* a weight whose payload is absent (weightless model) */
     PL_TENSOR_OUTER = 1u << 5,         /* in a subgraph: read from the enclosing graph's scope */
+    PL_TENSOR_BYTES_ONLY = 1u << 6,    /* only the size is known (task graphs): shape [bytes] of
+                                          uint8, so it has no meaningful element count */
 };
 
 #define PL_DIM_UNKNOWN (-1)
@@ -72,6 +74,10 @@ typedef struct pl_tensor {
     int64_t *ivals;
     int n_ivals;
     int cap_consumers;
+    /* Known contents of small floating-point tensors (Resize/Upsample scales), as ivals for
+     * integers; NULL when not known. Readers set them like ivals (at most 64 elements). */
+    double *fvals;
+    int n_fvals;
 } pl_tensor;
 
 /* ---- ops ---- */
@@ -185,6 +191,7 @@ void pl_graph_add_output(pl_graph *g, int tensor);
 /* Sets dtype and shape (dims copied; rank -1 = unknown) and recomputes bytes. */
 void pl_tensor_set_shape(pl_tensor *t, int dtype, int rank, const int64_t *dims);
 void pl_tensor_set_ivals(pl_tensor *t, const int64_t *v, int n);
+void pl_tensor_set_fvals(pl_tensor *t, const double *v, int n);
 /* Number of elements, or -1 if unknown. */
 int64_t pl_tensor_numel(const pl_tensor *t);
 /* Records a warning on the root graph (stderr printing is the CLI's job). */
@@ -231,6 +238,10 @@ pl_graph *pl_onnx_load_buffer(const void *buf, size_t len, const char *name,
 /* JSON task graph, format placer-taskgraph/1 (docs/formats.md). Runs finalize and infer. */
 pl_graph *pl_taskgraph_load(const char *path, pl_err *err);
 pl_graph *pl_taskgraph_load_buffer(const char *buf, size_t len, const char *name, pl_err *err);
+/* The same with reader options (only no_infer applies to task graphs); opts may be NULL. */
+pl_graph *pl_taskgraph_load_opts(const char *path, const pl_load_opts *opts, pl_err *err);
+pl_graph *pl_taskgraph_load_buffer_opts(const char *buf, size_t len, const char *name,
+                                        const pl_load_opts *opts, pl_err *err);
 /* Chooses the reader by content (JSON object or ONNX protobuf). */
 pl_graph *pl_graph_load(const char *path, const pl_load_opts *opts, pl_err *err);
 
@@ -269,6 +280,7 @@ typedef struct pl_graph_summary {
     int64_t n_params;      /* elements of initializers and Constant values, all graphs */
     int64_t param_bytes;
     int n_weights;         /* weight tensors */
+    int n_weights_bytes_only; /* of which only the size is known: not in n_params */
     double flops;          /* sum over top-level ops (which carry their bodies) */
     double bytes_moved;
     double longest_path_flops;

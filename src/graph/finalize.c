@@ -88,7 +88,7 @@ static void build_edges(pl_graph *g)
             }
         }
     }
-    qsort(e, n, sizeof *e, cmp_edge);
+    if (n) qsort(e, n, sizeof *e, cmp_edge); /* e is NULL without edges: UB for qsort */
     g->edges = e;
     g->n_edges = n;
 }

@@ -84,6 +84,7 @@ void pl_graph_free(pl_graph *g)
     for (int i = 0; i < g->n_tensors; i++) {
         pl_tensor *t = &g->tensors[i];
         free(t->name), free(t->dims), free(t->consumers), free(t->ivals);
+        free(t->fvals);
     }
     for (int i = 0; i < g->n_warnings_stored; i++) free(g->warnings[i]);
     free(g->warnings);
@@ -252,6 +253,17 @@ void pl_tensor_set_ivals(pl_tensor *t, const int64_t *v, int n)
     t->ivals = pl_malloc((n ? n : 1) * sizeof *t->ivals);
     memcpy(t->ivals, v, n * sizeof *v);
     t->n_ivals = n;
+}
+
+void pl_tensor_set_fvals(pl_tensor *t, const double *v, int n)
+{
+    free(t->fvals);
+    t->fvals = NULL;
+    t->n_fvals = 0;
+    if (n < 0 || !v) return;
+    t->fvals = pl_malloc((n ? n : 1) * sizeof *t->fvals);
+    memcpy(t->fvals, v, n * sizeof *v);
+    t->n_fvals = n;
 }
 
 void pl_graph_warn(pl_graph *g, const char *fmt, ...)

@@ -43,7 +43,8 @@ static void walk(const pl_graph *g, bool top, pl_graph_summary *s, hist_t *h)
         if (tp->flags & PL_TENSOR_WEIGHT) {
             int64_t n = pl_tensor_numel(tp);
             s->n_weights++;
-            if (n > 0) s->n_params += n;
+            if (tp->flags & PL_TENSOR_BYTES_ONLY) s->n_weights_bytes_only++;
+            else if (n > 0) s->n_params += n;
             if (tp->bytes > 0) s->param_bytes += tp->bytes;
         }
         if (tp->bytes < 0 && tp->dtype != PL_DT_STRING) {

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# make bench: prints the benchmark tables. Full-size models (with weights) are exported once
+# into models/full/ by the zoo script (not committed; needs python3-torch).
+set -euo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/.."
+mkdir -p "$build/bench"
+[ -f "$build/bench/synth50k.onnx" ] || /usr/bin/python3 tools/synth_model.py --ops 50000 -o "$build/bench/synth50k.onnx" >/dev/null
+if [ ! -f models/full/gpt2_small.onnx ] || [ ! -f models/full/vgg19.onnx ]; then
+  echo "bench: exporting full-size gpt2_small and vgg19 into models/full/ (once)" >&2
+  PLACER_DEPS_TORCH=1 tools/deps.sh
+  /usr/bin/python3 tools/export_models.py --full gpt2_small vgg19 >&2
+fi
+echo "== import: time, peak memory, reachability index (one child process per model)"
+"$build/bench/bench_import" models/*.onnx models/full/*.onnx "$build/bench/synth50k.onnx"

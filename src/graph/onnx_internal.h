@@ -1,0 +1,64 @@
+/* onnx_internal.h: what the ONNX reader's files share (onnx.c: files and the model,
+ * onnx_graph.c: graphs, nodes and scopes, onnx_tensor.c: types, tensors and attributes). */
+#ifndef PLACER_ONNX_INTERNAL_H
+#define PLACER_ONNX_INTERNAL_H
+
+#include "placer/graph.h"
+#include "onnx/onnx.pb-c.h"
+
+/* A rank above this is corrupt input, not a model: no operator set goes near it. */
+#define OX_MAX_RANK 64
+/* Subgraphs nested deeper than this are refused rather than recursed into. */
+#define OX_MAX_DEPTH 64
+/* Messages nested deeper than this are refused before protobuf-c, which recurses without a
+ * limit, unpacks them: a subgraph level costs three (graph, node, attribute). */
+#define OX_MAX_MSG_DEPTH (3 * OX_MAX_DEPTH + 16)
+/* Integer tensors up to this many elements keep their values (ivals) for shape inference. */
+#define OX_MAX_IVALS 64
+
+/* A symbolic dimension bound by the caller ("batch=8"). */
+typedef struct ox_binding {
+    const char *name; /* points into the caller's option string */
+    size_t len;
+    int64_t value;
+    bool used;
+} ox_binding;
+
+typedef struct ox_ctx {
+    const char *file; /* for messages that need no place in the file */
+    ox_binding *dims;
+    int n_dims;
+    pl_err *err;
+} ox_ctx;
+
+/* One graph being built, and the chain of graphs enclosing it (for outer-scope names). */
+typedef struct ox_scope {
+    pl_graph *g;
+    /* Tensors [0, n_defined) are the ones this graph defines (inputs, initializers, node
+     * outputs): they are declared before any node is read, so an index says it all. */
+    int n_defined;
+    int cur_op;        /* the op whose subgraphs are being read */
+    const char *where; /* "FILE" or "FILE: op 'x' (If), subgraph 'then_branch'" */
+    int depth;
+    struct ox_scope *up;
+} ox_scope;
+
+/* onnx_graph.c: reads a GraphProto into s->g (not finalized; its subgraphs are). */
+int ox_build_graph(ox_ctx *c, ox_scope *s, const Onnx__GraphProto *gp);
+
+/* onnx_tensor.c */
+/* Applies a ValueInfo's type (dtype and shape) to tensor t. */
+int ox_apply_type(ox_ctx *c, const ox_scope *s, int t, const Onnx__TypeProto *tp);
+/* Dims, dtype, payload flags and small integer values of a TensorProto. */
+int ox_set_from_tensor(ox_ctx *c, const ox_scope *s, int t, const Onnx__TensorProto *tp);
+int ox_set_from_sparse(ox_ctx *c, const ox_scope *s, int t, const Onnx__SparseTensorProto *sp);
+/* The value of a Constant node, onto its output tensor t. */
+int ox_set_constant(ox_ctx *c, const ox_scope *s, int t, const Onnx__NodeProto *n);
+/* The attribute's type; files from IR version 1 leave it out and set only the value. */
+Onnx__AttributeProto__AttributeType ox_attr_type(const Onnx__AttributeProto *a);
+/* Whether the (op_type, domain) pair is the default domain's op `type`. */
+bool ox_is_onnx_op(const Onnx__NodeProto *n, const char *type);
+/* "" for the default domain (also spelled "ai.onnx"). */
+const char *ox_domain(const char *domain);
+
+#endif

@@ -1,0 +1,98 @@
+/* test_cli.c: the command as a user meets it: bad input gets a message naming the file and
+ * the problem and exit status 2; good input gets a table or JSON. */
+#include "testutil.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void expect_refusal(const char *args, const char *needle)
+{
+    char *out;
+    int rc = tu_run(args, &out);
+    if (rc != 2) fail_msg("placer %s: exit %d, expected 2; output:\n%s", args, rc, out);
+    if (!strstr(out, needle)) fail_msg("placer %s: output lacks '%s':\n%s", args, needle, out);
+    if (strstr(out, "AddressSanitizer") || strstr(out, "runtime error"))
+        fail_msg("placer %s: sanitizer report:\n%s", args, out);
+    free(out);
+}
+
+static void test_usage_errors(void **state)
+{
+    (void)state;
+    expect_refusal("", "usage: placer VERB");
+    expect_refusal("frobnicate", "unknown verb 'frobnicate'");
+    expect_refusal("inspect", "which model?");
+    expect_refusal("inspect --bogus models/resnet50.onnx", "unknown option '--bogus'");
+    expect_refusal("inspect --dim batch models/resnet50.onnx", "--dim wants NAME=VALUE");
+}
+
+static void test_missing_empty_and_non_onnx(void **state)
+{
+    (void)state;
+    expect_refusal("inspect /nonexistent/model.onnx",
+                   "/nonexistent/model.onnx: cannot open: No such file or directory");
+    char args[512];
+    snprintf(args, sizeof args, "inspect %s", tu_tmpfile("", 0, ".onnx"));
+    expect_refusal(args, "empty file");
+    const char *text = "this is a README, not a model\n";
+    snprintf(args, sizeof args, "inspect %s", tu_tmpfile(text, strlen(text), ".onnx"));
+    expect_refusal(args, "not an ONNX model");
+}
+
+static void test_truncated_model(void **state)
+{
+    (void)state;
+    size_t len;
+    pl_err err;
+    char *buf = pl_read_file("models/resnet50.onnx", &len, &err);
+    assert_non_null(buf);
+    char args[512];
+    snprintf(args, sizeof args, "inspect %s", tu_tmpfile(buf, len / 2, ".onnx"));
+    expect_refusal(args, "not an ONNX model");
+    free(buf);
+}
+
+static void test_malformed_taskgraph(void **state)
+{
+    (void)state;
+    const char *bad = "{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\"}],\n"
+                      " \"edges\": [{\"from\": \"a\", \"to\": \"nowhere\", \"bytes\": 4}]}";
+    char args[512];
+    const char *path = tu_tmpfile(bad, strlen(bad), ".json");
+    snprintf(args, sizeof args, "inspect %s", path);
+    expect_refusal(args, path);
+    expect_refusal(args, "nowhere");
+}
+
+static void test_inspect_table_and_json(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(tu_run("inspect models/resnet50.onnx", &out), 0);
+    assert_non_null(strstr(out, "parameters"));
+    assert_non_null(strstr(out, "Conv"));
+    free(out);
+    assert_int_equal(tu_run("inspect --json models/resnet50.onnx 2>/dev/null", &out), 0);
+    json_error_t jerr;
+    json_t *j = json_loads(out, 0, &jerr);
+    if (!j) fail_msg("inspect --json is not JSON (%s):\n%s", jerr.text, out);
+    assert_string_equal(json_string_value(json_object_get(j, "format")), "placer-inspect/1");
+    assert_true(json_integer_value(json_object_get(j, "ops")) > 100);
+    assert_true(json_integer_value(json_object_get(j, "params")) > 25000000);
+    assert_int_equal(json_integer_value(json_object_get(j, "unknown_ops")), 0);
+    json_decref(j);
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_missing_empty_and_non_onnx),
+        cmocka_unit_test(test_truncated_model),
+        cmocka_unit_test(test_malformed_taskgraph),
+        cmocka_unit_test(test_inspect_table_and_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
