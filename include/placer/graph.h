@@ -247,14 +247,14 @@ pl_graph *pl_graph_load(const char *path, const pl_load_opts *opts, pl_err *err)
 
 /* ---- reachability (docs/graph.md) ----
  * Exact answers to "is there a path of length >= 1 from i to j?" on any DAG given in CSR form
- * with a topological order. Built by chain decomposition: each node stores, per chain, the
- * earliest chain position it reaches, so a query is O(1); when chains × nodes would exceed
- * the memory cap it falls back to a pruned DFS (still exact, slower). */
+ * with a topological order. Built by a greedy chain cover of the transitive closure: each node
+ * stores, per chain, the last chain position that reaches it, so a query is O(1) (from a
+ * source op: O(out-degree)); when the table would exceed the memory cap it falls back to a
+ * pruned DFS (still exact, slower). */
 typedef struct pl_reach pl_reach;
 pl_reach *pl_reach_build(int n, const int *succ_off, const int *succ, const int *topo);
-/* The same with an explicit cap on the table's size (0 forces DFS mode). In DFS mode the
- * pl_reach keeps pointers to succ_off/succ (they must outlive it) and a query is not
- * thread-safe. */
+/* The same with an explicit cap on the table's size (0 forces DFS mode). The pl_reach keeps
+ * pointers to succ_off/succ (they must outlive it); in DFS mode a query is not thread-safe. */
 pl_reach *pl_reach_build_capped(int n, const int *succ_off, const int *succ, const int *topo,
                                 size_t max_table_bytes);
 pl_reach *pl_graph_reach(const pl_graph *g);
