@@ -127,7 +127,9 @@ static void print_text(const pl_graph *g, const pl_graph_summary *s, const char 
     for (int k = 0; k < s->n_unknown_shape_listed && k < 5; k++)
         printf("%-12s   %s\n", "", g->tensors[s->unknown_shape[k]].name);
     putchar('\n');
-    pl_table *t = pl_table_new("op type|>count|>GFLOPs|>share|note");
+    /* the note column is there only when some op type needs it */
+    pl_table *t = pl_table_new(s->n_unknown_ops ? "op type|>count|>GFLOPs|>share|note"
+                                                : "op type|>count|>GFLOPs|>share");
     for (int k = 0; k < s->n_hist && k < top; k++) {
         const pl_type_count *h = &s->hist[k];
         pl_table_row(t, "%s|%d|%.3f|%.1f%%|%s", h->type, h->count, h->flops / 1e9,

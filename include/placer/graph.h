@@ -266,7 +266,7 @@ void pl_reach_free(pl_reach *r);
 typedef struct pl_type_count {
     const char *type;      /* points into the graph */
     int count;             /* including subgraphs */
-    double flops;
+    double flops;          /* top-level ops only: a control-flow op carries its body's */
     bool unknown;          /* no cost rule */
 } pl_type_count;
 

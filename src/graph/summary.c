@@ -12,7 +12,9 @@ typedef struct {
     pl_strmap index;
 } hist_t;
 
-static void hist_add(hist_t *h, const pl_op *op)
+/* Counts include subgraph ops; FLOPs come from top-level ops only (a control-flow op carries
+ * its body's), so the column sums to the model's total and nothing is counted twice. */
+static void hist_add(hist_t *h, const pl_op *op, bool top)
 {
     int i = pl_strmap_get(&h->index, op->type);
     if (i < 0) {
@@ -22,7 +24,7 @@ static void hist_add(hist_t *h, const pl_op *op)
         pl_strmap_put(&h->index, op->type, i);
     }
     h->v[i].count++;
-    h->v[i].flops += op->flops;
+    if (top) h->v[i].flops += op->flops;
     if (op->flags & PL_OP_UNKNOWN_TYPE) h->v[i].unknown = true;
 }
 
@@ -31,7 +33,7 @@ static void walk(const pl_graph *g, bool top, pl_graph_summary *s, hist_t *h)
     s->n_ops_total += g->n_ops;
     for (int i = 0; i < g->n_ops; i++) {
         const pl_op *op = &g->ops[i];
-        hist_add(h, op);
+        hist_add(h, op, top);
         if (op->flags & PL_OP_UNKNOWN_TYPE) s->n_unknown_ops++;
         s->n_subgraphs += op->n_subgraphs;
         for (int k = 0; k < op->n_subgraphs; k++) walk(op->subgraphs[k], false, s, h);
