@@ -17,7 +17,7 @@
 static pl_graph *load_text(const char *text)
 {
     pl_err err = {""};
-    pl_graph *g = pl_taskgraph_load_buffer(text, strlen(text), "t.json", &err);
+    pl_graph *g = pl_taskgraph_load_buffer(text, strlen(text), "t.json", NULL, &err);
     if (!g) fail_msg("refused: %s\n%s", err.msg, text);
     return g;
 }
@@ -26,7 +26,7 @@ static const char *refuse_text(const char *text)
 {
     static pl_err err;
     err.msg[0] = 0;
-    pl_graph *g = pl_taskgraph_load_buffer(text, strlen(text), "t.json", &err);
+    pl_graph *g = pl_taskgraph_load_buffer(text, strlen(text), "t.json", NULL, &err);
     if (g) {
         pl_graph_free(g);
         fail_msg("loaded but should have been refused:\n%s", text);
@@ -70,7 +70,7 @@ static void test_diamond(void **state)
 {
     (void)state;
     pl_err err = {""};
-    pl_graph *g = pl_taskgraph_load("examples/taskgraphs/diamond.json", &err);
+    pl_graph *g = pl_taskgraph_load("examples/taskgraphs/diamond.json", NULL, &err);
     if (!g) fail_msg("%s", err.msg);
     assert_string_equal(g->name, "diamond");
     assert_string_equal(g->info.format, "json");
@@ -132,7 +132,7 @@ static void test_transformer(void **state)
 {
     (void)state;
     pl_err err = {""};
-    pl_graph *g = pl_taskgraph_load("examples/taskgraphs/transformer_block.json", &err);
+    pl_graph *g = pl_taskgraph_load("examples/taskgraphs/transformer_block.json", NULL, &err);
     if (!g) fail_msg("%s", err.msg);
     assert_int_equal(g->n_ops, 12);
     assert_string_equal(g->info.producer, "hand-written from the BERT-base shapes");
@@ -189,11 +189,11 @@ static void test_defaults(void **state)
     const char *text = HEAD "\"nodes\": [{\"name\": \"x\"}]}";
     pl_load_opts opts = {.no_infer = true};
     pl_err err = {""};
-    g = pl_taskgraph_load_buffer_opts(text, strlen(text), NULL, &opts, &err);
+    g = pl_taskgraph_load_buffer(text, strlen(text), NULL, &opts, &err);
     assert_non_null(g);
     assert_string_equal(g->name, "<buffer>");
     pl_graph_free(g);
-    g = pl_taskgraph_load_opts("examples/taskgraphs/diamond.json", &opts, &err);
+    g = pl_taskgraph_load("examples/taskgraphs/diamond.json", &opts, &err);
     assert_non_null(g);
     pl_graph_free(g);
 }
@@ -380,17 +380,17 @@ static void test_file_errors(void **state)
 {
     (void)state;
     pl_err err = {""};
-    assert_null(pl_taskgraph_load("/nonexistent/g.json", &err));
+    assert_null(pl_taskgraph_load("/nonexistent/g.json", NULL, &err));
     assert_contains(err.msg, "/nonexistent/g.json");
-    assert_null(pl_taskgraph_load("/nonexistent/g.json", NULL));
+    assert_null(pl_taskgraph_load("/nonexistent/g.json", NULL, NULL));
     const char *text = HEAD "\"nodes\": [{\"name\": \"a\", \"flops\": \"12\"}]}";
     const char *path = tu_tmpfile(text, strlen(text), ".json");
     char want[512];
     snprintf(want, sizeof want, "%s: $.nodes[0].flops: \"12\": the unit is missing", path);
-    assert_null(pl_taskgraph_load(path, &err));
+    assert_null(pl_taskgraph_load(path, NULL, &err));
     assert_contains(err.msg, want);
     remove(path);
-    assert_null(pl_taskgraph_load_buffer(NULL, 0, NULL, &err));
+    assert_null(pl_taskgraph_load_buffer(NULL, 0, NULL, NULL, &err));
     assert_contains(err.msg, "<buffer>: line");
 }
 
@@ -435,7 +435,7 @@ static void test_large(void **state)
     char *text = synthetic(n);
     pl_err err = {""};
     double t0 = pl_now();
-    pl_graph *g = pl_taskgraph_load_buffer(text, strlen(text), "synthetic.json", &err);
+    pl_graph *g = pl_taskgraph_load_buffer(text, strlen(text), "synthetic.json", NULL, &err);
     double dt = pl_now() - t0;
     if (!g) fail_msg("%s", err.msg);
     printf("    %d-node task graph (%.1f MB of JSON): loaded in %.3f s\n", n, strlen(text) / 1e6,

@@ -236,12 +236,9 @@ pl_graph *pl_onnx_load(const char *path, const pl_load_opts *opts, pl_err *err);
 pl_graph *pl_onnx_load_buffer(const void *buf, size_t len, const char *name,
                               const pl_load_opts *opts, pl_err *err);
 /* JSON task graph, format placer-taskgraph/1 (docs/formats.md). Runs finalize and infer. */
-pl_graph *pl_taskgraph_load(const char *path, pl_err *err);
-pl_graph *pl_taskgraph_load_buffer(const char *buf, size_t len, const char *name, pl_err *err);
-/* The same with reader options (only no_infer applies to task graphs); opts may be NULL. */
-pl_graph *pl_taskgraph_load_opts(const char *path, const pl_load_opts *opts, pl_err *err);
-pl_graph *pl_taskgraph_load_buffer_opts(const char *buf, size_t len, const char *name,
-                                        const pl_load_opts *opts, pl_err *err);
+pl_graph *pl_taskgraph_load(const char *path, const pl_load_opts *opts, pl_err *err);
+pl_graph *pl_taskgraph_load_buffer(const char *buf, size_t len, const char *name,
+                                   const pl_load_opts *opts, pl_err *err);
 /* Chooses the reader by content (JSON object or ONNX protobuf). */
 pl_graph *pl_graph_load(const char *path, const pl_load_opts *opts, pl_err *err);
 

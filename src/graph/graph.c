@@ -240,7 +240,9 @@ void pl_tensor_set_shape(pl_tensor *t, int dtype, int rank, const int64_t *dims)
     }
     int64_t n = pl_tensor_numel(t);
     double sz = pl_dtype_size(t->dtype);
-    t->bytes = (n < 0 || sz == 0) ? -1 : (int64_t)(n * sz + 0.5);
+    /* a size past 2^63 bytes is not a real tensor: unknown rather than an overflowing cast */
+    double b = (double)n * sz + 0.5;
+    t->bytes = (n < 0 || sz == 0 || b >= 9.0e18) ? -1 : (int64_t)b;
     /* 4-bit types round up to whole bytes; numel*0.5 + 0.5 does exactly that. */
 }
 

@@ -35,6 +35,6 @@ pl_graph *pl_graph_load(const char *path, const pl_load_opts *opts, pl_err *err)
         pl_err_set(err, "%s: empty file", path);
         return NULL;
     }
-    if (ch == '{') return pl_taskgraph_load(path, err);
+    if (ch == '{') return pl_taskgraph_load(path, opts, err);
     return pl_onnx_load(path, opts, err);
 }

@@ -201,6 +201,37 @@ static bool tensor_ints(const Onnx__TensorProto *tp, int dt, int64_t n, int64_t 
     return false;
 }
 
+/* Small float32/float64 contents (Resize scales, float constants), for shape inference. */
+static bool tensor_floats(const Onnx__TensorProto *tp, int dt, int64_t n, double *v)
+{
+    if (dt != PL_DT_FLOAT && dt != PL_DT_DOUBLE) return false;
+    size_t size = dt == PL_DT_FLOAT ? 4 : 8;
+    if (tp->has_raw_data && tp->raw_data.len == (size_t)n * size) {
+        for (int64_t k = 0; k < n; k++) {
+            const uint8_t *p = tp->raw_data.data + k * size;
+            if (size == 4) {
+                uint32_t u = (uint32_t)read_le(p, 4, false);
+                float f;
+                memcpy(&f, &u, 4);
+                v[k] = f;
+            } else {
+                uint64_t u = (uint64_t)read_le(p, 8, false);
+                memcpy(&v[k], &u, 8);
+            }
+        }
+        return true;
+    }
+    if (dt == PL_DT_FLOAT && tp->n_float_data == (size_t)n) {
+        for (int64_t k = 0; k < n; k++) v[k] = tp->float_data[k];
+        return true;
+    }
+    if (dt == PL_DT_DOUBLE && tp->n_double_data == (size_t)n) {
+        for (int64_t k = 0; k < n; k++) v[k] = tp->double_data[k];
+        return true;
+    }
+    return false;
+}
+
 static bool has_payload(const Onnx__TensorProto *tp)
 {
     return (tp->has_raw_data && tp->raw_data.len) || tp->n_float_data || tp->n_int32_data ||
@@ -232,6 +263,9 @@ static int set_tensor(ox_ctx *c, const ox_scope *s, int t, const int64_t *pdims,
     int64_t v[OX_MAX_IVALS];
     if (!external && is_int_dtype(dt) && n >= 0 && n <= OX_MAX_IVALS && tensor_ints(vals, dt, n, v))
         pl_tensor_set_ivals(tn, v, (int)n);
+    double f[OX_MAX_IVALS];
+    if (!external && n >= 0 && n <= OX_MAX_IVALS && tensor_floats(vals, dt, n, f))
+        pl_tensor_set_fvals(tn, f, (int)n);
     return 0;
 }
 
@@ -263,10 +297,16 @@ static int constant_attr(ox_ctx *c, const ox_scope *s, int t, const Onnx__Attrib
     if (strcmp(nm, "value") == 0 && a->t) return ox_set_from_tensor(c, s, t, a->t) < 0 ? -1 : 1;
     if (strcmp(nm, "sparse_value") == 0 && a->sparse_tensor)
         return ox_set_from_sparse(c, s, t, a->sparse_tensor) < 0 ? -1 : 1;
-    if (strcmp(nm, "value_float") == 0)
+    if (strcmp(nm, "value_float") == 0) {
         pl_tensor_set_shape(tn, PL_DT_FLOAT, 0, NULL);
-    else if (strcmp(nm, "value_floats") == 0)
+        double f = a->f;
+        pl_tensor_set_fvals(tn, &f, 1);
+    } else if (strcmp(nm, "value_floats") == 0) {
         set_list(tn, PL_DT_FLOAT, a->n_floats, NULL);
+        double f[OX_MAX_IVALS];
+        for (size_t k = 0; k < a->n_floats && k < OX_MAX_IVALS; k++) f[k] = a->floats[k];
+        if (a->n_floats <= OX_MAX_IVALS) pl_tensor_set_fvals(tn, f, (int)a->n_floats);
+    }
     else if (strcmp(nm, "value_int") == 0) {
         pl_tensor_set_shape(tn, PL_DT_INT64, 0, NULL);
         pl_tensor_set_ivals(tn, &a->i, 1);

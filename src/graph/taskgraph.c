@@ -457,24 +457,15 @@ static pl_graph *load_doc(pl_json_doc *doc, const char *file, const char *path,
     return L.g;
 }
 
-pl_graph *pl_taskgraph_load_opts(const char *path, const pl_load_opts *opts, pl_err *err)
+pl_graph *pl_taskgraph_load(const char *path, const pl_load_opts *opts, pl_err *err)
 {
     return load_doc(pl_json_open(path, err), path, path, opts, err);
 }
 
-pl_graph *pl_taskgraph_load_buffer_opts(const char *buf, size_t len, const char *name,
-                                        const pl_load_opts *opts, pl_err *err)
+pl_graph *pl_taskgraph_load_buffer(const char *buf, size_t len, const char *name,
+                                   const pl_load_opts *opts, pl_err *err)
 {
     if (!name) name = "<buffer>";
     return load_doc(pl_json_parse(buf, len, name, err), name, NULL, opts, err);
 }
 
-pl_graph *pl_taskgraph_load(const char *path, pl_err *err)
-{
-    return pl_taskgraph_load_opts(path, NULL, err);
-}
-
-pl_graph *pl_taskgraph_load_buffer(const char *buf, size_t len, const char *name, pl_err *err)
-{
-    return pl_taskgraph_load_buffer_opts(buf, len, name, NULL, err);
-}

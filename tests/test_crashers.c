@@ -1,0 +1,48 @@
+/* test_crashers.c: every input that once crashed a reader (found by fuzzing: tools/fuzz.sh)
+ * stays here as a test. Each must load or be refused with a message; under `make asan` a
+ * sanitizer report fails the run. */
+#include "testutil.h"
+
+#include <glob.h>
+#include <string.h>
+
+static void test_replay_crashers(void **state)
+{
+    (void)state;
+    glob_t gl;
+    assert_int_equal(glob("tests/data/crashers/*", 0, NULL, &gl), 0);
+    for (size_t k = 0; k < gl.gl_pathc; k++) {
+        pl_err err = {""};
+        pl_graph *g = pl_graph_load(gl.gl_pathv[k], NULL, &err);
+        if (g) {
+            pl_graph_summary s;
+            pl_graph_summarize(g, &s);
+            pl_graph_summary_free(&s);
+            pl_graph_free(g);
+        } else if (!err.msg[0] || !strstr(err.msg, gl.gl_pathv[k])) {
+            fail_msg("%s: refused without a message naming the file: '%s'", gl.gl_pathv[k], err.msg);
+        }
+    }
+    assert_true(gl.gl_pathc >= 1);
+    globfree(&gl);
+}
+
+/* The first crasher: a Reshape to [1, 0x3100000000000001, 1, 2] then a Tile made the byte
+ * count overflow an int64 (undefined behaviour). Such a tensor has an unknown size. */
+static void test_huge_shape_has_unknown_size(void **state)
+{
+    (void)state;
+    pl_graph *g = tu_load("tests/data/crashers/infer_castoverflow.onnx");
+    for (int t = 0; t < g->n_tensors; t++)
+        assert_true(g->tensors[t].bytes < (int64_t)9e18);
+    pl_graph_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_replay_crashers),
+        cmocka_unit_test(test_huge_shape_has_unknown_size),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
