@@ -8,10 +8,11 @@
 #include <string.h>
 
 static const char *help =
-    "usage: placer inspect MODEL [--json] [--dim NAME=VALUE]... [--top K]\n"
+    "usage: placer inspect MODEL [--json] [--dim NAME=VALUE]... [--input NAME=SIZES]... [--top K]\n"
     "  MODEL            an ONNX file or a placer-taskgraph/1 JSON file\n"
     "  --json           print JSON instead of tables\n"
     "  --dim NAME=VALUE bind a symbolic dimension (e.g. --dim batch=1); repeatable\n"
+    "  --input NAME=SIZES  give a graph input's shape (e.g. --input x=1,3,224,224); repeatable\n"
     "  --top K          show only the K most frequent op types (default: all)\n";
 
 static void shape_str(const pl_tensor *t, char *buf, size_t n)
@@ -146,8 +147,8 @@ int cli_inspect(int argc, char **argv)
     const char *model = NULL, *v;
     bool json = false;
     int top = 1 << 30;
-    const char *dims[64];
-    pl_load_opts opts = {dims, 0, false};
+    const char *dims[64], *shapes[64];
+    pl_load_opts opts = {.dims = dims, .input_shapes = shapes};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         if (!strcmp(argv[i], "--json")) json = true;
@@ -155,6 +156,10 @@ int cli_inspect(int argc, char **argv)
             if (!v || !strchr(v, '=')) return cli_fail("inspect", "--dim wants NAME=VALUE");
             if (opts.n_dims == 64) return cli_fail("inspect", "too many --dim options");
             dims[opts.n_dims++] = v;
+        } else if (cli_opt(argc, argv, &i, "--input", &v)) {
+            if (!v || !strchr(v, '=')) return cli_fail("inspect", "--input wants NAME=SIZES");
+            if (opts.n_input_shapes == 64) return cli_fail("inspect", "too many --input options");
+            shapes[opts.n_input_shapes++] = v;
         } else if (cli_opt(argc, argv, &i, "--top", &v)) {
             char *end;
             top = v ? (int)strtol(v, &end, 10) : 0;

@@ -227,7 +227,15 @@ typedef struct pl_load_opts {
     const char **dims;
     int n_dims;
     bool no_infer;         /* skip pl_graph_infer (fuzzing the parser alone, tests) */
+    /* Shapes for graph inputs whose dims the file leaves open: "NAME=1,3,224,224". A dim the
+     * file fixes must agree. Applied before shape inference. */
+    const char **input_shapes;
+    int n_input_shapes;
 } pl_load_opts;
+
+/* Applies opts->input_shapes to the graph inputs (readers call it before inference). */
+int pl_graph_set_input_shapes(pl_graph *g, const pl_load_opts *opts, const char *where,
+                              pl_err *err);
 
 /* ONNX ModelProto (protobuf-c). Tolerates external data (dims and dtype only) and weightless
  * initializers. Runs finalize and infer. On failure returns NULL with err set. opts may be

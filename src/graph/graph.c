@@ -2,6 +2,7 @@
  * edges and adjacency. Everything downstream trusts what finalize() checked here. */
 #include "placer/graph.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -319,4 +320,61 @@ int pl_op_attr_ints(const pl_op *op, const char *name, const int64_t **v)
     }
     *v = a->ints;
     return a->n;
+}
+
+/* ---- input shapes given by the user ---- */
+
+static int parse_dims(const char *text, int64_t *dims, int max, const char *where, pl_err *err)
+{
+    int rank = 0;
+    const char *p = text;
+    if (!*p) return 0; /* "NAME=" is a scalar */
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long d = strtoll(p, &end, 10);
+        if (end == p || d < 0 || errno || rank == max)
+            return pl_err_set(err, "%s: input shape '%s': expected comma-separated sizes such as "
+                                   "1,3,224,224", where, text);
+        dims[rank++] = d;
+        if (*end == 0) return rank;
+        if (*end != ',') return pl_err_set(err, "%s: input shape '%s': unexpected '%c'", where, text, *end);
+        p = end + 1;
+    }
+}
+
+static int set_one_input(pl_graph *g, const char *spec, const char *where, pl_err *err)
+{
+    const char *eq = strchr(spec, '=');
+    if (!eq) return pl_err_set(err, "%s: input shape '%s': expected NAME=SIZES", where, spec);
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - spec), spec);
+    int t = pl_graph_find_tensor(g, name);
+    if (t < 0 || !(g->tensors[t].flags & PL_TENSOR_INPUT)) {
+        char list[512] = "";
+        for (int k = 0; k < g->n_inputs && strlen(list) < sizeof list - 80; k++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s'", k ? ", " : "",
+                     g->tensors[g->inputs[k]].name);
+        return pl_err_set(err, "%s: no graph input named '%s' (inputs: %s)", where, name, list);
+    }
+    int64_t dims[64];
+    int rank = parse_dims(eq + 1, dims, 64, where, err);
+    if (rank < 0) return -1;
+    pl_tensor *tp = &g->tensors[t];
+    if (tp->rank >= 0 && tp->rank != rank)
+        return pl_err_set(err, "%s: input '%s' has rank %d in the file; '%s' gives %d dims", where,
+                          name, tp->rank, spec, rank);
+    for (int d = 0; tp->rank >= 0 && d < rank; d++)
+        if (tp->dims[d] >= 0 && tp->dims[d] != dims[d])
+            return pl_err_set(err, "%s: input '%s' has dim %d = %lld in the file; '%s' says %lld",
+                              where, name, d, (long long)tp->dims[d], spec, (long long)dims[d]);
+    pl_tensor_set_shape(tp, tp->dtype, rank, dims);
+    return 0;
+}
+
+int pl_graph_set_input_shapes(pl_graph *g, const pl_load_opts *opts, const char *where, pl_err *err)
+{
+    for (int k = 0; opts && k < opts->n_input_shapes; k++)
+        if (set_one_input(g, opts->input_shapes[k], where, err) < 0) return -1;
+    return 0;
 }

@@ -190,7 +190,7 @@ static pl_graph *load_message(const void *buf, size_t len, const char *file,
     onnx__model_proto__free_unpacked(m, NULL);
     if (!g) return NULL;
     if (map) g->path = pl_strdup(file);
-    if (pl_graph_finalize(g, file, err) < 0 ||
+    if (pl_graph_finalize(g, file, err) < 0 || pl_graph_set_input_shapes(g, opts, file, err) < 0 ||
         (!(opts && opts->no_infer) && pl_graph_infer(g, err) < 0)) {
         pl_graph_free(g);
         return NULL;
