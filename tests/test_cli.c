@@ -85,6 +85,25 @@ static void test_inspect_table_and_json(void **state)
     free(out);
 }
 
+static void test_input_shapes(void **state)
+{
+    (void)state;
+    expect_refusal("inspect models/resnet50.onnx --input picture=1,3,224,224",
+                   "no graph input named 'picture' (inputs: 'image')");
+    expect_refusal("inspect models/resnet50.onnx --input image=2,3,224,224",
+                   "input 'image' has dim 0 = 1 in the file");
+    expect_refusal("inspect models/resnet50.onnx --input image=1,3,224", "has rank 4 in the file");
+    expect_refusal("inspect models/resnet50.onnx --input image=1,x", "expected comma-separated sizes");
+    /* silero VAD leaves its input's dims open: giving them makes them known */
+    char *out;
+    assert_int_equal(tu_run("inspect build/thirdparty/silero_vad_v5.onnx --input input=1,512", &out), 0);
+    assert_non_null(strstr(out, "input float32 [1,512]"));
+    free(out);
+    assert_int_equal(tu_run("inspect build/thirdparty/silero_vad_v5.onnx", &out), 0);
+    assert_non_null(strstr(out, "input float32 [?,?]"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -93,6 +112,7 @@ int main(void)
         cmocka_unit_test(test_truncated_model),
         cmocka_unit_test(test_malformed_taskgraph),
         cmocka_unit_test(test_inspect_table_and_json),
+        cmocka_unit_test(test_input_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
