@@ -241,6 +241,26 @@ static void test_summary_longest_path_and_params(void **state)
     pl_graph_free(g);
 }
 
+/* A model with no ops is valid (an identity graph): every derived structure must cope. The
+ * fuzzer found the summary sorting a NULL histogram. */
+static void test_empty_graph(void **state)
+{
+    (void)state;
+    pl_graph *g = with_input();
+    pl_graph_add_output(g, g->inputs[0]);
+    pl_err err;
+    assert_int_equal(pl_graph_finalize(g, "empty.onnx", &err), 0);
+    assert_int_equal(g->n_ops, 0);
+    assert_int_equal(g->n_edges, 0);
+    pl_graph_summary s;
+    pl_graph_summarize(g, &s);
+    assert_int_equal(s.n_hist, 0);
+    assert_int_equal(s.longest_path_len, 0);
+    pl_graph_summary_free(&s);
+    pl_reach_free(pl_graph_reach(g));
+    pl_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_reach_matches_brute_force),
         cmocka_unit_test(test_reach_on_graph),
         cmocka_unit_test(test_summary_longest_path_and_params),
+        cmocka_unit_test(test_empty_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

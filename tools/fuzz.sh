@@ -8,7 +8,7 @@ secs=${FUZZ_SECONDS:-300}
 out=build-fuzz
 make --no-print-directory build/gen/onnx/onnx.pb-c.c >/dev/null
 mkdir -p "$out"
-flags="-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iinclude -Ibuild/gen"
+flags="-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude -Ibuild/gen"
 srcs=$(ls src/*/*.c)
 for reader in onnx json; do
   clang $flags -DREADER_JSON=$([ $reader = json ] && echo 1 || echo 0) fuzz/fuzz_readers.c $srcs \
@@ -16,8 +16,9 @@ for reader in onnx json; do
 done
 mkdir -p "$out/corpus-onnx" "$out/corpus-json" "$out/crashes"
 cp models/*.onnx "$out/corpus-onnx/" 2>/dev/null || true
-find /usr/share/libonnx-testdata/data/node -name model.onnx -size -4k 2>/dev/null | head -300 |
-  while read -r f; do cp "$f" "$out/corpus-onnx/$(echo "$f" | md5sum | cut -c1-12).onnx"; done
+# (process substitution, not a pipe: head closing early must not fail the script under pipefail)
+mapfile -t seeds < <(find /usr/share/libonnx-testdata/data/node -name model.onnx -size -4k 2>/dev/null | sort | head -300)
+for f in "${seeds[@]}"; do cp "$f" "$out/corpus-onnx/$(echo "$f" | md5sum | cut -c1-12).onnx"; done
 cp examples/taskgraphs/*.json "$out/corpus-json/" 2>/dev/null || true
 for reader in onnx json; do
   echo "fuzz: $reader reader for ${secs}s" >&2
