@@ -65,6 +65,35 @@ static void test_malformed_taskgraph(void **state)
     expect_refusal(args, "nowhere");
 }
 
+/* Each malformed task graph: exit 2, and the message names the file and the JSON place. */
+static void test_taskgraph_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *needle;
+    } cases[] = {
+        {"{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\"}, {\"name\": \"b\"}],"
+         " \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 4},"
+         " {\"from\": \"b\", \"to\": \"a\", \"bytes\": 4}]}",
+         "cycle through 2 ops"},
+        {"{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\", \"weight_bytes\": -4}]}",
+         "$.nodes[0].weight_bytes"},
+        {"{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\", \"memory_bytes\": \"16\"}]}",
+         "unit is missing"},
+        {"{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\", \"size\": 4}]}",
+         "$.nodes[0]"},
+        {"{\"format\": \"placer-cluster/1\", \"nodes\": []}", "placer-taskgraph/1"},
+        {"{\"format\": \"placer-taskgraph/1\", \"nodes\": [", "line"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const char *path = tu_tmpfile(cases[k].text, strlen(cases[k].text), ".json");
+        char args[512];
+        snprintf(args, sizeof args, "inspect %s", path);
+        expect_refusal(args, path);
+        expect_refusal(args, cases[k].needle);
+    }
+}
+
 static void test_inspect_table_and_json(void **state)
 {
     (void)state;
@@ -113,6 +142,7 @@ int main(void)
         cmocka_unit_test(test_malformed_taskgraph),
         cmocka_unit_test(test_inspect_table_and_json),
         cmocka_unit_test(test_input_shapes),
+        cmocka_unit_test(test_taskgraph_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
