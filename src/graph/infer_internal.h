@@ -124,6 +124,8 @@ void ir_infer_bodies(ictx *c);
 /* The known contents of tensor t of G's graph (from the file's ivals/fvals or inferred). */
 const ir_vals *ir_tensor_vals(ir_graph *G, int t);
 void ir_store_vals(ir_graph *G, int t, const ir_vals *v);
+/* The contents a tensor carries (ivals, fvals) when they fit its size; false otherwise. */
+bool ir_vals_of_tensor(const pl_tensor *t, ir_vals *v);
 
 /* ---- inputs ---- */
 const pl_tensor *ir_in(const ictx *c, int k);        /* NULL when absent or omitted */

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool ir_is_float(int dt)
@@ -48,16 +49,16 @@ bool ir_f2i(double f, int64_t *i)
     return true;
 }
 
-/* Contents the file gave (ivals, fvals), checked against the tensor's size. */
-static ir_vals *vals_from_file(const pl_tensor *t)
+bool ir_vals_of_tensor(const pl_tensor *t, ir_vals *v)
 {
     int n = t->ivals ? t->n_ivals : t->fvals ? t->n_fvals : -1;
     int64_t numel = pl_tensor_numel(t);
-    if (n < 0 || n > IR_MAXVALS || (numel >= 0 && numel != n)) return NULL;
-    ir_vals *v = pl_calloc(1, sizeof *v);
+    v->n = -1;
+    if (n < 0 || n > IR_MAXVALS || (numel >= 0 && numel != n)) return false;
     v->n = n;
     v->isf = !t->ivals;
     for (int j = 0; j < n; j++) {
+        v->sym[j] = 0;
         if (t->ivals) {
             v->i[j] = t->ivals[j];
             v->f[j] = (double)t->ivals[j];
@@ -66,7 +67,16 @@ static ir_vals *vals_from_file(const pl_tensor *t)
             if (!ir_f2i(v->f[j], &v->i[j])) v->sym[j] = IR_SYM_ANON;
         }
     }
-    return v;
+    return true;
+}
+
+/* Contents the file gave (ivals, fvals), checked against the tensor's size. */
+static ir_vals *vals_from_file(const pl_tensor *t)
+{
+    ir_vals *v = pl_calloc(1, sizeof *v);
+    if (ir_vals_of_tensor(t, v)) return v;
+    free(v);
+    return NULL;
 }
 
 const ir_vals *ir_tensor_vals(ir_graph *G, int t)

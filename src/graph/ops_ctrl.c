@@ -4,6 +4,7 @@
  * body × trip count, Scan the body × scanned length. */
 #include "infer_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static pl_graph *subgraph(const ictx *c, const char *attr)
@@ -95,12 +96,45 @@ static double fl_body(const ictx *c)
 
 /* ---- If ---- */
 
+/* Contents of body output k (what the body's inference wrote back to the tensor). */
+static bool body_vals(const pl_graph *sub, int k, ir_vals *v)
+{
+    v->n = -1;
+    return sub && k < sub->n_outputs && ir_vals_of_tensor(&sub->tensors[sub->outputs[k]], v);
+}
+
+/* Output k with the contents both branches agree on (or the taken branch's). */
+static void if_vals(ictx *c, int k, const pl_graph *a, const pl_graph *b)
+{
+    ir_out *o = ir_o(c, k);
+    ir_vals *va = pl_malloc(2 * sizeof *va), *vb = va + 1;
+    bool same = o && body_vals(a, k, va);
+    if (same && b)
+        same = body_vals(b, k, vb) && va->n == vb->n && va->isf == vb->isf &&
+               memcmp(va->i, vb->i, va->n * sizeof *va->i) == 0 &&
+               (!va->isf || memcmp(va->f, vb->f, va->n * sizeof *va->f) == 0);
+    if (same && o->s.rank >= 0 && ir_prod(o->s.d, o->s.rank) == va->n) o->v = *va;
+    free(va);
+}
+
+/* Both branches are inferred (their ops are annotated either way). A condition whose value
+ * is known (from shapes: `if x.dim() == 2`) selects the branch that runs: its outputs and
+ * its cost. Otherwise the outputs are what the branches have in common and the cost is the
+ * costlier branch's. */
 static void sh_if(ictx *c)
 {
     pl_graph *then_g = subgraph(c, "then_branch"), *else_g = subgraph(c, "else_branch");
+    int64_t cond;
     if ((then_g && ir_infer_subgraph(c, then_g) < 0) ||
         (else_g && ir_infer_subgraph(c, else_g) < 0))
         return;
+    if (ir_in_scalar(c, 0, &cond)) { /* the other branch does not run */
+        if (cond)
+            else_g = NULL;
+        else
+            then_g = NULL;
+        if (!then_g && !else_g) return;
+    }
     for (int k = 0; k < c->op->n_outputs; k++) {
         ir_shape a, b;
         int dta, dtb;
@@ -108,9 +142,11 @@ static void sh_if(ictx *c)
         body_output(else_g, k, &b, &dtb);
         if (then_g && else_g) merge_shape(&a, &b);
         ir_set(c, k, dta ? dta : dtb, then_g ? &a : &b);
+        if_vals(c, k, then_g ? then_g : else_g, then_g ? else_g : NULL);
     }
     cost t = body_cost(then_g), e = body_cost(else_g);
-    bool take_then = t.flops > e.flops || (t.flops == e.flops && t.bytes >= e.bytes);
+    bool take_then = else_g == NULL ||
+                     (then_g && (t.flops > e.flops || (t.flops == e.flops && t.bytes >= e.bytes)));
     set_body_cost(c, take_then ? t : e, 1);
 }
 

@@ -33,7 +33,8 @@ typedef enum {
     V_ROUND,
     V_NOT,
     V_SIGN,
-    V_SQRT
+    V_SQRT,
+    V_RELU
 } vop;
 
 static const struct {
@@ -46,7 +47,7 @@ static const struct {
     {"GreaterOrEqual", V_GE}, {"And", V_AND},     {"Or", V_OR},       {"Xor", V_XOR},
     {"Neg", V_NEG},           {"Abs", V_ABS},     {"Identity", V_ID}, {"Floor", V_FLOOR},
     {"Ceil", V_CEIL},         {"Round", V_ROUND}, {"Not", V_NOT},     {"Sign", V_SIGN},
-    {"Sqrt", V_SQRT},         {"Cast", V_ID},     {"CastLike", V_ID},
+    {"Sqrt", V_SQRT},         {"Cast", V_ID},     {"CastLike", V_ID}, {"Relu", V_RELU},
 };
 
 /* Only consulted when the inputs' contents are known, so a linear search costs nothing. */
@@ -283,6 +284,9 @@ static bool unary_el(vop op, el a, bool isf, double *rf, int64_t *ri)
         break;
     case V_SQRT:
         f = sqrt(f);
+        break;
+    case V_RELU: /* max(x, 0): the ONNX Range function clamps its trip count with it */
+        f = f < 0 ? 0 : f, i = i < 0 ? 0 : i;
         break;
     default:
         return false;

@@ -101,6 +101,60 @@ static void sh_flatten(ictx *c)
     pass_vals(c);
 }
 
+/* Strides of a row-major shape (all dims known); false when the tensor is too large to
+ * hold contents. */
+static bool strides_of(const ir_shape *x, int64_t *st)
+{
+    int64_t n = 1;
+    for (int j = x->rank - 1; j >= 0; j--) {
+        if (x->d[j] < 0) return false;
+        st[j] = n;
+        n = ir_mul(n, x->d[j]);
+        if (n < 0 || n > IR_MAXVALS) return false;
+    }
+    return true;
+}
+
+/* Element lin of the row-major shape y read from x at base + sum(coord_j * step[j]) (steps
+ * in elements of x): Transpose and Slice contents. */
+static void gather_strided(ictx *c, const ir_shape *y, int64_t base, const int64_t *step)
+{
+    ir_out *o = ir_o(c, 0);
+    const ir_vals *v = ir_in_vals(c, 0);
+    int64_t n = ir_prod(y->d, y->rank);
+    if (!o || !v || n < 0 || n > IR_MAXVALS) return;
+    o->v = *v;
+    o->v.n = (int)n;
+    for (int64_t lin = 0; lin < n; lin++) {
+        int64_t src = base, rest = lin;
+        for (int j = y->rank - 1; j >= 0; j--) {
+            src += (rest % y->d[j]) * step[j];
+            rest /= y->d[j];
+        }
+        if (src < 0 || src >= v->n) {
+            o->v.n = -1;
+            return;
+        }
+        o->v.i[lin] = v->i[src], o->v.f[lin] = v->f[src], o->v.sym[lin] = v->sym[src];
+    }
+}
+
+static void transpose_vals(ictx *c, const ir_shape *x, const int64_t *perm, bool given)
+{
+    int64_t st[IR_MAXRANK], step[IR_MAXRANK];
+    const ir_vals *v = ir_in_vals(c, 0);
+    ir_out *o = ir_o(c, 0);
+    if (!o || !v || !strides_of(x, st) || v->n != ir_prod(x->d, x->rank)) return;
+    bool seen[IR_MAXRANK] = {false};
+    for (int j = 0; j < x->rank; j++) {
+        int64_t p = given ? perm[j] : x->rank - 1 - j;
+        if (p < 0 || p >= x->rank || seen[p]) return; /* not a permutation */
+        seen[p] = true;
+        step[j] = st[p];
+    }
+    gather_strided(c, &o->s, 0, step);
+}
+
 static void sh_transpose(ictx *c)
 {
     ir_shape x, y;
@@ -116,7 +170,10 @@ static void sh_transpose(ictx *c)
         y.d[j] = p >= 0 && p < x.rank ? x.d[p] : PL_DIM_UNKNOWN;
     }
     ir_set(c, 0, ir_in_dtype(c, 0), &y);
-    if (x.rank <= 1) pass_vals(c);
+    if (x.rank <= 1)
+        pass_vals(c);
+    else if (n == x.rank || n <= 0)
+        transpose_vals(c, &x, perm, n == x.rank);
 }
 
 /* Squeeze: the listed axes (input 1 from opset 13, else attribute), or every 1. */
@@ -329,23 +386,6 @@ static void slice_params(ictx *c, slicep *p)
         p->steps[j] = nst >= 0 && nst == p->n && j < nst ? steps[j] : nst == -2 ? 0 : 1;
 }
 
-static void slice_vals(ictx *c, int64_t first, int64_t step, int64_t len)
-{
-    ir_out *o = ir_o(c, 0);
-    const ir_vals *v = ir_in_vals(c, 0);
-    if (!o || !v || first < 0 || len > IR_MAXVALS) return;
-    o->v = *v;
-    o->v.n = (int)len;
-    for (int64_t j = 0; j < len; j++) {
-        int64_t src = first + j * step;
-        if (src < 0 || src >= v->n) {
-            o->v.n = -1;
-            return;
-        }
-        o->v.i[j] = v->i[src], o->v.f[j] = v->f[src], o->v.sym[j] = v->sym[src];
-    }
-}
-
 static void sh_slice(ictx *c)
 {
     ir_shape x;
@@ -361,16 +401,28 @@ static void sh_slice(ictx *c)
         return;
     }
     ir_shape y = x;
-    int64_t first = 0, step = 1;
+    int64_t first[IR_MAXRANK] = {0}, step[IR_MAXRANK];
+    for (int j = 0; j < x.rank; j++)
+        step[j] = 1;
     for (int j = 0; j < p.n_axes; j++) {
         int a = ir_axis(p.axes[j], x.rank);
         if (a < 0) continue;
         y.d[a] = p.n < 0 ? PL_DIM_UNKNOWN
-                         : slice_len(x.d[a], p.starts[j], p.ends[j], p.steps[j], &first);
-        step = p.steps[j];
+                         : slice_len(x.d[a], p.starts[j], p.ends[j], p.steps[j], &first[a]);
+        step[a] = p.steps[j];
     }
     ir_set(c, 0, dt, &y);
-    if (x.rank == 1 && p.n == 1 && y.d[0] >= 0) slice_vals(c, first, step, y.d[0]);
+    /* contents: element coord of y reads x at first + coord * step, axis by axis */
+    int64_t st[IR_MAXRANK], base = 0;
+    const ir_vals *v = ir_in_vals(c, 0);
+    if (p.n < 0 || !v || !strides_of(&x, st) || v->n != ir_prod(x.d, x.rank)) return;
+    for (int j = 0; j < x.rank; j++) {
+        if (y.d[j] < 0) return;
+        base += first[j] * st[j];
+        /* a step can be huge only when it takes at most one element */
+        step[j] = y.d[j] <= 1 ? 0 : step[j] * st[j];
+    }
+    gather_strided(c, &y, base, step);
 }
 
 /* ---- Gather ---- */
