@@ -5,7 +5,7 @@ OPT     ?= -O2
 SAN     ?=
 CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE $(SAN) \
            -Iinclude -I$(BUILD)/gen -I/usr/include/coin
-LDLIBS  := -lprotobuf-c -ljansson -lcrypto -lm
+LDLIBS  := -lprotobuf-c -ljansson -lcrypto -lmetis $(shell pkg-config --libs cbc 2>/dev/null || echo -lCbcSolver -lCbc -lCgl -lOsiClp -lClp -lOsi -lCoinUtils) -lm
 PROTO   := /usr/include/onnx/onnx.proto
 
 SRC     := $(sort $(wildcard src/*/*.c))
@@ -64,7 +64,7 @@ demo: deps
 	$(BUILD)/placer inspect models/resnet50.onnx
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/placer $(BUILD)/bench/bench_import
+	@$(MAKE) --no-print-directory $(BUILD)/placer $(BUILD)/bench/bench_import $(BUILD)/bench/bench_place
 	@bench/run.sh $(BUILD)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)

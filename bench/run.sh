@@ -13,3 +13,9 @@ if [ ! -f models/full/gpt2_small.onnx ] || [ ! -f models/full/vgg19.onnx ]; then
 fi
 echo "== import: time, peak memory, reachability index (one child process per model)"
 "$build/bench/bench_import" models/*.onnx models/full/*.onnx "$build/bench/synth50k.onnx"
+echo
+echo "== placement: every algorithm on the zoo x example clusters (simulated makespan, gap to the lower bound)"
+"$build/bench/bench_place" zoo examples/clusters/*.json -- models/*.onnx
+echo
+echo "== placement and simulation on a 50,000-op transformer-like graph, 8 x V100"
+"$build/bench/bench_place" big "$build/bench/synth50k.onnx" 8

@@ -3,11 +3,54 @@
 #ifndef PLACER_CLI_H
 #define PLACER_CLI_H
 
-#include "placer/graph.h"
+#include "placer/place.h"
 
 #define CLI_EXIT_BAD_INPUT 2
 
 int cli_inspect(int argc, char **argv);
+int cli_place(int argc, char **argv);
+int cli_simulate(int argc, char **argv);
+int cli_compare(int argc, char **argv);
+
+/* Options every verb that runs a model on a cluster shares. */
+#define CLI_MAX_LIST 64
+typedef struct cli_common {
+    const char *model, *cluster;
+    const char *dims[CLI_MAX_LIST], *shapes[CLI_MAX_LIST], *profiles[CLI_MAX_LIST];
+    int n_dims, n_shapes, n_profiles;
+    pl_contention contention;
+    bool contention_set;
+    bool json;
+    int requests;
+} cli_common;
+
+/* What those options load: model, cluster, profiles and the cost table. */
+typedef struct cli_ctx {
+    pl_graph *g;
+    pl_cluster *c;
+    pl_profile *prof[CLI_MAX_LIST];
+    int n_prof;
+    pl_cost *k;
+} cli_ctx;
+
+/* Consumes argv[*i] when it is a shared option (or the model path); returns 1 when consumed,
+ * 0 when not, -1 after printing a usage error. */
+int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o);
+/* Loads everything; prints the error and returns CLI_EXIT_BAD_INPUT on failure. */
+int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x);
+void cli_ctx_close(cli_ctx *x);
+/* The per-device table of a simulated plan (ops, busy, utilisation, peak memory). */
+void cli_print_devices(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r);
+/* The same as JSON (a jansson json_t *). */
+void *cli_devices_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r);
+/* Runs algorithm `a` and simulates its plan under `so` (so->record is honoured). On success
+ * *plan is the plan (with predicted_makespan_s set) and r the result. */
+int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po,
+                 const pl_sim_opts *so, pl_plan **plan, pl_sim_result *r, pl_err *err);
+/* Parses "60s", "500ms", ... for --time-limit. */
+int cli_seconds(const char *verb, const char *opt, const char *v, double *out);
+/* Progress on stderr, only when it is a terminal. */
+void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints "placer VERB: MESSAGE" to stderr and returns CLI_EXIT_BAD_INPUT. */
 int cli_fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

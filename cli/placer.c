@@ -13,6 +13,9 @@ static const struct {
     const char *summary;
 } verbs[] = {
     {"inspect", cli_inspect, "ops, tensors, parameters, FLOPs, op histogram, unknown ops"},
+    {"place", cli_place, "a placement (and order) on a cluster's devices, simulated"},
+    {"simulate", cli_simulate, "makespan, per-device use, peak memory, trace of a plan"},
+    {"compare", cli_compare, "every placement algorithm side by side, with the lower bound"},
 };
 
 static void usage(FILE *f)

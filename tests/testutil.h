@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <math.h>
 #include <cmocka.h>
 
 #include "placer/graph.h"

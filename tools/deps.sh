@@ -8,6 +8,7 @@ APT_PKGS=(
   gcc make clang libclang-rt-14-dev           # build; clang for libFuzzer and sanitizers
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev   # ONNX reader (onnx.proto → C)
   libjansson-dev libssl-dev                    # JSON; SHA-256 of model files (libcrypto)
+  coinor-libcbc-dev libmetis-dev pkg-config    # MILP/LP (CBC C API); graph partitioning
   libcmocka-dev                                # tests
   libonnx-testdata                             # ~1000 real ONNX files the tests must survive
   python3-onnx python3-numpy                   # tools/export_models.py, test oracles

@@ -1,0 +1,131 @@
+/* bench_place.c: placement algorithms and the simulator, measured.
+ *
+ *   bench_place zoo CLUSTER... -- MODEL...   makespan, gap to bound, search time per algorithm
+ *   bench_place big MODEL N                   a big graph on N uniform V100s: search times and
+ *                                             simulator speed (events per second)
+ * Prints tables; the README quotes them. */
+#include "placer/place.h"
+#include "placer/report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *base(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static void zoo_row(pl_table *t, const pl_cost *k, const char *model, const char *cluster)
+{
+    int n;
+    const pl_algo *algos = pl_algo_list(&n);
+    double lb = pl_lower_bound(k);
+    for (int a = 0; a < n; a++) {
+        pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+        pl_place_opts po = {.seed = 1, .time_limit_s = 10};
+        pl_sim_opts so = {0};
+        pl_sim_result r;
+        pl_err err = {""};
+        if (pl_place(&algos[a], k, &po, p, &err) < 0 || pl_simulate(k, p, &so, &r, &err) < 0) {
+            pl_table_row(t, "%s|%s|%s|-|-|-|%.60s", model, cluster, algos[a].name, err.msg);
+        } else {
+            pl_table_row(t, "%s|%s|%s|%.4f|%.1f%%|%.4f|%s", model, cluster, algos[a].name,
+                         r.makespan_s * 1e3, lb > 0 ? 100 * (r.makespan_s - lb) / lb : 0,
+                         p->search_s, r.oom ? "OOM" : "");
+            pl_sim_result_free(&r);
+        }
+        pl_plan_free(p);
+    }
+}
+
+static int zoo(int argc, char **argv)
+{
+    int sep = 0;
+    while (sep < argc && strcmp(argv[sep], "--")) sep++;
+    pl_table *t = pl_table_new("model|cluster|algorithm|>makespan ms|>gap to bound|>search s|note");
+    pl_cost_params params;
+    pl_cost_params_default(&params);
+    for (int m = sep + 1; m < argc; m++) {
+        pl_err err;
+        pl_graph *g = pl_graph_load(argv[m], NULL, &err);
+        if (!g) return fprintf(stderr, "%s\n", err.msg), 1;
+        for (int c = 0; c < sep; c++) {
+            pl_cluster *cl = pl_cluster_load(argv[c], &err);
+            pl_cost *k = cl ? pl_cost_new(g, cl, &params, NULL, 0, &err) : NULL;
+            if (!k) return fprintf(stderr, "%s\n", err.msg), 1;
+            zoo_row(t, k, base(argv[m]), base(argv[c]));
+            pl_cost_free(k);
+            pl_cluster_free(cl);
+        }
+        pl_graph_free(g);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    return 0;
+}
+
+static pl_cluster *uniform(int n)
+{
+    pl_cluster *c = pl_cluster_new("uniform");
+    char name[16];
+    for (int d = 0; d < n; d++) {
+        snprintf(name, sizeof name, "gpu%d", d);
+        pl_cluster_add_device(c, name, PL_DEV_GPU, "V100-SXM2-16GB");
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++) pl_cluster_set_link(c, a, b, 25e9, 5e-6, true);
+    pl_err err;
+    if (pl_cluster_finalize(c, &err) < 0) fprintf(stderr, "%s\n", err.msg);
+    return c;
+}
+
+static int big(const char *model, int ndev)
+{
+    pl_err err;
+    pl_graph *g = pl_graph_load(model, NULL, &err);
+    if (!g) return fprintf(stderr, "%s\n", err.msg), 1;
+    pl_cluster *c = uniform(ndev);
+    pl_cost_params params;
+    pl_cost_params_default(&params);
+    pl_cost *k = pl_cost_new(g, c, &params, NULL, 0, &err);
+    if (!k) return fprintf(stderr, "%s\n", err.msg), 1;
+    const char *names[] = {"heft", "m-etf", "m-topo", "getf", "expert", "metis", "m-sct", "random"};
+    pl_table *t = pl_table_new("algorithm|>ops|>devices|>search s|>makespan ms|>sim ms|>events/s");
+    for (size_t a = 0; a < sizeof names / sizeof *names; a++) {
+        pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+        pl_place_opts po = {.seed = 1, .time_limit_s = 30};
+        pl_sim_opts so = {.ignore_memory = true};
+        pl_sim_result r;
+        if (pl_place(pl_algo_find(names[a]), k, &po, p, &err) < 0) {
+            pl_table_row(t, "%s|%d|%d|-|-|-|%.50s", names[a], g->n_ops, ndev, err.msg);
+            pl_plan_free(p);
+            continue;
+        }
+        double t0 = pl_now();
+        int rc = pl_simulate(k, p, &so, &r, &err);
+        double sim = pl_now() - t0;
+        if (rc < 0) pl_table_row(t, "%s|%d|%d|%.3f|-|-|%.50s", names[a], g->n_ops, ndev, p->search_s, err.msg);
+        else {
+            pl_table_row(t, "%s|%d|%d|%.3f|%.3f|%.2f|%.2e", names[a], g->n_ops, ndev, p->search_s,
+                         r.makespan_s * 1e3, sim * 1e3, r.events / sim);
+            pl_sim_result_free(&r);
+        }
+        pl_plan_free(p);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "zoo")) return zoo(argc - 2, argv + 2);
+    if (argc == 4 && !strcmp(argv[1], "big")) return big(argv[2], atoi(argv[3]));
+    fprintf(stderr, "usage: bench_place zoo CLUSTER... -- MODEL... | bench_place big MODEL N\n");
+    return 2;
+}

@@ -1,0 +1,156 @@
+/* common.c: what the verbs that run a model on a cluster share: options, loading, the
+ * per-device table. */
+#include "cli.h"
+#include "placer/report.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int push(const char *verb, const char *opt, const char *v, const char **list, int *n)
+{
+    if (!v) return cli_fail(verb, "%s wants a value", opt), -1;
+    if (*n == CLI_MAX_LIST) return cli_fail(verb, "too many %s options", opt), -1;
+    list[(*n)++] = v;
+    return 1;
+}
+
+int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o)
+{
+    const char *v;
+    if (!strcmp(argv[*i], "--json")) return o->json = true, 1;
+    if (cli_opt(argc, argv, i, "--cluster", &v)) {
+        if (!v) return cli_fail(verb, "--cluster wants a cluster file"), -1;
+        return o->cluster = v, 1;
+    }
+    if (cli_opt(argc, argv, i, "--dim", &v)) return push(verb, "--dim", v, o->dims, &o->n_dims);
+    if (cli_opt(argc, argv, i, "--input", &v)) return push(verb, "--input", v, o->shapes, &o->n_shapes);
+    if (cli_opt(argc, argv, i, "--profile", &v))
+        return push(verb, "--profile", v, o->profiles, &o->n_profiles);
+    if (cli_opt(argc, argv, i, "--contention", &v)) {
+        if (!v || pl_contention_parse(v, &o->contention) < 0)
+            return cli_fail(verb, "--contention wants ports, pair or none"), -1;
+        return o->contention_set = true, 1;
+    }
+    if (cli_opt(argc, argv, i, "--requests", &v)) {
+        char *end;
+        long r = v ? strtol(v, &end, 10) : 0;
+        if (!v || *end || r < 1 || r > 100000)
+            return cli_fail(verb, "--requests wants a count from 1 to 100000"), -1;
+        return o->requests = (int)r, 1;
+    }
+    if (argv[*i][0] == '-' && argv[*i][1]) return 0;
+    if (o->model) return cli_fail(verb, "one model at a time ('%s' and '%s')", o->model, argv[*i]), -1;
+    o->model = argv[*i];
+    return 1;
+}
+
+int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
+{
+    memset(x, 0, sizeof *x);
+    if (!o->model) return cli_fail(verb, "which model? (placer %s --help)", verb);
+    if (!o->cluster) return cli_fail(verb, "which cluster? give --cluster FILE (examples/clusters/)");
+    pl_err err = {""};
+    pl_load_opts lo = {.dims = (const char **)o->dims, .n_dims = o->n_dims,
+                       .input_shapes = (const char **)o->shapes, .n_input_shapes = o->n_shapes};
+    x->g = pl_graph_load(o->model, &lo, &err);
+    if (x->g) cli_print_warnings(x->g);
+    if (x->g) x->c = pl_cluster_load(o->cluster, &err);
+    for (int k = 0; x->c && k < o->n_profiles; k++) {
+        x->prof[k] = pl_profile_load(o->profiles[k], &err);
+        if (!x->prof[k]) break;
+        x->n_prof++;
+    }
+    pl_cost_params params;
+    pl_cost_params_default(&params);
+    if (x->c && x->n_prof == o->n_profiles)
+        x->k = pl_cost_new(x->g, x->c, &params, (const pl_profile *const *)x->prof, x->n_prof, &err);
+    if (!x->k) {
+        cli_ctx_close(x);
+        return cli_fail(verb, "%s", err.msg);
+    }
+    return 0;
+}
+
+void cli_ctx_close(cli_ctx *x)
+{
+    pl_cost_free(x->k);
+    for (int k = 0; k < x->n_prof; k++) pl_profile_free(x->prof[k]);
+    pl_cluster_free(x->c);
+    pl_graph_free(x->g);
+    memset(x, 0, sizeof *x);
+}
+
+static int ops_on(const pl_plan *p, int d)
+{
+    int n = 0;
+    for (int i = 0; i < p->n_ops; i++) n += p->dev[i] == d;
+    return n;
+}
+
+void cli_print_devices(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r)
+{
+    pl_table *t = pl_table_new("device|model|>ops|>busy ms|>util|>peak memory|>capacity|>use");
+    char a[32], b[32];
+    for (int d = 0; d < x->c->n_devs; d++) {
+        const pl_device *dv = &x->c->devs[d];
+        pl_table_row(t, "%s|%s|%d|%.3f|%.0f%%|%s|%s|%.0f%%", dv->name, dv->model, ops_on(p, d),
+                     r->busy_s[d] * 1e3, r->makespan_s > 0 ? 100 * r->busy_s[d] / r->makespan_s : 0,
+                     pl_fmt_bytes(r->peak_mem_bytes[d], a, sizeof a),
+                     pl_fmt_bytes(dv->memory_bytes, b, sizeof b),
+                     dv->memory_bytes > 0 ? 100 * r->peak_mem_bytes[d] / dv->memory_bytes : 0);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+void *cli_devices_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r)
+{
+    json_t *a = json_array();
+    for (int d = 0; d < x->c->n_devs; d++) {
+        const pl_device *dv = &x->c->devs[d];
+        json_array_append_new(
+            a, json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f}", "device", dv->name, "model",
+                         dv->model, "ops", ops_on(p, d), "busy_s", r->busy_s[d], "utilisation",
+                         r->makespan_s > 0 ? r->busy_s[d] / r->makespan_s : 0.0,
+                         "peak_memory_bytes", r->peak_mem_bytes[d], "memory_bytes",
+                         dv->memory_bytes));
+    }
+    return a;
+}
+
+void cli_progress(const char *fmt, ...)
+{
+    if (!isatty(STDERR_FILENO)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("\r\033[K", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+}
+
+int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po,
+                 const pl_sim_opts *so, pl_plan **plan, pl_sim_result *r, pl_err *err)
+{
+    *plan = pl_plan_new(x->g->n_ops, x->c->n_devs);
+    (*plan)->contention = so->contention;
+    if (pl_place(a, x->k, po, *plan, err) < 0 || pl_simulate(x->k, *plan, so, r, err) < 0) {
+        pl_plan_free(*plan);
+        *plan = NULL;
+        return -1;
+    }
+    (*plan)->predicted_makespan_s = r->makespan_s;
+    return 0;
+}
+
+int cli_seconds(const char *verb, const char *opt, const char *v, double *out)
+{
+    pl_err err;
+    if (!v) return cli_fail(verb, "%s wants a duration such as 60s", opt), -1;
+    if (pl_parse_quantity(v, PL_UNIT_SECONDS, out, &err) < 0) return cli_fail(verb, "%s: %s", opt, err.msg), -1;
+    return 0;
+}

@@ -1,0 +1,150 @@
+/* compare.c: `placer compare MODEL --cluster C`: every algorithm side by side, with the lower
+ * bound. */
+#include "cli.h"
+#include "placer/report.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help =
+    "usage: placer compare MODEL --cluster C [--algos a,b,...] [--json] [--contention X]\n"
+    "                      [--seed N] [--time-limit 60s] [--profile P]...\n"
+    "  --algos LIST   comma-separated algorithms (default: all)\n";
+
+typedef struct {
+    const pl_algo *a;
+    bool ok;
+    char msg[256];
+    double makespan_s, search_s, peak_use; /* peak_use: max over devices of peak/capacity */
+    bool oom;
+} row_t;
+
+static void run_one(const cli_ctx *x, const pl_place_opts *po, const pl_sim_opts *so, row_t *row)
+{
+    pl_plan *p;
+    pl_sim_result r;
+    pl_err err = {""};
+    if (cli_run_algo(x, row->a, po, so, &p, &r, &err) < 0) {
+        snprintf(row->msg, sizeof row->msg, "%s", err.msg);
+        return;
+    }
+    row->ok = true;
+    row->makespan_s = r.makespan_s;
+    row->search_s = p->search_s;
+    row->oom = r.oom;
+    for (int d = 0; d < x->c->n_devs; d++) {
+        double cap = x->c->devs[d].memory_bytes;
+        if (cap > 0 && r.peak_mem_bytes[d] / cap > row->peak_use) row->peak_use = r.peak_mem_bytes[d] / cap;
+    }
+    pl_sim_result_free(&r);
+    pl_plan_free(p);
+}
+
+/* Fills rows from "a,b,c" (or every algorithm); returns the count or -1. */
+static int pick(const char *list, row_t *rows, int max)
+{
+    int n = 0, total;
+    const pl_algo *all = pl_algo_list(&total);
+    if (!list) {
+        for (int k = 0; k < total && n < max; k++) rows[n++].a = &all[k];
+        return n;
+    }
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok && n < max; tok = strtok(NULL, ",")) {
+        rows[n].a = pl_algo_find(tok);
+        if (!rows[n++].a) return cli_fail("compare", "unknown algorithm '%s'", tok), -1;
+    }
+    return n;
+}
+
+static double single_makespan(const row_t *rows, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (rows[k].ok && !strcmp(rows[k].a->name, "single")) return rows[k].makespan_s;
+    return 0;
+}
+
+static void print_text(const cli_ctx *x, const row_t *rows, int n, double lb)
+{
+    double base = single_makespan(rows, n);
+    printf("model %s (%d ops) on %s (%d devices); lower bound %.4f ms\n\n",
+           x->g->path ? x->g->path : x->g->name, x->g->n_ops, x->c->path ? x->c->path : x->c->name,
+           x->c->n_devs, lb * 1e3);
+    pl_table *t = pl_table_new("algorithm|>makespan ms|>vs single|>gap to bound|>peak mem use|>search s|note");
+    for (int k = 0; k < n; k++) {
+        const row_t *r = &rows[k];
+        if (!r->ok) {
+            pl_table_row(t, "%s|-|-|-|-|-|%s", r->a->name, r->msg);
+            continue;
+        }
+        char vs[32] = "-";
+        if (base > 0) snprintf(vs, sizeof vs, "%.2fx", base / r->makespan_s);
+        pl_table_row(t, "%s|%.4f|%s|%.1f%%|%.0f%%|%.3f|%s", r->a->name, r->makespan_s * 1e3, vs,
+                     lb > 0 ? 100 * (r->makespan_s - lb) / lb : 0.0, 100 * r->peak_use,
+                     r->search_s, r->oom ? "does not fit in memory" : "");
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
+{
+    json_t *a = json_array();
+    double base = single_makespan(rows, n);
+    for (int k = 0; k < n; k++) {
+        const row_t *r = &rows[k];
+        json_t *o = json_pack("{s:s, s:b}", "algorithm", r->a->name, "ok", r->ok);
+        if (!r->ok) json_object_set_new(o, "error", json_string(r->msg));
+        else {
+            json_object_set_new(o, "makespan_s", json_real(r->makespan_s));
+            json_object_set_new(o, "speedup_vs_single", base > 0 ? json_real(base / r->makespan_s) : json_null());
+            json_object_set_new(o, "gap", json_real(lb > 0 ? (r->makespan_s - lb) / lb : 0));
+            json_object_set_new(o, "peak_memory_use", json_real(r->peak_use));
+            json_object_set_new(o, "fits", json_boolean(!r->oom));
+            json_object_set_new(o, "search_s", json_real(r->search_s));
+        }
+        json_array_append_new(a, o);
+    }
+    pl_json_print(json_pack("{s:s, s:s, s:s, s:f, s:o}", "format", "placer-compare/1", "model",
+                            x->g->path ? x->g->path : "", "cluster", x->c->path ? x->c->path : "",
+                            "lower_bound_s", lb, "algorithms", a),
+                  stdout);
+}
+
+int cli_compare(int argc, char **argv)
+{
+    cli_common co = {0};
+    const char *algos = NULL, *v;
+    pl_place_opts po = {0};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        int rc = cli_common_opt("compare", argc, argv, &i, &co);
+        if (rc < 0) return CLI_EXIT_BAD_INPUT;
+        if (rc) continue;
+        if (cli_opt(argc, argv, &i, "--algos", &v)) algos = v;
+        else if (cli_opt(argc, argv, &i, "--seed", &v)) po.seed = v ? (unsigned)strtoul(v, NULL, 10) : 0;
+        else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
+            if (cli_seconds("compare", "--time-limit", v, &po.time_limit_s) < 0) return CLI_EXIT_BAD_INPUT;
+        } else return cli_fail("compare", "unknown option '%s'\n%s", argv[i], help);
+    }
+    row_t rows[32] = {0};
+    int n = pick(algos, rows, 32);
+    if (n < 0) return CLI_EXIT_BAD_INPUT;
+    cli_ctx x;
+    if (cli_ctx_open("compare", &co, &x)) return CLI_EXIT_BAD_INPUT;
+    pl_sim_opts so = {.contention = co.contention};
+    po.contention = co.contention;
+    for (int k = 0; k < n; k++) {
+        cli_progress("[%d/%d] %s", k + 1, n, rows[k].a->name);
+        run_one(&x, &po, &so, &rows[k]);
+    }
+    cli_progress("%s", "");
+    double lb = pl_lower_bound(x.k);
+    if (co.json) print_json(&x, rows, n, lb);
+    else print_text(&x, rows, n, lb);
+    cli_ctx_close(&x);
+    return 0;
+}

@@ -1,0 +1,94 @@
+/* place.c: `placer place MODEL --cluster C --algo A`: a placement and its simulated run. */
+#include "cli.h"
+#include "placer/report.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help =
+    "usage: placer place MODEL --cluster C [--algo A] [-o plan.json] [--trace t.json] [--json]\n"
+    "                        [--contention ports|pair|none] [--seed N] [--time-limit 60s]\n"
+    "                        [--profile P]... [--dim N=V]... [--input NAME=SIZES]...\n"
+    "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random\n"
+    "  -o FILE        write the plan (placer-plan/1) for `placer simulate`\n"
+    "  --trace FILE   write the simulated run as Chrome trace JSON (open it in Perfetto)\n";
+
+static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,
+                       const char *check)
+{
+    printf("%-11s %s (%d ops)\n", "model", x->g->path ? x->g->path : x->g->name, x->g->n_ops);
+    printf("%-11s %s (%d devices)\n", "cluster", x->c->path ? x->c->path : x->c->name, x->c->n_devs);
+    printf("%-11s %s, placed in %.3f s\n", "algorithm", p->algo, p->search_s);
+    printf("%-11s %.4f ms (lower bound %.4f ms, gap %.1f%%), contention %s\n", "makespan",
+           r->makespan_s * 1e3, lb * 1e3, lb > 0 ? 100 * (r->makespan_s - lb) / lb : 0.0,
+           pl_contention_name(p->contention));
+    if (r->oom)
+        printf("%-11s DOES NOT FIT: %s over capacity by %.0f bytes\n", "memory",
+               x->c->devs[r->oom_dev].name, r->oom_excess_bytes);
+    else printf("%-11s fits on every device\n", "memory");
+    printf("%-11s %s\n\n", "invariants", check);
+    cli_print_devices(x, p, r);
+}
+
+static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,
+                       const char *check, const char *out)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:s, s:o}",
+                          "format", "placer-place/1", "model", x->g->path ? x->g->path : "",
+                          "cluster", x->c->path ? x->c->path : "", "algorithm", p->algo,
+                          "contention", pl_contention_name(p->contention), "makespan_s",
+                          r->makespan_s, "lower_bound_s", lb, "gap",
+                          lb > 0 ? (r->makespan_s - lb) / lb : 0.0, "search_s", p->search_s,
+                          "fits", !r->oom, "invariants", check, "devices",
+                          (json_t *)cli_devices_json(x, p, r));
+    if (out) json_object_set_new(o, "plan", json_string(out));
+    pl_json_print(o, stdout);
+}
+
+int cli_place(int argc, char **argv)
+{
+    cli_common co = {0};
+    const char *algo = "heft", *out = NULL, *trace = NULL, *v;
+    pl_place_opts po = {0};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        int rc = cli_common_opt("place", argc, argv, &i, &co);
+        if (rc < 0) return CLI_EXIT_BAD_INPUT;
+        if (rc) continue;
+        if (cli_opt(argc, argv, &i, "--algo", &v)) algo = v;
+        else if (cli_opt(argc, argv, &i, "-o", &v)) out = v;
+        else if (cli_opt(argc, argv, &i, "--trace", &v)) trace = v;
+        else if (cli_opt(argc, argv, &i, "--seed", &v)) po.seed = v ? (unsigned)strtoul(v, NULL, 10) : 0;
+        else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
+            if (cli_seconds("place", "--time-limit", v, &po.time_limit_s) < 0) return CLI_EXIT_BAD_INPUT;
+        } else return cli_fail("place", "unknown option '%s'\n%s", argv[i], help);
+    }
+    const pl_algo *a = algo ? pl_algo_find(algo) : NULL;
+    if (!a) return cli_fail("place", "unknown algorithm '%s'\n%s", algo ? algo : "", help);
+    cli_ctx x;
+    if (cli_ctx_open("place", &co, &x)) return CLI_EXIT_BAD_INPUT;
+    pl_sim_opts so = {.contention = co.contention, .record = true};
+    po.contention = co.contention;
+    pl_plan *p;
+    pl_sim_result r;
+    pl_err err = {""};
+    int status = 0;
+    if (cli_run_algo(&x, a, &po, &so, &p, &r, &err) < 0) {
+        status = cli_fail("place", "%s", err.msg);
+        goto done;
+    }
+    char why[512] = "ok";
+    pl_sim_check(x.k, p, &so, &r, why, sizeof why);
+    if ((out && pl_plan_save(p, x.g, x.c, out, &err) < 0) ||
+        (trace && pl_sim_trace_write(x.k, p, &r, trace, &err) < 0))
+        status = cli_fail("place", "%s", err.msg);
+    else if (co.json) print_json(&x, p, &r, pl_lower_bound(x.k), why, out);
+    else print_text(&x, p, &r, pl_lower_bound(x.k), why);
+    pl_sim_result_free(&r);
+    pl_plan_free(p);
+done:
+    cli_ctx_close(&x);
+    return status;
+}

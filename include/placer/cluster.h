@@ -1,0 +1,93 @@
+/* cluster.h: devices, the routes between them, and the built-in GPU spec table.
+ *
+ * A cluster is a set of devices plus, for every ordered pair, a route with a bandwidth and a
+ * latency. Routes come from the file's direct links, or are derived from a topology of hosts
+ * and switches: the bandwidth of a multi-hop route is its slowest hop and its latency the sum
+ * (MOIRAI §III). Units are SI (design.md §3): bytes, seconds, bytes/s, flop/s. */
+#ifndef PLACER_CLUSTER_H
+#define PLACER_CLUSTER_H
+
+#include "placer/common.h"
+
+/* Precisions with their own peak; an op's precision comes from its output dtype. */
+typedef enum { PL_PREC_FP32, PL_PREC_FP16, PL_PREC_BF16, PL_PREC_INT8, PL_PREC_FP64, PL_PREC_COUNT } pl_precision;
+const char *pl_precision_name(pl_precision p);      /* "fp32", ... */
+pl_precision pl_precision_of_dtype(int dtype);       /* float16 → FP16, bfloat16 → BF16, int8/uint8 → INT8, float64 → FP64, else FP32 */
+
+typedef enum { PL_DEV_CPU, PL_DEV_GPU, PL_DEV_ACCEL } pl_dev_kind;
+const char *pl_dev_kind_name(pl_dev_kind k);        /* "cpu", "gpu", "accel" */
+
+/* One row of the built-in table (../shared/facts/gpus.md). A peak of 0 means the device has
+ * no fast path at that precision: the cost model then uses the FP32 peak. */
+typedef struct pl_gpu_spec {
+    const char *model;          /* canonical name, e.g. "V100-SXM2-16GB" */
+    const char *aliases;        /* comma-separated other accepted names, e.g. "V100,V100-16GB" */
+    pl_dev_kind kind;
+    double memory_bytes;
+    double peak_flops_per_s[PL_PREC_COUNT];
+    double mem_bandwidth_Bps;
+    double launch_overhead_s;
+    const char *source;         /* where the figures come from */
+} pl_gpu_spec;
+
+/* Case-insensitive match on the model or an alias; NULL when unknown. */
+const pl_gpu_spec *pl_gpu_spec_find(const char *model);
+const pl_gpu_spec *pl_gpu_specs(int *n);
+
+typedef struct pl_device {
+    char *name;                 /* unique in the cluster: "gpu0" */
+    pl_dev_kind kind;
+    char *model;                /* "V100-SXM2-16GB"; profiles and task-graph times match on it */
+    char *host;                 /* "" when not given */
+    double memory_bytes;
+    double peak_flops_per_s[PL_PREC_COUNT];
+    double mem_bandwidth_Bps;
+    double launch_overhead_s;
+} pl_device;
+
+typedef struct pl_cluster {
+    char *name;
+    char *path;                 /* file it was read from, or NULL */
+    char sha256[65];            /* of the file; "" for clusters built in code */
+    pl_device *devs;
+    int n_devs;
+    /* Routes, row-major [from * n_devs + to]. Diagonal: bandwidth INFINITY, latency 0. */
+    double *bw_Bps;
+    double *lat_s;
+    int *hops;                  /* physical hops of the route; 0 on the diagonal */
+    int io_device;              /* device holding graph inputs/outputs, or -1 (inputs everywhere) */
+    double usd_per_hour;        /* 0 when not rentable / not given */
+    int cap_devs;
+} pl_cluster;
+
+/* Reads a placer-cluster/1 file (docs/clusters.md). Every error names the file, the JSON
+ * path and the problem; a bandwidth without a unit, a negative or absurd value, an unknown
+ * GPU model, a pair of devices with no route, are refused. */
+pl_cluster *pl_cluster_load(const char *path, pl_err *err);
+pl_cluster *pl_cluster_load_buffer(const char *buf, size_t len, const char *name, pl_err *err);
+struct pl_json;
+/* A cluster object at a JSON cursor (catalogues embed clusters). */
+pl_cluster *pl_cluster_parse(const struct pl_json *obj, pl_err *err);
+void pl_cluster_free(pl_cluster *c);
+int pl_cluster_find(const pl_cluster *c, const char *device_name);  /* -1 if absent */
+
+/* ---- building in code (tests, synthetic benchmarks) ---- */
+pl_cluster *pl_cluster_new(const char *name);
+/* Adds a device; `model` may name a built-in spec (its figures are copied) or be any label
+ * when the figures are set by hand afterwards. Returns its index. */
+int pl_cluster_add_device(pl_cluster *c, const char *name, pl_dev_kind kind, const char *model);
+/* A direct link a → b (and b → a when both_ways). Must come before pl_cluster_finalize. */
+void pl_cluster_set_link(pl_cluster *c, int a, int b, double bw_Bps, double lat_s, bool both_ways);
+/* Derives routes for pairs without a direct link (shortest in hops through other devices,
+ * then widest); fails naming a pair that has no route. */
+int pl_cluster_finalize(pl_cluster *c, pl_err *err);
+
+/* Time to move `bytes` from device a to b: latency + bytes / bandwidth; 0 when a == b. */
+static inline double pl_cluster_xfer_s(const pl_cluster *c, int a, int b, double bytes)
+{
+    if (a == b) return 0;
+    size_t k = (size_t)a * c->n_devs + b;
+    return c->lat_s[k] + bytes / c->bw_Bps[k];
+}
+
+#endif

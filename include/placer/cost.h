@@ -1,0 +1,71 @@
+/* cost.h: how long an op takes on a device, and a tensor between two devices (design.md §5).
+ *
+ *   t(op, dev) = launch_overhead_s + max(flops / (peak_flops_per_s[prec] · eff_compute[class]),
+ *                                        bytes_moved / (mem_bandwidth_Bps · eff_memory))
+ *
+ * A given time replaces the estimate, first match wins: the op's own times from a task graph
+ * (matched on device model, then device name), then a measured profile for the device's
+ * model. A time of INFINITY means the op cannot run on that device. Everything is computed
+ * once into an n_ops × n_devs table, so algorithms and the simulator read it in O(1). */
+#ifndef PLACER_COST_H
+#define PLACER_COST_H
+
+#include "placer/cluster.h"
+#include "placer/graph.h"
+
+typedef struct pl_cost_params {
+    double eff_compute[PL_CLASS_COUNT]; /* fraction of peak FLOP/s reached, per op class */
+    double eff_memory;                  /* fraction of peak memory bandwidth reached */
+} pl_cost_params;
+
+/* Documented defaults (docs/cost.md). */
+void pl_cost_params_default(pl_cost_params *p);
+
+/* Measured op times for one device model: format placer-profile/1 (docs/formats.md). */
+typedef struct pl_profile {
+    char *device_model;
+    char *model_sha256;         /* the model the profile was measured on; "" if not given */
+    pl_strmap index;            /* op name → entry */
+    char **op_names;
+    double *time_s;
+    int n;
+} pl_profile;
+
+pl_profile *pl_profile_load(const char *path, pl_err *err);
+void pl_profile_free(pl_profile *p);
+/* Seconds, or -1 when the profile has no entry for the op. */
+double pl_profile_lookup(const pl_profile *p, const char *op_name);
+
+typedef struct pl_cost {
+    const pl_graph *g;
+    const pl_cluster *c;
+    pl_cost_params params;
+    int n_ops, n_devs;
+    double *op_s;               /* [op * n_devs + dev] */
+    unsigned char *given;       /* [op * n_devs + dev]: 1 when the time was given, not estimated */
+    double *weight_bytes;       /* per op: bytes of the weights it reads */
+    double *out_bytes;          /* per op: bytes of the tensors it writes (unknown sizes: 0) */
+} pl_cost;
+
+/* Builds the table. `profiles` may be NULL. Fails when a profile names the wrong model. */
+pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
+                     const pl_profile *const *profiles, int n_profiles, pl_err *err);
+void pl_cost_free(pl_cost *k);
+
+/* The roofline estimate alone (no given time). */
+double pl_cost_estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
+                        const pl_cost_params *p);
+
+static inline double pl_cost_op_s(const pl_cost *k, int op, int dev)
+{
+    return k->op_s[(size_t)op * k->n_devs + dev];
+}
+
+/* Seconds to send `tensor` from device a to b (0 when a == b; an unknown size counts 0). */
+static inline double pl_cost_xfer_s(const pl_cost *k, int tensor, int a, int b)
+{
+    int64_t bytes = k->g->tensors[tensor].bytes;
+    return pl_cluster_xfer_s(k->c, a, b, bytes > 0 ? (double)bytes : 0);
+}
+
+#endif

@@ -1,0 +1,49 @@
+/* place.h: placement algorithms, one signature for all, and the lower bound.
+ *
+ * An algorithm reads the cost table (graph, cluster, times) and fills a plan: a device for
+ * every op and, when the algorithm schedules, a per-device order or priorities. It respects
+ * device memory (weights of its ops plus a working-set estimate, docs/placement.md) and fails
+ * with a clear message when no feasible placement exists. It never parses files. */
+#ifndef PLACER_PLACE_H
+#define PLACER_PLACE_H
+
+#include "placer/sim.h"
+
+typedef struct pl_place_opts {
+    unsigned seed;              /* for randomised algorithms */
+    double time_limit_s;        /* for searches and solvers; 0 = the algorithm's default */
+    pl_contention contention;   /* the simulator model to target */
+} pl_place_opts;
+
+typedef int (*pl_place_fn)(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+
+typedef struct pl_algo {
+    const char *name;           /* "heft" */
+    pl_place_fn run;
+    const char *summary;        /* one line for --help and docs */
+} pl_algo;
+
+const pl_algo *pl_algo_find(const char *name);   /* NULL when unknown */
+const pl_algo *pl_algo_list(int *n);
+
+/* Runs an algorithm and times it (plan->search_s, plan->algo). */
+int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+
+/* max(longest path with every op on its fastest device and free communication,
+ *     total work / total speed), where a device's speed is measured by the work it can do:
+ * sum over ops of min_d t(op, d) divided by... (docs/placement.md gives the exact form).
+ * Never above the makespan of any plan under any contention model. */
+double pl_lower_bound(const pl_cost *k);
+
+/* Static memory a placement needs per device (weights read by its ops, counted once per
+ * device, plus the largest working set), as the algorithms check it; out has n_devs entries. */
+void pl_plan_static_memory(const pl_cost *k, const int *dev, double *out);
+
+/* The parts of that figure that are not weights, so that an algorithm can keep it
+ * incrementally (docs/placement.md): per op, its working set ws[op] and the graph outputs it
+ * leaves on its device held[op]; and *io_bytes, what the I/O device holds whatever runs on it.
+ * static(d) = distinct weights read or written by d's ops + sum of held over d's ops
+ *             + max of ws over d's ops (+ *io_bytes on the I/O device). */
+void pl_op_memory(const pl_cost *k, double *ws, double *held, double *io_bytes);
+
+#endif

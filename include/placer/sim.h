@@ -1,0 +1,73 @@
+/* sim.h: the discrete-event simulator: the judge of every plan (design.md §4).
+ *
+ * Semantics, exactly: a device runs one op at a time without preemption; compute overlaps
+ * with transfers; an op is ready when each input tensor is on its device; graph inputs are on
+ * every device at time 0 unless the cluster names an I/O device; a tensor made on a and read
+ * on b ≠ a is sent once per (tensor, b), taking latency + bytes/bandwidth, competing under
+ * the contention model; a device's ops run in the plan's order, else by priority, else
+ * first-ready-first-served with ties by topological index. Memory: an op's weights are
+ * resident on its device for the whole run; an activation lives from its producer's start
+ * until its last reader on that device ends and its sends end; a received copy lives from
+ * the start of its transfer to the end of its last reader. Makespan = end of the last op
+ * (plus returning outputs to the I/O device, if any). */
+#ifndef PLACER_SIM_H
+#define PLACER_SIM_H
+
+#include "placer/cost.h"
+#include "placer/plan.h"
+
+typedef struct pl_sim_opts {
+    pl_contention contention;   /* default PORTS (zero value) */
+    int requests;               /* throughput mode: K back-to-back requests; 0 or 1 = one */
+    bool record;                /* keep per-op and per-transfer times (traces, checker) */
+    bool ignore_memory;         /* report peak memory but do not fail on exceeding it */
+} pl_sim_opts;
+
+typedef struct pl_xfer {
+    int tensor, from, to, request;
+    double start_s, end_s;
+} pl_xfer;
+
+typedef struct pl_sim_result {
+    double makespan_s;          /* one request; in throughput mode, the end of the last */
+    bool oom;                   /* some device's peak memory exceeds its capacity */
+    int oom_dev;                /* the first such device, or -1 */
+    double oom_excess_bytes;
+    int n_devs;
+    double *busy_s;             /* per device: time spent running ops */
+    double *peak_mem_bytes;     /* per device */
+    double *link_bytes;         /* [from * n_devs + to] */
+    double *link_busy_s;        /* [from * n_devs + to] */
+    int *critical_path;         /* ops, source to sink, whose chain of waits set the makespan */
+    int critical_len;
+    /* With opts.record: op times (request-major: [r * n_ops + op]) and every transfer. */
+    double *op_start_s, *op_end_s;
+    pl_xfer *xfers;
+    int n_xfers;
+    double period_s;            /* throughput mode: steady-state time between completions */
+    double latency_s;           /* throughput mode: mean time from a request's start to end */
+    long events;                /* events processed (for the benchmark) */
+    int requests;               /* requests simulated: 1, or K in throughput mode */
+} pl_sim_result;
+
+/* Simulates plan p on k's graph and cluster. Fails (err set) on a plan that cannot run: an op
+ * on a device where its time is INFINITY, or an order that deadlocks (an op listed before one
+ * it depends on). Exceeding memory is not a failure: r->oom says which device and by how
+ * much, unless opts->ignore_memory. */
+int pl_simulate(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, pl_sim_result *r,
+                pl_err *err);
+void pl_sim_result_free(pl_sim_result *r);
+
+/* The invariants, checked on a recorded result: precedence (an op starts after its inputs
+ * arrive), no overlap on a device, no overlap on a port/channel, a transfer starts after its
+ * producer ends, the plan's order kept, memory within capacity (unless ignored). Returns 0,
+ * or -1 with the first violation described in `why`. */
+int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const pl_sim_result *r,
+                 char *why, size_t n);
+
+/* Chrome trace JSON (opens in Perfetto): one track per device and per link. Needs a recorded
+ * result. */
+int pl_sim_trace_write(const pl_cost *k, const pl_plan *p, const pl_sim_result *r,
+                       const char *path, pl_err *err);
+
+#endif

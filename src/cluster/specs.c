@@ -1,0 +1,188 @@
+/* specs.c: the built-in device table, and the names of precisions and device kinds.
+ *
+ * Figures come from ../shared/facts/gpus.md ("K": vendor figure as published, not re-checked;
+ * "S(site)": confirmed on that page). Conventions, so rows compare:
+ *  - memory is the marketed size read as GiB (a "16 GB" V100 shows 16160 MiB in nvidia-smi);
+ *    bandwidths are decimal (GB/s = 1e9 B/s).
+ *  - peaks are at boost clock; fp16/bf16/int8 are the dense tensor-core figure where the chip
+ *    has tensor cores (GeForce cards: the fp32-accumulate rate that frameworks get), the
+ *    packed-fp16 rate on P100, and 0 where there is no fast path (the cost model then uses the
+ *    fp32 peak). int8 is the vendor-quoted figure, 0 where none is quoted. fp64 is the fp32
+ *    peak times the chip's published ratio (1/2 on P100/V100/A100/H100 FP64 units, 1/32 or
+ *    1/64 on the others).
+ *  - launch overhead is an assumption, not a measurement: 10 us for Kepler/Maxwell/Pascal,
+ *    5 us for Volta and later, 1 us for a CPU (a function call into a thread pool).
+ *  - CPU rows: cores x 32 fp32 flop/cycle (AVX2, two FMA units; 64 with AVX-512) x base
+ *    clock; memory bandwidth is the socket's channels x DDR4 rate (Intel ARK, K); memory is an
+ *    assumed host RAM. */
+#include "placer/cluster.h"
+
+#include <ctype.h>
+#include <stddef.h>
+
+#define T 1e12
+#define G 1e9
+#define GiB (1024.0 * 1024.0 * 1024.0)
+#define US 1e-6
+
+/* Peaks in the order of pl_precision: fp32, fp16, bf16, int8, fp64. */
+#define PEAKS(fp32, fp16, bf16, int8, fp64)                                                        \
+    {                                                                                              \
+        (fp32) * T, (fp16)*T, (bf16)*T, (int8)*T, (fp64)*T                                         \
+    }
+
+static const pl_gpu_spec specs[] = {
+    {"K80", "Tesla-K80,K80-die,GK210", PL_DEV_GPU, 12 * GiB, PEAKS(4.37, 0, 0, 0, 1.46), 240.6 * G,
+     10 * US,
+     "one GK210 die of the K80 board (what clouds rent as \"1 GPU\"): 4.37 TFLOP/s fp32 at boost "
+     "(K), 12 GB and 240.6 GB/s per die S(cputronic K80 vs P40); fp64 1/3 rate (K)"},
+    {"P100-SXM2-16GB", "P100-SXM2", PL_DEV_GPU, 16 * GiB, PEAKS(10.6, 21.2, 0, 0, 5.3), 732 * G,
+     10 * US, "S(sysrqmts P100 SXM2; oreograce blog); fp64 K"},
+    {"P100-PCIE-16GB", "P100,P100-PCIe,P100-16GB,Tesla-P100", PL_DEV_GPU, 16 * GiB,
+     PEAKS(9.3, 18.7, 0, 0, 4.7), 732 * G, 10 * US, "K; S(sysrqmts); fp64 K"},
+    {"V100-SXM2-16GB", "V100,V100-16GB,V100-SXM2,Tesla-V100", PL_DEV_GPU, 16 * GiB,
+     PEAKS(15.7, 125, 0, 0, 7.8), 900 * G, 5 * US,
+     "S(infoq: 15.7 TFLOP/s fp32, 125 tensor; ozyphus: 900 GB/s); fp64 K"},
+    {"V100-SXM2-32GB", "V100-32GB,V100-SXM2-32G", PL_DEV_GPU, 32 * GiB, PEAKS(15.7, 125, 0, 0, 7.8),
+     900 * G, 5 * US, "as V100-SXM2-16GB with 32 GB (S infoq; ozyphus)"},
+    {"V100-PCIE-16GB", "V100-PCIe", PL_DEV_GPU, 16 * GiB, PEAKS(14.0, 112, 0, 0, 7.0), 900 * G,
+     5 * US, "K"},
+    {"V100-PCIE-32GB", "V100-PCIe-32G", PL_DEV_GPU, 32 * GiB, PEAKS(14.0, 112, 0, 0, 7.0), 900 * G,
+     5 * US, "K"},
+    {"T4", "Tesla-T4", PL_DEV_GPU, 16 * GiB, PEAKS(8.1, 65, 0, 130, 0.25), 320 * G, 5 * US,
+     "S(hmc-tech, sysrqmts); int8 and fp64 K"},
+    {"P4", "Tesla-P4", PL_DEV_GPU, 8 * GiB, PEAKS(5.5, 0, 0, 22, 0.17), 192 * G, 10 * US,
+     "K (not in facts/gpus.md): 5.5 TFLOP/s fp32, 22 TOP/s int8, 8 GB, 192 GB/s"},
+    {"A10G", "", PL_DEV_GPU, 24 * GiB, PEAKS(31.2, 70, 70, 0, 0.49), 600 * G, 5 * US,
+     "K (uncertain: AWS does not publish A10G tensor figures; 70 TFLOP/s fp16 is a guess, int8 "
+     "left 0)"},
+    {"L4", "", PL_DEV_GPU, 24 * GiB, PEAKS(30.3, 121, 121, 242, 0.47), 300 * G, 5 * US,
+     "K; 121 TFLOP/s fp16 S(lillytechsystems)"},
+    {"A40", "", PL_DEV_GPU, 48 * GiB, PEAKS(37.4, 149.7, 149.7, 299.3, 0.58), 696 * G, 5 * US,
+     "K (not in facts/gpus.md): 37.4 TFLOP/s fp32, 48 GB, 696 GB/s"},
+    {"A100-SXM4-40GB", "A100,A100-40GB,A100-SXM4", PL_DEV_GPU, 40 * GiB,
+     PEAKS(19.5, 312, 312, 624, 9.7), 1555 * G, 5 * US,
+     "S(sysrqmts A100 SXM4 40 GB); int8, fp64 K"},
+    {"A100-SXM4-80GB", "A100-80GB", PL_DEV_GPU, 80 * GiB, PEAKS(19.5, 312, 312, 624, 9.7), 2039 * G,
+     5 * US, "K; about 2.0 TB/s S(llmbook, ozyphus)"},
+    {"A100-PCIE-80GB", "A100-PCIe", PL_DEV_GPU, 80 * GiB, PEAKS(19.5, 312, 312, 624, 9.7), 1935 * G,
+     5 * US, "K (Azure NC A100 v4 GPU)"},
+    {"H100-SXM5-80GB", "H100,H100-SXM,H100-SXM5", PL_DEV_GPU, 80 * GiB,
+     PEAKS(67, 989, 989, 1979, 34), 3350 * G, 5 * US, "S(ozyphus, llmbook); int8, fp64 K"},
+    {"H100-PCIE-80GB", "H100-PCIe", PL_DEV_GPU, 80 * GiB, PEAKS(51, 756, 756, 1513, 26), 2000 * G,
+     5 * US, "K"},
+    {"GTX-980-Ti", "980Ti,GTX980Ti", PL_DEV_GPU, 6 * GiB, PEAKS(5.63, 0, 0, 0, 0.176), 336.5 * G,
+     10 * US, "K"},
+    {"GTX-1080", "1080", PL_DEV_GPU, 8 * GiB, PEAKS(8.87, 0, 0, 0, 0.277), 320 * G, 10 * US,
+     "S(cputronic / alldbin: 8,873 GFLOPS, 320 GB/s); fp16 is 1:64 on GP104, so frameworks "
+     "compute it in fp32 units: 0"},
+    {"RTX-2080-Ti", "2080Ti,RTX2080Ti", PL_DEV_GPU, 11 * GiB, PEAKS(13.4, 53.8, 0, 215.2, 0.42),
+     616 * G, 5 * US,
+     "K (not in facts/gpus.md): 13.4 TFLOP/s fp32, 11 GB, 616 GB/s; Turing whitepaper tensor "
+     "rates at reference clock"},
+    {"RTX-3060-Ti", "3060Ti,RTX3060Ti", PL_DEV_GPU, 8 * GiB, PEAKS(16.2, 32.4, 32.4, 129.6, 0.25),
+     448 * G, 5 * US, "K (not in facts/gpus.md): 16.2 TFLOP/s fp32, 8 GB, 448 GB/s"},
+    {"cpu-generic", "cpu,generic-cpu", PL_DEV_CPU, 64 * GiB, PEAKS(0.5, 0, 0, 0, 0.25), 50 * G,
+     1 * US,
+     "assumption: one 8-core AVX2/FMA socket at ~2 GHz sustained (8 x 32 flop/cycle x 2 GHz = "
+     "0.5 TFLOP/s fp32), dual-channel DDR4-3200 (51.2 GB/s), 64 GiB RAM"},
+    {"Xeon-E5-2690-v4", "E5-2690v4,Xeon-E5-2690v4", PL_DEV_CPU, 128 * GiB,
+     PEAKS(1.165, 0, 0, 0, 0.582), 76.8 * G, 1 * US,
+     "K (Intel ARK): 14 cores x 2.6 GHz x 32 flop/cycle; 4 x DDR4-2400; RAM assumed"},
+    {"Xeon-E5-2690-v3", "E5-2690v3,Xeon-E5-2690v3", PL_DEV_CPU, 128 * GiB,
+     PEAKS(0.998, 0, 0, 0, 0.499), 68 * G, 1 * US,
+     "K (Intel ARK): 12 cores x 2.6 GHz x 32 flop/cycle; 4 x DDR4-2133; RAM assumed"},
+    {"i9-10900X", "Core-i9-10900X", PL_DEV_CPU, 128 * GiB, PEAKS(2.368, 0, 0, 0, 1.184), 93.9 * G,
+     1 * US,
+     "K (Intel ARK): 10 cores x 3.7 GHz x 64 flop/cycle (AVX-512, two FMA units); 4 x DDR4-2933; "
+     "128 GB RAM as in Talos' testbed"},
+    {"i7-5930K", "Core-i7-5930K", PL_DEV_CPU, 32 * GiB, PEAKS(0.672, 0, 0, 0, 0.336), 68 * G,
+     1 * US, "K (Intel ARK): 6 cores x 3.5 GHz x 32 flop/cycle; 4 x DDR4-2133; RAM assumed"},
+    {"i7-6850K", "Core-i7-6850K", PL_DEV_CPU, 32 * GiB, PEAKS(0.691, 0, 0, 0, 0.346), 76.8 * G,
+     1 * US, "K (Intel ARK): 6 cores x 3.6 GHz x 32 flop/cycle; 4 x DDR4-2400; RAM assumed"},
+};
+
+const pl_gpu_spec *pl_gpu_specs(int *n)
+{
+    if (n) *n = (int)(sizeof specs / sizeof specs[0]);
+    return specs;
+}
+
+/* Compares up to `len` bytes of `b` with all of `a`, ignoring case and the separators ' ',
+ * '-' and '_', so "V100 SXM2 16GB", "v100_sxm2_16gb" and "V100-SXM2-16GB" are one name. */
+static bool same_name(const char *a, const char *b, size_t len)
+{
+    const char *end = b + len;
+    for (;;) {
+        while (*a == ' ' || *a == '-' || *a == '_')
+            a++;
+        while (b < end && (*b == ' ' || *b == '-' || *b == '_'))
+            b++;
+        if (!*a || b == end) return !*a && b == end;
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return false;
+        a++, b++;
+    }
+}
+
+static bool has_alias(const char *aliases, const char *name)
+{
+    for (const char *p = aliases; *p;) {
+        size_t len = 0;
+        while (p[len] && p[len] != ',')
+            len++;
+        if (len && same_name(name, p, len)) return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+const pl_gpu_spec *pl_gpu_spec_find(const char *model)
+{
+    if (!model) return NULL;
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        const char *m = specs[i].model;
+        size_t len = 0;
+        while (m[len])
+            len++;
+        if (same_name(model, m, len) || has_alias(specs[i].aliases, model)) return &specs[i];
+    }
+    return NULL;
+}
+
+const char *pl_precision_name(pl_precision p)
+{
+    static const char *const names[] = {"fp32", "fp16", "bf16", "int8", "fp64"};
+    return p >= 0 && p < PL_PREC_COUNT ? names[p] : "?";
+}
+
+/* ONNX TensorProto.DataType codes (graph.h's PL_DT_*), spelled out here so the cluster module
+ * does not depend on the graph module's header. */
+pl_precision pl_precision_of_dtype(int dtype)
+{
+    switch (dtype) {
+    case 10:
+        return PL_PREC_FP16; /* float16 */
+    case 16:
+        return PL_PREC_BF16; /* bfloat16 */
+    case 2:                  /* uint8 */
+    case 3:
+        return PL_PREC_INT8; /* int8 */
+    case 11:
+        return PL_PREC_FP64; /* double */
+    default:
+        return PL_PREC_FP32;
+    }
+}
+
+const char *pl_dev_kind_name(pl_dev_kind k)
+{
+    switch (k) {
+    case PL_DEV_CPU:
+        return "cpu";
+    case PL_DEV_GPU:
+        return "gpu";
+    case PL_DEV_ACCEL:
+        return "accel";
+    }
+    return "?";
+}

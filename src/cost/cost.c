@@ -1,0 +1,231 @@
+/* cost.c: the roofline estimate and the op × device time table (design.md §5, docs/cost.md). */
+#include "placer/cost.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Defaults, justified in docs/cost.md. Non-dense classes get 0.25 because they never use
+ * tensor cores: on a V100 the fp16 non-tensor rate is 31.4 of the 125 TFLOP/s the table
+ * lists, so a higher figure would time an fp16 Add at tensor-core speed. */
+void pl_cost_params_default(pl_cost_params *p)
+{
+    p->eff_compute[PL_CLASS_DENSE] = 0.6;
+    p->eff_compute[PL_CLASS_ELEMENTWISE] = 0.25;
+    p->eff_compute[PL_CLASS_REDUCTION] = 0.25;
+    p->eff_compute[PL_CLASS_DATA_MOVEMENT] = 0.25;
+    p->eff_compute[PL_CLASS_CONTROL] = 0.3;
+    p->eff_compute[PL_CLASS_UNKNOWN] = 0.3;
+    p->eff_memory = 0.7;
+}
+
+/* A Constant op's value is a weight (graph.h): runtimes materialise it at load time like an
+ * initializer, so running it costs nothing. Only Constant can write a weight (finalize). */
+static bool writes_only_weights(const pl_op *op, const pl_graph *g)
+{
+    if (op->n_outputs == 0) return false;
+    for (int k = 0; k < op->n_outputs; k++)
+        if (op->outputs[k] < 0 || !(g->tensors[op->outputs[k]].flags & PL_TENSOR_WEIGHT))
+            return false;
+    return true;
+}
+
+/* The first output's dtype; task-graph tensors are byte vectors (uint8), which says nothing
+ * about the arithmetic, so they count as fp32. */
+static pl_precision op_precision(const pl_op *op, const pl_graph *g)
+{
+    if (op->n_outputs == 0 || op->outputs[0] < 0) return PL_PREC_FP32;
+    const pl_tensor *t = &g->tensors[op->outputs[0]];
+    if (t->flags & PL_TENSOR_BYTES_ONLY) return PL_PREC_FP32;
+    return pl_precision_of_dtype(t->dtype);
+}
+
+double pl_cost_estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
+                        const pl_cost_params *p)
+{
+    if (writes_only_weights(op, g)) return 0;
+    pl_precision prec = op_precision(op, g);
+    double peak = d->peak_flops_per_s[prec] > 0 ? d->peak_flops_per_s[prec]
+                                                : d->peak_flops_per_s[PL_PREC_FP32];
+    int cls = op->cls >= 0 && op->cls < PL_CLASS_COUNT ? (int)op->cls : PL_CLASS_UNKNOWN;
+    double rate = peak * p->eff_compute[cls], bw = d->mem_bandwidth_Bps * p->eff_memory;
+    /* A device without the figure cannot do that kind of work at all: INFINITY, never 0. */
+    double tc = op->flops > 0 ? (rate > 0 ? op->flops / rate : INFINITY) : 0;
+    double tm = op->bytes_moved > 0 ? (bw > 0 ? op->bytes_moved / bw : INFINITY) : 0;
+    return d->launch_overhead_s + fmax(tc, tm);
+}
+
+/* ---- given times ---- */
+
+/* A time or profile keyed by `key` applies to device d: its model, ignoring case, or the
+ * same built-in spec ("V100" and "V100-SXM2-16GB"). `key_spec` is pl_gpu_spec_find(key). */
+static bool model_matches(const char *key, const pl_gpu_spec *key_spec, const pl_device *d,
+                          const pl_gpu_spec *dev_spec)
+{
+    if (strcasecmp(key, d->model) == 0) return true;
+    return key_spec && key_spec == dev_spec;
+}
+
+/* The op's own time on device d: matched on the device model first, then on its name. */
+static double own_time(const pl_op *op, const pl_gpu_spec *const *key_spec, const pl_device *d,
+                       const pl_gpu_spec *dev_spec)
+{
+    for (int k = 0; k < op->n_times; k++)
+        if (model_matches(op->time_device[k], key_spec[k], d, dev_spec)) return op->time_s[k];
+    for (int k = 0; k < op->n_times; k++)
+        if (strcasecmp(op->time_device[k], d->name) == 0) return op->time_s[k];
+    return -1;
+}
+
+/* Profiles apply to a model, not to a device: a profile measured on another model would
+ * silently give wrong times, so a model_sha256 that differs from the graph file's is refused.
+ * A graph built in code has no file, so there is nothing to compare. */
+static int check_profiles(const pl_graph *g, const pl_profile *const *pr, int n, pl_err *err)
+{
+    char sha[65] = "";
+    for (int i = 0; i < n; i++) {
+        if (!pr[i]->model_sha256[0] || !g->path) continue;
+        if (!sha[0] && pl_sha256_file(g->path, sha, err) < 0) return -1;
+        if (strcmp(sha, pr[i]->model_sha256) != 0)
+            return pl_err_set(err,
+                              "the profile for device model '%s' was measured on another model "
+                              "(sha256 %.12s...), not on %s (sha256 %.12s...)",
+                              pr[i]->device_model, pr[i]->model_sha256, g->path, sha);
+    }
+    return 0;
+}
+
+static int check_params(const pl_cost_params *p, pl_err *err)
+{
+    for (int c = 0; c < PL_CLASS_COUNT; c++)
+        if (!(p->eff_compute[c] > 0 && p->eff_compute[c] <= 1))
+            return pl_err_set(err,
+                              "cost model: compute efficiency of class %s is %g, not in (0, 1]",
+                              pl_op_class_name((pl_op_class)c), p->eff_compute[c]);
+    if (!(p->eff_memory > 0 && p->eff_memory <= 1))
+        return pl_err_set(err, "cost model: memory efficiency is %g, not in (0, 1]", p->eff_memory);
+    return 0;
+}
+
+/* ---- the table ---- */
+
+typedef struct table_ctx {
+    pl_cost *k;
+    const pl_profile **dev_profile; /* per device: the first profile for its model, or NULL */
+    const pl_gpu_spec **dev_spec;   /* per device: its built-in spec, or NULL */
+    const pl_gpu_spec **key_spec;   /* scratch: the spec of each of the op's time keys */
+    int cap_keys;
+    /* Recent keys and their specs: a task graph repeats a few model names on every node, and
+     * the spec table's search is the costliest step of building the table. */
+    const char *seen_key[8];
+    const pl_gpu_spec *seen_spec[8];
+    int n_seen;
+} table_ctx;
+
+static const pl_gpu_spec *spec_of_key(table_ctx *x, const char *key)
+{
+    for (int i = 0; i < x->n_seen && i < 8; i++)
+        if (strcmp(x->seen_key[i], key) == 0) return x->seen_spec[i];
+    int slot = x->n_seen++ % 8;
+    x->seen_key[slot] = key;
+    return x->seen_spec[slot] = pl_gpu_spec_find(key);
+}
+
+/* Given time, else estimate; an op that has times but none for this device and no FLOPs to
+ * estimate from cannot be timed there: INFINITY (it cannot run there). */
+static void fill_cell(table_ctx *x, int op, int dev)
+{
+    pl_cost *k = x->k;
+    const pl_op *o = &k->g->ops[op];
+    const pl_device *d = &k->c->devs[dev];
+    size_t cell = (size_t)op * k->n_devs + dev;
+    double t = own_time(o, x->key_spec, d, x->dev_spec[dev]);
+    if (t < 0 && x->dev_profile[dev]) t = pl_profile_lookup(x->dev_profile[dev], o->name);
+    k->given[cell] = t >= 0;
+    if (t < 0)
+        t = o->n_times > 0 && !(o->flops > 0) ? INFINITY : pl_cost_estimate(o, k->g, d, &k->params);
+    k->op_s[cell] = t;
+}
+
+static void fill_op(table_ctx *x, int op)
+{
+    const pl_op *o = &x->k->g->ops[op];
+    if (o->n_times > x->cap_keys) {
+        x->cap_keys = o->n_times;
+        x->key_spec = pl_realloc(x->key_spec, (size_t)x->cap_keys * sizeof *x->key_spec);
+    }
+    for (int i = 0; i < o->n_times; i++)
+        x->key_spec[i] = spec_of_key(x, o->time_device[i]);
+    for (int dev = 0; dev < x->k->n_devs; dev++)
+        fill_cell(x, op, dev);
+}
+
+/* Bytes of the op's distinct weight inputs and distinct outputs; `stamp` dedups a tensor
+ * listed twice. */
+static void fill_bytes(pl_cost *k, int op, int *stamp)
+{
+    const pl_graph *g = k->g;
+    const pl_op *o = &g->ops[op];
+    double w = 0, out = 0;
+    for (int i = 0; i < o->n_inputs + o->n_outputs; i++) {
+        int t = i < o->n_inputs ? o->inputs[i] : o->outputs[i - o->n_inputs];
+        if (t < 0 || stamp[t] == op + 1) continue;
+        stamp[t] = op + 1;
+        double b = g->tensors[t].bytes > 0 ? (double)g->tensors[t].bytes : 0;
+        if (i >= o->n_inputs)
+            out += b;
+        else if (g->tensors[t].flags & PL_TENSOR_WEIGHT)
+            w += b;
+    }
+    k->weight_bytes[op] = w;
+    k->out_bytes[op] = out;
+}
+
+static void match_profiles(table_ctx *x, const pl_profile *const *pr, int n)
+{
+    const pl_cluster *c = x->k->c;
+    for (int dev = 0; dev < c->n_devs; dev++) {
+        x->dev_spec[dev] = pl_gpu_spec_find(c->devs[dev].model);
+        for (int i = 0; i < n && !x->dev_profile[dev]; i++)
+            if (model_matches(pr[i]->device_model, pl_gpu_spec_find(pr[i]->device_model),
+                              &c->devs[dev], x->dev_spec[dev]))
+                x->dev_profile[dev] = pr[i];
+    }
+}
+
+pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
+                     const pl_profile *const *profiles, int n_profiles, pl_err *err)
+{
+    pl_cost_params def;
+    if (!params) pl_cost_params_default(&def), params = &def;
+    if (check_params(params, err) < 0 || check_profiles(g, profiles, n_profiles, err) < 0)
+        return NULL;
+    pl_cost *k = pl_calloc(1, sizeof *k);
+    k->g = g, k->c = c, k->params = *params;
+    k->n_ops = g->n_ops, k->n_devs = c->n_devs;
+    size_t cells = (size_t)k->n_ops * k->n_devs;
+    k->op_s = pl_malloc((cells ? cells : 1) * sizeof *k->op_s);
+    k->given = pl_calloc(cells ? cells : 1, 1);
+    k->weight_bytes = pl_calloc(k->n_ops ? k->n_ops : 1, sizeof *k->weight_bytes);
+    k->out_bytes = pl_calloc(k->n_ops ? k->n_ops : 1, sizeof *k->out_bytes);
+    table_ctx x = {.k = k,
+                   .dev_profile = pl_calloc(c->n_devs + 1, sizeof(void *)),
+                   .dev_spec = pl_calloc(c->n_devs + 1, sizeof(void *))};
+    match_profiles(&x, profiles, n_profiles);
+    int *stamp = pl_calloc(g->n_tensors + 1, sizeof *stamp);
+    for (int op = 0; op < k->n_ops; op++) {
+        fill_op(&x, op);
+        fill_bytes(k, op, stamp);
+    }
+    free(stamp);
+    free(x.dev_profile), free(x.dev_spec), free(x.key_spec);
+    return k;
+}
+
+void pl_cost_free(pl_cost *k)
+{
+    if (!k) return;
+    free(k->op_s), free(k->given), free(k->weight_bytes), free(k->out_bytes);
+    free(k);
+}

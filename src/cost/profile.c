@@ -1,0 +1,107 @@
+/* profile.c: measured op times for one device model, format placer-profile/1 (docs/cost.md).
+ *
+ *   {"format": "placer-profile/1", "device_model": "V100", "model_sha256": "…",
+ *    "times_s": {"/conv1/Conv": 0.0012, "/relu/Relu": "35 us"}}
+ *
+ * "times_s" maps op names to times: a plain number is seconds (the field's name carries the
+ * unit, as everywhere in placer's files), a string carries its own unit. */
+#include "placer/cost.h"
+#include "placer/json.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROFILE_FORMAT "placer-profile/1"
+
+static const char *const profile_fields[] = {
+    "format", "device_model", "model_sha256", "times_s", "producer", "description", NULL};
+
+static bool is_sha256(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!isxdigit((unsigned char)s[n])) return false;
+    return n == 64;
+}
+
+/* One "op": time entry. Plain numbers are seconds; strings go through the unit parser. */
+static int read_header(const pl_json *root, pl_profile *p, pl_err *err)
+{
+    const char *model, *sha = "";
+    if (pl_json_check_format(root, PROFILE_FORMAT, err) < 0 ||
+        pl_json_check_fields(root, profile_fields, err) < 0 ||
+        pl_json_string(root, "device_model", &model, err) < 0 ||
+        pl_json_opt_string(root, "model_sha256", &sha, err) < 0)
+        return -1;
+    if (!*model) {
+        pl_json at = pl_json_at(root, "device_model");
+        return pl_json_fail(&at, err, "the device model must not be empty");
+    }
+    if (*sha && !is_sha256(sha)) {
+        pl_json at = pl_json_at(root, "model_sha256");
+        return pl_json_fail(&at, err, "expected 64 hexadecimal digits");
+    }
+    p->device_model = pl_strdup(model);
+    p->model_sha256 = pl_strdup(sha);
+    for (char *c = p->model_sha256; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    return 0;
+}
+
+static int read_ops(const pl_json *root, pl_profile *p, pl_err *err)
+{
+    pl_json ops, e;
+    if (pl_json_object(root, "times_s", &ops, err) < 0) return -1;
+    size_t n = pl_json_len(&ops);
+    p->op_names = pl_calloc(n ? n : 1, sizeof *p->op_names);
+    p->time_s = pl_calloc(n ? n : 1, sizeof *p->time_s);
+    pl_json_iter it = {0};
+    while (pl_json_next(&ops, &it, &e)) {
+        double v;
+        if (pl_json_quantity(&e, NULL, PL_UNIT_SECONDS, &v, err) < 0) return -1;
+        p->op_names[p->n] = pl_strdup(e.key);
+        p->time_s[p->n] = v;
+        /* The parser refuses duplicate keys, so each name is put once. */
+        pl_strmap_put(&p->index, p->op_names[p->n], p->n);
+        p->n++;
+    }
+    return 0;
+}
+
+pl_profile *pl_profile_load(const char *path, pl_err *err)
+{
+    pl_json_doc *doc = pl_json_open(path, err);
+    if (!doc) return NULL;
+    pl_profile *p = pl_calloc(1, sizeof *p);
+    pl_strmap_init(&p->index);
+    pl_json root = pl_json_root(doc);
+    int rc = read_header(&root, p, err);
+    if (rc == 0) rc = read_ops(&root, p, err);
+    pl_json_close(doc);
+    if (rc < 0) {
+        pl_profile_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void pl_profile_free(pl_profile *p)
+{
+    if (!p) return;
+    pl_strmap_free(&p->index);
+    for (int i = 0; i < p->n; i++)
+        free(p->op_names[i]);
+    free(p->op_names);
+    free(p->time_s);
+    free(p->device_model);
+    free(p->model_sha256);
+    free(p);
+}
+
+double pl_profile_lookup(const pl_profile *p, const char *op_name)
+{
+    int i = pl_strmap_get(&p->index, op_name);
+    return i < 0 ? -1 : p->time_s[i];
+}

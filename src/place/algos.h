@@ -1,0 +1,18 @@
+/* algos.h: the algorithms' entry points, private to src/place (the registry in place.c
+ * lists them; callers use pl_algo_find). */
+#ifndef PLACER_PLACE_ALGOS_H
+#define PLACER_PLACE_ALGOS_H
+
+#include "placer/place.h"
+
+int pl_place_single(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+int pl_place_expert(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+int pl_place_m_topo(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+int pl_place_m_etf(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+int pl_place_m_sct(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+int pl_place_heft(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+int pl_place_getf(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+int pl_place_metis(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+int pl_place_random(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+
+#endif

@@ -1,0 +1,72 @@
+/* lp_common.h: helpers shared by m-SCT and METIS placement (private to src/place).
+ *
+ * Both algorithms check memory with the project's figure (place.h, docs/placement.md):
+ *     static(d) = distinct weights of d's ops + sum of held outputs + largest working set
+ *                 (+ the I/O buffers on the I/O device),
+ * with ws and held per op from pl_op_memory. We keep it incrementally (weights
+ * reference-counted per device) so that a list scheduler can ask "does op i still fit on
+ * device d?" in O(inputs of i), and a repair can take ops away again. */
+#ifndef PLACER_PLACE_LP_COMMON_H
+#define PLACER_PLACE_LP_COMMON_H
+
+#include "placer/place.h"
+
+typedef struct lp_mem {
+    const pl_cost *k;
+    int n_devs;
+    double *ws_bytes, *held_bytes; /* per op, from pl_op_memory */
+    double io_bytes;               /* on the I/O device, whatever runs there */
+    double *weights_bytes;         /* per device: distinct weights resident */
+    double *held_sum_bytes;        /* per device */
+    double *ws_max_bytes;          /* per device: largest working set (not lowered by removal) */
+    int *refs;                     /* [tensor * n_devs + dev]: ops on dev touching weight tensor */
+} lp_mem;
+
+void lp_mem_init(lp_mem *m, const pl_cost *k);
+void lp_mem_free(lp_mem *m);
+/* Static memory of `dev` if `op` were added to it. */
+double lp_mem_need(const lp_mem *m, int op, int dev);
+/* Bytes moving `op` off `dev` frees for sure: weights only it touches there, and its held
+ * outputs. */
+double lp_mem_freed(const lp_mem *m, int op, int dev);
+void lp_mem_add(lp_mem *m, int op, int dev);
+void lp_mem_remove(lp_mem *m, int op, int dev);
+/* Recomputes every device's largest working set from a placement (after removals). */
+void lp_mem_recompute_ws(lp_mem *m, const int *dev_of_op);
+double lp_mem_used(const lp_mem *m, int dev);
+/* A device with no memory size given (0) is taken as unlimited rather than as full. */
+static inline double lp_dev_cap(const pl_cost *k, int dev)
+{
+    double b = k->c->devs[dev].memory_bytes;
+    return b > 0 ? b : 1e300;
+}
+
+/* Mean time of `op` over the devices that can run it; INFINITY when none can. */
+double lp_op_mean_s(const pl_cost *k, int op);
+/* Bytes of a tensor as a transfer counts them (unknown sizes count 0). */
+double lp_tensor_bytes(const pl_cost *k, int tensor);
+/* Weights (initializers, Constant values) are resident where read: never sent (design.md §4). */
+bool lp_is_weight(const pl_cost *k, int tensor);
+
+/* Mean route between distinct devices: latency and 1/bandwidth averaged over ordered pairs,
+ * so mean transfer time = lat + bytes * inv_bw. Both 0 with a single device. */
+typedef struct lp_route {
+    double lat_s, inv_bw_s_per_byte;
+} lp_route;
+lp_route lp_mean_route(const pl_cluster *c);
+/* Mean time to send a tensor between two distinct devices under r; 0 for weights. */
+double lp_mean_xfer_s(const pl_cost *k, lp_route r, int tensor);
+
+/* Upward rank (HEFT's): mean time plus the longest (mean transfer + rank) over successors,
+ * the remaining critical path; list schedulers break ties by it. */
+void lp_upward_rank(const pl_cost *k, double *rank);
+
+/* Writes a warning into err->msg on a successful run (the caller returns 0): how the
+ * algorithms say which path they took without a field in a public header. */
+void lp_warn(pl_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Checks a finished placement against pl_plan_static_memory: the project's own figure is the
+ * judge, whatever our incremental estimate said. Names the device and the excess. */
+int lp_check_memory(const pl_cost *k, const int *dev, const char *algo, pl_err *err);
+
+#endif

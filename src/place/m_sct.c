@@ -1,0 +1,407 @@
+/* m_sct.c: m-SCT, memory-constrained Small Communication Time placement (Baechi, Jeon et al.,
+ * SoCC 2020, after Hanen & Munier's SCT).
+ *
+ * Two steps. (1) lp_sct.c solves the SCT linear relaxation and rounds it into "favourite
+ * children": for each op at most one child that should run right after it on the same device.
+ * (2) A list scheduler in the ETF style places and orders ops, modelling what the simulator
+ * will do: one op at a time per device, a tensor sent once per (tensor, destination) and
+ * transfers competing for ports under the plan's contention model. On top of ETF, a device
+ * whose last op's favourite child is ready, and for which this device is (one of) the
+ * earliest places to start it, waits for that child and runs meanwhile only "urgent" ops,
+ * ones whose inputs have reached every device (Baechi's SCTDevice AWAKE state). Memory is
+ * checked as place.h describes it; an op goes only where it fits.
+ *
+ * The plan gets the schedule as its per-device order. docs/placement-lp.md gives the choices
+ * made where Baechi's paper and code are silent or disagree. */
+#include "algos.h"
+#include "lp_common.h"
+#include "lp_sct.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct undo {
+    double *at, old;
+} undo;
+
+typedef struct sct {
+    const pl_cost *k;
+    const pl_graph *g;
+    int n, D;
+    pl_contention cont;
+    const int *fav;
+    double *rank; /* upward rank: breaks ties between equal start times */
+    int *dev, *last, *left, *seq, n_seq;
+    double *end_s, *avail_s;
+    double *send_free, *recv_free, *chan_free; /* PORTS: per device; PAIR: [a * D + b] */
+    double *arr;                               /* [tensor * D + dev]: arrival, < 0: absent */
+    int *cand, n_cand, *cand_pos;
+    double *ready_s; /* [op * D + dev]: cached data-ready time */
+    int *ready_ep;   /* epoch of the cached value; -1: none */
+    int *col_ep;     /* per device: bumped when transfers change what ops there can see */
+    int *fit_ver;    /* [op * D + dev]: mem_ver + 1 when known to fit; -1 never fits */
+    int *mem_ver;
+    lp_mem mem;
+    undo *log;
+    int n_log;
+    int *rem_t, *rem_src; /* scratch: remote inputs of one op */
+    double *rem_at;
+} sct;
+
+/* ---- transfers ---- */
+
+static void set(sct *S, double *at, double v)
+{
+    S->log[S->n_log++] = (undo){at, *at};
+    *at = v;
+}
+
+/* When a transfer src → d that may leave at `t` starts, under the contention model. */
+static double xfer_start(const sct *S, int src, int d, double t)
+{
+    if (S->cont == PL_CONTENTION_PORTS) return fmax(t, fmax(S->send_free[src], S->recv_free[d]));
+    if (S->cont == PL_CONTENTION_PAIR) return fmax(t, S->chan_free[(size_t)src * S->D + d]);
+    return t;
+}
+
+static void xfer_hold(sct *S, int src, int d, double until)
+{
+    if (S->cont == PL_CONTENTION_PORTS) {
+        set(S, &S->send_free[src], until);
+        set(S, &S->recv_free[d], until);
+    } else if (S->cont == PL_CONTENTION_PAIR) {
+        set(S, &S->chan_free[(size_t)src * S->D + d], until);
+    }
+}
+
+/* Where and when an input tensor is: device and time, or -1 when it is everywhere at 0
+ * (weights, and graph inputs unless the cluster names an I/O device). */
+static int tensor_source(const sct *S, int t, double *at)
+{
+    const pl_tensor *x = &S->g->tensors[t];
+    *at = 0;
+    if (x->flags & PL_TENSOR_WEIGHT) return -1; /* a Constant's value too: never sent */
+    if (x->producer >= 0) {
+        *at = S->end_s[x->producer];
+        return S->dev[x->producer];
+    }
+    if ((x->flags & PL_TENSOR_INPUT) && S->k->c->io_device >= 0) return S->k->c->io_device;
+    return -1;
+}
+
+static bool listed_before(const pl_op *o, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (o->inputs[j] == o->inputs[i]) return true;
+    return false;
+}
+
+/* Collects inputs that must travel to d, sorted by when they can leave (ports serve them
+ * first come, first served); returns the time the local ones are there. */
+static double gather_inputs(sct *S, int op, int d, int *n_rem)
+{
+    const pl_op *o = &S->g->ops[op];
+    double t = 0;
+    int n = 0;
+    for (int i = 0; i < o->n_inputs; i++) {
+        int x = o->inputs[i];
+        double at;
+        if (x < 0 || listed_before(o, i)) continue;
+        int src = tensor_source(S, x, &at);
+        double have = S->arr[(size_t)x * S->D + d];
+        if (src < 0 || src == d) {
+            t = fmax(t, at);
+        } else if (have >= 0) {
+            t = fmax(t, have);
+        } else {
+            int j = n++;
+            for (; j > 0 && S->rem_at[j - 1] > at; j--)
+                S->rem_t[j] = S->rem_t[j - 1], S->rem_src[j] = S->rem_src[j - 1],
+                S->rem_at[j] = S->rem_at[j - 1];
+            S->rem_t[j] = x, S->rem_src[j] = src, S->rem_at[j] = at;
+        }
+    }
+    *n_rem = n;
+    return t;
+}
+
+/* Time op's inputs are all on d, scheduling the missing transfers. With commit false the
+ * state is restored, so this is the dry run the scheduler compares devices with. */
+static double data_ready(sct *S, int op, int d, bool commit, int *n_xfers)
+{
+    int n;
+    double t = gather_inputs(S, op, d, &n);
+    S->n_log = 0;
+    for (int r = 0; r < n; r++) {
+        int src = S->rem_src[r], x = S->rem_t[r];
+        double start = xfer_start(S, src, d, S->rem_at[r]);
+        double fin = start + pl_cost_xfer_s(S->k, x, src, d);
+        xfer_hold(S, src, d, fin);
+        set(S, &S->arr[(size_t)x * S->D + d], fin);
+        t = fmax(t, fin);
+    }
+    if (!commit)
+        while (S->n_log > 0)
+            S->n_log--, *S->log[S->n_log].at = S->log[S->n_log].old;
+    if (n_xfers) *n_xfers = n;
+    return t;
+}
+
+/* ---- candidates and their cached figures ---- */
+
+static double ready_on(sct *S, int op, int d)
+{
+    size_t i = (size_t)op * S->D + d;
+    if (S->ready_ep[i] != S->col_ep[d]) {
+        S->ready_s[i] = data_ready(S, op, d, false, NULL);
+        S->ready_ep[i] = S->col_ep[d];
+    }
+    return S->ready_s[i];
+}
+
+static bool fits(sct *S, int op, int d)
+{
+    size_t i = (size_t)op * S->D + d;
+    if (S->fit_ver[i] < 0) return false;
+    if (S->fit_ver[i] == S->mem_ver[d] + 1) return true;
+    bool ok =
+        isfinite(pl_cost_op_s(S->k, op, d)) && lp_mem_need(&S->mem, op, d) <= lp_dev_cap(S->k, d);
+    S->fit_ver[i] = ok ? S->mem_ver[d] + 1 : -1; /* memory only grows: "no" is final */
+    return ok;
+}
+
+static double start_on(sct *S, int op, int d)
+{
+    return fmax(ready_on(S, op, d), S->avail_s[d]);
+}
+
+/* Hanen & Munier's urgency: the time the op's inputs have reached every device it fits. */
+static double urgent_at(sct *S, int op)
+{
+    double u = -INFINITY;
+    for (int d = 0; d < S->D; d++)
+        if (fits(S, op, d)) u = fmax(u, ready_on(S, op, d));
+    return u;
+}
+
+static void add_cand(sct *S, int op)
+{
+    S->cand_pos[op] = S->n_cand;
+    S->cand[S->n_cand++] = op;
+    for (int d = 0; d < S->D; d++)
+        S->ready_ep[(size_t)op * S->D + d] = -1;
+}
+
+static void drop_cand(sct *S, int op)
+{
+    int p = S->cand_pos[op], last = S->cand[--S->n_cand];
+    S->cand[p] = last, S->cand_pos[last] = p, S->cand_pos[op] = -1;
+}
+
+/* ---- choosing ---- */
+
+typedef struct pick {
+    int op, dev;
+    double start;
+} pick;
+
+/* Earlier start wins; ties go to the larger upward rank, as in this project's m-etf (Baechi's
+ * code uses the topological index), then to the earlier op in topological order. */
+static bool better(const sct *S, pick a, pick b)
+{
+    if (b.op < 0) return a.op >= 0;
+    if (a.op < 0) return false;
+    if (a.start != b.start) return a.start < b.start;
+    if (S->rank[a.op] != S->rank[b.op]) return S->rank[a.op] > S->rank[b.op];
+    return S->g->topo_pos[a.op] < S->g->topo_pos[b.op];
+}
+
+/* The favourite child this device waits for, or -1: the child of its last op, ready, fitting
+ * here and starting here no later than anywhere else. */
+static int awaited_child(sct *S, int d)
+{
+    int i = S->last[d], j = i >= 0 ? S->fav[i] : -1;
+    if (j < 0 || S->cand_pos[j] < 0 || !fits(S, j, d)) return -1;
+    double here = start_on(S, j, d);
+    for (int e = 0; e < S->D; e++)
+        if (e != d && fits(S, j, e) && start_on(S, j, e) < here) return -1;
+    return j;
+}
+
+static pick propose_etf(sct *S, int d)
+{
+    pick best = {-1, d, INFINITY};
+    for (int q = 0; q < S->n_cand; q++) {
+        int c = S->cand[q];
+        if (!fits(S, c, d)) continue;
+        pick p = {c, d, start_on(S, c, d)};
+        if (better(S, p, best)) best = p;
+    }
+    return best;
+}
+
+/* A waiting device runs an urgent op if one can start before the favourite child. */
+static pick propose_awake(sct *S, int d, int j)
+{
+    pick fc = {j, d, start_on(S, j, d)}, urg = {-1, d, INFINITY};
+    for (int q = 0; q < S->n_cand; q++) {
+        int c = S->cand[q];
+        if (c == j || !fits(S, c, d)) continue;
+        pick p = {c, d, fmax(urgent_at(S, c), S->avail_s[d])};
+        if (better(S, p, urg)) urg = p;
+    }
+    return urg.op >= 0 && urg.start <= fc.start ? urg : fc;
+}
+
+static pick choose(sct *S)
+{
+    pick best = {-1, -1, INFINITY};
+    for (int d = 0; d < S->D; d++) {
+        int j = awaited_child(S, d);
+        pick p = j >= 0 ? propose_awake(S, d, j) : propose_etf(S, d);
+        if (better(S, p, best)) best = p;
+    }
+    return best;
+}
+
+static void commit(sct *S, pick p)
+{
+    int c = p.op, d = p.dev, n_x = 0;
+    double start = fmax(data_ready(S, c, d, true, &n_x), S->avail_s[d]);
+    S->dev[c] = d;
+    S->end_s[c] = S->avail_s[d] = start + pl_cost_op_s(S->k, c, d);
+    S->last[d] = c;
+    S->seq[S->n_seq++] = c;
+    lp_mem_add(&S->mem, c, d);
+    S->mem_ver[d]++;
+    if (n_x > 0) { /* ports: a send port is shared by every destination */
+        for (int e = 0; e < S->D; e++)
+            if (S->cont == PL_CONTENTION_PORTS || e == d) S->col_ep[e]++;
+    }
+    drop_cand(S, c);
+    for (int q = S->g->succ_off[c]; q < S->g->succ_off[c + 1]; q++) {
+        int v = S->g->succ[q];
+        if (--S->left[v] == 0) add_cand(S, v);
+    }
+}
+
+/* ---- set-up ---- */
+
+static void sct_init(sct *S, const pl_cost *k, pl_contention cont, const int *fav)
+{
+    memset(S, 0, sizeof *S);
+    S->k = k, S->g = k->g, S->n = k->n_ops, S->D = k->n_devs, S->cont = cont, S->fav = fav;
+    size_t n = S->n ? S->n : 1, D = S->D, nd = n * D;
+    int max_in = 1;
+    for (int i = 0; i < S->n; i++)
+        if (S->g->ops[i].n_inputs > max_in) max_in = S->g->ops[i].n_inputs;
+    S->dev = pl_malloc(n * sizeof *S->dev), S->last = pl_malloc(D * sizeof *S->last);
+    S->left = pl_malloc(n * sizeof *S->left), S->seq = pl_malloc(n * sizeof *S->seq);
+    S->end_s = pl_calloc(n, sizeof *S->end_s), S->avail_s = pl_calloc(D, sizeof *S->avail_s);
+    S->send_free = pl_calloc(D, sizeof(double)), S->recv_free = pl_calloc(D, sizeof(double));
+    S->chan_free = pl_calloc(D * D, sizeof(double));
+    size_t na = (size_t)(S->g->n_tensors ? S->g->n_tensors : 1) * D;
+    S->arr = pl_malloc(na * sizeof *S->arr);
+    for (size_t i = 0; i < na; i++)
+        S->arr[i] = -1;
+    S->cand = pl_malloc(n * sizeof *S->cand), S->cand_pos = pl_malloc(n * sizeof(int));
+    S->ready_s = pl_malloc(nd * sizeof(double)), S->ready_ep = pl_malloc(nd * sizeof(int));
+    S->col_ep = pl_calloc(D, sizeof(int)), S->fit_ver = pl_calloc(nd, sizeof(int));
+    S->mem_ver = pl_calloc(D, sizeof(int));
+    S->log = pl_malloc((3 * (size_t)max_in + 1) * sizeof *S->log);
+    S->rem_t = pl_malloc(max_in * sizeof(int)), S->rem_src = pl_malloc(max_in * sizeof(int));
+    S->rem_at = pl_malloc(max_in * sizeof(double));
+    lp_mem_init(&S->mem, k);
+    S->rank = pl_malloc(n * sizeof *S->rank);
+    lp_upward_rank(k, S->rank);
+    for (size_t d = 0; d < D; d++)
+        S->last[d] = -1;
+    for (int i = 0; i < S->n; i++) {
+        S->dev[i] = -1, S->cand_pos[i] = -1;
+        S->left[i] = S->g->pred_off[i + 1] - S->g->pred_off[i];
+    }
+    for (int t = 0; t < S->n; t++)
+        if (S->left[S->g->topo[t]] == 0) add_cand(S, S->g->topo[t]);
+}
+
+static void sct_free(sct *S)
+{
+    free(S->dev), free(S->last), free(S->left), free(S->seq), free(S->end_s), free(S->avail_s);
+    free(S->send_free), free(S->recv_free), free(S->chan_free), free(S->arr);
+    free(S->cand), free(S->cand_pos), free(S->ready_s), free(S->ready_ep), free(S->col_ep);
+    free(S->fit_ver), free(S->mem_ver), free(S->log), free(S->rem_t), free(S->rem_src);
+    free(S->rem_at), free(S->rank);
+    lp_mem_free(&S->mem);
+}
+
+/* No candidate fits anywhere: name the first one and what it would need. */
+static int no_room(sct *S, pl_err *err)
+{
+    int op = S->cand[0], best = 0;
+    for (int d = 1; d < S->D; d++)
+        if (lp_dev_cap(S->k, d) - lp_mem_used(&S->mem, d) >
+            lp_dev_cap(S->k, best) - lp_mem_used(&S->mem, best))
+            best = d;
+    char a[32], b[32];
+    return pl_err_set(err,
+                      "m-sct: no device can hold op '%s' (%d of %d ops placed): on '%s', the "
+                      "roomiest, it would need %s of %s",
+                      S->g->ops[op].name, S->n_seq, S->n, S->k->c->devs[best].name,
+                      pl_fmt_bytes(lp_mem_need(&S->mem, op, best), a, sizeof a),
+                      pl_fmt_bytes(lp_dev_cap(S->k, best), b, sizeof b));
+}
+
+static int schedule(sct *S, pl_err *err)
+{
+    while (S->n_seq < S->n) {
+        pick p = choose(S);
+        if (p.op < 0) return no_room(S, err);
+        commit(S, p);
+    }
+    return 0;
+}
+
+/* Says on success which path the favourites came from when it was not the LP. */
+static void report_path(const lp_sct_info *info, double limit_s, pl_err *err)
+{
+    if (info->status == LP_SCT_TOO_BIG)
+        lp_warn(err,
+                "m-sct: warning: LP skipped (%d chains of ops > %d): favourite children by "
+                "greedy heaviest-communication matching",
+                info->n_chains, LP_SCT_MAX_NODES);
+    else if (info->status == LP_SCT_TIME_LIMIT)
+        lp_warn(err,
+                "m-sct: warning: LP not solved within %g s (%d chains, %d edges): favourite "
+                "children by greedy heaviest-communication matching",
+                limit_s, info->n_chains, info->n_lp_edges);
+    else if (info->status == LP_SCT_FAILED)
+        lp_warn(err, "m-sct: warning: the LP solver gave up: favourite children by greedy "
+                     "heaviest-communication matching");
+}
+
+int pl_place_m_sct(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    double limit = o && o->time_limit_s > 0 ? o->time_limit_s : LP_SCT_DEFAULT_TIME_S;
+    pl_contention cont = o ? o->contention : PL_CONTENTION_PORTS;
+    int *fav = pl_malloc((k->n_ops ? k->n_ops : 1) * sizeof *fav);
+    lp_sct_info info;
+    if (lp_sct_favorites(k, limit, 0, fav, &info, err) < 0) {
+        free(fav);
+        return -1;
+    }
+    sct S;
+    sct_init(&S, k, cont, fav);
+    int rc = schedule(&S, err);
+    if (rc == 0) {
+        memcpy(out->dev, S.dev, k->n_ops * sizeof *out->dev);
+        pl_plan_set_order(out, S.seq);
+        out->contention = cont;
+        snprintf(out->algo, sizeof out->algo, "m-sct");
+        rc = lp_check_memory(k, out->dev, "m-sct", err);
+    }
+    if (rc == 0) report_path(&info, limit, err);
+    sct_free(&S), free(fav);
+    return rc;
+}

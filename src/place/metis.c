@@ -1,0 +1,373 @@
+/* metis.c: placement by k-way graph partitioning with METIS (the baseline of Baechi and
+ * others: balance compute, cut as few bytes as possible, ignore precedence).
+ *
+ * The op DAG is made undirected (edges symmetrised, the tensors between two ops merged into
+ * one edge weighted by their bytes); a vertex weighs its mean time over the devices. METIS
+ * splits it into one part per device with target weights proportional to each device's speed,
+ * recursive bisection up to 8 devices and k-way above (METIS's own advice). Parts go to
+ * devices by index; when devices differ in speed, the heaviest part goes to the fastest
+ * device. Then memory is checked as place.h describes it and over-full devices shed ops to
+ * devices with room, fewest bytes cut per byte freed first; if that cannot help, the call
+ * fails naming the device. The plan has no order: the simulator's first-ready-first-served
+ * runs it, as TensorFlow ran METIS placements in Baechi's evaluation. */
+#include "algos.h"
+#include "lp_common.h"
+
+#include <math.h>
+#include <metis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* METIS sums weights in 32-bit integers: keep each total well below 2^31. */
+#define VWGT_TOTAL 5e8
+#define ADJWGT_TOTAL 5e8
+
+/* Undirected graph, CSR, with bytes per edge (for repair) and METIS's integer weights. */
+typedef struct ugraph {
+    int n;
+    idx_t *xadj, *adjncy, *vwgt, *adjwgt;
+    double *bytes;
+} ugraph;
+
+static void ugraph_free(ugraph *u)
+{
+    free(u->xadj), free(u->adjncy), free(u->vwgt), free(u->adjwgt), free(u->bytes);
+}
+
+typedef struct nb {
+    int v;
+    double bytes;
+} nb;
+
+static int by_neighbour(const void *a, const void *b)
+{
+    return ((const nb *)a)->v - ((const nb *)b)->v;
+}
+
+/* Every (producer, consumer, tensor) edge in both directions, then each row sorted and its
+ * duplicates (several tensors between two ops) merged; self-loops dropped. */
+static nb *symmetrise(const pl_cost *k, int *off)
+{
+    const pl_graph *g = k->g;
+    memset(off, 0, (g->n_ops + 1) * sizeof *off);
+    for (int e = 0; e < g->n_edges; e++) {
+        if (g->edges[e].src == g->edges[e].dst) continue;
+        off[g->edges[e].src + 1]++, off[g->edges[e].dst + 1]++;
+    }
+    for (int i = 0; i < g->n_ops; i++)
+        off[i + 1] += off[i];
+    nb *row = pl_malloc((off[g->n_ops] ? off[g->n_ops] : 1) * sizeof *row);
+    int *fill = pl_malloc((g->n_ops ? g->n_ops : 1) * sizeof *fill);
+    memcpy(fill, off, g->n_ops * sizeof *fill);
+    for (int e = 0; e < g->n_edges; e++) {
+        const pl_edge *x = &g->edges[e];
+        if (x->src == x->dst) continue;
+        double b = lp_is_weight(k, x->tensor) ? 0 : lp_tensor_bytes(k, x->tensor);
+        row[fill[x->src]++] = (nb){x->dst, b};
+        row[fill[x->dst]++] = (nb){x->src, b};
+    }
+    free(fill);
+    return row;
+}
+
+static void ugraph_build(const pl_cost *k, ugraph *u)
+{
+    int n = k->n_ops, *off = pl_malloc((n + 1) * sizeof *off);
+    nb *row = symmetrise(k, off);
+    u->n = n;
+    u->xadj = pl_calloc(n + 1, sizeof *u->xadj);
+    u->adjncy = pl_malloc((off[n] ? off[n] : 1) * sizeof *u->adjncy);
+    u->bytes = pl_malloc((off[n] ? off[n] : 1) * sizeof *u->bytes);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        qsort(row + off[i], off[i + 1] - off[i], sizeof *row, by_neighbour);
+        for (int q = off[i]; q < off[i + 1]; q++) {
+            if (m > u->xadj[i] && u->adjncy[m - 1] == row[q].v) {
+                u->bytes[m - 1] += row[q].bytes;
+                continue;
+            }
+            u->adjncy[m] = row[q].v, u->bytes[m] = row[q].bytes, m++;
+        }
+        u->xadj[i + 1] = m;
+    }
+    free(row), free(off);
+}
+
+/* Integer weights: times and bytes as shares of their totals, at least 1 (METIS wants
+ * positive edge weights, and a zero-time op still occupies a device). */
+static void ugraph_weights(const pl_cost *k, ugraph *u)
+{
+    int n = u->n, m = u->xadj[n];
+    double tsum = 0, bsum = 0;
+    u->vwgt = pl_malloc((n ? n : 1) * sizeof *u->vwgt);
+    u->adjwgt = pl_malloc((m ? m : 1) * sizeof *u->adjwgt);
+    for (int i = 0; i < n; i++)
+        tsum += lp_op_mean_s(k, i);
+    for (int q = 0; q < m; q++)
+        bsum += u->bytes[q];
+    for (int i = 0; i < n; i++) {
+        double t = lp_op_mean_s(k, i);
+        u->vwgt[i] = 1 + (idx_t)(tsum > 0 ? t / tsum * VWGT_TOTAL : 0);
+    }
+    for (int q = 0; q < m; q++)
+        u->adjwgt[q] = 1 + (idx_t)(bsum > 0 ? u->bytes[q] / bsum * ADJWGT_TOTAL : 0);
+}
+
+/* A device's speed on this graph: the inverse of the time it would take to run every op
+ * (ops it cannot run are left out). */
+static void device_speeds(const pl_cost *k, double *speed)
+{
+    for (int d = 0; d < k->n_devs; d++) {
+        double t = 0;
+        for (int i = 0; i < k->n_ops; i++) {
+            double x = pl_cost_op_s(k, i, d);
+            if (isfinite(x)) t += x;
+        }
+        speed[d] = t > 0 ? 1 / t : 1;
+    }
+}
+
+/* Splits into P parts with target weights proportional to the speeds given. */
+static int partition(const ugraph *u, int P, const double *speed, unsigned seed, idx_t *part,
+                     pl_err *err)
+{
+    idx_t nv = u->n, ncon = 1, nparts = P, cut = 0, opts[METIS_NOPTIONS];
+    real_t *tp = pl_malloc(P * sizeof *tp), ub = 1.03f;
+    double ssum = 0;
+    for (int d = 0; d < P; d++)
+        ssum += speed[d];
+    for (int d = 0; d < P; d++)
+        tp[d] = (real_t)(speed[d] / ssum);
+    METIS_SetDefaultOptions(opts);
+    opts[METIS_OPTION_SEED] = (idx_t)(seed & 0x7fffffff);
+    opts[METIS_OPTION_NUMBERING] = 0;
+    int rc = P <= 8 ? METIS_PartGraphRecursive(&nv, &ncon, u->xadj, u->adjncy, u->vwgt, NULL,
+                                               u->adjwgt, &nparts, tp, &ub, opts, &cut, part)
+                    : METIS_PartGraphKway(&nv, &ncon, u->xadj, u->adjncy, u->vwgt, NULL, u->adjwgt,
+                                          &nparts, tp, &ub, opts, &cut, part);
+    free(tp);
+    if (rc != METIS_OK)
+        return pl_err_set(err, "metis: METIS failed (code %d) on %d ops into %d parts", rc, u->n,
+                          P);
+    return 0;
+}
+
+static _Thread_local const double *sort_key; /* qsort has no context argument */
+
+static int by_key_desc(const void *a, const void *b)
+{
+    int p = *(const int *)a, q = *(const int *)b;
+    if (sort_key[p] != sort_key[q]) return sort_key[p] > sort_key[q] ? -1 : 1;
+    return p - q;
+}
+
+/* METIS cannot give every part two ops below 2 ops per device (it prints "Cannot bisect" and
+ * leaves parts empty), so a small graph uses only its n/2 fastest devices. Fills active[] in
+ * index order and their speeds; returns how many. */
+static int pick_devices(const double *speed, int D, int n, int *active, double *aspeed)
+{
+    int P = n / 2 >= D ? D : (n / 2 > 1 ? n / 2 : 1);
+    int *order = pl_malloc(D * sizeof *order);
+    for (int d = 0; d < D; d++)
+        order[d] = d;
+    sort_key = speed, qsort(order, D, sizeof *order, by_key_desc);
+    for (int p = 0; p < P; p++) { /* insertion: back to index order */
+        int j = p;
+        for (; j > 0 && active[j - 1] > order[p]; j--)
+            active[j] = active[j - 1];
+        active[j] = order[p];
+    }
+    for (int p = 0; p < P; p++)
+        aspeed[p] = speed[active[p]];
+    free(order);
+    return P;
+}
+
+/* Part p goes to active[p] when the devices are equally fast (keeping METIS's sibling parts on
+ * neighbouring device indices); otherwise the k-th heaviest part goes to the k-th fastest. */
+static void map_parts(const ugraph *u, int P, const int *active, const double *aspeed,
+                      const idx_t *part, int *dev)
+{
+    double lo = INFINITY, hi = 0;
+    for (int p = 0; p < P; p++)
+        lo = fmin(lo, aspeed[p]), hi = fmax(hi, aspeed[p]);
+    int *to = pl_malloc(P * sizeof *to);
+    for (int p = 0; p < P; p++)
+        to[p] = active[p];
+    if (hi > lo * 1.01) {
+        double *w = pl_calloc(P, sizeof *w);
+        int *parts = pl_malloc(P * sizeof *parts), *devs = pl_malloc(P * sizeof *devs);
+        for (int i = 0; i < u->n; i++)
+            w[part[i]] += u->vwgt[i];
+        for (int p = 0; p < P; p++)
+            parts[p] = devs[p] = p;
+        sort_key = w, qsort(parts, P, sizeof *parts, by_key_desc);
+        sort_key = aspeed, qsort(devs, P, sizeof *devs, by_key_desc);
+        for (int r = 0; r < P; r++)
+            to[parts[r]] = active[devs[r]];
+        free(w), free(parts), free(devs);
+    }
+    for (int i = 0; i < u->n; i++)
+        dev[i] = to[part[i]];
+    free(to);
+}
+
+/* ---- memory repair ---- */
+
+typedef struct repair {
+    const pl_cost *k;
+    const ugraph *u;
+    int *dev;
+    lp_mem mem;
+    double *conn; /* scratch: bytes from one op to each device */
+} repair;
+
+static bool over(const repair *R, int d)
+{
+    return lp_mem_used(&R->mem, d) > lp_dev_cap(R->k, d);
+}
+
+static void connections(const repair *R, int op)
+{
+    memset(R->conn, 0, R->k->n_devs * sizeof *R->conn);
+    for (idx_t q = R->u->xadj[op]; q < R->u->xadj[op + 1]; q++)
+        R->conn[R->dev[R->u->adjncy[q]]] += R->u->bytes[q];
+}
+
+/* The device op would best move to: runs it, has room, most bytes to op; -1 if none. */
+static int best_target(const repair *R, int op, int from)
+{
+    int best = -1;
+    connections(R, op);
+    for (int e = 0; e < R->k->n_devs; e++) {
+        if (e == from || !isfinite(pl_cost_op_s(R->k, op, e))) continue;
+        if (lp_mem_need(&R->mem, op, e) > lp_dev_cap(R->k, e)) continue;
+        if (best < 0 || R->conn[e] > R->conn[best]) best = e;
+    }
+    return best;
+}
+
+/* The source's largest working set can only drop when the op holding it leaves. */
+static void move(repair *R, int op, int to)
+{
+    int from = R->dev[op];
+    lp_mem_remove(&R->mem, op, from);
+    lp_mem_add(&R->mem, op, to);
+    R->dev[op] = to;
+    if (R->mem.ws_bytes[op] >= R->mem.ws_max_bytes[from]) lp_mem_recompute_ws(&R->mem, R->dev);
+}
+
+/* Ops on d ranked by bytes newly cut per byte freed (moving an op frees the weights only it
+ * reads there; the op with the largest working set frees part of that). */
+static int rank_candidates(repair *R, int d, int *ops, double *key)
+{
+    int n = 0;
+    for (int i = 0; i < R->k->n_ops; i++) {
+        if (R->dev[i] != d) continue;
+        double freed = lp_mem_freed(&R->mem, i, d);
+        if (R->mem.ws_bytes[i] >= R->mem.ws_max_bytes[d]) freed += 1;
+        if (freed <= 0) continue;
+        connections(R, i);
+        double cut = R->conn[d];
+        for (int e = 0; e < R->k->n_devs; e++)
+            if (e != d) cut -= R->conn[e] / (R->k->n_devs - 1);
+        key[i] = -(fmax(cut, 0) + 1) / freed; /* descending key = ascending cost */
+        ops[n++] = i;
+    }
+    sort_key = key, qsort(ops, n, sizeof *ops, by_key_desc);
+    return n;
+}
+
+/* One pass over an over-full device: moves ops in rank order until it fits. */
+static int shed(repair *R, int d, int *ops, double *key)
+{
+    int n = rank_candidates(R, d, ops, key), moved = 0;
+    for (int r = 0; r < n && over(R, d); r++) {
+        int e = best_target(R, ops[r], d);
+        if (e < 0) continue;
+        move(R, ops[r], e), moved++;
+    }
+    return moved;
+}
+
+/* Ops on a device that cannot run them go first, to the best device with room. */
+static int evict_unrunnable(repair *R, pl_err *err)
+{
+    for (int i = 0; i < R->k->n_ops; i++) {
+        if (isfinite(pl_cost_op_s(R->k, i, R->dev[i]))) continue;
+        int e = best_target(R, i, R->dev[i]);
+        if (e < 0)
+            return pl_err_set(err,
+                              "metis: op '%s' cannot run on device '%s' and no other "
+                              "device can take it",
+                              R->k->g->ops[i].name, R->k->c->devs[R->dev[i]].name);
+        move(R, i, e);
+    }
+    return 0;
+}
+
+static int fail_full(const repair *R, int d, pl_err *err)
+{
+    char a[32], b[32];
+    return pl_err_set(err,
+                      "metis: device '%s' needs %s of static memory but has %s, and no op "
+                      "can move to a device with room",
+                      R->k->c->devs[d].name, pl_fmt_bytes(lp_mem_used(&R->mem, d), a, sizeof a),
+                      pl_fmt_bytes(lp_dev_cap(R->k, d), b, sizeof b));
+}
+
+static int repair_memory(const pl_cost *k, const ugraph *u, int *dev, int *n_moved, pl_err *err)
+{
+    repair R = {k, u, dev, {0}, pl_malloc(k->n_devs * sizeof(double))};
+    int *ops = pl_malloc((k->n_ops ? k->n_ops : 1) * sizeof *ops);
+    double *key = pl_malloc((k->n_ops ? k->n_ops : 1) * sizeof *key);
+    lp_mem_init(&R.mem, k);
+    for (int i = 0; i < k->n_ops; i++)
+        lp_mem_add(&R.mem, i, dev[i]);
+    int rc = evict_unrunnable(&R, err);
+    *n_moved = 0;
+    for (int d = 0; d < k->n_devs && rc == 0; d++) {
+        while (over(&R, d) && rc == 0) {
+            int m = shed(&R, d, ops, key);
+            *n_moved += m;
+            if (m == 0) rc = fail_full(&R, d, err);
+        }
+    }
+    lp_mem_free(&R.mem), free(R.conn), free(ops), free(key);
+    return rc;
+}
+
+static int split(const pl_cost *k, const pl_place_opts *o, const ugraph *u, int *dev, pl_err *err)
+{
+    int D = k->n_devs, *active = pl_malloc(D * sizeof *active);
+    double *speed = pl_malloc(D * sizeof *speed), *aspeed = pl_malloc(D * sizeof *aspeed);
+    idx_t *part = pl_calloc(k->n_ops ? k->n_ops : 1, sizeof *part);
+    device_speeds(k, speed);
+    int P = pick_devices(speed, D, k->n_ops, active, aspeed), rc = 0;
+    if (P > 1) rc = partition(u, P, aspeed, o ? o->seed : 0, part, err);
+    if (rc == 0) map_parts(u, P, active, aspeed, part, dev);
+    free(active), free(speed), free(aspeed), free(part);
+    return rc;
+}
+
+int pl_place_metis(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    int moved = 0;
+    ugraph u = {0};
+    ugraph_build(k, &u);
+    ugraph_weights(k, &u);
+    int rc = split(k, o, &u, out->dev, err);
+    if (rc == 0) rc = repair_memory(k, &u, out->dev, &moved, err);
+    if (rc == 0) rc = lp_check_memory(k, out->dev, "metis", err);
+    if (rc == 0) {
+        pl_plan_clear_order(out);
+        out->contention = o ? o->contention : PL_CONTENTION_PORTS;
+        snprintf(out->algo, sizeof out->algo, "metis");
+        if (moved > 0)
+            lp_warn(err, "metis: warning: %d ops moved off over-full devices after partitioning",
+                    moved);
+    }
+    ugraph_free(&u);
+    return rc;
+}

@@ -1,0 +1,113 @@
+/* place.c: the registry of placement algorithms, the timed entry point and the lower bound. */
+#include "algos.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const pl_algo algos[] = {
+    {"single", pl_place_single, "the whole model on the fastest device that holds it"},
+    {"expert", pl_place_expert,
+     "contiguous stages of equal cost on the fastest devices, as a person would split it"},
+    {"m-topo", pl_place_m_topo,
+     "Baechi m-TOPO: topological order, each device filled up to its memory share"},
+    {"m-etf", pl_place_m_etf,
+     "Baechi m-ETF: list scheduling, earliest start first, within device memory"},
+    {"m-sct", pl_place_m_sct,
+     "Baechi m-SCT: ETF with small-communication-time favourite children (LP), within memory"},
+    {"heft", pl_place_heft,
+     "HEFT: upward rank, then insertion-based earliest finish time, within memory"},
+    {"getf", pl_place_getf,
+     "generalised ETF: earliest finish with per-pair transfer times, within memory"},
+    {"metis", pl_place_metis, "METIS graph partition balancing compute, cutting few bytes"},
+    {"random", pl_place_random, "each op on a uniformly random device with room (seeded)"},
+};
+
+const pl_algo *pl_algo_list(int *n)
+{
+    if (n) *n = (int)(sizeof algos / sizeof *algos);
+    return algos;
+}
+
+const pl_algo *pl_algo_find(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof algos / sizeof *algos; i++)
+        if (strcmp(algos[i].name, name) == 0) return &algos[i];
+    return NULL;
+}
+
+/* Every op on a device of the cluster that can run it: whatever an algorithm did, a plan
+ * that leaves this is never handed on. */
+static int check_complete(const pl_algo *a, const pl_cost *k, const pl_plan *p, pl_err *err)
+{
+    for (int v = 0; v < k->n_ops; v++) {
+        int d = p->dev[v];
+        if (d < 0 || d >= k->n_devs)
+            return pl_err_set(err, "%s: op '%s' left on no device (%d)", a->name, k->g->ops[v].name,
+                              d);
+        if (!isfinite(pl_cost_op_s(k, v, d)))
+            return pl_err_set(err, "%s: op '%s' placed on %s, which cannot run it", a->name,
+                              k->g->ops[v].name, k->c->devs[d].name);
+    }
+    return 0;
+}
+
+int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    pl_place_opts def = {0};
+    if (!o) o = &def;
+    if (!a || !k || !out) return pl_err_set(err, "pl_place: missing algorithm, cost or plan");
+    if (out->n_ops != k->n_ops || out->n_devs != k->n_devs)
+        return pl_err_set(err,
+                          "%s: the plan has %d ops and %d devices, the model %d and the "
+                          "cluster %d",
+                          a->name, out->n_ops, out->n_devs, k->n_ops, k->n_devs);
+    pl_plan_clear_order(out); /* a stale order or priority would survive a non-scheduler */
+    free(out->priority), out->priority = NULL;
+    double t0 = pl_now();
+    int rc = a->run(k, o, out, err);
+    out->search_s = pl_now() - t0;
+    snprintf(out->algo, sizeof out->algo, "%s", a->name);
+    out->contention = o->contention;
+    out->predicted_makespan_s = 0;
+    return rc < 0 ? -1 : check_complete(a, k, out, err);
+}
+
+/* Longest path with every op at its fastest and transfers free: an op waits for the ops whose
+ * results it reads (not for Constant ops, whose values are weights, present from the start),
+ * and runs on some device for at least its fastest time. */
+static double critical_path(const pl_cost *k, const double *fastest)
+{
+    const pl_graph *g = k->g;
+    double *end = pl_calloc(g->n_ops + 1, sizeof *end), cp = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        int v = g->topo[i];
+        const pl_op *o = &g->ops[v];
+        double s = 0;
+        for (int j = 0; j < o->n_inputs; j++) {
+            int t = o->inputs[j];
+            if (t < 0 || (g->tensors[t].flags & PL_TENSOR_WEIGHT)) continue;
+            if (g->tensors[t].producer >= 0) s = fmax(s, end[g->tensors[t].producer]);
+        }
+        end[v] = s + fastest[v];
+        cp = fmax(cp, end[v]);
+    }
+    free(end);
+    return cp;
+}
+
+double pl_lower_bound(const pl_cost *k)
+{
+    if (k->n_devs < 1) return INFINITY;
+    double *fastest = pl_malloc((k->n_ops + 1) * sizeof *fastest), work = 0;
+    for (int v = 0; v < k->n_ops; v++) {
+        fastest[v] = INFINITY;
+        for (int d = 0; d < k->n_devs; d++)
+            fastest[v] = fmin(fastest[v], pl_cost_op_s(k, v, d));
+        work += fastest[v];
+    }
+    double lb = fmax(critical_path(k, fastest), work / k->n_devs);
+    free(fastest);
+    return lb;
+}

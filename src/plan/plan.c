@@ -1,0 +1,77 @@
+/* plan.c: the plan in memory: placement, per-device order, priority. */
+#include "placer/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *contention_names[] = {"ports", "pair", "none"};
+
+const char *pl_contention_name(pl_contention c)
+{
+    return c >= PL_CONTENTION_PORTS && c <= PL_CONTENTION_NONE ? contention_names[c] : "?";
+}
+
+int pl_contention_parse(const char *s, pl_contention *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (s && strcmp(s, contention_names[i]) == 0) {
+            *out = (pl_contention)i;
+            return 0;
+        }
+    return -1;
+}
+
+pl_plan *pl_plan_new(int n_ops, int n_devs)
+{
+    pl_plan *p = pl_calloc(1, sizeof *p);
+    p->n_ops = n_ops;
+    p->n_devs = n_devs;
+    p->dev = pl_calloc(n_ops ? n_ops : 1, sizeof *p->dev);
+    return p;
+}
+
+static void *dup_array(const void *a, size_t bytes)
+{
+    if (!a) return NULL;
+    void *d = pl_malloc(bytes ? bytes : 1);
+    memcpy(d, a, bytes);
+    return d;
+}
+
+pl_plan *pl_plan_copy(const pl_plan *p)
+{
+    pl_plan *q = pl_malloc(sizeof *q);
+    *q = *p;
+    q->dev = dup_array(p->dev, p->n_ops * sizeof *p->dev);
+    q->order = dup_array(p->order, p->n_ops * sizeof *p->order);
+    q->order_off = dup_array(p->order_off, (p->n_devs + 1) * sizeof *p->order_off);
+    q->priority = dup_array(p->priority, p->n_ops * sizeof *p->priority);
+    return q;
+}
+
+void pl_plan_free(pl_plan *p)
+{
+    if (!p) return;
+    free(p->dev), free(p->order), free(p->order_off), free(p->priority);
+    free(p);
+}
+
+void pl_plan_clear_order(pl_plan *p)
+{
+    free(p->order), free(p->order_off);
+    p->order = p->order_off = NULL;
+}
+
+/* Bucket the global sequence by device, keeping its order within each device. */
+void pl_plan_set_order(pl_plan *p, const int *seq)
+{
+    pl_plan_clear_order(p);
+    p->order_off = pl_calloc(p->n_devs + 1, sizeof *p->order_off);
+    p->order = pl_malloc((p->n_ops ? p->n_ops : 1) * sizeof *p->order);
+    for (int k = 0; k < p->n_ops; k++) p->order_off[p->dev[seq[k]] + 1]++;
+    for (int d = 0; d < p->n_devs; d++) p->order_off[d + 1] += p->order_off[d];
+    int *fill = pl_malloc((p->n_devs ? p->n_devs : 1) * sizeof *fill);
+    memcpy(fill, p->order_off, p->n_devs * sizeof *fill);
+    for (int k = 0; k < p->n_ops; k++) p->order[fill[p->dev[seq[k]]]++] = seq[k];
+    free(fill);
+}

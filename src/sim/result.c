@@ -1,0 +1,215 @@
+/* result.c: pl_simulate, and the figures derived from a run: makespan, throughput, memory
+ * verdict, critical path; and the message for an order that deadlocks. */
+#include "sim_internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- deadlock ---- */
+
+/* The op that waits forever is the first op not run in the order of the first device that
+ * has one, in the earliest request that did not finish; it names the input it waits for. */
+int sim_deadlock(const sim_static *s, const sim_run *run, pl_err *err)
+{
+    const pl_graph *g = s->g;
+    const pl_plan *p = s->p;
+    for (int r = 0; r < run->K && p->order; r++)
+        for (int d = 0; d < s->D; d++)
+            for (int i = p->order_off[d]; i < p->order_off[d + 1]; i++) {
+                int op = p->order[i];
+                if (run->op_end[r * s->n + op] >= 0) continue;
+                for (int k = s->in_off[op]; k < s->in_off[op + 1]; k++) {
+                    int t = s->in[k].tensor, src = g->tensors[t].producer;
+                    if (src < 0 || run->op_end[r * s->n + src] >= 0) continue;
+                    bool later = p->dev[src] == d;
+                    return pl_err_set(err,
+                                      "simulate: the plan's order deadlocks: on device '%s', op "
+                                      "'%s' waits forever for tensor '%s' from op '%s' on '%s', "
+                                      "which never runs (%s)",
+                                      s->k->c->devs[d].name, g->ops[op].name, g->tensors[t].name,
+                                      g->ops[src].name, s->k->c->devs[p->dev[src]].name,
+                                      later ? "it is listed after the op that needs it"
+                                            : "it waits behind an op that needs a later one");
+                }
+                break; /* this device's head is not stuck on an input: look further */
+            }
+    return pl_err_set(err, "simulate: %d op runs never happened (the plan cannot run)",
+                      s->n * run->K - run->done);
+}
+
+/* ---- critical path ---- */
+
+/* What an op instance waited for last: an input (through its producer) or the op run before
+ * it on its device. Ties go to inputs, data explaining more than a busy device; a graph input
+ * (no op behind it) ends the walk. Returns the instance, or -1. */
+static int crit_pred(const sim_static *s, const sim_run *run, int inst)
+{
+    int r = inst / s->n, op = inst % s->n, best = -1;
+    double bt = -INFINITY;
+    for (int k = s->in_off[op]; k < s->in_off[op + 1]; k++) {
+        const sim_in *in = &s->in[k];
+        int src = s->producer[in->tensor];
+        int pred = src >= 0 ? r * s->n + src : -1;
+        double at = in->slot >= 0 ? run->slot_end[r * s->n_slots + in->slot]
+                    : src >= 0    ? run->op_end[pred]
+                                  : 0;
+        if (at > bt || (at == bt && best < 0 && pred >= 0)) bt = at, best = pred;
+    }
+    int prev = run->dev_prev[inst];
+    if (prev >= 0 && (run->op_end[prev] > bt || (run->op_end[prev] == bt && best < 0))) best = prev;
+    return best;
+}
+
+/* The instance that ended last; when a returned output arrived after it, that output's
+ * producer, as the return hangs off it. */
+static int crit_last(const sim_static *s, const sim_run *run)
+{
+    int last = -1;
+    double end = -INFINITY;
+    for (int i = 0; i < s->n * run->K; i++)
+        if (run->op_end[i] > end) end = run->op_end[i], last = i;
+    for (int r = 0; r < run->K; r++)
+        for (int sl = 0; sl < s->n_slots; sl++) {
+            double e = run->slot_end[r * s->n_slots + sl];
+            if (!s->slots[sl].ret || e <= end) continue;
+            end = e, last = r * s->n + s->producer[s->slots[sl].tensor];
+        }
+    return last;
+}
+
+static void critical_path(const sim_static *s, const sim_run *run, pl_sim_result *r)
+{
+    int cap = 16, n = 0;
+    int *path = pl_malloc(cap * sizeof *path);
+    /* Every step goes to an instance that started strictly before: the walk ends. */
+    for (int i = crit_last(s, run); i >= 0; i = crit_pred(s, run, i)) {
+        pl_grow((void **)&path, &cap, n, sizeof *path);
+        path[n++] = i % s->n;
+    }
+    for (int i = 0; i < n / 2; i++) {
+        int t = path[i];
+        path[i] = path[n - 1 - i], path[n - 1 - i] = t;
+    }
+    r->critical_path = path, r->critical_len = n;
+}
+
+/* ---- figures ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The busiest device's or link's time per request: no period can be shorter. */
+static double busiest(const pl_sim_result *r, int K)
+{
+    double m = 0;
+    for (int d = 0; d < r->n_devs; d++)
+        m = fmax(m, r->busy_s[d]);
+    for (int i = 0; i < r->n_devs * r->n_devs; i++)
+        m = fmax(m, r->link_busy_s[i]);
+    return m / K;
+}
+
+/* Makespan: the end of the last request. Period: the mean gap between completions, first to
+ * last, but never less than the busiest resource's time per request (requests served in
+ * lockstep all complete together, and the gap alone would promise a rate no device can
+ * sustain). Latency: the mean of each request's end minus its start (its first op or
+ * transfer). One request: period and latency are the makespan. */
+static void throughput(const sim_run *run, pl_sim_result *r)
+{
+    int K = run->K;
+    double *ends = pl_malloc((K + 1) * sizeof *ends), lat = 0;
+    for (int i = 0; i < K; i++) {
+        ends[i] = run->req_end[i];
+        lat += run->req_end[i] - (isfinite(run->req_start[i]) ? run->req_start[i] : 0);
+    }
+    qsort(ends, K, sizeof *ends, cmp_double);
+    r->makespan_s = ends[K - 1];
+    r->period_s = K > 1 ? fmax((ends[K - 1] - ends[0]) / (K - 1), busiest(r, K)) : r->makespan_s;
+    r->latency_s = lat / K;
+    free(ends);
+}
+
+static void memory_verdict(const sim_static *s, const pl_sim_opts *o, pl_sim_result *r)
+{
+    r->oom_dev = -1;
+    if (o->ignore_memory) return;
+    for (int d = 0; d < s->D; d++) {
+        double cap = s->k->c->devs[d].memory_bytes;
+        if (cap > 0 && r->peak_mem_bytes[d] > cap) {
+            r->oom = true, r->oom_dev = d, r->oom_excess_bytes = r->peak_mem_bytes[d] - cap;
+            return;
+        }
+    }
+}
+
+static void record(const sim_static *s, sim_run *run, pl_sim_result *r)
+{
+    r->op_start_s = run->op_start, r->op_end_s = run->op_end;
+    run->op_start = run->op_end = NULL;
+    r->n_xfers = run->n_xfer;
+    r->xfers = pl_malloc((run->n_xfer + 1) * sizeof *r->xfers);
+    for (int i = 0; i < run->n_xfer; i++) {
+        int inst = run->xfer_seq[i];
+        const sim_slot *sl = &s->slots[inst % s->n_slots];
+        r->xfers[i] = (pl_xfer){
+            sl->tensor,         sl->from, sl->to, inst / s->n_slots, run->slot_start[inst],
+            run->slot_end[inst]};
+    }
+}
+
+void sim_fill_result(const sim_static *s, sim_run *run, const pl_sim_opts *o, pl_sim_result *r)
+{
+    r->n_devs = s->D;
+    r->requests = run->K;
+    r->busy_s = run->busy, r->peak_mem_bytes = run->peak;
+    r->link_bytes = run->link_bytes, r->link_busy_s = run->link_busy;
+    run->busy = run->peak = run->link_bytes = run->link_busy = NULL;
+    r->events = run->events;
+    throughput(run, r);
+    memory_verdict(s, o, r);
+    critical_path(s, run, r);
+    if (o->record) record(s, run, r);
+}
+
+/* ---- entry points ---- */
+
+int pl_simulate(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, pl_sim_result *r,
+                pl_err *err)
+{
+    static const pl_sim_opts dflt = {0};
+    memset(r, 0, sizeof *r);
+    r->oom_dev = -1;
+    if (!o) o = &dflt;
+    if (o->contention < PL_CONTENTION_PORTS || o->contention > PL_CONTENTION_NONE)
+        return pl_err_set(err, "simulate: unknown contention model %d", (int)o->contention);
+    if (o->requests < 0)
+        return pl_err_set(err, "simulate: %d requests: give 1 or more", o->requests);
+    sim_static s;
+    if (sim_prep(k, p, &s, err) < 0) return -1;
+    int K = o->requests > 1 ? o->requests : 1;
+    if ((double)K * (s.n > s.n_slots ? s.n : s.n_slots) >= INT_MAX) {
+        sim_static_free(&s);
+        return pl_err_set(err, "simulate: %d requests of %d ops is too many to simulate at once", K,
+                          s.n);
+    }
+    sim_run run = {0};
+    int rc = sim_run_events(&s, o, &run, err);
+    if (rc == 0) sim_fill_result(&s, &run, o, r);
+    sim_run_free(&run);
+    sim_static_free(&s);
+    return rc;
+}
+
+void pl_sim_result_free(pl_sim_result *r)
+{
+    if (!r) return;
+    free(r->busy_s), free(r->peak_mem_bytes), free(r->link_bytes), free(r->link_busy_s);
+    free(r->critical_path), free(r->op_start_s), free(r->op_end_s), free(r->xfers);
+    memset(r, 0, sizeof *r);
+    r->oom_dev = -1;
+}

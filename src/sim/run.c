@@ -1,0 +1,373 @@
+/* run.c: the event loop (docs/simulator.md).
+ *
+ * Events are op ends and transfer ends, in a heap ordered by time. All events at one instant
+ * are applied first (devices and ports freed, inputs arrived, memory released), then every
+ * idle device and free port picks its next op or transfer: so "first ready" compares everything
+ * that became ready at that instant, whatever order the events were popped in. Starting a
+ * zero-duration op or transfer adds an event at the same instant, handled in the next pass.
+ *
+ * An op instance (request r, op i) is [r * n + i]; a transfer instance [r * n_slots + s]. Each
+ * op instance counts the releases it still waits for (missing): its inputs, its predecessor
+ * in its device's order, and the same op of the previous request; at zero it joins its
+ * device's ready heap. */
+#include "sim_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EV_OP_END, EV_XFER_END };
+
+typedef struct ev_ctx {
+    const sim_static *s;
+    const pl_sim_opts *o;
+    sim_run *run;
+    int n, D, S, K;
+    double now;
+    sim_heap events;
+    sim_heap *ready; /* per device: op instances ready to start */
+    sim_heap *queue; /* per ordered pair: transfer instances waiting, FIFO by readiness */
+    int *wait_from;  /* per sender: transfers waiting in its queues */
+    bool *dev_busy, *send_busy, *recv_busy, *pair_busy;
+    int *dev_last; /* per device: the instance it ran last */
+    int *missing;  /* per op instance */
+    int *refs;     /* per (request, copy): releases still to come */
+    int *req_left; /* per request: op instances and returns still to end */
+    double *cur;   /* per device: bytes held now */
+    bool *mem_dirty;
+    int *dirty, n_dirty;
+} ev_ctx;
+
+/* ---- memory ---- */
+
+static void mem_add(ev_ctx *x, int d, double bytes)
+{
+    x->cur[d] += bytes;
+    if (!x->mem_dirty[d]) x->mem_dirty[d] = true, x->dirty[x->n_dirty++] = d;
+}
+
+/* Peaks are taken when time moves on, so an instant's frees and allocations are netted:
+ * a lifetime is the half-open interval [alloc, free). */
+static void mem_flush(ev_ctx *x)
+{
+    for (int i = 0; i < x->n_dirty; i++) {
+        int d = x->dirty[i];
+        if (x->cur[d] > x->run->peak[d]) x->run->peak[d] = x->cur[d];
+        x->mem_dirty[d] = false;
+    }
+    x->n_dirty = 0;
+}
+
+static void copy_alloc(ev_ctx *x, int c)
+{
+    mem_add(x, x->s->copies[c].dev, x->s->copies[c].bytes);
+}
+
+static void copy_release(ev_ctx *x, int r, int c)
+{
+    if (--x->refs[(size_t)r * x->s->n_copies + c] == 0)
+        mem_add(x, x->s->copies[c].dev, -x->s->copies[c].bytes);
+}
+
+/* ---- readiness ---- */
+
+static void op_ready(ev_ctx *x, int inst)
+{
+    const sim_static *s = x->s;
+    int r = inst / x->n, op = inst % x->n;
+    sim_item it = {r, 0, 0, inst};
+    if (s->order_pos)
+        it.b = s->order_pos[op];
+    else {
+        it.b = s->p->priority ? s->p->priority[op] : x->now;
+        if (isnan(it.b)) it.b = INFINITY; /* NaN would break the heap's order: last */
+        it.c = s->g->topo_pos[op];
+    }
+    sim_heap_push(&x->ready[s->p->dev[op]], it);
+}
+
+static void release_op(ev_ctx *x, int r, int op)
+{
+    int inst = r * x->n + op;
+    if (--x->missing[inst] == 0) op_ready(x, inst);
+}
+
+/* FIFO by readiness time, ties by request, then tensor, then destination. */
+static void slot_ready(ev_ctx *x, int r, int slot)
+{
+    const sim_slot *sl = &x->s->slots[slot];
+    sim_item it = {x->now, (double)r * x->s->n_tensors + sl->tensor, sl->to, r * x->S + slot};
+    sim_heap_push(&x->queue[sl->from * x->D + sl->to], it);
+    x->wait_from[sl->from]++;
+}
+
+/* A request ends with its last op or output return; its outputs are then let go. */
+static void request_finish(ev_ctx *x, int r)
+{
+    x->run->req_end[r] = x->now;
+    for (int i = 0; i < x->s->n_holds; i++)
+        copy_release(x, r, x->s->holds[i]);
+}
+
+static void request_step(ev_ctx *x, int r)
+{
+    if (--x->req_left[r] == 0) request_finish(x, r);
+}
+
+static void request_started(ev_ctx *x, int r)
+{
+    if (x->now < x->run->req_start[r]) x->run->req_start[r] = x->now;
+}
+
+/* ---- ops ---- */
+
+static void start_op(ev_ctx *x, int d)
+{
+    const sim_static *s = x->s;
+    int inst = sim_heap_pop(&x->ready[d]).id, r = inst / x->n, op = inst % x->n;
+    double end = x->now + s->dur[op];
+    x->run->op_start[inst] = x->now, x->run->op_end[inst] = end;
+    x->run->dev_prev[inst] = x->dev_last[d];
+    x->dev_last[d] = inst, x->dev_busy[d] = true;
+    x->run->busy[d] += s->dur[op];
+    request_started(x, r);
+    for (int k = s->out_off[op]; k < s->out_off[op + 1]; k++)
+        copy_alloc(x, s->out[k]);
+    if (s->extra[op] > 0) mem_add(x, d, s->extra[op]);
+    sim_heap_push(&x->events, (sim_item){end, EV_OP_END, 0, inst});
+}
+
+/* A copy has arrived: its readers stop waiting for it. */
+static void copy_ready(ev_ctx *x, int r, int c)
+{
+    for (int i = x->s->rd_off[c]; i < x->s->rd_off[c + 1]; i++)
+        release_op(x, r, x->s->rd[i]);
+}
+
+/* An output is ready for the readers on its device, and for each of its transfers. */
+static void output_ready(ev_ctx *x, int r, int t)
+{
+    const sim_static *s = x->s;
+    copy_ready(x, r, t);
+    for (int c = s->head[t]; c >= 0; c = s->copies[c].next)
+        if (s->copies[c].slot >= 0) slot_ready(x, r, s->copies[c].slot);
+    copy_release(x, r, t); /* the producer's own hold on it */
+}
+
+static void end_op(ev_ctx *x, int inst)
+{
+    const sim_static *s = x->s;
+    int r = inst / x->n, op = inst % x->n, d = s->p->dev[op];
+    x->dev_busy[d] = false;
+    x->run->done++;
+    for (int i = s->in_off[op]; i < s->in_off[op + 1]; i++)
+        copy_release(x, r, s->in[i].copy);
+    if (s->extra[op] > 0) mem_add(x, d, -s->extra[op]);
+    for (int k = s->out_off[op]; k < s->out_off[op + 1]; k++)
+        output_ready(x, r, s->out[k]);
+    if (s->order_next && s->order_next[op] >= 0) release_op(x, r, s->order_next[op]);
+    if (r + 1 < x->K) release_op(x, r + 1, op);
+    request_step(x, r);
+}
+
+/* ---- transfers ---- */
+
+static void start_xfer(ev_ctx *x, int a, int b)
+{
+    const sim_static *s = x->s;
+    int inst = sim_heap_pop(&x->queue[a * x->D + b]).id, r = inst / x->S, slot = inst % x->S;
+    const sim_slot *sl = &s->slots[slot];
+    double dur = pl_cluster_xfer_s(s->k->c, a, b, s->copies[sl->copy].bytes); /* = pl_cost_xfer_s */
+    x->wait_from[a]--;
+    if (x->o->contention == PL_CONTENTION_PORTS)
+        x->send_busy[a] = x->recv_busy[b] = true;
+    else if (x->o->contention == PL_CONTENTION_PAIR)
+        x->pair_busy[a * x->D + b] = true;
+    x->run->slot_start[inst] = x->now, x->run->slot_end[inst] = x->now + dur;
+    x->run->xfer_seq[x->run->n_xfer++] = inst;
+    x->run->link_bytes[a * x->D + b] += s->copies[sl->copy].bytes;
+    x->run->link_busy[a * x->D + b] += dur;
+    request_started(x, r);
+    copy_alloc(x, sl->copy);
+    sim_heap_push(&x->events, (sim_item){x->now + dur, EV_XFER_END, 0, inst});
+}
+
+static void end_xfer(ev_ctx *x, int inst)
+{
+    const sim_static *s = x->s;
+    int r = inst / x->S, slot = inst % x->S;
+    const sim_slot *sl = &s->slots[slot];
+    if (x->o->contention == PL_CONTENTION_PORTS)
+        x->send_busy[sl->from] = x->recv_busy[sl->to] = false;
+    else if (x->o->contention == PL_CONTENTION_PAIR)
+        x->pair_busy[sl->from * x->D + sl->to] = false;
+    copy_ready(x, r, sl->copy);
+    copy_release(x, r, sl->tensor); /* the send's hold on the source copy */
+    if (sl->ret) request_step(x, r);
+}
+
+/* PORTS: repeatedly start the earliest waiting transfer (FIFO key) whose sender's send port
+ * and receiver's receive port are both free; a blocked transfer does not block others. */
+static void dispatch_ports(ev_ctx *x)
+{
+    for (;;) {
+        const sim_item *best = NULL;
+        int ba = -1, bb = -1;
+        for (int a = 0; a < x->D; a++) {
+            if (x->send_busy[a] || !x->wait_from[a]) continue;
+            for (int b = 0; b < x->D; b++) {
+                const sim_heap *q = &x->queue[a * x->D + b];
+                if (x->recv_busy[b] || !q->n || (best && !sim_item_less(&q->v[0], best))) continue;
+                best = &q->v[0], ba = a, bb = b;
+            }
+        }
+        if (!best) return;
+        start_xfer(x, ba, bb);
+    }
+}
+
+static void dispatch_xfers(ev_ctx *x)
+{
+    if (x->o->contention == PL_CONTENTION_PORTS) return dispatch_ports(x);
+    for (int a = 0; a < x->D; a++) {
+        if (!x->wait_from[a]) continue;
+        for (int b = 0; b < x->D; b++) {
+            sim_heap *q = &x->queue[a * x->D + b];
+            if (x->o->contention == PL_CONTENTION_PAIR) {
+                if (q->n && !x->pair_busy[a * x->D + b]) start_xfer(x, a, b);
+            } else {
+                while (q->n)
+                    start_xfer(x, a, b);
+            }
+        }
+    }
+}
+
+static void dispatch(ev_ctx *x)
+{
+    dispatch_xfers(x);
+    for (int d = 0; d < x->D; d++)
+        if (!x->dev_busy[d] && x->ready[d].n) start_op(x, d);
+}
+
+/* ---- set-up ---- */
+
+static void alloc_run(ev_ctx *x)
+{
+    sim_run *run = x->run;
+    size_t ni = (size_t)x->n * x->K + 1, ns = (size_t)x->S * x->K + 1, dd = (size_t)x->D * x->D + 1;
+    run->K = x->K;
+    run->op_start = pl_malloc(ni * sizeof *run->op_start);
+    run->op_end = pl_malloc(ni * sizeof *run->op_end);
+    run->dev_prev = pl_malloc(ni * sizeof *run->dev_prev);
+    for (size_t i = 0; i < ni; i++)
+        run->op_start[i] = run->op_end[i] = -1, run->dev_prev[i] = -1;
+    run->slot_start = pl_malloc(ns * sizeof *run->slot_start);
+    run->slot_end = pl_malloc(ns * sizeof *run->slot_end);
+    for (size_t i = 0; i < ns; i++)
+        run->slot_start[i] = run->slot_end[i] = -1;
+    run->xfer_seq = pl_malloc(ns * sizeof *run->xfer_seq);
+    run->req_start = pl_malloc((x->K + 1) * sizeof *run->req_start);
+    run->req_end = pl_calloc(x->K + 1, sizeof *run->req_end);
+    for (int r = 0; r < x->K; r++)
+        run->req_start[r] = INFINITY;
+    run->peak = pl_calloc(x->D + 1, sizeof *run->peak);
+    run->busy = pl_calloc(x->D + 1, sizeof *run->busy);
+    run->link_bytes = pl_calloc(dd, sizeof *run->link_bytes);
+    run->link_busy = pl_calloc(dd, sizeof *run->link_busy);
+}
+
+static void ctx_init(ev_ctx *x)
+{
+    const sim_static *s = x->s;
+    size_t dd = (size_t)x->D * x->D + 1, nc = (size_t)s->n_copies;
+    x->ready = pl_calloc(x->D + 1, sizeof *x->ready);
+    x->queue = pl_calloc(dd, sizeof *x->queue);
+    x->wait_from = pl_calloc(x->D + 1, sizeof *x->wait_from);
+    x->dev_busy = pl_calloc(x->D + 1, sizeof *x->dev_busy);
+    x->send_busy = pl_calloc(x->D + 1, sizeof *x->send_busy);
+    x->recv_busy = pl_calloc(x->D + 1, sizeof *x->recv_busy);
+    x->pair_busy = pl_calloc(dd, sizeof *x->pair_busy);
+    x->dev_last = pl_malloc((x->D + 1) * sizeof *x->dev_last);
+    for (int d = 0; d < x->D; d++)
+        x->dev_last[d] = -1;
+    x->missing = pl_malloc(((size_t)x->n * x->K + 1) * sizeof *x->missing);
+    x->refs = pl_malloc((nc * x->K + 1) * sizeof *x->refs);
+    x->req_left = pl_malloc((x->K + 1) * sizeof *x->req_left);
+    x->cur = pl_malloc((x->D + 1) * sizeof *x->cur);
+    x->mem_dirty = pl_calloc(x->D + 1, sizeof *x->mem_dirty);
+    x->dirty = pl_malloc((x->D + 1) * sizeof *x->dirty);
+    for (int d = 0; d < x->D; d++)
+        x->cur[d] = s->weights[d], mem_add(x, d, 0);
+    for (int r = 0; r < x->K; r++) {
+        for (int op = 0; op < x->n; op++)
+            x->missing[r * x->n + op] = s->wait0[op] + (r > 0);
+        memcpy(x->refs + nc * r, s->copy_refs, nc * sizeof *x->refs);
+        x->req_left[r] = x->n + s->n_returns;
+    }
+}
+
+static void ctx_free(ev_ctx *x)
+{
+    for (int d = 0; d < x->D; d++)
+        sim_heap_free(&x->ready[d]);
+    for (int i = 0; i < x->D * x->D; i++)
+        sim_heap_free(&x->queue[i]);
+    sim_heap_free(&x->events);
+    free(x->ready), free(x->queue), free(x->wait_from), free(x->dev_busy), free(x->send_busy);
+    free(x->recv_busy), free(x->pair_busy), free(x->dev_last), free(x->missing), free(x->refs);
+    free(x->req_left), free(x->cur), free(x->mem_dirty), free(x->dirty);
+}
+
+/* Time 0: graph inputs are where they start (their copies held), inputs kept on the I/O
+ * device are ready to send, and ops that wait for nothing are ready. */
+static void start_requests(ev_ctx *x)
+{
+    const sim_static *s = x->s;
+    for (int r = 0; r < x->K; r++) {
+        for (int i = 0; i < s->n_t0; i++)
+            copy_alloc(x, s->t0[i]);
+        for (int i = 0; i < x->S; i++)
+            if (s->producer[s->slots[i].tensor] < 0) slot_ready(x, r, i);
+        for (int op = 0; op < x->n; op++)
+            if (x->missing[r * x->n + op] == 0) op_ready(x, r * x->n + op);
+        if (x->req_left[r] == 0) request_finish(x, r);
+    }
+}
+
+static void handle(ev_ctx *x, sim_item ev)
+{
+    x->run->events++;
+    if ((int)ev.b == EV_OP_END)
+        end_op(x, ev.id);
+    else
+        end_xfer(x, ev.id);
+}
+
+int sim_run_events(const sim_static *s, const pl_sim_opts *o, sim_run *run, pl_err *err)
+{
+    ev_ctx x = {.s = s, .o = o, .run = run, .n = s->n, .D = s->D, .S = s->n_slots};
+    x.K = o->requests > 1 ? o->requests : 1;
+    alloc_run(&x);
+    ctx_init(&x);
+    start_requests(&x);
+    dispatch(&x);
+    while (x.events.n) {
+        if (x.events.v[0].a > x.now) mem_flush(&x), x.now = x.events.v[0].a;
+        while (x.events.n && x.events.v[0].a == x.now)
+            handle(&x, sim_heap_pop(&x.events));
+        dispatch(&x);
+    }
+    mem_flush(&x);
+    ctx_free(&x);
+    if (run->done < x.n * x.K) return sim_deadlock(s, run, err);
+    return 0;
+}
+
+void sim_run_free(sim_run *run)
+{
+    free(run->op_start), free(run->op_end), free(run->dev_prev), free(run->slot_start);
+    free(run->slot_end), free(run->xfer_seq), free(run->req_start), free(run->req_end);
+    free(run->peak), free(run->busy), free(run->link_bytes), free(run->link_busy);
+    memset(run, 0, sizeof *run);
+}

@@ -1,0 +1,120 @@
+/* sim_internal.h: what the simulator's files share (docs/simulator.md).
+ *
+ * prep.c turns (cost table, plan) into a static structure that needs no search while the
+ * events run: per op, its distinct non-weight inputs with where each one comes from; per
+ * tensor, its transfers ("slots", one per destination device); and the memory "copies" (a
+ * tensor on one device) with how many releases free each one. run.c plays the events over
+ * K requests; result.c derives the figures; check.c and trace.c read a recorded result. */
+#ifndef PLACER_SIM_INTERNAL_H
+#define PLACER_SIM_INTERNAL_H
+
+#include "placer/sim.h"
+
+/* ---- a binary min-heap, ordered by (a, b, c, id) ---- */
+typedef struct sim_item {
+    double a, b;
+    int c, id;
+} sim_item;
+
+typedef struct sim_heap {
+    sim_item *v;
+    int n, cap;
+} sim_heap;
+
+void sim_heap_push(sim_heap *h, sim_item it);
+sim_item sim_heap_pop(sim_heap *h);
+void sim_heap_free(sim_heap *h);
+static inline bool sim_item_less(const sim_item *x, const sim_item *y)
+{
+    if (x->a != y->a) return x->a < y->a;
+    if (x->b != y->b) return x->b < y->b;
+    if (x->c != y->c) return x->c < y->c;
+    return x->id < y->id;
+}
+
+/* ---- the static structure of a plan ---- */
+
+/* A transfer of one tensor to one device (made once per request). */
+typedef struct sim_slot {
+    int tensor, from, to;
+    int copy; /* the copy it makes on `to` */
+    bool ret; /* returns a graph output to the I/O device: counts toward the end */
+} sim_slot;
+
+/* One distinct non-weight input of an op. */
+typedef struct sim_in {
+    int tensor;
+    int copy;   /* the copy the op reads */
+    int slot;   /* the transfer that brings it, or -1 when it is local */
+    bool waits; /* not present at time 0: produced by an op, or sent */
+} sim_in;
+
+/* A tensor on one device. Copy t (< n_tensors) is tensor t where it is made: on its
+ * producer's device, or a graph input on the I/O device. Later copies, in the order met, are
+ * the tensor elsewhere: received (slot >= 0), a graph input on every device that reads it
+ * (slot -1), or a weight resident where it is read (slot -1, never allocated: weights are a
+ * constant per device). Each tensor chains its other copies through head[t] and next. */
+typedef struct sim_copy {
+    int dev;
+    int slot;
+    int next;
+    double bytes;
+} sim_copy;
+
+typedef struct sim_static {
+    const pl_cost *k;
+    const pl_plan *p;
+    const pl_graph *g;
+    int n, D, io, n_tensors;
+    /* per tensor, copied out of the graph's records so later passes read compact arrays */
+    unsigned char *is_weight;
+    int *producer;
+    int *src_dev; /* where copy t is; -1 for weights and inputs on every device */
+    int *head;    /* the tensor's first other copy, or -1 */
+    /* per op */
+    double *dur;   /* on its device */
+    double *extra; /* working memory while it runs (task graphs) */
+    int *in_off;   /* CSR into in[]: distinct non-weight inputs */
+    sim_in *in;
+    int *out_off, *out; /* CSR: non-weight outputs */
+    int *wait0;         /* releases it waits for: inputs not there at 0, order predecessor */
+    int *order_pos, *order_next; /* in the plan's order; NULL without one */
+    /* transfers and copies */
+    sim_slot *slots;
+    int n_slots, n_returns;
+    sim_copy *copies;
+    int n_copies;
+    int *copy_refs;   /* releases that free a copy: producer, readers, sends, hold */
+    int *rd_off, *rd; /* CSR over copies: the ops that read each one */
+    int *holds;       /* copies held until their request ends (graph outputs) */
+    int n_holds;
+    int *t0; /* copies present at time 0 (graph inputs) */
+    int n_t0;
+    double *weights; /* per device: resident weight bytes */
+} sim_static;
+
+int sim_prep(const pl_cost *k, const pl_plan *p, sim_static *s, pl_err *err);
+void sim_static_free(sim_static *s);
+
+/* ---- run state, kept after the run for the figures ---- */
+typedef struct sim_run {
+    int K;
+    double *op_start, *op_end;     /* [r * n + op] */
+    int *dev_prev;                 /* [r * n + op]: instance run just before on its device, or -1 */
+    double *slot_start, *slot_end; /* [r * n_slots + s]; -1 when not sent */
+    int *xfer_seq;                 /* slot instances in the order they started */
+    int n_xfer;
+    double *req_start, *req_end;
+    double *peak, *busy, *link_bytes, *link_busy;
+    long events;
+    int done; /* op instances finished */
+} sim_run;
+
+int sim_run_events(const sim_static *s, const pl_sim_opts *o, sim_run *run, pl_err *err);
+void sim_run_free(sim_run *run);
+
+/* result.c */
+int sim_deadlock(const sim_static *s, const sim_run *run, pl_err *err);
+void sim_fill_result(const sim_static *s, sim_run *run, const pl_sim_opts *o, pl_sim_result *r);
+
+#endif

@@ -1,0 +1,117 @@
+/* test_cli_place.c: `place`, `simulate` and `compare` as a user meets them. */
+#include "testutil.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INTRA "examples/clusters/moirai-intra-server.json"
+
+static json_t *run_json(const char *args)
+{
+    char *out, cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s 2>/dev/null", args);
+    int rc = tu_run(cmd, &out);
+    if (rc != 0) fail_msg("placer %s: exit %d\n%s", args, rc, out);
+    json_error_t e;
+    json_t *j = json_loads(out, 0, &e);
+    if (!j) fail_msg("placer %s: not JSON (%s)\n%s", args, e.text, out);
+    free(out);
+    return j;
+}
+
+static void expect_refusal(const char *args, const char *needle)
+{
+    char *out;
+    int rc = tu_run(args, &out);
+    if (rc != 2 || !strstr(out, needle))
+        fail_msg("placer %s: exit %d, expected 2 and '%s':\n%s", args, rc, needle, out);
+    free(out);
+}
+
+/* The plan `place` writes is scored by `simulate` to the same makespan. */
+static void test_place_then_simulate(void **state)
+{
+    (void)state;
+    char plan[256], trace[256], args[1024];
+    snprintf(plan, sizeof plan, "%s", tu_tmpfile("", 0, ".json"));
+    snprintf(trace, sizeof trace, "%s", tu_tmpfile("", 0, ".json"));
+    snprintf(args, sizeof args, "place models/bert_base.onnx --cluster " INTRA " --algo heft -o %s --trace %s --json", plan, trace);
+    json_t *p = run_json(args);
+    assert_string_equal(json_string_value(json_object_get(p, "invariants")), "ok");
+    double made = json_real_value(json_object_get(p, "makespan_s"));
+    assert_true(made >= json_real_value(json_object_get(p, "lower_bound_s")));
+    snprintf(args, sizeof args, "simulate models/bert_base.onnx --cluster " INTRA " --plan %s --json", plan);
+    json_t *s = run_json(args);
+    assert_close(json_real_value(json_object_get(s, "makespan_s")), made, 1e-12);
+    json_decref(p), json_decref(s);
+    /* the trace opens as Chrome trace JSON with one event per op at least */
+    json_error_t e;
+    json_t *t = json_load_file(trace, 0, &e);
+    if (!t) fail_msg("trace is not JSON: %s", e.text);
+    assert_true(json_array_size(json_object_get(t, "traceEvents")) >= 773);
+    json_decref(t);
+    /* the same plan is refused for another model, by its SHA-256 */
+    snprintf(args, sizeof args, "simulate models/gpt2_small.onnx --cluster " INTRA " --plan %s", plan);
+    expect_refusal(args, "this plan was made for another model");
+    remove(plan), remove(trace);
+}
+
+static void test_throughput_mode(void **state)
+{
+    (void)state;
+    char plan[256], args[1024];
+    snprintf(plan, sizeof plan, "%s", tu_tmpfile("", 0, ".json"));
+    snprintf(args, sizeof args, "place models/resnet50.onnx --cluster " INTRA " --algo expert -o %s --json", plan);
+    json_decref(run_json(args));
+    snprintf(args, sizeof args, "simulate models/resnet50.onnx --cluster " INTRA " --plan %s --requests 8 --json", plan);
+    json_t *s = run_json(args);
+    double period = json_real_value(json_object_get(s, "period_s"));
+    double latency = json_real_value(json_object_get(s, "latency_s"));
+    assert_true(period > 0 && period <= latency);
+    json_decref(s);
+    remove(plan);
+}
+
+static void test_compare_lists_every_algorithm(void **state)
+{
+    (void)state;
+    json_t *c = run_json("compare models/resnet50.onnx --cluster " INTRA " --json");
+    json_t *algos = json_object_get(c, "algorithms");
+    assert_int_equal(json_array_size(algos), 9);
+    double lb = json_real_value(json_object_get(c, "lower_bound_s"));
+    size_t k;
+    json_t *a;
+    json_array_foreach(algos, k, a)
+    {
+        if (!json_is_true(json_object_get(a, "ok")))
+            fail_msg("%s failed: %s", json_string_value(json_object_get(a, "algorithm")),
+                     json_string_value(json_object_get(a, "error")));
+        assert_true(json_real_value(json_object_get(a, "makespan_s")) >= lb * (1 - 1e-12));
+    }
+    json_decref(c);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    expect_refusal("place models/resnet50.onnx", "which cluster?");
+    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --algo magic", "unknown algorithm 'magic'");
+    expect_refusal("place models/resnet50.onnx --cluster /nonexistent.json", "/nonexistent.json: cannot open");
+    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --contention bus", "--contention wants ports, pair or none");
+    expect_refusal("simulate models/resnet50.onnx --cluster " INTRA, "which plan?");
+    expect_refusal("compare models/resnet50.onnx --cluster " INTRA " --algos heft,magic", "unknown algorithm 'magic'");
+    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --time-limit 60", "unit is missing");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_place_then_simulate),
+        cmocka_unit_test(test_throughput_mode),
+        cmocka_unit_test(test_compare_lists_every_algorithm),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,387 @@
+/* test_cost.c: the cost model (docs/cost.md): the roofline by hand for a Conv on a V100, the
+ * precision rule, Constant ops, given times (task graph by model, alias and device name;
+ * profiles; a profile for another model refused), INFINITY where nothing can time an op. */
+#include "testutil.h"
+
+#include "placer/cost.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        if (!strstr((hay), (needle))) fail_msg("\"%s\" lacks \"%s\"", (hay), (needle));            \
+    } while (0)
+
+static void attr_ints(pl_graph *g, int o, const char *name, int n, const int64_t *v)
+{
+    pl_attr *a = pl_op_add_attr(g, o, name, PL_ATTR_INTS);
+    a->ints = malloc(n * sizeof *v);
+    memcpy(a->ints, v, n * sizeof *v);
+    a->n = n;
+}
+
+/* One 3x3 Conv, 64 -> 64 channels on 56x56, padded to keep the size; dtype `dt`. */
+static pl_graph *conv_graph(int dt)
+{
+    pl_graph *g = pl_graph_new("conv");
+    int x = pl_graph_tensor(g, "X"), w = pl_graph_tensor(g, "W"), y = pl_graph_tensor(g, "Y");
+    pl_tensor_set_shape(&g->tensors[x], dt, 4, (int64_t[]){1, 64, 56, 56});
+    pl_tensor_set_shape(&g->tensors[w], dt, 4, (int64_t[]){64, 64, 3, 3});
+    g->tensors[w].flags |= PL_TENSOR_WEIGHT;
+    pl_graph_add_input(g, x);
+    int op = pl_graph_add_op(g, "conv", "Conv", "");
+    pl_op_add_input(g, op, x);
+    pl_op_add_input(g, op, w);
+    pl_op_add_output(g, op, y);
+    attr_ints(g, op, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    pl_graph_add_output(g, y);
+    pl_err err = {""};
+    if (pl_graph_finalize(g, "conv", &err) < 0 || pl_graph_infer(g, &err) < 0)
+        fail_msg("%s", err.msg);
+    return g;
+}
+
+static pl_cluster *cluster_of(const char *const *models, int n)
+{
+    pl_cluster *c = pl_cluster_new("c");
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "gpu%d", i);
+        pl_cluster_add_device(c, name, PL_DEV_GPU, models[i]);
+    }
+    for (int i = 1; i < n; i++)
+        pl_cluster_set_link(c, 0, i, 10e9, 1e-6, true);
+    pl_err err = {""};
+    if (pl_cluster_finalize(c, &err) < 0) fail_msg("%s", err.msg);
+    return c;
+}
+
+static pl_cost *cost_of(const pl_graph *g, const pl_cluster *c, const pl_profile *pr)
+{
+    pl_err err = {""};
+    const pl_profile *list[1] = {pr};
+    pl_cost *k = pl_cost_new(g, c, NULL, pr ? list : NULL, pr ? 1 : 0, &err);
+    if (!k) fail_msg("%s", err.msg);
+    return k;
+}
+
+/* flops = 2 · (1·64·56·56 outputs) · (64 inputs · 3·3) = 231,211,008;
+ * bytes = X + W + Y = 802,816 + 147,456 + 802,816 = 1,753,088 (fp32).
+ * V100-SXM2: fp32 15.7 TFLOP/s × 0.6 = 9.42e12 → 24.5447 us; 900 GB/s × 0.7 = 630e9 → 2.7827 us;
+ * plus 5 us launch: 29.5447 us. Compute-bound. */
+static void test_roofline_conv_v100(void **state)
+{
+    (void)state;
+    pl_graph *g = conv_graph(PL_DT_FLOAT);
+    const pl_op *op = &g->ops[0];
+    assert_int_equal(op->cls, PL_CLASS_DENSE);
+    assert_close(op->flops, 231211008.0, 1e-12);
+    assert_close(op->bytes_moved, 1753088.0, 1e-12);
+    pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB"}, 1);
+    pl_cost *k = cost_of(g, c, NULL);
+    double want = 5e-6 + 231211008.0 / (15.7e12 * 0.6);
+    assert_close(pl_cost_op_s(k, 0, 0), want, 1e-12);
+    assert_close(pl_cost_op_s(k, 0, 0), 29.5447e-6, 1e-5);
+    assert_int_equal(k->given[0], 0);
+    assert_close(k->weight_bytes[0], 147456.0, 1e-12);
+    assert_close(k->out_bytes[0], 802816.0, 1e-12);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* fp16: the tensor-core peak, 125 TFLOP/s × 0.6 = 75e12 → 3.0828 us; bytes halve to 876,544
+ * → 1.3913 us; so 8.0828 us. On a K80 (no fast fp16) the fp32 peak applies:
+ * 4.37e12 × 0.6 → 88.1813 us + 10 us launch. */
+static void test_roofline_precision(void **state)
+{
+    (void)state;
+    pl_graph *g = conv_graph(PL_DT_FLOAT16);
+    pl_cluster *c = cluster_of((const char *[]){"V100", "K80"}, 2);
+    pl_cost *k = cost_of(g, c, NULL);
+    assert_close(pl_cost_op_s(k, 0, 0), 5e-6 + 231211008.0 / 75e12, 1e-12);
+    assert_close(pl_cost_op_s(k, 0, 1), 10e-6 + 231211008.0 / (4.37e12 * 0.6), 1e-12);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* A memory-bound op: Relu on the same tensor: 2 × 802,816 bytes / 630e9 + 5 us. */
+static void test_roofline_memory_bound(void **state)
+{
+    (void)state;
+    pl_graph *g = pl_graph_new("relu");
+    int x = pl_graph_tensor(g, "X"), y = pl_graph_tensor(g, "Y");
+    pl_tensor_set_shape(&g->tensors[x], PL_DT_FLOAT, 4, (int64_t[]){1, 64, 56, 56});
+    pl_graph_add_input(g, x);
+    int op = pl_graph_add_op(g, "relu", "Relu", "");
+    pl_op_add_input(g, op, x);
+    pl_op_add_output(g, op, y);
+    pl_graph_add_output(g, y);
+    pl_err err = {""};
+    if (pl_graph_finalize(g, "relu", &err) < 0 || pl_graph_infer(g, &err) < 0)
+        fail_msg("%s", err.msg);
+    pl_cluster *c = cluster_of((const char *[]){"V100"}, 1);
+    pl_cost *k = cost_of(g, c, NULL);
+    assert_close(pl_cost_op_s(k, 0, 0), 5e-6 + 2 * 802816.0 / 630e9, 1e-12);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* A Constant's value is a weight: the op costs nothing, and its reader counts the weight. */
+static void test_constant_is_free(void **state)
+{
+    (void)state;
+    pl_graph *g = pl_graph_new("const");
+    int v = pl_graph_tensor(g, "v"), x = pl_graph_tensor(g, "x"), y = pl_graph_tensor(g, "y");
+    pl_tensor_set_shape(&g->tensors[v], PL_DT_FLOAT, 1, (int64_t[]){256});
+    pl_tensor_set_shape(&g->tensors[x], PL_DT_FLOAT, 1, (int64_t[]){256});
+    g->tensors[v].flags |= PL_TENSOR_WEIGHT;
+    pl_graph_add_input(g, x);
+    int c0 = pl_graph_add_op(g, "c", "Constant", "");
+    pl_op_add_output(g, c0, v);
+    pl_op_add_attr(g, c0, "value", PL_ATTR_TENSOR)->tensor = v;
+    int add = pl_graph_add_op(g, "add", "Add", "");
+    pl_op_add_input(g, add, x);
+    pl_op_add_input(g, add, v);
+    pl_op_add_output(g, add, y);
+    pl_graph_add_output(g, y);
+    pl_err err = {""};
+    if (pl_graph_finalize(g, "const", &err) < 0 || pl_graph_infer(g, &err) < 0)
+        fail_msg("%s", err.msg);
+    pl_cluster *c = cluster_of((const char *[]){"V100"}, 1);
+    pl_cost *k = cost_of(g, c, NULL);
+    assert_true(pl_cost_op_s(k, c0, 0) == 0);
+    assert_close(k->weight_bytes[add], 1024, 1e-12);
+    assert_close(k->out_bytes[add], 1024, 1e-12);
+    assert_close(pl_cost_op_s(k, add, 0), 5e-6 + 3 * 1024.0 / 630e9, 1e-12);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* ---- given times ---- */
+
+static const char *times_graph =
+    "{\"format\": \"placer-taskgraph/1\", \"nodes\": ["
+    " {\"name\": \"a\", \"class\": \"dense\", \"flops\": \"1 GFLOP\","
+    "  \"times_s\": {\"V100\": 0.002, \"gpu1\": \"3 ms\"}},"
+    " {\"name\": \"b\", \"times_s\": {\"v100-sxm2-16gb\": \"40 us\"}},"
+    " {\"name\": \"c\", \"class\": \"elementwise\", \"flops\": 1000}],"
+    " \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": \"1 MB\"},"
+    "            {\"from\": \"b\", \"to\": \"c\", \"bytes\": \"1 MB\"}]}";
+
+static pl_graph *load_tg(const char *text)
+{
+    pl_err err = {""};
+    pl_graph *g = pl_taskgraph_load_buffer(text, strlen(text), "t.json", NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    return g;
+}
+
+/* gpu0 is a V100-SXM2-16GB: "V100" is an alias of it, "v100-sxm2-16gb" its model in another
+ * case. gpu1 (a T4) is named by a time. gpu2 (K80) has no time: 'a' has FLOPs, so it is
+ * estimated (byte vectors count as fp32: 1e9 / (4.37e12 · 0.6) + 10 us plus nothing more, as
+ * the memory term is smaller); 'b' has neither: INFINITY. */
+static void test_taskgraph_times(void **state)
+{
+    (void)state;
+    pl_graph *g = load_tg(times_graph);
+    pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB", "T4", "K80"}, 3);
+    pl_cost *k = cost_of(g, c, NULL);
+    int a = pl_graph_find_op(g, "a"), b = pl_graph_find_op(g, "b"), cc = pl_graph_find_op(g, "c");
+    assert_close(pl_cost_op_s(k, a, 0), 0.002, 1e-12);
+    assert_close(pl_cost_op_s(k, a, 1), 0.003, 1e-12);
+    assert_close(pl_cost_op_s(k, a, 2), 10e-6 + 1e9 / (4.37e12 * 0.6), 1e-12);
+    assert_int_equal(k->given[(size_t)a * 3 + 0], 1);
+    assert_int_equal(k->given[(size_t)a * 3 + 2], 0);
+    assert_close(pl_cost_op_s(k, b, 0), 40e-6, 1e-12);
+    assert_true(isinf(pl_cost_op_s(k, b, 1)));
+    assert_true(isinf(pl_cost_op_s(k, b, 2)));
+    /* 'c' has no times at all: estimated everywhere. On the T4 it is memory-bound: its 1 MB
+     * input / (320e9 · 0.7). */
+    assert_close(pl_cost_op_s(k, cc, 1), 5e-6 + 1e6 / (320e9 * 0.7), 1e-12);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+static pl_profile *profile_text(const char *text, pl_err *err)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s", tu_tmpfile(text, strlen(text), ".json"));
+    pl_profile *p = pl_profile_load(path, err);
+    remove(path);
+    return p;
+}
+
+/* A profile for "T4" times 'c' on gpu1 and nothing else; the op's own times still win. */
+static void test_profile_override(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_profile *pr =
+        profile_text("{\"format\": \"placer-profile/1\", \"device_model\": \"Tesla-T4\","
+                     " \"times_s\": {\"c\": \"35 us\", \"a\": 0.5, \"zz\": 1}}",
+                     &err);
+    if (!pr) fail_msg("%s", err.msg);
+    assert_int_equal(pr->n, 3);
+    assert_close(pl_profile_lookup(pr, "c"), 35e-6, 1e-12);
+    assert_true(pl_profile_lookup(pr, "nope") < 0);
+    pl_graph *g = load_tg(times_graph);
+    pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB", "T4", "K80"}, 3);
+    pl_cost *k = cost_of(g, c, pr);
+    int a = pl_graph_find_op(g, "a"), cc = pl_graph_find_op(g, "c");
+    assert_close(pl_cost_op_s(k, cc, 1), 35e-6, 1e-12);
+    assert_int_equal(k->given[(size_t)cc * 3 + 1], 1);
+    assert_close(pl_cost_op_s(k, a, 1), 0.003, 1e-12); /* the task graph's own time first */
+    assert_int_equal(k->given[(size_t)cc * 3 + 0], 0);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    pl_profile_free(pr);
+}
+
+static void refuse_profile(const char *text, const char *needle)
+{
+    pl_err err = {""};
+    pl_profile *p = profile_text(text, &err);
+    if (p) {
+        pl_profile_free(p);
+        fail_msg("accepted: %s", text);
+    }
+    assert_contains(err.msg, needle);
+}
+
+static void test_profile_refusals(void **state)
+{
+    (void)state;
+    refuse_profile("{\"format\": \"placer-profile/2\", \"device_model\": \"T4\", \"times_s\": {}}",
+                   "placer-profile/1");
+    refuse_profile("{\"format\": \"placer-profile/1\", \"times_s\": {}}", "device_model");
+    refuse_profile(
+        "{\"format\": \"placer-profile/1\", \"device_model\": \"T4\", \"times_s\": {\"a\": -1}}",
+        "$.times_s.a");
+    refuse_profile("{\"format\": \"placer-profile/1\", \"device_model\": \"T4\","
+                   " \"times_s\": {\"a\": \"3 GB\"}}",
+                   "not a time");
+    refuse_profile(
+        "{\"format\": \"placer-profile/1\", \"device_model\": \"T4\", \"times_s\": {\"a\": true}}",
+        "expected");
+    refuse_profile(
+        "{\"format\": \"placer-profile/1\", \"device_model\": \"T4\", \"model_sha256\": \"x\","
+        " \"times_s\": {}}",
+        "64 hexadecimal");
+    refuse_profile("{\"format\": \"placer-profile/1\", \"device_model\": \"T4\", \"time_s\": {}}",
+                   "did you mean");
+}
+
+/* A profile that names the model it was measured on is refused for another model. */
+static void test_profile_wrong_model(void **state)
+{
+    (void)state;
+    char gpath[256], sha[65], text[512];
+    snprintf(gpath, sizeof gpath, "%s", tu_tmpfile(times_graph, strlen(times_graph), ".json"));
+    pl_err err = {""};
+    pl_graph *g = pl_taskgraph_load(gpath, NULL, &err);
+    if (!g || pl_sha256_file(gpath, sha, &err) < 0) fail_msg("%s", err.msg);
+    pl_cluster *c = cluster_of((const char *[]){"T4"}, 1);
+    const char *fmt = "{\"format\": \"placer-profile/1\", \"device_model\": \"T4\","
+                      " \"model_sha256\": \"%s\", \"times_s\": {\"c\": 1}}";
+    snprintf(text, sizeof text, fmt, sha);
+    pl_profile *good = profile_text(text, &err);
+    snprintf(text, sizeof text, fmt,
+             "0000000000000000000000000000000000000000000000000000000000000000");
+    pl_profile *bad = profile_text(text, &err);
+    assert_non_null(good);
+    assert_non_null(bad);
+    pl_cost *k = cost_of(g, c, good);
+    assert_close(pl_cost_op_s(k, pl_graph_find_op(g, "c"), 0), 1, 1e-12);
+    pl_cost_free(k);
+    const pl_profile *list[] = {bad};
+    assert_null(pl_cost_new(g, c, NULL, list, 1, &err));
+    assert_contains(err.msg, "measured on another model");
+    pl_profile_free(good);
+    pl_profile_free(bad);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    remove(gpath);
+}
+
+/* The example profile makes the diamond runnable on a T4: 'd' has times for V100 and K80 only
+ * and no FLOPs (INFINITY without it), 'a' is estimated without it. */
+static void test_example_profile(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_profile *pr = pl_profile_load("examples/profiles/diamond-t4.json", &err);
+    if (!pr) fail_msg("%s", err.msg);
+    pl_graph *g = pl_taskgraph_load("examples/taskgraphs/diamond.json", NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    pl_cluster *c = cluster_of((const char *[]){"T4"}, 1);
+    pl_cost *k = cost_of(g, c, NULL);
+    assert_true(isinf(pl_cost_op_s(k, pl_graph_find_op(g, "d"), 0)));
+    pl_cost_free(k);
+    k = cost_of(g, c, pr);
+    assert_close(pl_cost_op_s(k, pl_graph_find_op(g, "a"), 0), 2.4e-3, 1e-12);
+    assert_close(pl_cost_op_s(k, pl_graph_find_op(g, "d"), 0), 80e-6, 1e-12);
+    assert_int_equal(k->given[pl_graph_find_op(g, "b")], 0);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    pl_profile_free(pr);
+}
+
+static void test_params(void **state)
+{
+    (void)state;
+    pl_cost_params p;
+    pl_cost_params_default(&p);
+    assert_close(p.eff_compute[PL_CLASS_DENSE], 0.6, 1e-12);
+    assert_close(p.eff_memory, 0.7, 1e-12);
+    pl_graph *g = load_tg(times_graph);
+    pl_cluster *c = cluster_of((const char *[]){"T4"}, 1);
+    p.eff_memory = 0;
+    pl_err err = {""};
+    assert_null(pl_cost_new(g, c, &p, NULL, 0, &err));
+    assert_contains(err.msg, "memory efficiency");
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* Transfers: latency + bytes / bandwidth, 0 on one device, unknown sizes count 0. */
+static void test_xfer(void **state)
+{
+    (void)state;
+    pl_graph *g = load_tg(times_graph);
+    pl_cluster *c = cluster_of((const char *[]){"T4", "T4"}, 2);
+    pl_cost *k = cost_of(g, c, NULL);
+    int t = g->ops[0].outputs[0];
+    assert_close(pl_cost_xfer_s(k, t, 0, 1), 1e-6 + 1e6 / 10e9, 1e-12);
+    assert_true(pl_cost_xfer_s(k, t, 1, 1) == 0);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roofline_conv_v100),
+        cmocka_unit_test(test_roofline_precision),
+        cmocka_unit_test(test_roofline_memory_bound),
+        cmocka_unit_test(test_constant_is_free),
+        cmocka_unit_test(test_taskgraph_times),
+        cmocka_unit_test(test_profile_override),
+        cmocka_unit_test(test_profile_refusals),
+        cmocka_unit_test(test_profile_wrong_model),
+        cmocka_unit_test(test_example_profile),
+        cmocka_unit_test(test_params),
+        cmocka_unit_test(test_xfer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

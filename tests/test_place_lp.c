@@ -1,0 +1,530 @@
+/* test_place_lp.c: m-SCT (LP favourite children + memory-constrained list scheduling) and
+ * METIS placement: the LP is solved and picks the heavy child; tiny plans sit between the
+ * lower bound and the single-device makespan; METIS balances, keeps heavy edges uncut and
+ * repairs memory; both place every op of the zoo in plans the simulator's checker accepts. */
+#include "testutil.h"
+#include "placer/place.h"
+#include "../src/place/lp_common.h"
+#include "../src/place/lp_sct.h"
+
+#include <glob.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define V100 "V100-SXM2-16GB"
+
+/* ---- building task graphs and clusters in code ---- */
+
+typedef struct tg {
+    char *buf;
+    size_t len, cap;
+    int n_nodes, n_edges;
+} tg;
+
+static void tg_printf(tg *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tg_printf(tg *t, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if ((size_t)n < t->cap - t->len) {
+            t->len += n;
+            return;
+        }
+        t->cap = 2 * (t->cap + n);
+        t->buf = realloc(t->buf, t->cap);
+    }
+}
+
+/* Nodes first (name, times per device model as JSON, weight bytes), then edges. */
+static void tg_node_times(tg *t, const char *name, const char *times, double weight_bytes)
+{
+    if (t->n_nodes == 0) {
+        t->cap = 1 << 12, t->buf = malloc(t->cap), t->len = 0;
+        tg_printf(t, "{\"format\": \"placer-taskgraph/1\", \"name\": \"t\", \"nodes\": [");
+    }
+    tg_printf(t, "%s{\"name\": \"%s\", \"times_s\": {%s}", t->n_nodes ? "," : "", name, times);
+    if (weight_bytes > 0) tg_printf(t, ", \"weight_bytes\": %.0f", weight_bytes);
+    tg_printf(t, "}");
+    t->n_nodes++;
+}
+
+static void tg_node(tg *t, const char *name, double time_s, double weight_bytes)
+{
+    char times[64];
+    snprintf(times, sizeof times, "\"" V100 "\": %.9g", time_s);
+    tg_node_times(t, name, times, weight_bytes);
+}
+
+static void tg_edge(tg *t, const char *from, const char *to, double bytes)
+{
+    tg_printf(t, "%s{\"from\": \"%s\", \"to\": \"%s\", \"bytes\": %.0f}",
+              t->n_edges ? "," : "], \"edges\": [", from, to, bytes);
+    t->n_edges++;
+}
+
+static pl_graph *tg_load(tg *t)
+{
+    tg_printf(t, t->n_edges ? "]}" : "]}");
+    pl_err err = {""};
+    pl_graph *g = pl_taskgraph_load_buffer(t->buf, t->len, "t.json", NULL, &err);
+    if (!g) fail_msg("task graph refused: %s\n%s", err.msg, t->buf);
+    free(t->buf);
+    return g;
+}
+
+/* n V100s, every pair linked at bw; mem_bytes > 0 overrides device `small`'s memory. */
+static pl_cluster *cluster(int n, double bw_Bps, int small, double mem_bytes)
+{
+    pl_cluster *c = pl_cluster_new("test");
+    for (int d = 0; d < n; d++) {
+        char name[16];
+        snprintf(name, sizeof name, "gpu%d", d);
+        pl_cluster_add_device(c, name, PL_DEV_GPU, V100);
+    }
+    if (mem_bytes > 0) c->devs[small].memory_bytes = mem_bytes;
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++)
+            pl_cluster_set_link(c, a, b, bw_Bps, 10e-6, true);
+    pl_err err = {""};
+    if (pl_cluster_finalize(c, &err) < 0) fail_msg("cluster: %s", err.msg);
+    return c;
+}
+
+static pl_cost *cost(const pl_graph *g, const pl_cluster *c)
+{
+    pl_err err = {""};
+    pl_cost *k = pl_cost_new(g, c, NULL, NULL, 0, &err);
+    if (!k) fail_msg("cost: %s", err.msg);
+    return k;
+}
+
+/* Runs an algorithm through the registry; the plan must be complete. err gets warnings. */
+static pl_plan *place(const char *algo, const pl_cost *k, double limit_s, pl_err *err)
+{
+    pl_place_opts o = {.seed = 1, .time_limit_s = limit_s};
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    err->msg[0] = 0;
+    const pl_algo *a = pl_algo_find(algo);
+    assert_non_null(a);
+    if (pl_place(a, k, &o, p, err) < 0) fail_msg("%s failed: %s", algo, err->msg);
+    for (int i = 0; i < k->n_ops; i++) {
+        assert_true(p->dev[i] >= 0 && p->dev[i] < k->n_devs);
+    }
+    return p;
+}
+
+/* Simulates with recording and runs the checker; returns the makespan. */
+static double simulate_checked(const pl_cost *k, const pl_plan *p, const char *what)
+{
+    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .record = true};
+    pl_sim_result r;
+    memset(&r, 0, sizeof r);
+    pl_err err = {""};
+    if (pl_simulate(k, p, &so, &r, &err) < 0) fail_msg("%s: simulate: %s", what, err.msg);
+    char why[512] = "";
+    if (pl_sim_check(k, p, &so, &r, why, sizeof why) < 0) fail_msg("%s: check: %s", what, why);
+    assert_false(r.oom);
+    double m = r.makespan_s;
+    pl_sim_result_free(&r);
+    return m;
+}
+
+static int op(const pl_graph *g, const char *name)
+{
+    int i = pl_graph_find_op(g, name);
+    if (i < 0) fail_msg("no op %s", name);
+    return i;
+}
+
+/* ---- m-SCT ---- */
+
+/* a forks to b (1 GB) and c (1 MB): co-locating b with a saves 0.1 s of transfer. */
+static pl_graph *heavy_fork(void)
+{
+    tg t = {0};
+    tg_node(&t, "a", 1e-3, 0);
+    tg_node(&t, "b", 10e-3, 0);
+    tg_node(&t, "c", 10e-3, 0);
+    tg_node(&t, "d", 1e-3, 0);
+    tg_edge(&t, "a", "b", 1e9);
+    tg_edge(&t, "a", "c", 1e6);
+    tg_edge(&t, "b", "d", 1e6);
+    tg_edge(&t, "c", "d", 1e6);
+    return tg_load(&t);
+}
+
+static void test_sct_lp_picks_heavy_child(void **state)
+{
+    (void)state;
+    pl_graph *g = heavy_fork();
+    pl_cluster *c = cluster(4, 10e9, 0, 0);
+    pl_cost *k = cost(g, c);
+    int fav[4];
+    lp_sct_info info;
+    pl_err err = {""};
+    assert_int_equal(lp_sct_favorites(k, 10, 0, fav, &info, &err), 0);
+    assert_int_equal(info.status, LP_SCT_OPTIMAL);
+    assert_string_equal(lp_sct_status_name(info.status), "optimal");
+    assert_int_equal(fav[op(g, "a")], op(g, "b"));
+    /* the LP optimum is at least the longest path of mean times (x >= 0) */
+    assert_true(info.lp_makespan_s >= 12e-3 * (1 - 1e-6));
+    pl_plan *p = place("m-sct", k, 10, &err);
+    assert_string_equal(err.msg, ""); /* LP path: no warning */
+    assert_int_equal(p->dev[op(g, "b")], p->dev[op(g, "a")]);
+    assert_non_null(p->order);
+    double m = simulate_checked(k, p, "heavy fork");
+    assert_true(m >= pl_lower_bound(k) * (1 - 1e-9));
+    assert_true(m < 0.1); /* never paid the 1 GB transfer */
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+/* Each op has at most one favourite child and is the favourite of at most one parent. */
+static void assert_matching(const pl_graph *g, const int *fav)
+{
+    int *parents = calloc(g->n_ops, sizeof *parents);
+    for (int i = 0; i < g->n_ops; i++) {
+        if (fav[i] < 0) continue;
+        bool child = false;
+        for (int q = g->succ_off[i]; q < g->succ_off[i + 1]; q++)
+            child |= g->succ[q] == fav[i];
+        assert_true(child);
+        parents[fav[i]]++;
+    }
+    for (int i = 0; i < g->n_ops; i++)
+        assert_true(parents[i] <= 1);
+    free(parents);
+}
+
+static void test_sct_fallback_is_a_matching(void **state)
+{
+    (void)state;
+    pl_graph *g = tu_load("models/inception_v3.onnx");
+    pl_cluster *c = cluster(4, 25e9, 0, 0);
+    pl_cost *k = cost(g, c);
+    int *fav = malloc(g->n_ops * sizeof *fav);
+    lp_sct_info info;
+    pl_err err = {""};
+    assert_int_equal(lp_sct_favorites(k, 30, 0, fav, &info, &err), 0);
+    assert_int_equal(info.status, LP_SCT_OPTIMAL);
+    assert_true(info.n_chains < info.n_ops); /* chains were contracted */
+    assert_int_equal(info.n_cols, info.n_lp_edges + info.n_chains + 1);
+    assert_matching(g, fav);
+    assert_int_equal(lp_sct_favorites(k, 30, 1, fav, &info, &err), 0); /* force the fallback */
+    assert_int_equal(info.status, LP_SCT_TOO_BIG);
+    assert_true(info.n_favorites > 0);
+    assert_matching(g, fav);
+    free(fav), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+/* A time limit too short for the LP: the greedy favourites are used and the run says so. */
+static void test_sct_time_limit_warns(void **state)
+{
+    (void)state;
+    pl_graph *g = tu_load("models/rnnlm_unrolled.onnx");
+    pl_cluster *c = cluster(4, 25e9, 0, 0);
+    pl_cost *k = cost(g, c);
+    pl_err err;
+    pl_plan *p = place("m-sct", k, 1e-9, &err);
+    assert_non_null(strstr(err.msg, "warning"));
+    assert_non_null(strstr(err.msg, "LP not solved"));
+    simulate_checked(k, p, "time limit");
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+/* Expensive communication (1 GB/s, 100 MB tensors): m-SCT must not lose to one device. */
+static pl_graph *tiny(int which)
+{
+    tg t = {0};
+    if (which == 0) { /* chain */
+        const char *n[] = {"a", "b", "c", "d", "e"};
+        for (int i = 0; i < 5; i++)
+            tg_node(&t, n[i], (i + 1) * 1e-3, 0);
+        for (int i = 0; i + 1 < 5; i++)
+            tg_edge(&t, n[i], n[i + 1], 1e8);
+    } else if (which == 1) { /* diamond */
+        tg_node(&t, "a", 2e-3, 0), tg_node(&t, "b", 5e-3, 0);
+        tg_node(&t, "c", 4e-3, 0), tg_node(&t, "d", 1e-3, 0);
+        tg_edge(&t, "a", "b", 1e8), tg_edge(&t, "a", "c", 1e8);
+        tg_edge(&t, "b", "d", 1e8), tg_edge(&t, "c", "d", 1e8);
+    } else { /* two forks joined */
+        const char *n[] = {"s", "p", "q", "r", "u", "v", "j"};
+        for (int i = 0; i < 7; i++)
+            tg_node(&t, n[i], 1e-3 * (1 + i % 3), 0);
+        tg_edge(&t, "s", "p", 1e8), tg_edge(&t, "s", "q", 2e8), tg_edge(&t, "p", "r", 1e8);
+        tg_edge(&t, "q", "u", 1e8), tg_edge(&t, "q", "v", 1e8), tg_edge(&t, "r", "j", 1e8);
+        tg_edge(&t, "u", "j", 1e8), tg_edge(&t, "v", "j", 1e8);
+    }
+    return tg_load(&t);
+}
+
+static double single_device_makespan(const pl_cost *k)
+{
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs); /* every op on device 0 */
+    double m = simulate_checked(k, p, "single");
+    pl_plan_free(p);
+    return m;
+}
+
+static void test_sct_tiny_bounds(void **state)
+{
+    (void)state;
+    for (int w = 0; w < 3; w++) {
+        pl_graph *g = tiny(w);
+        pl_cluster *c = cluster(3, 1e9, 0, 0);
+        pl_cost *k = cost(g, c);
+        pl_err err;
+        pl_plan *p = place("m-sct", k, 10, &err);
+        double m = simulate_checked(k, p, "tiny"), lb = pl_lower_bound(k);
+        double one = single_device_makespan(k);
+        if (!(m >= lb * (1 - 1e-9) && m <= one * (1 + 1e-9)))
+            fail_msg("graph %d: makespan %g outside [lower bound %g, single device %g]", w, m, lb,
+                     one);
+        pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+    }
+}
+
+/* A device with 1.5 GB takes only some of 8 ops of 0.5 GB weights each: memory respected. */
+static void test_sct_memory(void **state)
+{
+    (void)state;
+    tg t = {0};
+    const char *n[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+    for (int i = 0; i < 8; i++)
+        tg_node(&t, n[i], 1e-3, 5e8);
+    pl_graph *g = tg_load(&t); /* independent ops: ETF would spread them evenly */
+    pl_cluster *c = cluster(2, 10e9, 1, 1.5e9);
+    pl_cost *k = cost(g, c);
+    pl_err err;
+    pl_plan *p = place("m-sct", k, 10, &err);
+    double used[2];
+    pl_plan_static_memory(k, p->dev, used);
+    assert_true(used[1] <= 1.5e9);
+    simulate_checked(k, p, "memory");
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+static void test_sct_no_room_fails_clearly(void **state)
+{
+    (void)state;
+    tg t = {0};
+    tg_node(&t, "big", 1e-3, 2e10); /* 20 GB of weights on 16 GB devices */
+    pl_graph *g = tg_load(&t);
+    pl_cluster *c = cluster(2, 10e9, 0, 0);
+    pl_cost *k = cost(g, c);
+    pl_place_opts o = {0};
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    pl_err err = {""};
+    assert_int_equal(pl_place(pl_algo_find("m-sct"), k, &o, p, &err), -1);
+    assert_non_null(strstr(err.msg, "big"));
+    assert_int_equal(pl_place(pl_algo_find("metis"), k, &o, p, &err), -1);
+    assert_non_null(strstr(err.msg, "metis"));
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+/* ---- METIS ---- */
+
+static void test_metis_balanced(void **state)
+{
+    (void)state;
+    tg t = {0}; /* a 16 x 16 grid DAG, uniform ops and edges */
+    char a[32], b[32];
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++)
+            snprintf(a, sizeof a, "n%d_%d", i, j), tg_node(&t, a, 1e-3, 0);
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) {
+            snprintf(a, sizeof a, "n%d_%d", i, j);
+            if (i + 1 < 16) snprintf(b, sizeof b, "n%d_%d", i + 1, j), tg_edge(&t, a, b, 1e6);
+            if (j + 1 < 16) snprintf(b, sizeof b, "n%d_%d", i, j + 1), tg_edge(&t, a, b, 1e6);
+        }
+    pl_graph *g = tg_load(&t);
+    pl_cluster *c = cluster(4, 10e9, 0, 0);
+    pl_cost *k = cost(g, c);
+    pl_err err;
+    pl_plan *p = place("metis", k, 0, &err);
+    int count[4] = {0};
+    for (int i = 0; i < g->n_ops; i++)
+        count[p->dev[i]]++;
+    for (int d = 0; d < 4; d++)
+        if (fabs(count[d] - 64.0) > 0.05 * 64) fail_msg("device %d has %d of 256 ops", d, count[d]);
+    assert_null(p->order); /* no order: the simulator's FIFO runs it */
+    simulate_checked(k, p, "grid");
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+static void test_metis_keeps_heavy_edges(void **state)
+{
+    (void)state;
+    tg t = {0}; /* two chains of 10 with 1 GB edges, one 1 kB edge between them */
+    char a[32], b[32];
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 10; i++)
+            snprintf(a, sizeof a, "%c%d", 'x' + s, i), tg_node(&t, a, 1e-3, 0);
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i + 1 < 10; i++) {
+            snprintf(a, sizeof a, "%c%d", 'x' + s, i),
+                snprintf(b, sizeof b, "%c%d", 'x' + s, i + 1);
+            tg_edge(&t, a, b, 1e9);
+        }
+    tg_edge(&t, "x4", "y5", 1e3);
+    pl_graph *g = tg_load(&t);
+    pl_cluster *c = cluster(2, 10e9, 0, 0);
+    pl_cost *k = cost(g, c);
+    pl_err err;
+    pl_plan *p = place("metis", k, 0, &err);
+    int x0 = p->dev[op(g, "x0")], y0 = p->dev[op(g, "y0")];
+    assert_int_not_equal(x0, y0);
+    for (int i = 0; i < 10; i++) {
+        snprintf(a, sizeof a, "x%d", i), snprintf(b, sizeof b, "y%d", i);
+        assert_int_equal(p->dev[op(g, a)], x0);
+        assert_int_equal(p->dev[op(g, b)], y0);
+    }
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+static void test_metis_memory_repair(void **state)
+{
+    (void)state;
+    tg t = {0}; /* 12 independent 0.5 GB ops: a balanced split puts 3 GB on each device */
+    char a[32];
+    for (int i = 0; i < 12; i++)
+        snprintf(a, sizeof a, "w%d", i), tg_node(&t, a, 1e-3, 5e8);
+    pl_graph *g = tg_load(&t);
+    pl_cluster *c = cluster(2, 10e9, 1, 1.2e9); /* gpu1 holds two of them */
+    pl_cost *k = cost(g, c);
+    pl_err err;
+    pl_plan *p = place("metis", k, 0, &err);
+    double used[2];
+    pl_plan_static_memory(k, p->dev, used);
+    assert_true(used[1] <= 1.2e9);
+    assert_true(used[0] <= k->c->devs[0].memory_bytes);
+    assert_non_null(strstr(err.msg, "moved")); /* the warning says repair happened */
+    simulate_checked(k, p, "repair");
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+/* A K80 and a V100, ops 3x slower on the K80: the V100 gets about three times the work. */
+static void test_metis_heterogeneous(void **state)
+{
+    (void)state;
+    tg t = {0};
+    char a[32], b[32], times[64];
+    snprintf(times, sizeof times, "\"" V100 "\": 1e-3, \"K80\": 3e-3");
+    for (int i = 0; i < 64; i++)
+        snprintf(a, sizeof a, "n%d", i), tg_node_times(&t, a, times, 0);
+    for (int i = 0; i + 1 < 64; i++)
+        snprintf(a, sizeof a, "n%d", i), snprintf(b, sizeof b, "n%d", i + 1),
+            tg_edge(&t, a, b, 1e3);
+    pl_graph *g = tg_load(&t);
+    pl_cluster *c = pl_cluster_new("mixed");
+    pl_cluster_add_device(c, "k80", PL_DEV_GPU, "K80");
+    pl_cluster_add_device(c, "v100", PL_DEV_GPU, V100);
+    pl_cluster_set_link(c, 0, 1, 10e9, 10e-6, true);
+    pl_err err = {""};
+    if (pl_cluster_finalize(c, &err) < 0) fail_msg("%s", err.msg);
+    pl_cost *k = cost(g, c);
+    pl_plan *p = place("metis", k, 0, &err);
+    int count[2] = {0};
+    for (int i = 0; i < g->n_ops; i++)
+        count[p->dev[i]]++;
+    if (!(count[1] >= 40 && count[1] <= 56)) fail_msg("v100 has %d of 64 ops", count[1]);
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+/* Fewer ops than METIS can split over the devices: fewer devices are used, no failure. */
+static void test_metis_tiny_graph(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 5; n++) {
+        tg t = {0};
+        char a[32], b[32];
+        for (int i = 0; i < n; i++)
+            snprintf(a, sizeof a, "n%d", i), tg_node(&t, a, 1e-3, 0);
+        for (int i = 0; i + 1 < n; i++)
+            snprintf(a, sizeof a, "n%d", i), snprintf(b, sizeof b, "n%d", i + 1),
+                tg_edge(&t, a, b, 1e3);
+        pl_graph *g = tg_load(&t);
+        pl_cluster *c = cluster(8, 10e9, 0, 0);
+        pl_cost *k = cost(g, c);
+        pl_err err;
+        pl_plan *p = place("metis", k, 0, &err);
+        simulate_checked(k, p, "tiny metis");
+        pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+    }
+}
+
+/* ---- both, on the zoo ---- */
+
+/* The algorithms' incremental memory figure is the project's own. */
+static void assert_same_memory(const pl_cost *k, const pl_plan *p)
+{
+    double *want = calloc(k->n_devs, sizeof *want);
+    pl_plan_static_memory(k, p->dev, want);
+    lp_mem m;
+    lp_mem_init(&m, k);
+    for (int i = 0; i < k->n_ops; i++)
+        lp_mem_add(&m, i, p->dev[i]);
+    for (int d = 0; d < k->n_devs; d++)
+        assert_close(lp_mem_used(&m, d), want[d], 1e-12);
+    lp_mem_free(&m);
+    free(want);
+}
+
+static void zoo_on(pl_cluster *c)
+{
+    glob_t gl;
+    assert_int_equal(glob("models/*.onnx", 0, NULL, &gl), 0);
+    assert_true(gl.gl_pathc >= 10);
+    const char *algos[] = {"m-sct", "metis"};
+    for (size_t i = 0; i < gl.gl_pathc; i++) {
+        pl_graph *g = tu_load(gl.gl_pathv[i]);
+        pl_cost *k = cost(g, c);
+        double lb = pl_lower_bound(k);
+        for (int a = 0; a < 2; a++) {
+            pl_err err;
+            pl_plan *p = place(algos[a], k, 30, &err);
+            char what[300];
+            snprintf(what, sizeof what, "%s on %s", algos[a], gl.gl_pathv[i]);
+            double m = simulate_checked(k, p, what);
+            if (!(m >= lb * (1 - 1e-9))) fail_msg("%s: makespan %g < lower bound %g", what, m, lb);
+            assert_same_memory(k, p);
+            pl_plan_free(p);
+        }
+        pl_cost_free(k), pl_graph_free(g);
+    }
+    globfree(&gl);
+}
+
+static void test_zoo(void **state)
+{
+    (void)state;
+    pl_cluster *c = cluster(4, 25e9, 0, 0);
+    zoo_on(c);
+    c->io_device = 0; /* graph inputs now start on gpu0 and travel */
+    zoo_on(c);
+    pl_cluster_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sct_lp_picks_heavy_child),
+        cmocka_unit_test(test_sct_fallback_is_a_matching),
+        cmocka_unit_test(test_sct_time_limit_warns),
+        cmocka_unit_test(test_sct_tiny_bounds),
+        cmocka_unit_test(test_sct_memory),
+        cmocka_unit_test(test_sct_no_room_fails_clearly),
+        cmocka_unit_test(test_metis_balanced),
+        cmocka_unit_test(test_metis_keeps_heavy_edges),
+        cmocka_unit_test(test_metis_memory_repair),
+        cmocka_unit_test(test_metis_heterogeneous),
+        cmocka_unit_test(test_metis_tiny_graph),
+        cmocka_unit_test(test_zoo),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

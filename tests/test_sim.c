@@ -1,0 +1,916 @@
+/* test_sim.c: the simulator (docs/simulator.md) on small graphs whose every figure is worked
+ * out by hand in the comments; every run also passes pl_sim_check. Links are 1000 B/s with
+ * 0.5 s latency and tensors 1000 bytes unless said otherwise, so a transfer takes 1.5 s. */
+#include "testutil.h"
+
+#include "placer/sim.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        if (!strstr((hay), (needle))) fail_msg("\"%s\" lacks \"%s\"", (hay), (needle));            \
+    } while (0)
+
+#define BW 1000.0
+#define LAT 0.5
+
+static unsigned lcg_next(unsigned *s)
+{
+    return *s = *s * 1103515245u + 12345u, (*s >> 8) & 0xffffff;
+}
+
+/* ---- building ---- */
+
+typedef struct fx {
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost *k;
+    pl_plan *p;
+    pl_sim_result r;
+    bool have_r;
+} fx;
+
+static int tensor(fx *f, const char *name)
+{
+    return pl_graph_tensor(f->g, name);
+}
+
+static void set_bytes(fx *f, const char *name, int64_t bytes)
+{
+    pl_tensor_set_shape(&f->g->tensors[tensor(f, name)], PL_DT_UINT8, 1, &bytes);
+}
+
+/* Adds op `name` reading and writing comma-separated tensors; new tensors get 1000 bytes. */
+static void add_list(fx *f, int op, const char *list, bool in)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+        bool fresh = pl_graph_find_tensor(f->g, s) < 0;
+        int t = tensor(f, s);
+        if (fresh) set_bytes(f, s, 1000);
+        if (in)
+            pl_op_add_input(f->g, op, t);
+        else
+            pl_op_add_output(f->g, op, t);
+    }
+}
+
+static int op(fx *f, const char *name, const char *ins, const char *outs)
+{
+    int o = pl_graph_add_op(f->g, name, "Task", "");
+    add_list(f, o, ins, true);
+    add_list(f, o, outs, false);
+    return o;
+}
+
+static int id(const fx *f, const char *name)
+{
+    int o = pl_graph_find_op(f->g, name);
+    if (o < 0) fail_msg("no op '%s'", name);
+    return o;
+}
+
+/* Finalizes the graph, builds an n-device cluster (every pair linked both ways) and a plan
+ * with every op on device 0; op times are set afterwards with set_time. */
+static void build(fx *f, int n_devs)
+{
+    pl_err err = {""};
+    if (pl_graph_finalize(f->g, "test", &err) < 0) fail_msg("%s", err.msg);
+    f->c = pl_cluster_new("test");
+    for (int d = 0; d < n_devs; d++) {
+        char name[16];
+        snprintf(name, sizeof name, "gpu%d", d);
+        pl_cluster_add_device(f->c, name, PL_DEV_GPU, "test");
+        f->c->devs[d].memory_bytes = 1e12;
+    }
+    for (int a = 0; a < n_devs; a++)
+        for (int b = a + 1; b < n_devs; b++)
+            pl_cluster_set_link(f->c, a, b, BW, LAT, true);
+    if (pl_cluster_finalize(f->c, &err) < 0) fail_msg("%s", err.msg);
+    f->k = pl_cost_new(f->g, f->c, NULL, NULL, 0, &err);
+    if (!f->k) fail_msg("%s", err.msg);
+    f->p = pl_plan_new(f->g->n_ops, n_devs);
+}
+
+static fx *fx_new(void)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->g = pl_graph_new("t");
+    return f;
+}
+
+static void fx_free(fx *f)
+{
+    if (f->have_r) pl_sim_result_free(&f->r);
+    pl_plan_free(f->p);
+    pl_cost_free(f->k);
+    pl_cluster_free(f->c);
+    pl_graph_free(f->g);
+    free(f);
+}
+
+static void set_time(fx *f, const char *name, double s)
+{
+    for (int d = 0; d < f->k->n_devs; d++)
+        f->k->op_s[(size_t)id(f, name) * f->k->n_devs + d] = s;
+}
+
+static void place(fx *f, const char *name, int dev)
+{
+    f->p->dev[id(f, name)] = dev;
+}
+
+/* Simulates with record on, and checks the invariants of the result. */
+static const pl_sim_result *sim(fx *f, pl_contention cont, int requests)
+{
+    if (f->have_r) pl_sim_result_free(&f->r);
+    pl_sim_opts o = {.contention = cont, .requests = requests, .record = true};
+    pl_err err = {""};
+    if (pl_simulate(f->k, f->p, &o, &f->r, &err) < 0) fail_msg("simulate: %s", err.msg);
+    f->have_r = true;
+    char why[512];
+    if (pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why) < 0) fail_msg("check: %s", why);
+    assert_string_equal(why, "ok");
+    return &f->r;
+}
+
+static double start(const fx *f, const char *name, int r)
+{
+    return f->r.op_start_s[(size_t)r * f->g->n_ops + id(f, name)];
+}
+
+static double end(const fx *f, const char *name, int r)
+{
+    return f->r.op_end_s[(size_t)r * f->g->n_ops + id(f, name)];
+}
+
+static void assert_path(const fx *f, const char *names)
+{
+    char buf[256] = "";
+    for (int i = 0; i < f->r.critical_len; i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "",
+                 f->g->ops[f->r.critical_path[i]].name);
+    assert_string_equal(buf, names);
+}
+
+/* ---- one device, two devices ---- */
+
+/* a(1) → b(2) → c(3) on gpu0: 6 s, no transfer, the path is the chain. */
+static void test_chain_one_device(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "y");
+    op(f, "c", "y", "z");
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 2), set_time(f, "c", 3);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(r->makespan_s, 6, 1e-12);
+    assert_close(start(f, "c", 0), 3, 1e-12);
+    assert_close(r->busy_s[0], 6, 1e-12);
+    assert_true(r->busy_s[1] == 0);
+    assert_int_equal(r->n_xfers, 0);
+    assert_int_equal(r->events, 3);
+    assert_path(f, "a,b,c");
+    assert_close(r->period_s, 6, 1e-12);
+    assert_close(r->latency_s, 6, 1e-12);
+    fx_free(f);
+}
+
+/* a(1) on gpu0 → x (1000 B, 0.5 + 1000/1000 = 1.5 s) → b(2) on gpu1: 1 + 1.5 + 2 = 4.5. */
+static void test_chain_two_devices(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "y");
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 2);
+    place(f, "b", 1);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(r->makespan_s, 4.5, 1e-12);
+    assert_int_equal(r->n_xfers, 1);
+    assert_close(r->xfers[0].start_s, 1, 1e-12);
+    assert_close(r->xfers[0].end_s, 2.5, 1e-12);
+    assert_int_equal(r->xfers[0].from, 0);
+    assert_int_equal(r->xfers[0].to, 1);
+    assert_close(r->link_bytes[0 * 2 + 1], 1000, 1e-12);
+    assert_close(r->link_busy_s[0 * 2 + 1], 1.5, 1e-12);
+    assert_true(r->link_bytes[1 * 2 + 0] == 0);
+    assert_close(start(f, "b", 0), 2.5, 1e-12);
+    assert_close(end(f, "b", 0), 4.5, 1e-12);
+    assert_path(f, "a,b");
+    fx_free(f);
+}
+
+/* Diamond: a(1)@0 → x → b(2)@0 and c(3)@1; d(1)@0 reads y (from b) and z (from c).
+ * x → gpu1 [1, 2.5]; b [1, 3]; c [2.5, 5.5]; z → gpu0 [5.5, 7]; d [7, 8]. Path a, c, d. */
+static void test_diamond(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "y");
+    op(f, "c", "x", "z");
+    op(f, "d", "y,z", "out");
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 2), set_time(f, "c", 3), set_time(f, "d", 1);
+    place(f, "c", 1);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(start(f, "b", 0), 1, 1e-12);
+    assert_close(start(f, "c", 0), 2.5, 1e-12);
+    assert_close(start(f, "d", 0), 7, 1e-12);
+    assert_close(r->makespan_s, 8, 1e-12);
+    assert_int_equal(r->n_xfers, 2);
+    assert_path(f, "a,c,d");
+    assert_close(r->busy_s[0], 4, 1e-12);
+    assert_close(r->busy_s[1], 3, 1e-12);
+    fx_free(f);
+}
+
+/* Fork-join over 3 devices: a(1)@0 → x → b0@0, b1@1, b2@2 (2 s each) → j(1)@0.
+ * NONE: x to gpu1 and gpu2 both [1, 2.5]; b1, b2 [2.5, 4.5]; y1, y2 → gpu0 [4.5, 6]; j [6, 7].
+ * PAIR: the same (all four transfers are on different pairs): 7.
+ * PORTS: gpu0 sends x once at a time: to gpu1 [1, 2.5] (tie on readiness: lower destination
+ * first), to gpu2 [2.5, 4]; b1 [2.5, 4.5], b2 [4, 6]; y1 → gpu0 [4.5, 6]; y2 waits for gpu0's
+ * receive port: [6, 7.5]; j [7.5, 8.5]. */
+static fx *fork_join(void)
+{
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b0", "x", "y0");
+    op(f, "b1", "x", "y1");
+    op(f, "b2", "x", "y2");
+    op(f, "j", "y0,y1,y2", "out");
+    build(f, 3);
+    set_time(f, "a", 1), set_time(f, "j", 1);
+    set_time(f, "b0", 2), set_time(f, "b1", 2), set_time(f, "b2", 2);
+    place(f, "b1", 1), place(f, "b2", 2);
+    return f;
+}
+
+static void test_fork_join_contention(void **state)
+{
+    (void)state;
+    fx *f = fork_join();
+    assert_close(sim(f, PL_CONTENTION_NONE, 1)->makespan_s, 7, 1e-12);
+    assert_close(start(f, "b2", 0), 2.5, 1e-12);
+    assert_close(sim(f, PL_CONTENTION_PAIR, 1)->makespan_s, 7, 1e-12);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(r->makespan_s, 8.5, 1e-12);
+    assert_close(start(f, "b1", 0), 2.5, 1e-12);
+    assert_close(start(f, "b2", 0), 4, 1e-12);
+    assert_close(start(f, "j", 0), 7.5, 1e-12);
+    assert_int_equal(r->n_xfers, 4);
+    assert_path(f, "a,b2,j");
+    fx_free(f);
+}
+
+/* Two tensors from gpu0 to gpu1 share the pair: a(1)@0 writes x1, x2; b(1)@1 reads both.
+ * NONE: both [1, 2.5]; b [2.5, 3.5]. PAIR and PORTS: x1 [1, 2.5], x2 [2.5, 4]; b [4, 5]. */
+static void test_pair_serialises(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x1,x2");
+    op(f, "b", "x1,x2", "y");
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 1);
+    place(f, "b", 1);
+    assert_close(sim(f, PL_CONTENTION_NONE, 1)->makespan_s, 3.5, 1e-12);
+    assert_close(sim(f, PL_CONTENTION_PAIR, 1)->makespan_s, 5, 1e-12);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 5, 1e-12);
+    fx_free(f);
+}
+
+/* PAIR and PORTS differ: a(1)@0 sends x to b(1)@1 and y to c(1)@2. PAIR: two pairs, in
+ * parallel [1, 2.5], so 3.5. PORTS: one send port, x first (lower tensor index on a tie):
+ * [1, 2.5] then y [2.5, 4]; c [4, 5]: 5. */
+static void test_pair_vs_ports(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x,y");
+    op(f, "b", "x", "u");
+    op(f, "c", "y", "v");
+    build(f, 3);
+    set_time(f, "a", 1), set_time(f, "b", 1), set_time(f, "c", 1);
+    place(f, "b", 1), place(f, "c", 2);
+    assert_close(sim(f, PL_CONTENTION_PAIR, 1)->makespan_s, 3.5, 1e-12);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 5, 1e-12);
+    assert_close(start(f, "c", 0), 4, 1e-12);
+    fx_free(f);
+}
+
+/* x is read by b and c, both on gpu1: one transfer, 1000 bytes on the link. b then c (tie
+ * at 2.5 on readiness, broken by topological index): 2.5 + 1 + 1 = 4.5. */
+static void test_sent_once(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "u");
+    op(f, "c", "x", "v");
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 1), set_time(f, "c", 1);
+    place(f, "b", 1), place(f, "c", 1);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_int_equal(r->n_xfers, 1);
+    assert_close(r->link_bytes[1], 1000, 1e-12);
+    assert_close(start(f, "b", 0), 2.5, 1e-12);
+    assert_close(start(f, "c", 0), 3.5, 1e-12);
+    assert_close(r->makespan_s, 4.5, 1e-12);
+    fx_free(f);
+}
+
+/* ---- memory ---- */
+
+/* One device: graph input in (100 B) → a (weight w1, 1000 B) → x (200 B) → b (weight w2,
+ * 2000 B) → y (300 B, graph output); 1 s each. Weights 3000 resident. [0, 1): in + x = 300;
+ * [1, 2): x + y = 500 (in freed when a ends, x when b ends, y held to the end). Peak 3500. */
+static void test_memory_one_device(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "in,w1", "x");
+    op(f, "b", "x,w2", "y");
+    set_bytes(f, "in", 100), set_bytes(f, "w1", 1000), set_bytes(f, "x", 200);
+    set_bytes(f, "w2", 2000), set_bytes(f, "y", 300);
+    f->g->tensors[tensor(f, "w1")].flags |= PL_TENSOR_WEIGHT;
+    f->g->tensors[tensor(f, "w2")].flags |= PL_TENSOR_WEIGHT;
+    pl_graph_add_input(f->g, tensor(f, "in"));
+    pl_graph_add_output(f->g, tensor(f, "y"));
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 1);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(r->peak_mem_bytes[0], 3500, 1e-12);
+    assert_true(r->peak_mem_bytes[1] == 0);
+    assert_false(r->oom);
+    /* b on gpu1: w2 is resident there instead, and x is received. */
+    place(f, "b", 1);
+    r = sim(f, PL_CONTENTION_PORTS, 1);
+    /* gpu0: w1 + in [0,1) + x [0, 1.7): 1000 + 300 = 1300. gpu1: w2 + x [1, 2.7) + y [1.7, 2.7). */
+    assert_close(r->makespan_s, 1 + 0.7 + 1, 1e-12);
+    assert_close(r->peak_mem_bytes[0], 1300, 1e-12);
+    assert_close(r->peak_mem_bytes[1], 2500, 1e-12);
+    fx_free(f);
+}
+
+/* Two devices: a(1)@0 writes x (200 B) for b(1)@1 and c(2)@0; b writes y (70 B), c writes
+ * z (50 B), both graph outputs. x → gpu1 takes 0.5 + 0.2 = 0.7: [1, 1.7]; b [1.7, 2.7];
+ * c [1, 3]. gpu0: x [0, 3) (its last reader c), z [1, 3): peak 250. gpu1: received x
+ * [1, 2.7), y [1.7, 3) (held to the end): 270 over [1.7, 2.7). */
+static fx *memory_graph(void)
+{
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "y");
+    op(f, "c", "x", "z");
+    set_bytes(f, "x", 200), set_bytes(f, "y", 70), set_bytes(f, "z", 50);
+    pl_graph_add_output(f->g, tensor(f, "y"));
+    pl_graph_add_output(f->g, tensor(f, "z"));
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 1), set_time(f, "c", 2);
+    place(f, "b", 1);
+    return f;
+}
+
+static void test_memory_two_devices(void **state)
+{
+    (void)state;
+    fx *f = memory_graph();
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(r->makespan_s, 3, 1e-12);
+    assert_close(r->peak_mem_bytes[0], 250, 1e-12);
+    assert_close(r->peak_mem_bytes[1], 270, 1e-12);
+    fx_free(f);
+}
+
+/* The same with gpu1 holding 250 bytes: 20 over. Ignoring memory reports the peak only. */
+static void test_oom(void **state)
+{
+    (void)state;
+    fx *f = memory_graph();
+    f->c->devs[1].memory_bytes = 250;
+    pl_sim_opts o = {.record = true};
+    pl_err err = {""};
+    assert_int_equal(pl_simulate(f->k, f->p, &o, &f->r, &err), 0);
+    f->have_r = true;
+    assert_true(f->r.oom);
+    assert_int_equal(f->r.oom_dev, 1);
+    assert_close(f->r.oom_excess_bytes, 20, 1e-12);
+    char why[256];
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), -1);
+    assert_contains(why, "gpu1");
+    assert_contains(why, "20 over");
+    pl_sim_result_free(&f->r);
+    o.ignore_memory = true;
+    assert_int_equal(pl_simulate(f->k, f->p, &o, &f->r, &err), 0);
+    assert_false(f->r.oom);
+    assert_int_equal(f->r.oom_dev, -1);
+    assert_close(f->r.peak_mem_bytes[1], 270, 1e-12);
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), 0);
+    fx_free(f);
+}
+
+/* The example diamond task graph on one device, 1 s per op (a, b, c, d in that order), in
+ * MiB: weights a 4 + c 16 = 20; image [0, 1) 2; a:0 [0, 3) 1; b->d [1, 4) 1; c->d [2, 4) 1;
+ * result [3, 4) 1; c's working memory [2, 3) 8. Peak over [2, 3): 20 + 1 + 1 + 1 + 8 = 31. */
+static void test_memory_taskgraph(void **state)
+{
+    (void)state;
+    fx *f = calloc(1, sizeof *f);
+    pl_err err = {""};
+    f->g = pl_taskgraph_load("examples/taskgraphs/diamond.json", NULL, &err);
+    if (!f->g) fail_msg("%s", err.msg);
+    f->c = pl_cluster_new("one");
+    pl_cluster_add_device(f->c, "gpu0", PL_DEV_GPU, "V100");
+    if (pl_cluster_finalize(f->c, &err) < 0) fail_msg("%s", err.msg);
+    f->k = pl_cost_new(f->g, f->c, NULL, NULL, 0, &err);
+    if (!f->k) fail_msg("%s", err.msg);
+    f->p = pl_plan_new(f->g->n_ops, 1);
+    for (int i = 0; i < f->g->n_ops; i++)
+        f->k->op_s[i] = 1;
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(r->makespan_s, 4, 1e-12);
+    assert_close(r->peak_mem_bytes[0], 31.0 * 1024 * 1024, 1e-12);
+    fx_free(f);
+}
+
+/* ---- order and priority ---- */
+
+/* An order listing b before a, which it reads from, can never run. */
+static void test_order_deadlock(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "y");
+    build(f, 1);
+    set_time(f, "a", 1), set_time(f, "b", 1);
+    int seq[] = {id(f, "b"), id(f, "a")};
+    pl_plan_set_order(f->p, seq);
+    pl_sim_opts o = {0};
+    pl_err err = {""};
+    assert_int_equal(pl_simulate(f->k, f->p, &o, &f->r, &err), -1);
+    assert_contains(err.msg, "deadlocks");
+    assert_contains(err.msg, "gpu0");
+    assert_contains(err.msg, "op 'b' waits forever");
+    assert_contains(err.msg, "'a'");
+    fx_free(f);
+}
+
+/* gpu0 has c(3), independent, and a(1) whose x feeds d(1) on gpu1. c comes first in the
+ * file. First-ready: both ready at 0, tie by topological index: c [0, 3], a [3, 4],
+ * x [4, 5.5], d [5.5, 6.5]. Priority a < c (or the order a, c): a [0, 1], x [1, 2.5],
+ * d [2.5, 3.5], c [1, 4]: makespan 4. */
+static void test_priority_vs_fifo(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "c", "", "u");
+    op(f, "a", "", "x");
+    op(f, "d", "x", "v");
+    build(f, 2);
+    set_time(f, "c", 3), set_time(f, "a", 1), set_time(f, "d", 1);
+    place(f, "d", 1);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 6.5, 1e-12);
+    assert_path(f, "c,a,d");
+    f->p->priority = calloc(3, sizeof(double));
+    f->p->priority[id(f, "c")] = 1;
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 4, 1e-12);
+    assert_path(f, "a,c");
+    free(f->p->priority);
+    f->p->priority = NULL;
+    int seq[] = {id(f, "a"), id(f, "c"), id(f, "d")};
+    pl_plan_set_order(f->p, seq);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 4, 1e-12);
+    fx_free(f);
+}
+
+/* The order is strict: gpu0 runs c then a, although a is ready at 0 too. */
+static void test_order_strict(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "y");
+    op(f, "c", "", "z");
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 1), set_time(f, "c", 1);
+    place(f, "b", 1);
+    /* gpu0 runs c, then a, although first-ready would pick a (lower topological index):
+     * c [0, 1], a [1, 2], x [2, 3.5], b [3.5, 4.5]. */
+    int seq[] = {id(f, "c"), id(f, "a"), id(f, "b")};
+    pl_plan_set_order(f->p, seq);
+    sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(start(f, "a", 0), 1, 1e-12);
+    assert_close(f->r.makespan_s, 2 + 1.5 + 1, 1e-12);
+    fx_free(f);
+}
+
+/* ---- throughput ---- */
+
+/* Two stages: a(2)@0 → x (1.5 s) → b(3)@1, three requests.
+ * r0: a [0, 2], x [2, 3.5], b [3.5, 6.5]; r1: a [2, 4], x [4, 5.5], b [6.5, 9.5];
+ * r2: a [4, 6], x [6, 7.5], b [9.5, 12.5]. Period (12.5 − 6.5) / 2 = 3, the slow stage;
+ * latencies 6.5, 7.5, 8.5: mean 7.5. */
+static void test_throughput_pipeline(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "y");
+    build(f, 2);
+    set_time(f, "a", 2), set_time(f, "b", 3);
+    place(f, "b", 1);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 3);
+    assert_int_equal(r->requests, 3);
+    assert_close(r->makespan_s, 12.5, 1e-12);
+    assert_close(r->period_s, 3, 1e-12);
+    assert_close(r->latency_s, 7.5, 1e-12);
+    assert_close(start(f, "a", 2), 4, 1e-12);
+    assert_close(start(f, "b", 1), 6.5, 1e-12);
+    assert_int_equal(r->n_xfers, 3);
+    assert_close(r->busy_s[1], 9, 1e-12);
+    /* With the plan's order the same holds: each request follows it on each device. */
+    int seq[] = {id(f, "a"), id(f, "b")};
+    pl_plan_set_order(f->p, seq);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 3)->period_s, 3, 1e-12);
+    fx_free(f);
+}
+
+/* ---- I/O device ---- */
+
+/* gpu2 is the I/O device: input in (1000 B) goes to a(1)@0 [0, 1.5], a [1.5, 2.5], the output
+ * returns [2.5, 4]: makespan 4. Without an I/O device: 1. */
+static void test_io_device(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "in", "out");
+    pl_graph_add_input(f->g, tensor(f, "in"));
+    pl_graph_add_output(f->g, tensor(f, "out"));
+    build(f, 3);
+    set_time(f, "a", 1);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 1, 1e-12);
+    f->c->io_device = 2;
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(r->makespan_s, 4, 1e-12);
+    assert_int_equal(r->n_xfers, 2);
+    assert_close(start(f, "a", 0), 1.5, 1e-12);
+    /* gpu2 holds in [0, 1.5) and out [2.5, 4): 1000 at most. */
+    assert_close(r->peak_mem_bytes[2], 1000, 1e-12);
+    assert_path(f, "a");
+    /* Placed on the I/O device itself: nothing moves. */
+    place(f, "a", 2);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 1, 1e-12);
+    assert_int_equal(f->r.n_xfers, 0);
+    fx_free(f);
+}
+
+/* ---- weights and Constant ---- */
+
+/* A Constant's value is a weight: resident on each device that reads it, never sent, and its
+ * readers do not wait for the Constant op. k(5)@1 makes w (500 B); a(1)@0 reads w and starts
+ * at 0; b@1 reads w and x: x → gpu1 [1, 2.5], but gpu1 runs k until 5: b [5, 6].
+ * gpu0: w + x [0, 2.5) = 1500. gpu1: w + x [1, 6) + y [5, 6) = 2500. */
+static void test_constant_resident(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    int k = pl_graph_add_op(f->g, "k", "Constant", "");
+    int w = tensor(f, "w");
+    set_bytes(f, "w", 500);
+    f->g->tensors[w].flags |= PL_TENSOR_WEIGHT;
+    pl_op_add_output(f->g, k, w);
+    op(f, "a", "w", "x");
+    op(f, "b", "w,x", "y");
+    build(f, 2);
+    set_time(f, "k", 5), set_time(f, "a", 1), set_time(f, "b", 1);
+    place(f, "k", 1), place(f, "b", 1);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_int_equal(r->n_xfers, 1); /* x only */
+    assert_close(start(f, "a", 0), 0, 1e-12);
+    assert_close(start(f, "b", 0), 5, 1e-12);
+    assert_close(r->makespan_s, 6, 1e-12);
+    assert_close(r->peak_mem_bytes[0], 1500, 1e-12);
+    assert_close(r->peak_mem_bytes[1], 2500, 1e-12);
+    fx_free(f);
+}
+
+/* ---- refusals ---- */
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    build(f, 2);
+    set_time(f, "a", INFINITY);
+    pl_err err = {""};
+    assert_int_equal(pl_simulate(f->k, f->p, NULL, &f->r, &err), -1);
+    assert_contains(err.msg, "cannot run on device 'gpu0'");
+    set_time(f, "a", 1);
+    f->p->dev[0] = 7;
+    assert_int_equal(pl_simulate(f->k, f->p, NULL, &f->r, &err), -1);
+    assert_contains(err.msg, "does not exist");
+    f->p->dev[0] = 0;
+    pl_sim_opts o = {.requests = -2};
+    assert_int_equal(pl_simulate(f->k, f->p, &o, &f->r, &err), -1);
+    fx_free(f);
+}
+
+/* ---- checker ---- */
+
+/* Real results pass (every sim() call checks); corrupted ones are caught with words. */
+static void test_checker_catches(void **state)
+{
+    (void)state;
+    fx *f = fork_join();
+    place(f, "b0", 0);
+    pl_sim_opts o = {.record = true};
+    sim(f, PL_CONTENTION_PORTS, 1);
+    char why[512];
+    /* b0 runs [1, 3] on gpu0 and j [7.5, 8.5]: move j onto b0's time. */
+    pl_sim_result *r = &f->r;
+    int j = id(f, "j");
+    double s = r->op_start_s[j], e = r->op_end_s[j];
+    r->op_start_s[j] = 1.5, r->op_end_s[j] = 2.5;
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, r, why, sizeof why), -1);
+    assert_contains(why, "'j'"); /* its inputs arrive later: precedence */
+    r->op_start_s[j] = s, r->op_end_s[j] = e;
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, r, why, sizeof why), 0);
+    /* x to gpu2 went [2.5, 4], after x to gpu1 [1, 2.5]: make both use gpu0's send port at
+     * once. PORTS forbids it; PAIR allows it (two pairs), and nothing else breaks. */
+    for (int i = 0; i < r->n_xfers; i++)
+        if (r->xfers[i].from == 0 && r->xfers[i].to == 2)
+            r->xfers[i].start_s -= 1.5, r->xfers[i].end_s -= 1.5;
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, r, why, sizeof why), -1);
+    assert_contains(why, "overlap on the send port of 'gpu0'");
+    o.contention = PL_CONTENTION_PAIR;
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, r, why, sizeof why), 0);
+    /* A transfer that starts before its tensor is made. */
+    r->xfers[0].start_s -= 0.5, r->xfers[0].end_s -= 0.5;
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, r, why, sizeof why), -1);
+    assert_contains(why, "before it is made");
+    fx_free(f);
+}
+
+/* An overlap of two ops with no data between them. */
+static void test_checker_overlap(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "c", "", "z");
+    build(f, 1);
+    set_time(f, "a", 1), set_time(f, "c", 3);
+    pl_sim_opts o = {.record = true};
+    sim(f, PL_CONTENTION_PORTS, 1);
+    int c = id(f, "c");
+    f->r.op_start_s[c] -= 0.5, f->r.op_end_s[c] -= 0.5;
+    char why[512];
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), -1);
+    assert_contains(why, "overlap on device 'gpu0'");
+    f->r.op_start_s[c] += 0.5, f->r.op_end_s[c] += 0.5;
+    f->r.makespan_s = 99;
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), -1);
+    assert_contains(why, "makespan");
+    f->r.makespan_s = 4;
+    f->r.peak_mem_bytes[0] += 1;
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), -1);
+    assert_contains(why, "not the");
+    fx_free(f);
+}
+
+/* ---- trace ---- */
+
+static void test_trace(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a \"quoted\"\n", "", "x\\y");
+    op(f, "b", "x\\y", "z");
+    build(f, 2);
+    set_time(f, "a \"quoted\"\n", 1e-3), set_time(f, "b", 2e-3);
+    place(f, "b", 1);
+    sim(f, PL_CONTENTION_PORTS, 1);
+    char path[256];
+    snprintf(path, sizeof path, "%s", tu_tmpfile("", 0, ".json"));
+    pl_err err = {""};
+    if (pl_sim_trace_write(f->k, f->p, &f->r, path, &err) < 0) fail_msg("%s", err.msg);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) fail_msg("trace does not parse: %s (line %d)", je.text, je.line);
+    json_t *ev = json_object_get(root, "traceEvents");
+    int ops = 0, xfers = 0, names = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(ev, i, e)
+    {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (!strcmp(ph, "X") && json_integer_value(json_object_get(e, "pid")) == 1) {
+            ops++;
+            if (!strcmp(name, "a \"quoted\"\n"))
+                assert_close(json_number_value(json_object_get(e, "dur")), 1000, 1e-9);
+        }
+        if (!strcmp(ph, "X") && json_integer_value(json_object_get(e, "pid")) == 2) {
+            xfers++;
+            assert_string_equal(name, "x\\y");
+            assert_close(json_number_value(json_object_get(e, "ts")), 1000, 1e-9);
+        }
+        if (!strcmp(ph, "M") && !strcmp(name, "thread_name")) {
+            const char *n = json_string_value(json_object_get(json_object_get(e, "args"), "name"));
+            names += !strcmp(n, "gpu0\u2192gpu1") || !strcmp(n, "gpu0 (test)");
+        }
+    }
+    assert_int_equal(ops, 2);
+    assert_int_equal(xfers, 1);
+    assert_int_equal(names, 2);
+    json_decref(root);
+    remove(path);
+    fx_free(f);
+}
+
+/* ---- random graphs: every run must pass the checker ---- */
+
+/* A random DAG: graph inputs, weights, unknown sizes, zero-time ops, ops with several
+ * outputs, tensors read by several ops; random placement, links, I/O device, order or
+ * priority, contention and request count. The checker recomputes everything it can from the
+ * recorded times (including memory), so any disagreement with the event loop shows here. */
+/* A random topological order: repeatedly a random op whose predecessors are all listed. */
+static int *random_topo(const pl_graph *g, unsigned *s)
+{
+    int n = g->n_ops, *seq = malloc(n * sizeof *seq), *left = malloc(n * sizeof *left);
+    for (int i = 0; i < n; i++)
+        left[i] = g->pred_off[i + 1] - g->pred_off[i];
+    for (int k = 0; k < n; k++) {
+        int ready = 0, pick;
+        for (int i = 0; i < n; i++)
+            ready += left[i] == 0;
+        pick = lcg_next(s) % ready;
+        for (int i = 0; i < n; i++)
+            if (left[i] == 0 && pick-- == 0) {
+                seq[k] = i, left[i] = -1;
+                for (int j = g->succ_off[i]; j < g->succ_off[i + 1]; j++)
+                    left[g->succ[j]]--;
+                break;
+            }
+    }
+    free(left);
+    return seq;
+}
+
+static void random_case(unsigned seed)
+{
+    unsigned s = seed;
+    fx *f = fx_new();
+    int n = 1 + lcg_next(&s) % 24, n_t = 0;
+    char name[32], ins[96], outs[64];
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "in%d", i);
+        int t = tensor(f, name);
+        set_bytes(f, name, lcg_next(&s) % 3000);
+        if (i == 2)
+            f->g->tensors[t].flags |= PL_TENSOR_WEIGHT;
+        else
+            pl_graph_add_input(f->g, t);
+    }
+    for (int i = 0; i < n; i++) {
+        ins[0] = outs[0] = 0;
+        for (int k = lcg_next(&s) % 4; k > 0; k--) {
+            int pick = lcg_next(&s) % (n_t + 3);
+            snprintf(ins + strlen(ins), sizeof ins - strlen(ins), "%s%s%d", ins[0] ? "," : "",
+                     pick < 3 ? "in" : "t", pick < 3 ? pick : pick - 3);
+        }
+        for (int k = 1 + lcg_next(&s) % 2; k > 0; k--, n_t++)
+            snprintf(outs + strlen(outs), sizeof outs - strlen(outs), "%st%d", outs[0] ? "," : "",
+                     n_t);
+        snprintf(name, sizeof name, "op%d", i);
+        op(f, name, ins, outs);
+    }
+    for (int t = 0; t < n_t; t++) {
+        snprintf(name, sizeof name, "t%d", t);
+        unsigned kind = lcg_next(&s) % 8;
+        if (kind == 0)
+            pl_tensor_set_shape(&f->g->tensors[tensor(f, name)], 0, -1, NULL);
+        else
+            set_bytes(f, name, kind == 1 ? 0 : lcg_next(&s) % 4000);
+        if (lcg_next(&s) % 4 == 0) pl_graph_add_output(f->g, tensor(f, name));
+    }
+    int D = 1 + lcg_next(&s) % 4;
+    build(f, D);
+    for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++)
+            if (a != b) {
+                f->c->bw_Bps[a * D + b] = 500 + lcg_next(&s) % 2000;
+                f->c->lat_s[a * D + b] = (lcg_next(&s) % 3) * 0.25;
+            }
+    if (lcg_next(&s) % 3 == 0) f->c->io_device = lcg_next(&s) % D;
+    for (int i = 0; i < n; i++) {
+        f->p->dev[i] = lcg_next(&s) % D;
+        for (int d = 0; d < D; d++)
+            f->k->op_s[(size_t)i * D + d] = (lcg_next(&s) % 5) * 0.5;
+    }
+    unsigned mode = lcg_next(&s) % 3;
+    if (mode == 1) {
+        int *seq = random_topo(f->g, &s);
+        pl_plan_set_order(f->p, seq);
+        free(seq);
+    } else if (mode == 2) {
+        f->p->priority = malloc(n * sizeof(double));
+        for (int i = 0; i < n; i++)
+            f->p->priority[i] = lcg_next(&s) % 4;
+    }
+    sim(f, (pl_contention)(lcg_next(&s) % 3), 1 + lcg_next(&s) % 3);
+    fx_free(f);
+}
+
+static void test_random_graphs(void **state)
+{
+    (void)state;
+    for (unsigned seed = 1; seed <= 2000; seed++)
+        random_case(seed);
+}
+
+/* ---- speed ---- */
+
+/* 50,000 ops on 8 devices, each reading one or two of the 64 ops before it; placed in
+ * contiguous blocks with a few strays, so there is real traffic. Prints the time. */
+static void test_speed_50k(void **state)
+{
+    (void)state;
+    enum { N = 50000, D = 8 };
+    fx *f = fx_new();
+    unsigned seed = 42;
+    char name[32], ins[64], out[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "op%d", i), snprintf(out, sizeof out, "t%d", i);
+        ins[0] = 0;
+        if (i > 0) snprintf(ins, sizeof ins, "t%u", i - 1 - lcg_next(&seed) % (i < 64 ? i : 64));
+        if (i > 1 && lcg_next(&seed) % 2)
+            snprintf(ins + strlen(ins), sizeof ins - strlen(ins), ",t%u",
+                     i - 1 - lcg_next(&seed) % (i < 64 ? i : 64));
+        op(f, name, ins, out);
+    }
+    build(f, D);
+    for (int i = 0; i < N; i++) {
+        for (int d = 0; d < D; d++)
+            f->k->op_s[(size_t)i * D + d] = 1e-5 * (1 + lcg_next(&seed) % 10);
+        f->p->dev[i] = lcg_next(&seed) % 50 ? i / (N / D) : (int)(lcg_next(&seed) % D);
+    }
+    pl_sim_opts o = {0};
+    pl_err err = {""};
+    double best = INFINITY;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = pl_now();
+        if (pl_simulate(f->k, f->p, &o, &f->r, &err) < 0) fail_msg("%s", err.msg);
+        best = fmin(best, pl_now() - t0);
+        if (rep < 2) pl_sim_result_free(&f->r);
+    }
+    f->have_r = true;
+    printf("    50,000 ops on 8 devices: %.1f ms, %ld events, %d-op critical path\n", best * 1e3,
+           f->r.events, f->r.critical_len);
+    assert_true(best < 2.0);        /* generous: sanitizer builds; the target (50 ms) is for -O2 */
+    sim(f, PL_CONTENTION_PORTS, 1); /* and the checker agrees */
+    fx_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chain_one_device),
+        cmocka_unit_test(test_chain_two_devices),
+        cmocka_unit_test(test_diamond),
+        cmocka_unit_test(test_fork_join_contention),
+        cmocka_unit_test(test_pair_serialises),
+        cmocka_unit_test(test_pair_vs_ports),
+        cmocka_unit_test(test_sent_once),
+        cmocka_unit_test(test_memory_one_device),
+        cmocka_unit_test(test_memory_two_devices),
+        cmocka_unit_test(test_memory_taskgraph),
+        cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_order_deadlock),
+        cmocka_unit_test(test_priority_vs_fifo),
+        cmocka_unit_test(test_order_strict),
+        cmocka_unit_test(test_throughput_pipeline),
+        cmocka_unit_test(test_io_device),
+        cmocka_unit_test(test_constant_resident),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_checker_catches),
+        cmocka_unit_test(test_checker_overlap),
+        cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_speed_50k),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
