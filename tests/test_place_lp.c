@@ -326,6 +326,35 @@ static void test_sct_no_room_fails_clearly(void **state)
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* An op a device cannot run (time infinite) never lands there; one no device can run fails. */
+static void test_unrunnable(void **state)
+{
+    (void)state;
+    pl_graph *g = heavy_fork();
+    pl_cluster *c = cluster(2, 10e9, 0, 0);
+    pl_cost *k = cost(g, c);
+    int b = op(g, "b");
+    k->op_s[(size_t)b * k->n_devs + 0] = INFINITY; /* b only on gpu1 */
+    const char *algos[] = {"m-sct", "metis"};
+    for (int a = 0; a < 2; a++) {
+        pl_err err;
+        pl_plan *p = place(algos[a], k, 10, &err);
+        assert_int_equal(p->dev[b], 1);
+        simulate_checked(k, p, algos[a]);
+        pl_plan_free(p);
+    }
+    k->op_s[(size_t)b * k->n_devs + 1] = INFINITY; /* b nowhere */
+    for (int a = 0; a < 2; a++) {
+        pl_place_opts o = {0};
+        pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+        pl_err err = {""};
+        assert_int_equal(pl_place(pl_algo_find(algos[a]), k, &o, p, &err), -1);
+        assert_non_null(strstr(err.msg, "'b'"));
+        pl_plan_free(p);
+    }
+    pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
 /* ---- METIS ---- */
 
 static void test_metis_balanced(void **state)
@@ -519,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_sct_tiny_bounds),
         cmocka_unit_test(test_sct_memory),
         cmocka_unit_test(test_sct_no_room_fails_clearly),
+        cmocka_unit_test(test_unrunnable),
         cmocka_unit_test(test_metis_balanced),
         cmocka_unit_test(test_metis_keeps_heavy_edges),
         cmocka_unit_test(test_metis_memory_repair),

@@ -32,6 +32,14 @@ char *pl_strndup(const char *s, size_t n);
 /* Grows *arr (element size `size`) so that index `need` fits; doubles the capacity. */
 void pl_grow(void **arr, int *cap, int need, size_t size);
 
+/* qsort that accepts an empty (possibly NULL) array: C leaves qsort(NULL, 0, ...) undefined,
+ * and empty arrays are NULL throughout placer. */
+#include <stdlib.h>
+static inline void pl_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1) qsort(base, n, size, cmp);
+}
+
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *pl_read_file(const char *path, size_t *len, pl_err *err);
 

@@ -88,7 +88,7 @@ static void build_edges(pl_graph *g)
             }
         }
     }
-    if (n) qsort(e, n, sizeof *e, cmp_edge); /* e is NULL without edges: UB for qsort */
+    pl_sort(e, n, sizeof *e, cmp_edge);
     g->edges = e;
     g->n_edges = n;
 }

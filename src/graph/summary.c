@@ -106,7 +106,7 @@ void pl_graph_summarize(const pl_graph *g, pl_graph_summary *s)
     pl_strmap_init(&h.index);
     walk(g, true, s, &h);
     pl_strmap_free(&h.index);
-    if (h.n) qsort(h.v, h.n, sizeof *h.v, cmp_count); /* h.v is NULL for an empty graph */
+    pl_sort(h.v, h.n, sizeof *h.v, cmp_count);
     s->hist = h.v;
     s->n_hist = h.n;
     for (int i = 0; i < g->n_ops; i++) {

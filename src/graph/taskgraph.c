@@ -359,7 +359,7 @@ static int cmp_read(const void *a, const void *b)
 /* The same tensor sent to the same node twice is a copy-paste slip, not a second transfer. */
 static int check_repeats(tg_loader *L, const pl_json *edges, pl_err *err)
 {
-    if (L->n_reads) qsort(L->reads, (size_t)L->n_reads, sizeof *L->reads, cmp_read);
+    if (L->n_reads) pl_sort(L->reads, (size_t)L->n_reads, sizeof *L->reads, cmp_read);
     for (int k = 1; k < L->n_reads; k++) {
         const tg_read *a = &L->reads[k - 1], *b = &L->reads[k];
         if (a->tensor != b->tensor || a->to != b->to) continue;

@@ -50,7 +50,7 @@ static void expert_init(expert *X, const pl_cost *k)
     for (int d = 0; d < D; d++)
         X->by_speed[d] = d;
     speed_ctx = total; /* qsort has no context argument in C11 */
-    qsort(X->by_speed, D, sizeof *X->by_speed, faster);
+    pl_sort(X->by_speed, D, sizeof *X->by_speed, faster);
     free(total);
 }
 
@@ -122,7 +122,7 @@ int pl_place_expert(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_e
     double best = INFINITY;
     for (int kk = 1; kk <= D; kk++) {
         memcpy(devs, X.by_speed, kk * sizeof *devs);
-        qsort(devs, kk, sizeof *devs, cmp_int);
+        pl_sort(devs, kk, sizeof *devs, cmp_int);
         if (split(&X, devs, kk, false, dev) < 0 && split(&X, devs, kk, true, dev) < 0) continue;
         double ms = judge(k, o, dev);
         if (!found || ms < best) memcpy(out->dev, dev, k->n_ops * sizeof *dev), best = ms;

@@ -138,16 +138,21 @@ static const hent *clean_top(lst *L, heap *h, int d)
 }
 
 typedef struct cand {
-    hent key; /* k1: the start or finish time; then priority */
+    hent key;   /* k1: the start or finish time; then priority */
     int v, d;
+    double fin; /* finish time on d: breaks ties between devices for the same op */
 } cand;
 
+/* Equal keys for the same op on two devices happen at every idle moment (all devices free
+ * at t = 0): the faster device must win, or ETF starts a whole model on a CPU that happens to
+ * come first in the cluster and never leaves it. */
 static bool cand_less(const cand *x, const cand *y)
 {
     if (x->v < 0 || y->v < 0) return y->v < 0 && x->v >= 0; /* no candidate loses */
     if (x->key.k1 != y->key.k1) return x->key.k1 < y->key.k1;
     if (x->key.k2 != y->key.k2) return x->key.k2 < y->key.k2;
-    return x->key.k3 < y->key.k3;
+    if (x->key.k3 != y->key.k3) return x->key.k3 < y->key.k3;
+    return x->fin < y->fin;
 }
 
 /* The best pair on device d. */
@@ -159,11 +164,13 @@ static cand best_on(lst *L, int d)
     if (a) {
         c.key = *a, c.v = a->op, c.d = d;
         c.key.k1 = L->s.avail[d] + (L->key == LIST_FINISH ? op_t(L, a->op, d) : 0);
+        c.fin = L->s.avail[d] + op_t(L, a->op, d);
         best = c;
     }
     const hent *p = clean_top(L, L->key == LIST_FINISH ? &L->Q[d] : &L->P[d], d);
     if (p) {
         c.key = *p, c.v = p->op, c.d = d;
+        c.fin = fmax(L->s.avail[d], L->ready[at(L, p->op, d)]) + op_t(L, p->op, d);
         if (cand_less(&c, &best)) best = c;
     }
     return best;

@@ -196,6 +196,15 @@ void lp_warn(pl_err *err, const char *fmt, ...)
     va_end(ap);
 }
 
+int lp_check_runnable(const pl_cost *k, const char *algo, pl_err *err)
+{
+    for (int i = 0; i < k->n_ops; i++)
+        if (!isfinite(lp_op_mean_s(k, i)))
+            return pl_err_set(err, "%s: op '%s' (%s) can run on no device of cluster '%s'", algo,
+                              k->g->ops[i].name, k->g->ops[i].type, k->c->name ? k->c->name : "");
+    return 0;
+}
+
 int lp_check_memory(const pl_cost *k, const int *dev, const char *algo, pl_err *err)
 {
     double *used = pl_calloc(k->n_devs, sizeof *used);

@@ -65,6 +65,10 @@ void lp_upward_rank(const pl_cost *k, double *rank);
  * algorithms say which path they took without a field in a public header. */
 void lp_warn(pl_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Fails naming the first op that no device of the cluster can run (its time is infinite
+ * everywhere): no placement exists. */
+int lp_check_runnable(const pl_cost *k, const char *algo, pl_err *err);
+
 /* Checks a finished placement against pl_plan_static_memory: the project's own figure is the
  * judge, whatever our incremental estimate said. Names the device and the excess. */
 int lp_check_memory(const pl_cost *k, const int *dev, const char *algo, pl_err *err);

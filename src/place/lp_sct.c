@@ -6,14 +6,14 @@
  *     s_i + p_i + c_ij x_ij <= s_j          every edge
  *     sum_j x_ij >= outdeg(i) - 1            at most one favourite child
  *     sum_i x_ij >= indeg(j) - 1             at most one favourite parent
- *     s_i + p_i <= w                         every op
+ *     s_i + p_i <= w                         every sink
  * and j is i's favourite child when x_ij < 0.5.
  *
  * Chains are contracted first: on an edge u → v where u has one child and v one parent,
  * x_uv appears only in its precedence row, so x_uv = 0 and s_v = s_u + p_u are optimal; the
  * chain becomes one LP node with the summed time. This is exact (same optimum, same
- * favourites) and removes a third to a half of a DNN's ops. Only sinks need a makespan row:
- * every other op's end is bounded by a successor's start. */
+ * favourites) and removes 15 % (unrolled RNNs) to 70 % (CNNs) of the ops. Only sinks need a
+ * makespan row: every other op's end is bounded by a successor's start. */
 #include "lp_sct.h"
 #include "lp_common.h"
 
@@ -317,7 +317,7 @@ static int greedy_favorites(const pairs *P, int *fav)
     for (int i = 0; i < n; i++)
         fav[i] = -1;
     sort_pairs_ctx = P;
-    qsort(idx, P->n, sizeof *idx, by_comm_desc);
+    pl_sort(idx, P->n, sizeof *idx, by_comm_desc);
     int count = 0;
     for (int k = 0; k < P->n; k++) {
         int q = idx[k], u = src[q], v = P->dst[q];
@@ -330,12 +330,9 @@ static int greedy_favorites(const pairs *P, int *fav)
 
 static int op_times(const pl_cost *k, double *p_s, pl_err *err)
 {
-    for (int i = 0; i < k->n_ops; i++) {
+    if (lp_check_runnable(k, "m-sct", err) < 0) return -1;
+    for (int i = 0; i < k->n_ops; i++)
         p_s[i] = lp_op_mean_s(k, i);
-        if (!isfinite(p_s[i]))
-            return pl_err_set(err, "m-sct: op '%s' can run on no device of cluster '%s'",
-                              k->g->ops[i].name, k->c->name ? k->c->name : "");
-    }
     return 0;
 }
 

@@ -9,8 +9,8 @@
 
 #include "placer/place.h"
 
-/* Above this many LP nodes (chains of ops, after contraction) the LP is not built: the
- * simplex would take minutes there (docs/placement-lp.md has the measurements). */
+/* Above this many LP nodes (chains of ops, after contraction) the LP is not built: Clp
+ * would need tens of seconds there (docs/placement-lp.md has the measurements). */
 #define LP_SCT_MAX_NODES 30000
 #define LP_SCT_DEFAULT_TIME_S 30.0
 
@@ -26,9 +26,10 @@ const char *lp_sct_status_name(lp_sct_status s);
 
 typedef struct lp_sct_info {
     lp_sct_status status;
-    int n_ops, n_edges; /* distinct (producer, consumer) pairs */
-    int n_chains;       /* LP nodes after chain contraction */
-    int n_lp_edges;     /* x columns: edges between chains */
+    int n_ops;
+    int n_edges;    /* distinct (producer, consumer) pairs */
+    int n_chains;   /* LP nodes after chain contraction */
+    int n_lp_edges; /* x columns: pairs between chains */
     int n_cols, n_rows, n_nz;
     int n_favorites;         /* ops with a favourite child */
     double lp_makespan_s;    /* LP optimum, seconds (SCT model: not a bound on a plan) */

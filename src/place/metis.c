@@ -81,7 +81,7 @@ static void ugraph_build(const pl_cost *k, ugraph *u)
     u->bytes = pl_malloc((off[n] ? off[n] : 1) * sizeof *u->bytes);
     int m = 0;
     for (int i = 0; i < n; i++) {
-        qsort(row + off[i], off[i + 1] - off[i], sizeof *row, by_neighbour);
+        pl_sort(row + off[i], off[i + 1] - off[i], sizeof *row, by_neighbour);
         for (int q = off[i]; q < off[i + 1]; q++) {
             if (m > u->xadj[i] && u->adjncy[m - 1] == row[q].v) {
                 u->bytes[m - 1] += row[q].bytes;
@@ -171,7 +171,7 @@ static int pick_devices(const double *speed, int D, int n, int *active, double *
     int *order = pl_malloc(D * sizeof *order);
     for (int d = 0; d < D; d++)
         order[d] = d;
-    sort_key = speed, qsort(order, D, sizeof *order, by_key_desc);
+    sort_key = speed, pl_sort(order, D, sizeof *order, by_key_desc);
     for (int p = 0; p < P; p++) { /* insertion: back to index order */
         int j = p;
         for (; j > 0 && active[j - 1] > order[p]; j--)
@@ -202,8 +202,8 @@ static void map_parts(const ugraph *u, int P, const int *active, const double *a
             w[part[i]] += u->vwgt[i];
         for (int p = 0; p < P; p++)
             parts[p] = devs[p] = p;
-        sort_key = w, qsort(parts, P, sizeof *parts, by_key_desc);
-        sort_key = aspeed, qsort(devs, P, sizeof *devs, by_key_desc);
+        sort_key = w, pl_sort(parts, P, sizeof *parts, by_key_desc);
+        sort_key = aspeed, pl_sort(devs, P, sizeof *devs, by_key_desc);
         for (int r = 0; r < P; r++)
             to[parts[r]] = active[devs[r]];
         free(w), free(parts), free(devs);
@@ -275,7 +275,7 @@ static int rank_candidates(repair *R, int d, int *ops, double *key)
         key[i] = -(fmax(cut, 0) + 1) / freed; /* descending key = ascending cost */
         ops[n++] = i;
     }
-    sort_key = key, qsort(ops, n, sizeof *ops, by_key_desc);
+    sort_key = key, pl_sort(ops, n, sizeof *ops, by_key_desc);
     return n;
 }
 
@@ -354,6 +354,7 @@ static int split(const pl_cost *k, const pl_place_opts *o, const ugraph *u, int 
 int pl_place_metis(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
 {
     int moved = 0;
+    if (lp_check_runnable(k, "metis", err) < 0) return -1;
     ugraph u = {0};
     ugraph_build(k, &u);
     ugraph_weights(k, &u);

@@ -249,7 +249,7 @@ void pk_sched_to_plan(const pk_sched *s, pl_plan *out, bool sort)
     memcpy(seq, s->seq, s->n * sizeof *seq);
     if (sort) {
         sort_ctx = s; /* qsort has no context argument in C11 */
-        qsort(seq, s->n, sizeof *seq, by_start);
+        pl_sort(seq, s->n, sizeof *seq, by_start);
     }
     pl_plan_set_order(out, seq);
     free(seq);

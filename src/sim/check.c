@@ -63,7 +63,7 @@ static void index_xfers(chk *c)
         const pl_xfer *x = &c->r->xfers[i];
         c->xs[i] = (chk_xref){xkey(c, x->request, x->tensor, x->to), i};
     }
-    qsort(c->xs, c->r->n_xfers, sizeof *c->xs, cmp_xref);
+    pl_sort(c->xs, c->r->n_xfers, sizeof *c->xs, cmp_xref);
 }
 
 int chk_xfer(const chk *c, int r, int t, int to)
@@ -179,7 +179,7 @@ static int cmp_span(const void *a, const void *b)
  * resource, as its index, or -1. */
 static int first_overlap(span *v, int n)
 {
-    qsort(v, n, sizeof *v, cmp_span);
+    pl_sort(v, n, sizeof *v, cmp_span);
     for (int i = 1; i < n; i++)
         if (v[i].res == v[i - 1].res && !chk_le(v[i - 1].e, v[i].s)) return i;
     return -1;

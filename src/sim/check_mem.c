@@ -194,7 +194,7 @@ int chk_memory(chk *c)
         held_outputs(&m, r);
         flush_copies(&m);
     }
-    if (m.n_ev) qsort(m.ev, m.n_ev, sizeof *m.ev, cmp_ev); /* m.ev is NULL when empty */
+    pl_sort(m.ev, m.n_ev, sizeof *m.ev, cmp_ev);
     /* peak[] starts at the resident weights: sweep adds the changes on top. */
     double *peak = pl_calloc(c->D + 1, sizeof *peak);
     weights(c, peak);

@@ -127,7 +127,7 @@ static void throughput(const sim_run *run, pl_sim_result *r)
         ends[i] = run->req_end[i];
         lat += run->req_end[i] - (isfinite(run->req_start[i]) ? run->req_start[i] : 0);
     }
-    qsort(ends, K, sizeof *ends, cmp_double);
+    pl_sort(ends, K, sizeof *ends, cmp_double);
     r->makespan_s = ends[K - 1];
     r->period_s = K > 1 ? fmax((ends[K - 1] - ends[0]) / (K - 1), busiest(r, K)) : r->makespan_s;
     r->latency_s = lat / K;
