@@ -65,6 +65,31 @@ typedef enum {
 int pl_parse_quantity(const char *text, pl_unit unit, double *out, pl_err *err);
 const char *pl_unit_name(pl_unit unit);
 
+/* A binary min-heap of (a, b, c, id) keys in lexicographic order, so every tie has a
+ * documented winner and runs are deterministic: the event queue of the simulator and the
+ * ready lists of the schedulers. */
+typedef struct pl_heap_item {
+    double a, b;
+    int c, id;
+} pl_heap_item;
+
+typedef struct pl_heap {
+    pl_heap_item *v;
+    int n, cap;
+} pl_heap;
+
+static inline bool pl_heap_less(const pl_heap_item *x, const pl_heap_item *y)
+{
+    if (x->a != y->a) return x->a < y->a;
+    if (x->b != y->b) return x->b < y->b;
+    if (x->c != y->c) return x->c < y->c;
+    return x->id < y->id;
+}
+void pl_heap_push(pl_heap *h, pl_heap_item it);
+pl_heap_item pl_heap_pop(pl_heap *h);          /* h must not be empty */
+static inline const pl_heap_item *pl_heap_top(const pl_heap *h) { return h->n ? &h->v[0] : NULL; }
+void pl_heap_free(pl_heap *h);
+
 /* Open-addressing string → int map (names of tensors and ops). Keys are not copied:
  * they must outlive the map (they are owned by the graph). */
 typedef struct pl_strmap {

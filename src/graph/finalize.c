@@ -119,32 +119,8 @@ static void build_csr(const pl_graph *g, bool fwd, int **off_out, int **adj_out)
     *adj_out = adj;
 }
 
-/* ---- topological order: Kahn's algorithm with a min-heap, so ties keep file order ---- */
-
-static void heap_push(int *h, int *n, int v)
-{
-    int i = (*n)++;
-    while (i > 0 && h[(i - 1) / 2] > v) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h[i] = v;
-}
-
-static int heap_pop(int *h, int *n)
-{
-    int top = h[0], v = h[--*n], i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && h[c + 1] < h[c]) c++;
-        if (h[c] >= v) break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n) h[i] = v;
-    return top;
-}
+/* ---- topological order: Kahn's algorithm with a min-heap on op index, so ties keep file
+ * order ---- */
 
 /* Names the ops of one cycle among the ops Kahn could not order (indeg > 0): walking
  * predecessors that are still unordered must revisit an op, and the loop from there is a
@@ -193,20 +169,21 @@ static int topo_sort(pl_graph *g, const char *where, pl_err *err)
     int n = g->n_ops;
     int *indeg = pl_calloc(n ? n : 1, sizeof *indeg);
     for (int i = 0; i < n; i++) indeg[i] = g->pred_off[i + 1] - g->pred_off[i];
-    int *heap = pl_malloc((n ? n : 1) * sizeof *heap), hn = 0;
+    pl_heap heap = {0};
     g->topo = pl_malloc((n ? n : 1) * sizeof *g->topo);
     g->topo_pos = pl_malloc((n ? n : 1) * sizeof *g->topo_pos);
     for (int i = 0; i < n; i++)
-        if (!indeg[i]) heap_push(heap, &hn, i);
+        if (!indeg[i]) pl_heap_push(&heap, (pl_heap_item){.c = i, .id = i});
     int done = 0;
-    while (hn) {
-        int v = heap_pop(heap, &hn);
+    while (heap.n) {
+        int v = pl_heap_pop(&heap).id;
         g->topo_pos[v] = done;
         g->topo[done++] = v;
         for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++)
-            if (--indeg[g->succ[k]] == 0) heap_push(heap, &hn, g->succ[k]);
+            if (--indeg[g->succ[k]] == 0)
+                pl_heap_push(&heap, (pl_heap_item){.c = g->succ[k], .id = g->succ[k]});
     }
-    free(heap);
+    pl_heap_free(&heap);
     int rc = done == n ? 0 : report_cycle(g, indeg, where, err);
     free(indeg);
     return rc;

@@ -24,9 +24,9 @@ typedef struct ev_ctx {
     sim_run *run;
     int n, D, S, K;
     double now;
-    sim_heap events;
-    sim_heap *ready; /* per device: op instances ready to start */
-    sim_heap *queue; /* per ordered pair: transfer instances waiting, FIFO by readiness */
+    pl_heap events;
+    pl_heap *ready; /* per device: op instances ready to start */
+    pl_heap *queue; /* per ordered pair: transfer instances waiting, FIFO by readiness */
     int *wait_from;  /* per sender: transfers waiting in its queues */
     bool *dev_busy, *send_busy, *recv_busy, *pair_busy;
     int *dev_last; /* per device: the instance it ran last */
@@ -75,7 +75,7 @@ static void op_ready(ev_ctx *x, int inst)
 {
     const sim_static *s = x->s;
     int r = inst / x->n, op = inst % x->n;
-    sim_item it = {r, 0, 0, inst};
+    pl_heap_item it = {r, 0, 0, inst};
     if (s->order_pos)
         it.b = s->order_pos[op];
     else {
@@ -83,7 +83,7 @@ static void op_ready(ev_ctx *x, int inst)
         if (isnan(it.b)) it.b = INFINITY; /* NaN would break the heap's order: last */
         it.c = s->g->topo_pos[op];
     }
-    sim_heap_push(&x->ready[s->p->dev[op]], it);
+    pl_heap_push(&x->ready[s->p->dev[op]], it);
 }
 
 static void release_op(ev_ctx *x, int r, int op)
@@ -96,8 +96,8 @@ static void release_op(ev_ctx *x, int r, int op)
 static void slot_ready(ev_ctx *x, int r, int slot)
 {
     const sim_slot *sl = &x->s->slots[slot];
-    sim_item it = {x->now, (double)r * x->s->n_tensors + sl->tensor, sl->to, r * x->S + slot};
-    sim_heap_push(&x->queue[sl->from * x->D + sl->to], it);
+    pl_heap_item it = {x->now, (double)r * x->s->n_tensors + sl->tensor, sl->to, r * x->S + slot};
+    pl_heap_push(&x->queue[sl->from * x->D + sl->to], it);
     x->wait_from[sl->from]++;
 }
 
@@ -124,7 +124,7 @@ static void request_started(ev_ctx *x, int r)
 static void start_op(ev_ctx *x, int d)
 {
     const sim_static *s = x->s;
-    int inst = sim_heap_pop(&x->ready[d]).id, r = inst / x->n, op = inst % x->n;
+    int inst = pl_heap_pop(&x->ready[d]).id, r = inst / x->n, op = inst % x->n;
     double end = x->now + s->dur[op];
     x->run->op_start[inst] = x->now, x->run->op_end[inst] = end;
     x->run->dev_prev[inst] = x->dev_last[d];
@@ -134,7 +134,7 @@ static void start_op(ev_ctx *x, int d)
     for (int k = s->out_off[op]; k < s->out_off[op + 1]; k++)
         copy_alloc(x, s->out[k]);
     if (s->extra[op] > 0) mem_add(x, d, s->extra[op]);
-    sim_heap_push(&x->events, (sim_item){end, EV_OP_END, 0, inst});
+    pl_heap_push(&x->events, (pl_heap_item){end, EV_OP_END, 0, inst});
 }
 
 /* A copy has arrived: its readers stop waiting for it. */
@@ -175,7 +175,7 @@ static void end_op(ev_ctx *x, int inst)
 static void start_xfer(ev_ctx *x, int a, int b)
 {
     const sim_static *s = x->s;
-    int inst = sim_heap_pop(&x->queue[a * x->D + b]).id, r = inst / x->S, slot = inst % x->S;
+    int inst = pl_heap_pop(&x->queue[a * x->D + b]).id, r = inst / x->S, slot = inst % x->S;
     const sim_slot *sl = &s->slots[slot];
     double dur = pl_cluster_xfer_s(s->k->c, a, b, s->copies[sl->copy].bytes); /* = pl_cost_xfer_s */
     x->wait_from[a]--;
@@ -189,7 +189,7 @@ static void start_xfer(ev_ctx *x, int a, int b)
     x->run->link_busy[a * x->D + b] += dur;
     request_started(x, r);
     copy_alloc(x, sl->copy);
-    sim_heap_push(&x->events, (sim_item){x->now + dur, EV_XFER_END, 0, inst});
+    pl_heap_push(&x->events, (pl_heap_item){x->now + dur, EV_XFER_END, 0, inst});
 }
 
 static void end_xfer(ev_ctx *x, int inst)
@@ -211,13 +211,13 @@ static void end_xfer(ev_ctx *x, int inst)
 static void dispatch_ports(ev_ctx *x)
 {
     for (;;) {
-        const sim_item *best = NULL;
+        const pl_heap_item *best = NULL;
         int ba = -1, bb = -1;
         for (int a = 0; a < x->D; a++) {
             if (x->send_busy[a] || !x->wait_from[a]) continue;
             for (int b = 0; b < x->D; b++) {
-                const sim_heap *q = &x->queue[a * x->D + b];
-                if (x->recv_busy[b] || !q->n || (best && !sim_item_less(&q->v[0], best))) continue;
+                const pl_heap *q = &x->queue[a * x->D + b];
+                if (x->recv_busy[b] || !q->n || (best && !pl_heap_less(&q->v[0], best))) continue;
                 best = &q->v[0], ba = a, bb = b;
             }
         }
@@ -232,7 +232,7 @@ static void dispatch_xfers(ev_ctx *x)
     for (int a = 0; a < x->D; a++) {
         if (!x->wait_from[a]) continue;
         for (int b = 0; b < x->D; b++) {
-            sim_heap *q = &x->queue[a * x->D + b];
+            pl_heap *q = &x->queue[a * x->D + b];
             if (x->o->contention == PL_CONTENTION_PAIR) {
                 if (q->n && !x->pair_busy[a * x->D + b]) start_xfer(x, a, b);
             } else {
@@ -310,10 +310,10 @@ static void ctx_init(ev_ctx *x)
 static void ctx_free(ev_ctx *x)
 {
     for (int d = 0; d < x->D; d++)
-        sim_heap_free(&x->ready[d]);
+        pl_heap_free(&x->ready[d]);
     for (int i = 0; i < x->D * x->D; i++)
-        sim_heap_free(&x->queue[i]);
-    sim_heap_free(&x->events);
+        pl_heap_free(&x->queue[i]);
+    pl_heap_free(&x->events);
     free(x->ready), free(x->queue), free(x->wait_from), free(x->dev_busy), free(x->send_busy);
     free(x->recv_busy), free(x->pair_busy), free(x->dev_last), free(x->missing), free(x->refs);
     free(x->req_left), free(x->cur), free(x->mem_dirty), free(x->dirty);
@@ -335,7 +335,7 @@ static void start_requests(ev_ctx *x)
     }
 }
 
-static void handle(ev_ctx *x, sim_item ev)
+static void handle(ev_ctx *x, pl_heap_item ev)
 {
     x->run->events++;
     if ((int)ev.b == EV_OP_END)
@@ -355,7 +355,7 @@ int sim_run_events(const sim_static *s, const pl_sim_opts *o, sim_run *run, pl_e
     while (x.events.n) {
         if (x.events.v[0].a > x.now) mem_flush(&x), x.now = x.events.v[0].a;
         while (x.events.n && x.events.v[0].a == x.now)
-            handle(&x, sim_heap_pop(&x.events));
+            handle(&x, pl_heap_pop(&x.events));
         dispatch(&x);
     }
     mem_flush(&x);

@@ -10,28 +10,6 @@
 
 #include "placer/sim.h"
 
-/* ---- a binary min-heap, ordered by (a, b, c, id) ---- */
-typedef struct sim_item {
-    double a, b;
-    int c, id;
-} sim_item;
-
-typedef struct sim_heap {
-    sim_item *v;
-    int n, cap;
-} sim_heap;
-
-void sim_heap_push(sim_heap *h, sim_item it);
-sim_item sim_heap_pop(sim_heap *h);
-void sim_heap_free(sim_heap *h);
-static inline bool sim_item_less(const sim_item *x, const sim_item *y)
-{
-    if (x->a != y->a) return x->a < y->a;
-    if (x->b != y->b) return x->b < y->b;
-    if (x->c != y->c) return x->c < y->c;
-    return x->id < y->id;
-}
-
 /* ---- the static structure of a plan ---- */
 
 /* A transfer of one tensor to one device (made once per request). */
