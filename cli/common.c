@@ -138,7 +138,10 @@ int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po,
 {
     *plan = pl_plan_new(x->g->n_ops, x->c->n_devs);
     (*plan)->contention = so->contention;
-    if (pl_place(a, x->k, po, *plan, err) < 0 || pl_simulate(x->k, *plan, so, r, err) < 0) {
+    err->msg[0] = 0;
+    int rc = pl_place(a, x->k, po, *plan, err);
+    if (rc == 0 && err->msg[0]) fprintf(stderr, "placer: note: %s: %s\n", a->name, err->msg);
+    if (rc < 0 || pl_simulate(x->k, *plan, so, r, err) < 0) {
         pl_plan_free(*plan);
         *plan = NULL;
         return -1;

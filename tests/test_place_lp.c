@@ -355,6 +355,42 @@ static void test_unrunnable(void **state)
     pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* A wide layered DAG (width 1,000, 40 layers, two random parents per op): too big for the LP,
+ * so greedy favourites with a warning; the lazy heaps keep the schedule fast. */
+static void test_sct_wide_dag_fast(void **state)
+{
+    (void)state;
+    enum { W = 1000, L = 40 };
+    tg t = {0};
+    char a[32], b[32];
+    unsigned x = 12345;
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < W; i++) {
+            x = x * 1103515245u + 12345u;
+            snprintf(a, sizeof a, "n%d_%d", l, i);
+            tg_node(&t, a, 1e-4 + (x >> 16) % 1000 * 1e-6, 1e5);
+        }
+    for (int l = 1; l < L; l++)
+        for (int i = 0; i < W; i++) {
+            x = x * 1103515245u + 12345u;
+            int p1 = (int)((x >> 8) % W), p2 = (p1 + 1 + (int)((x >> 4) % (W - 1))) % W;
+            snprintf(b, sizeof b, "n%d_%d", l, i);
+            snprintf(a, sizeof a, "n%d_%d", l - 1, p1), tg_edge(&t, a, b, 1e5 + (x >> 6) % 900000);
+            snprintf(a, sizeof a, "n%d_%d", l - 1, p2), tg_edge(&t, a, b, 1e5 + (x >> 3) % 900000);
+        }
+    pl_graph *g = tg_load(&t);
+    pl_cluster *c = cluster(8, 25e9, 0, 0);
+    pl_cost *k = cost(g, c);
+    pl_err err;
+    double t0 = pl_now();
+    pl_plan *p = place("m-sct", k, 30, &err);
+    double took = pl_now() - t0;
+    assert_non_null(strstr(err.msg, "LP skipped"));
+    if (took > 20) fail_msg("m-sct took %.1f s on %d ops", took, g->n_ops);
+    simulate_checked(k, p, "wide");
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
 /* ---- METIS ---- */
 
 static void test_metis_balanced(void **state)
@@ -465,6 +501,34 @@ static void test_metis_heterogeneous(void **state)
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* A slow K80 listed before a V100: everything starts at t = 0 on both, and a chain with heavy
+ * edges belongs on the V100, where it finishes first. */
+static void test_sct_prefers_fast_device(void **state)
+{
+    (void)state;
+    tg t = {0};
+    char a[32], b[32], times[64];
+    snprintf(times, sizeof times, "\"" V100 "\": 1e-3, \"K80\": 3e-3");
+    for (int i = 0; i < 10; i++)
+        snprintf(a, sizeof a, "n%d", i), tg_node_times(&t, a, times, 0);
+    for (int i = 0; i + 1 < 10; i++)
+        snprintf(a, sizeof a, "n%d", i), snprintf(b, sizeof b, "n%d", i + 1),
+            tg_edge(&t, a, b, 1e9);
+    pl_graph *g = tg_load(&t);
+    pl_cluster *c = pl_cluster_new("mixed");
+    pl_cluster_add_device(c, "k80", PL_DEV_GPU, "K80");
+    pl_cluster_add_device(c, "v100", PL_DEV_GPU, V100);
+    pl_cluster_set_link(c, 0, 1, 10e9, 10e-6, true);
+    pl_err err = {""};
+    if (pl_cluster_finalize(c, &err) < 0) fail_msg("%s", err.msg);
+    pl_cost *k = cost(g, c);
+    pl_plan *p = place("m-sct", k, 10, &err);
+    for (int i = 0; i < g->n_ops; i++)
+        assert_int_equal(p->dev[i], 1);
+    assert_close(simulate_checked(k, p, "fast device"), 10e-3, 1e-6);
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
 /* Fewer ops than METIS can split over the devices: fewer devices are used, no failure. */
 static void test_metis_tiny_graph(void **state)
 {
@@ -549,11 +613,13 @@ int main(void)
         cmocka_unit_test(test_sct_memory),
         cmocka_unit_test(test_sct_no_room_fails_clearly),
         cmocka_unit_test(test_unrunnable),
+        cmocka_unit_test(test_sct_wide_dag_fast),
         cmocka_unit_test(test_metis_balanced),
         cmocka_unit_test(test_metis_keeps_heavy_edges),
         cmocka_unit_test(test_metis_memory_repair),
         cmocka_unit_test(test_metis_heterogeneous),
         cmocka_unit_test(test_metis_tiny_graph),
+        cmocka_unit_test(test_sct_prefers_fast_device),
         cmocka_unit_test(test_zoo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,7 +26,9 @@ typedef struct pl_algo {
 const pl_algo *pl_algo_find(const char *name);   /* NULL when unknown */
 const pl_algo *pl_algo_list(int *n);
 
-/* Runs an algorithm and times it (plan->search_s, plan->algo). */
+/* Runs an algorithm and times it (plan->search_s, plan->algo). On success an algorithm may
+ * leave a note in err->msg (e.g. which path m-SCT took when its LP was too big): callers
+ * clear err before and show a non-empty message after a successful run as a note. */
 int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 
 /* max(longest path with every op on its fastest device and free communication,

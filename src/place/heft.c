@@ -217,22 +217,22 @@ static void heft_free(heft *H)
     pk_sched_free(&H->s);
 }
 
-static hent by_rank(const heft *H, int v)
+static pl_heap_item by_rank(const heft *H, int v)
 {
-    return (hent){-H->rank[v], H->s.g->topo_pos[v], 0, v};
+    return (pl_heap_item){-H->rank[v], H->s.g->topo_pos[v], 0, v};
 }
 
 static int schedule(heft *H, pl_err *err)
 {
     const pl_graph *g = H->s.g;
     int *indeg = pl_malloc((g->n_ops + 1) * sizeof *indeg), rc = 0;
-    heap ready = {0};
+    pl_heap ready = {0};
     for (int v = 0; v < g->n_ops; v++) {
         indeg[v] = g->pred_off[v + 1] - g->pred_off[v];
-        if (!indeg[v]) pk_heap_push(&ready, by_rank(H, v));
+        if (!indeg[v]) pl_heap_push(&ready, by_rank(H, v));
     }
     while (ready.n && rc == 0) {
-        int v = pk_heap_pop(&ready).op;
+        int v = pl_heap_pop(&ready).id;
         double s = 0;
         int d = choose(H, v, &s);
         if (d < 0) {
@@ -242,9 +242,9 @@ static int schedule(heft *H, pl_err *err)
         pk_sched_commit(&H->s, v, d, s);
         occupy(H, d, s, H->s.finish[v]);
         for (int j = g->succ_off[v]; j < g->succ_off[v + 1]; j++)
-            if (--indeg[g->succ[j]] == 0) pk_heap_push(&ready, by_rank(H, g->succ[j]));
+            if (--indeg[g->succ[j]] == 0) pl_heap_push(&ready, by_rank(H, g->succ[j]));
     }
-    pk_heap_free(&ready);
+    pl_heap_free(&ready);
     free(indeg);
     return rc;
 }

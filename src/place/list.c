@@ -34,7 +34,7 @@ typedef struct lst {
     long *stamp;       /* [v * D + d]: s.stamp when it was computed */
     int *live;         /* per op: devices it is still queued on */
     int *indeg;
-    heap *A, *P, *Q;
+    pl_heap *A, *P, *Q;
     pl_err *err;
     bool failed;
 } lst;
@@ -49,23 +49,23 @@ static double op_t(const lst *L, int v, int d)
     return pl_cost_op_s(L->s.k, v, d);
 }
 
-static hent entry(const lst *L, double k1, int v)
+static pl_heap_item entry(const lst *L, double k1, int v)
 {
-    return (hent){k1, -L->rank[v], L->s.g->topo_pos[v], v};
+    return (pl_heap_item){k1, -L->rank[v], L->s.g->topo_pos[v], v};
 }
 
 static void queue_pending(lst *L, int v, int d)
 {
     L->st[at(L, v, d)] = ST_PEND;
     double r = L->ready[at(L, v, d)];
-    pk_heap_push(&L->P[d], entry(L, r, v));
-    if (L->key == LIST_FINISH) pk_heap_push(&L->Q[d], entry(L, r + op_t(L, v, d), v));
+    pl_heap_push(&L->P[d], entry(L, r, v));
+    if (L->key == LIST_FINISH) pl_heap_push(&L->Q[d], entry(L, r + op_t(L, v, d), v));
 }
 
 static void queue_avail(lst *L, int v, int d)
 {
     L->st[at(L, v, d)] = ST_AVAIL;
-    pk_heap_push(&L->A[d], entry(L, L->key == LIST_FINISH ? op_t(L, v, d) : 0, v));
+    pl_heap_push(&L->A[d], entry(L, L->key == LIST_FINISH ? op_t(L, v, d) : 0, v));
 }
 
 static void queue(lst *L, int v, int d)
@@ -100,45 +100,45 @@ static void drop(lst *L, int v, int d)
 /* Moves pending ops whose inputs are there by the time d is free into the available heap. */
 static void migrate(lst *L, int d)
 {
-    heap *h = &L->P[d];
+    pl_heap *h = &L->P[d];
     while (h->n) {
-        hent e = h->a[0];
-        size_t i = at(L, e.op, d);
-        bool valid = L->st[i] == ST_PEND && L->ready[i] == e.k1;
-        if (valid && e.k1 > L->s.avail[d]) break;
-        pk_heap_pop(h);
-        if (valid) queue_avail(L, e.op, d);
+        pl_heap_item e = h->v[0];
+        size_t i = at(L, e.id, d);
+        bool valid = L->st[i] == ST_PEND && L->ready[i] == e.a;
+        if (valid && e.a > L->s.avail[d]) break;
+        pl_heap_pop(h);
+        if (valid) queue_avail(L, e.id, d);
     }
 }
 
-static bool entry_valid(const lst *L, const hent *e, int d, heap *h)
+static bool entry_valid(const lst *L, const pl_heap_item *e, int d, pl_heap *h)
 {
-    size_t i = at(L, e->op, d);
+    size_t i = at(L, e->id, d);
     if (h == &L->A[d]) return L->st[i] == ST_AVAIL;
     if (L->st[i] != ST_PEND) return false;
-    double want = L->ready[i] + (h == &L->Q[d] ? op_t(L, e->op, d) : 0);
-    return e->k1 == want;
+    double want = L->ready[i] + (h == &L->Q[d] ? op_t(L, e->id, d) : 0);
+    return e->a == want;
 }
 
 /* The first entry of h that is current and still fits on d; NULL when none. */
-static const hent *clean_top(lst *L, heap *h, int d)
+static const pl_heap_item *clean_top(lst *L, pl_heap *h, int d)
 {
     while (h->n) {
-        hent e = h->a[0];
+        pl_heap_item e = h->v[0];
         if (!entry_valid(L, &e, d, h)) {
-            pk_heap_pop(h);
-        } else if (!pk_mem_fits(&L->s.mem, e.op, d)) {
-            pk_heap_pop(h);
-            drop(L, e.op, d);
+            pl_heap_pop(h);
+        } else if (!pk_mem_fits(&L->s.mem, e.id, d)) {
+            pl_heap_pop(h);
+            drop(L, e.id, d);
         } else {
-            return &h->a[0];
+            return &h->v[0];
         }
     }
     return NULL;
 }
 
 typedef struct cand {
-    hent key;   /* k1: the start or finish time; then priority */
+    pl_heap_item key;   /* k1: the start or finish time; then priority */
     int v, d;
     double fin; /* finish time on d: breaks ties between devices for the same op */
 } cand;
@@ -149,9 +149,9 @@ typedef struct cand {
 static bool cand_less(const cand *x, const cand *y)
 {
     if (x->v < 0 || y->v < 0) return y->v < 0 && x->v >= 0; /* no candidate loses */
-    if (x->key.k1 != y->key.k1) return x->key.k1 < y->key.k1;
-    if (x->key.k2 != y->key.k2) return x->key.k2 < y->key.k2;
-    if (x->key.k3 != y->key.k3) return x->key.k3 < y->key.k3;
+    if (x->key.a != y->key.a) return x->key.a < y->key.a;
+    if (x->key.b != y->key.b) return x->key.b < y->key.b;
+    if (x->key.c != y->key.c) return x->key.c < y->key.c;
     return x->fin < y->fin;
 }
 
@@ -160,17 +160,17 @@ static cand best_on(lst *L, int d)
 {
     cand best = {.v = -1}, c;
     migrate(L, d);
-    const hent *a = clean_top(L, &L->A[d], d);
+    const pl_heap_item *a = clean_top(L, &L->A[d], d);
     if (a) {
-        c.key = *a, c.v = a->op, c.d = d;
-        c.key.k1 = L->s.avail[d] + (L->key == LIST_FINISH ? op_t(L, a->op, d) : 0);
-        c.fin = L->s.avail[d] + op_t(L, a->op, d);
+        c.key = *a, c.v = a->id, c.d = d;
+        c.key.a = L->s.avail[d] + (L->key == LIST_FINISH ? op_t(L, a->id, d) : 0);
+        c.fin = L->s.avail[d] + op_t(L, a->id, d);
         best = c;
     }
-    const hent *p = clean_top(L, L->key == LIST_FINISH ? &L->Q[d] : &L->P[d], d);
+    const pl_heap_item *p = clean_top(L, L->key == LIST_FINISH ? &L->Q[d] : &L->P[d], d);
     if (p) {
-        c.key = *p, c.v = p->op, c.d = d;
-        c.fin = fmax(L->s.avail[d], L->ready[at(L, p->op, d)]) + op_t(L, p->op, d);
+        c.key = *p, c.v = p->id, c.d = d;
+        c.fin = fmax(L->s.avail[d], L->ready[at(L, p->id, d)]) + op_t(L, p->id, d);
         if (cand_less(&c, &best)) best = c;
     }
     return best;
@@ -243,7 +243,7 @@ static void lst_init(lst *L, const pl_cost *k, const pl_place_opts *o, list_key 
 static void lst_free(lst *L)
 {
     for (int d = 0; d < L->D; d++)
-        pk_heap_free(&L->A[d]), pk_heap_free(&L->P[d]), pk_heap_free(&L->Q[d]);
+        pl_heap_free(&L->A[d]), pl_heap_free(&L->P[d]), pl_heap_free(&L->Q[d]);
     free(L->A), free(L->P), free(L->Q);
     free(L->rank), free(L->st), free(L->ready), free(L->stamp), free(L->live), free(L->indeg);
     pk_sched_free(&L->s);

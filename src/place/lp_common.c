@@ -97,6 +97,13 @@ void lp_mem_init(lp_mem *m, const pl_cost *k)
     m->ws_bytes = pl_malloc(n * sizeof *m->ws_bytes);
     m->held_bytes = pl_malloc(n * sizeof *m->held_bytes);
     pl_op_memory(k, m->ws_bytes, m->held_bytes, &m->io_bytes);
+    m->own_weights_bytes = pl_calloc(n, sizeof *m->own_weights_bytes);
+    for (int op = 0; op < k->n_ops; op++) {
+        const pl_op *o = &k->g->ops[op];
+        for (int i = 0; i < o->n_inputs + o->n_outputs; i++)
+            if (lp_is_weight(k, touched(o, i)) && !seen_before(o, i))
+                m->own_weights_bytes[op] += lp_tensor_bytes(k, touched(o, i));
+    }
     m->weights_bytes = pl_calloc(D, sizeof *m->weights_bytes);
     m->held_sum_bytes = pl_calloc(D, sizeof *m->held_sum_bytes);
     m->ws_max_bytes = pl_calloc(D, sizeof *m->ws_max_bytes);
@@ -106,6 +113,7 @@ void lp_mem_init(lp_mem *m, const pl_cost *k)
 void lp_mem_free(lp_mem *m)
 {
     free(m->ws_bytes), free(m->held_bytes), free(m->weights_bytes), free(m->held_sum_bytes);
+    free(m->own_weights_bytes), m->own_weights_bytes = NULL;
     free(m->ws_max_bytes), free(m->refs);
     m->ws_bytes = m->held_bytes = m->weights_bytes = m->held_sum_bytes = m->ws_max_bytes = NULL;
     m->refs = NULL;
@@ -137,6 +145,13 @@ double lp_mem_need(const lp_mem *m, int op, int dev)
     }
     return w + m->held_sum_bytes[dev] + m->held_bytes[op] +
            fmax(m->ws_max_bytes[dev], m->ws_bytes[op]) + io_on(m, dev);
+}
+
+bool lp_mem_fits(const lp_mem *m, int op, int dev, double cap)
+{
+    double bound = lp_mem_used(m, dev) + m->own_weights_bytes[op] + m->held_bytes[op] +
+                   fmax(0, m->ws_bytes[op] - m->ws_max_bytes[dev]);
+    return bound <= cap || lp_mem_need(m, op, dev) <= cap;
 }
 
 double lp_mem_freed(const lp_mem *m, int op, int dev)

@@ -15,6 +15,7 @@ typedef struct lp_mem {
     const pl_cost *k;
     int n_devs;
     double *ws_bytes, *held_bytes; /* per op, from pl_op_memory */
+    double *own_weights_bytes;     /* per op: its distinct weights (an upper bound of new ones) */
     double io_bytes;               /* on the I/O device, whatever runs there */
     double *weights_bytes;         /* per device: distinct weights resident */
     double *held_sum_bytes;        /* per device */
@@ -26,6 +27,8 @@ void lp_mem_init(lp_mem *m, const pl_cost *k);
 void lp_mem_free(lp_mem *m);
 /* Static memory of `dev` if `op` were added to it. */
 double lp_mem_need(const lp_mem *m, int op, int dev);
+/* lp_mem_need(m, op, dev) <= cap, in O(1) when even all of op's weights would fit. */
+bool lp_mem_fits(const lp_mem *m, int op, int dev, double cap);
 /* Bytes moving `op` off `dev` frees for sure: weights only it touches there, and its held
  * outputs. */
 double lp_mem_freed(const lp_mem *m, int op, int dev);

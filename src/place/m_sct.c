@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Stale urgency keys refreshed per search for an urgent op (see top_urgent). */
+#define URGENT_REFRESH 32
+
 typedef struct undo {
     double *at, old;
 } undo;
@@ -38,6 +41,13 @@ typedef struct sct {
     double *send_free, *recv_free, *chan_free; /* PORTS: per device; PAIR: [a * D + b] */
     double *arr;                               /* [tensor * D + dev]: arrival, < 0: absent */
     int *cand, n_cand, *cand_pos;
+    /* Lazy heaps (entries are re-checked when they reach the top; placed ops are dropped
+     * there): per device, candidates whose inputs are not there before the device is free,
+     * by data-ready time, and those that could start as soon as it is free, by rank; and one
+     * heap of all candidates by a lower bound of their urgency. */
+    pl_heap *pend, *free_h, urg;
+    pl_heap_item *aside;
+    int cap_aside;
     double *ready_s; /* [op * D + dev]: cached data-ready time */
     int *ready_ep;   /* epoch of the cached value; -1: none */
     int *col_ep;     /* per device: bumped when transfers change what ops there can see */
@@ -167,7 +177,7 @@ static bool fits(sct *S, int op, int d)
     if (S->fit_ver[i] < 0) return false;
     if (S->fit_ver[i] == S->mem_ver[d] + 1) return true;
     bool ok =
-        isfinite(pl_cost_op_s(S->k, op, d)) && lp_mem_need(&S->mem, op, d) <= lp_dev_cap(S->k, d);
+        isfinite(pl_cost_op_s(S->k, op, d)) && lp_mem_fits(&S->mem, op, d, lp_dev_cap(S->k, d));
     S->fit_ver[i] = ok ? S->mem_ver[d] + 1 : -1; /* memory only grows: "no" is final */
     return ok;
 }
@@ -186,18 +196,126 @@ static double urgent_at(sct *S, int op)
     return u;
 }
 
+static pl_heap_item entry(const sct *S, double key, int op)
+{
+    return (pl_heap_item){key, -S->rank[op], S->g->topo_pos[op], op};
+}
+
 static void add_cand(sct *S, int op)
 {
     S->cand_pos[op] = S->n_cand;
     S->cand[S->n_cand++] = op;
     for (int d = 0; d < S->D; d++)
         S->ready_ep[(size_t)op * S->D + d] = -1;
+    for (int d = 0; d < S->D; d++)
+        if (fits(S, op, d)) pl_heap_push(&S->pend[d], entry(S, ready_on(S, op, d), op));
+    pl_heap_push(&S->urg, entry(S, urgent_at(S, op), op));
 }
 
 static void drop_cand(sct *S, int op)
 {
     int p = S->cand_pos[op], last = S->cand[--S->n_cand];
     S->cand[p] = last, S->cand_pos[last] = p, S->cand_pos[op] = -1;
+}
+
+/* The pending op of d with the earliest data-ready time, after moving to d's free heap those
+ * whose inputs are there by the time d is free; -1 if none. A key is re-checked at the top:
+ * data-ready times only grow as transfers take the ports, so a key still right there is the
+ * minimum. */
+static int top_pending(sct *S, int d)
+{
+    const pl_heap_item *e;
+    while ((e = pl_heap_top(&S->pend[d]))) {
+        int c = e->id;
+        if (S->cand_pos[c] < 0 || !fits(S, c, d)) {
+            pl_heap_pop(&S->pend[d]);
+            continue;
+        }
+        double r = ready_on(S, c, d);
+        if (r <= S->avail_s[d]) { /* starts when d is free: ranked by rank alone */
+            pl_heap_pop(&S->pend[d]);
+            pl_heap_push(&S->free_h[d], entry(S, 0, c));
+            continue;
+        }
+        if (r != e->a) {
+            pl_heap_pop(&S->pend[d]);
+            pl_heap_push(&S->pend[d], entry(S, r, c));
+            continue;
+        }
+        return c;
+    }
+    return -1;
+}
+
+/* The op of largest rank that can start on d as soon as it is free; -1 if none. */
+static int top_free(sct *S, int d)
+{
+    const pl_heap_item *e;
+    while ((e = pl_heap_top(&S->free_h[d]))) {
+        int c = e->id;
+        if (S->cand_pos[c] < 0 || !fits(S, c, d)) {
+            pl_heap_pop(&S->free_h[d]);
+            continue;
+        }
+        double r = ready_on(S, c, d);
+        if (r > S->avail_s[d]) { /* a transfer it needs was pushed back */
+            pl_heap_pop(&S->free_h[d]);
+            pl_heap_push(&S->pend[d], entry(S, r, c));
+            continue;
+        }
+        return c;
+    }
+    return -1;
+}
+
+/* Whether op's inputs reach every device it fits on by `limit`; *at gets the latest of the
+ * times looked at, which is op's urgency when true and a lower bound of it when false (the
+ * check stops at the first device too late). */
+static bool urgent_by(sct *S, int op, double limit, double *at)
+{
+    *at = -INFINITY;
+    for (int d = 0; d < S->D; d++) {
+        if (!fits(S, op, d)) continue;
+        *at = fmax(*at, ready_on(S, op, d));
+        if (*at > limit) return false;
+    }
+    return true;
+}
+
+/* A candidate other than `skip` that fits on d and is urgent by `limit`, the earliest by the
+ * heap's keys (lower bounds of urgency, refreshed when they reach the top); -1 if none.
+ * Urgency grows for most candidates whenever transfers take the ports, so at most
+ * URGENT_REFRESH keys are refreshed per call: refreshing them all at every step made the
+ * scheduler quadratic on wide graphs (3 million refreshes for 15,000 ops). Entries that do
+ * not qualify for d are set aside and put back. */
+static int top_urgent(sct *S, int skip, int d, double limit)
+{
+    const pl_heap_item *e;
+    int n_aside = 0, found = -1, refreshed = 0;
+    while ((e = pl_heap_top(&S->urg)) && e->a <= limit) {
+        pl_heap_item x = *e;
+        int c = x.id;
+        pl_heap_pop(&S->urg);
+        if (S->cand_pos[c] < 0) continue;
+        bool ok = c != skip && fits(S, c, d);
+        if (ok) {
+            ok = urgent_by(S, c, limit, &x.a);
+            if (!ok) {
+                pl_heap_push(&S->urg, x);
+                if (++refreshed == URGENT_REFRESH) break;
+                continue;
+            }
+        }
+        pl_grow((void **)&S->aside, &S->cap_aside, n_aside, sizeof *S->aside);
+        S->aside[n_aside++] = x;
+        if (ok) {
+            found = c;
+            break;
+        }
+    }
+    while (n_aside > 0)
+        pl_heap_push(&S->urg, S->aside[--n_aside]);
+    return found;
 }
 
 /* ---- choosing ---- */
@@ -208,14 +326,17 @@ typedef struct pick {
 } pick;
 
 /* Earlier start wins; ties go to the larger upward rank, as in this project's m-etf (Baechi's
- * code uses the topological index), then to the earlier op in topological order. */
+ * code uses the topological index), then to the earlier op in topological order; the same op
+ * on two devices goes where it finishes first (all devices are free at t = 0: the fastest must
+ * win, not the first listed). */
 static bool better(const sct *S, pick a, pick b)
 {
     if (b.op < 0) return a.op >= 0;
     if (a.op < 0) return false;
     if (a.start != b.start) return a.start < b.start;
     if (S->rank[a.op] != S->rank[b.op]) return S->rank[a.op] > S->rank[b.op];
-    return S->g->topo_pos[a.op] < S->g->topo_pos[b.op];
+    if (a.op != b.op) return S->g->topo_pos[a.op] < S->g->topo_pos[b.op];
+    return a.start + pl_cost_op_s(S->k, a.op, a.dev) < b.start + pl_cost_op_s(S->k, b.op, b.dev);
 }
 
 /* The favourite child this device waits for, or -1: the child of its last op, ready, fitting
@@ -230,29 +351,27 @@ static int awaited_child(sct *S, int d)
     return j;
 }
 
+/* ETF on one device: the op that can start earliest there, ties to the larger rank. */
 static pick propose_etf(sct *S, int d)
 {
-    pick best = {-1, d, INFINITY};
-    for (int q = 0; q < S->n_cand; q++) {
-        int c = S->cand[q];
-        if (!fits(S, c, d)) continue;
-        pick p = {c, d, start_on(S, c, d)};
-        if (better(S, p, best)) best = p;
+    pick none = {-1, d, INFINITY};
+    for (;;) {
+        top_pending(S, d);
+        int f = top_free(S, d);
+        if (f >= 0) return (pick){f, d, S->avail_s[d]};
+        int p = top_pending(S, d);
+        if (p < 0) return none;
+        if (S->free_h[d].n == 0) return (pick){p, d, ready_on(S, p, d)};
     }
-    return best;
 }
 
 /* A waiting device runs an urgent op if one can start before the favourite child. */
 static pick propose_awake(sct *S, int d, int j)
 {
-    pick fc = {j, d, start_on(S, j, d)}, urg = {-1, d, INFINITY};
-    for (int q = 0; q < S->n_cand; q++) {
-        int c = S->cand[q];
-        if (c == j || !fits(S, c, d)) continue;
-        pick p = {c, d, fmax(urgent_at(S, c), S->avail_s[d])};
-        if (better(S, p, urg)) urg = p;
-    }
-    return urg.op >= 0 && urg.start <= fc.start ? urg : fc;
+    pick fc = {j, d, start_on(S, j, d)};
+    int u = top_urgent(S, j, d, fc.start);
+    if (u < 0) return fc;
+    return (pick){u, d, fmax(urgent_at(S, u), S->avail_s[d])};
 }
 
 static pick choose(sct *S)
@@ -314,6 +433,7 @@ static void sct_init(sct *S, const pl_cost *k, pl_contention cont, const int *fa
     S->rem_t = pl_malloc(max_in * sizeof(int)), S->rem_src = pl_malloc(max_in * sizeof(int));
     S->rem_at = pl_malloc(max_in * sizeof(double));
     lp_mem_init(&S->mem, k);
+    S->pend = pl_calloc(D, sizeof *S->pend), S->free_h = pl_calloc(D, sizeof *S->free_h);
     S->rank = pl_malloc(n * sizeof *S->rank);
     lp_upward_rank(k, S->rank);
     for (size_t d = 0; d < D; d++)
@@ -332,7 +452,10 @@ static void sct_free(sct *S)
     free(S->send_free), free(S->recv_free), free(S->chan_free), free(S->arr);
     free(S->cand), free(S->cand_pos), free(S->ready_s), free(S->ready_ep), free(S->col_ep);
     free(S->fit_ver), free(S->mem_ver), free(S->log), free(S->rem_t), free(S->rem_src);
-    free(S->rem_at), free(S->rank);
+    free(S->rem_at), free(S->rank), free(S->aside);
+    for (int d = 0; d < S->D; d++)
+        pl_heap_free(&S->pend[d]), pl_heap_free(&S->free_h[d]);
+    free(S->pend), free(S->free_h), pl_heap_free(&S->urg);
     lp_mem_free(&S->mem);
 }
 

@@ -242,7 +242,7 @@ static int best_target(const repair *R, int op, int from)
     connections(R, op);
     for (int e = 0; e < R->k->n_devs; e++) {
         if (e == from || !isfinite(pl_cost_op_s(R->k, op, e))) continue;
-        if (lp_mem_need(&R->mem, op, e) > lp_dev_cap(R->k, e)) continue;
+        if (!lp_mem_fits(&R->mem, op, e, lp_dev_cap(R->k, e))) continue;
         if (best < 0 || R->conn[e] > R->conn[best]) best = e;
     }
     return best;

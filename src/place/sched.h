@@ -116,21 +116,6 @@ int pk_list(const pl_cost *k, const pl_place_opts *o, list_key key, const char *
  * (mean transfer time + rank) over its successors. */
 void pk_upward_rank(const pl_cost *k, double *rank);
 
-typedef struct hent {
-    double k1, k2;
-    int k3, op;
-} hent;
-typedef struct heap {
-    hent *a;
-    int n, cap;
-} heap;
-void pk_heap_push(heap *h, hent e);
-hent pk_heap_pop(heap *h);
-static inline void pk_heap_free(heap *h)
-{
-    free(h->a), h->a = NULL, h->n = h->cap = 0;
-}
-
 /* splitmix64: small, seedable, the same on every platform (unlike rand()). */
 static inline uint64_t pk_rng_next(uint64_t *s)
 {
