@@ -62,6 +62,7 @@ asan: deps
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/placer
 	$(BUILD)/placer inspect models/resnet50.onnx
+	$(BUILD)/placer compare models/inception_v3.onnx --cluster examples/clusters/moirai-intra-server.json
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/placer $(BUILD)/bench/bench_import $(BUILD)/bench/bench_place

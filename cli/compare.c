@@ -17,7 +17,8 @@ typedef struct {
     const pl_algo *a;
     bool ok;
     char msg[256];
-    double makespan_s, search_s, peak_use; /* peak_use: max over devices of peak/capacity */
+    double makespan_s, search_s;
+    double peak[64]; /* per device, bytes (the first 64 devices) */
     bool oom;
 } row_t;
 
@@ -34,10 +35,7 @@ static void run_one(const cli_ctx *x, const pl_place_opts *po, const pl_sim_opts
     row->makespan_s = r.makespan_s;
     row->search_s = p->search_s;
     row->oom = r.oom;
-    for (int d = 0; d < x->c->n_devs; d++) {
-        double cap = x->c->devs[d].memory_bytes;
-        if (cap > 0 && r.peak_mem_bytes[d] / cap > row->peak_use) row->peak_use = r.peak_mem_bytes[d] / cap;
-    }
+    for (int d = 0; d < x->c->n_devs && d < 64; d++) row->peak[d] = r.peak_mem_bytes[d];
     pl_sim_result_free(&r);
     pl_plan_free(p);
 }
@@ -73,7 +71,7 @@ static void print_text(const cli_ctx *x, const row_t *rows, int n, double lb)
     printf("model %s (%d ops) on %s (%d devices); lower bound %.4f ms\n\n",
            x->g->path ? x->g->path : x->g->name, x->g->n_ops, x->c->path ? x->c->path : x->c->name,
            x->c->n_devs, lb * 1e3);
-    pl_table *t = pl_table_new("algorithm|>makespan ms|>vs single|>gap to bound|>peak mem use|>search s|note");
+    pl_table *t = pl_table_new("algorithm|>makespan ms|>vs single|>gap to bound|>search s|peak MiB per device|note");
     for (int k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         if (!r->ok) {
@@ -82,9 +80,13 @@ static void print_text(const cli_ctx *x, const row_t *rows, int n, double lb)
         }
         char vs[32] = "-";
         if (base > 0) snprintf(vs, sizeof vs, "%.2fx", base / r->makespan_s);
-        pl_table_row(t, "%s|%.4f|%s|%.1f%%|%.0f%%|%.3f|%s", r->a->name, r->makespan_s * 1e3, vs,
-                     lb > 0 ? 100 * (r->makespan_s - lb) / lb : 0.0, 100 * r->peak_use,
-                     r->search_s, r->oom ? "does not fit in memory" : "");
+        char peaks[256] = "";
+        for (int d = 0; d < x->c->n_devs && d < 64 && strlen(peaks) < sizeof peaks - 16; d++)
+            snprintf(peaks + strlen(peaks), sizeof peaks - strlen(peaks), "%s%.0f", d ? " " : "",
+                     r->peak[d] / (1 << 20));
+        pl_table_row(t, "%s|%.4f|%s|%.1f%%|%.3f|%s|%s", r->a->name, r->makespan_s * 1e3, vs,
+                     lb > 0 ? 100 * (r->makespan_s - lb) / lb : 0.0, r->search_s, peaks,
+                     r->oom ? "does not fit in memory" : "");
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
@@ -102,7 +104,9 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
             json_object_set_new(o, "makespan_s", json_real(r->makespan_s));
             json_object_set_new(o, "speedup_vs_single", base > 0 ? json_real(base / r->makespan_s) : json_null());
             json_object_set_new(o, "gap", json_real(lb > 0 ? (r->makespan_s - lb) / lb : 0));
-            json_object_set_new(o, "peak_memory_use", json_real(r->peak_use));
+            json_t *peaks = json_array();
+            for (int d = 0; d < x->c->n_devs && d < 64; d++) json_array_append_new(peaks, json_real(r->peak[d]));
+            json_object_set_new(o, "peak_memory_bytes", peaks);
             json_object_set_new(o, "fits", json_boolean(!r->oom));
             json_object_set_new(o, "search_s", json_real(r->search_s));
         }

@@ -33,9 +33,11 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
                x->c->devs[r->oom_dev].name, r->oom_excess_bytes);
     else printf("%-11s fits on every device\n", "memory");
     printf("%-11s %s\n", "invariants", check);
-    printf("%-11s %d ops, from %s to %s\n\n", "critical", r->critical_len,
+    if (so->requests <= 1)
+        printf("%-11s %d ops, from %s to %s\n", "critical", r->critical_len,
            r->critical_len ? x->g->ops[r->critical_path[0]].name : "-",
            r->critical_len ? x->g->ops[r->critical_path[r->critical_len - 1]].name : "-");
+    putchar('\n');
     cli_print_devices(x, p, r);
 }
 

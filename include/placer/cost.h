@@ -21,7 +21,7 @@ typedef struct pl_cost_params {
 /* Documented defaults (docs/cost.md). */
 void pl_cost_params_default(pl_cost_params *p);
 
-/* Measured op times for one device model: format placer-profile/1 (docs/formats.md). */
+/* Measured op times for one device model: format placer-profile/1 (docs/cost.md). */
 typedef struct pl_profile {
     char *device_model;
     char *model_sha256;         /* the model the profile was measured on; "" if not given */
