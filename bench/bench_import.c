@@ -56,7 +56,8 @@ static void child(const char *path, int fd)
 
 int main(int argc, char **argv)
 {
-    pl_table *t = pl_table_new("model|>file|>ops|>import s|>peak RSS|>RSS/file|>chains|>reach build s|>query ns");
+    pl_table *t = pl_table_new(
+        "model|>file|>ops|>import s|>peak RSS|>RSS/file|>chains|>reach build s|>query ns");
     for (int i = 1; i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) != 0) continue;
@@ -82,8 +83,8 @@ int main(int argc, char **argv)
             continue;
         }
         pl_table_row(t, "%s|%s|%d|%.3f|%s|%.2f|%d|%.3f|%.0f", argv[i],
-                     pl_fmt_bytes(st.st_size, a, 32), r.ops, r.load_s,
-                     pl_fmt_bytes(rss, b, 32), rss / st.st_size, r.chains, r.reach_s, r.query_ns);
+                     pl_fmt_bytes(st.st_size, a, 32), r.ops, r.load_s, pl_fmt_bytes(rss, b, 32),
+                     rss / st.st_size, r.chains, r.reach_s, r.query_ns);
     }
     pl_table_print(t, stdout);
     pl_table_free(t);

@@ -43,7 +43,8 @@ static void zoo_row(pl_table *t, const pl_cost *k, const char *model, const char
 static int zoo(int argc, char **argv)
 {
     int sep = 0;
-    while (sep < argc && strcmp(argv[sep], "--")) sep++;
+    while (sep < argc && strcmp(argv[sep], "--"))
+        sep++;
     pl_table *t = pl_table_new("model|cluster|algorithm|>makespan ms|>gap to bound|>search s|note");
     pl_cost_params params;
     pl_cost_params_default(&params);
@@ -75,7 +76,8 @@ static pl_cluster *uniform(int n)
         pl_cluster_add_device(c, name, PL_DEV_GPU, "V100-SXM2-16GB");
     }
     for (int a = 0; a < n; a++)
-        for (int b = a + 1; b < n; b++) pl_cluster_set_link(c, a, b, 25e9, 5e-6, true);
+        for (int b = a + 1; b < n; b++)
+            pl_cluster_set_link(c, a, b, 25e9, 5e-6, true);
     pl_err err;
     if (pl_cluster_finalize(c, &err) < 0) fprintf(stderr, "%s\n", err.msg);
     return c;
@@ -106,7 +108,9 @@ static int big(const char *model, int ndev)
         double t0 = pl_now();
         int rc = pl_simulate(k, p, &so, &r, &err);
         double sim = pl_now() - t0;
-        if (rc < 0) pl_table_row(t, "%s|%d|%d|%.3f|-|-|%.50s", names[a], g->n_ops, ndev, p->search_s, err.msg);
+        if (rc < 0)
+            pl_table_row(t, "%s|%d|%d|%.3f|-|-|%.50s", names[a], g->n_ops, ndev, p->search_s,
+                         err.msg);
         else {
             pl_table_row(t, "%s|%d|%d|%.3f|%.3f|%.2f|%.2e", names[a], g->n_ops, ndev, p->search_s,
                          r.makespan_s * 1e3, sim * 1e3, r.events / sim);

@@ -45,8 +45,8 @@ void cli_print_devices(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
 void *cli_devices_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r);
 /* Runs algorithm `a` and simulates its plan under `so` (so->record is honoured). On success
  * *plan is the plan (with predicted_makespan_s set) and r the result. */
-int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po,
-                 const pl_sim_opts *so, pl_plan **plan, pl_sim_result *r, pl_err *err);
+int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, const pl_sim_opts *so,
+                 pl_plan **plan, pl_sim_result *r, pl_err *err);
 /* Parses "60s", "500ms", ... for --time-limit. */
 int cli_seconds(const char *verb, const char *opt, const char *v, double *out);
 /* Progress on stderr, only when it is a terminal. */

@@ -27,7 +27,8 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
         return o->cluster = v, 1;
     }
     if (cli_opt(argc, argv, i, "--dim", &v)) return push(verb, "--dim", v, o->dims, &o->n_dims);
-    if (cli_opt(argc, argv, i, "--input", &v)) return push(verb, "--input", v, o->shapes, &o->n_shapes);
+    if (cli_opt(argc, argv, i, "--input", &v))
+        return push(verb, "--input", v, o->shapes, &o->n_shapes);
     if (cli_opt(argc, argv, i, "--profile", &v))
         return push(verb, "--profile", v, o->profiles, &o->n_profiles);
     if (cli_opt(argc, argv, i, "--contention", &v)) {
@@ -43,7 +44,8 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
         return o->requests = (int)r, 1;
     }
     if (argv[*i][0] == '-' && argv[*i][1]) return 0;
-    if (o->model) return cli_fail(verb, "one model at a time ('%s' and '%s')", o->model, argv[*i]), -1;
+    if (o->model)
+        return cli_fail(verb, "one model at a time ('%s' and '%s')", o->model, argv[*i]), -1;
     o->model = argv[*i];
     return 1;
 }
@@ -52,10 +54,13 @@ int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
 {
     memset(x, 0, sizeof *x);
     if (!o->model) return cli_fail(verb, "which model? (placer %s --help)", verb);
-    if (!o->cluster) return cli_fail(verb, "which cluster? give --cluster FILE (examples/clusters/)");
+    if (!o->cluster)
+        return cli_fail(verb, "which cluster? give --cluster FILE (examples/clusters/)");
     pl_err err = {""};
-    pl_load_opts lo = {.dims = (const char **)o->dims, .n_dims = o->n_dims,
-                       .input_shapes = (const char **)o->shapes, .n_input_shapes = o->n_shapes};
+    pl_load_opts lo = {.dims = (const char **)o->dims,
+                       .n_dims = o->n_dims,
+                       .input_shapes = (const char **)o->shapes,
+                       .n_input_shapes = o->n_shapes};
     x->g = pl_graph_load(o->model, &lo, &err);
     if (x->g) cli_print_warnings(x->g);
     if (x->g) x->c = pl_cluster_load(o->cluster, &err);
@@ -67,7 +72,8 @@ int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
     pl_cost_params params;
     pl_cost_params_default(&params);
     if (x->c && x->n_prof == o->n_profiles)
-        x->k = pl_cost_new(x->g, x->c, &params, (const pl_profile *const *)x->prof, x->n_prof, &err);
+        x->k =
+            pl_cost_new(x->g, x->c, &params, (const pl_profile *const *)x->prof, x->n_prof, &err);
     if (!x->k) {
         cli_ctx_close(x);
         return cli_fail(verb, "%s", err.msg);
@@ -78,7 +84,8 @@ int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
 void cli_ctx_close(cli_ctx *x)
 {
     pl_cost_free(x->k);
-    for (int k = 0; k < x->n_prof; k++) pl_profile_free(x->prof[k]);
+    for (int k = 0; k < x->n_prof; k++)
+        pl_profile_free(x->prof[k]);
     pl_cluster_free(x->c);
     pl_graph_free(x->g);
     memset(x, 0, sizeof *x);
@@ -87,7 +94,8 @@ void cli_ctx_close(cli_ctx *x)
 static int ops_on(const pl_plan *p, int d)
 {
     int n = 0;
-    for (int i = 0; i < p->n_ops; i++) n += p->dev[i] == d;
+    for (int i = 0; i < p->n_ops; i++)
+        n += p->dev[i] == d;
     return n;
 }
 
@@ -112,12 +120,12 @@ void *cli_devices_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     json_t *a = json_array();
     for (int d = 0; d < x->c->n_devs; d++) {
         const pl_device *dv = &x->c->devs[d];
-        json_array_append_new(
-            a, json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f}", "device", dv->name, "model",
-                         dv->model, "ops", ops_on(p, d), "busy_s", r->busy_s[d], "utilisation",
-                         r->makespan_s > 0 ? r->busy_s[d] / r->makespan_s : 0.0,
-                         "peak_memory_bytes", r->peak_mem_bytes[d], "memory_bytes",
-                         dv->memory_bytes));
+        json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:f}", "device",
+                                           dv->name, "model", dv->model, "ops", ops_on(p, d),
+                                           "busy_s", r->busy_s[d], "utilisation",
+                                           r->makespan_s > 0 ? r->busy_s[d] / r->makespan_s : 0.0,
+                                           "peak_memory_bytes", r->peak_mem_bytes[d],
+                                           "memory_bytes", dv->memory_bytes));
     }
     return a;
 }
@@ -133,8 +141,8 @@ void cli_progress(const char *fmt, ...)
     fflush(stderr);
 }
 
-int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po,
-                 const pl_sim_opts *so, pl_plan **plan, pl_sim_result *r, pl_err *err)
+int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, const pl_sim_opts *so,
+                 pl_plan **plan, pl_sim_result *r, pl_err *err)
 {
     *plan = pl_plan_new(x->g->n_ops, x->c->n_devs);
     (*plan)->contention = so->contention;
@@ -154,6 +162,7 @@ int cli_seconds(const char *verb, const char *opt, const char *v, double *out)
 {
     pl_err err;
     if (!v) return cli_fail(verb, "%s wants a duration such as 60s", opt), -1;
-    if (pl_parse_quantity(v, PL_UNIT_SECONDS, out, &err) < 0) return cli_fail(verb, "%s: %s", opt, err.msg), -1;
+    if (pl_parse_quantity(v, PL_UNIT_SECONDS, out, &err) < 0)
+        return cli_fail(verb, "%s: %s", opt, err.msg), -1;
     return 0;
 }

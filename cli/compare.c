@@ -16,7 +16,7 @@ static const char *help =
 typedef struct {
     const pl_algo *a;
     bool ok;
-    char msg[256];
+    char msg[PL_ERR_MAX];
     double makespan_s, search_s;
     double peak[64]; /* per device, bytes (the first 64 devices) */
     bool oom;
@@ -35,7 +35,8 @@ static void run_one(const cli_ctx *x, const pl_place_opts *po, const pl_sim_opts
     row->makespan_s = r.makespan_s;
     row->search_s = p->search_s;
     row->oom = r.oom;
-    for (int d = 0; d < x->c->n_devs && d < 64; d++) row->peak[d] = r.peak_mem_bytes[d];
+    for (int d = 0; d < x->c->n_devs && d < 64; d++)
+        row->peak[d] = r.peak_mem_bytes[d];
     pl_sim_result_free(&r);
     pl_plan_free(p);
 }
@@ -46,7 +47,8 @@ static int pick(const char *list, row_t *rows, int max)
     int n = 0, total;
     const pl_algo *all = pl_algo_list(&total);
     if (!list) {
-        for (int k = 0; k < total && n < max; k++) rows[n++].a = &all[k];
+        for (int k = 0; k < total && n < max; k++)
+            rows[n++].a = &all[k];
         return n;
     }
     char buf[512];
@@ -71,7 +73,8 @@ static void print_text(const cli_ctx *x, const row_t *rows, int n, double lb)
     printf("model %s (%d ops) on %s (%d devices); lower bound %.4f ms\n\n",
            x->g->path ? x->g->path : x->g->name, x->g->n_ops, x->c->path ? x->c->path : x->c->name,
            x->c->n_devs, lb * 1e3);
-    pl_table *t = pl_table_new("algorithm|>makespan ms|>vs single|>gap to bound|>search s|peak MiB per device|note");
+    pl_table *t = pl_table_new(
+        "algorithm|>makespan ms|>vs single|>gap to bound|>search s|peak MiB per device|note");
     for (int k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         if (!r->ok) {
@@ -99,13 +102,16 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
     for (int k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         json_t *o = json_pack("{s:s, s:b}", "algorithm", r->a->name, "ok", r->ok);
-        if (!r->ok) json_object_set_new(o, "error", json_string(r->msg));
+        if (!r->ok)
+            json_object_set_new(o, "error", json_string(r->msg));
         else {
             json_object_set_new(o, "makespan_s", json_real(r->makespan_s));
-            json_object_set_new(o, "speedup_vs_single", base > 0 ? json_real(base / r->makespan_s) : json_null());
+            json_object_set_new(o, "speedup_vs_single",
+                                base > 0 ? json_real(base / r->makespan_s) : json_null());
             json_object_set_new(o, "gap", json_real(lb > 0 ? (r->makespan_s - lb) / lb : 0));
             json_t *peaks = json_array();
-            for (int d = 0; d < x->c->n_devs && d < 64; d++) json_array_append_new(peaks, json_real(r->peak[d]));
+            for (int d = 0; d < x->c->n_devs && d < 64; d++)
+                json_array_append_new(peaks, json_real(r->peak[d]));
             json_object_set_new(o, "peak_memory_bytes", peaks);
             json_object_set_new(o, "fits", json_boolean(!r->oom));
             json_object_set_new(o, "search_s", json_real(r->search_s));
@@ -128,11 +134,15 @@ int cli_compare(int argc, char **argv)
         int rc = cli_common_opt("compare", argc, argv, &i, &co);
         if (rc < 0) return CLI_EXIT_BAD_INPUT;
         if (rc) continue;
-        if (cli_opt(argc, argv, &i, "--algos", &v)) algos = v;
-        else if (cli_opt(argc, argv, &i, "--seed", &v)) po.seed = v ? (unsigned)strtoul(v, NULL, 10) : 0;
+        if (cli_opt(argc, argv, &i, "--algos", &v))
+            algos = v;
+        else if (cli_opt(argc, argv, &i, "--seed", &v))
+            po.seed = v ? (unsigned)strtoul(v, NULL, 10) : 0;
         else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
-            if (cli_seconds("compare", "--time-limit", v, &po.time_limit_s) < 0) return CLI_EXIT_BAD_INPUT;
-        } else return cli_fail("compare", "unknown option '%s'\n%s", argv[i], help);
+            if (cli_seconds("compare", "--time-limit", v, &po.time_limit_s) < 0)
+                return CLI_EXIT_BAD_INPUT;
+        } else
+            return cli_fail("compare", "unknown option '%s'\n%s", argv[i], help);
     }
     row_t rows[32] = {0};
     int n = pick(algos, rows, 32);
@@ -147,8 +157,10 @@ int cli_compare(int argc, char **argv)
     }
     cli_progress("%s", "");
     double lb = pl_lower_bound(x.k);
-    if (co.json) print_json(&x, rows, n, lb);
-    else print_text(&x, rows, n, lb);
+    if (co.json)
+        print_json(&x, rows, n, lb);
+    else
+        print_text(&x, rows, n, lb);
     cli_ctx_close(&x);
     return 0;
 }

@@ -23,8 +23,10 @@ static void shape_str(const pl_tensor *t, char *buf, size_t n)
     }
     size_t used = snprintf(buf, n, "[");
     for (int d = 0; d < t->rank && used < n; d++) {
-        if (t->dims[d] < 0) used += snprintf(buf + used, n - used, "%s?", d ? "," : "");
-        else used += snprintf(buf + used, n - used, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+        if (t->dims[d] < 0)
+            used += snprintf(buf + used, n - used, "%s?", d ? "," : "");
+        else
+            used += snprintf(buf + used, n - used, "%s%lld", d ? "," : "", (long long)t->dims[d]);
     }
     if (used < n) snprintf(buf + used, n - used, "]");
 }
@@ -44,7 +46,8 @@ static json_t *tensor_json(const pl_tensor *t)
 static json_t *tensor_list_json(const pl_graph *g, const int *idx, int n)
 {
     json_t *a = json_array();
-    for (int k = 0; k < n; k++) json_array_append_new(a, tensor_json(&g->tensors[idx[k]]));
+    for (int k = 0; k < n; k++)
+        json_array_append_new(a, tensor_json(&g->tensors[idx[k]]));
     return a;
 }
 
@@ -53,8 +56,8 @@ static void print_json(const pl_graph *g, const pl_graph_summary *s, const char 
     json_t *hist = json_array(), *unknown = json_array(), *path = json_array();
     for (int k = 0; k < s->n_hist && k < top; k++)
         json_array_append_new(hist, json_pack("{s:s, s:i, s:f, s:b}", "type", s->hist[k].type,
-                                              "count", s->hist[k].count, "flops",
-                                              s->hist[k].flops, "unknown", s->hist[k].unknown));
+                                              "count", s->hist[k].count, "flops", s->hist[k].flops,
+                                              "unknown", s->hist[k].unknown));
     for (int k = 0; k < s->n_hist; k++)
         if (s->hist[k].unknown) json_array_append_new(unknown, json_string(s->hist[k].type));
     for (int k = 0; k < s->longest_path_len; k++)
@@ -68,8 +71,8 @@ static void print_json(const pl_graph *g, const pl_graph_summary *s, const char 
         "format", "placer-inspect/1", "model", g->path ? g->path : "", "sha256", sha,
         "source_format", g->info.format, "ir_version", (json_int_t)g->info.ir_version, "opset",
         (json_int_t)g->info.opset, "producer", g->info.producer, "ops", s->n_ops, "ops_total",
-        s->n_ops_total, "subgraphs", s->n_subgraphs, "tensors", s->n_tensors, "edges",
-        s->n_edges, "inputs", tensor_list_json(g, g->inputs, g->n_inputs), "outputs",
+        s->n_ops_total, "subgraphs", s->n_subgraphs, "tensors", s->n_tensors, "edges", s->n_edges,
+        "inputs", tensor_list_json(g, g->inputs, g->n_inputs), "outputs",
         tensor_list_json(g, g->outputs, g->n_outputs), "params", (json_int_t)s->n_params,
         "param_bytes", (json_int_t)s->param_bytes, "weight_tensors", s->n_weights, "flops",
         s->flops, "bytes_moved", s->bytes_moved, "longest_path_flops", s->longest_path_flops,
@@ -106,7 +109,8 @@ static void print_text(const pl_graph *g, const pl_graph_summary *s, const char 
         printf("%-12s onnx, IR %lld, opset %lld, producer %s\n", "format",
                (long long)g->info.ir_version, (long long)g->info.opset,
                g->info.producer[0] ? g->info.producer : "unknown");
-    else printf("%-12s %s\n", "format", g->info.format);
+    else
+        printf("%-12s %s\n", "format", g->info.format);
     printf("%-12s %d top-level, %d including %d subgraph%s\n", "ops", s->n_ops, s->n_ops_total,
            s->n_subgraphs, s->n_subgraphs == 1 ? "" : "s");
     printf("%-12s %d tensors, %d edges\n", "tensors", s->n_tensors, s->n_edges);
@@ -151,7 +155,8 @@ int cli_inspect(int argc, char **argv)
     pl_load_opts opts = {.dims = dims, .input_shapes = shapes};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
-        if (!strcmp(argv[i], "--json")) json = true;
+        if (!strcmp(argv[i], "--json"))
+            json = true;
         else if (cli_opt(argc, argv, &i, "--dim", &v)) {
             if (!v || !strchr(v, '=')) return cli_fail("inspect", "--dim wants NAME=VALUE");
             if (opts.n_dims == 64) return cli_fail("inspect", "too many --dim options");
@@ -164,9 +169,12 @@ int cli_inspect(int argc, char **argv)
             char *end;
             top = v ? (int)strtol(v, &end, 10) : 0;
             if (!v || *end || top <= 0) return cli_fail("inspect", "--top wants a positive count");
-        } else if (argv[i][0] == '-') return cli_fail("inspect", "unknown option '%s'\n%s", argv[i], help);
-        else if (model) return cli_fail("inspect", "one model at a time ('%s' and '%s')", model, argv[i]);
-        else model = argv[i];
+        } else if (argv[i][0] == '-')
+            return cli_fail("inspect", "unknown option '%s'\n%s", argv[i], help);
+        else if (model)
+            return cli_fail("inspect", "one model at a time ('%s' and '%s')", model, argv[i]);
+        else
+            model = argv[i];
     }
     if (!model) return cli_fail("inspect", "which model?\n%s", help);
     pl_err err = {""};
@@ -180,8 +188,10 @@ int cli_inspect(int argc, char **argv)
     cli_print_warnings(g);
     pl_graph_summary s;
     pl_graph_summarize(g, &s);
-    if (json) print_json(g, &s, sha, top);
-    else print_text(g, &s, sha, top);
+    if (json)
+        print_json(g, &s, sha, top);
+    else
+        print_text(g, &s, sha, top);
     pl_graph_summary_free(&s);
     pl_graph_free(g);
     return 0;

@@ -19,7 +19,8 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                        const char *check)
 {
     printf("%-11s %s (%d ops)\n", "model", x->g->path ? x->g->path : x->g->name, x->g->n_ops);
-    printf("%-11s %s (%d devices)\n", "cluster", x->c->path ? x->c->path : x->c->name, x->c->n_devs);
+    printf("%-11s %s (%d devices)\n", "cluster", x->c->path ? x->c->path : x->c->name,
+           x->c->n_devs);
     printf("%-11s %s, placed in %.3f s\n", "algorithm", p->algo, p->search_s);
     printf("%-11s %.4f ms (lower bound %.4f ms, gap %.1f%%), contention %s\n", "makespan",
            r->makespan_s * 1e3, lb * 1e3, lb > 0 ? 100 * (r->makespan_s - lb) / lb : 0.0,
@@ -27,7 +28,8 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     if (r->oom)
         printf("%-11s DOES NOT FIT: %s over capacity by %.0f bytes\n", "memory",
                x->c->devs[r->oom_dev].name, r->oom_excess_bytes);
-    else printf("%-11s fits on every device\n", "memory");
+    else
+        printf("%-11s fits on every device\n", "memory");
     printf("%-11s %s\n\n", "invariants", check);
     cli_print_devices(x, p, r);
 }
@@ -35,13 +37,12 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
 static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,
                        const char *check, const char *out)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:s, s:o}",
-                          "format", "placer-place/1", "model", x->g->path ? x->g->path : "",
-                          "cluster", x->c->path ? x->c->path : "", "algorithm", p->algo,
-                          "contention", pl_contention_name(p->contention), "makespan_s",
-                          r->makespan_s, "lower_bound_s", lb, "gap",
-                          lb > 0 ? (r->makespan_s - lb) / lb : 0.0, "search_s", p->search_s,
-                          "fits", !r->oom, "invariants", check, "devices",
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:s, s:o}", "format",
+                          "placer-place/1", "model", x->g->path ? x->g->path : "", "cluster",
+                          x->c->path ? x->c->path : "", "algorithm", p->algo, "contention",
+                          pl_contention_name(p->contention), "makespan_s", r->makespan_s,
+                          "lower_bound_s", lb, "gap", lb > 0 ? (r->makespan_s - lb) / lb : 0.0,
+                          "search_s", p->search_s, "fits", !r->oom, "invariants", check, "devices",
                           (json_t *)cli_devices_json(x, p, r));
     if (out) json_object_set_new(o, "plan", json_string(out));
     pl_json_print(o, stdout);
@@ -57,13 +58,19 @@ int cli_place(int argc, char **argv)
         int rc = cli_common_opt("place", argc, argv, &i, &co);
         if (rc < 0) return CLI_EXIT_BAD_INPUT;
         if (rc) continue;
-        if (cli_opt(argc, argv, &i, "--algo", &v)) algo = v;
-        else if (cli_opt(argc, argv, &i, "-o", &v)) out = v;
-        else if (cli_opt(argc, argv, &i, "--trace", &v)) trace = v;
-        else if (cli_opt(argc, argv, &i, "--seed", &v)) po.seed = v ? (unsigned)strtoul(v, NULL, 10) : 0;
+        if (cli_opt(argc, argv, &i, "--algo", &v))
+            algo = v;
+        else if (cli_opt(argc, argv, &i, "-o", &v))
+            out = v;
+        else if (cli_opt(argc, argv, &i, "--trace", &v))
+            trace = v;
+        else if (cli_opt(argc, argv, &i, "--seed", &v))
+            po.seed = v ? (unsigned)strtoul(v, NULL, 10) : 0;
         else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
-            if (cli_seconds("place", "--time-limit", v, &po.time_limit_s) < 0) return CLI_EXIT_BAD_INPUT;
-        } else return cli_fail("place", "unknown option '%s'\n%s", argv[i], help);
+            if (cli_seconds("place", "--time-limit", v, &po.time_limit_s) < 0)
+                return CLI_EXIT_BAD_INPUT;
+        } else
+            return cli_fail("place", "unknown option '%s'\n%s", argv[i], help);
     }
     const pl_algo *a = algo ? pl_algo_find(algo) : NULL;
     if (!a) return cli_fail("place", "unknown algorithm '%s'\n%s", algo ? algo : "", help);
@@ -84,8 +91,10 @@ int cli_place(int argc, char **argv)
     if ((out && pl_plan_save(p, x.g, x.c, out, &err) < 0) ||
         (trace && pl_sim_trace_write(x.k, p, &r, trace, &err) < 0))
         status = cli_fail("place", "%s", err.msg);
-    else if (co.json) print_json(&x, p, &r, pl_lower_bound(x.k), why, out);
-    else print_text(&x, p, &r, pl_lower_bound(x.k), why);
+    else if (co.json)
+        print_json(&x, p, &r, pl_lower_bound(x.k), why, out);
+    else
+        print_text(&x, p, &r, pl_lower_bound(x.k), why);
     pl_sim_result_free(&r);
     pl_plan_free(p);
 done:

@@ -38,9 +38,11 @@ int cli_fail(const char *verb, const char *fmt, ...)
 
 void cli_print_warnings(const pl_graph *g)
 {
-    for (int k = 0; k < g->n_warnings_stored; k++) fprintf(stderr, "warning: %s\n", g->warnings[k]);
+    for (int k = 0; k < g->n_warnings_stored; k++)
+        fprintf(stderr, "warning: %s\n", g->warnings[k]);
     if (g->n_warnings > g->n_warnings_stored)
-        fprintf(stderr, "warning: ... and %d more warnings\n", g->n_warnings - g->n_warnings_stored);
+        fprintf(stderr, "warning: ... and %d more warnings\n",
+                g->n_warnings - g->n_warnings_stored);
 }
 
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value)

@@ -19,24 +19,29 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
                        const pl_sim_result *r, const char *check)
 {
     printf("%-11s %s (%d ops)\n", "model", x->g->path ? x->g->path : x->g->name, x->g->n_ops);
-    printf("%-11s %s (%d devices)\n", "cluster", x->c->path ? x->c->path : x->c->name, x->c->n_devs);
+    printf("%-11s %s (%d devices)\n", "cluster", x->c->path ? x->c->path : x->c->name,
+           x->c->n_devs);
     printf("%-11s %s, contention %s\n", "plan", p->algo, pl_contention_name(so->contention));
     if (so->requests > 1)
-        printf("%-11s %d requests in %.4f ms: period %.4f ms (%.1f requests/s), mean latency %.4f ms\n",
+        printf("%-11s %d requests in %.4f ms: period %.4f ms (%.1f requests/s), mean latency %.4f "
+               "ms\n",
                "throughput", so->requests, r->makespan_s * 1e3, r->period_s * 1e3,
                r->period_s > 0 ? 1 / r->period_s : 0.0, r->latency_s * 1e3);
-    else printf("%-11s %.4f ms\n", "makespan", r->makespan_s * 1e3);
+    else
+        printf("%-11s %.4f ms\n", "makespan", r->makespan_s * 1e3);
     if (p->predicted_makespan_s > 0 && so->requests <= 1)
-        printf("%-11s %.4f ms when the plan was made\n", "predicted", p->predicted_makespan_s * 1e3);
+        printf("%-11s %.4f ms when the plan was made\n", "predicted",
+               p->predicted_makespan_s * 1e3);
     if (r->oom)
         printf("%-11s DOES NOT FIT: %s over capacity by %.0f bytes\n", "memory",
                x->c->devs[r->oom_dev].name, r->oom_excess_bytes);
-    else printf("%-11s fits on every device\n", "memory");
+    else
+        printf("%-11s fits on every device\n", "memory");
     printf("%-11s %s\n", "invariants", check);
     if (so->requests <= 1)
         printf("%-11s %d ops, from %s to %s\n", "critical", r->critical_len,
-           r->critical_len ? x->g->ops[r->critical_path[0]].name : "-",
-           r->critical_len ? x->g->ops[r->critical_path[r->critical_len - 1]].name : "-");
+               r->critical_len ? x->g->ops[r->critical_path[0]].name : "-",
+               r->critical_len ? x->g->ops[r->critical_path[r->critical_len - 1]].name : "-");
     putchar('\n');
     cli_print_devices(x, p, r);
 }
@@ -50,9 +55,12 @@ int cli_simulate(int argc, char **argv)
         int rc = cli_common_opt("simulate", argc, argv, &i, &co);
         if (rc < 0) return CLI_EXIT_BAD_INPUT;
         if (rc) continue;
-        if (cli_opt(argc, argv, &i, "--plan", &v)) plan_path = v;
-        else if (cli_opt(argc, argv, &i, "--trace", &v)) trace = v;
-        else return cli_fail("simulate", "unknown option '%s'\n%s", argv[i], help);
+        if (cli_opt(argc, argv, &i, "--plan", &v))
+            plan_path = v;
+        else if (cli_opt(argc, argv, &i, "--trace", &v))
+            trace = v;
+        else
+            return cli_fail("simulate", "unknown option '%s'\n%s", argv[i], help);
     }
     if (!plan_path) return cli_fail("simulate", "which plan? give --plan FILE\n%s", help);
     cli_ctx x;
@@ -60,8 +68,11 @@ int cli_simulate(int argc, char **argv)
     pl_err err = {""};
     int status = 0;
     pl_plan *p = pl_plan_load(plan_path, x.g, x.c, &err);
-    pl_sim_opts so = {.contention = co.contention_set ? co.contention : p ? p->contention : 0,
-                      .requests = co.requests, .record = true};
+    pl_sim_opts so = {.contention = co.contention_set ? co.contention
+                                    : p               ? p->contention
+                                                      : 0,
+                      .requests = co.requests,
+                      .record = true};
     pl_sim_result r;
     if (!p || pl_simulate(x.k, p, &so, &r, &err) < 0) {
         status = cli_fail("simulate", "%s", err.msg);
@@ -74,19 +85,19 @@ int cli_simulate(int argc, char **argv)
     if (trace && pl_sim_trace_write(x.k, p, &r, trace, &err) < 0)
         status = cli_fail("simulate", "%s", err.msg);
     else if (co.json) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:b, s:s, s:o}", "format",
-                              "placer-simulate/1", "model", x.g->path ? x.g->path : "",
-                              "cluster", x.c->path ? x.c->path : "", "plan", plan_path,
-                              "contention", pl_contention_name(so.contention), "makespan_s",
-                              r.makespan_s, "fits", !r.oom, "invariants", why, "devices",
-                              (json_t *)cli_devices_json(&x, p, &r));
+        json_t *o = json_pack(
+            "{s:s, s:s, s:s, s:s, s:s, s:f, s:b, s:s, s:o}", "format", "placer-simulate/1", "model",
+            x.g->path ? x.g->path : "", "cluster", x.c->path ? x.c->path : "", "plan", plan_path,
+            "contention", pl_contention_name(so.contention), "makespan_s", r.makespan_s, "fits",
+            !r.oom, "invariants", why, "devices", (json_t *)cli_devices_json(&x, p, &r));
         if (so.requests > 1) {
             json_object_set_new(o, "requests", json_integer(so.requests));
             json_object_set_new(o, "period_s", json_real(r.period_s));
             json_object_set_new(o, "latency_s", json_real(r.latency_s));
         }
         pl_json_print(o, stdout);
-    } else print_text(&x, p, &so, &r, why);
+    } else
+        print_text(&x, p, &so, &r, why);
     pl_sim_result_free(&r);
     pl_plan_free(p);
     cli_ctx_close(&x);

@@ -76,9 +76,11 @@ static void test_taskgraph_refusals(void **state)
          " \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 4},"
          " {\"from\": \"b\", \"to\": \"a\", \"bytes\": 4}]}",
          "cycle through 2 ops"},
-        {"{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\", \"weight_bytes\": -4}]}",
+        {"{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\", \"weight_bytes\": "
+         "-4}]}",
          "$.nodes[0].weight_bytes"},
-        {"{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\", \"memory_bytes\": \"16\"}]}",
+        {"{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\", \"memory_bytes\": "
+         "\"16\"}]}",
          "unit is missing"},
         {"{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\", \"size\": 4}]}",
          "$.nodes[0]"},
@@ -122,10 +124,12 @@ static void test_input_shapes(void **state)
     expect_refusal("inspect models/resnet50.onnx --input image=2,3,224,224",
                    "input 'image' has dim 0 = 1 in the file");
     expect_refusal("inspect models/resnet50.onnx --input image=1,3,224", "has rank 4 in the file");
-    expect_refusal("inspect models/resnet50.onnx --input image=1,x", "expected comma-separated sizes");
+    expect_refusal("inspect models/resnet50.onnx --input image=1,x",
+                   "expected comma-separated sizes");
     /* silero VAD leaves its input's dims open: giving them makes them known */
     char *out;
-    assert_int_equal(tu_run("inspect build/thirdparty/silero_vad_v5.onnx --input input=1,512", &out), 0);
+    assert_int_equal(
+        tu_run("inspect build/thirdparty/silero_vad_v5.onnx --input input=1,512", &out), 0);
     assert_non_null(strstr(out, "input float32 [1,512]"));
     free(out);
     assert_int_equal(tu_run("inspect build/thirdparty/silero_vad_v5.onnx", &out), 0);

@@ -37,12 +37,15 @@ static void test_place_then_simulate(void **state)
     char plan[256], trace[256], args[1024];
     snprintf(plan, sizeof plan, "%s", tu_tmpfile("", 0, ".json"));
     snprintf(trace, sizeof trace, "%s", tu_tmpfile("", 0, ".json"));
-    snprintf(args, sizeof args, "place models/bert_base.onnx --cluster " INTRA " --algo heft -o %s --trace %s --json", plan, trace);
+    snprintf(args, sizeof args,
+             "place models/bert_base.onnx --cluster " INTRA " --algo heft -o %s --trace %s --json",
+             plan, trace);
     json_t *p = run_json(args);
     assert_string_equal(json_string_value(json_object_get(p, "invariants")), "ok");
     double made = json_real_value(json_object_get(p, "makespan_s"));
     assert_true(made >= json_real_value(json_object_get(p, "lower_bound_s")));
-    snprintf(args, sizeof args, "simulate models/bert_base.onnx --cluster " INTRA " --plan %s --json", plan);
+    snprintf(args, sizeof args,
+             "simulate models/bert_base.onnx --cluster " INTRA " --plan %s --json", plan);
     json_t *s = run_json(args);
     assert_close(json_real_value(json_object_get(s, "makespan_s")), made, 1e-12);
     json_decref(p), json_decref(s);
@@ -53,7 +56,8 @@ static void test_place_then_simulate(void **state)
     assert_true(json_array_size(json_object_get(t, "traceEvents")) >= 773);
     json_decref(t);
     /* the same plan is refused for another model, by its SHA-256 */
-    snprintf(args, sizeof args, "simulate models/gpt2_small.onnx --cluster " INTRA " --plan %s", plan);
+    snprintf(args, sizeof args, "simulate models/gpt2_small.onnx --cluster " INTRA " --plan %s",
+             plan);
     expect_refusal(args, "this plan was made for another model");
     remove(plan), remove(trace);
 }
@@ -63,9 +67,12 @@ static void test_throughput_mode(void **state)
     (void)state;
     char plan[256], args[1024];
     snprintf(plan, sizeof plan, "%s", tu_tmpfile("", 0, ".json"));
-    snprintf(args, sizeof args, "place models/resnet50.onnx --cluster " INTRA " --algo expert -o %s --json", plan);
+    snprintf(args, sizeof args,
+             "place models/resnet50.onnx --cluster " INTRA " --algo expert -o %s --json", plan);
     json_decref(run_json(args));
-    snprintf(args, sizeof args, "simulate models/resnet50.onnx --cluster " INTRA " --plan %s --requests 8 --json", plan);
+    snprintf(args, sizeof args,
+             "simulate models/resnet50.onnx --cluster " INTRA " --plan %s --requests 8 --json",
+             plan);
     json_t *s = run_json(args);
     double period = json_real_value(json_object_get(s, "period_s"));
     double latency = json_real_value(json_object_get(s, "latency_s"));
@@ -97,12 +104,17 @@ static void test_refusals(void **state)
 {
     (void)state;
     expect_refusal("place models/resnet50.onnx", "which cluster?");
-    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --algo magic", "unknown algorithm 'magic'");
-    expect_refusal("place models/resnet50.onnx --cluster /nonexistent.json", "/nonexistent.json: cannot open");
-    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --contention bus", "--contention wants ports, pair or none");
+    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --algo magic",
+                   "unknown algorithm 'magic'");
+    expect_refusal("place models/resnet50.onnx --cluster /nonexistent.json",
+                   "/nonexistent.json: cannot open");
+    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --contention bus",
+                   "--contention wants ports, pair or none");
     expect_refusal("simulate models/resnet50.onnx --cluster " INTRA, "which plan?");
-    expect_refusal("compare models/resnet50.onnx --cluster " INTRA " --algos heft,magic", "unknown algorithm 'magic'");
-    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --time-limit 60", "unit is missing");
+    expect_refusal("compare models/resnet50.onnx --cluster " INTRA " --algos heft,magic",
+                   "unknown algorithm 'magic'");
+    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --time-limit 60",
+                   "unit is missing");
 }
 
 int main(void)

@@ -20,7 +20,8 @@ static void test_replay_crashers(void **state)
             pl_graph_summary_free(&s);
             pl_graph_free(g);
         } else if (!err.msg[0] || !strstr(err.msg, gl.gl_pathv[k])) {
-            fail_msg("%s: refused without a message naming the file: '%s'", gl.gl_pathv[k], err.msg);
+            fail_msg("%s: refused without a message naming the file: '%s'", gl.gl_pathv[k],
+                     err.msg);
         }
     }
     assert_true(gl.gl_pathc >= 1);

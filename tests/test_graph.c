@@ -42,8 +42,10 @@ static void test_unsorted_nodes_are_ordered(void **state)
     assert_int_equal(pl_graph_finalize(g, "t.onnx", &err), 0);
     /* a first; b and c tie and keep file order (c before b); d last */
     const char *want[] = {"a", "c", "b", "d"};
-    for (int k = 0; k < 4; k++) assert_string_equal(g->ops[g->topo[k]].name, want[k]);
-    for (int k = 0; k < 4; k++) assert_int_equal(g->topo[g->topo_pos[k]], k);
+    for (int k = 0; k < 4; k++)
+        assert_string_equal(g->ops[g->topo[k]].name, want[k]);
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(g->topo[g->topo_pos[k]], k);
     assert_int_equal(g->n_edges, 4);
     pl_graph_free(g);
 }
@@ -111,9 +113,9 @@ static void test_edges_dedupe_and_names(void **state)
     (void)state;
     pl_graph *g = with_input();
     op(g, "a", "x", "t");
-    op(g, "b", "t,t", "u");   /* reads t twice: one edge, one consumer entry */
-    op(g, NULL, "t,u", "v");  /* unnamed: gets a generated name */
-    op(g, "b", "v", "w");     /* duplicate name: renamed with a warning */
+    op(g, "b", "t,t", "u");  /* reads t twice: one edge, one consumer entry */
+    op(g, NULL, "t,u", "v"); /* unnamed: gets a generated name */
+    op(g, "b", "v", "w");    /* duplicate name: renamed with a warning */
     pl_err err;
     assert_int_equal(pl_graph_finalize(g, "m", &err), 0);
     assert_int_equal(g->tensors[pl_graph_find_tensor(g, "t")].n_consumers, 2);
@@ -148,7 +150,8 @@ static void check_random_dag(unsigned seed, int n, double p, size_t cap)
     srand(seed);
     /* edges only from lower to higher index under a random relabelling: a DAG */
     int *perm = malloc(n * sizeof *perm);
-    for (int i = 0; i < n; i++) perm[i] = i;
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
     for (int i = n - 1; i > 0; i--) {
         int j = rand() % (i + 1), t = perm[i];
         perm[i] = perm[j], perm[j] = t;
@@ -159,12 +162,14 @@ static void check_random_dag(unsigned seed, int n, double p, size_t cap)
     for (int a = 0; a < n; a++)
         for (int b = a + 1; b < n; b++)
             if (rand() < p * RAND_MAX) has[(size_t)perm[a] * n + perm[b]] = 1, cnt[perm[a]]++;
-    for (int v = 0; v < n; v++) off[v + 1] = off[v] + cnt[v];
+    for (int v = 0; v < n; v++)
+        off[v + 1] = off[v] + cnt[v];
     for (int v = 0; v < n; v++)
         for (int w = 0; w < n; w++)
             if (has[(size_t)v * n + w]) adj[m++] = w;
     int *topo = malloc(n * sizeof *topo);
-    for (int a = 0; a < n; a++) topo[a] = perm[a];
+    for (int a = 0; a < n; a++)
+        topo[a] = perm[a];
     unsigned char *closure = malloc((size_t)n * n);
     brute_closure(n, off, adj, closure);
     pl_reach *r = pl_reach_build_capped(n, off, adj, topo, cap);

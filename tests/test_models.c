@@ -39,7 +39,8 @@ static void check_histogram(const pl_graph *g, json_t *hist, const char *model)
     json_object_foreach(hist, type, count)
     {
         int n = 0;
-        for (int i = 0; i < g->n_ops; i++) n += !strcmp(g->ops[i].type, type);
+        for (int i = 0; i < g->n_ops; i++)
+            n += !strcmp(g->ops[i].type, type);
         if (n != json_integer_value(count))
             fail_msg("%s: %d %s ops, onnx counts %lld", model, n, type,
                      (long long)json_integer_value(count));
@@ -174,7 +175,8 @@ static void test_thirdparty_models(void **state)
             for (int i = 0; i < g->n_ops; i++)
                 if (g->ops[i].cls == PL_CLASS_CONTROL) ctrl += g->ops[i].flops;
             assert_true(s.n_subgraphs > 0);
-            if (!(ctrl > 0.5 * s.flops)) fail_msg("%s: control ops carry %.0f of %.0f FLOPs", path, ctrl, s.flops);
+            if (!(ctrl > 0.5 * s.flops))
+                fail_msg("%s: control ops carry %.0f of %.0f FLOPs", path, ctrl, s.flops);
         }
         pl_graph_summary_free(&s);
         pl_graph_free(g);

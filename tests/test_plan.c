@@ -10,14 +10,19 @@
 
 static const char *diamond_json =
     "{\"format\": \"placer-taskgraph/1\", \"nodes\": [{\"name\": \"a\", \"flops\": 1e9},"
-    " {\"name\": \"b\", \"flops\": 1e9}, {\"name\": \"c\", \"flops\": 1e9}, {\"name\": \"d\", \"flops\": 1e9}],"
-    " \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1000}, {\"from\": \"a\", \"to\": \"c\", \"bytes\": 1000},"
-    " {\"from\": \"b\", \"to\": \"d\", \"bytes\": 1000}, {\"from\": \"c\", \"to\": \"d\", \"bytes\": 1000}]}";
+    " {\"name\": \"b\", \"flops\": 1e9}, {\"name\": \"c\", \"flops\": 1e9}, {\"name\": \"d\", "
+    "\"flops\": 1e9}],"
+    " \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1000}, {\"from\": \"a\", \"to\": "
+    "\"c\", \"bytes\": 1000},"
+    " {\"from\": \"b\", \"to\": \"d\", \"bytes\": 1000}, {\"from\": \"c\", \"to\": \"d\", "
+    "\"bytes\": 1000}]}";
 
 static const char *cluster_json =
     "{\"format\": \"placer-cluster/1\", \"name\": \"two\", \"devices\": ["
-    " {\"name\": \"gpu0\", \"model\": \"V100-SXM2-16GB\"}, {\"name\": \"gpu1\", \"model\": \"V100-SXM2-16GB\"}],"
-    " \"links\": [{\"from\": \"gpu0\", \"to\": \"gpu1\", \"bandwidth_Bps\": \"10 GB/s\", \"latency_s\": \"10 us\","
+    " {\"name\": \"gpu0\", \"model\": \"V100-SXM2-16GB\"}, {\"name\": \"gpu1\", \"model\": "
+    "\"V100-SXM2-16GB\"}],"
+    " \"links\": [{\"from\": \"gpu0\", \"to\": \"gpu1\", \"bandwidth_Bps\": \"10 GB/s\", "
+    "\"latency_s\": \"10 us\","
     " \"both_ways\": true}]}";
 
 typedef struct {
@@ -29,8 +34,10 @@ typedef struct {
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    snprintf(f->model, sizeof f->model, "%s", tu_tmpfile(diamond_json, strlen(diamond_json), ".json"));
-    snprintf(f->cluster, sizeof f->cluster, "%s", tu_tmpfile(cluster_json, strlen(cluster_json), ".json"));
+    snprintf(f->model, sizeof f->model, "%s",
+             tu_tmpfile(diamond_json, strlen(diamond_json), ".json"));
+    snprintf(f->cluster, sizeof f->cluster, "%s",
+             tu_tmpfile(cluster_json, strlen(cluster_json), ".json"));
     pl_err err;
     f->g = tu_load(f->model);
     f->c = pl_cluster_load(f->cluster, &err);
@@ -58,8 +65,8 @@ static void test_round_trip(void **state)
 {
     fixture *f = *state;
     pl_plan *p = pl_plan_new(f->g->n_ops, f->c->n_devs);
-    int a = pl_graph_find_op(f->g, "a"), b = pl_graph_find_op(f->g, "b"), c = pl_graph_find_op(f->g, "c"),
-        d = pl_graph_find_op(f->g, "d");
+    int a = pl_graph_find_op(f->g, "a"), b = pl_graph_find_op(f->g, "b"),
+        c = pl_graph_find_op(f->g, "c"), d = pl_graph_find_op(f->g, "d");
     p->dev[c] = 1;
     int seq[4] = {a, c, b, d};
     pl_plan_set_order(p, seq);
@@ -71,7 +78,8 @@ static void test_round_trip(void **state)
     assert_int_equal(pl_plan_save(p, f->g, f->c, path, &err), 0);
     pl_plan *q = pl_plan_load(path, f->g, f->c, &err);
     if (!q) fail_msg("%s", err.msg);
-    for (int i = 0; i < 4; i++) assert_int_equal(q->dev[i], p->dev[i]);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(q->dev[i], p->dev[i]);
     assert_int_equal(q->order_off[1], 3); /* gpu0 runs a, b, d; gpu1 runs c */
     assert_int_equal(q->order[0], a);
     assert_int_equal(q->order[1], b);
@@ -99,19 +107,36 @@ static void test_refusals(void **state)
                    "op 'b' is not placed (3 ops missing)");
     expect_refused(f, "{\"format\": \"placer-plan/1\", \"placement\": {\"zz\": \"gpu0\"}}",
                    "no op named 'zz'");
-    expect_refused(f, "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", \"placement\": {\"a\": \"tpu9\"}}",
+    expect_refused(f,
+                   "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", \"placement\": "
+                   "{\"a\": \"tpu9\"}}",
                    "no device 'tpu9' in cluster two (devices: gpu0, gpu1)");
-    expect_refused(f, "{\"format\": \"placer-plan/1\", \"model\": {\"sha256\": \"00ff\"}, \"default_device\": \"gpu0\", \"placement\": {}}",
+    expect_refused(f,
+                   "{\"format\": \"placer-plan/1\", \"model\": {\"sha256\": \"00ff\"}, "
+                   "\"default_device\": \"gpu0\", \"placement\": {}}",
                    "this plan was made for another model");
-    expect_refused(f, "{\"format\": \"placer-plan/1\", \"cluster\": {\"sha256\": \"00ff\"}, \"default_device\": \"gpu0\", \"placement\": {}}",
+    expect_refused(f,
+                   "{\"format\": \"placer-plan/1\", \"cluster\": {\"sha256\": \"00ff\"}, "
+                   "\"default_device\": \"gpu0\", \"placement\": {}}",
                    "another cluster");
-    expect_refused(f, "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", \"placement\": {},"
-                      " \"order\": {\"gpu0\": [\"a\", \"b\", \"c\", \"d\", \"a\"]}}", "op 'a' is listed twice");
-    expect_refused(f, "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", \"placement\": {\"c\": \"gpu1\"},"
-                      " \"order\": {\"gpu0\": [\"a\", \"b\", \"c\", \"d\"]}}", "op 'c' is placed on gpu1, not gpu0");
-    expect_refused(f, "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", \"placement\": {},"
-                      " \"order\": {\"gpu0\": [\"a\", \"b\", \"d\"]}}", "the order leaves out op 'c'");
-    expect_refused(f, "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", \"placement\": {}, \"contention\": \"bus\"}",
+    expect_refused(
+        f,
+        "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", \"placement\": {},"
+        " \"order\": {\"gpu0\": [\"a\", \"b\", \"c\", \"d\", \"a\"]}}",
+        "op 'a' is listed twice");
+    expect_refused(f,
+                   "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", \"placement\": "
+                   "{\"c\": \"gpu1\"},"
+                   " \"order\": {\"gpu0\": [\"a\", \"b\", \"c\", \"d\"]}}",
+                   "op 'c' is placed on gpu1, not gpu0");
+    expect_refused(
+        f,
+        "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", \"placement\": {},"
+        " \"order\": {\"gpu0\": [\"a\", \"b\", \"d\"]}}",
+        "the order leaves out op 'c'");
+    expect_refused(f,
+                   "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", \"placement\": "
+                   "{}, \"contention\": \"bus\"}",
                    "unknown contention model 'bus'");
     expect_refused(f, "{\"format\": \"placer-cluster/1\"}", "placer-plan/1");
 }

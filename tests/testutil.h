@@ -21,11 +21,11 @@ int tu_run(const char *args, char **out);
 /* Writes `len` bytes to a fresh temporary file and returns its path (static buffer). */
 const char *tu_tmpfile(const void *data, size_t len, const char *suffix);
 /* Relative comparison |a-b| <= tol*max(|a|,|b|,1e-300). */
-#define assert_close(a, b, tol)                                                                 \
-    do {                                                                                        \
-        double a_ = (a), b_ = (b), m_ = fabs(a_) > fabs(b_) ? fabs(a_) : fabs(b_);             \
-        if (!(fabs(a_ - b_) <= (tol) * (m_ > 1e-300 ? m_ : 1e-300)))                           \
-            fail_msg("%s = %.12g, expected %.12g (rel tol %g)", #a, a_, b_, (double)(tol));    \
+#define assert_close(a, b, tol)                                                                    \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b), m_ = fabs(a_) > fabs(b_) ? fabs(a_) : fabs(b_);                 \
+        if (!(fabs(a_ - b_) <= (tol) * (m_ > 1e-300 ? m_ : 1e-300)))                               \
+            fail_msg("%s = %.12g, expected %.12g (rel tol %g)", #a, a_, b_, (double)(tol));        \
     } while (0)
 
 #endif

@@ -10,24 +10,32 @@
 #include "placer/common.h"
 
 /* Precisions with their own peak; an op's precision comes from its output dtype. */
-typedef enum { PL_PREC_FP32, PL_PREC_FP16, PL_PREC_BF16, PL_PREC_INT8, PL_PREC_FP64, PL_PREC_COUNT } pl_precision;
-const char *pl_precision_name(pl_precision p);      /* "fp32", ... */
-pl_precision pl_precision_of_dtype(int dtype);       /* float16 → FP16, bfloat16 → BF16, int8/uint8 → INT8, float64 → FP64, else FP32 */
+typedef enum {
+    PL_PREC_FP32,
+    PL_PREC_FP16,
+    PL_PREC_BF16,
+    PL_PREC_INT8,
+    PL_PREC_FP64,
+    PL_PREC_COUNT
+} pl_precision;
+const char *pl_precision_name(pl_precision p); /* "fp32", ... */
+pl_precision pl_precision_of_dtype(
+    int dtype); /* float16 → FP16, bfloat16 → BF16, int8/uint8 → INT8, float64 → FP64, else FP32 */
 
 typedef enum { PL_DEV_CPU, PL_DEV_GPU, PL_DEV_ACCEL } pl_dev_kind;
-const char *pl_dev_kind_name(pl_dev_kind k);        /* "cpu", "gpu", "accel" */
+const char *pl_dev_kind_name(pl_dev_kind k); /* "cpu", "gpu", "accel" */
 
 /* One row of the built-in table (../shared/facts/gpus.md). A peak of 0 means the device has
  * no fast path at that precision: the cost model then uses the FP32 peak. */
 typedef struct pl_gpu_spec {
-    const char *model;          /* canonical name, e.g. "V100-SXM2-16GB" */
-    const char *aliases;        /* comma-separated other accepted names, e.g. "V100,V100-16GB" */
+    const char *model;   /* canonical name, e.g. "V100-SXM2-16GB" */
+    const char *aliases; /* comma-separated other accepted names, e.g. "V100,V100-16GB" */
     pl_dev_kind kind;
     double memory_bytes;
     double peak_flops_per_s[PL_PREC_COUNT];
     double mem_bandwidth_Bps;
     double launch_overhead_s;
-    const char *source;         /* where the figures come from */
+    const char *source; /* where the figures come from */
 } pl_gpu_spec;
 
 /* Case-insensitive match on the model or an alias; NULL when unknown. */
@@ -35,10 +43,10 @@ const pl_gpu_spec *pl_gpu_spec_find(const char *model);
 const pl_gpu_spec *pl_gpu_specs(int *n);
 
 typedef struct pl_device {
-    char *name;                 /* unique in the cluster: "gpu0" */
+    char *name; /* unique in the cluster: "gpu0" */
     pl_dev_kind kind;
-    char *model;                /* "V100-SXM2-16GB"; profiles and task-graph times match on it */
-    char *host;                 /* "" when not given */
+    char *model; /* "V100-SXM2-16GB"; profiles and task-graph times match on it */
+    char *host;  /* "" when not given */
     double memory_bytes;
     double peak_flops_per_s[PL_PREC_COUNT];
     double mem_bandwidth_Bps;
@@ -47,16 +55,16 @@ typedef struct pl_device {
 
 typedef struct pl_cluster {
     char *name;
-    char *path;                 /* file it was read from, or NULL */
-    char sha256[65];            /* of the file; "" for clusters built in code */
+    char *path;      /* file it was read from, or NULL */
+    char sha256[65]; /* of the file; "" for clusters built in code */
     pl_device *devs;
     int n_devs;
     /* Routes, row-major [from * n_devs + to]. Diagonal: bandwidth INFINITY, latency 0. */
     double *bw_Bps;
     double *lat_s;
-    int *hops;                  /* physical hops of the route; 0 on the diagonal */
-    int io_device;              /* device holding graph inputs/outputs, or -1 (inputs everywhere) */
-    double usd_per_hour;        /* 0 when not rentable / not given */
+    int *hops;           /* physical hops of the route; 0 on the diagonal */
+    int io_device;       /* device holding graph inputs/outputs, or -1 (inputs everywhere) */
+    double usd_per_hour; /* 0 when not rentable / not given */
     int cap_devs;
 } pl_cluster;
 
@@ -69,7 +77,7 @@ struct pl_json;
 /* A cluster object at a JSON cursor (catalogues embed clusters). */
 pl_cluster *pl_cluster_parse(const struct pl_json *obj, pl_err *err);
 void pl_cluster_free(pl_cluster *c);
-int pl_cluster_find(const pl_cluster *c, const char *device_name);  /* -1 if absent */
+int pl_cluster_find(const pl_cluster *c, const char *device_name); /* -1 if absent */
 
 /* ---- building in code (tests, synthetic benchmarks) ---- */
 pl_cluster *pl_cluster_new(const char *name);

@@ -35,7 +35,8 @@ void pl_grow(void **arr, int *cap, int need, size_t size);
 /* qsort that accepts an empty (possibly NULL) array: C leaves qsort(NULL, 0, ...) undefined,
  * and empty arrays are NULL throughout placer. */
 #include <stdlib.h>
-static inline void pl_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+static inline void pl_sort(void *base, size_t n, size_t size,
+                           int (*cmp)(const void *, const void *))
 {
     if (n > 1) qsort(base, n, size, cmp);
 }
@@ -50,8 +51,8 @@ int pl_sha256_file(const char *path, char out[65], pl_err *err);
 double pl_now(void);
 
 /* Human-readable formatting into a caller buffer; returns buf. */
-const char *pl_fmt_bytes(double bytes, char *buf, size_t n);   /* "1.50 MiB" */
-const char *pl_fmt_count(double x, char *buf, size_t n);       /* "4.09 G" */
+const char *pl_fmt_bytes(double bytes, char *buf, size_t n); /* "1.50 MiB" */
+const char *pl_fmt_count(double x, char *buf, size_t n);     /* "4.09 G" */
 
 /* Quantities with units, as files and command lines give them ("25 GB/s", "50ms",
  * "16 GiB", "4.37 TFLOP/s", "0.9 USD/h"). Decimal prefixes are powers of 1000, binary ones
@@ -59,7 +60,11 @@ const char *pl_fmt_count(double x, char *buf, size_t n);       /* "4.09 G" */
  * (bytes, seconds, bytes/s, flops, flop/s, USD/h). A bare number, a unit of the wrong kind, a
  * negative, NaN or infinite value is an error naming the text. */
 typedef enum {
-    PL_UNIT_BYTES, PL_UNIT_SECONDS, PL_UNIT_BYTES_PER_S, PL_UNIT_FLOPS, PL_UNIT_FLOPS_PER_S,
+    PL_UNIT_BYTES,
+    PL_UNIT_SECONDS,
+    PL_UNIT_BYTES_PER_S,
+    PL_UNIT_FLOPS,
+    PL_UNIT_FLOPS_PER_S,
     PL_UNIT_USD_PER_HOUR
 } pl_unit;
 int pl_parse_quantity(const char *text, pl_unit unit, double *out, pl_err *err);
@@ -86,8 +91,11 @@ static inline bool pl_heap_less(const pl_heap_item *x, const pl_heap_item *y)
     return x->id < y->id;
 }
 void pl_heap_push(pl_heap *h, pl_heap_item it);
-pl_heap_item pl_heap_pop(pl_heap *h);          /* h must not be empty */
-static inline const pl_heap_item *pl_heap_top(const pl_heap *h) { return h->n ? &h->v[0] : NULL; }
+pl_heap_item pl_heap_pop(pl_heap *h); /* h must not be empty */
+static inline const pl_heap_item *pl_heap_top(const pl_heap *h)
+{
+    return h->n ? &h->v[0] : NULL;
+}
 void pl_heap_free(pl_heap *h);
 
 /* Open-addressing string → int map (names of tensors and ops). Keys are not copied:

@@ -24,8 +24,8 @@ void pl_cost_params_default(pl_cost_params *p);
 /* Measured op times for one device model: format placer-profile/1 (docs/cost.md). */
 typedef struct pl_profile {
     char *device_model;
-    char *model_sha256;         /* the model the profile was measured on; "" if not given */
-    pl_strmap index;            /* op name → entry */
+    char *model_sha256; /* the model the profile was measured on; "" if not given */
+    pl_strmap index;    /* op name → entry */
     char **op_names;
     double *time_s;
     int n;
@@ -41,10 +41,10 @@ typedef struct pl_cost {
     const pl_cluster *c;
     pl_cost_params params;
     int n_ops, n_devs;
-    double *op_s;               /* [op * n_devs + dev] */
-    unsigned char *given;       /* [op * n_devs + dev]: 1 when the time was given, not estimated */
-    double *weight_bytes;       /* per op: bytes of the weights it reads */
-    double *out_bytes;          /* per op: bytes of the tensors it writes (unknown sizes: 0) */
+    double *op_s;         /* [op * n_devs + dev] */
+    unsigned char *given; /* [op * n_devs + dev]: 1 when the time was given, not estimated */
+    double *weight_bytes; /* per op: bytes of the weights it reads */
+    double *out_bytes;    /* per op: bytes of the tensors it writes (unknown sizes: 0) */
 } pl_cost;
 
 /* Builds the table. `profiles` may be NULL. Fails when a profile names the wrong model. */

@@ -16,12 +16,29 @@
 
 /* ---- data types: the ONNX TensorProto.DataType codes, so ONNX needs no mapping ---- */
 enum {
-    PL_DT_UNDEFINED = 0, PL_DT_FLOAT = 1, PL_DT_UINT8 = 2, PL_DT_INT8 = 3, PL_DT_UINT16 = 4,
-    PL_DT_INT16 = 5, PL_DT_INT32 = 6, PL_DT_INT64 = 7, PL_DT_STRING = 8, PL_DT_BOOL = 9,
-    PL_DT_FLOAT16 = 10, PL_DT_DOUBLE = 11, PL_DT_UINT32 = 12, PL_DT_UINT64 = 13,
-    PL_DT_COMPLEX64 = 14, PL_DT_COMPLEX128 = 15, PL_DT_BFLOAT16 = 16,
-    PL_DT_FLOAT8E4M3FN = 17, PL_DT_FLOAT8E4M3FNUZ = 18, PL_DT_FLOAT8E5M2 = 19,
-    PL_DT_FLOAT8E5M2FNUZ = 20, PL_DT_UINT4 = 21, PL_DT_INT4 = 22,
+    PL_DT_UNDEFINED = 0,
+    PL_DT_FLOAT = 1,
+    PL_DT_UINT8 = 2,
+    PL_DT_INT8 = 3,
+    PL_DT_UINT16 = 4,
+    PL_DT_INT16 = 5,
+    PL_DT_INT32 = 6,
+    PL_DT_INT64 = 7,
+    PL_DT_STRING = 8,
+    PL_DT_BOOL = 9,
+    PL_DT_FLOAT16 = 10,
+    PL_DT_DOUBLE = 11,
+    PL_DT_UINT32 = 12,
+    PL_DT_UINT64 = 13,
+    PL_DT_COMPLEX64 = 14,
+    PL_DT_COMPLEX128 = 15,
+    PL_DT_BFLOAT16 = 16,
+    PL_DT_FLOAT8E4M3FN = 17,
+    PL_DT_FLOAT8E4M3FNUZ = 18,
+    PL_DT_FLOAT8E5M2 = 19,
+    PL_DT_FLOAT8E5M2FNUZ = 20,
+    PL_DT_UINT4 = 21,
+    PL_DT_INT4 = 22,
     PL_DT_COUNT
 };
 /* Bytes per element (4-bit types: 0.5); 0 for UNDEFINED, STRING and unknown codes. */
@@ -30,31 +47,38 @@ double pl_dtype_size(int dtype);
 const char *pl_dtype_name(int dtype);
 
 /* ---- attributes (only the kinds a cost or shape rule can use; graphs are kept as subgraphs) */
-typedef enum { PL_ATTR_INT, PL_ATTR_FLOAT, PL_ATTR_STRING, PL_ATTR_INTS, PL_ATTR_FLOATS,
-               PL_ATTR_TENSOR, PL_ATTR_OTHER } pl_attr_kind;
+typedef enum {
+    PL_ATTR_INT,
+    PL_ATTR_FLOAT,
+    PL_ATTR_STRING,
+    PL_ATTR_INTS,
+    PL_ATTR_FLOATS,
+    PL_ATTR_TENSOR,
+    PL_ATTR_OTHER
+} pl_attr_kind;
 
 typedef struct pl_attr {
     char *name;
     pl_attr_kind kind;
     int64_t i;
     double f;
-    char *s;           /* STRING */
-    int64_t *ints;     /* INTS (n entries) */
-    double *floats;    /* FLOATS (n entries) */
+    char *s;        /* STRING */
+    int64_t *ints;  /* INTS (n entries) */
+    double *floats; /* FLOATS (n entries) */
     int n;
-    int tensor;        /* TENSOR: index of the tensor holding the value (Constant 'value') */
+    int tensor; /* TENSOR: index of the tensor holding the value (Constant 'value') */
 } pl_attr;
 
 /* ---- tensors ---- */
 enum {
-    PL_TENSOR_WEIGHT = 1u << 0,        /* initializer or the value of a Constant op */
-    PL_TENSOR_INPUT = 1u << 1,         /* graph input (not a weight) */
-    PL_TENSOR_OUTPUT = 1u << 2,        /* graph output */
-    PL_TENSOR_EXTERNAL = 1u << 3,      /* payload stored in an external file (never read) */
-    PL_TENSOR_NO_PAYLOAD = 1u << 4,    /* a weight whose payload is absent (weightless model) */
-    PL_TENSOR_OUTER = 1u << 5,         /* in a subgraph: read from the enclosing graph's scope */
-    PL_TENSOR_BYTES_ONLY = 1u << 6,    /* only the size is known (task graphs): shape [bytes] of
-                                          uint8, so it has no meaningful element count */
+    PL_TENSOR_WEIGHT = 1u << 0,     /* initializer or the value of a Constant op */
+    PL_TENSOR_INPUT = 1u << 1,      /* graph input (not a weight) */
+    PL_TENSOR_OUTPUT = 1u << 2,     /* graph output */
+    PL_TENSOR_EXTERNAL = 1u << 3,   /* payload stored in an external file (never read) */
+    PL_TENSOR_NO_PAYLOAD = 1u << 4, /* a weight whose payload is absent (weightless model) */
+    PL_TENSOR_OUTER = 1u << 5,      /* in a subgraph: read from the enclosing graph's scope */
+    PL_TENSOR_BYTES_ONLY = 1u << 6, /* only the size is known (task graphs): shape [bytes] of
+                                       uint8, so it has no meaningful element count */
 };
 
 #define PL_DIM_UNKNOWN (-1)
@@ -62,11 +86,11 @@ enum {
 typedef struct pl_tensor {
     char *name;
     int dtype;
-    int rank;              /* -1 when even the rank is unknown */
-    int64_t *dims;         /* rank entries; PL_DIM_UNKNOWN where a dimension is not known */
-    int64_t bytes;         /* -1 while any dimension (or the dtype) is unknown */
-    int producer;          /* op index; -1 for graph inputs, initializers and outer tensors */
-    int *consumers;        /* op indices, each op once */
+    int rank;       /* -1 when even the rank is unknown */
+    int64_t *dims;  /* rank entries; PL_DIM_UNKNOWN where a dimension is not known */
+    int64_t bytes;  /* -1 while any dimension (or the dtype) is unknown */
+    int producer;   /* op index; -1 for graph inputs, initializers and outer tensors */
+    int *consumers; /* op indices, each op once */
     int n_consumers;
     unsigned flags;
     /* Known integer contents of small tensors (shape constants, Shape op results), used by
@@ -94,36 +118,37 @@ typedef enum {
 const char *pl_op_class_name(pl_op_class c);
 
 enum {
-    PL_OP_UNKNOWN_TYPE = 1u << 0,   /* no shape/cost rule for this op type: default cost used */
-    PL_OP_SHAPE_UNKNOWN = 1u << 1,  /* some input or output shape unknown: cost is a lower estimate */
-    PL_OP_COST_GIVEN = 1u << 2,     /* cls/flops/bytes_moved came from the file: infer keeps them */
+    PL_OP_UNKNOWN_TYPE = 1u << 0, /* no shape/cost rule for this op type: default cost used */
+    PL_OP_SHAPE_UNKNOWN =
+        1u << 1,                /* some input or output shape unknown: cost is a lower estimate */
+    PL_OP_COST_GIVEN = 1u << 2, /* cls/flops/bytes_moved came from the file: infer keeps them */
 };
 
 typedef struct pl_graph pl_graph;
 
 typedef struct pl_op {
-    char *name;            /* unique in its graph; "TYPE_k" generated when the file has none */
-    char *type;            /* "Conv", ... */
-    char *domain;          /* "" for the default ONNX domain */
-    int *inputs;           /* tensor indices; -1 for an omitted optional input */
+    char *name;   /* unique in its graph; "TYPE_k" generated when the file has none */
+    char *type;   /* "Conv", ... */
+    char *domain; /* "" for the default ONNX domain */
+    int *inputs;  /* tensor indices; -1 for an omitted optional input */
     int n_inputs;
-    int n_implicit;        /* the last n_implicit inputs are outer-scope tensors read by subgraphs */
+    int n_implicit; /* the last n_implicit inputs are outer-scope tensors read by subgraphs */
     int *outputs;
     int n_outputs;
     pl_attr *attrs;
     int n_attrs;
-    pl_graph **subgraphs;  /* If: then_branch, else_branch; Loop/Scan: body */
-    char **subgraph_attr;  /* the attribute name each subgraph came from */
+    pl_graph **subgraphs; /* If: then_branch, else_branch; Loop/Scan: body */
+    char **subgraph_attr; /* the attribute name each subgraph came from */
     int n_subgraphs;
     pl_op_class cls;
-    double flops;          /* including the body of control-flow ops */
-    double bytes_moved;    /* inputs + outputs + weights read (design.md §5) */
+    double flops;       /* including the body of control-flow ops */
+    double bytes_moved; /* inputs + outputs + weights read (design.md §5) */
     unsigned flags;
     /* Given times per device model (JSON task graphs, profiles): time_s[k] on time_device[k]. */
     char **time_device;
     double *time_s;
     int n_times;
-    double extra_memory_bytes;  /* working memory declared by a task graph; 0 for ONNX */
+    double extra_memory_bytes; /* working memory declared by a task graph; 0 for ONNX */
     int cap_inputs, cap_outputs, cap_attrs;
 } pl_op;
 
@@ -134,25 +159,25 @@ typedef struct pl_edge {
 } pl_edge;
 
 typedef struct pl_import_info {
-    char format[16];       /* "onnx" or "json" */
+    char format[16]; /* "onnx" or "json" */
     int64_t ir_version;
-    int64_t opset;         /* default-domain opset version; 0 when not ONNX */
-    char producer[64];     /* producer_name + version from the file */
+    int64_t opset;     /* default-domain opset version; 0 when not ONNX */
+    char producer[64]; /* producer_name + version from the file */
 } pl_import_info;
 
 #define PL_MAX_STORED_WARNINGS 64
 
 struct pl_graph {
     char *name;
-    char *path;            /* file it was read from, or NULL */
-    pl_graph *parent;      /* enclosing graph, for subgraphs */
+    char *path;       /* file it was read from, or NULL */
+    pl_graph *parent; /* enclosing graph, for subgraphs */
     pl_op *ops;
     int n_ops;
     pl_tensor *tensors;
     int n_tensors;
-    int *inputs;           /* graph inputs that are not weights, in file order */
+    int *inputs; /* graph inputs that are not weights, in file order */
     int n_inputs;
-    int *outputs;          /* graph outputs, in file order */
+    int *outputs; /* graph outputs, in file order */
     int n_outputs;
     pl_strmap tensor_by_name;
     pl_strmap op_by_name;
@@ -162,12 +187,13 @@ struct pl_graph {
     char **warnings;
     int n_warnings, n_warnings_stored;
     /* ---- derived by pl_graph_finalize() ---- */
-    int *topo;             /* op indices in a topological order (stable: file order on ties) */
-    int *topo_pos;         /* topo_pos[op] = position of op in topo */
-    pl_edge *edges;        /* sorted by src, then dst */
+    int *topo;      /* op indices in a topological order (stable: file order on ties) */
+    int *topo_pos;  /* topo_pos[op] = position of op in topo */
+    pl_edge *edges; /* sorted by src, then dst */
     int n_edges;
-    int *succ_off, *succ;  /* CSR over ops, distinct successors: succ[succ_off[i] .. succ_off[i+1]) */
-    int *pred_off, *pred;  /* CSR over ops, distinct predecessors */
+    int *succ_off,
+        *succ; /* CSR over ops, distinct successors: succ[succ_off[i] .. succ_off[i+1]) */
+    int *pred_off, *pred; /* CSR over ops, distinct predecessors */
     int cap_ops, cap_tensors, cap_inputs, cap_outputs;
 };
 
@@ -181,7 +207,7 @@ int pl_graph_find_op(const pl_graph *g, const char *name);     /* -1 if absent *
 /* Adds an op; a NULL or empty name becomes "TYPE_k"; a duplicate name gets a "#2" suffix
  * and a warning. Returns its index. */
 int pl_graph_add_op(pl_graph *g, const char *name, const char *type, const char *domain);
-void pl_op_add_input(pl_graph *g, int op, int tensor);   /* tensor -1: omitted optional input */
+void pl_op_add_input(pl_graph *g, int op, int tensor); /* tensor -1: omitted optional input */
 void pl_op_add_output(pl_graph *g, int op, int tensor);
 pl_attr *pl_op_add_attr(pl_graph *g, int op, const char *name, pl_attr_kind kind);
 void pl_op_add_subgraph(pl_graph *g, int op, const char *attr_name, pl_graph *sub);
@@ -226,7 +252,7 @@ int pl_graph_infer(pl_graph *g, pl_err *err);
 typedef struct pl_load_opts {
     const char **dims;
     int n_dims;
-    bool no_infer;         /* skip pl_graph_infer (fuzzing the parser alone, tests) */
+    bool no_infer; /* skip pl_graph_infer (fuzzing the parser alone, tests) */
     /* Shapes for graph inputs whose dims the file leaves open: "NAME=1,3,224,224". A dim the
      * file fixes must agree. Applied before shape inference. */
     const char **input_shapes;
@@ -264,38 +290,38 @@ pl_reach *pl_reach_build_capped(int n, const int *succ_off, const int *succ, con
                                 size_t max_table_bytes);
 pl_reach *pl_graph_reach(const pl_graph *g);
 bool pl_reach_query(const pl_reach *r, int from, int to);
-int pl_reach_chains(const pl_reach *r);   /* number of chains (0 when in DFS mode) */
+int pl_reach_chains(const pl_reach *r); /* number of chains (0 when in DFS mode) */
 void pl_reach_free(pl_reach *r);
 
 /* ---- summary (what `placer inspect` prints) ---- */
 typedef struct pl_type_count {
-    const char *type;      /* points into the graph */
-    int count;             /* including subgraphs */
-    double flops;          /* top-level ops only: a control-flow op carries its body's */
-    bool unknown;          /* no cost rule */
+    const char *type; /* points into the graph */
+    int count;        /* including subgraphs */
+    double flops;     /* top-level ops only: a control-flow op carries its body's */
+    bool unknown;     /* no cost rule */
 } pl_type_count;
 
 typedef struct pl_graph_summary {
-    int n_ops;             /* top level */
-    int n_ops_total;       /* including subgraph bodies, recursively */
+    int n_ops;       /* top level */
+    int n_ops_total; /* including subgraph bodies, recursively */
     int n_subgraphs;
-    int n_tensors;         /* including subgraphs */
-    int n_edges;           /* top level */
+    int n_tensors; /* including subgraphs */
+    int n_edges;   /* top level */
     int n_inputs, n_outputs;
-    int64_t n_params;      /* elements of initializers and Constant values, all graphs */
+    int64_t n_params; /* elements of initializers and Constant values, all graphs */
     int64_t param_bytes;
-    int n_weights;         /* weight tensors */
+    int n_weights;            /* weight tensors */
     int n_weights_bytes_only; /* of which only the size is known: not in n_params */
-    double flops;          /* sum over top-level ops (which carry their bodies) */
+    double flops;             /* sum over top-level ops (which carry their bodies) */
     double bytes_moved;
     double longest_path_flops;
-    int *longest_path;     /* top-level op indices, source to sink */
+    int *longest_path; /* top-level op indices, source to sink */
     int longest_path_len;
-    int n_unknown_ops;     /* ops (incl. subgraphs) with no cost rule */
-    int n_unknown_shape;   /* tensors (incl. subgraphs) whose size is unknown */
-    int *unknown_shape;    /* top-level tensor indices with unknown size (first 32) */
+    int n_unknown_ops;   /* ops (incl. subgraphs) with no cost rule */
+    int n_unknown_shape; /* tensors (incl. subgraphs) whose size is unknown */
+    int *unknown_shape;  /* top-level tensor indices with unknown size (first 32) */
     int n_unknown_shape_listed;
-    pl_type_count *hist;   /* sorted by count, descending, then name */
+    pl_type_count *hist; /* sorted by count, descending, then name */
     int n_hist;
 } pl_graph_summary;
 

@@ -10,20 +10,20 @@
 #include "placer/sim.h"
 
 typedef struct pl_place_opts {
-    unsigned seed;              /* for randomised algorithms */
-    double time_limit_s;        /* for searches and solvers; 0 = the algorithm's default */
-    pl_contention contention;   /* the simulator model to target */
+    unsigned seed;            /* for randomised algorithms */
+    double time_limit_s;      /* for searches and solvers; 0 = the algorithm's default */
+    pl_contention contention; /* the simulator model to target */
 } pl_place_opts;
 
 typedef int (*pl_place_fn)(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 
 typedef struct pl_algo {
-    const char *name;           /* "heft" */
+    const char *name; /* "heft" */
     pl_place_fn run;
-    const char *summary;        /* one line for --help and docs */
+    const char *summary; /* one line for --help and docs */
 } pl_algo;
 
-const pl_algo *pl_algo_find(const char *name);   /* NULL when unknown */
+const pl_algo *pl_algo_find(const char *name); /* NULL when unknown */
 const pl_algo *pl_algo_list(int *n);
 
 /* Runs an algorithm and times it (plan->search_s, plan->algo). On success an algorithm may

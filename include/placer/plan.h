@@ -15,12 +15,12 @@
  * port, a transfer a → b holds a's send and b's receive port (MOIRAI's congestion
  * constraint); PAIR: one channel per ordered pair; NONE: unlimited (HEFT-like). */
 typedef enum { PL_CONTENTION_PORTS, PL_CONTENTION_PAIR, PL_CONTENTION_NONE } pl_contention;
-const char *pl_contention_name(pl_contention c);               /* "ports", "pair", "none" */
-int pl_contention_parse(const char *s, pl_contention *out);     /* -1 when unknown */
+const char *pl_contention_name(pl_contention c);            /* "ports", "pair", "none" */
+int pl_contention_parse(const char *s, pl_contention *out); /* -1 when unknown */
 
 typedef struct pl_plan {
     int n_ops, n_devs;
-    int *dev;                   /* op → device */
+    int *dev; /* op → device */
     /* Per-device order, CSR over devices: order[order_off[d] .. order_off[d+1]) are the ops of
      * device d in the order they run. NULL when the plan gives none. */
     int *order, *order_off;
@@ -28,12 +28,12 @@ typedef struct pl_plan {
      * there is no order; with neither, first-ready-first-served, ties by topological index. */
     double *priority;
     char algo[32];
-    pl_contention contention;   /* the model the plan was made and predicted under */
-    double search_s;            /* how long the algorithm took */
-    double predicted_makespan_s;/* filled by whoever simulated it; 0 when unknown */
+    pl_contention contention;    /* the model the plan was made and predicted under */
+    double search_s;             /* how long the algorithm took */
+    double predicted_makespan_s; /* filled by whoever simulated it; 0 when unknown */
 } pl_plan;
 
-pl_plan *pl_plan_new(int n_ops, int n_devs);   /* every op on device 0, no order, no priority */
+pl_plan *pl_plan_new(int n_ops, int n_devs); /* every op on device 0, no order, no priority */
 pl_plan *pl_plan_copy(const pl_plan *p);
 void pl_plan_free(pl_plan *p);
 /* Sets order from a global sequence of ops (e.g. a list schedule): each device runs its ops

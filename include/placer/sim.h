@@ -17,10 +17,10 @@
 #include "placer/plan.h"
 
 typedef struct pl_sim_opts {
-    pl_contention contention;   /* default PORTS (zero value) */
-    int requests;               /* throughput mode: K back-to-back requests; 0 or 1 = one */
-    bool record;                /* keep per-op and per-transfer times (traces, checker) */
-    bool ignore_memory;         /* report peak memory but do not fail on exceeding it */
+    pl_contention contention; /* default PORTS (zero value) */
+    int requests;             /* throughput mode: K back-to-back requests; 0 or 1 = one */
+    bool record;              /* keep per-op and per-transfer times (traces, checker) */
+    bool ignore_memory;       /* report peak memory but do not fail on exceeding it */
 } pl_sim_opts;
 
 typedef struct pl_xfer {
@@ -29,25 +29,25 @@ typedef struct pl_xfer {
 } pl_xfer;
 
 typedef struct pl_sim_result {
-    double makespan_s;          /* one request; in throughput mode, the end of the last */
-    bool oom;                   /* some device's peak memory exceeds its capacity */
-    int oom_dev;                /* the first such device, or -1 */
+    double makespan_s; /* one request; in throughput mode, the end of the last */
+    bool oom;          /* some device's peak memory exceeds its capacity */
+    int oom_dev;       /* the first such device, or -1 */
     double oom_excess_bytes;
     int n_devs;
-    double *busy_s;             /* per device: time spent running ops */
-    double *peak_mem_bytes;     /* per device */
-    double *link_bytes;         /* [from * n_devs + to] */
-    double *link_busy_s;        /* [from * n_devs + to] */
-    int *critical_path;         /* ops, source to sink, whose chain of waits set the makespan */
+    double *busy_s;         /* per device: time spent running ops */
+    double *peak_mem_bytes; /* per device */
+    double *link_bytes;     /* [from * n_devs + to] */
+    double *link_busy_s;    /* [from * n_devs + to] */
+    int *critical_path;     /* ops, source to sink, whose chain of waits set the makespan */
     int critical_len;
     /* With opts.record: op times (request-major: [r * n_ops + op]) and every transfer. */
     double *op_start_s, *op_end_s;
     pl_xfer *xfers;
     int n_xfers;
-    double period_s;            /* throughput mode: steady-state time between completions */
-    double latency_s;           /* throughput mode: mean time from a request's start to end */
-    long events;                /* events processed (for the benchmark) */
-    int requests;               /* requests simulated: 1, or K in throughput mode */
+    double period_s;  /* throughput mode: steady-state time between completions */
+    double latency_s; /* throughput mode: mean time from a request's start to end */
+    long events;      /* events processed (for the benchmark) */
+    int requests;     /* requests simulated: 1, or K in throughput mode */
 } pl_sim_result;
 
 /* Simulates plan p on k's graph and cluster. Fails (err set) on a plan that cannot run: an op
@@ -67,7 +67,7 @@ int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const
 
 /* Chrome trace JSON (opens in Perfetto): one track per device and per link. Needs a recorded
  * result. */
-int pl_sim_trace_write(const pl_cost *k, const pl_plan *p, const pl_sim_result *r,
-                       const char *path, pl_err *err);
+int pl_sim_trace_write(const pl_cost *k, const pl_plan *p, const pl_sim_result *r, const char *path,
+                       pl_err *err);
 
 #endif

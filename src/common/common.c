@@ -60,7 +60,10 @@ void *pl_realloc(void *p, size_t n)
     return q;
 }
 
-char *pl_strdup(const char *s) { return pl_strndup(s ? s : "", strlen(s ? s : "")); }
+char *pl_strdup(const char *s)
+{
+    return pl_strndup(s ? s : "", strlen(s ? s : ""));
+}
 
 char *pl_strndup(const char *s, size_t n)
 {
@@ -74,7 +77,8 @@ void pl_grow(void **arr, int *cap, int need, size_t size)
 {
     if (need < *cap) return;
     int c = *cap ? *cap : 4;
-    while (c <= need) c *= 2;
+    while (c <= need)
+        c *= 2;
     *arr = pl_realloc(*arr, (size_t)c * size);
     memset((char *)*arr + (size_t)*cap * size, 0, (size_t)(c - *cap) * size);
     *cap = c;
@@ -120,9 +124,12 @@ const char *pl_fmt_bytes(double b, char *buf, size_t n)
 {
     static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;
-    while (b >= 1024 && u < 4) b /= 1024, u++;
-    if (u == 0) snprintf(buf, n, "%.0f B", b);
-    else snprintf(buf, n, "%.2f %s", b, unit[u]);
+    while (b >= 1024 && u < 4)
+        b /= 1024, u++;
+    if (u == 0)
+        snprintf(buf, n, "%.0f B", b);
+    else
+        snprintf(buf, n, "%.2f %s", b, unit[u]);
     return buf;
 }
 
@@ -130,9 +137,12 @@ const char *pl_fmt_count(double x, char *buf, size_t n)
 {
     static const char *unit[] = {"", "K", "M", "G", "T", "P"};
     int u = 0;
-    while (x >= 1000 && u < 5) x /= 1000, u++;
-    if (u == 0) snprintf(buf, n, "%.0f", x);
-    else snprintf(buf, n, "%.2f %s", x, unit[u]);
+    while (x >= 1000 && u < 5)
+        x /= 1000, u++;
+    if (u == 0)
+        snprintf(buf, n, "%.0f", x);
+    else
+        snprintf(buf, n, "%.2f %s", x, unit[u]);
     return buf;
 }
 
@@ -141,11 +151,15 @@ const char *pl_fmt_count(double x, char *buf, size_t n)
 static uint64_t hash_str(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
 }
 
-void pl_strmap_init(pl_strmap *m) { memset(m, 0, sizeof *m); }
+void pl_strmap_init(pl_strmap *m)
+{
+    memset(m, 0, sizeof *m);
+}
 
 void pl_strmap_free(pl_strmap *m)
 {
@@ -166,7 +180,8 @@ int pl_strmap_get(const pl_strmap *m, const char *key)
 static void strmap_insert(pl_strmap *m, const char *key, int val)
 {
     size_t i = hash_str(key) & (m->cap - 1);
-    while (m->keys[i] && strcmp(m->keys[i], key) != 0) i = (i + 1) & (m->cap - 1);
+    while (m->keys[i] && strcmp(m->keys[i], key) != 0)
+        i = (i + 1) & (m->cap - 1);
     if (!m->keys[i]) m->n++;
     m->keys[i] = key;
     m->vals[i] = val;

@@ -16,7 +16,8 @@ int pl_sha256_file(const char *path, char out[65], pl_err *err)
     EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
     unsigned char *buf = pl_malloc(1 << 16);
     size_t r;
-    while ((r = fread(buf, 1, 1 << 16, f)) > 0) EVP_DigestUpdate(ctx, buf, r);
+    while ((r = fread(buf, 1, 1 << 16, f)) > 0)
+        EVP_DigestUpdate(ctx, buf, r);
     int bad = ferror(f);
     fclose(f);
     free(buf);
@@ -25,6 +26,7 @@ int pl_sha256_file(const char *path, char out[65], pl_err *err)
     EVP_DigestFinal_ex(ctx, md, &mdlen);
     EVP_MD_CTX_free(ctx);
     if (bad) return pl_err_set(err, "%s: read error", path);
-    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", md[i]);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
     return 0;
 }

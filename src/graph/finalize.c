@@ -30,10 +30,12 @@ static int link_tensors(pl_graph *g, const char *where, pl_err *err)
                 return pl_err_set(err, "%s: op '%s': tensor '%s' is already produced by op '%s'",
                                   where, op->name, t->name, g->ops[t->producer].name);
             if ((t->flags & PL_TENSOR_WEIGHT) && strcmp(op->type, "Constant") != 0)
-                return pl_err_set(err, "%s: op '%s' (%s) writes tensor '%s', which is an initializer",
+                return pl_err_set(err,
+                                  "%s: op '%s' (%s) writes tensor '%s', which is an initializer",
                                   where, op->name, op->type, t->name);
             if (t->flags & PL_TENSOR_INPUT)
-                return pl_err_set(err, "%s: op '%s' (%s) writes tensor '%s', which is a graph input",
+                return pl_err_set(err,
+                                  "%s: op '%s' (%s) writes tensor '%s', which is a graph input",
                                   where, op->name, op->type, t->name);
             t->producer = i;
         }
@@ -105,7 +107,8 @@ static void build_csr(const pl_graph *g, bool fwd, int **off_out, int **adj_out)
         if (k && e->src == e[-1].src && e->dst == e[-1].dst) continue;
         off[(fwd ? e->src : e->dst) + 1]++;
     }
-    for (int i = 0; i < n; i++) off[i + 1] += off[i];
+    for (int i = 0; i < n; i++)
+        off[i + 1] += off[i];
     int *fill = pl_malloc((n ? n : 1) * sizeof *fill);
     memcpy(fill, off, n * sizeof *fill);
     for (int k = 0; k < g->n_edges; k++) {
@@ -131,7 +134,8 @@ static int report_cycle(const pl_graph *g, const int *indeg, const char *where, 
     for (int i = 0; i < n && start < 0; i++)
         if (indeg[i] > 0) start = i;
     int *seen = pl_malloc(n * sizeof *seen);
-    for (int i = 0; i < n; i++) seen[i] = -1;
+    for (int i = 0; i < n; i++)
+        seen[i] = -1;
     int *path = pl_malloc(n * sizeof *path), len = 0, v = start;
     while (seen[v] < 0) {
         seen[v] = len;
@@ -148,7 +152,8 @@ static int report_cycle(const pl_graph *g, const int *indeg, const char *where, 
      * op that comes first in the file so the message does not depend on where the walk began */
     int cyc = len - seen[v], first = 0;
     int *fwd = pl_malloc(cyc * sizeof *fwd);
-    for (int k = 0; k < cyc; k++) fwd[k] = path[len - 1 - k];
+    for (int k = 0; k < cyc; k++)
+        fwd[k] = path[len - 1 - k];
     for (int k = 1; k < cyc; k++)
         if (fwd[k] < fwd[first]) first = k;
     char msg[PL_ERR_MAX] = "";
@@ -168,7 +173,8 @@ static int topo_sort(pl_graph *g, const char *where, pl_err *err)
 {
     int n = g->n_ops;
     int *indeg = pl_calloc(n ? n : 1, sizeof *indeg);
-    for (int i = 0; i < n; i++) indeg[i] = g->pred_off[i + 1] - g->pred_off[i];
+    for (int i = 0; i < n; i++)
+        indeg[i] = g->pred_off[i + 1] - g->pred_off[i];
     pl_heap heap = {0};
     g->topo = pl_malloc((n ? n : 1) * sizeof *g->topo);
     g->topo_pos = pl_malloc((n ? n : 1) * sizeof *g->topo_pos);

@@ -12,21 +12,35 @@ static const struct {
     const char *name;
     double size;
 } dtypes[PL_DT_COUNT] = {
-    [PL_DT_UNDEFINED] = {"undefined", 0},  [PL_DT_FLOAT] = {"float32", 4},
-    [PL_DT_UINT8] = {"uint8", 1},          [PL_DT_INT8] = {"int8", 1},
-    [PL_DT_UINT16] = {"uint16", 2},        [PL_DT_INT16] = {"int16", 2},
-    [PL_DT_INT32] = {"int32", 4},          [PL_DT_INT64] = {"int64", 8},
-    [PL_DT_STRING] = {"string", 0},        [PL_DT_BOOL] = {"bool", 1},
-    [PL_DT_FLOAT16] = {"float16", 2},      [PL_DT_DOUBLE] = {"float64", 8},
-    [PL_DT_UINT32] = {"uint32", 4},        [PL_DT_UINT64] = {"uint64", 8},
-    [PL_DT_COMPLEX64] = {"complex64", 8},  [PL_DT_COMPLEX128] = {"complex128", 16},
-    [PL_DT_BFLOAT16] = {"bfloat16", 2},    [PL_DT_FLOAT8E4M3FN] = {"float8e4m3fn", 1},
-    [PL_DT_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 1}, [PL_DT_FLOAT8E5M2] = {"float8e5m2", 1},
-    [PL_DT_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 1}, [PL_DT_UINT4] = {"uint4", 0.5},
+    [PL_DT_UNDEFINED] = {"undefined", 0},
+    [PL_DT_FLOAT] = {"float32", 4},
+    [PL_DT_UINT8] = {"uint8", 1},
+    [PL_DT_INT8] = {"int8", 1},
+    [PL_DT_UINT16] = {"uint16", 2},
+    [PL_DT_INT16] = {"int16", 2},
+    [PL_DT_INT32] = {"int32", 4},
+    [PL_DT_INT64] = {"int64", 8},
+    [PL_DT_STRING] = {"string", 0},
+    [PL_DT_BOOL] = {"bool", 1},
+    [PL_DT_FLOAT16] = {"float16", 2},
+    [PL_DT_DOUBLE] = {"float64", 8},
+    [PL_DT_UINT32] = {"uint32", 4},
+    [PL_DT_UINT64] = {"uint64", 8},
+    [PL_DT_COMPLEX64] = {"complex64", 8},
+    [PL_DT_COMPLEX128] = {"complex128", 16},
+    [PL_DT_BFLOAT16] = {"bfloat16", 2},
+    [PL_DT_FLOAT8E4M3FN] = {"float8e4m3fn", 1},
+    [PL_DT_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 1},
+    [PL_DT_FLOAT8E5M2] = {"float8e5m2", 1},
+    [PL_DT_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 1},
+    [PL_DT_UINT4] = {"uint4", 0.5},
     [PL_DT_INT4] = {"int4", 0.5},
 };
 
-double pl_dtype_size(int dt) { return dt > 0 && dt < PL_DT_COUNT ? dtypes[dt].size : 0; }
+double pl_dtype_size(int dt)
+{
+    return dt > 0 && dt < PL_DT_COUNT ? dtypes[dt].size : 0;
+}
 
 const char *pl_dtype_name(int dt)
 {
@@ -74,20 +88,23 @@ static void free_op(pl_op *op)
         free(op->subgraph_attr[s]);
     }
     free(op->subgraphs), free(op->subgraph_attr);
-    for (int k = 0; k < op->n_times; k++) free(op->time_device[k]);
+    for (int k = 0; k < op->n_times; k++)
+        free(op->time_device[k]);
     free(op->time_device), free(op->time_s);
 }
 
 void pl_graph_free(pl_graph *g)
 {
     if (!g) return;
-    for (int i = 0; i < g->n_ops; i++) free_op(&g->ops[i]);
+    for (int i = 0; i < g->n_ops; i++)
+        free_op(&g->ops[i]);
     for (int i = 0; i < g->n_tensors; i++) {
         pl_tensor *t = &g->tensors[i];
         free(t->name), free(t->dims), free(t->consumers), free(t->ivals);
         free(t->fvals);
     }
-    for (int i = 0; i < g->n_warnings_stored; i++) free(g->warnings[i]);
+    for (int i = 0; i < g->n_warnings_stored; i++)
+        free(g->warnings[i]);
     free(g->warnings);
     free(g->ops), free(g->tensors), free(g->inputs), free(g->outputs);
     free(g->name), free(g->path);
@@ -137,7 +154,8 @@ int pl_graph_add_op(pl_graph *g, const char *name, const char *type, const char 
         name = buf;
     } else if (pl_strmap_get(&g->op_by_name, name) >= 0) {
         int k = 2;
-        do snprintf(buf, sizeof buf, "%.480s#%d", name, k++);
+        do
+            snprintf(buf, sizeof buf, "%.480s#%d", name, k++);
         while (pl_strmap_get(&g->op_by_name, buf) >= 0);
         pl_graph_warn(g, "op name '%s' is used twice; the second is renamed '%s'", name, buf);
         name = buf;
@@ -237,7 +255,8 @@ void pl_tensor_set_shape(pl_tensor *t, int dtype, int rank, const int64_t *dims)
     t->rank = rank < 0 ? -1 : rank;
     if (rank > 0) {
         t->dims = pl_malloc(rank * sizeof *t->dims);
-        for (int d = 0; d < rank; d++) t->dims[d] = dims[d] < 0 ? PL_DIM_UNKNOWN : dims[d];
+        for (int d = 0; d < rank; d++)
+            t->dims[d] = dims[d] < 0 ? PL_DIM_UNKNOWN : dims[d];
     }
     int64_t n = pl_tensor_numel(t);
     double sz = pl_dtype_size(t->dtype);
@@ -271,7 +290,8 @@ void pl_tensor_set_fvals(pl_tensor *t, const double *v, int n)
 
 void pl_graph_warn(pl_graph *g, const char *fmt, ...)
 {
-    while (g->parent) g = g->parent;
+    while (g->parent)
+        g = g->parent;
     g->n_warnings++;
     if (g->n_warnings_stored >= PL_MAX_STORED_WARNINGS) return;
     char buf[1024];
@@ -334,11 +354,14 @@ static int parse_dims(const char *text, int64_t *dims, int max, const char *wher
         errno = 0;
         long long d = strtoll(p, &end, 10);
         if (end == p || d < 0 || errno || rank == max)
-            return pl_err_set(err, "%s: input shape '%s': expected comma-separated sizes such as "
-                                   "1,3,224,224", where, text);
+            return pl_err_set(err,
+                              "%s: input shape '%s': expected comma-separated sizes such as "
+                              "1,3,224,224",
+                              where, text);
         dims[rank++] = d;
         if (*end == 0) return rank;
-        if (*end != ',') return pl_err_set(err, "%s: input shape '%s': unexpected '%c'", where, text, *end);
+        if (*end != ',')
+            return pl_err_set(err, "%s: input shape '%s': unexpected '%c'", where, text, *end);
         p = end + 1;
     }
 }

@@ -222,11 +222,13 @@ static bool tensor_floats(const Onnx__TensorProto *tp, int dt, int64_t n, double
         return true;
     }
     if (dt == PL_DT_FLOAT && tp->n_float_data == (size_t)n) {
-        for (int64_t k = 0; k < n; k++) v[k] = tp->float_data[k];
+        for (int64_t k = 0; k < n; k++)
+            v[k] = tp->float_data[k];
         return true;
     }
     if (dt == PL_DT_DOUBLE && tp->n_double_data == (size_t)n) {
-        for (int64_t k = 0; k < n; k++) v[k] = tp->double_data[k];
+        for (int64_t k = 0; k < n; k++)
+            v[k] = tp->double_data[k];
         return true;
     }
     return false;
@@ -304,10 +306,10 @@ static int constant_attr(ox_ctx *c, const ox_scope *s, int t, const Onnx__Attrib
     } else if (strcmp(nm, "value_floats") == 0) {
         set_list(tn, PL_DT_FLOAT, a->n_floats, NULL);
         double f[OX_MAX_IVALS];
-        for (size_t k = 0; k < a->n_floats && k < OX_MAX_IVALS; k++) f[k] = a->floats[k];
+        for (size_t k = 0; k < a->n_floats && k < OX_MAX_IVALS; k++)
+            f[k] = a->floats[k];
         if (a->n_floats <= OX_MAX_IVALS) pl_tensor_set_fvals(tn, f, (int)a->n_floats);
-    }
-    else if (strcmp(nm, "value_int") == 0) {
+    } else if (strcmp(nm, "value_int") == 0) {
         pl_tensor_set_shape(tn, PL_DT_INT64, 0, NULL);
         pl_tensor_set_ivals(tn, &a->i, 1);
     } else if (strcmp(nm, "value_ints") == 0)

@@ -28,10 +28,10 @@
 
 struct pl_reach {
     int n, k;
-    int *chain, *pos;    /* chain of each node and its position in it */
-    size_t *row;         /* row[v] .. row[v] + rowlen[v]: last[v][c] for c < rowlen[v] */
+    int *chain, *pos; /* chain of each node and its position in it */
+    size_t *row;      /* row[v] .. row[v] + rowlen[v]: last[v][c] for c < rowlen[v] */
     int *rowlen;
-    int32_t *last;       /* -1: no node of chain c reaches v */
+    int32_t *last; /* -1: no node of chain c reaches v */
     int *topo_pos;
     /* DFS mode */
     const int *succ_off, *succ;
@@ -43,12 +43,15 @@ static void transpose(int n, const int *succ_off, const int *succ, int **poff, i
 {
     int m = succ_off[n];
     int *off = pl_calloc(n + 1, sizeof *off), *adj = pl_malloc((m ? m : 1) * sizeof *adj);
-    for (int e = 0; e < m; e++) off[succ[e] + 1]++;
-    for (int v = 0; v < n; v++) off[v + 1] += off[v];
+    for (int e = 0; e < m; e++)
+        off[succ[e] + 1]++;
+    for (int v = 0; v < n; v++)
+        off[v + 1] += off[v];
     int *fill = pl_malloc((n ? n : 1) * sizeof *fill);
     memcpy(fill, off, n * sizeof *fill);
     for (int v = 0; v < n; v++)
-        for (int e = succ_off[v]; e < succ_off[v + 1]; e++) adj[fill[succ[e]]++] = v;
+        for (int e = succ_off[v]; e < succ_off[v + 1]; e++)
+            adj[fill[succ[e]]++] = v;
     free(fill);
     *poff = off;
     *pred = adj;
@@ -74,12 +77,14 @@ static bool label_node(struct pl_reach *r, builder_t *b, int v, const int *poff,
     int k = r->k;
     if (b->len + k > b->max) return false;
     if (b->len + k > b->cap) {
-        while (b->len + k > b->cap) b->cap = b->cap ? b->cap * 2 : 1024;
+        while (b->len + k > b->cap)
+            b->cap = b->cap ? b->cap * 2 : 1024;
         if (b->cap > b->max) b->cap = b->max;
         b->buf = pl_realloc(b->buf, b->cap * sizeof *b->buf);
     }
     int32_t *row = b->buf + b->len;
-    for (int c = 0; c < k; c++) row[c] = -1;
+    for (int c = 0; c < k; c++)
+        row[c] = -1;
     for (int e = poff[v]; e < poff[v + 1]; e++) {
         int p = pred[e];
         if (r->chain[p] < 0) continue; /* sources reach v but no query is made from them */
@@ -117,7 +122,8 @@ static bool build_table(struct pl_reach *r, const int *succ_off, const int *succ
     builder_t b = {0};
     b.max = max_bytes / sizeof(int32_t);
     bool ok = true;
-    for (int t = 0; t < r->n && ok; t++) ok = label_node(r, &b, topo[t], poff, pred);
+    for (int t = 0; t < r->n && ok; t++)
+        ok = label_node(r, &b, topo[t], poff, pred);
     free(poff);
     free(pred);
     free(b.tail_pos);
@@ -147,7 +153,8 @@ pl_reach *pl_reach_build_capped(int n, const int *succ_off, const int *succ, con
     r->row = pl_malloc(sz * sizeof *r->row);
     r->rowlen = pl_malloc(sz * sizeof *r->rowlen);
     r->topo_pos = pl_malloc(sz * sizeof *r->topo_pos);
-    for (int t = 0; t < n; t++) r->topo_pos[topo[t]] = t;
+    for (int t = 0; t < n; t++)
+        r->topo_pos[topo[t]] = t;
     r->succ_off = succ_off;
     r->succ = succ;
     if (max_table_bytes > 0 && build_table(r, succ_off, succ, topo, max_table_bytes)) return r;
@@ -199,7 +206,10 @@ bool pl_reach_query(const pl_reach *r, int from, int to)
     return reach_dfs((struct pl_reach *)r, from, to);
 }
 
-int pl_reach_chains(const pl_reach *r) { return r->last ? r->k : 0; }
+int pl_reach_chains(const pl_reach *r)
+{
+    return r->last ? r->k : 0;
+}
 
 void pl_reach_free(pl_reach *r)
 {

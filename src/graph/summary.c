@@ -36,7 +36,8 @@ static void walk(const pl_graph *g, bool top, pl_graph_summary *s, hist_t *h)
         hist_add(h, op, top);
         if (op->flags & PL_OP_UNKNOWN_TYPE) s->n_unknown_ops++;
         s->n_subgraphs += op->n_subgraphs;
-        for (int k = 0; k < op->n_subgraphs; k++) walk(op->subgraphs[k], false, s, h);
+        for (int k = 0; k < op->n_subgraphs; k++)
+            walk(op->subgraphs[k], false, s, h);
     }
     for (int t = 0; t < g->n_tensors; t++) {
         const pl_tensor *tp = &g->tensors[t];
@@ -45,8 +46,10 @@ static void walk(const pl_graph *g, bool top, pl_graph_summary *s, hist_t *h)
         if (tp->flags & PL_TENSOR_WEIGHT) {
             int64_t n = pl_tensor_numel(tp);
             s->n_weights++;
-            if (tp->flags & PL_TENSOR_BYTES_ONLY) s->n_weights_bytes_only++;
-            else if (n > 0) s->n_params += n;
+            if (tp->flags & PL_TENSOR_BYTES_ONLY)
+                s->n_weights_bytes_only++;
+            else if (n > 0)
+                s->n_params += n;
             if (tp->bytes > 0) s->param_bytes += tp->bytes;
         }
         if (tp->bytes < 0 && tp->dtype != PL_DT_STRING) {
@@ -85,10 +88,12 @@ static void longest_path(const pl_graph *g, pl_graph_summary *s)
         if (end < 0 || best[v] > best[end]) end = v;
     }
     int len = 0;
-    for (int v = end; v >= 0; v = from[v]) len++;
+    for (int v = end; v >= 0; v = from[v])
+        len++;
     s->longest_path = pl_malloc((len ? len : 1) * sizeof *s->longest_path);
     s->longest_path_len = len;
-    for (int v = end, k = len - 1; v >= 0; v = from[v]) s->longest_path[k--] = v;
+    for (int v = end, k = len - 1; v >= 0; v = from[v])
+        s->longest_path[k--] = v;
     s->longest_path_flops = end >= 0 ? best[end] : 0;
     free(best);
     free(from);

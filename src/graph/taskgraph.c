@@ -468,4 +468,3 @@ pl_graph *pl_taskgraph_load_buffer(const char *buf, size_t len, const char *name
     if (!name) name = "<buffer>";
     return load_doc(pl_json_parse(buf, len, name, err), name, NULL, opts, err);
 }
-

@@ -138,7 +138,7 @@ static const pl_heap_item *clean_top(lst *L, pl_heap *h, int d)
 }
 
 typedef struct cand {
-    pl_heap_item key;   /* k1: the start or finish time; then priority */
+    pl_heap_item key; /* k1: the start or finish time; then priority */
     int v, d;
     double fin; /* finish time on d: breaks ties between devices for the same op */
 } cand;

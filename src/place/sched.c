@@ -310,4 +310,3 @@ void pk_upward_rank(const pl_cost *k, double *rank)
     }
     free(first);
 }
-

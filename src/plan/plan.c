@@ -68,10 +68,13 @@ void pl_plan_set_order(pl_plan *p, const int *seq)
     pl_plan_clear_order(p);
     p->order_off = pl_calloc(p->n_devs + 1, sizeof *p->order_off);
     p->order = pl_malloc((p->n_ops ? p->n_ops : 1) * sizeof *p->order);
-    for (int k = 0; k < p->n_ops; k++) p->order_off[p->dev[seq[k]] + 1]++;
-    for (int d = 0; d < p->n_devs; d++) p->order_off[d + 1] += p->order_off[d];
+    for (int k = 0; k < p->n_ops; k++)
+        p->order_off[p->dev[seq[k]] + 1]++;
+    for (int d = 0; d < p->n_devs; d++)
+        p->order_off[d + 1] += p->order_off[d];
     int *fill = pl_malloc((p->n_devs ? p->n_devs : 1) * sizeof *fill);
     memcpy(fill, p->order_off, p->n_devs * sizeof *fill);
-    for (int k = 0; k < p->n_ops; k++) p->order[fill[p->dev[seq[k]]]++] = seq[k];
+    for (int k = 0; k < p->n_ops; k++)
+        p->order[fill[p->dev[seq[k]]]++] = seq[k];
     free(fill);
 }

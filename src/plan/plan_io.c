@@ -48,7 +48,8 @@ int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const
     json_object_set_new(root, "contention", json_string(pl_contention_name(p->contention)));
     json_object_set_new(root, "search_s", json_real(p->search_s));
     if (p->predicted_makespan_s > 0)
-        json_object_set_new(root, "predicted", json_pack("{s:f}", "makespan_s", p->predicted_makespan_s));
+        json_object_set_new(root, "predicted",
+                            json_pack("{s:f}", "makespan_s", p->predicted_makespan_s));
     json_t *place = json_object(); /* in topological order, so the file reads like the model */
     for (int t = 0; t < g->n_ops; t++) {
         int op = g->topo[t];
@@ -74,7 +75,8 @@ static int check_identity(const pl_json *root, const char *field, const char *pa
     if (pl_json_opt_object(root, field, &id, err) < 0) return -1;
     if (!id.v) return 0;
     static const char *const allowed[] = {"name", "path", "sha256", NULL};
-    if (pl_json_check_fields(&id, allowed, err) < 0 || pl_json_opt_string(&id, "sha256", &sha, err) < 0)
+    if (pl_json_check_fields(&id, allowed, err) < 0 ||
+        pl_json_opt_string(&id, "sha256", &sha, err) < 0)
         return -1;
     if (!sha || !path) return 0;
     char have[65];
@@ -107,14 +109,15 @@ static int op_of(const pl_json *at, const char *name, const pl_graph *g, int *ou
     return pl_json_fail(at, err, "the model has no op named '%s'", name);
 }
 
-static int read_placement(const pl_json *root, const pl_graph *g, const pl_cluster *c,
-                          pl_plan *p, pl_err *err)
+static int read_placement(const pl_json *root, const pl_graph *g, const pl_cluster *c, pl_plan *p,
+                          pl_err *err)
 {
     pl_json place, e, dflt = pl_json_at(root, "default_device");
     int def = -1;
     if (dflt.v && device_of(&dflt, c, &def, err) < 0) return -1;
     if (pl_json_object(root, "placement", &place, err) < 0) return -1;
-    for (int i = 0; i < g->n_ops; i++) p->dev[i] = -1;
+    for (int i = 0; i < g->n_ops; i++)
+        p->dev[i] = -1;
     pl_json_iter it = {0};
     while (pl_json_next(&place, &it, &e)) {
         int op, d;
@@ -125,8 +128,10 @@ static int read_placement(const pl_json *root, const pl_graph *g, const pl_clust
     for (int t = 0; t < g->n_ops; t++) {
         int op = g->topo[t];
         if (p->dev[op] >= 0) continue;
-        if (def >= 0) p->dev[op] = def;
-        else if (!missing++) first = op;
+        if (def >= 0)
+            p->dev[op] = def;
+        else if (!missing++)
+            first = op;
     }
     if (missing)
         return pl_json_fail(&place, err,
@@ -143,24 +148,30 @@ static int read_order(const pl_json *root, const pl_graph *g, const pl_cluster *
     pl_json ord = {0}, e;
     if (pl_json_opt_object(root, "order", &ord, err) < 0) return -1;
     if (!ord.v) return 0;
-    int *seen = pl_calloc(g->n_ops ? g->n_ops : 1, sizeof *seen), *seq = pl_malloc((g->n_ops ? g->n_ops : 1) * sizeof *seq);
+    int *seen = pl_calloc(g->n_ops ? g->n_ops : 1, sizeof *seen),
+        *seq = pl_malloc((g->n_ops ? g->n_ops : 1) * sizeof *seq);
     int n = 0, rc = 0;
     pl_json_iter it = {0};
     while (rc == 0 && pl_json_next(&ord, &it, &e)) {
         int d = pl_cluster_find(c, e.key);
         pl_json list;
-        if (d < 0) rc = pl_json_fail(&e, err, "no device '%s' in cluster %s", e.key, c->name);
-        else if (pl_json_array(&e, NULL, &list, err) < 0) rc = -1;
+        if (d < 0)
+            rc = pl_json_fail(&e, err, "no device '%s' in cluster %s", e.key, c->name);
+        else if (pl_json_array(&e, NULL, &list, err) < 0)
+            rc = -1;
         for (size_t k = 0; rc == 0 && k < pl_json_len(&list); k++) {
             pl_json x = pl_json_index(&list, k);
             const char *name;
             int op;
-            if (pl_json_string(&x, NULL, &name, err) < 0 || op_of(&x, name, g, &op, err) < 0) rc = -1;
-            else if (seen[op]++) rc = pl_json_fail(&x, err, "op '%s' is listed twice", name);
+            if (pl_json_string(&x, NULL, &name, err) < 0 || op_of(&x, name, g, &op, err) < 0)
+                rc = -1;
+            else if (seen[op]++)
+                rc = pl_json_fail(&x, err, "op '%s' is listed twice", name);
             else if (p->dev[op] != d)
                 rc = pl_json_fail(&x, err, "op '%s' is placed on %s, not %s", name,
                                   c->devs[p->dev[op]].name, e.key);
-            else seq[n++] = op;
+            else
+                seq[n++] = op;
         }
     }
     for (int i = 0; rc == 0 && i < g->n_ops; i++)
@@ -176,9 +187,9 @@ static int read_order(const pl_json *root, const pl_graph *g, const pl_cluster *
 static int read_plan(const pl_json *root, const pl_graph *g, const pl_cluster *c, pl_plan *p,
                      pl_err *err)
 {
-    static const char *const allowed[] = {"format",     "model",     "cluster",   "algorithm",
-                                          "contention", "search_s",  "predicted", "placement",
-                                          "order",      "default_device", "description", NULL};
+    static const char *const allowed[] = {
+        "format",    "model",     "cluster", "algorithm",      "contention",  "search_s",
+        "predicted", "placement", "order",   "default_device", "description", NULL};
     const char *algo = "hand-written", *cont = NULL;
     pl_json pred = {0};
     if (pl_json_check_format(root, "placer-plan/1", err) < 0 ||

@@ -74,7 +74,8 @@ void pl_table_row(pl_table *t, const char *fmt, ...)
         t->cells[t->nrows * t->ncols + c] = cell;
         if ((int)strlen(cell) > t->width[c]) t->width[c] = (int)strlen(cell);
     }
-    for (int c = 0; c < n && c < MAX_COLS; c++) free(parts[c]);
+    for (int c = 0; c < n && c < MAX_COLS; c++)
+        free(parts[c]);
     t->nrows++;
 }
 
@@ -82,9 +83,12 @@ static void print_row(const pl_table *t, char *const *cells, FILE *f)
 {
     for (int c = 0; c < t->ncols; c++) {
         const char *sep = c + 1 < t->ncols ? "  " : "";
-        if (t->right[c]) fprintf(f, "%*s%s", t->width[c], cells[c], sep);
-        else if (c + 1 < t->ncols) fprintf(f, "%-*s%s", t->width[c], cells[c], sep);
-        else fprintf(f, "%s", cells[c]);
+        if (t->right[c])
+            fprintf(f, "%*s%s", t->width[c], cells[c], sep);
+        else if (c + 1 < t->ncols)
+            fprintf(f, "%-*s%s", t->width[c], cells[c], sep);
+        else
+            fprintf(f, "%s", cells[c]);
     }
     fputc('\n', f);
 }
@@ -93,18 +97,22 @@ void pl_table_print(const pl_table *t, FILE *f)
 {
     print_row(t, t->head, f);
     for (int c = 0; c < t->ncols; c++) {
-        for (int k = 0; k < t->width[c]; k++) fputc('-', f);
+        for (int k = 0; k < t->width[c]; k++)
+            fputc('-', f);
         if (c + 1 < t->ncols) fputs("  ", f);
     }
     fputc('\n', f);
-    for (int r = 0; r < t->nrows; r++) print_row(t, t->cells + r * t->ncols, f);
+    for (int r = 0; r < t->nrows; r++)
+        print_row(t, t->cells + r * t->ncols, f);
 }
 
 void pl_table_free(pl_table *t)
 {
     if (!t) return;
-    for (int c = 0; c < t->ncols; c++) free(t->head[c]);
-    for (int i = 0; i < t->nrows * t->ncols; i++) free(t->cells[i]);
+    for (int c = 0; c < t->ncols; c++)
+        free(t->head[c]);
+    for (int i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
     free(t->cells);
     free(t);
 }

@@ -27,7 +27,7 @@ typedef struct ev_ctx {
     pl_heap events;
     pl_heap *ready; /* per device: op instances ready to start */
     pl_heap *queue; /* per ordered pair: transfer instances waiting, FIFO by readiness */
-    int *wait_from;  /* per sender: transfers waiting in its queues */
+    int *wait_from; /* per sender: transfers waiting in its queues */
     bool *dev_busy, *send_busy, *recv_busy, *pair_busy;
     int *dev_last; /* per device: the instance it ran last */
     int *missing;  /* per op instance */
