@@ -43,6 +43,9 @@ void cli_ctx_close(cli_ctx *x);
 void cli_print_devices(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r);
 /* The same as JSON (a jansson json_t *). */
 void *cli_devices_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r);
+/* Links that carried data: bytes, busy time, utilisation; and as JSON. */
+void cli_print_links(const cli_ctx *x, const pl_sim_result *r);
+void *cli_links_json(const cli_ctx *x, const pl_sim_result *r);
 /* Runs algorithm `a` and simulates its plan under `so` (so->record is honoured). On success
  * *plan is the plan (with predicted_makespan_s set) and r the result. */
 int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, const pl_sim_opts *so,

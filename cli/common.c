@@ -130,6 +130,38 @@ void *cli_devices_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     return a;
 }
 
+void cli_print_links(const cli_ctx *x, const pl_sim_result *r)
+{
+    int n = x->c->n_devs, used = 0;
+    pl_table *t = pl_table_new("link|>data|>busy ms|>util");
+    char a[32];
+    for (int i = 0; i < n * n; i++) {
+        if (r->link_bytes[i] <= 0) continue;
+        used++;
+        pl_table_row(t, "%s -> %s|%s|%.3f|%.0f%%", x->c->devs[i / n].name, x->c->devs[i % n].name,
+                     pl_fmt_bytes(r->link_bytes[i], a, sizeof a), r->link_busy_s[i] * 1e3,
+                     r->makespan_s > 0 ? 100 * r->link_busy_s[i] / r->makespan_s : 0);
+    }
+    if (used) {
+        putchar('\n');
+        pl_table_print(t, stdout);
+    }
+    pl_table_free(t);
+}
+
+void *cli_links_json(const cli_ctx *x, const pl_sim_result *r)
+{
+    int n = x->c->n_devs;
+    json_t *a = json_array();
+    for (int i = 0; i < n * n; i++)
+        if (r->link_bytes[i] > 0)
+            json_array_append_new(a,
+                                  json_pack("{s:s, s:s, s:f, s:f}", "from", x->c->devs[i / n].name,
+                                            "to", x->c->devs[i % n].name, "bytes", r->link_bytes[i],
+                                            "busy_s", r->link_busy_s[i]));
+    return a;
+}
+
 void cli_progress(const char *fmt, ...)
 {
     if (!isatty(STDERR_FILENO)) return;

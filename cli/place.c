@@ -32,6 +32,7 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
         printf("%-11s fits on every device\n", "memory");
     printf("%-11s %s\n\n", "invariants", check);
     cli_print_devices(x, p, r);
+    cli_print_links(x, r);
 }
 
 static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,
@@ -44,6 +45,7 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                           "lower_bound_s", lb, "gap", lb > 0 ? (r->makespan_s - lb) / lb : 0.0,
                           "search_s", p->search_s, "fits", !r->oom, "invariants", check, "devices",
                           (json_t *)cli_devices_json(x, p, r));
+    json_object_set_new(o, "links", (json_t *)cli_links_json(x, r));
     if (out) json_object_set_new(o, "plan", json_string(out));
     pl_json_print(o, stdout);
 }

@@ -44,6 +44,7 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
                r->critical_len ? x->g->ops[r->critical_path[r->critical_len - 1]].name : "-");
     putchar('\n');
     cli_print_devices(x, p, r);
+    cli_print_links(x, r);
 }
 
 int cli_simulate(int argc, char **argv)
@@ -90,6 +91,7 @@ int cli_simulate(int argc, char **argv)
             x.g->path ? x.g->path : "", "cluster", x.c->path ? x.c->path : "", "plan", plan_path,
             "contention", pl_contention_name(so.contention), "makespan_s", r.makespan_s, "fits",
             !r.oom, "invariants", why, "devices", (json_t *)cli_devices_json(&x, p, &r));
+        json_object_set_new(o, "links", (json_t *)cli_links_json(&x, &r));
         if (so.requests > 1) {
             json_object_set_new(o, "requests", json_integer(so.requests));
             json_object_set_new(o, "period_s", json_real(r.period_s));
