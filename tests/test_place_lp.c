@@ -473,6 +473,18 @@ static void test_metis_memory_repair(void **state)
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* A slow K80 listed before a V100, linked at 10 GB/s. */
+static pl_cluster *k80_then_v100(void)
+{
+    pl_cluster *c = pl_cluster_new("mixed");
+    pl_cluster_add_device(c, "k80", PL_DEV_GPU, "K80");
+    pl_cluster_add_device(c, "v100", PL_DEV_GPU, V100);
+    pl_cluster_set_link(c, 0, 1, 10e9, 10e-6, true);
+    pl_err err = {""};
+    if (pl_cluster_finalize(c, &err) < 0) fail_msg("%s", err.msg);
+    return c;
+}
+
 /* A K80 and a V100, ops 3x slower on the K80: the V100 gets about three times the work. */
 static void test_metis_heterogeneous(void **state)
 {
@@ -486,12 +498,8 @@ static void test_metis_heterogeneous(void **state)
         snprintf(a, sizeof a, "n%d", i), snprintf(b, sizeof b, "n%d", i + 1),
             tg_edge(&t, a, b, 1e3);
     pl_graph *g = tg_load(&t);
-    pl_cluster *c = pl_cluster_new("mixed");
-    pl_cluster_add_device(c, "k80", PL_DEV_GPU, "K80");
-    pl_cluster_add_device(c, "v100", PL_DEV_GPU, V100);
-    pl_cluster_set_link(c, 0, 1, 10e9, 10e-6, true);
+    pl_cluster *c = k80_then_v100();
     pl_err err = {""};
-    if (pl_cluster_finalize(c, &err) < 0) fail_msg("%s", err.msg);
     pl_cost *k = cost(g, c);
     pl_plan *p = place("metis", k, 0, &err);
     int count[2] = {0};
@@ -515,12 +523,8 @@ static void test_sct_prefers_fast_device(void **state)
         snprintf(a, sizeof a, "n%d", i), snprintf(b, sizeof b, "n%d", i + 1),
             tg_edge(&t, a, b, 1e9);
     pl_graph *g = tg_load(&t);
-    pl_cluster *c = pl_cluster_new("mixed");
-    pl_cluster_add_device(c, "k80", PL_DEV_GPU, "K80");
-    pl_cluster_add_device(c, "v100", PL_DEV_GPU, V100);
-    pl_cluster_set_link(c, 0, 1, 10e9, 10e-6, true);
+    pl_cluster *c = k80_then_v100();
     pl_err err = {""};
-    if (pl_cluster_finalize(c, &err) < 0) fail_msg("%s", err.msg);
     pl_cost *k = cost(g, c);
     pl_plan *p = place("m-sct", k, 10, &err);
     for (int i = 0; i < g->n_ops; i++)
