@@ -1,5 +1,6 @@
 /* inspect.c: `placer inspect MODEL`: what the model is, as placer reads it. */
 #include "cli.h"
+#include "placer/coarsen.h"
 #include "placer/report.h"
 
 #include <jansson.h>
@@ -13,7 +14,10 @@ static const char *help =
     "  --json           print JSON instead of tables\n"
     "  --dim NAME=VALUE bind a symbolic dimension (e.g. --dim batch=1); repeatable\n"
     "  --input NAME=SIZES  give a graph input's shape (e.g. --input x=1,3,224,224); repeatable\n"
-    "  --top K          show only the K most frequent op types (default: all)\n";
+    "  --top K          show only the K most frequent op types (default: all)\n"
+    "  --coarsen        coarsen the graph (fusion rules, colocation) and report ops per pass\n"
+    "  --fusion-rules FILE  placer-fusion-rules/1 file instead of the built-in rules\n"
+    "  --coarsen-target N   also contract chains until at most N ops remain\n";
 
 static void shape_str(const pl_tensor *t, char *buf, size_t n)
 {
@@ -51,7 +55,22 @@ static json_t *tensor_list_json(const pl_graph *g, const int *idx, int n)
     return a;
 }
 
-static void print_json(const pl_graph *g, const pl_graph_summary *s, const char *sha, int top)
+static json_t *coarsen_json(const pl_coarsening *c)
+{
+    json_t *passes = json_array(), *fused = json_array();
+    for (int k = 0; k < c->n_passes; k++)
+        json_array_append_new(passes, json_pack("{s:s, s:i, s:i}", "pass", c->passes[k].name,
+                                                "ops_before", c->passes[k].ops_before, "ops_after",
+                                                c->passes[k].ops_after));
+    for (int k = 0; k < c->n_fused; k++)
+        json_array_append_new(
+            fused, json_pack("{s:s, s:i}", "type", c->fused[k].type, "count", c->fused[k].count));
+    return json_pack("{s:i, s:i, s:o, s:o}", "ops_before", c->n_orig, "ops_after", c->coarse->n_ops,
+                     "passes", passes, "fused_groups", fused);
+}
+
+static void print_json(const pl_graph *g, const pl_graph_summary *s, const char *sha, int top,
+                       const pl_coarsening *co)
 {
     json_t *hist = json_array(), *unknown = json_array(), *path = json_array();
     for (int k = 0; k < s->n_hist && k < top; k++)
@@ -81,6 +100,7 @@ static void print_json(const pl_graph *g, const pl_graph_summary *s, const char 
         tensor_list_json(g, s->unknown_shape, s->n_unknown_shape_listed), "op_types", hist,
         "warnings", g->n_warnings);
     json_object_set_new(o, "warning_messages", warnings);
+    if (co) json_object_set_new(o, "coarsen", coarsen_json(co));
     pl_json_print(o, stdout);
 }
 
@@ -146,18 +166,62 @@ static void print_text(const pl_graph *g, const pl_graph_summary *s, const char 
     if (top < s->n_hist) printf("(%d more op types; --top to show them)\n", s->n_hist - top);
 }
 
+/* MOIRAI Table IV style: ops before and after each pass, then the fused groups by type. */
+static void print_coarsen(const pl_coarsening *c)
+{
+    putchar('\n');
+    pl_table *t = pl_table_new("coarsening pass|>ops before|>ops after|>reduction");
+    for (int k = 0; k < c->n_passes; k++) {
+        const pl_coarsen_pass *p = &c->passes[k];
+        pl_table_row(t, "%s|%d|%d|%.1f%%", p->name, p->ops_before, p->ops_after,
+                     p->ops_before ? 100.0 * (p->ops_before - p->ops_after) / p->ops_before : 0.0);
+    }
+    pl_table_row(t, "%s|%d|%d|%.1f%%", "total", c->n_orig, c->coarse->n_ops,
+                 c->n_orig ? 100.0 * (c->n_orig - c->coarse->n_ops) / c->n_orig : 0.0);
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    for (int k = 0; k < c->n_fused; k++)
+        printf("%s %s \xc3\x97 %d\n", k ? "            " : "fused       ", c->fused[k].type,
+               c->fused[k].count);
+}
+
+static int coarsen(const pl_graph *g, const char *rules_path, int target, pl_coarsening **out)
+{
+    pl_err err = {""};
+    pl_fusion_rules *r = NULL;
+    if (rules_path && !(r = pl_fusion_rules_load(rules_path, &err)))
+        return cli_fail("inspect", "%s", err.msg);
+    pl_coarsen_opts o = {.rules = r, .chain = target > 0, .target_ops = target};
+    int rc = pl_coarsen(g, &o, out, &err);
+    pl_fusion_rules_free(r);
+    return rc < 0 ? cli_fail("inspect", "%s", err.msg) : 0;
+}
+
 int cli_inspect(int argc, char **argv)
 {
     const char *model = NULL, *v;
-    bool json = false;
-    int top = 1 << 30;
+    bool json = false, want_coarse = false;
+    int top = 1 << 30, target = 0;
+    const char *rules_path = NULL;
     const char *dims[64], *shapes[64];
     pl_load_opts opts = {.dims = dims, .input_shapes = shapes};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         if (!strcmp(argv[i], "--json"))
             json = true;
-        else if (cli_opt(argc, argv, &i, "--dim", &v)) {
+        else if (!strcmp(argv[i], "--coarsen"))
+            want_coarse = true;
+        else if (cli_opt(argc, argv, &i, "--fusion-rules", &v)) {
+            if (!v) return cli_fail("inspect", "--fusion-rules wants a file");
+            rules_path = v;
+            want_coarse = true;
+        } else if (cli_opt(argc, argv, &i, "--coarsen-target", &v)) {
+            char *end;
+            target = v ? (int)strtol(v, &end, 10) : 0;
+            if (!v || *end || target <= 0)
+                return cli_fail("inspect", "--coarsen-target wants a positive op count");
+            want_coarse = true;
+        } else if (cli_opt(argc, argv, &i, "--dim", &v)) {
             if (!v || !strchr(v, '=')) return cli_fail("inspect", "--dim wants NAME=VALUE");
             if (opts.n_dims == 64) return cli_fail("inspect", "too many --dim options");
             dims[opts.n_dims++] = v;
@@ -186,13 +250,21 @@ int cli_inspect(int argc, char **argv)
         return cli_fail("inspect", "%s", err.msg);
     }
     cli_print_warnings(g);
+    pl_coarsening *co = NULL;
+    if (want_coarse && coarsen(g, rules_path, target, &co) != 0) {
+        pl_graph_free(g);
+        return CLI_EXIT_BAD_INPUT;
+    }
     pl_graph_summary s;
     pl_graph_summarize(g, &s);
     if (json)
-        print_json(g, &s, sha, top);
-    else
+        print_json(g, &s, sha, top, co);
+    else {
         print_text(g, &s, sha, top);
+        if (co) print_coarsen(co);
+    }
     pl_graph_summary_free(&s);
+    pl_coarsening_free(co);
     pl_graph_free(g);
     return 0;
 }

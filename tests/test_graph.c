@@ -7,26 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Adds op `name` reading the tensors named in `ins` (comma-separated) and writing `out`. */
 static int op(pl_graph *g, const char *name, const char *ins, const char *out)
 {
-    int o = pl_graph_add_op(g, name, "Relu", "");
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", ins);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
-        pl_op_add_input(g, o, pl_graph_tensor(g, tok));
-    if (out) pl_op_add_output(g, o, pl_graph_tensor(g, out));
-    return o;
+    return tu_op(g, name, "Relu", ins, out);
 }
 
 static pl_graph *with_input(void)
 {
-    pl_graph *g = pl_graph_new("t");
-    int x = pl_graph_tensor(g, "x");
-    int64_t d[2] = {2, 3};
-    pl_tensor_set_shape(&g->tensors[x], PL_DT_FLOAT, 2, d);
-    pl_graph_add_input(g, x);
-    return g;
+    return tu_graph_with_input();
 }
 
 static void test_unsorted_nodes_are_ordered(void **state)

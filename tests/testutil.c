@@ -35,7 +35,8 @@ int tu_run(const char *args, char **out)
     if (!bin) bin = "build/placer";
     size_t n = strlen(bin) + strlen(args) + 16;
     char *cmd = malloc(n);
-    snprintf(cmd, n, "%s %s 2>&1", bin, args);
+    /* stderr joins the output unless the caller redirected it already */
+    snprintf(cmd, n, "%s %s%s", bin, args, strstr(args, "2>") ? "" : " 2>&1");
     FILE *p = popen(cmd, "r");
     free(cmd);
     if (!p) fail_msg("cannot run %s", bin);
@@ -60,4 +61,31 @@ const char *tu_tmpfile(const void *data, size_t len, const char *suffix)
     if (len && write(fd, data, len) != (ssize_t)len) fail_msg("write failed");
     close(fd);
     return path;
+}
+
+pl_graph *tu_graph_with_input(void)
+{
+    pl_graph *g = pl_graph_new("t");
+    int x = pl_graph_tensor(g, "x");
+    int64_t d[2] = {2, 3};
+    pl_tensor_set_shape(&g->tensors[x], PL_DT_FLOAT, 2, d);
+    pl_graph_add_input(g, x);
+    return g;
+}
+
+static void add_tensors(pl_graph *g, int o, const char *names, bool out)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", names ? names : "");
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        out ? pl_op_add_output(g, o, pl_graph_tensor(g, tok))
+            : pl_op_add_input(g, o, pl_graph_tensor(g, tok));
+}
+
+int tu_op(pl_graph *g, const char *name, const char *type, const char *ins, const char *outs)
+{
+    int o = pl_graph_add_op(g, name, type, "");
+    add_tensors(g, o, ins, false);
+    add_tensors(g, o, outs, true);
+    return o;
 }

@@ -15,8 +15,14 @@
 pl_graph *tu_load(const char *path);
 /* Loads a file that must be refused; returns the message (static buffer). */
 const char *tu_load_fails(const char *path);
+/* Small graphs for tests: a graph named "t" with one float input "x" of shape [2,3]; and an
+ * op reading the comma-separated tensors `ins` and writing `outs` (NULL: none), tensors
+ * created on first use. */
+pl_graph *tu_graph_with_input(void);
+int tu_op(pl_graph *g, const char *name, const char *type, const char *ins, const char *outs);
 /* Runs the placer binary (PLACER_BIN, default build/placer) with `args` through the shell,
- * stdout and stderr captured into *out (malloc'd). Returns the exit status. */
+ * stdout and stderr captured into *out (malloc'd; stderr only when `args` does not redirect
+ * it). Returns the exit status. */
 int tu_run(const char *args, char **out);
 /* Writes `len` bytes to a fresh temporary file and returns its path (static buffer). */
 const char *tu_tmpfile(const void *data, size_t len, const char *suffix);

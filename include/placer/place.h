@@ -13,6 +13,7 @@ typedef struct pl_place_opts {
     unsigned seed;            /* for randomised algorithms */
     double time_limit_s;      /* for searches and solvers; 0 = the algorithm's default */
     pl_contention contention; /* the simulator model to target */
+    double rel_gap;           /* MILPs: stop at this relative gap; 0 = the algorithm's default */
 } pl_place_opts;
 
 typedef int (*pl_place_fn)(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
@@ -47,5 +48,14 @@ void pl_plan_static_memory(const pl_cost *k, const int *dev, double *out);
  * static(d) = distinct weights read or written by d's ops + sum of held over d's ops
  *             + max of ws over d's ops (+ *io_bytes on the I/O device). */
 void pl_op_memory(const pl_cost *k, double *ws, double *held, double *io_bytes);
+
+/* Reads a MOIRAI benchmark instance (../shared/benchmarks/README.md, docs/moirai.md): devices
+ * "d0".."dK-1" with the file's memory as memory_bytes (in the instance's own unit, compared
+ * as such), one op "tN" per task with its per-device times (keyed by device name) and its
+ * memory as extra_memory_bytes, one zero-byte tensor per transfer and per untimed edge.
+ * *pair_xfer_s (malloc'd) holds the transfers' device × device times in pl_cost's layout,
+ * untimed edges 0: hand it to pl_cost::pair_xfer_s. */
+int pl_moirai_load(const char *path, pl_graph **g, pl_cluster **c, double **pair_xfer_s,
+                   pl_err *err);
 
 #endif

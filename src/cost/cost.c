@@ -227,5 +227,6 @@ void pl_cost_free(pl_cost *k)
 {
     if (!k) return;
     free(k->op_s), free(k->given), free(k->weight_bytes), free(k->out_bytes);
+    free(k->pair_xfer_s);
     free(k);
 }

@@ -13,6 +13,7 @@ int pl_place_m_sct(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_er
 int pl_place_heft(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 int pl_place_getf(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 int pl_place_metis(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 int pl_place_random(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 
 #endif

@@ -177,7 +177,7 @@ static void start_xfer(ev_ctx *x, int a, int b)
     const sim_static *s = x->s;
     int inst = pl_heap_pop(&x->queue[a * x->D + b]).id, r = inst / x->S, slot = inst % x->S;
     const sim_slot *sl = &s->slots[slot];
-    double dur = pl_cluster_xfer_s(s->k->c, a, b, s->copies[sl->copy].bytes); /* = pl_cost_xfer_s */
+    double dur = pl_cost_xfer_s(s->k, sl->tensor, a, b); /* given pair times win */
     x->wait_from[a]--;
     if (x->o->contention == PL_CONTENTION_PORTS)
         x->send_busy[a] = x->recv_busy[b] = true;

@@ -1,0 +1,31 @@
+/* coarsen_internal.h: the grouping state shared by the passes and the graph builder. */
+#ifndef PLACER_COARSEN_INTERNAL_H
+#define PLACER_COARSEN_INTERNAL_H
+
+#include "placer/coarsen.h"
+
+/* Groups are a union-find over the original ops. Every group the passes make has one exit:
+ * only its sink op's outputs leave it, and every member reaches the sink. Contracting such
+ * groups never creates a cycle (a path that left a group and re-entered it would also exist
+ * in the original DAG through the sink), which is why reachability on the original graph is
+ * enough to vet each addition. */
+typedef struct cs_state {
+    const pl_graph *g;
+    pl_reach *reach;
+    int *parent; /* union-find */
+    int *size;   /* members, valid at roots */
+    int n_groups;
+    int *stamp; /* scratch marks, compared with `tick` */
+    int tick;
+    int *rule_count; /* fusion pass: groups made per rule */
+} cs_state;
+
+int cs_find(cs_state *s, int op);
+void cs_union(cs_state *s, int a, int b);
+void cs_fuse(cs_state *s, const pl_fusion_rules *r);
+void cs_colocate(cs_state *s);
+void cs_chain(cs_state *s, int target);
+/* Builds the coarse graph and the mapping from the final groups. */
+int cs_build(cs_state *s, pl_coarsening *c, pl_err *err);
+
+#endif

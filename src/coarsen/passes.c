@@ -1,0 +1,159 @@
+/* passes.c: union-find, the colocation pass and the chain contraction pass. */
+#include "coarsen_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cs_find(cs_state *s, int op)
+{
+    while (s->parent[op] != op) {
+        s->parent[op] = s->parent[s->parent[op]];
+        op = s->parent[op];
+    }
+    return op;
+}
+
+void cs_union(cs_state *s, int a, int b)
+{
+    a = cs_find(s, a);
+    b = cs_find(s, b);
+    if (a == b) return;
+    if (s->size[a] < s->size[b]) {
+        int t = a;
+        a = b;
+        b = t;
+    }
+    s->parent[b] = a;
+    s->size[a] += s->size[b];
+    s->n_groups--;
+}
+
+/* Ops that only materialise a constant or read a tensor's metadata: cheap, and their result
+ * would otherwise travel to the one op that reads it. */
+static bool is_feeder(const pl_op *op)
+{
+    static const char *const types[] = {"Constant", "Shape", "Size", "ConstantOfShape"};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+        if (!strcmp(op->type, types[k])) return true;
+    return false;
+}
+
+/* The only op reading p's outputs, or -1 (none, several, or an output leaves the graph). */
+static int sole_reader(const pl_graph *g, int p)
+{
+    const pl_op *op = &g->ops[p];
+    int reader = -1;
+    for (int k = 0; k < op->n_outputs; k++) {
+        if (op->outputs[k] < 0) continue;
+        const pl_tensor *t = &g->tensors[op->outputs[k]];
+        if (t->flags & PL_TENSOR_OUTPUT) return -1;
+        for (int i = 0; i < t->n_consumers; i++) {
+            if (reader >= 0 && reader != t->consumers[i]) return -1;
+            reader = t->consumers[i];
+        }
+    }
+    return reader;
+}
+
+void cs_colocate(cs_state *s)
+{
+    const pl_graph *g = s->g;
+    for (int i = 0; i < g->n_ops; i++) {
+        int p = g->topo[i];
+        if (!is_feeder(&g->ops[p]) || s->size[cs_find(s, p)] != 1) continue;
+        int q = sole_reader(g, p);
+        if (q < 0 || g->ops[q].cls == PL_CLASS_CONTROL) continue;
+        cs_union(s, p, q);
+    }
+}
+
+/* ---- chains ---- */
+
+typedef struct quotient {
+    int *n_succ, *n_pred; /* distinct successor / predecessor groups, at roots */
+    int *succ;            /* the successor group when n_succ == 1 */
+    bool *control;        /* the group is a control-flow op: never merged */
+    bool *exported;       /* some output of the group is a graph output */
+} quotient;
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The graph of current groups: distinct successor and predecessor counts per group. */
+static void build_quotient(cs_state *s, quotient *q)
+{
+    const pl_graph *g = s->g;
+    int n = g->n_ops;
+    memset(q->n_succ, 0, (size_t)n * sizeof(int));
+    memset(q->n_pred, 0, (size_t)n * sizeof(int));
+    memset(q->control, 0, (size_t)n * sizeof(bool));
+    memset(q->exported, 0, (size_t)n * sizeof(bool));
+    int64_t *e = pl_malloc((size_t)(g->n_edges + 1) * sizeof *e);
+    int m = 0;
+    for (int k = 0; k < g->n_edges; k++) {
+        int a = cs_find(s, g->edges[k].src), b = cs_find(s, g->edges[k].dst);
+        if (a != b) e[m++] = (int64_t)a * n + b;
+    }
+    pl_sort(e, (size_t)m, sizeof *e, cmp_i64);
+    for (int k = 0; k < m; k++) {
+        if (k && e[k] == e[k - 1]) continue;
+        int a = (int)(e[k] / n), b = (int)(e[k] % n);
+        q->n_succ[a]++;
+        q->succ[a] = b;
+        q->n_pred[b]++;
+    }
+    free(e);
+    for (int i = 0; i < n; i++) {
+        int r = cs_find(s, i);
+        if (g->ops[i].cls == PL_CLASS_CONTROL) q->control[r] = true;
+        for (int k = 0; k < g->ops[i].n_outputs; k++)
+            if (g->ops[i].outputs[k] >= 0 &&
+                (g->tensors[g->ops[i].outputs[k]].flags & PL_TENSOR_OUTPUT))
+                q->exported[r] = true;
+    }
+}
+
+/* One round: merges disjoint pairs (group, its only successor), so groups grow evenly instead
+ * of one chain swallowing the graph. Strict rounds also want the successor's only
+ * predecessor to be the group (a true linear chain). Returns the merges made. */
+static int chain_round(cs_state *s, quotient *q, bool strict, int target)
+{
+    const pl_graph *g = s->g;
+    int merges = 0;
+    s->tick++;
+    for (int i = 0; i < g->n_ops && s->n_groups > target; i++) {
+        int a = cs_find(s, g->topo[i]);
+        if (s->stamp[a] == s->tick || q->n_succ[a] != 1 || q->control[a] || q->exported[a])
+            continue;
+        int b = cs_find(s, q->succ[a]);
+        if (s->stamp[b] == s->tick || q->control[b] || (strict && q->n_pred[b] != 1)) continue;
+        s->stamp[a] = s->stamp[b] = s->tick;
+        cs_union(s, a, b);
+        s->stamp[cs_find(s, a)] = s->tick;
+        merges++;
+    }
+    return merges;
+}
+
+void cs_chain(cs_state *s, int target)
+{
+    int n = s->g->n_ops;
+    quotient q = {pl_malloc((size_t)n * sizeof(int)), pl_malloc((size_t)n * sizeof(int)),
+                  pl_malloc((size_t)n * sizeof(int)), pl_malloc((size_t)n * sizeof(bool)),
+                  pl_malloc((size_t)n * sizeof(bool))};
+    bool strict = true;
+    while (s->n_groups > target) {
+        build_quotient(s, &q);
+        if (chain_round(s, &q, strict, target)) continue;
+        if (!strict) break;
+        strict = false; /* no linear chain left: contract ops into their only successor */
+    }
+    free(q.n_succ);
+    free(q.n_pred);
+    free(q.succ);
+    free(q.control);
+    free(q.exported);
+}

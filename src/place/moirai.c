@@ -1,0 +1,554 @@
+/* moirai.c: MOIRAI's MILP (Zhang et al., §III-D), solved by CBC (docs/moirai.md).
+ *
+ * The augmented DAG has a node per op and per timed edge ("flow"); an edge whose transfer
+ * time is 0 for every pair of devices is a plain precedence. Variables: x[i][k] placement,
+ * S/C start and end of ops and flows, u[f][a][b] flow f takes channel a -> b, z[f] flow f
+ * crosses devices, delta for each pair of ops (and of flows) that reachability leaves
+ * unordered, T the makespan. Constraint numbers are the paper's.
+ *
+ * The MILP charges a flow per edge; the simulator sends once per (tensor, device). They agree
+ * when every tensor has one reader, as in MOIRAI's instances (pl_moirai_load). */
+#include "algos.h"
+
+#include <Cbc_C_Interface.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct flow {
+    int src, dst, tensor;
+} flow;
+
+typedef struct milp {
+    const pl_cost *k;
+    int n, D, nf;
+    flow *f;
+    Cbc_Model *m;
+    int ncols;
+    int x0, s0, c0, fs0, fc0, z0, u0, T; /* first column of each block */
+    double M, ub;
+    /* row builder (merges repeated columns: CBC wants each once) */
+    int *rc;
+    double *rv;
+    int rn;
+    int n_bin, n_rows;
+} milp;
+
+static int X(const milp *P, int i, int k)
+{
+    return P->x0 + i * P->D + k;
+}
+static int U(const milp *P, int f, int a, int b)
+{
+    return P->u0 + (f * P->D + a) * P->D + b;
+}
+
+static void term(milp *P, int col, double v)
+{
+    for (int i = 0; i < P->rn; i++)
+        if (P->rc[i] == col) {
+            P->rv[i] += v;
+            return;
+        }
+    P->rc[P->rn] = col, P->rv[P->rn++] = v;
+}
+
+static void row(milp *P, char sense, double rhs)
+{
+    Cbc_addRow(P->m, "", P->rn, P->rc, P->rv, sense, rhs);
+    P->rn = 0, P->n_rows++;
+}
+
+static int col(milp *P, double lb, double ub, double obj, bool integer)
+{
+    Cbc_addCol(P->m, "", lb, ub, obj, integer, 0, NULL, NULL);
+    P->n_bin += integer;
+    return P->ncols++;
+}
+
+static double pair_s(const milp *P, int f, int a, int b)
+{
+    return pl_cost_xfer_s(P->k, P->f[f].tensor, a, b);
+}
+
+/* Timed edges become flows; an edge that costs nothing on every channel is a precedence. */
+static void find_flows(milp *P)
+{
+    const pl_graph *g = P->k->g;
+    P->f = pl_malloc((g->n_edges + 1) * sizeof *P->f);
+    for (int e = 0; e < g->n_edges; e++) {
+        flow fl = {g->edges[e].src, g->edges[e].dst, g->edges[e].tensor};
+        bool timed = false;
+        for (int a = 0; a < P->D; a++)
+            for (int b = 0; b < P->D; b++)
+                timed |= pl_cost_xfer_s(P->k, fl.tensor, a, b) > 0;
+        if (timed) P->f[P->nf++] = fl;
+    }
+}
+
+/* Always a valid horizon: run everything one after the other, each op on its slowest
+ * feasible device and each flow on its slowest channel. */
+static double serial_bound(const milp *P, double *max_xfer)
+{
+    double h = 0;
+    *max_xfer = 0;
+    for (int i = 0; i < P->n; i++) {
+        double w = 0;
+        for (int k = 0; k < P->D; k++)
+            if (isfinite(pl_cost_op_s(P->k, i, k))) w = fmax(w, pl_cost_op_s(P->k, i, k));
+        h += w;
+    }
+    for (int f = 0; f < P->nf; f++) {
+        double w = 0;
+        for (int a = 0; a < P->D; a++)
+            for (int b = 0; b < P->D; b++)
+                w = fmax(w, pair_s(P, f, a, b));
+        h += w, *max_xfer = fmax(*max_xfer, w);
+    }
+    return h;
+}
+
+/* ---- columns ---- */
+
+static void add_cols(milp *P)
+{
+    int n = P->n, D = P->D, nf = P->nf;
+    P->x0 = P->ncols;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < D; k++)
+            col(P, 0, isfinite(pl_cost_op_s(P->k, i, k)) ? 1 : 0, 0, true);
+    P->s0 = P->ncols;
+    for (int i = 0; i < n; i++)
+        col(P, 0, P->ub, 0, false);
+    P->c0 = P->ncols;
+    for (int i = 0; i < n; i++)
+        col(P, 0, P->ub, 0, false);
+    P->fs0 = P->ncols;
+    for (int f = 0; f < nf; f++)
+        col(P, 0, P->ub, 0, false);
+    P->fc0 = P->ncols;
+    for (int f = 0; f < nf; f++)
+        col(P, 0, P->ub, 0, false);
+    P->z0 = P->ncols;
+    for (int f = 0; f < nf; f++)
+        col(P, 0, 1, 0, true);
+    P->u0 = P->ncols;
+    for (int f = 0; f < nf; f++)
+        for (int a = 0; a < D; a++)
+            for (int b = 0; b < D; b++)
+                col(P, 0, a == b ? 0 : 1, 0, true); /* diagonal: unused, fixed at 0 */
+    /* T <= ub: only plans at least as good as the heuristic's matter (see big_m). */
+    P->T = col(P, 0, P->ub, 1, false);
+}
+
+/* ---- (4), (4a)-(4c), (5), (7) ---- */
+
+static void add_ops(milp *P)
+{
+    for (int i = 0; i < P->n; i++) {
+        for (int k = 0; k < P->D; k++)
+            term(P, X(P, i, k), 1);
+        row(P, 'E', 1); /* (4c) */
+        term(P, P->c0 + i, 1), term(P, P->s0 + i, -1);
+        for (int k = 0; k < P->D; k++) {
+            double p = pl_cost_op_s(P->k, i, k);
+            if (isfinite(p)) term(P, X(P, i, k), -p);
+        }
+        row(P, 'E', 0); /* (4b) */
+        term(P, P->T, 1), term(P, P->c0 + i, -1);
+        row(P, 'G', 0); /* (4): T = max C_i */
+    }
+}
+
+/* (4a) on the augmented DAG's direct edges: the paper lists every successor, but the direct
+ * ones imply the rest by transitivity. */
+static void add_precedence(milp *P)
+{
+    const pl_graph *g = P->k->g;
+    for (int e = 0, f = 0; e < g->n_edges; e++) {
+        const pl_edge *ed = &g->edges[e];
+        if (f < P->nf && P->f[f].tensor == ed->tensor && P->f[f].dst == ed->dst) {
+            term(P, P->c0 + ed->src, 1), term(P, P->fs0 + f, -1), row(P, 'L', 0);
+            term(P, P->fc0 + f, 1), term(P, P->s0 + ed->dst, -1), row(P, 'L', 0);
+            f++;
+        } else {
+            term(P, P->c0 + ed->src, 1), term(P, P->s0 + ed->dst, -1), row(P, 'L', 0);
+        }
+    }
+}
+
+/* (5): static sum per device; a device that holds every op needs no row. */
+static void add_memory(milp *P)
+{
+    for (int k = 0; k < P->D; k++) {
+        double all = 0;
+        for (int i = 0; i < P->n; i++)
+            all += P->k->g->ops[i].extra_memory_bytes;
+        if (all <= P->k->c->devs[k].memory_bytes) continue;
+        for (int i = 0; i < P->n; i++)
+            if (P->k->g->ops[i].extra_memory_bytes > 0)
+                term(P, X(P, i, k), P->k->g->ops[i].extra_memory_bytes);
+        row(P, 'L', P->k->c->devs[k].memory_bytes);
+    }
+}
+
+/* (7): u[f][a][b] = x[src][a] * x[dst][b] exactly (three rows), z = sum of u over a != b, and
+ * the flow lasts the chosen channel's time. The paper's rows on z alone follow from these. */
+static void add_comm(milp *P)
+{
+    int D = P->D;
+    for (int f = 0; f < P->nf; f++) {
+        int i = P->f[f].src, j = P->f[f].dst;
+        for (int a = 0; a < D; a++)
+            for (int b = 0; b < D; b++) {
+                if (a == b) continue;
+                int u = U(P, f, a, b);
+                term(P, u, 1), term(P, X(P, i, a), -1), term(P, X(P, j, b), -1), row(P, 'G', -1);
+                term(P, u, 1), term(P, X(P, i, a), -1), row(P, 'L', 0);
+                term(P, u, 1), term(P, X(P, j, b), -1), row(P, 'L', 0);
+            }
+        term(P, P->z0 + f, 1);
+        for (int a = 0; a < D; a++)
+            for (int b = 0; b < D; b++)
+                if (a != b) term(P, U(P, f, a, b), -1);
+        row(P, 'E', 0);
+        term(P, P->fc0 + f, 1), term(P, P->fs0 + f, -1);
+        for (int a = 0; a < D; a++)
+            for (int b = 0; b < D; b++)
+                if (a != b && pair_s(P, f, a, b) > 0) term(P, U(P, f, a, b), -pair_s(P, f, a, b));
+        row(P, 'E', 0);
+    }
+}
+
+/* ---- (6) and (8): disjunctions, only for pairs reachability leaves unordered ---- */
+
+typedef struct pairs {
+    int *a, *b, n;
+} pairs;
+
+static void pairs_add(pairs *p, int a, int b, int *cap)
+{
+    if (p->n == *cap) {
+        *cap = *cap ? 2 * *cap : 256;
+        p->a = pl_realloc(p->a, *cap * sizeof *p->a), p->b = pl_realloc(p->b, *cap * sizeof *p->b);
+    }
+    p->a[p->n] = a, p->b[p->n++] = b;
+}
+
+static bool before(const pl_reach *r, int i, int j)
+{
+    return i == j || pl_reach_query(r, i, j);
+}
+
+static void op_pairs(const milp *P, const pl_reach *r, pairs *out)
+{
+    int cap = 0;
+    for (int i = 0; i < P->n; i++)
+        for (int j = i + 1; j < P->n; j++)
+            if (!pl_reach_query(r, i, j) && !pl_reach_query(r, j, i)) pairs_add(out, i, j, &cap);
+}
+
+/* Flow q = (a -> b) precedes flow r = (c -> d) in the augmented DAG iff b reaches c (or is c). */
+static void flow_pairs(const milp *P, const pl_reach *r, pairs *out)
+{
+    int cap = 0;
+    for (int q = 0; q < P->nf; q++)
+        for (int s = q + 1; s < P->nf; s++)
+            if (!before(r, P->f[q].dst, P->f[s].src) && !before(r, P->f[s].dst, P->f[q].src))
+                pairs_add(out, q, s, &cap);
+}
+
+/* (6): S_i >= C_j - M delta - M (2 - x_ik - x_jk), S_j >= C_i - M (1 - delta) - M (2 - ...):
+ * delta = 1 runs i first. */
+static void add_nonoverlap(milp *P, const pairs *pp, int d0)
+{
+    double M = P->M;
+    for (int p = 0; p < pp->n; p++) {
+        int i = pp->a[p], j = pp->b[p], dl = d0 + p;
+        for (int k = 0; k < P->D; k++) {
+            term(P, P->s0 + i, 1), term(P, P->c0 + j, -1), term(P, dl, M);
+            term(P, X(P, i, k), -M), term(P, X(P, j, k), -M);
+            row(P, 'G', -2 * M);
+            term(P, P->s0 + j, 1), term(P, P->c0 + i, -1), term(P, dl, -M);
+            term(P, X(P, i, k), -M), term(P, X(P, j, k), -M);
+            row(P, 'G', -3 * M);
+        }
+    }
+}
+
+/* One side of (8) for device k: `sgn` +1 when both flows leave k (x_ak + x_ck - x_bk - x_dk
+ * - 2 = 0 exactly then), -1 when both enter it. delta = 1 sends q first. */
+static void congestion_rows(milp *P, int q, int r, int dl, int k, int sgn)
+{
+    double M = P->M;
+    const flow *fq = &P->f[q], *fr = &P->f[r];
+    for (int first = 0; first < 2; first++) {
+        int later = first ? r : q, earlier = first ? q : r; /* row says S_later >= C_earlier */
+        term(P, P->fs0 + later, 1), term(P, P->fc0 + earlier, -1);
+        term(P, dl, first ? -M : M);
+        term(P, P->z0 + q, -M), term(P, P->z0 + r, -M);
+        term(P, X(P, fq->src, k), -sgn * M), term(P, X(P, fr->src, k), -sgn * M);
+        term(P, X(P, fq->dst, k), sgn * M), term(P, X(P, fr->dst, k), sgn * M);
+        row(P, 'G', first ? -5 * M : -4 * M);
+    }
+}
+
+static void add_congestion(milp *P, const pairs *fp, int d0)
+{
+    for (int p = 0; p < fp->n; p++)
+        for (int k = 0; k < P->D; k++) {
+            congestion_rows(P, fp->a[p], fp->b[p], d0 + p, k, +1);
+            congestion_rows(P, fp->a[p], fp->b[p], d0 + p, k, -1);
+        }
+}
+
+/* ---- the warm start: the best heuristic plan, simulated ---- */
+
+typedef struct start {
+    pl_plan *plan;
+    pl_sim_result res;
+    double makespan;
+} start;
+
+static bool memory_ok(const pl_cost *k, const int *dev)
+{
+    for (int d = 0; d < k->n_devs; d++) {
+        double used = 0;
+        for (int i = 0; i < k->n_ops; i++)
+            if (dev[i] == d) used += k->g->ops[i].extra_memory_bytes;
+        if (used > k->c->devs[d].memory_bytes) return false;
+    }
+    return true;
+}
+
+/* HEFT and GETF under PORTS; the best simulated plan that also meets (5). */
+static void best_heuristic(const pl_cost *k, start *w)
+{
+    const char *names[] = {"heft", "getf"};
+    pl_place_opts o = {.contention = PL_CONTENTION_PORTS};
+    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .record = true, .ignore_memory = true};
+    w->plan = NULL, w->makespan = INFINITY;
+    for (int a = 0; a < 2; a++) {
+        pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+        pl_sim_result r = {0};
+        pl_err e = {{0}};
+        if (pl_place(pl_algo_find(names[a]), k, &o, p, &e) == 0 &&
+            pl_simulate(k, p, &so, &r, &e) == 0 && memory_ok(k, p->dev) &&
+            r.makespan_s < w->makespan) {
+            if (w->plan) pl_plan_free(w->plan), pl_sim_result_free(&w->res);
+            w->plan = p, w->res = r, w->makespan = r.makespan_s;
+            continue;
+        }
+        pl_plan_free(p), pl_sim_result_free(&r);
+    }
+}
+
+/* The recorded transfer of `tensor` to device `to`, or -1. */
+static int find_xfer(const pl_sim_result *r, int tensor, int to)
+{
+    for (int x = 0; x < r->n_xfers; x++)
+        if (r->xfers[x].tensor == tensor && r->xfers[x].to == to) return x;
+    return -1;
+}
+
+/* The flows' columns in the warm start: times of the recorded transfers, channel, z. */
+static void start_flows(const milp *P, const start *w, double *v)
+{
+    const int *dev = w->plan->dev;
+    for (int f = 0; f < P->nf; f++) {
+        int a = dev[P->f[f].src], b = dev[P->f[f].dst],
+            x = a == b ? -1 : find_xfer(&w->res, P->f[f].tensor, b);
+        double s = w->res.op_end_s[P->f[f].src], e = s;
+        if (x >= 0) s = w->res.xfers[x].start_s, e = w->res.xfers[x].end_s;
+        v[P->fs0 + f] = s, v[P->fc0 + f] = e;
+        v[P->z0 + f] = a != b;
+        if (a != b) v[U(P, f, a, b)] = 1;
+    }
+}
+
+static void set_start(milp *P, const start *w, const pairs *op, const pairs *fp, int dop, int dfl)
+{
+    double *v = pl_calloc(P->ncols + 1, sizeof *v);
+    int *idx = pl_malloc((P->ncols + 1) * sizeof *idx);
+    for (int i = 0; i < P->n; i++) {
+        v[X(P, i, w->plan->dev[i])] = 1;
+        v[P->s0 + i] = w->res.op_start_s[i], v[P->c0 + i] = w->res.op_end_s[i];
+    }
+    start_flows(P, w, v);
+    /* delta = 1 when the first of the pair ends before the second starts: true for the pairs
+     * that share a device or port (the simulator never overlaps them), harmless for others. */
+    for (int p = 0; p < op->n; p++)
+        v[dop + p] = v[P->c0 + op->a[p]] <= v[P->s0 + op->b[p]];
+    for (int p = 0; p < fp->n; p++)
+        v[dfl + p] = v[P->fc0 + fp->a[p]] <= v[P->fs0 + fp->b[p]];
+    v[P->T] = w->makespan;
+    for (int c = 0; c < P->ncols; c++)
+        idx[c] = c;
+    Cbc_setMIPStartI(P->m, P->ncols, idx, v);
+    free(v), free(idx);
+}
+
+/* ---- solving and reading the answer ---- */
+
+typedef struct order_key {
+    double s, c;
+    int pos, op;
+} order_key;
+
+static int cmp_key(const void *x, const void *y)
+{
+    const order_key *a = x, *b = y;
+    if (a->s != b->s) return a->s < b->s ? -1 : 1;
+    if (a->c != b->c) return a->c < b->c ? -1 : 1;
+    return a->pos - b->pos;
+}
+
+/* Placement by the largest x, per-device order by start time (then end, then topological
+ * position, so a zero-time op ties correctly with its neighbours). Times are snapped to a
+ * grid far below any duration so solver round-off does not swap equal starts. */
+static void read_plan(const milp *P, const double *sol, pl_plan *out)
+{
+    order_key *key = pl_malloc((P->n + 1) * sizeof *key);
+    int *seq = pl_malloc((P->n + 1) * sizeof *seq);
+    double grid = P->M * 1e-9;
+    for (int i = 0; i < P->n; i++) {
+        int best = 0;
+        for (int k = 1; k < P->D; k++)
+            if (sol[X(P, i, k)] > sol[X(P, i, best)]) best = k;
+        out->dev[i] = best;
+        key[i] = (order_key){round(sol[P->s0 + i] / grid), round(sol[P->c0 + i] / grid),
+                             P->k->g->topo_pos[i], i};
+    }
+    pl_sort(key, P->n, sizeof *key, cmp_key);
+    for (int i = 0; i < P->n; i++)
+        seq[i] = key[i].op;
+    pl_plan_set_order(out, seq);
+    free(key), free(seq);
+}
+
+static double simulate(const pl_cost *k, const pl_plan *p)
+{
+    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .ignore_memory = true};
+    pl_sim_result r = {0};
+    pl_err e = {{0}};
+    double ms = pl_simulate(k, p, &so, &r, &e) == 0 ? r.makespan_s : INFINITY;
+    pl_sim_result_free(&r);
+    return ms;
+}
+
+static void build(milp *P, const start *w, pairs *op, pairs *fp)
+{
+    pl_reach *r = pl_graph_reach(P->k->g);
+    op_pairs(P, r, op), flow_pairs(P, r, fp);
+    pl_reach_free(r);
+    add_cols(P);
+    int dop = P->ncols;
+    for (int p = 0; p < op->n; p++)
+        col(P, 0, 1, 0, true);
+    int dfl = P->ncols;
+    for (int p = 0; p < fp->n; p++)
+        col(P, 0, 1, 0, true);
+    P->rc = pl_malloc((P->ncols + 1) * sizeof *P->rc);
+    P->rv = pl_malloc((P->ncols + 1) * sizeof *P->rv);
+    add_ops(P), add_precedence(P), add_memory(P), add_comm(P);
+    add_nonoverlap(P, op, dop), add_congestion(P, fp, dfl);
+    if (w->plan) set_start(P, w, op, fp, dop, dfl);
+}
+
+/* Big-M (docs/moirai.md): T <= ub keeps every start and end in [0, ub], since each flow ends
+ * before its reader starts and T bounds every op's end. A relaxed disjunction then needs M >=
+ * C_j - S_i, at most ub; the largest transfer time on top is slack against round-off in the
+ * bound, not needed in exact arithmetic. ub is the warm start's makespan when it meets (5)
+ * (an optimum is no worse), else the serial bound (any placement meeting (5) run one step at
+ * a time fits). The heuristic's makespan is a feasible MILP point only when the simulator and
+ * the MILP count communication alike: one reader per timed tensor. */
+static void big_m(milp *P, const start *w)
+{
+    double max_xfer, serial = serial_bound(P, &max_xfer);
+    bool per_edge = true;
+    for (int f = 0; f < P->nf; f++)
+        per_edge &= P->k->g->tensors[P->f[f].tensor].n_consumers == 1;
+    P->ub = w->plan && per_edge ? fmin(w->makespan, serial) : serial;
+    P->M = P->ub + max_xfer;
+    if (!(P->M > 0)) P->M = 1;
+}
+
+static void note(pl_err *err, const milp *P, const char *status, double obj, double bound,
+                 double sim, double warm, double secs)
+{
+    double ref = isfinite(obj) ? obj : sim; /* no MILP point: the gap of the plan returned */
+    double gap = ref > 0 ? (ref - bound) / ref : 0;
+    pl_err_set(err,
+               "moirai: %s, MILP objective %.6g, bound %.6g, gap %.4g, simulated %.6g "
+               "(warm start %.6g), %d binaries, %d rows, CBC %.2f s",
+               status, obj, bound, gap, sim, warm, P->n_bin, P->n_rows, secs);
+}
+
+/* The warm start's placement and its order or priorities, as the simulator ran it. */
+static void keep_start(const pl_plan *w, pl_plan *out)
+{
+    memcpy(out->dev, w->dev, w->n_ops * sizeof *out->dev);
+    pl_plan_clear_order(out);
+    free(out->priority), out->priority = NULL;
+    if (w->order) {
+        out->order = pl_malloc((w->n_ops + 1) * sizeof *out->order);
+        out->order_off = pl_malloc((w->n_devs + 1) * sizeof *out->order_off);
+        memcpy(out->order, w->order, w->n_ops * sizeof *out->order);
+        memcpy(out->order_off, w->order_off, (w->n_devs + 1) * sizeof *out->order_off);
+    }
+    if (w->priority) {
+        out->priority = pl_malloc((w->n_ops + 1) * sizeof *out->priority);
+        memcpy(out->priority, w->priority, w->n_ops * sizeof *out->priority);
+    }
+}
+
+/* Uses the MILP's plan unless its simulation is worse than the warm start's. */
+static int finish(milp *P, const start *w, pl_plan *out, pl_err *err, double secs)
+{
+    Cbc_Model *m = P->m;
+    int has = Cbc_numberSavedSolutions(m) > 0 || Cbc_isProvenOptimal(m);
+    double obj = has ? Cbc_getObjValue(m) : INFINITY, bound = Cbc_getBestPossibleObjValue(m);
+    const char *status = Cbc_isProvenOptimal(m) ? "optimal" : has ? "feasible" : "no solution";
+    if (Cbc_isProvenInfeasible(m) && !w->plan)
+        return pl_err_set(err, "moirai: infeasible: no placement meets device memory (5)");
+    double sim = INFINITY;
+    if (has) {
+        read_plan(P, Cbc_getColSolution(m), out);
+        sim = simulate(P->k, out);
+    }
+    if (!(sim <= w->makespan)) {
+        if (!w->plan) return pl_err_set(err, "moirai: CBC found no plan in %.1f s", secs);
+        keep_start(w->plan, out);
+        status = Cbc_isProvenOptimal(m) ? "optimal (its plan simulates worse: warm start kept)"
+                 : has                  ? "feasible (its plan simulates worse: warm start kept)"
+                                        : "no solution (warm start kept)";
+        sim = w->makespan;
+    }
+    note(err, P, status, obj, bound, sim, w->makespan, secs);
+    return 0;
+}
+
+int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    double t0 = pl_now();
+    milp P = {.k = k, .n = k->n_ops, .D = k->n_devs};
+    start w;
+    pairs op = {0}, fp = {0};
+    find_flows(&P);
+    best_heuristic(k, &w);
+    big_m(&P, &w);
+    P.m = Cbc_newModel();
+    Cbc_setLogLevel(P.m, 0);
+    build(&P, &w, &op, &fp);
+    double limit = o && o->time_limit_s > 0 ? o->time_limit_s : 60;
+    Cbc_setMaximumSeconds(P.m, fmax(1, limit - (pl_now() - t0)));
+    Cbc_setAllowableFractionGap(P.m, o && o->rel_gap > 0 ? o->rel_gap : 1e-6);
+    double t1 = pl_now();
+    Cbc_solve(P.m);
+    int rc = finish(&P, &w, out, err, pl_now() - t1);
+    Cbc_deleteModel(P.m);
+    free(P.f), free(P.rc), free(P.rv), free(op.a), free(op.b), free(fp.a), free(fp.b);
+    if (w.plan) pl_plan_free(w.plan), pl_sim_result_free(&w.res);
+    return rc;
+}

@@ -1,0 +1,289 @@
+/* test_moirai.c: the MOIRAI instance reader and MILP (docs/moirai.md): the optimum against
+ * brute force on tiny instances, example-1's published optimum, and MILP == simulator. */
+#include "testutil.h"
+
+#include "placer/place.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXAMPLE1 "/work/shared/benchmarks/moirai/example-1.json"
+
+typedef struct inst {
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost *k;
+} inst;
+
+static void inst_load(inst *x, const char *path, double mem_scale)
+{
+    pl_err err = {{0}};
+    double *pair;
+    if (pl_moirai_load(path, &x->g, &x->c, &pair, &err) < 0) fail_msg("%s", err.msg);
+    for (int d = 0; d < x->c->n_devs; d++)
+        x->c->devs[d].memory_bytes *= mem_scale;
+    x->k = pl_cost_new(x->g, x->c, NULL, NULL, 0, &err);
+    assert_non_null(x->k);
+    x->k->pair_xfer_s = pair;
+}
+
+static void inst_free(inst *x)
+{
+    pl_cost_free(x->k), pl_graph_free(x->g), pl_cluster_free(x->c);
+}
+
+static double sim(const pl_cost *k, const pl_plan *p)
+{
+    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .ignore_memory = true};
+    pl_sim_result r = {0};
+    pl_err err = {{0}};
+    if (pl_simulate(k, p, &so, &r, &err) < 0) fail_msg("%s", err.msg);
+    double ms = r.makespan_s;
+    pl_sim_result_free(&r);
+    return ms;
+}
+
+/* Runs the MILP; returns its objective (from the note) and sets *simulated to the returned
+ * plan's simulated makespan. */
+static double solve(const inst *x, double limit, char *note, size_t n, double *simulated)
+{
+    pl_place_opts o = {.time_limit_s = limit};
+    pl_plan *p = pl_plan_new(x->k->n_ops, x->k->n_devs);
+    pl_err err = {{0}};
+    if (pl_place(pl_algo_find("moirai"), x->k, &o, p, &err) < 0) fail_msg("%s", err.msg);
+    snprintf(note, n, "%s", err.msg);
+    const char *s = strstr(err.msg, "MILP objective ");
+    assert_non_null(s);
+    double obj = atof(s + strlen("MILP objective "));
+    *simulated = sim(x->k, p);
+    pl_plan_free(p);
+    return obj;
+}
+
+/* ---- brute force: every placement meeting (5), every topological order ---- */
+
+typedef struct brute {
+    const pl_cost *k;
+    pl_plan *p;
+    int *seq, *indeg;
+    bool *used;
+    double best;
+} brute;
+
+static void orders(brute *b, int depth)
+{
+    const pl_graph *g = b->k->g;
+    if (depth == g->n_ops) {
+        pl_plan_set_order(b->p, b->seq);
+        double ms = sim(b->k, b->p);
+        if (ms < b->best) b->best = ms;
+        return;
+    }
+    for (int v = 0; v < g->n_ops; v++) {
+        if (b->used[v] || b->indeg[v]) continue;
+        b->used[v] = true, b->seq[depth] = v;
+        for (int s = g->succ_off[v]; s < g->succ_off[v + 1]; s++)
+            b->indeg[g->succ[s]]--;
+        orders(b, depth + 1);
+        for (int s = g->succ_off[v]; s < g->succ_off[v + 1]; s++)
+            b->indeg[g->succ[s]]++;
+        b->used[v] = false;
+    }
+}
+
+static bool fits(const pl_cost *k, const int *dev)
+{
+    for (int d = 0; d < k->n_devs; d++) {
+        double m = 0;
+        for (int i = 0; i < k->n_ops; i++)
+            if (dev[i] == d) m += k->g->ops[i].extra_memory_bytes;
+        if (m > k->c->devs[d].memory_bytes) return false;
+    }
+    return true;
+}
+
+static double brute_force(const pl_cost *k)
+{
+    int n = k->n_ops, D = k->n_devs;
+    brute b = {k,
+               pl_plan_new(n, D),
+               calloc(n, sizeof(int)),
+               calloc(n, sizeof(int)),
+               calloc(n, sizeof(bool)),
+               INFINITY};
+    long total = 1;
+    for (int i = 0; i < n; i++)
+        total *= D;
+    for (long code = 0; code < total; code++) {
+        long c = code;
+        for (int i = 0; i < n; i++, c /= D)
+            b.p->dev[i] = (int)(c % D);
+        if (!fits(k, b.p->dev)) continue;
+        for (int v = 0; v < n; v++)
+            b.indeg[v] = k->g->pred_off[v + 1] - k->g->pred_off[v];
+        orders(&b, 0);
+    }
+    pl_plan_free(b.p), free(b.seq), free(b.indeg), free(b.used);
+    return b.best;
+}
+
+/* A random MOIRAI-format instance: n tasks in topological order, edges i -> j (i < j) with
+ * probability 1/2, timed with a random asymmetric matrix; as in MOIRAI's files, untimed
+ * edges only leave task 0 (the simulator sends a zero-time tensor through the ports, so an
+ * untimed edge elsewhere could wait for a port the MILP leaves free). */
+static const char *random_instance(unsigned *seed, int n, int D, bool tight_memory)
+{
+    static char buf[16384];
+    size_t len = 0;
+    int id[8], next = 0, mem[8], total = 0;
+    bool edge[8][8] = {{false}};
+    for (int i = 0; i < n; i++)
+        id[i] = next++, mem[i] = 1 + rand_r(seed) % 4, total += mem[i];
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            edge[i][j] = rand_r(seed) % 2;
+    len += snprintf(buf + len, sizeof buf - len, "{\"name\": \"rnd\", \"devices\": [");
+    for (int d = 0; d < D; d++)
+        len += snprintf(buf + len, sizeof buf - len, "%s{\"id\": %d, \"memory\": %d}", d ? "," : "",
+                        d, tight_memory ? total / D + 2 : 1000);
+    len += snprintf(buf + len, sizeof buf - len, "], \"tasks\": [");
+    for (int i = 0; i < n; i++) {
+        len += snprintf(buf + len, sizeof buf - len, "%s{\"id\": %d, \"time\": [", i ? "," : "",
+                        id[i]);
+        for (int d = 0; d < D; d++)
+            len +=
+                snprintf(buf + len, sizeof buf - len, "%s%d", d ? "," : "", 1 + rand_r(seed) % 9);
+        len += snprintf(buf + len, sizeof buf - len, "], \"memory\": %d, \"succ\": [", mem[i]);
+        for (int j = i + 1, first = 1; j < n; j++)
+            if (edge[i][j])
+                len += snprintf(buf + len, sizeof buf - len, "%s%d", first ? "" : ",", id[j]),
+                    first = 0;
+        len += snprintf(buf + len, sizeof buf - len, "]}");
+    }
+    len += snprintf(buf + len, sizeof buf - len, "], \"transfers\": [");
+    char untimed[2048] = "";
+    size_t ul = 0;
+    int xid = 100, nt = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (!edge[i][j]) continue;
+            if (i == 0 && rand_r(seed) % 2 == 0) {
+                ul += snprintf(untimed + ul, sizeof untimed - ul, "%s[%d, %d]", ul ? "," : "",
+                               id[i], id[j]);
+                continue;
+            }
+            len += snprintf(buf + len, sizeof buf - len,
+                            "%s{\"id\": %d, \"src\": %d, \"dst\": %d, \"time\": [", nt++ ? "," : "",
+                            xid++, id[i], id[j]);
+            for (int a = 0; a < D; a++) {
+                len += snprintf(buf + len, sizeof buf - len, "%s[", a ? "," : "");
+                for (int c = 0; c < D; c++)
+                    len += snprintf(buf + len, sizeof buf - len, "%s%d", c ? "," : "",
+                                    a == c ? 0 : 1 + rand_r(seed) % 5);
+                len += snprintf(buf + len, sizeof buf - len, "]");
+            }
+            len += snprintf(buf + len, sizeof buf - len, "]}");
+        }
+    len += snprintf(buf + len, sizeof buf - len, "], \"untimed_edges\": [%s]}", untimed);
+    return tu_tmpfile(buf, len, ".json");
+}
+
+/* The MILP lets a transfer wait for a later one on the same port; the simulator starts the
+ * earliest-ready transfer as soon as its ports are free (docs/moirai.md, "Consistency"). So
+ * the MILP optimum is at most the brute force over placements and op orders, equal when that
+ * freedom does not pay, and the returned plan simulates to at least the brute force. */
+static void check_random(int n, int D, bool tight, int count, unsigned seed0)
+{
+    unsigned seed = seed0;
+    int equal = 0;
+    for (int t = 0; t < count; t++) {
+        inst x;
+        const char *path = random_instance(&seed, n, D, tight);
+        inst_load(&x, path, 1);
+        char note[PL_ERR_MAX];
+        double bf = brute_force(x.k);
+        double simulated, obj = solve(&x, 30, note, sizeof note, &simulated);
+        if (obj > bf + 1e-6 || simulated < bf - 1e-6)
+            fail_msg("instance %d (%s): MILP %g, brute force %g; %s", t, path, obj, bf, note);
+        assert_non_null(strstr(note, "optimal"));
+        equal += fabs(obj - bf) <= 1e-6 && fabs(simulated - obj) <= 1e-6;
+        inst_free(&x);
+    }
+    print_message("%d of %d: MILP optimum == brute force == simulated\n", equal, count);
+}
+
+static void test_random_two_devices(void **state)
+{
+    (void)state;
+    check_random(6, 2, false, 6, 7);
+}
+
+static void test_random_three_devices(void **state)
+{
+    (void)state;
+    check_random(5, 3, false, 6, 11);
+}
+
+static void test_random_memory(void **state)
+{
+    (void)state;
+    check_random(5, 3, true, 6, 23);
+}
+
+static void test_example1(void **state)
+{
+    (void)state;
+    inst x;
+    char note[PL_ERR_MAX];
+    inst_load(&x, EXAMPLE1, 1);
+    assert_int_equal(x.k->n_ops, 14);
+    assert_int_equal(x.g->n_edges, 19);
+    double t0 = pl_now();
+    double simulated;
+    assert_close(solve(&x, 600, note, sizeof note, &simulated), 30, 1e-9);
+    assert_close(simulated, 30, 1e-9);
+    print_message("example-1: %s (%.1f s)\n", note, pl_now() - t0);
+    assert_non_null(strstr(note, "optimal"));
+    inst_free(&x);
+}
+
+static void test_example1_no_memory(void **state)
+{
+    (void)state;
+    inst x;
+    char note[PL_ERR_MAX];
+    inst_load(&x, EXAMPLE1, 1e6);
+    double t0 = pl_now();
+    double simulated;
+    assert_close(solve(&x, 600, note, sizeof note, &simulated), 28, 1e-9);
+    assert_close(simulated, 28, 1e-9);
+    print_message("example-1 without memory: %s (%.1f s)\n", note, pl_now() - t0);
+    assert_non_null(strstr(note, "optimal"));
+    inst_free(&x);
+}
+
+static void test_reader_refuses(void **state)
+{
+    (void)state;
+    const char *bad = "{\"devices\": [{\"id\": 0, \"memory\": 1}], \"tasks\": [{\"id\": 0, "
+                      "\"time\": [1], \"memory\": 0, \"succ\": [5]}], \"transfers\": [], "
+                      "\"untimed_edges\": []}";
+    pl_graph *g;
+    pl_cluster *c;
+    double *pair;
+    pl_err err = {{0}};
+    assert_int_equal(pl_moirai_load(tu_tmpfile(bad, strlen(bad), ".json"), &g, &c, &pair, &err),
+                     -1);
+    assert_non_null(strstr(err.msg, "no task"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reader_refuses),       cmocka_unit_test(test_random_two_devices),
+        cmocka_unit_test(test_random_three_devices), cmocka_unit_test(test_random_memory),
+        cmocka_unit_test(test_example1_no_memory),   cmocka_unit_test(test_example1),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
