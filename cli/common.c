@@ -180,7 +180,12 @@ int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, co
     (*plan)->contention = so->contention;
     err->msg[0] = 0;
     int rc = pl_place(a, x->k, po, *plan, err);
-    if (rc == 0 && err->msg[0]) fprintf(stderr, "placer: note: %s: %s\n", a->name, err->msg);
+    if (rc == 0 && err->msg[0]) { /* the note may already name its algorithm */
+        size_t n = strlen(a->name);
+        bool named = !strncmp(err->msg, a->name, n) && err->msg[n] == ':';
+        fprintf(stderr, "placer: note: %s%s%s\n", named ? "" : a->name, named ? "" : ": ",
+                err->msg);
+    }
     if (rc < 0 || pl_simulate(x->k, *plan, so, r, err) < 0) {
         pl_plan_free(*plan);
         *plan = NULL;
