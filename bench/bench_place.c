@@ -3,6 +3,10 @@
  *   bench_place zoo CLUSTER... -- MODEL...   makespan, gap to bound, search time per algorithm
  *   bench_place big MODEL N                   a big graph on N uniform V100s: search times and
  *                                             simulator speed (events per second)
+ *   bench_place moirai DIR                    MOIRAI's instances (DIR/{example-1,googlenet,
+ *                                             inceptionv4}.json): heuristics vs moirai (time
+ *                                             limit $PLACER_MOIRAI_LIMIT s, default 60) vs the
+ *                                             reference results
  * Prints tables; the README quotes them. */
 #include "placer/place.h"
 #include "placer/report.h"
@@ -126,10 +130,95 @@ static int big(const char *model, int ndev)
     return 0;
 }
 
+/* ---- MOIRAI instances ---- */
+
+typedef struct moirai_case {
+    const char *name;
+    double reference; /* ../shared/benchmarks/README.md */
+} moirai_case;
+
+static double simulate_ports(const pl_cost *k, const pl_plan *p)
+{
+    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .ignore_memory = true};
+    pl_sim_result r = {0};
+    pl_err err = {""};
+    double ms = pl_simulate(k, p, &so, &r, &err) == 0 ? r.makespan_s : -1;
+    pl_sim_result_free(&r);
+    return ms;
+}
+
+/* A number that follows `key` in the moirai note, or NaN. */
+static double note_num(const char *note, const char *key)
+{
+    const char *s = strstr(note, key);
+    return s ? atof(s + strlen(key)) : 0.0 / 0.0;
+}
+
+static void moirai_row(pl_table *t, const pl_cost *k, const char *algo, double limit, double ref,
+                       const char *inst)
+{
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    pl_place_opts po = {.seed = 1, .time_limit_s = limit, .contention = PL_CONTENTION_PORTS};
+    pl_err err = {""};
+    if (pl_place(pl_algo_find(algo), k, &po, p, &err) < 0) {
+        pl_table_row(t, "%s|%s|-|-|-|-|-|%.50s", inst, algo, err.msg);
+        pl_plan_free(p);
+        return;
+    }
+    double ms = simulate_ports(k, p);
+    bool is_moirai = !strcmp(algo, "moirai");
+    double bound = is_moirai ? note_num(err.msg, ", bound ") : pl_lower_bound(k);
+    const char *by = is_moirai ? strstr(err.msg, "final plan: ") : NULL;
+    char ref_s[32] = "";
+    if (ref > 0) snprintf(ref_s, sizeof ref_s, "%.6g", ref);
+    pl_table_row(t, "%s|%s|%.6g|%.6g|%.1f%%|%.1f|%s|%s", inst, algo, ms, bound,
+                 ms > 0 ? 100 * (ms - bound) / ms : 0, p->search_s,
+                 by          ? by + strlen("final plan: ")
+                 : is_moirai ? "?"
+                             : "-",
+                 ref_s);
+    pl_plan_free(p);
+}
+
+static int moirai(const char *dir)
+{
+    const moirai_case cases[] = {
+        {"example-1", 30}, {"googlenet", 1.72211}, {"inceptionv4", 12.77844}};
+    const char *env = getenv("PLACER_MOIRAI_LIMIT");
+    double limit = env && atof(env) > 0 ? atof(env) : 60;
+    pl_table *t =
+        pl_table_new("instance|algorithm|>makespan|>bound|>gap|>time s|found by|>reference");
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.json", dir, cases[c].name);
+        pl_graph *g;
+        pl_cluster *cl;
+        double *pair;
+        pl_err err = {""};
+        if (pl_moirai_load(path, &g, &cl, &pair, &err) < 0)
+            return fprintf(stderr, "%s\n", err.msg), 1;
+        pl_cost *k = pl_cost_new(g, cl, NULL, NULL, 0, &err);
+        if (!k) return fprintf(stderr, "%s\n", err.msg), 1;
+        k->pair_xfer_s = pair;
+        moirai_row(t, k, "heft", limit, 0, cases[c].name);
+        moirai_row(t, k, "getf", limit, 0, cases[c].name);
+        moirai_row(t, k, "moirai", limit, cases[c].reference, cases[c].name);
+        pl_cost_free(k), pl_cluster_free(cl), pl_graph_free(g);
+    }
+    printf("moirai time limit %.0f s (PLACER_MOIRAI_LIMIT); heuristics simulated under ports, "
+           "their bound is pl_lower_bound; memory (5) is the moirai rows' only\n",
+           limit);
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "moirai")) return moirai(argv[2]);
     if (argc >= 2 && !strcmp(argv[1], "zoo")) return zoo(argc - 2, argv + 2);
     if (argc == 4 && !strcmp(argv[1], "big")) return big(argv[2], atoi(argv[3]));
-    fprintf(stderr, "usage: bench_place zoo CLUSTER... -- MODEL... | bench_place big MODEL N\n");
+    fprintf(stderr, "usage: bench_place zoo CLUSTER... -- MODEL... | bench_place big MODEL N | "
+                    "bench_place moirai DIR\n");
     return 2;
 }

@@ -19,3 +19,11 @@ echo "== placement: every algorithm on the zoo x example clusters (simulated mak
 echo
 echo "== placement and simulation on a 50,000-op transformer-like graph, 8 x V100"
 "$build/bench/bench_place" big "$build/bench/synth50k.onnx" 8
+echo
+moirai=../shared/benchmarks/moirai
+if [ -d "$moirai" ]; then
+  echo "== MOIRAI instances: heuristics vs moirai (MILP + local search, PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_LIMIT:-60} s each) vs the reference"
+  "$build/bench/bench_place" moirai "$moirai"
+else
+  echo "== MOIRAI instances: skipped ($moirai not found)"
+fi

@@ -4,6 +4,8 @@
 
 #include "placer/place.h"
 
+#include "../src/place/moirai_ls.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,12 +280,64 @@ static void test_reader_refuses(void **state)
     assert_non_null(strstr(err.msg, "no task"));
 }
 
+/* ---- the local search on its own ---- */
+
+/* From a given plan (heft's: it may even break memory (5)), the search returns a plan that
+ * simulates no worse, and keeps (5) when the start met it. */
+static void test_ls_never_worse(void **state)
+{
+    (void)state;
+    unsigned seed = 5;
+    for (int t = 0; t < 8; t++) {
+        inst x;
+        inst_load(&x, random_instance(&seed, 8, 3, t % 2), 1);
+        pl_plan *p = pl_plan_new(x.k->n_ops, x.k->n_devs);
+        pl_err err = {{0}};
+        pl_place_opts o = {.contention = PL_CONTENTION_PORTS};
+        if (pl_place(pl_algo_find("heft"), x.k, &o, p, &err) < 0) fail_msg("%s", err.msg);
+        double start = sim(x.k, p);
+        bool fit = fits(x.k, p->dev);
+        pl_ls_stats st;
+        int moves = pl_moirai_local_search(x.k, p, start, pl_now() + 2, 0, t + 1, &st);
+        double after = sim(x.k, p);
+        assert_true(after <= start + 1e-12);
+        assert_close(after, st.best_ms, 1e-12);
+        assert_true(moves == 0 ? after == start : after < start);
+        if (fit) assert_true(fits(x.k, p->dev));
+        pl_plan_free(p), inst_free(&x);
+    }
+}
+
+/* Four independent 10 s tasks, all on d0 of two identical devices, no communication: 40 s,
+ * where two per device take 20 s. */
+static void test_ls_improves(void **state)
+{
+    (void)state;
+    const char *js =
+        "{\"devices\": [{\"id\": 0, \"memory\": 10}, {\"id\": 1, \"memory\": 10}],"
+        " \"tasks\": [{\"id\": 0, \"time\": [0, 0], \"memory\": 0, \"succ\": [1, 2, 3, 4]},"
+        " {\"id\": 1, \"time\": [10, 10], \"memory\": 1, \"succ\": []},"
+        " {\"id\": 2, \"time\": [10, 10], \"memory\": 1, \"succ\": []},"
+        " {\"id\": 3, \"time\": [10, 10], \"memory\": 1, \"succ\": []},"
+        " {\"id\": 4, \"time\": [10, 10], \"memory\": 1, \"succ\": []}],"
+        " \"transfers\": [], \"untimed_edges\": [[0, 1], [0, 2], [0, 3], [0, 4]]}";
+    inst x;
+    inst_load(&x, tu_tmpfile(js, strlen(js), ".json"), 1);
+    pl_plan *p = pl_plan_new(x.k->n_ops, x.k->n_devs);
+    assert_close(sim(x.k, p), 40, 1e-12);
+    pl_ls_stats st;
+    assert_true(pl_moirai_local_search(x.k, p, 40, pl_now() + 2, 0, 1, &st) > 0);
+    assert_close(sim(x.k, p), 20, 1e-12);
+    pl_plan_free(p), inst_free(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reader_refuses),       cmocka_unit_test(test_random_two_devices),
         cmocka_unit_test(test_random_three_devices), cmocka_unit_test(test_random_memory),
         cmocka_unit_test(test_example1_no_memory),   cmocka_unit_test(test_example1),
+        cmocka_unit_test(test_ls_never_worse),       cmocka_unit_test(test_ls_improves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
  * The MILP charges a flow per edge; the simulator sends once per (tensor, device). They agree
  * when every tensor has one reader, as in MOIRAI's instances (pl_moirai_load). */
 #include "algos.h"
+#include "moirai_ls.h"
 
 #include <Cbc_C_Interface.h>
 #include <math.h>
@@ -28,6 +29,7 @@ typedef struct milp {
     int ncols;
     int x0, s0, c0, fs0, fc0, z0, u0, T; /* first column of each block */
     double M, ub;
+    bool per_edge; /* every timed tensor has one reader: MILP and simulator count alike */
     /* row builder (merges repeated columns: CBC wants each once) */
     int *rc;
     double *rv;
@@ -306,6 +308,7 @@ static void add_congestion(milp *P, const pairs *fp, int d0)
 /* ---- the warm start: the best heuristic plan, simulated ---- */
 
 typedef struct start {
+    const char *name; /* the heuristic that made it */
     pl_plan *plan;
     pl_sim_result res;
     double makespan;
@@ -328,7 +331,7 @@ static void best_heuristic(const pl_cost *k, start *w)
     const char *names[] = {"heft", "getf"};
     pl_place_opts o = {.contention = PL_CONTENTION_PORTS};
     pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .record = true, .ignore_memory = true};
-    w->plan = NULL, w->makespan = INFINITY;
+    w->plan = NULL, w->name = NULL, w->makespan = INFINITY;
     for (int a = 0; a < 2; a++) {
         pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
         pl_sim_result r = {0};
@@ -337,7 +340,7 @@ static void best_heuristic(const pl_cost *k, start *w)
             pl_simulate(k, p, &so, &r, &e) == 0 && memory_ok(k, p->dev) &&
             r.makespan_s < w->makespan) {
             if (w->plan) pl_plan_free(w->plan), pl_sim_result_free(&w->res);
-            w->plan = p, w->res = r, w->makespan = r.makespan_s;
+            w->plan = p, w->res = r, w->makespan = r.makespan_s, w->name = names[a];
             continue;
         }
         pl_plan_free(p), pl_sim_result_free(&r);
@@ -437,11 +440,27 @@ static double simulate(const pl_cost *k, const pl_plan *p)
     return ms;
 }
 
-static void build(milp *P, const start *w, pairs *op, pairs *fp)
+static void find_pairs(const milp *P, pairs *op, pairs *fp)
 {
     pl_reach *r = pl_graph_reach(P->k->g);
     op_pairs(P, r, op), flow_pairs(P, r, fp);
     pl_reach_free(r);
+}
+
+/* Rows the model will have: building it through CBC's C interface grows faster than linearly
+ * (GoogLeNet's 27k rows take 5.5 s, InceptionV4's take 240 s), so a model too big to build in
+ * a fraction of the time limit is not built at all and the local search gets the time. */
+static bool too_big(const milp *P, const pairs *op, const pairs *fp, double limit, double *rows)
+{
+    int D = P->D;
+    *rows = 3.0 * P->n + 2.0 * P->k->g->n_edges + D + P->nf * (3.0 * D * (D - 1) + 2) +
+            2.0 * D * op->n + 4.0 * D * fp->n;
+    double est_s = 5.5 * pow(*rows / 27000, 2); /* fitted on the two instances above */
+    return est_s > limit / 4;
+}
+
+static void build(milp *P, const start *w, pairs *op, pairs *fp)
+{
     add_cols(P);
     int dop = P->ncols;
     for (int p = 0; p < op->n; p++)
@@ -469,20 +488,10 @@ static void big_m(milp *P, const start *w)
     bool per_edge = true;
     for (int f = 0; f < P->nf; f++)
         per_edge &= P->k->g->tensors[P->f[f].tensor].n_consumers == 1;
+    P->per_edge = per_edge;
     P->ub = w->plan && per_edge ? fmin(w->makespan, serial) : serial;
     P->M = P->ub + max_xfer;
     if (!(P->M > 0)) P->M = 1;
-}
-
-static void note(pl_err *err, const milp *P, const char *status, double obj, double bound,
-                 double sim, double warm, double secs)
-{
-    double ref = isfinite(obj) ? obj : sim; /* no MILP point: the gap of the plan returned */
-    double gap = ref > 0 ? (ref - bound) / ref : 0;
-    pl_err_set(err,
-               "moirai: %s, MILP objective %.6g, bound %.6g, gap %.4g, simulated %.6g "
-               "(warm start %.6g), %d binaries, %d rows, CBC %.2f s",
-               status, obj, bound, gap, sim, warm, P->n_bin, P->n_rows, secs);
 }
 
 /* The warm start's placement and its order or priorities, as the simulator ran it. */
@@ -503,51 +512,137 @@ static void keep_start(const pl_plan *w, pl_plan *out)
     }
 }
 
+/* What the MILP phase ended with, for the local search and the note. */
+typedef struct outcome {
+    const char *status;
+    double obj, bound, sim, cbc_s;
+    char source[64]; /* which part found the plan now in `out` */
+    char status_buf[96];
+    pl_ls_stats ls;
+} outcome;
+
 /* Uses the MILP's plan unless its simulation is worse than the warm start's. */
-static int finish(milp *P, const start *w, pl_plan *out, pl_err *err, double secs)
+static int finish(milp *P, const start *w, pl_plan *out, pl_err *err, outcome *r)
 {
     Cbc_Model *m = P->m;
     int has = Cbc_numberSavedSolutions(m) > 0 || Cbc_isProvenOptimal(m);
-    double obj = has ? Cbc_getObjValue(m) : INFINITY, bound = Cbc_getBestPossibleObjValue(m);
-    const char *status = Cbc_isProvenOptimal(m) ? "optimal" : has ? "feasible" : "no solution";
+    r->obj = has ? Cbc_getObjValue(m) : INFINITY, r->bound = Cbc_getBestPossibleObjValue(m);
+    r->status = Cbc_isProvenOptimal(m) ? "optimal" : has ? "feasible" : "no solution";
     if (Cbc_isProvenInfeasible(m) && !w->plan)
         return pl_err_set(err, "moirai: infeasible: no placement meets device memory (5)");
-    double sim = INFINITY;
+    r->sim = INFINITY;
+    snprintf(r->source, sizeof r->source, "milp");
     if (has) {
         read_plan(P, Cbc_getColSolution(m), out);
-        sim = simulate(P->k, out);
+        r->sim = simulate(P->k, out);
     }
-    if (!(sim <= w->makespan)) {
-        if (!w->plan) return pl_err_set(err, "moirai: CBC found no plan in %.1f s", secs);
+    if (!(r->sim <= w->makespan)) {
+        if (!w->plan) return pl_err_set(err, "moirai: CBC found no plan in %.1f s", r->cbc_s);
         keep_start(w->plan, out);
-        status = Cbc_isProvenOptimal(m) ? "optimal (its plan simulates worse: warm start kept)"
-                 : has                  ? "feasible (its plan simulates worse: warm start kept)"
-                                        : "no solution (warm start kept)";
-        sim = w->makespan;
+        r->status = Cbc_isProvenOptimal(m) ? "optimal (its plan simulates worse: warm start kept)"
+                    : has                  ? "feasible (its plan simulates worse: warm start kept)"
+                                           : "no solution (warm start kept)";
+        r->sim = w->makespan;
+        snprintf(r->source, sizeof r->source, "warm start %s", w->name);
     }
-    note(err, P, status, obj, bound, sim, w->makespan, secs);
     return 0;
 }
 
+/* A floor for the local search: nothing simulates below pl_lower_bound, nor below CBC's
+ * bound when the MILP counts communication as the simulator does (big_m) and it is about the
+ * same plans, those meeting (5), which the search keeps. */
+static double search_floor(const milp *P, const outcome *r)
+{
+    double lb = pl_lower_bound(P->k);
+    if (P->per_edge && isfinite(r->bound)) lb = fmax(lb, r->bound);
+    return lb;
+}
+
+/* The improvement phase: local search from the plan in `out` until the deadline. */
+static void improve(const milp *P, const pl_place_opts *o, double deadline, pl_plan *out,
+                    outcome *r)
+{
+    pl_ls_stats st;
+    unsigned seed = o && o->seed ? o->seed : 1;
+    if (pl_moirai_local_search(P->k, out, r->sim, deadline, search_floor(P, r), seed, &st) > 0) {
+        r->sim = simulate(P->k, out); /* the simulator's figure, not the search's memory */
+        snprintf(r->source, sizeof r->source, "local search (+%d moves)", st.moves);
+    }
+    r->ls = st;
+}
+
+static void note(pl_err *err, const milp *P, const outcome *r, double warm)
+{
+    double ref = isfinite(r->obj) ? r->obj : r->sim; /* no MILP point: the plan's gap */
+    double gap = ref > 0 ? (ref - r->bound) / ref : 0;
+    pl_err_set(err,
+               "moirai: %s, MILP objective %.6g, bound %.6g, gap %.4g, simulated %.6g "
+               "(warm start %.6g), %d binaries, %d rows, CBC %.2f s, local search %ld "
+               "simulations %.2f s; final plan: %s",
+               r->status, r->obj, r->bound, gap, r->sim, warm, P->n_bin, P->n_rows, r->cbc_s,
+               r->ls.evals, r->ls.secs, r->source);
+}
+/* The MILP gets half of what is left after building it (on small instances it proves its
+ * optimum well within that; on GoogLeNet-sized ones it finds nothing of its own), the local
+ * search the rest. */
+/* No MILP (too big to build in time): the warm start, for the local search to improve. */
+static int skip_milp(const pl_cost *k, const start *w, double rows, pl_plan *out, pl_err *err,
+                     outcome *r)
+{
+    if (!w->plan)
+        return pl_err_set(err,
+                          "moirai: no heuristic plan meets memory (5) and the MILP (%.0f "
+                          "rows) is too big to build in the time limit",
+                          rows);
+    keep_start(w->plan, out);
+    snprintf(r->status_buf, sizeof r->status_buf,
+             "MILP skipped (%.0f rows: too big to build in the time limit)", rows);
+    r->status = r->status_buf;
+    r->obj = INFINITY, r->bound = pl_lower_bound(k), r->sim = w->makespan;
+    snprintf(r->source, sizeof r->source, "warm start %s", w->name);
+    return 0;
+}
+
+/* Builds and solves the MILP in half of what is left of the limit, then picks its plan or
+ * the warm start (finish). */
+static int solve_milp(milp *P, const start *w, pairs *op, pairs *fp, const pl_place_opts *o,
+                      double left, pl_plan *out, pl_err *err, outcome *r)
+{
+    P->m = Cbc_newModel();
+    Cbc_setLogLevel(P->m, 0);
+    double t0 = pl_now();
+    build(P, w, op, fp);
+    Cbc_setMaximumSeconds(P->m, fmax(1, (left - (pl_now() - t0)) / 2));
+    Cbc_setAllowableFractionGap(P->m, o && o->rel_gap > 0 ? o->rel_gap : 1e-6);
+    double t1 = pl_now();
+    Cbc_solve(P->m);
+    r->cbc_s = pl_now() - t1;
+    return finish(P, w, out, err, r);
+}
+
+/* The MILP gets half of what is left after building it (on small instances it proves its
+ * optimum well within that; on GoogLeNet it finds nothing of its own), the local search the
+ * rest, or all of it when the MILP is too big to build. */
 int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
 {
-    double t0 = pl_now();
+    double t0 = pl_now(), rows;
     milp P = {.k = k, .n = k->n_ops, .D = k->n_devs};
     start w;
     pairs op = {0}, fp = {0};
+    outcome r = {0};
     find_flows(&P);
     best_heuristic(k, &w);
     big_m(&P, &w);
-    P.m = Cbc_newModel();
-    Cbc_setLogLevel(P.m, 0);
-    build(&P, &w, &op, &fp);
+    find_pairs(&P, &op, &fp);
     double limit = o && o->time_limit_s > 0 ? o->time_limit_s : 60;
-    Cbc_setMaximumSeconds(P.m, fmax(1, limit - (pl_now() - t0)));
-    Cbc_setAllowableFractionGap(P.m, o && o->rel_gap > 0 ? o->rel_gap : 1e-6);
-    double t1 = pl_now();
-    Cbc_solve(P.m);
-    int rc = finish(&P, &w, out, err, pl_now() - t1);
-    Cbc_deleteModel(P.m);
+    int rc = too_big(&P, &op, &fp, limit, &rows)
+                 ? skip_milp(k, &w, rows, out, err, &r)
+                 : solve_milp(&P, &w, &op, &fp, o, limit - (pl_now() - t0), out, err, &r);
+    if (rc == 0) {
+        improve(&P, o, t0 + limit, out, &r);
+        note(err, &P, &r, w.makespan);
+    }
+    if (P.m) Cbc_deleteModel(P.m);
     free(P.f), free(P.rc), free(P.rv), free(op.a), free(op.b), free(fp.a), free(fp.b);
     if (w.plan) pl_plan_free(w.plan), pl_sim_result_free(&w.res);
     return rc;

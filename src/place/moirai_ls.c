@@ -1,0 +1,286 @@
+/* moirai_ls.c: iterated local search over placements, judged by the simulator
+ * (docs/moirai.md, "Local search").
+ *
+ * Why: on GoogLeNet and InceptionV4 CBC finds nothing better than its warm start within
+ * minutes, while the simulator judges a placement in well under a millisecond. So we search
+ * placements directly: random moves (relocate, swap, group), each simulated, kept when the
+ * makespan does not grow (sideways moves let the search cross plateaus); after a long run of
+ * failures, restart from the best plan with a few random relocations. Half of the op picks come
+ * from the current critical path, where a move can shorten the makespan.
+ *
+ * A plan here has no per-device order: reordering after a move would need a scheduler. Ops run
+ * first-ready-first-served or by a fixed per-op priority (whichever suits the start best), so
+ * the priority stays valid whatever device an op moves to. */
+#include "moirai_ls.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_GROUP = 8, STALE_ROUNDS = 30 };
+
+typedef struct ls {
+    const pl_cost *k;
+    int n, D;
+    pl_plan *cur; /* dev + the chosen priority (or none) */
+    double cur_ms;
+    int *best_dev;
+    double best_ms;
+    double *used, *cap; /* static memory (5) of cur per device */
+    int grp[MAX_GROUP], old[MAX_GROUP], ng;
+    int *crit, *tmp_crit, ncrit, ntmp;
+    unsigned seed;
+    long evals;
+} ls;
+
+static double mem(const ls *L, int op)
+{
+    return L->k->g->ops[op].extra_memory_bytes;
+}
+
+static bool runs_on(const ls *L, int op, int d)
+{
+    return isfinite(pl_cost_op_s(L->k, op, d));
+}
+
+/* Simulates cur; keeps its critical path in tmp_crit (swapped in when the move is kept). */
+static double eval(ls *L)
+{
+    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .ignore_memory = true};
+    pl_sim_result r = {0};
+    pl_err e = {{0}};
+    double ms = INFINITY;
+    L->evals++;
+    if (pl_simulate(L->k, L->cur, &so, &r, &e) == 0) {
+        ms = r.makespan_s;
+        L->ntmp = r.critical_len < L->n ? r.critical_len : L->n;
+        memcpy(L->tmp_crit, r.critical_path, L->ntmp * sizeof *L->tmp_crit);
+    }
+    pl_sim_result_free(&r);
+    return ms;
+}
+
+static void keep_crit(ls *L)
+{
+    int *t = L->crit;
+    L->crit = L->tmp_crit, L->tmp_crit = t, L->ncrit = L->ntmp;
+}
+
+static int pick_op(ls *L)
+{
+    if (L->ncrit > 0 && rand_r(&L->seed) % 2) return L->crit[rand_r(&L->seed) % L->ncrit];
+    return rand_r(&L->seed) % L->n;
+}
+
+/* A random device other than `not` that runs every op of the group, or -1. */
+static int pick_dev(ls *L, int not )
+{
+    int d0 = rand_r(&L->seed) % L->D;
+    for (int t = 0; t < L->D; t++) {
+        int d = (d0 + t) % L->D;
+        bool ok = d != not ;
+        for (int g = 0; g < L->ng && ok; g++)
+            ok = runs_on(L, L->grp[g], d);
+        if (ok) return d;
+    }
+    return -1;
+}
+
+/* (5) after moving `delta` onto d: within capacity, or at least not fuller than before. */
+static bool fits(const ls *L, int d, double delta)
+{
+    return delta <= 0 || L->used[d] + delta <= L->cap[d];
+}
+
+/* The group: op, then while the last one has exactly one successor, that successor, so that
+ * a producer moves with the chain it alone feeds and no transfer is added inside it. */
+static void chain(ls *L, int op)
+{
+    const pl_graph *g = L->k->g;
+    L->ng = 0;
+    L->grp[L->ng++] = op;
+    while (L->ng < MAX_GROUP && g->succ_off[op + 1] - g->succ_off[op] == 1) {
+        op = g->succ[g->succ_off[op]];
+        L->grp[L->ng++] = op;
+    }
+}
+
+/* Moves the group to d if (5) allows; remembers the old devices for undo. */
+static bool move_group(ls *L, int d)
+{
+    double add = 0;
+    for (int g = 0; g < L->ng; g++)
+        if (L->cur->dev[L->grp[g]] != d) add += mem(L, L->grp[g]);
+    if (!fits(L, d, add)) return false;
+    for (int g = 0; g < L->ng; g++) {
+        int op = L->grp[g];
+        L->old[g] = L->cur->dev[op];
+        L->used[L->old[g]] -= mem(L, op), L->used[d] += mem(L, op);
+        L->cur->dev[op] = d;
+    }
+    return true;
+}
+
+static void undo(ls *L)
+{
+    for (int g = L->ng - 1; g >= 0; g--) {
+        int op = L->grp[g], d = L->cur->dev[op];
+        L->used[d] -= mem(L, op), L->used[L->old[g]] += mem(L, op);
+        L->cur->dev[op] = L->old[g];
+    }
+}
+
+/* Swap is two one-op groups: set the group to both ops and their new devices directly. */
+static bool swap_ops(ls *L, int i, int j)
+{
+    int a = L->cur->dev[i], b = L->cur->dev[j];
+    if (a == b || !runs_on(L, i, b) || !runs_on(L, j, a)) return false;
+    if (!fits(L, b, mem(L, i) - mem(L, j)) || !fits(L, a, mem(L, j) - mem(L, i))) return false;
+    L->ng = 2, L->grp[0] = i, L->grp[1] = j, L->old[0] = a, L->old[1] = b;
+    L->used[a] += mem(L, j) - mem(L, i), L->used[b] += mem(L, i) - mem(L, j);
+    L->cur->dev[i] = b, L->cur->dev[j] = a;
+    return true;
+}
+
+/* Applies one random move; false when the move drawn is not allowed (nothing changed). */
+static bool random_move(ls *L)
+{
+    int op = pick_op(L), kind = rand_r(&L->seed) % 3;
+    if (kind == 1) return swap_ops(L, op, pick_op(L));
+    if (kind == 0)
+        L->ng = 1, L->grp[0] = op;
+    else
+        chain(L, op);
+    int d = pick_dev(L, L->cur->dev[op]);
+    return d >= 0 && move_group(L, d);
+}
+
+static bool improve_best(ls *L)
+{
+    if (!(L->cur_ms < L->best_ms)) return false;
+    L->best_ms = L->cur_ms;
+    memcpy(L->best_dev, L->cur->dev, L->n * sizeof *L->best_dev);
+    return true;
+}
+
+/* From the best plan, a few random relocations: a new basin, near the good one. */
+static void restart(ls *L)
+{
+    for (int i = 0; i < L->n; i++) {
+        int d = L->cur->dev[i], b = L->best_dev[i];
+        L->used[d] -= mem(L, i), L->used[b] += mem(L, i), L->cur->dev[i] = b;
+    }
+    int kicks = 2 + rand_r(&L->seed) % (2 + L->n / 20);
+    for (int t = 0; t < kicks; t++) {
+        L->ng = 1, L->grp[0] = rand_r(&L->seed) % L->n;
+        int d = pick_dev(L, L->cur->dev[L->grp[0]]);
+        if (d >= 0) move_group(L, d);
+    }
+    L->cur_ms = eval(L);
+    keep_crit(L);
+}
+
+/* The start's own priorities, or its recorded start times as priorities (replays its order
+ * when nothing moves), or none (first-ready): the one that simulates the start best. */
+static void choose_priority(ls *L, const pl_plan *p)
+{
+    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .ignore_memory = true, .record = true};
+    pl_sim_result r = {0};
+    pl_err e = {{0}};
+    double *cand[3] = {NULL, NULL, NULL};
+    if (p->priority) {
+        cand[1] = pl_malloc((L->n + 1) * sizeof(double));
+        memcpy(cand[1], p->priority, L->n * sizeof(double));
+    }
+    if (pl_simulate(L->k, p, &so, &r, &e) == 0) {
+        cand[2] = pl_malloc((L->n + 1) * sizeof(double));
+        memcpy(cand[2], r.op_start_s, L->n * sizeof(double));
+    }
+    pl_sim_result_free(&r);
+    double best = INFINITY;
+    for (int c = 0; c < 3; c++) {
+        if (c && !cand[c]) continue;
+        L->cur->priority = cand[c];
+        double ms = eval(L);
+        if (ms < best) best = ms, L->cur_ms = ms, keep_crit(L), cand[0] = cand[c];
+    }
+    for (int c = 1; c < 3; c++)
+        if (cand[c] != cand[0]) free(cand[c]);
+    L->cur->priority = cand[0];
+}
+
+static void ls_init(ls *L, const pl_cost *k, const pl_plan *p, double p_ms, unsigned seed)
+{
+    int n = k->n_ops, D = k->n_devs;
+    *L = (ls){.k = k, .n = n, .D = D, .seed = seed ? seed : 1, .best_ms = p_ms};
+    L->cur = pl_plan_new(n, D);
+    memcpy(L->cur->dev, p->dev, n * sizeof *p->dev);
+    L->best_dev = pl_malloc((n + 1) * sizeof *L->best_dev);
+    memcpy(L->best_dev, p->dev, n * sizeof *p->dev);
+    L->crit = pl_malloc((n + 1) * sizeof *L->crit);
+    L->tmp_crit = pl_malloc((n + 1) * sizeof *L->tmp_crit);
+    L->used = pl_calloc(D + 1, sizeof *L->used);
+    L->cap = pl_calloc(D + 1, sizeof *L->cap);
+    for (int d = 0; d < D; d++)
+        L->cap[d] = k->c->devs[d].memory_bytes;
+    for (int i = 0; i < n; i++)
+        L->used[p->dev[i]] += mem(L, i);
+    choose_priority(L, p);
+}
+
+static void ls_free(ls *L)
+{
+    pl_plan_free(L->cur);
+    free(L->best_dev), free(L->crit), free(L->tmp_crit), free(L->used), free(L->cap);
+}
+
+/* One hill climb from cur: until `patience` moves in a row fail to lower the makespan.
+ * Returns how many times it lowered the best. */
+static int climb(ls *L, double deadline, double target)
+{
+    int patience = 50 + 3 * L->n * L->D, fails = 0, better = 0;
+    while (fails < patience && L->best_ms > target && pl_now() < deadline) {
+        if (!random_move(L)) {
+            fails++;
+            continue;
+        }
+        double ms = eval(L);
+        if (ms <= L->cur_ms) {
+            fails = ms < L->cur_ms ? 0 : fails + 1;
+            L->cur_ms = ms, keep_crit(L);
+            better += improve_best(L);
+        } else {
+            undo(L), fails++;
+        }
+    }
+    return better;
+}
+
+int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double deadline,
+                           double target, unsigned seed, pl_ls_stats *st)
+{
+    double t0 = pl_now();
+    ls L;
+    ls_init(&L, k, p, p_ms, seed);
+    /* target: stop at a lower bound (with round-off room), nothing can beat it */
+    target *= 1 + 1e-9;
+    int moves = improve_best(&L), stale = 0, restarts = 0;
+    while (stale < STALE_ROUNDS && L.best_ms > target && pl_now() < deadline) {
+        int m = climb(&L, deadline, target);
+        moves += m, stale = m ? 0 : stale + 1;
+        if (stale < STALE_ROUNDS && L.best_ms > target && pl_now() < deadline)
+            restart(&L), restarts++;
+    }
+    if (moves) {
+        memcpy(p->dev, L.best_dev, L.n * sizeof *p->dev);
+        pl_plan_clear_order(p);
+        free(p->priority), p->priority = NULL;
+        if (L.cur->priority) {
+            p->priority = pl_malloc((L.n + 1) * sizeof *p->priority);
+            memcpy(p->priority, L.cur->priority, L.n * sizeof *p->priority);
+        }
+    }
+    *st = (pl_ls_stats){moves, L.evals, restarts, p_ms, L.best_ms, pl_now() - t0};
+    ls_free(&L);
+    return moves;
+}

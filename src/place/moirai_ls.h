@@ -1,0 +1,27 @@
+/* moirai_ls.h: the simulator-driven local search that follows MOIRAI's MILP (docs/moirai.md),
+ * private to src/place (tests include it to check it on its own). */
+#ifndef PLACER_PLACE_MOIRAI_LS_H
+#define PLACER_PLACE_MOIRAI_LS_H
+
+#include "placer/place.h"
+
+typedef struct pl_ls_stats {
+    int moves;       /* improvements of the best plan (0: the start was kept) */
+    long evals;      /* simulations run */
+    int restarts;    /* perturbations from the best plan */
+    double start_ms; /* the start as given */
+    double best_ms;  /* the plan returned, simulated (PORTS, memory ignored) */
+    double secs;
+} pl_ls_stats;
+
+/* Improves plan p (simulated at p_ms under PORTS) by moving ops between devices: relocate one
+ * op, swap two ops' devices, move an op with its chain of single-successor successors. Every
+ * plan tried keeps MOIRAI's static memory (5): sum of extra_memory_bytes per device within
+ * capacity (a start that breaks it only gets moves that do not add to an over-full device).
+ * Stops at `deadline` (pl_now() clock), when the best reaches `target` (a lower bound), or
+ * after many restarts without progress. p is replaced only by a strictly better plan (its
+ * placement, no order, priorities or none); returns st->moves. */
+int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double deadline,
+                           double target, unsigned seed, pl_ls_stats *st);
+
+#endif
