@@ -244,8 +244,8 @@ int cli_inspect(int argc, char **argv)
     pl_err err = {""};
     pl_graph *g = pl_graph_load(model, &opts, &err);
     if (!g) return cli_fail("inspect", "%s", err.msg);
-    char sha[65] = "";
-    if (pl_sha256_file(model, sha, &err) < 0) {
+    const char *sha = pl_graph_sha256(g, &err);
+    if (!sha) {
         pl_graph_free(g);
         return cli_fail("inspect", "%s", err.msg);
     }

@@ -170,6 +170,7 @@ typedef struct pl_import_info {
 struct pl_graph {
     char *name;
     char *path;       /* file it was read from, or NULL */
+    char sha256[65];  /* cache behind pl_graph_sha256(); "" until first asked */
     pl_graph *parent; /* enclosing graph, for subgraphs */
     pl_op *ops;
     int n_ops;
@@ -220,6 +221,11 @@ void pl_tensor_set_ivals(pl_tensor *t, const int64_t *v, int n);
 void pl_tensor_set_fvals(pl_tensor *t, const double *v, int n);
 /* Number of elements, or -1 if unknown. */
 int64_t pl_tensor_numel(const pl_tensor *t);
+/* SHA-256 of the file the graph was read from: plans and profiles name their model by it. It
+ * is computed on first use and cached, not at load time, since hashing a 600 MB model costs
+ * about a second and only identity checks need it. "" for a graph built in code; NULL (err
+ * set) when the file cannot be read. */
+const char *pl_graph_sha256(const pl_graph *g, pl_err *err);
 /* Records a warning on the root graph (stderr printing is the CLI's job). */
 void pl_graph_warn(pl_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

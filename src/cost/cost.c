@@ -83,10 +83,10 @@ static double own_time(const pl_op *op, const pl_gpu_spec *const *key_spec, cons
  * A graph built in code has no file, so there is nothing to compare. */
 static int check_profiles(const pl_graph *g, const pl_profile *const *pr, int n, pl_err *err)
 {
-    char sha[65] = "";
     for (int i = 0; i < n; i++) {
         if (!pr[i]->model_sha256[0] || !g->path) continue;
-        if (!sha[0] && pl_sha256_file(g->path, sha, err) < 0) return -1;
+        const char *sha = pl_graph_sha256(g, err);
+        if (!sha) return -1;
         if (strcmp(sha, pr[i]->model_sha256) != 0)
             return pl_err_set(err,
                               "the profile for device model '%s' was measured on another model "

@@ -401,3 +401,11 @@ int pl_graph_set_input_shapes(pl_graph *g, const pl_load_opts *opts, const char 
         if (set_one_input(g, opts->input_shapes[k], where, err) < 0) return -1;
     return 0;
 }
+
+const char *pl_graph_sha256(const pl_graph *g, pl_err *err)
+{
+    if (!g->path || g->sha256[0]) return g->sha256;
+    /* the cache is not part of the graph's value: filling it keeps g logically const */
+    char *cache = ((pl_graph *)g)->sha256;
+    return pl_sha256_file(g->path, cache, err) < 0 ? NULL : cache;
+}

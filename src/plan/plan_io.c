@@ -11,15 +11,14 @@
 
 /* ---- writing ---- */
 
-static json_t *identity(const char *path, const char *name, pl_err *err, int *rc)
+/* `sha` is the file's digest ("" for objects built in code, which have no path either). */
+static json_t *identity(const char *path, const char *name, const char *sha)
 {
     json_t *o = json_object();
     if (name && *name) json_object_set_new(o, "name", json_string(name));
     if (!path) return o;
-    char sha[65];
-    if (pl_sha256_file(path, sha, err) < 0) *rc = -1;
     json_object_set_new(o, "path", json_string(path));
-    json_object_set_new(o, "sha256", json_string(sha));
+    if (sha[0]) json_object_set_new(o, "sha256", json_string(sha));
     return o;
 }
 
@@ -39,11 +38,13 @@ static json_t *order_json(const pl_plan *p, const pl_graph *g, const pl_cluster 
 int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const char *path,
                  pl_err *err)
 {
+    const char *model_sha = pl_graph_sha256(g, err);
+    if (!model_sha) return -1;
     int rc = 0;
     json_t *root = json_object();
     json_object_set_new(root, "format", json_string("placer-plan/1"));
-    json_object_set_new(root, "model", identity(g->path, g->name, err, &rc));
-    json_object_set_new(root, "cluster", identity(c->path, c->name, err, &rc));
+    json_object_set_new(root, "model", identity(g->path, g->name, model_sha));
+    json_object_set_new(root, "cluster", identity(c->path, c->name, c->sha256));
     json_object_set_new(root, "algorithm", json_string(p->algo));
     json_object_set_new(root, "contention", json_string(pl_contention_name(p->contention)));
     json_object_set_new(root, "search_s", json_real(p->search_s));
@@ -67,8 +68,10 @@ int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const
 
 /* The file's sha256 for `field` ("model"/"cluster") must match the object we have; a plan
  * without identity (hand-written) is accepted. */
+/* The plan's sha256 for `field` ("model"/"cluster") must match `have`, the digest of the file
+ * we were given; a plan without identity (hand-written) is accepted. */
 static int check_identity(const pl_json *root, const char *field, const char *path,
-                          const char *what, pl_err *err)
+                          const char *have, pl_err *err)
 {
     pl_json id = {0};
     const char *sha = NULL;
@@ -78,15 +81,12 @@ static int check_identity(const pl_json *root, const char *field, const char *pa
     if (pl_json_check_fields(&id, allowed, err) < 0 ||
         pl_json_opt_string(&id, "sha256", &sha, err) < 0)
         return -1;
-    if (!sha || !path) return 0;
-    char have[65];
-    if (pl_sha256_file(path, have, err) < 0) return -1;
-    if (strcmp(sha, have) == 0) return 0;
+    if (!sha || !path || !have[0] || strcmp(sha, have) == 0) return 0;
     pl_json at = pl_json_at(&id, "sha256");
     return pl_json_fail(&at, err,
                         "this plan was made for another %s (sha256 %.12s...); %s has sha256 "
                         "%.12s...: make a new plan for it",
-                        what, sha, path, have);
+                        field, sha, path, have);
 }
 
 static int device_of(const pl_json *at, const pl_cluster *c, int *out, pl_err *err)
@@ -190,12 +190,12 @@ static int read_plan(const pl_json *root, const pl_graph *g, const pl_cluster *c
     static const char *const allowed[] = {
         "format",    "model",     "cluster", "algorithm",      "contention",  "search_s",
         "predicted", "placement", "order",   "default_device", "description", NULL};
-    const char *algo = "hand-written", *cont = NULL;
+    const char *algo = "hand-written", *cont = NULL, *model_sha;
     pl_json pred = {0};
     if (pl_json_check_format(root, "placer-plan/1", err) < 0 ||
-        pl_json_check_fields(root, allowed, err) < 0 ||
-        check_identity(root, "model", g->path, "model", err) < 0 ||
-        check_identity(root, "cluster", c->path, "cluster", err) < 0 ||
+        pl_json_check_fields(root, allowed, err) < 0 || !(model_sha = pl_graph_sha256(g, err)) ||
+        check_identity(root, "model", g->path, model_sha, err) < 0 ||
+        check_identity(root, "cluster", c->path, c->sha256, err) < 0 ||
         pl_json_opt_string(root, "algorithm", &algo, err) < 0 ||
         pl_json_opt_string(root, "contention", &cont, err) < 0 ||
         pl_json_opt_quantity(root, "search_s", PL_UNIT_SECONDS, &p->search_s, err) < 0 ||
