@@ -161,7 +161,7 @@ static void moirai_row(pl_table *t, const pl_cost *k, const char *algo, double l
     pl_place_opts po = {.seed = 1, .time_limit_s = limit, .contention = PL_CONTENTION_PORTS};
     pl_err err = {""};
     if (pl_place(pl_algo_find(algo), k, &po, p, &err) < 0) {
-        pl_table_row(t, "%s|%s|-|-|-|-|-|%.50s", inst, algo, err.msg);
+        pl_table_row(t, "%s|%s|-|-|-|-|-|-|%.50s", inst, algo, err.msg);
         pl_plan_free(p);
         return;
     }
@@ -171,8 +171,12 @@ static void moirai_row(pl_table *t, const pl_cost *k, const char *algo, double l
     const char *by = is_moirai ? strstr(err.msg, "final plan: ") : NULL;
     char ref_s[32] = "";
     if (ref > 0) snprintf(ref_s, sizeof ref_s, "%.6g", ref);
-    pl_table_row(t, "%s|%s|%.6g|%.6g|%.1f%%|%.1f|%s|%s", inst, algo, ms, bound,
-                 ms > 0 ? 100 * (ms - bound) / ms : 0, p->search_s,
+    char milp[48] = "-";
+    if (is_moirai)
+        snprintf(milp, sizeof milp, "%.0fk, %.1f + %.1f", note_num(err.msg, " binaries, ") / 1000,
+                 note_num(err.msg, ", build "), note_num(err.msg, ", CBC "));
+    pl_table_row(t, "%s|%s|%.6g|%.6g|%.1f%%|%.1f|%s|%s|%s", inst, algo, ms, bound,
+                 ms > 0 ? 100 * (ms - bound) / ms : 0, p->search_s, milp,
                  by          ? by + strlen("final plan: ")
                  : is_moirai ? "?"
                              : "-",
@@ -186,8 +190,8 @@ static int moirai(const char *dir)
         {"example-1", 30}, {"googlenet", 1.72211}, {"inceptionv4", 12.77844}};
     const char *env = getenv("PLACER_MOIRAI_LIMIT");
     double limit = env && atof(env) > 0 ? atof(env) : 60;
-    pl_table *t =
-        pl_table_new("instance|algorithm|>makespan|>bound|>gap|>time s|found by|>reference");
+    pl_table *t = pl_table_new("instance|algorithm|>makespan|>bound|>gap|>time s|>MILP rows, build "
+                               "+ CBC s|found by|>reference");
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.json", dir, cases[c].name);

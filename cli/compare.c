@@ -128,7 +128,8 @@ int cli_compare(int argc, char **argv)
 {
     cli_common co = {0};
     const char *algos = NULL, *v;
-    pl_place_opts po = {0};
+    /* a side-by-side table is for looking at now: moirai gets 10 s unless told otherwise */
+    pl_place_opts po = {.time_limit_s = 10};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         int rc = cli_common_opt("compare", argc, argv, &i, &co);
@@ -141,7 +142,9 @@ int cli_compare(int argc, char **argv)
         else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
             if (cli_seconds("compare", "--time-limit", v, &po.time_limit_s) < 0)
                 return CLI_EXIT_BAD_INPUT;
-        } else
+        } else if (!strcmp(argv[i], "--no-coarsen"))
+            po.no_coarsen = true;
+        else
             return cli_fail("compare", "unknown option '%s'\n%s", argv[i], help);
     }
     row_t rows[32] = {0};

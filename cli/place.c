@@ -71,7 +71,9 @@ int cli_place(int argc, char **argv)
         else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
             if (cli_seconds("place", "--time-limit", v, &po.time_limit_s) < 0)
                 return CLI_EXIT_BAD_INPUT;
-        } else
+        } else if (!strcmp(argv[i], "--no-coarsen"))
+            po.no_coarsen = true;
+        else
             return cli_fail("place", "unknown option '%s'\n%s", argv[i], help);
     }
     const pl_algo *a = algo ? pl_algo_find(algo) : NULL;

@@ -14,6 +14,7 @@ typedef struct pl_place_opts {
     double time_limit_s;      /* for searches and solvers; 0 = the algorithm's default */
     pl_contention contention; /* the simulator model to target */
     double rel_gap;           /* MILPs: stop at this relative gap; 0 = the algorithm's default */
+    bool no_coarsen;          /* moirai: solve the model's own graph, not its GCOF coarsening */
 } pl_place_opts;
 
 typedef int (*pl_place_fn)(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);

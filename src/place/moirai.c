@@ -15,7 +15,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <float.h>
 #include <string.h>
+
+#define COIN_DBL_MAX DBL_MAX
 
 typedef struct flow {
     int src, dst, tensor;
@@ -35,6 +38,12 @@ typedef struct milp {
     double *rv;
     int rn;
     int n_bin, n_rows;
+    /* The whole matrix, row-major, handed to CBC in one Cbc_loadProblem: adding rows one at
+     * a time through the C interface costs time quadratic in the row count. */
+    int *r_start, *r_idx, n_nz, cap_rows, cap_nz, cap_cols;
+    double *r_val, *r_lb, *r_ub;
+    double *c_lb, *c_ub, *c_obj;
+    char *c_int;
 } milp;
 
 static int X(const milp *P, int i, int k)
@@ -56,17 +65,75 @@ static void term(milp *P, int col, double v)
     P->rc[P->rn] = col, P->rv[P->rn++] = v;
 }
 
+/* Grows two or three parallel arrays to hold index `need`. */
+static void grow3(void **x, void **y, void **z, size_t sx, size_t sy, size_t sz, int *cap, int need)
+{
+    if (need < *cap) return;
+    int c = *cap ? *cap : 256;
+    while (c <= need)
+        c *= 2;
+    *x = pl_realloc(*x, c * sx), *y = pl_realloc(*y, c * sy);
+    if (z) *z = pl_realloc(*z, c * sz);
+    *cap = c;
+}
+
 static void row(milp *P, char sense, double rhs)
 {
-    Cbc_addRow(P->m, "", P->rn, P->rc, P->rv, sense, rhs);
-    P->rn = 0, P->n_rows++;
+    int r = P->n_rows++;
+    grow3((void **)&P->r_start, (void **)&P->r_lb, (void **)&P->r_ub, sizeof *P->r_start,
+          sizeof *P->r_lb, sizeof *P->r_ub, &P->cap_rows, r + 1);
+    grow3((void **)&P->r_idx, (void **)&P->r_val, NULL, sizeof *P->r_idx, sizeof *P->r_val, 0,
+          &P->cap_nz, P->n_nz + P->rn);
+    if (r == 0) P->r_start[0] = 0;
+    memcpy(P->r_idx + P->n_nz, P->rc, P->rn * sizeof *P->rc);
+    memcpy(P->r_val + P->n_nz, P->rv, P->rn * sizeof *P->rv);
+    P->n_nz += P->rn, P->r_start[r + 1] = P->n_nz;
+    P->r_lb[r] = sense == 'L' ? -COIN_DBL_MAX : rhs;
+    P->r_ub[r] = sense == 'G' ? COIN_DBL_MAX : rhs;
+    P->rn = 0;
 }
 
 static int col(milp *P, double lb, double ub, double obj, bool integer)
 {
-    Cbc_addCol(P->m, "", lb, ub, obj, integer, 0, NULL, NULL);
+    int c = P->ncols;
+    if (c >= P->cap_cols) {
+        P->cap_cols = P->cap_cols ? 2 * P->cap_cols : 256;
+        P->c_lb = pl_realloc(P->c_lb, P->cap_cols * sizeof *P->c_lb);
+        P->c_ub = pl_realloc(P->c_ub, P->cap_cols * sizeof *P->c_ub);
+        P->c_obj = pl_realloc(P->c_obj, P->cap_cols * sizeof *P->c_obj);
+        P->c_int = pl_realloc(P->c_int, P->cap_cols * sizeof *P->c_int);
+    }
+    P->c_lb[c] = lb, P->c_ub[c] = ub, P->c_obj[c] = obj, P->c_int[c] = integer;
     P->n_bin += integer;
     return P->ncols++;
+}
+
+/* Row-major to CBC's column-major, one load, then the integer marks. */
+static void load(milp *P)
+{
+    int nc = P->ncols, nz = P->n_nz;
+    int *start = pl_calloc(nc + 2, sizeof *start), *idx = pl_malloc((nz + 1) * sizeof *idx);
+    double *val = pl_malloc((nz + 1) * sizeof *val);
+    for (int e = 0; e < nz; e++)
+        start[P->r_idx[e] + 2]++;
+    for (int c = 0; c < nc; c++)
+        start[c + 2] += start[c + 1];
+    for (int r = 0; r < P->n_rows; r++)
+        for (int e = P->r_start[r]; e < P->r_start[r + 1]; e++) {
+            int at = start[P->r_idx[e] + 1]++;
+            idx[at] = r, val[at] = P->r_val[e];
+        }
+    Cbc_loadProblem(P->m, nc, P->n_rows, start, idx, val, P->c_lb, P->c_ub, P->c_obj, P->r_lb,
+                    P->r_ub);
+    for (int c = 0; c < nc; c++)
+        if (P->c_int[c]) Cbc_setInteger(P->m, c);
+    free(start), free(idx), free(val);
+}
+
+static void milp_free(milp *P)
+{
+    free(P->f), free(P->rc), free(P->rv), free(P->r_start), free(P->r_idx), free(P->r_val);
+    free(P->r_lb), free(P->r_ub), free(P->c_lb), free(P->c_ub), free(P->c_obj), free(P->c_int);
 }
 
 static double pair_s(const milp *P, int f, int a, int b)
@@ -186,11 +253,10 @@ static void add_memory(milp *P)
     for (int k = 0; k < P->D; k++) {
         double all = 0;
         for (int i = 0; i < P->n; i++)
-            all += P->k->g->ops[i].extra_memory_bytes;
-        if (all <= P->k->c->devs[k].memory_bytes) continue;
+            all += pl_moirai_op_mem(P->k, i);
+        if (all <= pl_moirai_dev_cap(P->k, k)) continue;
         for (int i = 0; i < P->n; i++)
-            if (P->k->g->ops[i].extra_memory_bytes > 0)
-                term(P, X(P, i, k), P->k->g->ops[i].extra_memory_bytes);
+            if (pl_moirai_op_mem(P->k, i) > 0) term(P, X(P, i, k), pl_moirai_op_mem(P->k, i));
         row(P, 'L', P->k->c->devs[k].memory_bytes);
     }
 }
@@ -319,8 +385,8 @@ static bool memory_ok(const pl_cost *k, const int *dev)
     for (int d = 0; d < k->n_devs; d++) {
         double used = 0;
         for (int i = 0; i < k->n_ops; i++)
-            if (dev[i] == d) used += k->g->ops[i].extra_memory_bytes;
-        if (used > k->c->devs[d].memory_bytes) return false;
+            if (dev[i] == d) used += pl_moirai_op_mem(k, i);
+        if (used > pl_moirai_dev_cap(k, d)) return false;
     }
     return true;
 }
@@ -447,16 +513,17 @@ static void find_pairs(const milp *P, pairs *op, pairs *fp)
     pl_reach_free(r);
 }
 
-/* Rows the model will have: building it through CBC's C interface grows faster than linearly
- * (GoogLeNet's 27k rows take 5.5 s, InceptionV4's take 240 s), so a model too big to build in
- * a fraction of the time limit is not built at all and the local search gets the time. */
+/* Rows the model will have. Building is linear (one Cbc_loadProblem: 150k rows in 0.1 s), but
+ * CBC's root LP is not interruptible by its time limit and grows with the rows: InceptionV4's
+ * 150k rows overran a 20 s limit by 16 s. A model whose root alone would eat more than a third
+ * of the limit is not built; the local search gets the time. */
 static bool too_big(const milp *P, const pairs *op, const pairs *fp, double limit, double *rows)
 {
     int D = P->D;
     *rows = 3.0 * P->n + 2.0 * P->k->g->n_edges + D + P->nf * (3.0 * D * (D - 1) + 2) +
             2.0 * D * op->n + 4.0 * D * fp->n;
-    double est_s = 5.5 * pow(*rows / 27000, 2); /* fitted on the two instances above */
-    return est_s > limit / 4;
+    double root_s = 2e-4 * *rows; /* fitted: GoogLeNet 27k rows, InceptionV4 150k */
+    return root_s > limit / 3;
 }
 
 static void build(milp *P, const start *w, pairs *op, pairs *fp)
@@ -472,6 +539,7 @@ static void build(milp *P, const start *w, pairs *op, pairs *fp)
     P->rv = pl_malloc((P->ncols + 1) * sizeof *P->rv);
     add_ops(P), add_precedence(P), add_memory(P), add_comm(P);
     add_nonoverlap(P, op, dop), add_congestion(P, fp, dfl);
+    load(P);
     if (w->plan) set_start(P, w, op, fp, dop, dfl);
 }
 
@@ -494,8 +562,7 @@ static void big_m(milp *P, const start *w)
     if (!(P->M > 0)) P->M = 1;
 }
 
-/* The warm start's placement and its order or priorities, as the simulator ran it. */
-static void keep_start(const pl_plan *w, pl_plan *out)
+void pl_moirai_adopt(pl_plan *out, const pl_plan *w)
 {
     memcpy(out->dev, w->dev, w->n_ops * sizeof *out->dev);
     pl_plan_clear_order(out);
@@ -515,7 +582,7 @@ static void keep_start(const pl_plan *w, pl_plan *out)
 /* What the MILP phase ended with, for the local search and the note. */
 typedef struct outcome {
     const char *status;
-    double obj, bound, sim, cbc_s;
+    double obj, bound, sim, cbc_s, build_s;
     char source[64]; /* which part found the plan now in `out` */
     char status_buf[96];
     pl_ls_stats ls;
@@ -538,7 +605,7 @@ static int finish(milp *P, const start *w, pl_plan *out, pl_err *err, outcome *r
     }
     if (!(r->sim <= w->makespan)) {
         if (!w->plan) return pl_err_set(err, "moirai: CBC found no plan in %.1f s", r->cbc_s);
-        keep_start(w->plan, out);
+        pl_moirai_adopt(out, w->plan);
         r->status = Cbc_isProvenOptimal(m) ? "optimal (its plan simulates worse: warm start kept)"
                     : has                  ? "feasible (its plan simulates worse: warm start kept)"
                                            : "no solution (warm start kept)";
@@ -575,35 +642,33 @@ static void note(pl_err *err, const milp *P, const outcome *r, double warm)
 {
     double ref = isfinite(r->obj) ? r->obj : r->sim; /* no MILP point: the plan's gap */
     double gap = ref > 0 ? (ref - r->bound) / ref : 0;
-    pl_err_set(err,
-               "moirai: %s, MILP objective %.6g, bound %.6g, gap %.4g, simulated %.6g "
-               "(warm start %.6g), %d binaries, %d rows, CBC %.2f s, local search %ld "
-               "simulations %.2f s; final plan: %s",
-               r->status, r->obj, r->bound, gap, r->sim, warm, P->n_bin, P->n_rows, r->cbc_s,
-               r->ls.evals, r->ls.secs, r->source);
+    pl_err_set(
+        err,
+        "moirai: %s, MILP objective %.6g, bound %.6g, gap %.4g, simulated %.6g "
+        "(warm start %.6g), %d binaries, %d rows, build %.2f s, CBC %.2f s, local search %ld "
+        "simulations %.2f s; final plan: %s",
+        r->status, r->obj, r->bound, gap, r->sim, warm, P->n_bin, P->n_rows, r->build_s, r->cbc_s,
+        r->ls.evals, r->ls.secs, r->source);
 }
-/* The MILP gets half of what is left after building it (on small instances it proves its
- * optimum well within that; on GoogLeNet-sized ones it finds nothing of its own), the local
- * search the rest. */
-/* No MILP (too big to build in time): the warm start, for the local search to improve. */
+/* No MILP (too big to solve in time): the warm start, for the local search to improve. */
 static int skip_milp(const pl_cost *k, const start *w, double rows, pl_plan *out, pl_err *err,
                      outcome *r)
 {
     if (!w->plan)
         return pl_err_set(err,
                           "moirai: no heuristic plan meets memory (5) and the MILP (%.0f "
-                          "rows) is too big to build in the time limit",
+                          "rows) is too big to solve in the time limit",
                           rows);
-    keep_start(w->plan, out);
+    pl_moirai_adopt(out, w->plan);
     snprintf(r->status_buf, sizeof r->status_buf,
-             "MILP skipped (%.0f rows: too big to build in the time limit)", rows);
+             "MILP skipped (%.0f rows: too big to solve in the time limit)", rows);
     r->status = r->status_buf;
     r->obj = INFINITY, r->bound = pl_lower_bound(k), r->sim = w->makespan;
     snprintf(r->source, sizeof r->source, "warm start %s", w->name);
     return 0;
 }
 
-/* Builds and solves the MILP in half of what is left of the limit, then picks its plan or
+/* Builds and solves the MILP in a third of what is left of the limit, then picks its plan or
  * the warm start (finish). */
 static int solve_milp(milp *P, const start *w, pairs *op, pairs *fp, const pl_place_opts *o,
                       double left, pl_plan *out, pl_err *err, outcome *r)
@@ -612,7 +677,8 @@ static int solve_milp(milp *P, const start *w, pairs *op, pairs *fp, const pl_pl
     Cbc_setLogLevel(P->m, 0);
     double t0 = pl_now();
     build(P, w, op, fp);
-    Cbc_setMaximumSeconds(P->m, fmax(1, (left - (pl_now() - t0)) / 2));
+    r->build_s = pl_now() - t0;
+    Cbc_setMaximumSeconds(P->m, fmax(1, (left - (pl_now() - t0)) / 3));
     Cbc_setAllowableFractionGap(P->m, o && o->rel_gap > 0 ? o->rel_gap : 1e-6);
     double t1 = pl_now();
     Cbc_solve(P->m);
@@ -620,10 +686,11 @@ static int solve_milp(milp *P, const start *w, pairs *op, pairs *fp, const pl_pl
     return finish(P, w, out, err, r);
 }
 
-/* The MILP gets half of what is left after building it (on small instances it proves its
- * optimum well within that; on GoogLeNet it finds nothing of its own), the local search the
- * rest, or all of it when the MILP is too big to build. */
-int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
+/* The MILP gets a third of what is left after building it (on small instances it proves its
+ * optimum well within that; on GoogLeNet it finds nothing of its own but a bound), the local
+ * search the rest, or all of it when the MILP is too big to solve. */
+int pl_moirai_solve(const pl_cost *k, const pl_place_opts *o, double deadline, pl_plan *out,
+                    pl_err *err)
 {
     double t0 = pl_now(), rows;
     milp P = {.k = k, .n = k->n_ops, .D = k->n_devs};
@@ -634,16 +701,16 @@ int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_e
     best_heuristic(k, &w);
     big_m(&P, &w);
     find_pairs(&P, &op, &fp);
-    double limit = o && o->time_limit_s > 0 ? o->time_limit_s : 60;
+    double limit = deadline - t0;
     int rc = too_big(&P, &op, &fp, limit, &rows)
                  ? skip_milp(k, &w, rows, out, err, &r)
-                 : solve_milp(&P, &w, &op, &fp, o, limit - (pl_now() - t0), out, err, &r);
+                 : solve_milp(&P, &w, &op, &fp, o, deadline - pl_now(), out, err, &r);
     if (rc == 0) {
-        improve(&P, o, t0 + limit, out, &r);
+        improve(&P, o, deadline, out, &r);
         note(err, &P, &r, w.makespan);
     }
     if (P.m) Cbc_deleteModel(P.m);
-    free(P.f), free(P.rc), free(P.rv), free(op.a), free(op.b), free(fp.a), free(fp.b);
+    milp_free(&P), free(op.a), free(op.b), free(fp.a), free(fp.b);
     if (w.plan) pl_plan_free(w.plan), pl_sim_result_free(&w.res);
     return rc;
 }

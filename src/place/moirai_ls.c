@@ -35,7 +35,7 @@ typedef struct ls {
 
 static double mem(const ls *L, int op)
 {
-    return L->k->g->ops[op].extra_memory_bytes;
+    return pl_moirai_op_mem(L->k, op);
 }
 
 static bool runs_on(const ls *L, int op, int d)
@@ -222,7 +222,7 @@ static void ls_init(ls *L, const pl_cost *k, const pl_plan *p, double p_ms, unsi
     L->used = pl_calloc(D + 1, sizeof *L->used);
     L->cap = pl_calloc(D + 1, sizeof *L->cap);
     for (int d = 0; d < D; d++)
-        L->cap[d] = k->c->devs[d].memory_bytes;
+        L->cap[d] = pl_moirai_dev_cap(k, d);
     for (int i = 0; i < n; i++)
         L->used[p->dev[i]] += mem(L, i);
     choose_priority(L, p);

@@ -5,6 +5,22 @@
 
 #include "placer/place.h"
 
+#include <math.h>
+
+/* MOIRAI's m_i in (5): the op's own working memory (task graphs) plus the weights it reads
+ * (models), summed per device. Shared weights count once per reader: an over-estimate the
+ * simulator's memory check then corrects (docs/moirai.md). */
+static inline double pl_moirai_op_mem(const pl_cost *k, int op)
+{
+    return k->g->ops[op].extra_memory_bytes + k->weight_bytes[op];
+}
+/* A device with no memory size given (0) is unlimited. */
+static inline double pl_moirai_dev_cap(const pl_cost *k, int d)
+{
+    double b = k->c->devs[d].memory_bytes;
+    return b > 0 ? b : INFINITY;
+}
+
 typedef struct pl_ls_stats {
     int moves;       /* improvements of the best plan (0: the start was kept) */
     long evals;      /* simulations run */
@@ -23,5 +39,14 @@ typedef struct pl_ls_stats {
  * placement, no order, priorities or none); returns st->moves. */
 int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double deadline,
                            double target, unsigned seed, pl_ls_stats *st);
+
+/* out takes w's placement and its order or priorities, as the simulator ran them. */
+void pl_moirai_adopt(pl_plan *out, const pl_plan *w);
+
+/* MOIRAI's pipeline on one cost table, without coarsening: warm start (best of HEFT and GETF
+ * meeting (5)), the MILP when it can be solved in time, then the local search, until
+ * `deadline` (pl_now() clock). Leaves its note in err->msg. pl_place_moirai wraps it. */
+int pl_moirai_solve(const pl_cost *k, const pl_place_opts *o, double deadline, pl_plan *out,
+                    pl_err *err);
 
 #endif

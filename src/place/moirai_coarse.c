@@ -1,0 +1,184 @@
+/* moirai_coarse.c: `moirai` on a model (docs/moirai.md, "On a model").
+ *
+ * MOIRAI solves the MILP on the coarsened graph (§III-B): fusing what the runtime fuses anyway
+ * shrinks the model by 40 % or more and loses nothing a placement could gain. So: coarsen
+ * (fuse + colocate), run the pipeline of moirai.c on the coarse graph, map the plan back to
+ * every op. Coarsening can still hide a better split, and a minute of search should never
+ * return less than a millisecond heuristic, so every listed heuristic also runs on the
+ * original graph; the best of all these, simulated on the original graph, seeds a last local
+ * search there, and the best plan seen is returned. */
+#include "algos.h"
+#include "lp_common.h"
+#include "moirai_ls.h"
+#include "placer/coarsen.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct best {
+    pl_plan *plan;
+    double ms;
+    char src[64];
+} best;
+
+/* The simulator, under the caller's contention, memory checked: the judge of every
+ * candidate. INFINITY for a plan that cannot run or does not fit. */
+static double judge(const pl_cost *k, const pl_plan *p, const pl_place_opts *o)
+{
+    pl_sim_opts so = {.contention = o->contention};
+    pl_sim_result r = {0};
+    pl_err e = {{0}};
+    double ms = pl_simulate(k, p, &so, &r, &e) == 0 && !r.oom ? r.makespan_s : INFINITY;
+    pl_sim_result_free(&r);
+    if (isfinite(ms) && lp_check_memory(k, p->dev, "moirai", &e) < 0) ms = INFINITY;
+    return ms;
+}
+
+/* Takes p when it is strictly better (ties keep the earlier, cheaper source). */
+static void offer(best *b, pl_plan *p, double ms, const char *src)
+{
+    if (!(ms < b->ms)) {
+        pl_plan_free(p);
+        return;
+    }
+    if (b->plan) pl_plan_free(b->plan);
+    b->plan = p, b->ms = ms;
+    snprintf(b->src, sizeof b->src, "%s", src);
+}
+
+/* Every listed heuristic but random, on the original graph. The first refusal is kept for
+ * the message when nothing fits, preferring one from an algorithm that splits the model. */
+static void heuristics(const pl_cost *k, const pl_place_opts *o, best *b, pl_err *why)
+{
+    int n;
+    const pl_algo *a = pl_algo_list(&n);
+    bool split_why = false;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(a[i].name, "random") || !strcmp(a[i].name, "moirai")) continue;
+        pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+        pl_err e = {{0}};
+        char src[64];
+        snprintf(src, sizeof src, "heuristic %s", a[i].name);
+        if (pl_place(&a[i], k, o, p, &e) == 0) {
+            offer(b, p, judge(k, p, o), src);
+            continue;
+        }
+        /* a one-device refusal ("no single device fits") says less than a splitting one */
+        bool one_dev = !strcmp(a[i].name, "single") || !strcmp(a[i].name, "expert");
+        if (!why->msg[0] || (!one_dev && !split_why)) pl_err_set(why, "%s", e.msg);
+        split_why |= !one_dev;
+        pl_plan_free(p);
+    }
+}
+
+/* The coarse graph's table: a group takes the sum of its members' times on each device
+ * (they run one after the other), not a roofline of the summed FLOPs. */
+static pl_cost *coarse_cost(const pl_cost *k, const pl_coarsening *co, pl_err *err)
+{
+    pl_cost *kc = pl_cost_new(co->coarse, k->c, &k->params, NULL, 0, err);
+    if (!kc) return NULL;
+    int D = k->n_devs;
+    for (int c = 0; c < kc->n_ops; c++)
+        for (int d = 0; d < D; d++) {
+            double s = 0;
+            bool given = true;
+            for (int m = co->member_off[c]; m < co->member_off[c + 1]; m++) {
+                s += pl_cost_op_s(k, co->members[m], d);
+                given &= k->given[(size_t)co->members[m] * D + d] != 0;
+            }
+            kc->op_s[(size_t)c * D + d] = s, kc->given[(size_t)c * D + d] = given;
+        }
+    return kc;
+}
+
+/* The coarse plan on every op: its devices, and either first-ready order or priorities from
+ * the coarse schedule (a group's start), whichever simulates better. */
+static void expand(const pl_cost *k, const pl_cost *kc, const pl_coarsening *co, const pl_plan *cp,
+                   const pl_place_opts *o, best *b, const char *src)
+{
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    pl_coarsen_expand_placement(co, cp->dev, p->dev);
+    offer(b, p, judge(k, p, o), src);
+    pl_sim_opts so = {.contention = o->contention, .record = true, .ignore_memory = true};
+    pl_sim_result r = {0};
+    pl_err e = {{0}};
+    if (pl_simulate(kc, cp, &so, &r, &e) == 0) {
+        p = pl_plan_new(k->n_ops, k->n_devs);
+        pl_coarsen_expand_placement(co, cp->dev, p->dev);
+        p->priority = pl_malloc((k->n_ops + 1) * sizeof *p->priority);
+        for (int i = 0; i < k->n_ops; i++)
+            p->priority[i] = r.op_start_s[co->coarse_of[i]];
+        offer(b, p, judge(k, p, o), src);
+    }
+    pl_sim_result_free(&r);
+}
+
+/* The coarse phase: pl_moirai_solve on the coarse graph until `deadline`. Its note, prefixed
+ * with the coarsening, goes to `note`. */
+static void coarse_phase(const pl_cost *k, const pl_place_opts *o, double deadline, best *b,
+                         char *note, size_t nn)
+{
+    pl_coarsening *co = NULL;
+    pl_coarsen_opts copt = {0};
+    pl_err e = {{0}};
+    if (pl_coarsen(k->g, &copt, &co, &e) < 0) {
+        snprintf(note, nn, "coarsening failed (%s)", e.msg);
+        return;
+    }
+    pl_cost *kc = coarse_cost(k, co, &e);
+    pl_plan *cp = kc ? pl_plan_new(kc->n_ops, kc->n_devs) : NULL;
+    e.msg[0] = 0;
+    if (kc && pl_moirai_solve(kc, o, deadline, cp, &e) == 0) {
+        const char *by = strstr(e.msg, "final plan: ");
+        char src[64];
+        snprintf(src, sizeof src, "coarse %s", by ? by + strlen("final plan: ") : "moirai");
+        expand(k, kc, co, cp, o, b, src);
+    }
+    snprintf(note, nn, "coarsened %d -> %d ops; on the coarse graph: %s", k->n_ops,
+             co->coarse->n_ops, e.msg[0] ? e.msg : "-");
+    pl_plan_free(cp), pl_cost_free(kc), pl_coarsening_free(co);
+}
+
+/* The last phase: local search on the original graph from the best plan so far. */
+static void polish(const pl_cost *k, const pl_place_opts *o, double deadline, best *b,
+                   pl_ls_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!b->plan || pl_now() >= deadline) return;
+    pl_plan *p = pl_plan_copy(b->plan);
+    double lb = pl_lower_bound(k), ms = judge(k, p, o);
+    if (pl_moirai_local_search(k, p, ms, deadline, lb, o->seed ? o->seed : 1, st) > 0) {
+        char src[64];
+        snprintf(src, sizeof src, "local search on the model (+%d moves)", st->moves);
+        offer(b, p, judge(k, p, o), src);
+    } else {
+        pl_plan_free(p);
+    }
+}
+
+int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    pl_place_opts def = {0};
+    if (!o) o = &def;
+    double t0 = pl_now(), limit = o->time_limit_s > 0 ? o->time_limit_s : 60;
+    /* Task-graph instances with given per-pair transfer times are MOIRAI's own, already
+     * coarse graphs; their transfer table is per tensor and would not survive regrouping. */
+    if (o->no_coarsen || k->pair_xfer_s) return pl_moirai_solve(k, o, t0 + limit, out, err);
+    best b = {.ms = INFINITY};
+    char cnote[PL_ERR_MAX];
+    pl_err why = {{0}};
+    heuristics(k, o, &b, &why);
+    coarse_phase(k, o, t0 + 0.6 * limit, &b, cnote, sizeof cnote);
+    pl_ls_stats st;
+    polish(k, o, t0 + limit, &b, &st);
+    if (!b.plan)
+        return pl_err_set(err, "moirai: no plan fits the devices: %s",
+                          why.msg[0] ? why.msg : cnote);
+    pl_moirai_adopt(out, b.plan);
+    pl_plan_free(b.plan);
+    pl_err_set(err, "moirai: %s; local search on the model %ld simulations %.2f s; final plan: %s",
+               cnote, st.evals, st.secs, b.src);
+    return 0;
+}
