@@ -9,9 +9,12 @@
 
 static const char *help =
     "usage: placer simulate MODEL --cluster C --plan P [--contention ports|pair|none]\n"
-    "                       [--requests K] [--trace t.json] [--json] [--profile P]...\n"
+    "                       [--requests K] [--per-edge] [--trace t.json] [--json]\n"
+    "                       [--profile P]...\n"
     "  --plan P       a placer-plan/1 file (from `placer place -o`, or written by hand)\n"
     "  --contention   override the plan's contention model\n"
+    "  --per-edge     send a tensor once per reading op (one transfer per graph edge, as\n"
+    "                 MOIRAI's flows), not once per (tensor, device)\n"
     "  --requests K   throughput mode: K back-to-back requests; prints period and latency\n"
     "  --trace FILE   Chrome trace JSON of the run (open it in Perfetto)\n";
 
@@ -21,7 +24,8 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
     printf("%-11s %s (%d ops)\n", "model", x->g->path ? x->g->path : x->g->name, x->g->n_ops);
     printf("%-11s %s (%d devices)\n", "cluster", x->c->path ? x->c->path : x->c->name,
            x->c->n_devs);
-    printf("%-11s %s, contention %s\n", "plan", p->algo, pl_contention_name(so->contention));
+    printf("%-11s %s, contention %s%s\n", "plan", p->algo, pl_contention_name(so->contention),
+           so->per_edge ? ", one transfer per edge" : "");
     if (so->requests > 1)
         printf("%-11s %d requests in %.4f ms: period %.4f ms (%.1f requests/s), mean latency %.4f "
                "ms\n",
@@ -51,12 +55,15 @@ int cli_simulate(int argc, char **argv)
 {
     cli_common co = {0};
     const char *plan_path = NULL, *trace = NULL, *v;
+    bool per_edge = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         int rc = cli_common_opt("simulate", argc, argv, &i, &co);
         if (rc < 0) return CLI_EXIT_BAD_INPUT;
         if (rc) continue;
-        if (cli_opt(argc, argv, &i, "--plan", &v))
+        if (!strcmp(argv[i], "--per-edge"))
+            per_edge = true;
+        else if (cli_opt(argc, argv, &i, "--plan", &v))
             plan_path = v;
         else if (cli_opt(argc, argv, &i, "--trace", &v))
             trace = v;
@@ -73,7 +80,8 @@ int cli_simulate(int argc, char **argv)
                                     : p               ? p->contention
                                                       : 0,
                       .requests = co.requests,
-                      .record = true};
+                      .record = true,
+                      .per_edge = per_edge};
     pl_sim_result r;
     if (!p || pl_simulate(x.k, p, &so, &r, &err) < 0) {
         status = cli_fail("simulate", "%s", err.msg);
@@ -91,6 +99,7 @@ int cli_simulate(int argc, char **argv)
             x.g->path ? x.g->path : "", "cluster", x.c->path ? x.c->path : "", "plan", plan_path,
             "contention", pl_contention_name(so.contention), "makespan_s", r.makespan_s, "fits",
             !r.oom, "invariants", why, "devices", (json_t *)cli_devices_json(&x, p, &r));
+        json_object_set_new(o, "per_edge", json_boolean(so.per_edge));
         json_object_set_new(o, "links", (json_t *)cli_links_json(&x, &r));
         if (so.requests > 1) {
             json_object_set_new(o, "requests", json_integer(so.requests));

@@ -96,6 +96,58 @@ static void test_taskgraph_refusals(void **state)
     }
 }
 
+/* `simulate --per-edge`: a(1 s)@gpu0 writes x (1000 B, 0.5 s + 1 s over the link), read by
+ * b(1 s) and c(1 s) on gpu1. Sent once: b [2.5, 3.5], c [3.5, 4.5]; per edge the second copy
+ * waits for the port: c [4, 5]. A plan with a bad transfer order is refused with its place. */
+static void test_simulate_per_edge(void **state)
+{
+    (void)state;
+    const char *model =
+        "{\"format\": \"placer-taskgraph/1\", \"nodes\": ["
+        "{\"name\": \"a\", \"times_s\": {\"V100-SXM2-16GB\": 1}},"
+        "{\"name\": \"b\", \"times_s\": {\"V100-SXM2-16GB\": 1}},"
+        "{\"name\": \"c\", \"times_s\": {\"V100-SXM2-16GB\": 1}}],"
+        " \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"tensor\": \"x\", \"bytes\": 1000},"
+        " {\"from\": \"a\", \"to\": \"c\", \"tensor\": \"x\", \"bytes\": 1000}]}";
+    const char *cluster =
+        "{\"format\": \"placer-cluster/1\", \"name\": \"two\", \"devices\": ["
+        " {\"name\": \"gpu0\", \"model\": \"V100-SXM2-16GB\"},"
+        " {\"name\": \"gpu1\", \"model\": \"V100-SXM2-16GB\"}],"
+        " \"links\": [{\"from\": \"gpu0\", \"to\": \"gpu1\", \"bandwidth_Bps\": 1000,"
+        " \"latency_s\": 0.5, \"both_ways\": true}]}";
+    const char *plan = "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\","
+                       " \"placement\": {\"b\": \"gpu1\", \"c\": \"gpu1\"},"
+                       " \"transfer_order\": [[\"x\", \"b\"]]}";
+    const char *bad = "{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\","
+                      " \"placement\": {}, \"transfer_order\": [[\"x\", \"a\"]]}";
+    char m[256], c[256], p[256], args[1024], *out;
+    snprintf(m, sizeof m, "%s", tu_tmpfile(model, strlen(model), ".json"));
+    snprintf(c, sizeof c, "%s", tu_tmpfile(cluster, strlen(cluster), ".json"));
+    snprintf(p, sizeof p, "%s", tu_tmpfile(plan, strlen(plan), ".json"));
+    for (int per_edge = 0; per_edge < 2; per_edge++) {
+        snprintf(args, sizeof args, "simulate %s --cluster %s --plan %s --json%s", m, c, p,
+                 per_edge ? " --per-edge" : "");
+        if (tu_run(args, &out) != 0) fail_msg("placer %s:\n%s", args, out);
+        json_error_t je;
+        json_t *o = json_loads(out, 0, &je);
+        if (!o) fail_msg("not JSON: %s\n%s", je.text, out);
+        assert_true(json_is_true(json_object_get(o, "per_edge")) == per_edge);
+        assert_close(json_number_value(json_object_get(o, "makespan_s")), per_edge ? 5 : 4.5,
+                     1e-12);
+        assert_string_equal(json_string_value(json_object_get(o, "invariants")), "ok");
+        json_decref(o);
+        free(out);
+    }
+    assert_int_equal(tu_run("simulate --help", &out), 0);
+    assert_non_null(strstr(out, "--per-edge"));
+    free(out);
+    const char *bp = tu_tmpfile(bad, strlen(bad), ".json");
+    snprintf(args, sizeof args, "simulate %s --cluster %s --plan %s", m, c, bp);
+    expect_refusal(args, "$.transfer_order[0]: ['x', 'a'] is not a graph edge");
+    expect_refusal(args, bp);
+    remove(m), remove(c), remove(p), remove(bp);
+}
+
 static void test_inspect_table_and_json(void **state)
 {
     (void)state;
@@ -147,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_inspect_table_and_json),
         cmocka_unit_test(test_input_shapes),
         cmocka_unit_test(test_taskgraph_refusals),
+        cmocka_unit_test(test_simulate_per_edge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -127,10 +127,11 @@ static void place(fx *f, const char *name, int dev)
 }
 
 /* Simulates with record on, and checks the invariants of the result. */
-static const pl_sim_result *sim(fx *f, pl_contention cont, int requests)
+static const pl_sim_result *sim_opts(fx *f, pl_contention cont, int requests, bool per_edge)
 {
     if (f->have_r) pl_sim_result_free(&f->r);
-    pl_sim_opts o = {.contention = cont, .requests = requests, .record = true};
+    pl_sim_opts o = {
+        .contention = cont, .requests = requests, .record = true, .per_edge = per_edge};
     pl_err err = {""};
     if (pl_simulate(f->k, f->p, &o, &f->r, &err) < 0) fail_msg("simulate: %s", err.msg);
     f->have_r = true;
@@ -138,6 +139,11 @@ static const pl_sim_result *sim(fx *f, pl_contention cont, int requests)
     if (pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why) < 0) fail_msg("check: %s", why);
     assert_string_equal(why, "ok");
     return &f->r;
+}
+
+static const pl_sim_result *sim(fx *f, pl_contention cont, int requests)
+{
+    return sim_opts(f, cont, requests, false);
 }
 
 static double start(const fx *f, const char *name, int r)
@@ -327,6 +333,204 @@ static void test_sent_once(void **state)
     assert_close(start(f, "b", 0), 2.5, 1e-12);
     assert_close(start(f, "c", 0), 3.5, 1e-12);
     assert_close(r->makespan_s, 4.5, 1e-12);
+    fx_free(f);
+}
+
+/* Per edge, x goes to gpu1 once for b and once for c, one after the other on gpu0's send
+ * port (tie on readiness: b first, by topological position): x→b [1, 2.5], x→c [2.5, 4];
+ * b [2.5, 3.5], c [4, 5]: 5 (4.5 when sent once). gpu1 holds b's copy [1, 3.5), c's copy
+ * [2.5, 5) and u [2.5, 3.5): 3000 at most (2000 when sent once: x [1, 4.5) and u or v). */
+static void test_per_edge(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "u");
+    op(f, "c", "x", "v");
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 1), set_time(f, "c", 1);
+    place(f, "b", 1), place(f, "c", 1);
+    const pl_sim_result *r = sim_opts(f, PL_CONTENTION_PORTS, 1, true);
+    assert_int_equal(r->n_xfers, 2);
+    assert_int_equal(r->xfers[0].reader, id(f, "b"));
+    assert_int_equal(r->xfers[1].reader, id(f, "c"));
+    assert_close(r->xfers[1].start_s, 2.5, 1e-12);
+    assert_close(r->link_bytes[1], 2000, 1e-12);
+    assert_close(start(f, "c", 0), 4, 1e-12);
+    assert_close(r->makespan_s, 5, 1e-12);
+    assert_close(r->peak_mem_bytes[1], 3000, 1e-12);
+    /* Without contention both copies travel at once: b [2.5, 3.5], c [3.5, 4.5]. */
+    assert_close(sim_opts(f, PL_CONTENTION_NONE, 1, true)->makespan_s, 4.5, 1e-12);
+    /* The default sends once. */
+    r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_int_equal(r->n_xfers, 1);
+    assert_int_equal(r->xfers[0].reader, -1);
+    assert_close(r->makespan_s, 4.5, 1e-12);
+    assert_close(r->peak_mem_bytes[1], 2000, 1e-12);
+    /* Two requests, per edge: every figure still passes the checker. */
+    sim_opts(f, PL_CONTENTION_PORTS, 2, true);
+    assert_int_equal(f->r.n_xfers, 4);
+    fx_free(f);
+}
+
+/* ---- transfer order ---- */
+
+/* gpu0 runs a(1) then a2(1); a's x goes to b(1)@1, a2's y to c(3)@2, both over gpu0's send
+ * port. FIFO: x is ready first: x [1, 2.5], y waits: [2.5, 4], c [4, 7]: 7. The order y
+ * before x makes the port wait from 1 to 2 with x ready: y [2, 3.5], x [3.5, 5], c [3.5, 6.5],
+ * b [5, 6]: 6.5, half a second better. Under `pair` the two are on different channels and
+ * the order costs nothing: x [1, 2.5], y [2, 3.5]: 6.5 either way. */
+static fx *two_sends(void)
+{
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "a2", "", "y");
+    op(f, "b", "x", "u");
+    op(f, "c", "y", "v");
+    build(f, 3);
+    set_time(f, "a", 1), set_time(f, "a2", 1), set_time(f, "b", 1), set_time(f, "c", 3);
+    place(f, "b", 1), place(f, "c", 2);
+    return f;
+}
+
+static int edge_of(const fx *f, const char *t, const char *dst)
+{
+    int ti = pl_graph_find_tensor(f->g, t), di = id(f, dst);
+    for (int e = 0; e < f->g->n_edges; e++)
+        if (f->g->edges[e].tensor == ti && f->g->edges[e].dst == di) return e;
+    fail_msg("no edge %s -> %s", t, dst);
+    return -1;
+}
+
+/* Transfer priorities: `first` before every other edge. */
+static void xfer_first(fx *f, const char *t, const char *dst)
+{
+    double *pr = calloc(f->g->n_edges + 1, sizeof *pr);
+    for (int e = 0; e < f->g->n_edges; e++)
+        pr[e] = 1;
+    pr[edge_of(f, t, dst)] = 0;
+    pl_plan_set_xfer_priority(f->p, f->g->n_edges, pr);
+    free(pr);
+}
+
+static void test_xfer_order_strict(void **state)
+{
+    (void)state;
+    fx *f = two_sends();
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(r->makespan_s, 7, 1e-12);
+    assert_close(start(f, "c", 0), 4, 1e-12);
+    xfer_first(f, "y", "c");
+    r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(r->makespan_s, 6.5, 1e-12);
+    assert_close(r->xfers[0].start_s, 2, 1e-12); /* y: the port waited with x ready at 1 */
+    assert_string_equal(f->g->tensors[r->xfers[0].tensor].name, "y");
+    assert_close(start(f, "b", 0), 5, 1e-12);
+    assert_close(sim(f, PL_CONTENTION_PAIR, 1)->makespan_s, 6.5, 1e-12);
+    assert_close(start(f, "b", 0), 2.5, 1e-12);
+    /* Per edge the same (each tensor has one reader); and each request keeps the order. */
+    assert_close(sim_opts(f, PL_CONTENTION_PORTS, 1, true)->makespan_s, 6.5, 1e-12);
+    sim(f, PL_CONTENTION_PORTS, 3);
+    fx_free(f);
+}
+
+/* a(1)@0 → x1 → b(1)@1 → y → c(1)@0 → x2 → d(1)@1: gpu0's send port carries x1 then x2
+ * (FIFO: a [0, 1], x1 [1, 2.5], b [2.5, 3.5], y [3.5, 5], c [5, 6], x2 [6, 7.5], d [7.5, 8.5]).
+ * The order x2 before x1 can never run: x2 needs c, which needs x1. */
+static void test_xfer_order_deadlock(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x1");
+    op(f, "b", "x1", "y");
+    op(f, "c", "y", "x2");
+    op(f, "d", "x2", "z");
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 1), set_time(f, "c", 1), set_time(f, "d", 1);
+    place(f, "b", 1), place(f, "d", 1);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 8.5, 1e-12);
+    xfer_first(f, "x2", "d");
+    pl_sim_result_free(&f->r); /* pl_simulate below starts from a blank result */
+    f->have_r = false;
+    pl_sim_opts o = {0};
+    pl_err err = {""};
+    assert_int_equal(pl_simulate(f->k, f->p, &o, &f->r, &err), -1);
+    assert_contains(err.msg, "the plan's transfer order deadlocks: on the send port of 'gpu0', "
+                             "the transfer of 'x1' to 'gpu1' is ready but waits forever for the "
+                             "transfer of 'x2' to 'gpu1', listed before it, which never runs "
+                             "(op 'c', which makes its tensor, never runs)");
+    /* Also with the op order given (the transfer order is named, not the op order). */
+    int seq[] = {id(f, "a"), id(f, "b"), id(f, "c"), id(f, "d")};
+    pl_plan_set_order(f->p, seq);
+    o.per_edge = true;
+    assert_int_equal(pl_simulate(f->k, f->p, &o, &f->r, &err), -1);
+    assert_contains(err.msg, "transfer order deadlocks");
+    assert_contains(err.msg, "'x1' to 'gpu1' (for op 'b')");
+    /* Under `none` the transfer order is ignored. */
+    o.contention = PL_CONTENTION_NONE;
+    assert_int_equal(pl_simulate(f->k, f->p, &o, &f->r, &err), 0);
+    f->have_r = true;
+    assert_close(f->r.makespan_s, 8.5, 1e-12);
+    fx_free(f);
+}
+
+/* Zero latency: a(1)@0 writes x (1000 B: 1 s) and z (0 B: 0 s); b(1)@1 reads x, c(1)@1 z.
+ * z's transfer holds no port: it completes at 1 while x holds both ports [1, 2], so c runs
+ * [1, 2] and b [2, 3]: 3. (Were z to queue behind x, c would wait until 2 and end at 4.) */
+static void test_zero_time_xfer(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x,z");
+    op(f, "b", "x", "u");
+    op(f, "c", "z", "v");
+    set_bytes(f, "z", 0);
+    build(f, 2);
+    for (int i = 0; i < 4; i++)
+        f->c->lat_s[i] = 0;
+    set_time(f, "a", 1), set_time(f, "b", 1), set_time(f, "c", 1);
+    place(f, "b", 1), place(f, "c", 1);
+    for (int cont = 0; cont < 3; cont++) {
+        const pl_sim_result *r = sim(f, (pl_contention)cont, 1);
+        assert_close(start(f, "c", 0), 1, 1e-12);
+        assert_close(r->makespan_s, 3, 1e-12);
+    }
+    /* Nor does it take a place in a transfer order: z last changes nothing. */
+    xfer_first(f, "x", "b");
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 3, 1e-12);
+    fx_free(f);
+}
+
+/* The checker: a FIFO run against a plan whose transfer order it broke; a per-device run
+ * checked as per-edge; a per-edge run whose reader was tampered. */
+static void test_checker_xfer_order(void **state)
+{
+    (void)state;
+    fx *f = two_sends();
+    sim(f, PL_CONTENTION_PORTS, 1); /* x [1, 2.5], y [2.5, 4] */
+    xfer_first(f, "y", "c");
+    pl_sim_opts o = {.record = true};
+    char why[512];
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), -1);
+    assert_contains(why, "the send port of 'gpu0' starts the transfer of 'x' to 'gpu1' at 1 s, "
+                         "before the transfer of 'y' to 'gpu2', listed before it in the plan's "
+                         "transfer order, ends at 4 s (request 0)");
+    o.contention = PL_CONTENTION_PAIR; /* different channels: no order between them */
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), 0);
+    o.contention = PL_CONTENTION_PORTS;
+    pl_plan_set_xfer_priority(f->p, 0, NULL);
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), 0);
+    o.per_edge = true;
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), -1);
+    assert_contains(why, "for no reader, but per_edge sends once per reading op");
+    sim_opts(f, PL_CONTENTION_PORTS, 1, true);
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), 0);
+    f->r.xfers[0].reader = id(f, "a");
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), -1);
+    assert_contains(why, "for an op that does not read it there");
+    o.per_edge = false;
+    assert_int_equal(pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why), -1);
+    assert_contains(why, "for one reader, but transfers are per device");
     fx_free(f);
 }
 
@@ -770,6 +974,20 @@ static int *random_topo(const pl_graph *g, unsigned *s)
     return seq;
 }
 
+/* A transfer order that cannot deadlock with the op order `seq`: edges by their producer's
+ * position in it (a producer never waits for a later one's data). */
+static void random_xfer_order(fx *f, const int *seq)
+{
+    int n = f->g->n_ops, *pos = malloc((n + 1) * sizeof *pos);
+    double *pr = malloc((f->g->n_edges + 1) * sizeof *pr);
+    for (int i = 0; i < n; i++)
+        pos[seq[i]] = i;
+    for (int e = 0; e < f->g->n_edges; e++)
+        pr[e] = pos[f->g->edges[e].src];
+    pl_plan_set_xfer_priority(f->p, f->g->n_edges, pr);
+    free(pos), free(pr);
+}
+
 static void random_case(unsigned seed)
 {
     unsigned s = seed;
@@ -822,16 +1040,18 @@ static void random_case(unsigned seed)
             f->k->op_s[(size_t)i * D + d] = (lcg_next(&s) % 5) * 0.5;
     }
     unsigned mode = lcg_next(&s) % 3;
+    int *seq = random_topo(f->g, &s);
+    if (lcg_next(&s) % 2) random_xfer_order(f, seq);
     if (mode == 1) {
-        int *seq = random_topo(f->g, &s);
         pl_plan_set_order(f->p, seq);
-        free(seq);
     } else if (mode == 2) {
         f->p->priority = malloc(n * sizeof(double));
         for (int i = 0; i < n; i++)
             f->p->priority[i] = lcg_next(&s) % 4;
     }
-    sim(f, (pl_contention)(lcg_next(&s) % 3), 1 + lcg_next(&s) % 3);
+    free(seq);
+    pl_contention cont = (pl_contention)(lcg_next(&s) % 3);
+    sim_opts(f, cont, 1 + lcg_next(&s) % 3, lcg_next(&s) % 2);
     fx_free(f);
 }
 
@@ -888,29 +1108,20 @@ static void test_speed_50k(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chain_one_device),
-        cmocka_unit_test(test_chain_two_devices),
-        cmocka_unit_test(test_diamond),
-        cmocka_unit_test(test_fork_join_contention),
-        cmocka_unit_test(test_pair_serialises),
-        cmocka_unit_test(test_pair_vs_ports),
-        cmocka_unit_test(test_sent_once),
-        cmocka_unit_test(test_memory_one_device),
-        cmocka_unit_test(test_memory_two_devices),
-        cmocka_unit_test(test_memory_taskgraph),
-        cmocka_unit_test(test_oom),
-        cmocka_unit_test(test_order_deadlock),
-        cmocka_unit_test(test_priority_vs_fifo),
-        cmocka_unit_test(test_order_strict),
-        cmocka_unit_test(test_throughput_pipeline),
-        cmocka_unit_test(test_io_device),
-        cmocka_unit_test(test_constant_resident),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_checker_catches),
-        cmocka_unit_test(test_checker_overlap),
-        cmocka_unit_test(test_trace),
-        cmocka_unit_test(test_random_graphs),
-        cmocka_unit_test(test_speed_50k),
+        cmocka_unit_test(test_chain_one_device),  cmocka_unit_test(test_chain_two_devices),
+        cmocka_unit_test(test_diamond),           cmocka_unit_test(test_fork_join_contention),
+        cmocka_unit_test(test_pair_serialises),   cmocka_unit_test(test_pair_vs_ports),
+        cmocka_unit_test(test_sent_once),         cmocka_unit_test(test_per_edge),
+        cmocka_unit_test(test_xfer_order_strict), cmocka_unit_test(test_xfer_order_deadlock),
+        cmocka_unit_test(test_zero_time_xfer),    cmocka_unit_test(test_checker_xfer_order),
+        cmocka_unit_test(test_memory_one_device), cmocka_unit_test(test_memory_two_devices),
+        cmocka_unit_test(test_memory_taskgraph),  cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_order_deadlock),    cmocka_unit_test(test_priority_vs_fifo),
+        cmocka_unit_test(test_order_strict),      cmocka_unit_test(test_throughput_pipeline),
+        cmocka_unit_test(test_io_device),         cmocka_unit_test(test_constant_resident),
+        cmocka_unit_test(test_refusals),          cmocka_unit_test(test_checker_catches),
+        cmocka_unit_test(test_checker_overlap),   cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_random_graphs),     cmocka_unit_test(test_speed_50k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,13 @@ typedef struct pl_plan {
     /* Priority: among ready ops on a device, smaller runs first. NULL when none. Used when
      * there is no order; with neither, first-ready-first-served, ties by topological index. */
     double *priority;
+    /* Transfer order: one priority per graph edge (indexed like g->edges; n_edges entries),
+     * NULL when none. Under `ports` or `pair` contention each port (or channel) serves its
+     * transfers strictly in this order, smallest first, waiting for the next one even when a
+     * later one is ready (docs/simulator.md); a transfer serving several edges takes their
+     * minimum; NaN counts as +inf. Ignored under `none`. */
+    double *xfer_priority;
+    int n_edges;
     char algo[32];
     pl_contention contention;    /* the model the plan was made and predicted under */
     double search_s;             /* how long the algorithm took */
@@ -40,13 +47,18 @@ void pl_plan_free(pl_plan *p);
  * in the sequence's order. `seq` holds every op once. */
 void pl_plan_set_order(pl_plan *p, const int *seq);
 void pl_plan_clear_order(pl_plan *p);
+/* Sets the transfer order (a copy of `prio`, n_edges entries, one per g->edges[e]); NULL
+ * clears it. */
+void pl_plan_set_xfer_priority(pl_plan *p, int n_edges, const double *prio);
 
 /* Writes placer-plan/1. `g`, `c` give names and identity; `g->path`/`c->path` are hashed. */
 int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const char *path,
                  pl_err *err);
 /* Reads a plan for (g, c): refuses one whose SHA-256s name another model or cluster, an
  * unknown op or device, an op placed twice or not at all (unless a default device is given),
- * an order that leaves out or repeats an op, or lists it on another device. */
+ * an order that leaves out or repeats an op, or lists it on another device, and a
+ * "transfer_order" that names an unknown tensor or op, a pair that is not a graph edge, or an
+ * edge twice. */
 pl_plan *pl_plan_load(const char *path, const pl_graph *g, const pl_cluster *c, pl_err *err);
 
 #endif

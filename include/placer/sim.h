@@ -3,8 +3,10 @@
  * Semantics, exactly: a device runs one op at a time without preemption; compute overlaps
  * with transfers; an op is ready when each input tensor is on its device; graph inputs are on
  * every device at time 0 unless the cluster names an I/O device; a tensor made on a and read
- * on b ≠ a is sent once per (tensor, b), taking latency + bytes/bandwidth, competing under
- * the contention model; a device's ops run in the plan's order, else by priority, else
+ * on b ≠ a is sent once per (tensor, b) (or, with opts.per_edge, once per reading op on b),
+ * taking latency + bytes/bandwidth, competing under the contention model: first ready first
+ * served, or strictly in the plan's transfer order; a zero-time transfer holds no port and
+ * completes when ready; a device's ops run in the plan's order, else by priority, else
  * first-ready-first-served with ties by topological index. Memory: an op's weights are
  * resident on its device for the whole run; an activation lives from its producer's start
  * until its last reader on that device ends and its sends end; a received copy lives from
@@ -21,11 +23,17 @@ typedef struct pl_sim_opts {
     int requests;             /* throughput mode: K back-to-back requests; 0 or 1 = one */
     bool record;              /* keep per-op and per-transfer times (traces, checker) */
     bool ignore_memory;       /* report peak memory but do not fail on exceeding it */
+    /* One transfer per graph edge: a tensor made on a and read by op j on b != a is sent once
+     * for each such j (MOIRAI's flows), each copy living from its transfer's start to j's
+     * end. Graph inputs sent from the I/O device and output returns stay per (tensor,
+     * device). Default false: once per (tensor, b). */
+    bool per_edge;
 } pl_sim_opts;
 
 typedef struct pl_xfer {
     int tensor, from, to, request;
     double start_s, end_s;
+    int reader; /* per_edge: the op the copy is for; -1 otherwise (and for returns, inputs) */
 } pl_xfer;
 
 typedef struct pl_sim_result {
@@ -51,16 +59,18 @@ typedef struct pl_sim_result {
 } pl_sim_result;
 
 /* Simulates plan p on k's graph and cluster. Fails (err set) on a plan that cannot run: an op
- * on a device where its time is INFINITY, or an order that deadlocks (an op listed before one
- * it depends on). Exceeding memory is not a failure: r->oom says which device and by how
- * much, unless opts->ignore_memory. */
+ * on a device where its time is INFINITY, an order that deadlocks (an op listed before one
+ * it depends on), or a transfer order that deadlocks (a port waits for a transfer that
+ * needs one listed after it). Exceeding memory is not a failure: r->oom says which device and by
+ * how much, unless opts->ignore_memory. */
 int pl_simulate(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, pl_sim_result *r,
                 pl_err *err);
 void pl_sim_result_free(pl_sim_result *r);
 
 /* The invariants, checked on a recorded result: precedence (an op starts after its inputs
  * arrive), no overlap on a device, no overlap on a port/channel, a transfer starts after its
- * producer ends, the plan's order kept, memory within capacity (unless ignored). Returns 0,
+ * producer ends, the plan's order and transfer order kept, one transfer per edge under
+ * opts.per_edge, memory within capacity (unless ignored). Returns 0,
  * or -1 with the first violation described in `why`. */
 int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const pl_sim_result *r,
                  char *why, size_t n);

@@ -21,7 +21,7 @@
 #define COIN_DBL_MAX DBL_MAX
 
 typedef struct flow {
-    int src, dst, tensor;
+    int src, dst, tensor, edge; /* edge: index in g->edges */
 } flow;
 
 typedef struct milp {
@@ -32,7 +32,9 @@ typedef struct milp {
     int ncols;
     int x0, s0, c0, fs0, fc0, z0, u0, T; /* first column of each block */
     double M, ub;
-    bool per_edge; /* every timed tensor has one reader: MILP and simulator count alike */
+    /* No flow is free on some channel: then the simulator (per edge, ports) and the MILP agree
+     * on every schedule; a zero-time transfer holds no port in the simulator but would in (8). */
+    bool exact;
     /* row builder (merges repeated columns: CBC wants each once) */
     int *rc;
     double *rv;
@@ -147,7 +149,7 @@ static void find_flows(milp *P)
     const pl_graph *g = P->k->g;
     P->f = pl_malloc((g->n_edges + 1) * sizeof *P->f);
     for (int e = 0; e < g->n_edges; e++) {
-        flow fl = {g->edges[e].src, g->edges[e].dst, g->edges[e].tensor};
+        flow fl = {g->edges[e].src, g->edges[e].dst, g->edges[e].tensor, e};
         bool timed = false;
         for (int a = 0; a < P->D; a++)
             for (int b = 0; b < P->D; b++)
@@ -391,12 +393,17 @@ static bool memory_ok(const pl_cost *k, const int *dev)
     return true;
 }
 
+/* The MILP's world: ports contention, one transfer per edge (flows), memory as (5) alone. */
+static const pl_sim_opts MILP_SIM = {
+    .contention = PL_CONTENTION_PORTS, .per_edge = true, .ignore_memory = true};
+
 /* HEFT and GETF under PORTS; the best simulated plan that also meets (5). */
 static void best_heuristic(const pl_cost *k, start *w)
 {
     const char *names[] = {"heft", "getf"};
     pl_place_opts o = {.contention = PL_CONTENTION_PORTS};
-    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .record = true, .ignore_memory = true};
+    pl_sim_opts so = MILP_SIM;
+    so.record = true;
     w->plan = NULL, w->name = NULL, w->makespan = INFINITY;
     for (int a = 0; a < 2; a++) {
         pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
@@ -413,11 +420,13 @@ static void best_heuristic(const pl_cost *k, start *w)
     }
 }
 
-/* The recorded transfer of `tensor` to device `to`, or -1. */
-static int find_xfer(const pl_sim_result *r, int tensor, int to)
+/* The recorded transfer of `tensor` to `reader` on device `to`, or -1. */
+static int find_xfer(const pl_sim_result *r, int tensor, int to, int reader)
 {
     for (int x = 0; x < r->n_xfers; x++)
-        if (r->xfers[x].tensor == tensor && r->xfers[x].to == to) return x;
+        if (r->xfers[x].tensor == tensor && r->xfers[x].to == to &&
+            (r->xfers[x].reader < 0 || r->xfers[x].reader == reader))
+            return x;
     return -1;
 }
 
@@ -427,7 +436,7 @@ static void start_flows(const milp *P, const start *w, double *v)
     const int *dev = w->plan->dev;
     for (int f = 0; f < P->nf; f++) {
         int a = dev[P->f[f].src], b = dev[P->f[f].dst],
-            x = a == b ? -1 : find_xfer(&w->res, P->f[f].tensor, b);
+            x = a == b ? -1 : find_xfer(&w->res, P->f[f].tensor, b, P->f[f].dst);
         double s = w->res.op_end_s[P->f[f].src], e = s;
         if (x >= 0) s = w->res.xfers[x].start_s, e = w->res.xfers[x].end_s;
         v[P->fs0 + f] = s, v[P->fc0 + f] = e;
@@ -476,6 +485,26 @@ static int cmp_key(const void *x, const void *y)
 /* Placement by the largest x, per-device order by start time (then end, then topological
  * position, so a zero-time op ties correctly with its neighbours). Times are snapped to a
  * grid far below any duration so solver round-off does not swap equal starts. */
+/* The ports' order: flows by MILP start (then end, then edge), so that the simulator sends
+ * them in the MILP's order (sim.h, transfer order). Edges that are not flows cost nothing and
+ * hold no port: their priority does not matter. */
+static void read_xfer_order(const milp *P, const double *sol, pl_plan *out)
+{
+    int ne = P->k->g->n_edges;
+    order_key *key = pl_malloc((P->nf + 1) * sizeof *key);
+    double *prio = pl_malloc((ne + 1) * sizeof *prio), grid = P->M * 1e-9;
+    for (int e = 0; e < ne; e++)
+        prio[e] = INFINITY;
+    for (int f = 0; f < P->nf; f++)
+        key[f] = (order_key){round(sol[P->fs0 + f] / grid), round(sol[P->fc0 + f] / grid),
+                             P->f[f].edge, f};
+    pl_sort(key, P->nf, sizeof *key, cmp_key);
+    for (int r = 0; r < P->nf; r++)
+        prio[P->f[key[r].op].edge] = r;
+    pl_plan_set_xfer_priority(out, ne, prio);
+    free(key), free(prio);
+}
+
 static void read_plan(const milp *P, const double *sol, pl_plan *out)
 {
     order_key *key = pl_malloc((P->n + 1) * sizeof *key);
@@ -494,11 +523,12 @@ static void read_plan(const milp *P, const double *sol, pl_plan *out)
         seq[i] = key[i].op;
     pl_plan_set_order(out, seq);
     free(key), free(seq);
+    read_xfer_order(P, sol, out);
 }
 
 static double simulate(const pl_cost *k, const pl_plan *p)
 {
-    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .ignore_memory = true};
+    pl_sim_opts so = MILP_SIM;
     pl_sim_result r = {0};
     pl_err e = {{0}};
     double ms = pl_simulate(k, p, &so, &r, &e) == 0 ? r.makespan_s : INFINITY;
@@ -548,16 +578,17 @@ static void build(milp *P, const start *w, pairs *op, pairs *fp)
  * C_j - S_i, at most ub; the largest transfer time on top is slack against round-off in the
  * bound, not needed in exact arithmetic. ub is the warm start's makespan when it meets (5)
  * (an optimum is no worse), else the serial bound (any placement meeting (5) run one step at
- * a time fits). The heuristic's makespan is a feasible MILP point only when the simulator and
- * the MILP count communication alike: one reader per timed tensor. */
+ * a time fits). The heuristic's schedule, simulated per edge under ports, is a feasible MILP
+ * point unless some flow is free on some channel (P->exact). */
 static void big_m(milp *P, const start *w)
 {
     double max_xfer, serial = serial_bound(P, &max_xfer);
-    bool per_edge = true;
+    P->exact = true;
     for (int f = 0; f < P->nf; f++)
-        per_edge &= P->k->g->tensors[P->f[f].tensor].n_consumers == 1;
-    P->per_edge = per_edge;
-    P->ub = w->plan && per_edge ? fmin(w->makespan, serial) : serial;
+        for (int a = 0; a < P->D; a++)
+            for (int b = 0; b < P->D; b++)
+                P->exact &= a == b || pair_s(P, f, a, b) > 0;
+    P->ub = w->plan && P->exact ? fmin(w->makespan, serial) : serial;
     P->M = P->ub + max_xfer;
     if (!(P->M > 0)) P->M = 1;
 }
@@ -577,6 +608,7 @@ void pl_moirai_adopt(pl_plan *out, const pl_plan *w)
         out->priority = pl_malloc((w->n_ops + 1) * sizeof *out->priority);
         memcpy(out->priority, w->priority, w->n_ops * sizeof *out->priority);
     }
+    pl_plan_set_xfer_priority(out, w->xfer_priority ? w->n_edges : 0, w->xfer_priority);
 }
 
 /* What the MILP phase ended with, for the local search and the note. */
@@ -621,7 +653,7 @@ static int finish(milp *P, const start *w, pl_plan *out, pl_err *err, outcome *r
 static double search_floor(const milp *P, const outcome *r)
 {
     double lb = pl_lower_bound(P->k);
-    if (P->per_edge && isfinite(r->bound)) lb = fmax(lb, r->bound);
+    if (P->exact && isfinite(r->bound)) lb = fmax(lb, r->bound);
     return lb;
 }
 
@@ -631,7 +663,8 @@ static void improve(const milp *P, const pl_place_opts *o, double deadline, pl_p
 {
     pl_ls_stats st;
     unsigned seed = o && o->seed ? o->seed : 1;
-    if (pl_moirai_local_search(P->k, out, r->sim, deadline, search_floor(P, r), seed, &st) > 0) {
+    if (pl_moirai_local_search(P->k, out, r->sim, deadline, search_floor(P, r), seed, &MILP_SIM,
+                               &st) > 0) {
         r->sim = simulate(P->k, out); /* the simulator's figure, not the search's memory */
         snprintf(r->source, sizeof r->source, "local search (+%d moves)", st.moves);
     }

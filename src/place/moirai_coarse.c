@@ -124,7 +124,7 @@ static void coarse_phase(const pl_cost *k, const pl_place_opts *o, double deadli
     pl_coarsen_opts copt = {0};
     pl_err e = {{0}};
     if (pl_coarsen(k->g, &copt, &co, &e) < 0) {
-        snprintf(note, nn, "coarsening failed (%s)", e.msg);
+        snprintf(note, nn, "coarsening failed (%.*s)", (int)nn / 2, e.msg);
         return;
     }
     pl_cost *kc = coarse_cost(k, co, &e);
@@ -133,11 +133,12 @@ static void coarse_phase(const pl_cost *k, const pl_place_opts *o, double deadli
     if (kc && pl_moirai_solve(kc, o, deadline, cp, &e) == 0) {
         const char *by = strstr(e.msg, "final plan: ");
         char src[64];
-        snprintf(src, sizeof src, "coarse %s", by ? by + strlen("final plan: ") : "moirai");
+        snprintf(src, sizeof src, "coarse %.56s", by ? by + strlen("final plan: ") : "moirai");
         expand(k, kc, co, cp, o, b, src);
     }
-    snprintf(note, nn, "coarsened %d -> %d ops; on the coarse graph: %s", k->n_ops,
-             co->coarse->n_ops, e.msg[0] ? e.msg : "-");
+    /* the inner note is long; what matters most (status, figures) comes first in it */
+    snprintf(note, nn, "coarsened %d -> %d ops; on the coarse graph: %.*s", k->n_ops,
+             co->coarse->n_ops, (int)nn / 2, e.msg[0] ? e.msg : "-");
     pl_plan_free(cp), pl_cost_free(kc), pl_coarsening_free(co);
 }
 
@@ -149,7 +150,8 @@ static void polish(const pl_cost *k, const pl_place_opts *o, double deadline, be
     if (!b->plan || pl_now() >= deadline) return;
     pl_plan *p = pl_plan_copy(b->plan);
     double lb = pl_lower_bound(k), ms = judge(k, p, o);
-    if (pl_moirai_local_search(k, p, ms, deadline, lb, o->seed ? o->seed : 1, st) > 0) {
+    pl_sim_opts so = {.contention = o->contention};
+    if (pl_moirai_local_search(k, p, ms, deadline, lb, o->seed ? o->seed : 1, &so, st) > 0) {
         char src[64];
         snprintf(src, sizeof src, "local search on the model (+%d moves)", st->moves);
         offer(b, p, judge(k, p, o), src);

@@ -31,6 +31,7 @@ typedef struct ls {
     int *crit, *tmp_crit, ncrit, ntmp;
     unsigned seed;
     long evals;
+    pl_sim_opts judge; /* contention and per-edge as the caller judges plans; memory ignored */
 } ls;
 
 static double mem(const ls *L, int op)
@@ -46,7 +47,7 @@ static bool runs_on(const ls *L, int op, int d)
 /* Simulates cur; keeps its critical path in tmp_crit (swapped in when the move is kept). */
 static double eval(ls *L)
 {
-    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .ignore_memory = true};
+    pl_sim_opts so = L->judge;
     pl_sim_result r = {0};
     pl_err e = {{0}};
     double ms = INFINITY;
@@ -184,7 +185,8 @@ static void restart(ls *L)
  * when nothing moves), or none (first-ready): the one that simulates the start best. */
 static void choose_priority(ls *L, const pl_plan *p)
 {
-    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .ignore_memory = true, .record = true};
+    pl_sim_opts so = L->judge;
+    so.record = true;
     pl_sim_result r = {0};
     pl_err e = {{0}};
     double *cand[3] = {NULL, NULL, NULL};
@@ -209,10 +211,14 @@ static void choose_priority(ls *L, const pl_plan *p)
     L->cur->priority = cand[0];
 }
 
-static void ls_init(ls *L, const pl_cost *k, const pl_plan *p, double p_ms, unsigned seed)
+static void ls_init(ls *L, const pl_cost *k, const pl_plan *p, double p_ms, unsigned seed,
+                    const pl_sim_opts *judge)
 {
     int n = k->n_ops, D = k->n_devs;
     *L = (ls){.k = k, .n = n, .D = D, .seed = seed ? seed : 1, .best_ms = p_ms};
+    L->judge = (pl_sim_opts){.contention = judge ? judge->contention : PL_CONTENTION_PORTS,
+                             .per_edge = judge && judge->per_edge,
+                             .ignore_memory = true};
     L->cur = pl_plan_new(n, D);
     memcpy(L->cur->dev, p->dev, n * sizeof *p->dev);
     L->best_dev = pl_malloc((n + 1) * sizeof *L->best_dev);
@@ -257,11 +263,11 @@ static int climb(ls *L, double deadline, double target)
 }
 
 int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double deadline,
-                           double target, unsigned seed, pl_ls_stats *st)
+                           double target, unsigned seed, const pl_sim_opts *judge, pl_ls_stats *st)
 {
     double t0 = pl_now();
     ls L;
-    ls_init(&L, k, p, p_ms, seed);
+    ls_init(&L, k, p, p_ms, seed, judge);
     /* target: stop at a lower bound (with round-off room), nothing can beat it */
     target *= 1 + 1e-9;
     int moves = improve_best(&L), stale = 0, restarts = 0;
@@ -274,6 +280,7 @@ int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double dea
     if (moves) {
         memcpy(p->dev, L.best_dev, L.n * sizeof *p->dev);
         pl_plan_clear_order(p);
+        pl_plan_set_xfer_priority(p, 0, NULL);
         free(p->priority), p->priority = NULL;
         if (L.cur->priority) {
             p->priority = pl_malloc((L.n + 1) * sizeof *p->priority);

@@ -30,15 +30,16 @@ typedef struct pl_ls_stats {
     double secs;
 } pl_ls_stats;
 
-/* Improves plan p (simulated at p_ms under PORTS) by moving ops between devices: relocate one
- * op, swap two ops' devices, move an op with its chain of single-successor successors. Every
- * plan tried keeps MOIRAI's static memory (5): sum of extra_memory_bytes per device within
+/* Improves plan p (simulated at p_ms under `judge`'s contention and per_edge; NULL: ports,
+ * per tensor) by moving ops between devices: relocate one op, swap two ops' devices, move an
+ * op with its chain of single-successor successors. Every plan tried keeps MOIRAI's static
+ * memory (5): the sum of pl_moirai_op_mem per device within
  * capacity (a start that breaks it only gets moves that do not add to an over-full device).
  * Stops at `deadline` (pl_now() clock), when the best reaches `target` (a lower bound), or
  * after many restarts without progress. p is replaced only by a strictly better plan (its
- * placement, no order, priorities or none); returns st->moves. */
+ * placement, priorities or none; no op or transfer order); returns st->moves. */
 int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double deadline,
-                           double target, unsigned seed, pl_ls_stats *st);
+                           double target, unsigned seed, const pl_sim_opts *judge, pl_ls_stats *st);
 
 /* out takes w's placement and its order or priorities, as the simulator ran them. */
 void pl_moirai_adopt(pl_plan *out, const pl_plan *w);

@@ -46,6 +46,7 @@ pl_plan *pl_plan_copy(const pl_plan *p)
     q->order = dup_array(p->order, p->n_ops * sizeof *p->order);
     q->order_off = dup_array(p->order_off, (p->n_devs + 1) * sizeof *p->order_off);
     q->priority = dup_array(p->priority, p->n_ops * sizeof *p->priority);
+    q->xfer_priority = dup_array(p->xfer_priority, p->n_edges * sizeof *p->xfer_priority);
     return q;
 }
 
@@ -53,6 +54,7 @@ void pl_plan_free(pl_plan *p)
 {
     if (!p) return;
     free(p->dev), free(p->order), free(p->order_off), free(p->priority);
+    free(p->xfer_priority);
     free(p);
 }
 
@@ -60,6 +62,13 @@ void pl_plan_clear_order(pl_plan *p)
 {
     free(p->order), free(p->order_off);
     p->order = p->order_off = NULL;
+}
+
+void pl_plan_set_xfer_priority(pl_plan *p, int n_edges, const double *prio)
+{
+    free(p->xfer_priority);
+    p->xfer_priority = prio ? dup_array(prio, n_edges * sizeof *prio) : NULL;
+    p->n_edges = prio ? n_edges : 0;
 }
 
 /* Bucket the global sequence by device, keeping its order within each device. */

@@ -5,6 +5,7 @@
 #include "placer/plan.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,49 @@ static json_t *order_json(const pl_plan *p, const pl_graph *g, const pl_cluster 
     return o;
 }
 
+/* Edges in the simulator's tie order: priority (NaN last), tensor index, the reader's device,
+ * its topological position. A file listing them so reproduces the same transfer order. */
+typedef struct edge_key {
+    double prio;
+    int tensor, dev, topo, e;
+} edge_key;
+
+static int cmp_edge_key(const void *a, const void *b)
+{
+    const edge_key *x = a, *y = b;
+    if (x->prio != y->prio) return x->prio < y->prio ? -1 : 1;
+    if (x->tensor != y->tensor) return x->tensor - y->tensor;
+    if (x->dev != y->dev) return x->dev - y->dev;
+    return x->topo - y->topo;
+}
+
+/* `prio` NULL: every edge ties (the order of unlisted edges on load). */
+static edge_key *sorted_edges(const pl_plan *p, const pl_graph *g, const double *prio)
+{
+    edge_key *v = pl_malloc((g->n_edges + 1) * sizeof *v);
+    for (int e = 0; e < g->n_edges; e++) {
+        const pl_edge *ed = &g->edges[e];
+        double pr = prio && !isnan(prio[e]) ? prio[e] : INFINITY;
+        v[e] = (edge_key){pr, ed->tensor, p->dev[ed->dst], g->topo_pos[ed->dst], e};
+    }
+    pl_sort(v, g->n_edges, sizeof *v, cmp_edge_key);
+    return v;
+}
+
+/* [[tensor, reader op], ...] in priority order: every edge, so nothing is left to defaults. */
+static json_t *xfer_order_json(const pl_plan *p, const pl_graph *g)
+{
+    edge_key *v = sorted_edges(p, g, p->xfer_priority);
+    json_t *a = json_array();
+    for (int i = 0; i < g->n_edges; i++) {
+        const pl_edge *ed = &g->edges[v[i].e];
+        json_array_append_new(
+            a, json_pack("[s,s]", g->tensors[ed->tensor].name, g->ops[ed->dst].name));
+    }
+    free(v);
+    return a;
+}
+
 int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const char *path,
                  pl_err *err)
 {
@@ -58,6 +102,8 @@ int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const
     }
     json_object_set_new(root, "placement", place);
     if (p->order) json_object_set_new(root, "order", order_json(p, g, c));
+    if (p->xfer_priority && p->n_edges == g->n_edges)
+        json_object_set_new(root, "transfer_order", xfer_order_json(p, g));
     if (rc == 0 && json_dump_file(root, path, JSON_INDENT(1) | JSON_REAL_PRECISION(12)) != 0)
         rc = pl_err_set(err, "%s: cannot write the plan", path);
     json_decref(root);
@@ -184,12 +230,84 @@ static int read_order(const pl_json *root, const pl_graph *g, const pl_cluster *
     return rc;
 }
 
+/* The edge (producer of t, op, t), or -1. g->edges is sorted by (src, dst, tensor). */
+static int find_edge(const pl_graph *g, int t, int op)
+{
+    int src = g->tensors[t].producer, lo = 0, hi = g->n_edges - 1;
+    while (src >= 0 && lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        const pl_edge *e = &g->edges[mid];
+        int d = e->src != src ? e->src - src : e->dst != op ? e->dst - op : e->tensor - t;
+        if (d == 0) return mid;
+        if (d < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* One [tensor, reader op] pair: the graph edge it names, or -1 with the message. */
+static int read_pair(const pl_json *x, const pl_graph *g, pl_err *err)
+{
+    const char *tn, *on;
+    int op;
+    if (!json_is_array(x->v) || json_array_size(x->v) != 2)
+        return pl_json_fail(x, err, "want a [tensor, reader op] pair");
+    pl_json a = pl_json_index(x, 0), b = pl_json_index(x, 1);
+    if (pl_json_string(&a, NULL, &tn, err) < 0 || pl_json_string(&b, NULL, &on, err) < 0) return -1;
+    int t = pl_graph_find_tensor(g, tn);
+    if (t < 0) return pl_json_fail(&a, err, "the model has no tensor named '%s'", tn);
+    if (op_of(&b, on, g, &op, err) < 0) return -1;
+    int e = find_edge(g, t, op);
+    if (e < 0)
+        return pl_json_fail(x, err,
+                            "['%s', '%s'] is not a graph edge: op '%s' does not read tensor '%s' "
+                            "made by another op",
+                            tn, on, on, tn);
+    return e;
+}
+
+/* Listed edges get their position as priority; the others follow in the tie order (tensor,
+ * reader's device, reader's topological position). */
+static int read_xfer_order(const pl_json *root, const pl_graph *g, pl_plan *p, pl_err *err)
+{
+    pl_json list = {0};
+    if (pl_json_opt_array(root, "transfer_order", &list, err) < 0) return -1;
+    if (!list.v) return 0;
+    double *prio = pl_malloc((g->n_edges + 1) * sizeof *prio);
+    for (int e = 0; e < g->n_edges; e++)
+        prio[e] = NAN;
+    int rc = 0, n = (int)pl_json_len(&list);
+    for (int k = 0; rc == 0 && k < n; k++) {
+        pl_json x = pl_json_index(&list, k);
+        int e = read_pair(&x, g, err);
+        if (e < 0)
+            rc = -1;
+        else if (!isnan(prio[e]))
+            rc = pl_json_fail(&x, err, "the edge ['%s', '%s'] is listed twice",
+                              g->tensors[g->edges[e].tensor].name, g->ops[g->edges[e].dst].name);
+        else
+            prio[e] = k;
+    }
+    if (rc == 0) {
+        edge_key *v = sorted_edges(p, g, NULL);
+        for (int i = 0; i < g->n_edges; i++)
+            if (isnan(prio[v[i].e])) prio[v[i].e] = n++;
+        free(v);
+        pl_plan_set_xfer_priority(p, g->n_edges, prio);
+    }
+    free(prio);
+    return rc;
+}
+
 static int read_plan(const pl_json *root, const pl_graph *g, const pl_cluster *c, pl_plan *p,
                      pl_err *err)
 {
     static const char *const allowed[] = {
-        "format",    "model",     "cluster", "algorithm",      "contention",  "search_s",
-        "predicted", "placement", "order",   "default_device", "description", NULL};
+        "format",      "model",          "cluster",   "algorithm", "contention",
+        "search_s",    "predicted",      "placement", "order",     "default_device",
+        "description", "transfer_order", NULL};
     const char *algo = "hand-written", *cont = NULL, *model_sha;
     pl_json pred = {0};
     if (pl_json_check_format(root, "placer-plan/1", err) < 0 ||
@@ -209,7 +327,8 @@ static int read_plan(const pl_json *root, const pl_graph *g, const pl_cluster *c
         return pl_json_fail(&at, err, "unknown contention model '%s' (ports, pair or none)", cont);
     }
     snprintf(p->algo, sizeof p->algo, "%s", algo);
-    return read_placement(root, g, c, p, err) < 0 ? -1 : read_order(root, g, c, p, err);
+    if (read_placement(root, g, c, p, err) < 0 || read_order(root, g, c, p, err) < 0) return -1;
+    return read_xfer_order(root, g, p, err);
 }
 
 pl_plan *pl_plan_load(const char *path, const pl_graph *g, const pl_cluster *c, pl_err *err)

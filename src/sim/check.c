@@ -34,20 +34,26 @@ int chk_src_dev(const chk *c, int t)
     return tp->producer >= 0 ? c->p->dev[tp->producer] : c->io;
 }
 
-static const char *dev_name(const chk *c, int d)
+const char *chk_dev_name(const chk *c, int d)
 {
     return c->k->c->devs[d].name;
+}
+
+int chk_reader(const chk *c, int t, int op)
+{
+    const pl_tensor *tp = &c->g->tensors[t];
+    return c->o->per_edge && tp->producer >= 0 && !(tp->flags & PL_TENSOR_WEIGHT) ? op : -1;
 }
 static const char *op_name(const chk *c, int op)
 {
     return c->g->ops[op].name;
 }
 
-/* ---- transfers, by (request, tensor, to) ---- */
+/* ---- transfers, by (request, tensor, to, reader) ---- */
 
-static long long xkey(const chk *c, int r, int t, int to)
+static long long xkey(const chk *c, int r, int t, int to, int reader)
 {
-    return ((long long)r * c->g->n_tensors + t) * c->D + to;
+    return (((long long)r * c->g->n_tensors + t) * c->D + to) * (c->n + 1) + reader + 1;
 }
 
 static int cmp_xref(const void *a, const void *b)
@@ -61,14 +67,15 @@ static void index_xfers(chk *c)
     c->xs = pl_malloc((c->r->n_xfers + 1) * sizeof *c->xs);
     for (int i = 0; i < c->r->n_xfers; i++) {
         const pl_xfer *x = &c->r->xfers[i];
-        c->xs[i] = (chk_xref){xkey(c, x->request, x->tensor, x->to), i};
+        int rd = x->reader >= -1 && x->reader < c->n ? x->reader : -1; /* checked later */
+        c->xs[i] = (chk_xref){xkey(c, x->request, x->tensor, x->to, rd), i};
     }
     pl_sort(c->xs, c->r->n_xfers, sizeof *c->xs, cmp_xref);
 }
 
-int chk_xfer(const chk *c, int r, int t, int to)
+int chk_xfer(const chk *c, int r, int t, int to, int reader)
 {
-    long long key = xkey(c, r, t, to);
+    long long key = xkey(c, r, t, to, reader);
     int lo = 0, hi = c->r->n_xfers - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
@@ -81,8 +88,40 @@ int chk_xfer(const chk *c, int r, int t, int to)
     return -1;
 }
 
-/* Each transfer: a real route, from where the tensor is, once per (request, tensor, to),
- * taking latency + bytes / bandwidth, after its producer ends. */
+/* Does op `op` read tensor t? */
+static bool reads(const chk *c, int op, int t)
+{
+    const pl_op *o = &c->g->ops[op];
+    for (int k = 0; k < o->n_inputs; k++)
+        if (o->inputs[k] == t) return true;
+    return false;
+}
+
+/* Under per_edge a transfer of an op's result serves one reader on its destination, or is an
+ * output's return; otherwise it names no reader. */
+static int check_reader(chk *c, const pl_xfer *x)
+{
+    const char *tn = c->g->tensors[x->tensor].name;
+    int want = chk_reader(c, x->tensor, 0);
+    if (x->reader < 0) {
+        if (want < 0 || (c->io == x->to && c->is_out[x->tensor])) return 0;
+        return chk_fail(c,
+                        "tensor '%s' is sent to '%s' for no reader, but per_edge sends once per "
+                        "reading op",
+                        tn, chk_dev_name(c, x->to));
+    }
+    if (want < 0)
+        return chk_fail(c,
+                        "tensor '%s' is sent to '%s' for one reader, but transfers are per device",
+                        tn, chk_dev_name(c, x->to));
+    if (x->reader >= c->n || c->p->dev[x->reader] != x->to || !reads(c, x->reader, x->tensor))
+        return chk_fail(c, "tensor '%s' is sent to '%s' for an op that does not read it there", tn,
+                        chk_dev_name(c, x->to));
+    return 0;
+}
+
+/* Each transfer: a real route, from where the tensor is, once per (request, tensor, to) (per
+ * reader under per_edge), taking latency + bytes / bandwidth, after its producer ends. */
 static int check_xfers(chk *c)
 {
     const pl_xfer *xs = c->r->xfers;
@@ -92,22 +131,23 @@ static int check_xfers(chk *c)
             x->from < 0 || x->from >= c->D || x->to < 0 || x->to >= c->D || x->from == x->to)
             return chk_fail(c, "transfer %d is malformed", i);
         const char *tn = c->g->tensors[x->tensor].name;
+        if (check_reader(c, x) < 0) return -1;
         if (chk_src_dev(c, x->tensor) != x->from)
             return chk_fail(c, "tensor '%s' is sent from '%s', where it is not", tn,
-                            dev_name(c, x->from));
+                            chk_dev_name(c, x->from));
         if (!chk_eq(x->end_s - x->start_s, pl_cost_xfer_s(c->k, x->tensor, x->from, x->to)))
             return chk_fail(c, "the transfer of '%s' to '%s' lasts %.9g s, not %.9g s", tn,
-                            dev_name(c, x->to), x->end_s - x->start_s,
+                            chk_dev_name(c, x->to), x->end_s - x->start_s,
                             pl_cost_xfer_s(c->k, x->tensor, x->from, x->to));
         int prod = c->g->tensors[x->tensor].producer;
         double ready = prod >= 0 ? c->r->op_end_s[(size_t)x->request * c->n + prod] : 0;
         if (!chk_le(ready, x->start_s))
             return chk_fail(c, "tensor '%s' is sent to '%s' at %.9g s, before it is made (%.9g s)",
-                            tn, dev_name(c, x->to), x->start_s, ready);
+                            tn, chk_dev_name(c, x->to), x->start_s, ready);
         if (i > 0 && c->xs[i].key == c->xs[i - 1].key) {
             const pl_xfer *y = &xs[c->xs[i].idx];
             return chk_fail(c, "tensor '%s' is sent to '%s' twice (request %d)",
-                            c->g->tensors[y->tensor].name, dev_name(c, y->to), y->request);
+                            c->g->tensors[y->tensor].name, chk_dev_name(c, y->to), y->request);
         }
     }
     return 0;
@@ -121,10 +161,10 @@ static int check_input(chk *c, int r, int op, int t)
     int d = c->p->dev[op], src = chk_src_dev(c, t), prod = c->g->tensors[t].producer;
     double at = 0;
     if (src >= 0 && src != d) {
-        int x = chk_xfer(c, r, t, d);
+        int x = chk_xfer(c, r, t, d, chk_reader(c, t, op));
         if (x < 0)
             return chk_fail(c, "op '%s' on '%s' reads '%s', which is never sent there (request %d)",
-                            op_name(c, op), dev_name(c, d), c->g->tensors[t].name, r);
+                            op_name(c, op), chk_dev_name(c, d), c->g->tensors[t].name, r);
         at = c->r->xfers[x].end_s;
     } else if (prod >= 0 && src >= 0) {
         at = c->r->op_end_s[(size_t)r * c->n + prod];
@@ -133,7 +173,7 @@ static int check_input(chk *c, int r, int op, int t)
         return chk_fail(c,
                         "op '%s' starts at %.9g s on '%s', before its input '%s' arrives at "
                         "%.9g s (request %d)",
-                        op_name(c, op), c->r->op_start_s[inst], dev_name(c, d),
+                        op_name(c, op), c->r->op_start_s[inst], chk_dev_name(c, d),
                         c->g->tensors[t].name, at, r);
     return 0;
 }
@@ -197,26 +237,28 @@ static int check_devices(chk *c, span *v)
     if (i < 0) return 0;
     return chk_fail(c, "ops '%s' and '%s' overlap on device '%s' (%.9g–%.9g s and from %.9g s)",
                     op_name(c, v[i - 1].what % c->n), op_name(c, v[i].what % c->n),
-                    dev_name(c, v[i].res), v[i - 1].s, v[i - 1].e, v[i].s);
+                    chk_dev_name(c, v[i].res), v[i - 1].s, v[i - 1].e, v[i].s);
 }
 
 /* kind 0: send ports (resource: the sender); 1: receive ports (the receiver); 2: channels
  * (the ordered pair). */
 static int check_resource(chk *c, span *v, int kind)
 {
+    int m = 0;
     for (int i = 0; i < c->r->n_xfers; i++) {
         const pl_xfer *x = &c->r->xfers[i];
         int res = kind == 0 ? x->from : kind == 1 ? x->to : x->from * c->D + x->to;
-        v[i] = (span){res, x->start_s, x->end_s, i};
+        if (pl_cost_xfer_s(c->k, x->tensor, x->from, x->to) > 0) /* zero-time: no port */
+            v[m++] = (span){res, x->start_s, x->end_s, i};
     }
-    int i = first_overlap(v, c->r->n_xfers);
+    int i = first_overlap(v, m);
     if (i < 0) return 0;
     const pl_xfer *x = &c->r->xfers[v[i - 1].what], *y = &c->r->xfers[v[i].what];
     static const char *const what[] = {"send port of", "receive port of", "channel from"};
     return chk_fail(c, "transfers of '%s' and '%s' overlap on the %s '%s'%s%s (from %.9g s)",
                     c->g->tensors[x->tensor].name, c->g->tensors[y->tensor].name, what[kind],
-                    dev_name(c, kind == 1 ? y->to : y->from), kind == 2 ? " to " : "",
-                    kind == 2 ? dev_name(c, y->to) : "", v[i].s);
+                    chk_dev_name(c, kind == 1 ? y->to : y->from), kind == 2 ? " to " : "",
+                    kind == 2 ? chk_dev_name(c, y->to) : "", v[i].s);
 }
 
 static int check_links(chk *c, span *v)
@@ -246,7 +288,7 @@ static int check_order(chk *c)
                     return chk_fail(c,
                                     "device '%s' runs '%s' before '%s', against the plan's order "
                                     "(request %d)",
-                                    dev_name(c, d), op_name(c, p->order[i]),
+                                    chk_dev_name(c, d), op_name(c, p->order[i]),
                                     op_name(c, p->order[i - 1]), r);
             }
         for (int op = 0; r > 0 && op < c->n; op++) {
@@ -271,11 +313,11 @@ static int check_returns(chk *c)
         int src = chk_src_dev(c, t);
         if (!c->is_out[t] || src < 0 || src == c->io) continue;
         for (int r = 0; r < c->K; r++)
-            if (chk_xfer(c, r, t, c->io) < 0)
+            if (chk_xfer(c, r, t, c->io, -1) < 0)
                 return chk_fail(c,
                                 "graph output '%s' is never returned to the I/O device '%s' "
                                 "(request %d)",
-                                c->g->tensors[t].name, dev_name(c, c->io), r);
+                                c->g->tensors[t].name, chk_dev_name(c, c->io), r);
     }
     return 0;
 }
@@ -335,6 +377,7 @@ int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const
     if (rc == 0) rc = check_devices(&c, v);
     if (rc == 0) rc = check_links(&c, v);
     if (rc == 0) rc = check_order(&c);
+    if (rc == 0) rc = chk_xorder(&c);
     if (rc == 0) rc = check_returns(&c);
     if (rc == 0) rc = check_makespan(&c);
     if (rc == 0) rc = chk_memory(&c);

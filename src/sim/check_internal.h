@@ -7,7 +7,7 @@
 #include "placer/sim.h"
 
 typedef struct chk_xref {
-    long long key; /* (request, tensor, to) */
+    long long key; /* (request, tensor, to, reader) */
     int idx;       /* into r->xfers */
 } chk_xref;
 
@@ -18,7 +18,7 @@ typedef struct chk {
     const pl_sim_result *r;
     const pl_graph *g;
     int n, D, K, io;
-    chk_xref *xs;    /* transfers sorted by (request, tensor, to) */
+    chk_xref *xs;    /* transfers sorted by (request, tensor, to, reader) */
     char *is_out;    /* per tensor: a graph output */
     double *req_end; /* per request: last op end or output return */
     char *why;
@@ -29,12 +29,19 @@ typedef struct chk {
 int chk_fail(chk *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* a <= b, allowing for rounding. */
 bool chk_le(double a, double b);
-/* The transfer of tensor t to device `to` in request r, or -1. */
-int chk_xfer(const chk *c, int r, int t, int to);
+/* The transfer of tensor t to device `to` in request r (for op `reader` under per_edge, -1
+ * for a per-device send or a return), or -1. */
+int chk_xfer(const chk *c, int r, int t, int to, int reader);
+/* The reader a transfer of t to op `op` must name: op under per_edge for an op's result, else
+ * -1. */
+int chk_reader(const chk *c, int t, int op);
 /* The device holding t's source copy: its producer's, the I/O device for a graph input, or
  * -1 (weights; inputs present on every device). */
 int chk_src_dev(const chk *c, int t);
 
 int chk_memory(chk *c);
+/* check_xorder.c: each port or channel kept the plan's transfer order. */
+int chk_xorder(chk *c);
+const char *chk_dev_name(const chk *c, int d);
 
 #endif

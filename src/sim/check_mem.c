@@ -54,6 +54,14 @@ static bool weight(const chk *c, int t)
     return c->g->tensors[t].flags & PL_TENSOR_WEIGHT;
 }
 
+/* An input the op lists again (counted once). */
+static bool listed_before(const pl_op *o, int k)
+{
+    for (int j = 0; j < k; j++)
+        if (o->inputs[j] == o->inputs[k]) return true;
+    return false;
+}
+
 /* Outputs live from their producer's start; inputs until their readers end. */
 static void op_copies(mem_ctx *m, int r, int op)
 {
@@ -68,13 +76,18 @@ static void op_copies(mem_ctx *m, int r, int op)
         if (o->outputs[k] >= 0 && !weight(c, o->outputs[k])) touch(m, o->outputs[k], d, s, e);
     for (int k = 0; k < o->n_inputs; k++) {
         int t = o->inputs[k], src;
-        if (t < 0 || weight(c, t)) continue;
+        if (t < 0 || weight(c, t) || listed_before(o, k)) continue;
         if ((src = chk_src_dev(c, t)) < 0)
             touch(m, t, d, 0, e);
         else if (src == d)
             touch(m, t, d, made_at(c, r, t), e);
-        else {
-            int x = chk_xfer(c, r, t, d); /* check_ops made sure it exists */
+        else if (chk_reader(c, t, op) >= 0) {
+            /* per_edge: the reader's own copy, from its transfer's start to the reader's end */
+            double xs = c->r->xfers[chk_xfer(c, r, t, d, op)].start_s;
+            double b = c->g->tensors[t].bytes > 0 ? (double)c->g->tensors[t].bytes : 0;
+            if (b > 0 && e > xs) add_ev(m, d, xs, b), add_ev(m, d, e, -b);
+        } else {
+            int x = chk_xfer(c, r, t, d, -1); /* check_ops made sure it exists */
             touch(m, t, d, c->r->xfers[x].start_s, e);
         }
     }
@@ -89,7 +102,7 @@ static void xfer_copies(mem_ctx *m, int r, size_t *at)
         const pl_xfer *x = &c->r->xfers[c->xs[*at].idx];
         if (x->request != r) break;
         touch(m, x->tensor, x->from, made_at(c, r, x->tensor), x->end_s);
-        touch(m, x->tensor, x->to, x->start_s, x->start_s);
+        if (x->reader < 0) touch(m, x->tensor, x->to, x->start_s, x->start_s);
     }
 }
 
@@ -105,7 +118,7 @@ static void held_outputs(mem_ctx *m, int r)
             touch(m, t, src, made_at(c, r, t), c->req_end[r]);
             continue;
         }
-        int x = chk_xfer(c, r, t, c->io);
+        int x = chk_xfer(c, r, t, c->io, -1);
         if (x >= 0) touch(m, t, c->io, c->r->xfers[x].start_s, c->req_end[r]);
     }
 }

@@ -99,21 +99,37 @@ typedef struct builder {
     int *stamp; /* per tensor: 1 + the last op that listed it (dedups inputs) */
 } builder;
 
-/* The copy of t on device d, made when first asked for: a transfer from t's source when it
- * has one, else a graph input (or weight) present there. */
-static int copy_on(builder *b, int t, int d)
+/* Under opts.per_edge, a received copy of an op's result belongs to the one op that reads
+ * it: each reader gets its own copy and transfer. */
+static bool own_copy(const sim_static *s, int t, int reader)
+{
+    return s->o->per_edge && reader >= 0 && s->producer[t] >= 0 && !s->is_weight[t];
+}
+
+/* The copy of t on device d (for `reader`, or -1), made when first asked for: a transfer from
+ * t's source when it has one, else a graph input (or weight) present there. */
+static int copy_on(builder *b, int t, int d, int reader)
 {
     sim_static *s = b->s;
     if (s->src_dev[t] == d) return t;
-    for (int c = s->head[t]; c >= 0; c = s->copies[c].next)
-        if (s->copies[c].dev == d) return c;
+    bool own = own_copy(s, t, reader);
+    for (int c = s->head[t]; c >= 0 && !own; c = s->copies[c].next)
+        if (s->copies[c].dev == d &&
+            (s->copies[c].slot < 0 || s->slots[s->copies[c].slot].reader < 0))
+            return c;
     int c = s->n_copies++, slot = -1;
     pl_grow((void **)&s->copies, &b->cap_copies, c, sizeof *s->copies);
     pl_grow((void **)&s->copy_refs, &b->cap_refs, c, sizeof *s->copy_refs);
     if (s->src_dev[t] >= 0) {
         slot = s->n_slots++;
         pl_grow((void **)&s->slots, &b->cap_slots, slot, sizeof *s->slots);
-        s->slots[slot] = (sim_slot){t, s->src_dev[t], d, c, false};
+        s->slots[slot] = (sim_slot){t,
+                                    s->src_dev[t],
+                                    d,
+                                    c,
+                                    own ? reader : -1,
+                                    false,
+                                    pl_cost_xfer_s(s->k, t, s->src_dev[t], d)};
         s->copy_refs[t]++; /* the send's hold on the source copy */
     }
     s->copies[c] = (sim_copy){d, slot, s->head[t], s->copies[t].bytes};
@@ -132,7 +148,7 @@ static void scan_inputs(builder *b, int op)
         int t = o->inputs[k];
         if (t < 0 || b->stamp[t] == op + 1) continue;
         b->stamp[t] = op + 1;
-        int n_before = s->n_copies, c = copy_on(b, t, d);
+        int n_before = s->n_copies, c = copy_on(b, t, d, op);
         if (s->is_weight[t]) {
             if (s->n_copies > n_before) s->weights[d] += s->copies[c].bytes;
             continue;
@@ -190,7 +206,7 @@ static void mark_outputs(builder *b)
         if (src < 0 || b->stamp[t] == -1) continue; /* no source, or listed twice */
         b->stamp[t] = -1;
         if (s->io >= 0 && src != s->io) {
-            c = copy_on(b, t, s->io);
+            c = copy_on(b, t, s->io, -1);
             s->slots[s->copies[c].slot].ret = true, s->n_returns++;
         }
         s->copy_refs[c]++;
@@ -239,11 +255,11 @@ static void build_order(sim_static *s)
         }
 }
 
-int sim_prep(const pl_cost *k, const pl_plan *p, sim_static *s, pl_err *err)
+int sim_prep(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, sim_static *s, pl_err *err)
 {
     memset(s, 0, sizeof *s);
     if (check_shape(k, p, err) < 0 || check_order(k, p, err) < 0) return -1;
-    s->k = k, s->p = p, s->g = k->g;
+    s->k = k, s->p = p, s->g = k->g, s->o = o;
     s->n = k->n_ops, s->D = k->n_devs, s->n_tensors = k->g->n_tensors;
     s->io = k->c->io_device >= 0 && k->c->io_device < s->D ? k->c->io_device : -1;
     scan_tensors(s);
@@ -255,7 +271,7 @@ int sim_prep(const pl_cost *k, const pl_plan *p, sim_static *s, pl_err *err)
     find_t0(s);
     build_readers(s);
     build_order(s);
-    return 0;
+    return sim_xorder(s, err);
 }
 
 void sim_static_free(sim_static *s)
@@ -265,5 +281,6 @@ void sim_static_free(sim_static *s)
     free(s->wait0), free(s->order_pos), free(s->order_next), free(s->slots), free(s->copies);
     free(s->copy_refs), free(s->rd_off), free(s->rd), free(s->holds), free(s->t0);
     free(s->weights);
+    sim_xorder_free(s);
     memset(s, 0, sizeof *s);
 }

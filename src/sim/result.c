@@ -15,6 +15,7 @@ int sim_deadlock(const sim_static *s, const sim_run *run, pl_err *err)
 {
     const pl_graph *g = s->g;
     const pl_plan *p = s->p;
+    if (sim_xorder_deadlock(s, run, err) < 0) return -1;
     for (int r = 0; r < run->K && p->order; r++)
         for (int d = 0; d < s->D; d++)
             for (int i = p->order_off[d]; i < p->order_off[d + 1]; i++) {
@@ -157,8 +158,8 @@ static void record(const sim_static *s, sim_run *run, pl_sim_result *r)
         int inst = run->xfer_seq[i];
         const sim_slot *sl = &s->slots[inst % s->n_slots];
         r->xfers[i] = (pl_xfer){
-            sl->tensor,         sl->from, sl->to, inst / s->n_slots, run->slot_start[inst],
-            run->slot_end[inst]};
+            sl->tensor,          sl->from,  sl->to, inst / s->n_slots, run->slot_start[inst],
+            run->slot_end[inst], sl->reader};
     }
 }
 
@@ -190,7 +191,10 @@ int pl_simulate(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, pl_sim
     if (o->requests < 0)
         return pl_err_set(err, "simulate: %d requests: give 1 or more", o->requests);
     sim_static s;
-    if (sim_prep(k, p, &s, err) < 0) return -1;
+    if (sim_prep(k, p, o, &s, err) < 0) {
+        sim_static_free(&s);
+        return -1;
+    }
     int K = o->requests > 1 ? o->requests : 1;
     if ((double)K * (s.n > s.n_slots ? s.n : s.n_slots) >= INT_MAX) {
         sim_static_free(&s);

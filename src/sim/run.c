@@ -9,7 +9,9 @@
  * An op instance (request r, op i) is [r * n + i]; a transfer instance [r * n_slots + s]. Each
  * op instance counts the releases it still waits for (missing): its inputs, its predecessor
  * in its device's order, and the same op of the previous request; at zero it joins its
- * device's ready heap. */
+ * device's ready heap. A transfer instance likewise counts its data and, with the plan's
+ * transfer order, the transfer before it on each of its ports (xorder.c); at zero it queues
+ * for its ports, or, taking no time, starts at once. */
 #include "sim_internal.h"
 
 #include <math.h>
@@ -29,11 +31,12 @@ typedef struct ev_ctx {
     pl_heap *queue; /* per ordered pair: transfer instances waiting, FIFO by readiness */
     int *wait_from; /* per sender: transfers waiting in its queues */
     bool *dev_busy, *send_busy, *recv_busy, *pair_busy;
-    int *dev_last; /* per device: the instance it ran last */
-    int *missing;  /* per op instance */
-    int *refs;     /* per (request, copy): releases still to come */
-    int *req_left; /* per request: op instances and returns still to end */
-    double *cur;   /* per device: bytes held now */
+    int *dev_last;     /* per device: the instance it ran last */
+    int *missing;      /* per op instance */
+    int *slot_missing; /* per transfer instance: its data, its port predecessors (strict) */
+    int *refs;         /* per (request, copy): releases still to come */
+    int *req_left;     /* per request: op instances and returns still to end */
+    double *cur;       /* per device: bytes held now */
     bool *mem_dirty;
     int *dirty, n_dirty;
 } ev_ctx;
@@ -92,13 +95,31 @@ static void release_op(ev_ctx *x, int r, int op)
     if (--x->missing[inst] == 0) op_ready(x, inst);
 }
 
-/* FIFO by readiness time, ties by request, then tensor, then destination. */
+static void start_slot(ev_ctx *x, int inst);
+
+/* A zero-time transfer holds no port: it starts (and ends) the instant it is ready. Others
+ * queue on their pair: in the plan's transfer order (earliest request, then rank), else FIFO
+ * by readiness time, ties by request, then tensor, then destination, then the reader's
+ * topological position (per_edge). */
 static void slot_ready(ev_ctx *x, int r, int slot)
 {
-    const sim_slot *sl = &x->s->slots[slot];
-    pl_heap_item it = {x->now, (double)r * x->s->n_tensors + sl->tensor, sl->to, r * x->S + slot};
+    const sim_static *s = x->s;
+    const sim_slot *sl = &s->slots[slot];
+    int inst = r * x->S + slot;
+    if (!(sl->dur > 0)) return start_slot(x, inst);
+    pl_heap_item it = {r, 0, 0, inst};
+    if (s->strict)
+        it.b = s->rank[slot];
+    else
+        it = (pl_heap_item){x->now, ((double)r * s->n_tensors + sl->tensor) * x->D + sl->to,
+                            sl->reader >= 0 ? s->g->topo_pos[sl->reader] + 1 : 0, inst};
     pl_heap_push(&x->queue[sl->from * x->D + sl->to], it);
     x->wait_from[sl->from]++;
+}
+
+static void release_slot(ev_ctx *x, int r, int slot)
+{
+    if (slot >= 0 && --x->slot_missing[(size_t)r * x->S + slot] == 0) slot_ready(x, r, slot);
 }
 
 /* A request ends with its last op or output return; its outputs are then let go. */
@@ -150,7 +171,7 @@ static void output_ready(ev_ctx *x, int r, int t)
     const sim_static *s = x->s;
     copy_ready(x, r, t);
     for (int c = s->head[t]; c >= 0; c = s->copies[c].next)
-        if (s->copies[c].slot >= 0) slot_ready(x, r, s->copies[c].slot);
+        if (s->copies[c].slot >= 0) release_slot(x, r, s->copies[c].slot);
     copy_release(x, r, t); /* the producer's own hold on it */
 }
 
@@ -172,16 +193,17 @@ static void end_op(ev_ctx *x, int inst)
 
 /* ---- transfers ---- */
 
-static void start_xfer(ev_ctx *x, int a, int b)
+/* Starts a transfer instance; one that takes time holds its ports (or channel). */
+static void start_slot(ev_ctx *x, int inst)
 {
     const sim_static *s = x->s;
-    int inst = pl_heap_pop(&x->queue[a * x->D + b]).id, r = inst / x->S, slot = inst % x->S;
+    int r = inst / x->S, slot = inst % x->S;
     const sim_slot *sl = &s->slots[slot];
-    double dur = pl_cost_xfer_s(s->k, sl->tensor, a, b); /* given pair times win */
-    x->wait_from[a]--;
-    if (x->o->contention == PL_CONTENTION_PORTS)
+    int a = sl->from, b = sl->to;
+    double dur = sl->dur; /* given pair times win (pl_cost_xfer_s) */
+    if (dur > 0 && x->o->contention == PL_CONTENTION_PORTS)
         x->send_busy[a] = x->recv_busy[b] = true;
-    else if (x->o->contention == PL_CONTENTION_PAIR)
+    else if (dur > 0 && x->o->contention == PL_CONTENTION_PAIR)
         x->pair_busy[a * x->D + b] = true;
     x->run->slot_start[inst] = x->now, x->run->slot_end[inst] = x->now + dur;
     x->run->xfer_seq[x->run->n_xfer++] = inst;
@@ -192,15 +214,24 @@ static void start_xfer(ev_ctx *x, int a, int b)
     pl_heap_push(&x->events, (pl_heap_item){x->now + dur, EV_XFER_END, 0, inst});
 }
 
+static void start_xfer(ev_ctx *x, int a, int b)
+{
+    int inst = pl_heap_pop(&x->queue[a * x->D + b]).id;
+    x->wait_from[a]--;
+    start_slot(x, inst);
+}
+
 static void end_xfer(ev_ctx *x, int inst)
 {
     const sim_static *s = x->s;
     int r = inst / x->S, slot = inst % x->S;
     const sim_slot *sl = &s->slots[slot];
-    if (x->o->contention == PL_CONTENTION_PORTS)
+    if (sl->dur > 0 && x->o->contention == PL_CONTENTION_PORTS)
         x->send_busy[sl->from] = x->recv_busy[sl->to] = false;
-    else if (x->o->contention == PL_CONTENTION_PAIR)
+    else if (sl->dur > 0 && x->o->contention == PL_CONTENTION_PAIR)
         x->pair_busy[sl->from * x->D + sl->to] = false;
+    if (s->strict) /* the next transfer in each port's order may go */
+        release_slot(x, r, s->port_next[2 * slot]), release_slot(x, r, s->port_next[2 * slot + 1]);
     copy_ready(x, r, sl->copy);
     copy_release(x, r, sl->tensor); /* the send's hold on the source copy */
     if (sl->ret) request_step(x, r);
@@ -292,6 +323,7 @@ static void ctx_init(ev_ctx *x)
     for (int d = 0; d < x->D; d++)
         x->dev_last[d] = -1;
     x->missing = pl_malloc(((size_t)x->n * x->K + 1) * sizeof *x->missing);
+    x->slot_missing = pl_malloc(((size_t)x->S * x->K + 1) * sizeof *x->slot_missing);
     x->refs = pl_malloc((nc * x->K + 1) * sizeof *x->refs);
     x->req_left = pl_malloc((x->K + 1) * sizeof *x->req_left);
     x->cur = pl_malloc((x->D + 1) * sizeof *x->cur);
@@ -303,6 +335,7 @@ static void ctx_init(ev_ctx *x)
         for (int op = 0; op < x->n; op++)
             x->missing[r * x->n + op] = s->wait0[op] + (r > 0);
         memcpy(x->refs + nc * r, s->copy_refs, nc * sizeof *x->refs);
+        memcpy(x->slot_missing + (size_t)x->S * r, s->slot_wait0, x->S * sizeof *x->slot_missing);
         x->req_left[r] = x->n + s->n_returns;
     }
 }
@@ -316,6 +349,7 @@ static void ctx_free(ev_ctx *x)
     pl_heap_free(&x->events);
     free(x->ready), free(x->queue), free(x->wait_from), free(x->dev_busy), free(x->send_busy);
     free(x->recv_busy), free(x->pair_busy), free(x->dev_last), free(x->missing), free(x->refs);
+    free(x->slot_missing);
     free(x->req_left), free(x->cur), free(x->mem_dirty), free(x->dirty);
 }
 
@@ -328,7 +362,7 @@ static void start_requests(ev_ctx *x)
         for (int i = 0; i < s->n_t0; i++)
             copy_alloc(x, s->t0[i]);
         for (int i = 0; i < x->S; i++)
-            if (s->producer[s->slots[i].tensor] < 0) slot_ready(x, r, i);
+            if (x->slot_missing[(size_t)r * x->S + i] == 0) slot_ready(x, r, i);
         for (int op = 0; op < x->n; op++)
             if (x->missing[r * x->n + op] == 0) op_ready(x, r * x->n + op);
         if (x->req_left[r] == 0) request_finish(x, r);

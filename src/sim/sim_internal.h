@@ -12,11 +12,14 @@
 
 /* ---- the static structure of a plan ---- */
 
-/* A transfer of one tensor to one device (made once per request). */
+/* A transfer of one tensor to one device (made once per request); under opts.per_edge, of
+ * one tensor to one reading op. */
 typedef struct sim_slot {
     int tensor, from, to;
-    int copy; /* the copy it makes on `to` */
-    bool ret; /* returns a graph output to the I/O device: counts toward the end */
+    int copy;   /* the copy it makes on `to` */
+    int reader; /* per_edge: the op it serves; -1 for per-device sends, inputs and returns */
+    bool ret;   /* returns a graph output to the I/O device: counts toward the end */
+    double dur; /* its time; 0 holds no port and completes when ready */
 } sim_slot;
 
 /* One distinct non-weight input of an op. */
@@ -43,6 +46,7 @@ typedef struct sim_static {
     const pl_cost *k;
     const pl_plan *p;
     const pl_graph *g;
+    const pl_sim_opts *o;
     int n, D, io, n_tensors;
     /* per tensor, copied out of the graph's records so later passes read compact arrays */
     unsigned char *is_weight;
@@ -69,9 +73,20 @@ typedef struct sim_static {
     int *t0; /* copies present at time 0 (graph inputs) */
     int n_t0;
     double *weights; /* per device: resident weight bytes */
+    /* The transfer order (xorder.c), when the plan gives one and transfers contend: each
+     * slot's rank in it, and its neighbours in the sequence of each port it uses
+     * ([2 * slot + k], k 0: send port or channel, 1: receive port; -1 when none). */
+    bool strict;
+    int *rank;
+    int *port_prev, *port_next;
+    int *slot_wait0; /* releases a slot waits for: its data, its port predecessors */
 } sim_static;
 
-int sim_prep(const pl_cost *k, const pl_plan *p, sim_static *s, pl_err *err);
+int sim_prep(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, sim_static *s, pl_err *err);
+/* xorder.c: ranks the transfers by the plan's transfer order and links each port's
+ * sequence; fails on a malformed transfer order. */
+int sim_xorder(sim_static *s, pl_err *err);
+void sim_xorder_free(sim_static *s);
 void sim_static_free(sim_static *s);
 
 /* ---- run state, kept after the run for the figures ---- */
@@ -93,6 +108,9 @@ void sim_run_free(sim_run *run);
 
 /* result.c */
 int sim_deadlock(const sim_static *s, const sim_run *run, pl_err *err);
+/* xorder.c: names the port and transfer a deadlocked transfer order waits on; 0 when the
+ * transfer order is not to blame. */
+int sim_xorder_deadlock(const sim_static *s, const sim_run *run, pl_err *err);
 void sim_fill_result(const sim_static *s, sim_run *run, const pl_sim_opts *o, pl_sim_result *r);
 
 #endif
