@@ -160,6 +160,16 @@ static double simulate_ports(const pl_cost *k, const pl_plan *p)
     return ms;
 }
 
+/* What follows the last "final plan: " of a moirai note (on a model the note quotes the
+ * coarse graph's own), or NULL. */
+static const char *last_final(const char *note)
+{
+    const char *f = NULL;
+    for (const char *s = strstr(note, "final plan: "); s; s = strstr(s + 1, "final plan: "))
+        f = s + strlen("final plan: ");
+    return f;
+}
+
 /* A number that follows `key` in the moirai note, or NaN. */
 static double note_num(const char *note, const char *key)
 {
@@ -181,16 +191,19 @@ static void moirai_row(pl_table *t, const pl_cost *k, const char *algo, double l
     double ms = simulate_ports(k, p);
     bool is_moirai = !strcmp(algo, "moirai");
     double bound = is_moirai ? note_num(err.msg, ", bound ") : pl_lower_bound(k);
-    const char *by = is_moirai ? strstr(err.msg, "final plan: ") : NULL;
+    const char *by = is_moirai ? last_final(err.msg) : NULL;
     char ref_s[32] = "";
     if (ref > 0) snprintf(ref_s, sizeof ref_s, "%.6g", ref);
     char milp[48] = "-";
-    if (is_moirai)
+    if (is_moirai && strstr(err.msg, "MILP skipped ("))
+        snprintf(milp, sizeof milp, "skipped (%.0fk rows)",
+                 note_num(err.msg, "MILP skipped (") / 1000);
+    else if (is_moirai)
         snprintf(milp, sizeof milp, "%.0fk, %.1f + %.1f", note_num(err.msg, " binaries, ") / 1000,
                  note_num(err.msg, ", build "), note_num(err.msg, ", CBC "));
     pl_table_row(t, "%s|%s|%.6g|%.6g|%.1f%%|%.1f|%s|%s|%s", inst, algo, ms, bound,
                  ms > 0 ? 100 * (ms - bound) / ms : 0, p->search_s, milp,
-                 by          ? by + strlen("final plan: ")
+                 by          ? by
                  : is_moirai ? "?"
                              : "-",
                  ref_s);
@@ -206,8 +219,8 @@ static double place_ms(const pl_cost *k, const char *algo, double limit, double 
     pl_err err = {""};
     double ms = pl_place(pl_algo_find(algo), k, &po, p, &err) == 0 ? simulate_ports(k, p) : -1;
     *secs = p->search_s;
-    const char *f = strstr(err.msg, "final plan: ");
-    if (by) snprintf(by, nby, "%s", f ? f + strlen("final plan: ") : "-");
+    const char *f = last_final(err.msg);
+    if (by) snprintf(by, nby, "%s", f ? f : "-");
     pl_plan_free(p);
     return ms;
 }

@@ -14,7 +14,7 @@ fi
 echo "== import: time, peak memory, reachability index (one child process per model)"
 "$build/bench/bench_import" models/*.onnx models/full/*.onnx "$build/bench/synth50k.onnx"
 echo
-echo "== placement: every algorithm on the zoo x example clusters (simulated makespan, gap to the lower bound)"
+echo "== placement: every heuristic on the zoo x example clusters (simulated makespan, gap to the lower bound; moirai has its own table below)"
 "$build/bench/bench_place" zoo examples/clusters/*.json -- models/*.onnx
 echo
 echo "== placement and simulation on a 50,000-op transformer-like graph, 8 x V100"
@@ -27,3 +27,6 @@ if [ -d "$moirai" ]; then
 else
   echo "== MOIRAI instances: skipped ($moirai not found)"
 fi
+echo
+echo "== moirai on the zoo, MOIRAI's inter- and intra-server clusters: gain over m-SCT, GETF, HEFT (PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_LIMIT:-60} s each; up to 20 minutes)"
+"$build/bench/bench_place" moirai-zoo examples/clusters/moirai-inter-server.json examples/clusters/moirai-intra-server.json -- models/*.onnx

@@ -11,11 +11,13 @@ int cli_inspect(int argc, char **argv);
 int cli_place(int argc, char **argv);
 int cli_simulate(int argc, char **argv);
 int cli_compare(int argc, char **argv);
+int cli_deploy(int argc, char **argv);
 
 /* Options every verb that runs a model on a cluster shares. */
 #define CLI_MAX_LIST 64
 typedef struct cli_common {
     const char *model, *cluster;
+    const char *catalog, *config; /* a catalogue configuration instead of --cluster */
     const char *dims[CLI_MAX_LIST], *shapes[CLI_MAX_LIST], *profiles[CLI_MAX_LIST];
     int n_dims, n_shapes, n_profiles;
     pl_contention contention;
@@ -31,6 +33,7 @@ typedef struct cli_ctx {
     pl_profile *prof[CLI_MAX_LIST];
     int n_prof;
     pl_cost *k;
+    struct pl_catalog *cat; /* owns c when the cluster is a catalogue configuration */
 } cli_ctx;
 
 /* Consumes argv[*i] when it is a shared option (or the model path); returns 1 when consumed,

@@ -1,6 +1,7 @@
 /* common.c: what the verbs that run a model on a cluster share: options, loading, the
  * per-device table. */
 #include "cli.h"
+#include "placer/catalog.h"
 #include "placer/report.h"
 
 #include <jansson.h>
@@ -26,6 +27,14 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
         if (!v) return cli_fail(verb, "--cluster wants a cluster file"), -1;
         return o->cluster = v, 1;
     }
+    if (cli_opt(argc, argv, i, "--catalog", &v)) {
+        if (!v) return cli_fail(verb, "--catalog wants a catalogue file"), -1;
+        return o->catalog = v, 1;
+    }
+    if (cli_opt(argc, argv, i, "--config", &v)) {
+        if (!v) return cli_fail(verb, "--config wants a configuration name"), -1;
+        return o->config = v, 1;
+    }
     if (cli_opt(argc, argv, i, "--dim", &v)) return push(verb, "--dim", v, o->dims, &o->n_dims);
     if (cli_opt(argc, argv, i, "--input", &v))
         return push(verb, "--input", v, o->shapes, &o->n_shapes);
@@ -50,12 +59,31 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
     return 1;
 }
 
+/* The cluster of configuration --config in catalogue --catalog; x keeps the catalogue. */
+static pl_cluster *catalog_cluster(const cli_common *o, cli_ctx *x, pl_err *err)
+{
+    x->cat = pl_catalog_load(o->catalog, err);
+    if (!x->cat) return NULL;
+    int k = pl_catalog_find(x->cat, o->config);
+    if (k < 0) {
+        pl_err_set(err, "%s: no configuration named '%s' (%d in the catalogue, e.g. '%s')",
+                   o->catalog, o->config, x->cat->n, x->cat->n ? x->cat->configs[0].name : "");
+        return NULL;
+    }
+    return x->cat->configs[k].cluster;
+}
+
 int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
 {
     memset(x, 0, sizeof *x);
     if (!o->model) return cli_fail(verb, "which model? (placer %s --help)", verb);
-    if (!o->cluster)
-        return cli_fail(verb, "which cluster? give --cluster FILE (examples/clusters/)");
+    if (o->cluster && o->catalog)
+        return cli_fail(verb, "give --cluster FILE or --catalog CAT --config NAME, not both");
+    if (o->catalog && !o->config)
+        return cli_fail(verb, "--catalog wants --config NAME: which configuration?");
+    if (!o->cluster && !o->catalog)
+        return cli_fail(verb, "which cluster? give --cluster FILE (examples/clusters/) or "
+                              "--catalog CAT --config NAME");
     pl_err err = {""};
     pl_load_opts lo = {.dims = (const char **)o->dims,
                        .n_dims = o->n_dims,
@@ -63,7 +91,8 @@ int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
                        .n_input_shapes = o->n_shapes};
     x->g = pl_graph_load(o->model, &lo, &err);
     if (x->g) cli_print_warnings(x->g);
-    if (x->g) x->c = pl_cluster_load(o->cluster, &err);
+    if (x->g && o->cluster) x->c = pl_cluster_load(o->cluster, &err);
+    if (x->g && o->catalog) x->c = catalog_cluster(o, x, &err);
     for (int k = 0; x->c && k < o->n_profiles; k++) {
         x->prof[k] = pl_profile_load(o->profiles[k], &err);
         if (!x->prof[k]) break;
@@ -86,7 +115,10 @@ void cli_ctx_close(cli_ctx *x)
     pl_cost_free(x->k);
     for (int k = 0; k < x->n_prof; k++)
         pl_profile_free(x->prof[k]);
-    pl_cluster_free(x->c);
+    if (x->cat)
+        pl_catalog_free(x->cat);
+    else
+        pl_cluster_free(x->c);
     pl_graph_free(x->g);
     memset(x, 0, sizeof *x);
 }

@@ -13,6 +13,7 @@ static const char *help =
     "                        [--profile P]... [--dim N=V]... [--input NAME=SIZES]...\n"
     "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random\n"
     "  -o FILE        write the plan (placer-plan/1) for `placer simulate`\n"
+    "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
     "  --trace FILE   write the simulated run as Chrome trace JSON (open it in Perfetto)\n";
 
 static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,

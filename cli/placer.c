@@ -12,6 +12,8 @@ static const struct {
     int (*run)(int argc, char **argv);
     const char *summary;
 } verbs[] = {
+    {"deploy", cli_deploy,
+     "the cheapest configuration of a catalogue (and its plan) that meets a latency SLO"},
     {"inspect", cli_inspect, "ops, tensors, parameters, FLOPs, op histogram, unknown ops"},
     {"place", cli_place, "a placement (and order) on a cluster's devices, simulated"},
     {"simulate", cli_simulate, "makespan, per-device use, peak memory, trace of a plan"},

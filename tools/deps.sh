@@ -10,6 +10,7 @@ APT_PKGS=(
   libjansson-dev libssl-dev                    # JSON; SHA-256 of model files (libcrypto)
   coinor-libcbc-dev libmetis-dev pkg-config    # MILP/LP (CBC C API); graph partitioning
   libcmocka-dev                                # tests
+  liblapacke-dev libopenblas-dev               # GP regression of the search (Cholesky)
   libonnx-testdata                             # ~1000 real ONNX files the tests must survive
   python3-onnx python3-numpy                   # tools/export_models.py, test oracles
 )

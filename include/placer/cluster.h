@@ -36,6 +36,10 @@ typedef struct pl_gpu_spec {
     double mem_bandwidth_Bps;
     double launch_overhead_s;
     const char *source; /* where the figures come from */
+    /* AutoDeep's D_k needs these (catalog.h). GPU: CUDA cores per GPU (per die for K80) and
+     * boost clock; CPU: physical cores of the socket and base clock. Vendor figures (K). */
+    int cores;
+    double clock_hz;
 } pl_gpu_spec;
 
 /* Case-insensitive match on the model or an alias; NULL when unknown. */

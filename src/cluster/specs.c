@@ -14,7 +14,12 @@
  *    5 us for Volta and later, 1 us for a CPU (a function call into a thread pool).
  *  - CPU rows: cores x 32 fp32 flop/cycle (AVX2, two FMA units; 64 with AVX-512) x base
  *    clock; memory bandwidth is the socket's channels x DDR4 rate (Intel ARK, K); memory is an
- *    assumed host RAM. */
+ *    assumed host RAM.
+ *  - cores and clock_hz (AutoDeep's feature vector): GPU rows give CUDA cores per GPU (per
+ *    GK210 die for K80) and the boost clock, so fp32 = 2 x cores x clock; CPU rows give the
+ *    socket's physical cores and base clock, as the peak above. All K (vendor data sheets and
+ *    Intel ARK, not re-checked). GTX 980 Ti's 5.63 TFLOP/s (facts) is at its 1000 MHz base
+ *    clock; its boost, 1075 MHz, is what clock_hz holds. */
 #include "placer/cluster.h"
 
 #include <ctype.h>
@@ -24,6 +29,7 @@
 #define G 1e9
 #define GiB (1024.0 * 1024.0 * 1024.0)
 #define US 1e-6
+#define MHZ 1e6
 
 /* Peaks in the order of pl_precision: fp32, fp16, bf16, int8, fp64. */
 #define PEAKS(fp32, fp16, bf16, int8, fp64)                                                        \
@@ -35,71 +41,88 @@ static const pl_gpu_spec specs[] = {
     {"K80", "Tesla-K80,K80-die,GK210", PL_DEV_GPU, 12 * GiB, PEAKS(4.37, 0, 0, 0, 1.46), 240.6 * G,
      10 * US,
      "one GK210 die of the K80 board (what clouds rent as \"1 GPU\"): 4.37 TFLOP/s fp32 at boost "
-     "(K), 12 GB and 240.6 GB/s per die S(cputronic K80 vs P40); fp64 1/3 rate (K)"},
+     "(K), 12 GB and 240.6 GB/s per die S(cputronic K80 vs P40); fp64 1/3 rate (K)",
+     2496, 875 * MHZ},
     {"P100-SXM2-16GB", "P100-SXM2", PL_DEV_GPU, 16 * GiB, PEAKS(10.6, 21.2, 0, 0, 5.3), 732 * G,
-     10 * US, "S(sysrqmts P100 SXM2; oreograce blog); fp64 K"},
+     10 * US, "S(sysrqmts P100 SXM2; oreograce blog); fp64 K", 3584, 1480 * MHZ},
     {"P100-PCIE-16GB", "P100,P100-PCIe,P100-16GB,Tesla-P100", PL_DEV_GPU, 16 * GiB,
-     PEAKS(9.3, 18.7, 0, 0, 4.7), 732 * G, 10 * US, "K; S(sysrqmts); fp64 K"},
+     PEAKS(9.3, 18.7, 0, 0, 4.7), 732 * G, 10 * US, "K; S(sysrqmts); fp64 K", 3584, 1303 * MHZ},
     {"V100-SXM2-16GB", "V100,V100-16GB,V100-SXM2,Tesla-V100", PL_DEV_GPU, 16 * GiB,
      PEAKS(15.7, 125, 0, 0, 7.8), 900 * G, 5 * US,
-     "S(infoq: 15.7 TFLOP/s fp32, 125 tensor; ozyphus: 900 GB/s); fp64 K"},
+     "S(infoq: 15.7 TFLOP/s fp32, 125 tensor; ozyphus: 900 GB/s); fp64 K", 5120, 1530 * MHZ},
     {"V100-SXM2-32GB", "V100-32GB,V100-SXM2-32G", PL_DEV_GPU, 32 * GiB, PEAKS(15.7, 125, 0, 0, 7.8),
-     900 * G, 5 * US, "as V100-SXM2-16GB with 32 GB (S infoq; ozyphus)"},
+     900 * G, 5 * US, "as V100-SXM2-16GB with 32 GB (S infoq; ozyphus)", 5120, 1530 * MHZ},
     {"V100-PCIE-16GB", "V100-PCIe", PL_DEV_GPU, 16 * GiB, PEAKS(14.0, 112, 0, 0, 7.0), 900 * G,
-     5 * US, "K"},
+     5 * US, "K", 5120, 1380 * MHZ},
     {"V100-PCIE-32GB", "V100-PCIe-32G", PL_DEV_GPU, 32 * GiB, PEAKS(14.0, 112, 0, 0, 7.0), 900 * G,
-     5 * US, "K"},
+     5 * US, "K", 5120, 1380 * MHZ},
     {"T4", "Tesla-T4", PL_DEV_GPU, 16 * GiB, PEAKS(8.1, 65, 0, 130, 0.25), 320 * G, 5 * US,
-     "S(hmc-tech, sysrqmts); int8 and fp64 K"},
+     "S(hmc-tech, sysrqmts); int8 and fp64 K", 2560, 1590 * MHZ},
     {"P4", "Tesla-P4", PL_DEV_GPU, 8 * GiB, PEAKS(5.5, 0, 0, 22, 0.17), 192 * G, 10 * US,
-     "K (not in facts/gpus.md): 5.5 TFLOP/s fp32, 22 TOP/s int8, 8 GB, 192 GB/s"},
+     "K (not in facts/gpus.md): 5.5 TFLOP/s fp32, 22 TOP/s int8, 8 GB, 192 GB/s", 2560, 1063 * MHZ},
     {"A10G", "", PL_DEV_GPU, 24 * GiB, PEAKS(31.2, 70, 70, 0, 0.49), 600 * G, 5 * US,
      "K (uncertain: AWS does not publish A10G tensor figures; 70 TFLOP/s fp16 is a guess, int8 "
-     "left 0)"},
+     "left 0)",
+     9216, 1710 * MHZ},
     {"L4", "", PL_DEV_GPU, 24 * GiB, PEAKS(30.3, 121, 121, 242, 0.47), 300 * G, 5 * US,
-     "K; 121 TFLOP/s fp16 S(lillytechsystems)"},
+     "K; 121 TFLOP/s fp16 S(lillytechsystems)", 7424, 2040 * MHZ},
     {"A40", "", PL_DEV_GPU, 48 * GiB, PEAKS(37.4, 149.7, 149.7, 299.3, 0.58), 696 * G, 5 * US,
-     "K (not in facts/gpus.md): 37.4 TFLOP/s fp32, 48 GB, 696 GB/s"},
+     "K (not in facts/gpus.md): 37.4 TFLOP/s fp32, 48 GB, 696 GB/s", 10752, 1740 * MHZ},
     {"A100-SXM4-40GB", "A100,A100-40GB,A100-SXM4", PL_DEV_GPU, 40 * GiB,
-     PEAKS(19.5, 312, 312, 624, 9.7), 1555 * G, 5 * US,
-     "S(sysrqmts A100 SXM4 40 GB); int8, fp64 K"},
+     PEAKS(19.5, 312, 312, 624, 9.7), 1555 * G, 5 * US, "S(sysrqmts A100 SXM4 40 GB); int8, fp64 K",
+     6912, 1410 * MHZ},
     {"A100-SXM4-80GB", "A100-80GB", PL_DEV_GPU, 80 * GiB, PEAKS(19.5, 312, 312, 624, 9.7), 2039 * G,
-     5 * US, "K; about 2.0 TB/s S(llmbook, ozyphus)"},
+     5 * US, "K; about 2.0 TB/s S(llmbook, ozyphus)", 6912, 1410 * MHZ},
     {"A100-PCIE-80GB", "A100-PCIe", PL_DEV_GPU, 80 * GiB, PEAKS(19.5, 312, 312, 624, 9.7), 1935 * G,
-     5 * US, "K (Azure NC A100 v4 GPU)"},
+     5 * US, "K (Azure NC A100 v4 GPU)", 6912, 1410 * MHZ},
     {"H100-SXM5-80GB", "H100,H100-SXM,H100-SXM5", PL_DEV_GPU, 80 * GiB,
-     PEAKS(67, 989, 989, 1979, 34), 3350 * G, 5 * US, "S(ozyphus, llmbook); int8, fp64 K"},
+     PEAKS(67, 989, 989, 1979, 34), 3350 * G, 5 * US, "S(ozyphus, llmbook); int8, fp64 K", 16896,
+     1980 * MHZ},
     {"H100-PCIE-80GB", "H100-PCIe", PL_DEV_GPU, 80 * GiB, PEAKS(51, 756, 756, 1513, 26), 2000 * G,
-     5 * US, "K"},
+     5 * US, "K", 14592, 1755 * MHZ},
     {"GTX-980-Ti", "980Ti,GTX980Ti", PL_DEV_GPU, 6 * GiB, PEAKS(5.63, 0, 0, 0, 0.176), 336.5 * G,
-     10 * US, "K"},
+     10 * US, "K", 2816, 1075 * MHZ},
     {"GTX-1080", "1080", PL_DEV_GPU, 8 * GiB, PEAKS(8.87, 0, 0, 0, 0.277), 320 * G, 10 * US,
      "S(cputronic / alldbin: 8,873 GFLOPS, 320 GB/s); fp16 is 1:64 on GP104, so frameworks "
-     "compute it in fp32 units: 0"},
+     "compute it in fp32 units: 0",
+     2560, 1733 * MHZ},
     {"RTX-2080-Ti", "2080Ti,RTX2080Ti", PL_DEV_GPU, 11 * GiB, PEAKS(13.4, 53.8, 0, 215.2, 0.42),
      616 * G, 5 * US,
      "K (not in facts/gpus.md): 13.4 TFLOP/s fp32, 11 GB, 616 GB/s; Turing whitepaper tensor "
-     "rates at reference clock"},
+     "rates at reference clock",
+     4352, 1545 * MHZ},
     {"RTX-3060-Ti", "3060Ti,RTX3060Ti", PL_DEV_GPU, 8 * GiB, PEAKS(16.2, 32.4, 32.4, 129.6, 0.25),
-     448 * G, 5 * US, "K (not in facts/gpus.md): 16.2 TFLOP/s fp32, 8 GB, 448 GB/s"},
+     448 * G, 5 * US, "K (not in facts/gpus.md): 16.2 TFLOP/s fp32, 8 GB, 448 GB/s", 4864,
+     1665 * MHZ},
     {"cpu-generic", "cpu,generic-cpu", PL_DEV_CPU, 64 * GiB, PEAKS(0.5, 0, 0, 0, 0.25), 50 * G,
      1 * US,
      "assumption: one 8-core AVX2/FMA socket at ~2 GHz sustained (8 x 32 flop/cycle x 2 GHz = "
-     "0.5 TFLOP/s fp32), dual-channel DDR4-3200 (51.2 GB/s), 64 GiB RAM"},
+     "0.5 TFLOP/s fp32), dual-channel DDR4-3200 (51.2 GB/s), 64 GiB RAM",
+     8, 2000 * MHZ},
     {"Xeon-E5-2690-v4", "E5-2690v4,Xeon-E5-2690v4", PL_DEV_CPU, 128 * GiB,
      PEAKS(1.165, 0, 0, 0, 0.582), 76.8 * G, 1 * US,
-     "K (Intel ARK): 14 cores x 2.6 GHz x 32 flop/cycle; 4 x DDR4-2400; RAM assumed"},
+     "K (Intel ARK): 14 cores x 2.6 GHz x 32 flop/cycle; 4 x DDR4-2400; RAM assumed", 14,
+     2600 * MHZ},
+    {"Xeon-E5-2686-v4", "E5-2686v4,Xeon-E5-2686v4", PL_DEV_CPU, 128 * GiB,
+     PEAKS(1.325, 0, 0, 0, 0.662), 76.8 * G, 1 * US,
+     "K (Intel/AWS, not in facts/gpus.md): the AWS p2/p3 host CPU, 18 cores x 2.3 GHz x 32 "
+     "flop/cycle; 4 x DDR4-2400; RAM assumed",
+     18, 2300 * MHZ},
     {"Xeon-E5-2690-v3", "E5-2690v3,Xeon-E5-2690v3", PL_DEV_CPU, 128 * GiB,
      PEAKS(0.998, 0, 0, 0, 0.499), 68 * G, 1 * US,
-     "K (Intel ARK): 12 cores x 2.6 GHz x 32 flop/cycle; 4 x DDR4-2133; RAM assumed"},
+     "K (Intel ARK): 12 cores x 2.6 GHz x 32 flop/cycle; 4 x DDR4-2133; RAM assumed", 12,
+     2600 * MHZ},
     {"i9-10900X", "Core-i9-10900X", PL_DEV_CPU, 128 * GiB, PEAKS(2.368, 0, 0, 0, 1.184), 93.9 * G,
      1 * US,
      "K (Intel ARK): 10 cores x 3.7 GHz x 64 flop/cycle (AVX-512, two FMA units); 4 x DDR4-2933; "
-     "128 GB RAM as in Talos' testbed"},
+     "128 GB RAM as in Talos' testbed",
+     10, 3700 * MHZ},
     {"i7-5930K", "Core-i7-5930K", PL_DEV_CPU, 32 * GiB, PEAKS(0.672, 0, 0, 0, 0.336), 68 * G,
-     1 * US, "K (Intel ARK): 6 cores x 3.5 GHz x 32 flop/cycle; 4 x DDR4-2133; RAM assumed"},
+     1 * US, "K (Intel ARK): 6 cores x 3.5 GHz x 32 flop/cycle; 4 x DDR4-2133; RAM assumed", 6,
+     3500 * MHZ},
     {"i7-6850K", "Core-i7-6850K", PL_DEV_CPU, 32 * GiB, PEAKS(0.691, 0, 0, 0, 0.346), 76.8 * G,
-     1 * US, "K (Intel ARK): 6 cores x 3.6 GHz x 32 flop/cycle; 4 x DDR4-2400; RAM assumed"},
+     1 * US, "K (Intel ARK): 6 cores x 3.6 GHz x 32 flop/cycle; 4 x DDR4-2400; RAM assumed", 6,
+     3600 * MHZ},
 };
 
 const pl_gpu_spec *pl_gpu_specs(int *n)

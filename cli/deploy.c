@@ -1,0 +1,263 @@
+/* deploy.c: `placer deploy MODEL --catalog CAT --slo 50ms`: the cheapest configuration of a
+ * catalogue, with its placement, whose predicted latency meets the SLO (AutoDeep; the main
+ * job). docs/search.md. */
+#include "cli.h"
+#include "placer/report.h"
+#include "placer/search.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help =
+    "usage: placer deploy MODEL --catalog CAT --slo 50ms [--budget 6 | --budget 60s]\n"
+    "                     [--strategy bo|lcf|uniform|ga|de|exhaustive] [--algos LIST]\n"
+    "                     [--place-time 1s] [--seed N] [--include-retired] [-o plan.json]\n"
+    "                     [--json] [--contention X] [--dim N=V]... [--input NAME=SIZES]...\n"
+    "  --slo T          the latency a request must meet (with a unit: 50ms, 0.05s)\n"
+    "  --budget N|T     at most N trials, or T of search (with a unit); both may be given\n"
+    "  --strategy S     bo (default: Bayesian optimisation, AutoDeep), lcf (lowest price\n"
+    "                   first), uniform (random order), ga, de, exhaustive (every one)\n"
+    "  --algos LIST     placement algorithms each trial runs (default moirai, which also runs\n"
+    "                   every heuristic); --place-time is moirai's limit per trial (1 s)\n"
+    "  -o FILE          write the chosen plan (simulate it with --catalog CAT --config NAME)\n";
+
+typedef struct deploy_args {
+    cli_common co;
+    const char *catalog, *out, *algos;
+    pl_search_opts so;
+    double place_time_s;
+} deploy_args;
+
+static int parse_budget(const char *v, pl_search_opts *o)
+{
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    if (v && *end == 0 && n > 0 && n <= 100000) return o->budget_trials = (int)n, 0;
+    pl_err err;
+    if (v && pl_parse_quantity(v, PL_UNIT_SECONDS, &o->budget_s, &err) == 0 && o->budget_s > 0)
+        return 0;
+    return cli_fail("deploy", "--budget wants a trial count (6) or a time with a unit (60s)");
+}
+
+static int parse_slo(const char *v, double *out)
+{
+    pl_err err;
+    if (!v || pl_parse_quantity(v, PL_UNIT_SECONDS, out, &err) < 0 || !(*out > 0))
+        return cli_fail("deploy", "--slo wants a latency with a unit, e.g. 50ms or 0.05s (%s)",
+                        v ? err.msg : "no value");
+    return 0;
+}
+
+static int parse_one(int argc, char **argv, int *i, deploy_args *a)
+{
+    const char *v;
+    int rc = cli_common_opt("deploy", argc, argv, i, &a->co);
+    if (rc) return rc < 0 ? -1 : 0;
+    if (cli_opt(argc, argv, i, "--slo", &v)) return parse_slo(v, &a->so.slo_s) ? -1 : 0;
+    if (cli_opt(argc, argv, i, "--budget", &v)) return parse_budget(v, &a->so) ? -1 : 0;
+    if (cli_opt(argc, argv, i, "-o", &v)) return (a->out = v) ? 0 : -1;
+    if (cli_opt(argc, argv, i, "--algos", &v)) return (a->algos = v) ? 0 : -1;
+    if (cli_opt(argc, argv, i, "--seed", &v))
+        return a->so.seed = v ? (unsigned)strtoul(v, NULL, 10) : 0, 0;
+    if (cli_opt(argc, argv, i, "--place-time", &v))
+        return cli_seconds("deploy", "--place-time", v, &a->place_time_s) < 0 ? -1 : 0;
+    if (!strcmp(argv[*i], "--include-retired")) return a->so.include_retired = true, 0;
+    if (cli_opt(argc, argv, i, "--strategy", &v)) {
+        if (v && pl_search_strategy_parse(v, &a->so.strategy) == 0) return 0;
+        return cli_fail("deploy", "--strategy wants bo, lcf, uniform, ga, de or exhaustive"), -1;
+    }
+    return cli_fail("deploy", "unknown option '%s'\n%s", argv[*i], help), -1;
+}
+
+static int parse(int argc, char **argv, deploy_args *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 1;
+        if (parse_one(argc, argv, &i, a) < 0) return -1;
+    }
+    if (!a->co.model) return cli_fail("deploy", "which model? (placer deploy --help)"), -1;
+    a->catalog = a->co.catalog;
+    if (a->co.config || a->co.cluster)
+        return cli_fail("deploy", "deploy chooses the configuration: give --catalog only"), -1;
+    if (!a->catalog)
+        return cli_fail("deploy", "which catalogue? give --catalog FILE (catalogs/)"), -1;
+    if (!(a->so.slo_s > 0)) return cli_fail("deploy", "give the latency SLO: --slo 50ms"), -1;
+    return 0;
+}
+
+/* ---- output ---- */
+
+static double per_10k(const pl_trial_record *t)
+{
+    return t->runs ? t->cost_usd * 1e4 : NAN;
+}
+
+static void print_trials(const pl_catalog *cat, const pl_search_result *r)
+{
+    pl_table *t = pl_table_new("trial|configuration|>GPUs|>USD/hour|>latency ms|>USD per 10k "
+                               "requests|SLO|placement");
+    for (int i = 0; i < r->n_trials; i++) {
+        const pl_trial_record *x = &r->trials[i];
+        const pl_vm_config *c = &cat->configs[x->config];
+        char lat[32] = "does not run", cost[32] = "-";
+        if (x->runs) {
+            snprintf(lat, sizeof lat, "%.3f", x->latency_s * 1e3);
+            snprintf(cost, sizeof cost, "%.4f", per_10k(x));
+        }
+        pl_table_row(t, "%d|%s|%d x %s|%.3f|%s|%s|%s|%s", i + 1, c->name, c->gpu_count,
+                     c->gpu_model ? c->gpu_model : "-", c->price_usd_per_hour, lat, cost,
+                     !x->runs       ? "-"
+                     : x->meets_slo ? "met"
+                                    : "missed",
+                     x->runs ? x->algo : x->why);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+static json_t *trials_json(const pl_catalog *cat, const pl_search_result *r)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < r->n_trials; i++) {
+        const pl_trial_record *x = &r->trials[i];
+        json_t *o =
+            json_pack("{s:s, s:f, s:b, s:b, s:f}", "configuration", cat->configs[x->config].name,
+                      "usd_per_hour", cat->configs[x->config].price_usd_per_hour, "runs", x->runs,
+                      "meets_slo", x->meets_slo, "work_s", x->work_s);
+        if (x->runs) {
+            json_object_set_new(o, "latency_s", json_real(x->latency_s));
+            json_object_set_new(o, "usd_per_request", json_real(x->cost_usd));
+            json_object_set_new(o, "algorithm", json_string(x->algo));
+        } else {
+            json_object_set_new(o, "why", json_string(x->why));
+        }
+        if (isfinite(x->acquisition))
+            json_object_set_new(o, "acquisition", json_real(x->acquisition));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+/* The chosen plan, simulated again on its configuration (per-device table). */
+static int show_plan(const pl_trial_worker *w, const pl_vm_config *cfg, const pl_plan *p, bool json,
+                     json_t *root)
+{
+    cli_ctx x = {.g = (pl_graph *)pl_trial_sim_graph(w), .c = cfg->cluster};
+    pl_err err = {""};
+    x.k = pl_cost_new(x.g, x.c, NULL, NULL, 0, &err);
+    pl_sim_opts so = {.contention = p->contention};
+    pl_sim_result r = {0};
+    if (!x.k || pl_simulate(x.k, p, &so, &r, &err) < 0) {
+        pl_cost_free(x.k);
+        return cli_fail("deploy", "%s", err.msg);
+    }
+    if (json)
+        json_object_set_new(root, "devices", cli_devices_json(&x, p, &r));
+    else
+        cli_print_devices(&x, p, &r);
+    pl_sim_result_free(&r);
+    pl_cost_free(x.k);
+    return 0;
+}
+
+static void print_choice(const deploy_args *a, const pl_catalog *cat, const pl_search_result *r)
+{
+    printf("\n");
+    if (r->best >= 0) {
+        const pl_trial_record *b = &r->trials[r->best];
+        const pl_vm_config *c = &cat->configs[b->config];
+        printf("chosen      %s (%s%s%s, %d x %s, %.3f USD/hour)\n", c->name, c->provider,
+               c->region[0] ? " " : "", c->region, c->gpu_count, c->gpu_model ? c->gpu_model : "-",
+               c->price_usd_per_hour);
+        printf("latency     %.3f ms (SLO %.3f ms), %.4f USD per 10,000 requests, plan by %s\n",
+               b->latency_s * 1e3, a->so.slo_s * 1e3, per_10k(b), b->algo);
+    } else if (r->closest >= 0) {
+        const pl_trial_record *b = &r->trials[r->closest];
+        printf("no configuration tried meets the SLO of %.3f ms; the closest is %s at %.3f ms\n",
+               a->so.slo_s * 1e3, cat->configs[b->config].name, b->latency_s * 1e3);
+    } else {
+        printf("the model runs on no configuration tried (%s)\n",
+               r->n_trials ? r->trials[0].why : "nothing tried");
+    }
+    printf("search      %d trials of %d configurations%s, %s; %.2f s (worker start-up %.2f s, "
+           "paid once)\n",
+           r->n_trials, r->n_candidates, r->n_candidates < cat->n ? " (retired ones left out)" : "",
+           r->stop_reason, r->total_s, r->startup_s);
+}
+
+static void progress(void *ctx, const pl_search_result *r, int n)
+{
+    const pl_catalog *cat = ctx;
+    const pl_trial_record *t = &r->trials[r->n_trials - 1];
+    cli_progress("trial %d (of at most %d): %s %s", r->n_trials, n, cat->configs[t->config].name,
+                 t->runs ? (t->meets_slo ? "meets the SLO" : "misses the SLO") : "does not run");
+}
+
+static int report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *w,
+                  const pl_search_result *r)
+{
+    int idx = r->best >= 0 ? r->best : r->closest;
+    const pl_vm_config *cfg = idx >= 0 ? &cat->configs[r->trials[idx].config] : NULL;
+    json_t *root = NULL;
+    if (a->co.json)
+        root = json_pack("{s:s, s:s, s:s, s:s, s:f, s:o, s:s, s:f, s:f}", "format",
+                         "placer-deploy/1", "model", a->co.model, "catalog", a->catalog, "strategy",
+                         pl_search_strategy_name(a->so.strategy), "slo_s", a->so.slo_s, "trials",
+                         trials_json(cat, r), "stop_reason", r->stop_reason, "search_s", r->total_s,
+                         "startup_s", r->startup_s);
+    else
+        print_trials(cat, r), print_choice(a, cat, r);
+    if (root) {
+        json_object_set_new(root, "chosen", r->best >= 0 ? json_string(cfg->name) : json_null());
+        if (r->best < 0 && cfg) json_object_set_new(root, "closest", json_string(cfg->name));
+    }
+    int rc = 0;
+    if (cfg && r->best_plan) {
+        if (!a->co.json) printf("\n");
+        rc = show_plan(w, cfg, r->best_plan, a->co.json, root);
+    }
+    pl_err err = {""};
+    if (rc == 0 && a->out && r->best_plan &&
+        pl_plan_save(r->best_plan, pl_trial_sim_graph(w), cfg->cluster, a->out, &err) < 0)
+        rc = cli_fail("deploy", "%s", err.msg);
+    if (root) pl_json_print(root, stdout);
+    return rc ? rc : r->best >= 0 ? 0 : 1;
+}
+
+int cli_deploy(int argc, char **argv)
+{
+    deploy_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc < 0 ? CLI_EXIT_BAD_INPUT : 0;
+    pl_err err = {""};
+    pl_catalog *cat = pl_catalog_load(a.catalog, &err);
+    if (!cat) return cli_fail("deploy", "%s", err.msg);
+    pl_trial_sim_opts to = {.model_path = a.co.model,
+                            .load = {.dims = a.co.dims,
+                                     .n_dims = a.co.n_dims,
+                                     .input_shapes = a.co.shapes,
+                                     .n_input_shapes = a.co.n_shapes},
+                            .algos = a.algos,
+                            .place_time_s = a.place_time_s,
+                            .contention = a.co.contention,
+                            .seed = a.so.seed};
+    pl_trial_worker *w = pl_trial_sim_new(&to);
+    pl_search_result r;
+    cli_progress("starting the trial worker (loading %s)", a.co.model);
+    if (pl_search_run(cat, w, &a.so, progress, cat, &r, &err) < 0) {
+        cli_progress("%s", "");
+        rc = cli_fail("deploy", "%s", err.msg);
+    } else {
+        cli_progress("%s", "");
+        if (pl_trial_sim_graph(w)) cli_print_warnings(pl_trial_sim_graph(w));
+        rc = report(&a, cat, w, &r);
+    }
+    pl_search_result_free(&r);
+    pl_trial_worker_free(w);
+    pl_catalog_free(cat);
+    return rc;
+}

@@ -1,0 +1,70 @@
+/* trial.h: trial workers: what the configuration search calls to learn how fast a model runs
+ * on one configuration (AutoDeep's trials, docs/search.md).
+ *
+ * A worker is started once and then runs many trials: AutoDeep's "probing-informed block
+ * multiplexing" keeps one persistent process so that start-up (loading the model, building
+ * what does not depend on the configuration) is paid once per search, not once per trial.
+ * The first worker is in-process: it places the model on the configuration's cluster and
+ * simulates the plan. A later one measures (issue 6). */
+#ifndef PLACER_TRIAL_H
+#define PLACER_TRIAL_H
+
+#include "placer/place.h"
+
+typedef struct pl_trial_out {
+    bool runs;        /* a plan that fits was found */
+    double latency_s; /* its predicted (or measured) latency; INFINITY when !runs */
+    pl_plan *plan;    /* the plan (caller frees); NULL when !runs */
+    char algo[32];    /* the algorithm whose plan won */
+    char why[256];    /* when !runs: why (e.g. "needs 97 MiB, the largest device has 6 GiB") */
+} pl_trial_out;
+
+typedef struct pl_trial_worker pl_trial_worker;
+typedef struct pl_trial_worker_ops {
+    const char *name; /* "sim" */
+    int (*start)(pl_trial_worker *w, pl_err *err);
+    /* One trial on `c` (a finalized cluster with its price). -1 only for a worker failure;
+     * a configuration that cannot run the model is a successful trial with runs = false. */
+    int (*trial)(pl_trial_worker *w, const pl_cluster *c, pl_trial_out *out, pl_err *err);
+    void (*stop)(pl_trial_worker *w);
+} pl_trial_worker_ops;
+
+struct pl_trial_worker {
+    const pl_trial_worker_ops *ops;
+    void *state;
+    bool started;
+    int starts;       /* how many times start-up ran (the tests check it stays 1) */
+    long trials;      /* trials run */
+    double startup_s; /* time spent in start */
+    double trial_s;   /* time spent in trials */
+};
+
+/* Starts once (idempotent), runs a trial, timing both. */
+int pl_trial_start(pl_trial_worker *w, pl_err *err);
+int pl_trial_run(pl_trial_worker *w, const pl_cluster *c, pl_trial_out *out, pl_err *err);
+void pl_trial_worker_free(pl_trial_worker *w); /* stops it if started */
+
+/* The in-process simulator worker. Start-up loads the model (ONNX or task graph, `load`
+ * options, copied); each trial builds the cost table for the cluster, runs `algos`
+ * (comma-separated; NULL: "moirai", which itself runs every heuristic and keeps the best),
+ * each with `place_time_s` (moirai's limit; 0: 1 s), simulates every plan under
+ * `contention`, memory checked, and keeps the fastest plan that fits. */
+typedef struct pl_trial_sim_opts {
+    const char *model_path;
+    pl_load_opts load;
+    const char *algos;
+    double place_time_s;
+    pl_contention contention;
+    unsigned seed;
+} pl_trial_sim_opts;
+pl_trial_worker *pl_trial_sim_new(const pl_trial_sim_opts *o);
+/* The model the sim worker loaded (after start), for plan identity; NULL before. */
+const pl_graph *pl_trial_sim_graph(const pl_trial_worker *w);
+
+/* A worker that looks latencies up by cluster name (tests, and the search benchmark, which
+ * computes every configuration once and replays the strategies against the table):
+ * latency_s[i] for names[i]; INFINITY (or a name not listed) means the model does not run
+ * there. Copies its inputs. */
+pl_trial_worker *pl_trial_table_new(const char *const *names, const double *latency_s, int n);
+
+#endif

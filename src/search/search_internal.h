@@ -1,0 +1,50 @@
+/* search_internal.h: the state every strategy shares (private to src/search). */
+#ifndef PLACER_SEARCH_INTERNAL_H
+#define PLACER_SEARCH_INTERNAL_H
+
+#include "placer/search.h"
+
+typedef struct searcher {
+    const pl_catalog *cat;
+    pl_trial_worker *w;
+    const pl_search_opts *o;
+    pl_search_result *r;
+    pl_search_progress progress;
+    void *ctx;
+    bool *cand;  /* configuration may be tried (not retired, unless asked) */
+    bool *tried; /* never proposed twice */
+    int n_cand, n_left, cap;
+    double *F; /* normalised features, n × PL_N_FEATURES */
+    double t0;
+    unsigned seed;
+} searcher;
+
+/* Runs configuration `k` as the next trial (acquisition `acq`, NAN if none). */
+int search_trial(searcher *S, int k, double acq, pl_err *err);
+/* Whether the budget (trials, seconds) allows another trial and a candidate is left; sets the
+ * stop reason when not. */
+bool search_can_go_on(searcher *S);
+/* An untried candidate drawn uniformly, or -1. */
+int search_random_untried(searcher *S);
+/* The cost of a request on configuration k at latency t: USD/hour / 3600 × t. */
+double search_cost(const searcher *S, int k, double latency_s);
+
+/* The surrogate: a GP on the log latency of the trials that ran, and the constrained EI. */
+typedef struct surrogate {
+    pl_gp gp;
+    bool ok;          /* a GP was fitted (at least two trials ran) */
+    double best_cost; /* the cheapest trial meeting the SLO, or the ceiling (docs/search.md) */
+} surrogate;
+int surrogate_fit(searcher *S, surrogate *m, pl_err *err);
+/* Constrained EI of candidate k: P(latency <= SLO) × EI on its cost (eq. 7). */
+double surrogate_acq(const searcher *S, const surrogate *m, int k);
+void surrogate_free(surrogate *m);
+/* The untried candidate whose features are nearest x (Euclidean), or -1. */
+int search_nearest_untried(const searcher *S, const double *x);
+
+/* The strategies that use the surrogate (bo.c). */
+int search_bo(searcher *S, pl_err *err);
+int search_ga(searcher *S, pl_err *err);
+int search_de(searcher *S, pl_err *err);
+
+#endif
