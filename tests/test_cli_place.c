@@ -100,6 +100,28 @@ static void test_compare_lists_every_algorithm(void **state)
     json_decref(c);
 }
 
+/* moirai says in its note whether it coarsened (and which part found the plan); with
+ * --no-coarsen it solves the model's own graph. Both plans pass the invariant checker. */
+static void test_moirai_coarsen_switch(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(
+        tu_run("place models/rnnlm.onnx --cluster " INTRA " --algo moirai --time-limit 1s", &out),
+        0);
+    assert_non_null(strstr(out, "coarsened 49 -> "));
+    assert_non_null(strstr(out, "invariants  ok"));
+    free(out);
+    assert_int_equal(tu_run("place models/rnnlm.onnx --cluster " INTRA
+                            " --algo moirai --time-limit 1s --no-coarsen",
+                            &out),
+                     0);
+    assert_null(strstr(out, "coarsened"));
+    assert_non_null(strstr(out, "final plan: "));
+    assert_non_null(strstr(out, "invariants  ok"));
+    free(out);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -123,6 +145,7 @@ int main(void)
         cmocka_unit_test(test_place_then_simulate),
         cmocka_unit_test(test_throughput_mode),
         cmocka_unit_test(test_compare_lists_every_algorithm),
+        cmocka_unit_test(test_moirai_coarsen_switch),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
