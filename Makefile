@@ -61,11 +61,10 @@ asan: deps
 
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/placer
-	$(BUILD)/placer inspect models/resnet50.onnx
-	$(BUILD)/placer compare models/inception_v3.onnx --cluster examples/clusters/moirai-intra-server.json
+	$(BUILD)/placer deploy models/inception_v3.onnx --catalog catalogs/autodeep-testbed.json --slo 6ms
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/placer $(BUILD)/bench/bench_import $(BUILD)/bench/bench_place
+	@$(MAKE) --no-print-directory $(BUILD)/placer $(BUILD)/bench/bench_import $(BUILD)/bench/bench_place $(BUILD)/bench/bench_search
 	@bench/run.sh $(BUILD)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)

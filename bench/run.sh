@@ -30,3 +30,9 @@ fi
 echo
 echo "== moirai on the zoo, MOIRAI's inter- and intra-server clusters: gain over m-SCT, GETF, HEFT (PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_LIMIT:-60} s each; up to 20 minutes)"
 "$build/bench/bench_place" moirai-zoo examples/clusters/moirai-inter-server.json examples/clusters/moirai-intra-server.json -- models/*.onnx
+echo
+echo "== configuration search: trials until each strategy tries the exhaustive optimum, cost regret after 6 trials (every zoo model, testbed and AWS catalogues, SLO 1.2x and 2x the fastest)"
+"$build/bench/bench_search" catalogs/autodeep-testbed.json catalogs/aws.json -- models/*.onnx
+echo
+echo "== a full deploy over the 40 configurations of every cloud (exhaustive, bert_base, 2 cores)"
+/usr/bin/time -f "wall %e s, peak RSS %M KiB" "$build/placer" deploy models/bert_base.onnx --catalog catalogs/clouds.json --slo 10ms --strategy exhaustive | tail -8

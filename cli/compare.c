@@ -120,8 +120,9 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
         json_array_append_new(a, o);
     }
     pl_json_print(json_pack("{s:s, s:s, s:s, s:f, s:o}", "format", "placer-compare/1", "model",
-                            x->g->path ? x->g->path : "", "cluster", x->c->path ? x->c->path : "",
-                            "lower_bound_s", lb, "algorithms", a),
+                            x->g->path ? x->g->path : "", "cluster",
+                            x->c->path ? x->c->path : x->c->name, "lower_bound_s", lb, "algorithms",
+                            a),
                   stdout);
 }
 

@@ -41,7 +41,7 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
 {
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:s, s:o}", "format",
                           "placer-place/1", "model", x->g->path ? x->g->path : "", "cluster",
-                          x->c->path ? x->c->path : "", "algorithm", p->algo, "contention",
+                          x->c->path ? x->c->path : x->c->name, "algorithm", p->algo, "contention",
                           pl_contention_name(p->contention), "makespan_s", r->makespan_s,
                           "lower_bound_s", lb, "gap", lb > 0 ? (r->makespan_s - lb) / lb : 0.0,
                           "search_s", p->search_s, "fits", !r->oom, "invariants", check, "devices",

@@ -122,6 +122,20 @@ static void test_moirai_coarsen_switch(void **state)
     free(out);
 }
 
+/* A catalogue configuration stands in for --cluster. METIS splitting 49 ops into 17 parts
+ * prints warnings on stdout: they must not reach the JSON (a bug found by `deploy`). */
+static void test_catalog_config_and_clean_json(void **state)
+{
+    (void)state;
+    json_t *j = run_json("place models/rnnlm.onnx --catalog catalogs/aws.json --config "
+                         "p2.16xlarge --algo metis --json");
+    assert_string_equal(json_string_value(json_object_get(j, "cluster")), "p2.16xlarge");
+    json_decref(j);
+    expect_refusal("place models/rnnlm.onnx --catalog catalogs/aws.json --config p9.huge",
+                   "no configuration named 'p9.huge'");
+    expect_refusal("place models/rnnlm.onnx --catalog catalogs/aws.json", "--config NAME");
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -146,6 +160,7 @@ int main(void)
         cmocka_unit_test(test_throughput_mode),
         cmocka_unit_test(test_compare_lists_every_algorithm),
         cmocka_unit_test(test_moirai_coarsen_switch),
+        cmocka_unit_test(test_catalog_config_and_clean_json),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1067,8 +1067,8 @@ static void test_onnx_testdata(void **state)
     free(fl.paths);
 }
 
-/* The models directory (*.onnx files exported by tools/export_models.py, and models/full when made): they must
- * load. */
+/* The models directory (*.onnx files exported by tools/export_models.py, and models/full when
+ * made): they must load. */
 static void test_models_dir(void **state)
 {
     (void)state;

@@ -254,6 +254,28 @@ static void test_cli_deploy(void **state)
     assert_int_equal(tu_run("deploy models/rnnlm.onnx --catalog " TESTBED " --slo 50", &out), 2);
     assert_non_null(strstr(out, "unit"));
     free(out);
+    /* nothing meets 10 us: said, the closest named, exit 1 */
+    assert_int_equal(tu_run("deploy models/rnnlm.onnx --catalog " TESTBED
+                            " --slo 10us --algos heft --budget 3",
+                            &out),
+                     1);
+    assert_non_null(
+        strstr(out, "no configuration tried meets the SLO of 0.010 ms; the closest is"));
+    free(out);
+    /* a malformed entry: the file, the configuration and the field */
+    const char *bad =
+        "{\"format\": \"placer-catalog/1\", \"name\": \"x\", \"configs\": [{\"name\": "
+        "\"a\", \"provider\": \"aws\", \"region\": \"r\", \"price_usd_per_hour\": -1, "
+        "\"price_date\": \"2024\", \"price_source\": \"me\", \"gpu\": {\"model\": \"T4\", "
+        "\"count\": 1}, \"cpu\": {\"model\": \"cpu-generic\", \"cores\": 4}, "
+        "\"interconnect\": \"pcie3\"}]}";
+    char args[512];
+    snprintf(args, sizeof args, "deploy models/rnnlm.onnx --catalog %s --slo 5ms",
+             tu_tmpfile(bad, strlen(bad), ".json"));
+    assert_int_equal(tu_run(args, &out), 2);
+    assert_non_null(strstr(out, "config \"a\""));
+    assert_non_null(strstr(out, "price_usd_per_hour"));
+    free(out);
 }
 
 int main(void)

@@ -13,11 +13,13 @@
 #include "algos.h"
 #include "lp_common.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <metis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* METIS sums weights in 32-bit integers: keep each total well below 2^31. */
 #define VWGT_TOTAL 5e8
@@ -128,6 +130,23 @@ static void device_speeds(const pl_cost *k, double *speed)
     }
 }
 
+static int mute_stdout(void)
+{
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO), null = open("/dev/null", O_WRONLY);
+    if (saved >= 0 && null >= 0) dup2(null, STDOUT_FILENO);
+    if (null >= 0) close(null);
+    return saved;
+}
+
+static void unmute_stdout(int saved)
+{
+    if (saved < 0) return;
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+}
+
 /* Splits into P parts with target weights proportional to the speeds given. */
 static int partition(const ugraph *u, int P, const double *speed, unsigned seed, idx_t *part,
                      pl_err *err)
@@ -142,10 +161,14 @@ static int partition(const ugraph *u, int P, const double *speed, unsigned seed,
     METIS_SetDefaultOptions(opts);
     opts[METIS_OPTION_SEED] = (idx_t)(seed & 0x7fffffff);
     opts[METIS_OPTION_NUMBERING] = 0;
+    /* METIS prints warnings ("Cannot bisect a graph with 0 vertices!" when a small graph is
+     * split into many parts) on stdout, where they would corrupt --json output: silence it. */
+    int saved = mute_stdout();
     int rc = P <= 8 ? METIS_PartGraphRecursive(&nv, &ncon, u->xadj, u->adjncy, u->vwgt, NULL,
                                                u->adjwgt, &nparts, tp, &ub, opts, &cut, part)
                     : METIS_PartGraphKway(&nv, &ncon, u->xadj, u->adjncy, u->vwgt, NULL, u->adjwgt,
                                           &nparts, tp, &ub, opts, &cut, part);
+    unmute_stdout(saved);
     free(tp);
     if (rc != METIS_OK)
         return pl_err_set(err, "metis: METIS failed (code %d) on %d ops into %d parts", rc, u->n,

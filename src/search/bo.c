@@ -1,9 +1,10 @@
 /* bo.c: the strategies that learn: AutoDeep's Bayesian optimisation, and the paper's GA and
  * DE baselines, whose fitness is the same acquisition (docs/search.md).
  *
- * The surrogate is a GP on the log latency of the trials that ran, over the normalised
- * features. A configuration where the model did not run (memory) is never proposed again but
- * gives the GP no latency to learn from. */
+ * The surrogate is a trend in the configurations' capability plus a GP on what the trend leaves,
+ * on the log latency of the trials that ran, over the log-scaled features. A configuration
+ * where the model did not run (memory) is never proposed again but gives the GP no latency to
+ * learn from. */
 #include "search_internal.h"
 
 #include <math.h>
@@ -11,49 +12,96 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { DEFAULT_INIT = 2, POP_CHILDREN = 16 };
+enum { DEFAULT_INIT = 2, POP_CHILDREN = 16, FIT_FROM = 8 };
 
-/* Until a trial meets the SLO, EI is measured against the ceiling price × SLO of the dearest
- * candidate: every configuration that meets the SLO costs less than that, so the acquisition
- * already prefers cheap configurations likely to meet it. */
-static double ceiling(const searcher *S)
+/* A configuration's capability: the mean of its normalised log features. */
+static double capability(const searcher *S, int k)
 {
     double c = 0;
-    for (int k = 0; k < S->cat->n; k++)
-        if (S->cand[k]) c = fmax(c, search_cost(S, k, S->o->slo_s));
-    return c;
+    for (int f = 0; f < PL_N_FEATURES; f++)
+        c += S->F[(size_t)k * PL_N_FEATURES + f];
+    return c / PL_N_FEATURES;
+}
+
+/* Least squares y ≈ a + b s, b kept <= 0 (more hardware is never slower in expectation); the
+ * GP then models what the trend leaves. A constant-mean GP reverts to the mean away from the
+ * trials, so with a few cheap trials it cannot see that the largest machine is the fastest. */
+static void fit_trend(surrogate *m, const double *s, double *y, int n)
+{
+    double ms = 0, my = 0, sxy = 0, sxx = 0;
+    for (int i = 0; i < n; i++)
+        ms += s[i] / n, my += y[i] / n;
+    for (int i = 0; i < n; i++)
+        sxy += (s[i] - ms) * (y[i] - my), sxx += (s[i] - ms) * (s[i] - ms);
+    m->b = sxx > 1e-12 ? fmin(0, sxy / sxx) : 0;
+    m->a = my - m->b * ms;
+    for (int i = 0; i < n; i++)
+        y[i] -= m->a + m->b * s[i];
+}
+
+/* With few points the marginal likelihood says little about six length scales (its optimum
+ * then chases the noise): below FIT_FROM trials, every length scale is 1, the catalogue's span
+ * in each scaled feature (a smooth surface), and the amplitude the residuals' spread. Measured
+ * on the benchmark: docs/search.md. */
+static int fixed_fit(surrogate *m, const double *X, const double *y, int n, pl_err *err)
+{
+    pl_gp_hyper h = {.signal_var = 0, .noise_var = 0};
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++)
+        mean += y[i] / n;
+    for (int i = 0; i < n; i++)
+        var += (y[i] - mean) * (y[i] - mean) / n;
+    for (int f = 0; f < PL_N_FEATURES; f++)
+        h.length[f] = 1.0;
+    h.signal_var = fmax(var, 0.01);
+    h.noise_var = 1e-4 * h.signal_var;
+    return pl_gp_condition(&m->gp, X, y, n, PL_N_FEATURES, &h, err);
 }
 
 int surrogate_fit(searcher *S, surrogate *m, pl_err *err)
 {
     const pl_search_result *r = S->r;
     memset(m, 0, sizeof *m);
-    m->best_cost = r->best >= 0 ? r->trials[r->best].cost_usd : ceiling(S);
+    m->best_cost = r->best >= 0 ? r->trials[r->best].cost_usd : INFINITY;
     int n = 0;
     double *X = pl_malloc(((size_t)r->n_trials * PL_N_FEATURES + 1) * sizeof *X);
     double *y = pl_malloc((r->n_trials + 1) * sizeof *y);
+    double *cap = pl_malloc((r->n_trials + 1) * sizeof *cap);
     for (int i = 0; i < r->n_trials; i++) {
         if (!r->trials[i].runs) continue;
         memcpy(X + (size_t)n * PL_N_FEATURES, S->F + (size_t)r->trials[i].config * PL_N_FEATURES,
                PL_N_FEATURES * sizeof *X);
+        cap[n] = capability(S, r->trials[i].config);
         y[n++] = log(r->trials[i].latency_s);
     }
     int rc = 0;
     if (n >= 2) {
-        rc = pl_gp_fit(&m->gp, X, y, n, PL_N_FEATURES, S->seed, err);
+        fit_trend(m, cap, y, n);
+        rc = n < FIT_FROM ? fixed_fit(m, X, y, n, err)
+                          : pl_gp_fit(&m->gp, X, y, n, PL_N_FEATURES, S->seed, err);
         m->ok = rc == 0;
     }
-    free(X), free(y);
+    free(X), free(y), free(cap);
     return rc;
+}
+
+/* Before any trial meets the SLO there is no cost to improve on: feasibility first (Gardner et
+ * al., constrained BO), the probability of meeting the SLO, ties to the cheaper price. */
+static double feasibility_acq(const searcher *S, int k, double mu, double sigma)
+{
+    double p = pl_prob_meets(mu, sigma, S->o->slo_s);
+    return p - 1e-9 * S->cat->configs[k].price_usd_per_hour;
 }
 
 double surrogate_acq(const searcher *S, const surrogate *m, int k)
 {
     double mu, var;
     pl_gp_predict(&m->gp, S->F + (size_t)k * PL_N_FEATURES, &mu, &var);
+    mu += m->a + m->b * capability(S, k);
     /* the predictive spread of a new trial: the latent variance plus the noise the fit found
      * (trials are not exact repeats: placement searches and measurements vary) */
     double sigma = sqrt(fmax(var, 0) + m->gp.h.noise_var);
+    if (S->r->best < 0) return feasibility_acq(S, k, mu, sigma);
     double price_per_s = S->cat->configs[k].price_usd_per_hour / 3600;
     return pl_prob_meets(mu, sigma, S->o->slo_s) *
            pl_ei_lognormal(price_per_s, mu, sigma, m->best_cost);
@@ -81,12 +129,36 @@ int search_nearest_untried(const searcher *S, const double *x)
     return best;
 }
 
-/* The random first trials every model-based strategy starts with. */
+/* The untried candidate farthest from every trial so far (maximin), or -1. */
+static int farthest_untried(const searcher *S)
+{
+    int best = -1;
+    double bd = -1;
+    for (int k = 0; k < S->cat->n; k++) {
+        if (!S->cand[k] || S->tried[k]) continue;
+        double dmin = INFINITY;
+        for (int i = 0; i < S->r->n_trials; i++) {
+            const double *a = S->F + (size_t)k * PL_N_FEATURES,
+                         *b = S->F + (size_t)S->r->trials[i].config * PL_N_FEATURES;
+            double d = 0;
+            for (int f = 0; f < PL_N_FEATURES; f++)
+                d += (a[f] - b[f]) * (a[f] - b[f]);
+            dmin = fmin(dmin, d);
+        }
+        if (dmin > bd) bd = dmin, best = k;
+    }
+    return best;
+}
+
+/* The first trials every model-based strategy starts with: one at random, the others each as
+ * far as possible from those before (a space-filling start, so the GP sees both ends). */
 static int initial(searcher *S, pl_err *err)
 {
     int n0 = S->o->init_trials > 0 ? S->o->init_trials : DEFAULT_INIT;
-    while (S->r->n_trials < n0 && search_can_go_on(S))
-        if (search_trial(S, search_random_untried(S), NAN, err) < 0) return -1;
+    while (S->r->n_trials < n0 && search_can_go_on(S)) {
+        int k = S->r->n_trials ? farthest_untried(S) : search_random_untried(S);
+        if (search_trial(S, k, NAN, err) < 0) return -1;
+    }
     return 0;
 }
 
@@ -112,9 +184,11 @@ static int step(searcher *S, proposer propose, bool may_stop, pl_err *err)
     double gain = S->o->min_gain > 0 ? S->o->min_gain : 1e-3;
     may_stop &= S->o->min_gain >= 0;
     if (may_stop && S->r->best >= 0 && best < gain * S->r->trials[S->r->best].cost_usd) {
+        double pct = 100 * best / S->r->trials[S->r->best].cost_usd;
         snprintf(S->r->stop_reason, sizeof S->r->stop_reason,
-                 "expected improvement negligible (%.3g%% of the best cost)",
-                 100 * best / S->r->trials[S->r->best].cost_usd);
+                 pct < 1e-3 ? "expected improvement negligible (under 0.001%% of the best cost)"
+                            : "expected improvement negligible (%.2g%% of the best cost)",
+                 pct);
         return 1;
     }
     if (pick < 0) pick = search_random_untried(S);

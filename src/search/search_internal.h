@@ -33,7 +33,8 @@ double search_cost(const searcher *S, int k, double latency_s);
 typedef struct surrogate {
     pl_gp gp;
     bool ok;          /* a GP was fitted (at least two trials ran) */
-    double best_cost; /* the cheapest trial meeting the SLO, or the ceiling (docs/search.md) */
+    double a, b;      /* the trend: ln latency ≈ a + b · capability (docs/search.md) */
+    double best_cost; /* the cheapest trial meeting the SLO; INFINITY before one does */
 } surrogate;
 int surrogate_fit(searcher *S, surrogate *m, pl_err *err);
 /* Constrained EI of candidate k: P(latency <= SLO) × EI on its cost (eq. 7). */

@@ -1,0 +1,220 @@
+/* bench_search.c: the configuration search, strategy against strategy (docs/search.md).
+ *
+ *   bench_search CATALOG... -- MODEL...
+ *
+ * For each model and catalogue, every configuration is placed once with the same worker
+ * `placer deploy` uses (the in-process simulator, moirai with 1 s per trial); the strategies
+ * are then replayed against that table (a table worker), 20 seeds for the randomised ones, at
+ * SLOs of 1.2× and 2× the fastest latency. Measured: trials until the optimum (the exhaustive
+ * answer) is tried, the search running with no early stop; catalogue size + 1 when a strategy
+ * ends without it (LCF stops at its first configuration meeting the SLO); and the cost regret
+ * after 6 trials. */
+#include "placer/report.h"
+#include "placer/search.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SEEDS = 20, BUDGET = 6 };
+
+typedef struct table {
+    const pl_catalog *cat;
+    const char **names;
+    double *lat;
+} table;
+
+typedef struct stats {
+    double trials_sum, regret_sum;
+    int runs, within6, no_feasible6, regret_n;
+} stats;
+
+static const char *base(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* The tables are written to build/bench/search-cache/ and, with PLACER_SEARCH_CACHE=1, read
+ * back instead of placing again (for tuning a strategy; stale after any change to placement). */
+static void cache_path(const table *t, const char *model, char *out, size_t n)
+{
+    snprintf(out, n, "build/bench/search-cache/%s--%s.tsv", t->cat->name, base(model));
+}
+
+static bool cache_read(table *t, const char *model)
+{
+    char path[512];
+    cache_path(t, model, path, sizeof path);
+    const char *env = getenv("PLACER_SEARCH_CACHE");
+    FILE *f = env && *env == '1' ? fopen(path, "r") : NULL;
+    if (!f) return false;
+    int k = 0;
+    char name[128];
+    double lat;
+    while (k < t->cat->n && fscanf(f, "%127s %lf", name, &lat) == 2)
+        if (!strcmp(name, t->cat->configs[k].name))
+            t->names[k] = t->cat->configs[k].name, t->lat[k++] = lat;
+    fclose(f);
+    return k == t->cat->n;
+}
+
+static void cache_write(const table *t, const char *model)
+{
+    char path[512];
+    cache_path(t, model, path, sizeof path);
+    if (system("mkdir -p build/bench/search-cache") != 0) return;
+    FILE *f = fopen(path, "w");
+    for (int k = 0; f && k < t->cat->n; k++)
+        fprintf(f, "%s %.17g\n", t->cat->configs[k].name, t->lat[k]);
+    if (f) fclose(f);
+}
+
+/* Every configuration once, through the deploy worker. */
+static int fill(table *t, const char *model)
+{
+    if (cache_read(t, model)) return 0;
+    pl_trial_sim_opts o = {.model_path = model};
+    pl_trial_worker *w = pl_trial_sim_new(&o);
+    pl_err err = {""};
+    for (int k = 0; k < t->cat->n; k++) {
+        pl_trial_out out;
+        if (pl_trial_run(w, t->cat->configs[k].cluster, &out, &err) < 0)
+            return fprintf(stderr, "%s\n", err.msg), pl_trial_worker_free(w), -1;
+        t->names[k] = t->cat->configs[k].name, t->lat[k] = out.latency_s;
+        pl_plan_free(out.plan);
+    }
+    fprintf(stderr, "  %s: %d configurations placed in %.1f s (start-up %.3f s, once)\n",
+            base(model), t->cat->n, w->trial_s, w->startup_s);
+    pl_trial_worker_free(w);
+    cache_write(t, model);
+    return 0;
+}
+
+/* The optimum by brute force over the table (retired configurations left out, as the search
+ * does), or -1. */
+static int optimum(const table *t, double slo)
+{
+    int best = -1;
+    double bc = INFINITY;
+    for (int k = 0; k < t->cat->n; k++) {
+        double c = t->cat->configs[k].price_usd_per_hour / 3600 * t->lat[k];
+        if (!t->cat->configs[k].retired && t->lat[k] <= slo && c < bc) bc = c, best = k;
+    }
+    return best;
+}
+
+static void one_run(const table *t, pl_search_strategy s, unsigned seed, double slo, int opt,
+                    stats *st)
+{
+    pl_trial_worker *w = pl_trial_table_new(t->names, t->lat, t->cat->n);
+    pl_search_opts o = {.strategy = s, .slo_s = slo, .seed = seed, .min_gain = -1};
+    pl_search_result r;
+    pl_err err = {""};
+    if (pl_search_run(t->cat, w, &o, NULL, NULL, &r, &err) < 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+    int at = r.n_candidates + 1;
+    double best6 = INFINITY;
+    for (int i = 0; i < r.n_trials; i++) {
+        if (r.trials[i].config == opt && at > i + 1) at = i + 1;
+        if (i < BUDGET && r.trials[i].meets_slo) best6 = fmin(best6, r.trials[i].cost_usd);
+    }
+    double opt_cost = t->cat->configs[opt].price_usd_per_hour / 3600 * t->lat[opt];
+    st->trials_sum += at, st->runs++, st->within6 += at <= BUDGET;
+    if (isfinite(best6))
+        st->regret_sum += best6 / opt_cost - 1, st->regret_n++;
+    else
+        st->no_feasible6++;
+    pl_search_result_free(&r);
+    pl_trial_worker_free(w);
+}
+
+static bool randomised(pl_search_strategy s)
+{
+    return s != PL_SEARCH_LCF && s != PL_SEARCH_EXHAUSTIVE;
+}
+
+/* Totals over the rows, per strategy. */
+typedef struct total {
+    double mean_trials_sum; /* sum over rows of the row's mean */
+    int rows;
+    stats all; /* every run of every row */
+} total;
+
+/* One table row: a model, a catalogue, an SLO; trials to the optimum per strategy. */
+static void row(pl_table *tb, const table *t, const char *model, double factor, total *tot)
+{
+    double fastest = INFINITY;
+    for (int k = 0; k < t->cat->n; k++)
+        if (!t->cat->configs[k].retired) fastest = fmin(fastest, t->lat[k]);
+    double slo = factor * fastest;
+    int opt = optimum(t, slo);
+    char cells[PL_SEARCH_COUNT][24];
+    for (int s = 0; s < PL_SEARCH_COUNT; s++) {
+        stats st = {0};
+        for (unsigned seed = 1; seed <= (randomised(s) ? SEEDS : 1); seed++)
+            one_run(t, (pl_search_strategy)s, seed, slo, opt, &st);
+        snprintf(cells[s], sizeof cells[s], "%.1f", st.trials_sum / st.runs);
+        tot[s].mean_trials_sum += st.trials_sum / st.runs, tot[s].rows++;
+        tot[s].all.runs += st.runs, tot[s].all.within6 += st.within6;
+        tot[s].all.regret_sum += st.regret_sum, tot[s].all.regret_n += st.regret_n;
+        tot[s].all.no_feasible6 += st.no_feasible6;
+    }
+    pl_table_row(tb, "%s|%s|%.1fx (%.3f ms)|%s|%s|%s|%s|%s|%s|%s", base(model), t->cat->name,
+                 factor, slo * 1e3, t->cat->configs[opt].name, cells[0], cells[1], cells[2],
+                 cells[3], cells[4], cells[5]);
+}
+
+static void summary(const total *tot)
+{
+    pl_table *t =
+        pl_table_new("strategy|>mean trials to the optimum|>optimum within 6 trials|>mean "
+                     "cost regret after 6|>runs with nothing feasible in 6");
+    for (int s = 0; s < PL_SEARCH_COUNT; s++) {
+        const total *x = &tot[s];
+        pl_table_row(t, "%s|%.2f|%.0f%%|%.1f%%|%d of %d", pl_search_strategy_name(s),
+                     x->mean_trials_sum / x->rows, 100.0 * x->all.within6 / x->all.runs,
+                     x->all.regret_n ? 100 * x->all.regret_sum / x->all.regret_n : 0,
+                     x->all.no_feasible6, x->all.runs);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+int main(int argc, char **argv)
+{
+    int sep = 1;
+    while (sep < argc && strcmp(argv[sep], "--"))
+        sep++;
+    if (sep == 1 || sep >= argc - 1) {
+        fprintf(stderr, "usage: bench_search CATALOG... -- MODEL...\n");
+        return 2;
+    }
+    total tot[PL_SEARCH_COUNT] = {{0}};
+    pl_table *tb =
+        pl_table_new("model|catalogue|SLO|optimum|>bo|>lcf|>uniform|>ga|>de|>exhaustive");
+    for (int c = 1; c < sep; c++) {
+        pl_err err = {""};
+        pl_catalog *cat = pl_catalog_load(argv[c], &err);
+        if (!cat) return fprintf(stderr, "%s\n", err.msg), 1;
+        table t = {cat, calloc(cat->n + 1, sizeof(char *)), calloc(cat->n + 1, sizeof(double))};
+        for (int m = sep + 1; m < argc; m++) {
+            if (fill(&t, argv[m]) < 0) return 1;
+            row(tb, &t, argv[m], 1.2, tot);
+            row(tb, &t, argv[m], 2.0, tot);
+        }
+        free(t.names), free(t.lat);
+        pl_catalog_free(cat);
+    }
+    printf("trials until the exhaustive optimum is tried (mean over %d seeds for bo, uniform, ga, "
+           "de; no early stop; catalogue size + 1 when never)\n",
+           SEEDS);
+    pl_table_print(tb, stdout);
+    pl_table_free(tb);
+    printf("\n");
+    summary(tot);
+    return 0;
+}
