@@ -18,6 +18,7 @@ static const struct {
     {"place", cli_place, "a placement (and order) on a cluster's devices, simulated"},
     {"simulate", cli_simulate, "makespan, per-device use, peak memory, trace of a plan"},
     {"compare", cli_compare, "every placement algorithm side by side, with the lower bound"},
+    {"split", cli_split, "one runnable ONNX file per stage of a plan, and a manifest"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,107 @@
+/* split.c: `placer split MODEL --plan P -o DIR`: one ONNX file per stage, and a manifest. */
+#include "cli.h"
+#include "placer/report.h"
+#include "placer/split.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help =
+    "usage: placer split MODEL --plan P -o DIR (--cluster C | --catalog CAT --config NAME)\n"
+    "                        [--json] [--dim N=V]... [--input NAME=SIZES]...\n"
+    "  --plan P       the plan (placer-plan/1) made for this model and cluster\n"
+    "  -o DIR         writes DIR/stage_00.onnx, ... and DIR/manifest.json (docs/split.md)\n";
+
+static double bytes_in(const pl_graph *g, const pl_stages *s, int j, bool from_stages)
+{
+    double b = 0;
+    for (int k = 0; k < s->st[j].n_inputs; k++) {
+        int t = s->st[j].inputs[k];
+        if ((s->maker[t] >= 0) == from_stages && g->tensors[t].bytes > 0) b += g->tensors[t].bytes;
+    }
+    return b;
+}
+
+static void print_text(const cli_ctx *x, const pl_stages *s, const char *dir)
+{
+    pl_table *t =
+        pl_table_new("stage|device|>ops|>inputs from stages|>bytes in|>outputs|>to stages");
+    int *to = pl_malloc((size_t)(s->n ? s->n : 1) * sizeof *to);
+    for (int j = 0; j < s->n; j++) {
+        const pl_stage *st = &s->st[j];
+        int n_from = 0, n_sent = 0;
+        for (int k = 0; k < st->n_inputs; k++)
+            n_from += s->maker[st->inputs[k]] >= 0;
+        for (int k = 0; k < st->n_outputs; k++)
+            n_sent += pl_split_readers(x->g, s, st->outputs[k], to) > 0;
+        char b[32];
+        pl_table_row(t, "stage_%02d|%s|%d|%d|%s|%d|%d", j, x->c->devs[st->dev].name, st->n_ops,
+                     n_from, pl_fmt_bytes(bytes_in(x->g, s, j, true), b, sizeof b), st->n_outputs,
+                     n_sent);
+    }
+    free(to);
+    printf("%-8s %s (%d ops) into %d stages in %s (manifest.json)\n\n", "split",
+           x->g->path ? x->g->path : x->g->name, x->g->n_ops, s->n, dir);
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+static void print_json(const char *dir)
+{
+    char *path = pl_malloc(strlen(dir) + 32);
+    sprintf(path, "%s/manifest.json", dir);
+    json_error_t e;
+    json_t *m = json_load_file(path, JSON_PRESERVE_ORDER, &e);
+    free(path);
+    if (!m) return;
+    json_object_set_new(m, "dir", json_string(dir));
+    pl_json_print(m, stdout);
+}
+
+static int run(const cli_common *co, const char *plan, const char *dir)
+{
+    cli_ctx x;
+    if (cli_ctx_open("split", co, &x)) return CLI_EXIT_BAD_INPUT;
+    pl_err err = {""};
+    pl_stages s = {0};
+    int status = 0;
+    const char **names = pl_malloc((size_t)x.c->n_devs * sizeof *names);
+    for (int d = 0; d < x.c->n_devs; d++)
+        names[d] = x.c->devs[d].name;
+    pl_plan *p = pl_plan_load(plan, x.g, x.c, &err);
+    if (!p || pl_split_stages(x.g, p, &s, &err) < 0 ||
+        pl_split_write(co->model, x.g, &s, names, dir, &err) < 0)
+        status = cli_fail("split", "%s", err.msg);
+    else if (co->json)
+        print_json(dir);
+    else
+        print_text(&x, &s, dir);
+    pl_stages_free(&s);
+    pl_plan_free(p);
+    free(names);
+    cli_ctx_close(&x);
+    return status;
+}
+
+int cli_split(int argc, char **argv)
+{
+    cli_common co = {0};
+    const char *plan = NULL, *dir = NULL, *v;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        int rc = cli_common_opt("split", argc, argv, &i, &co);
+        if (rc < 0) return CLI_EXIT_BAD_INPUT;
+        if (rc) continue;
+        if (cli_opt(argc, argv, &i, "--plan", &v))
+            plan = v;
+        else if (cli_opt(argc, argv, &i, "-o", &v))
+            dir = v;
+        else
+            return cli_fail("split", "unknown option '%s'\n%s", argv[i], help);
+    }
+    if (!plan) return cli_fail("split", "which plan? give --plan P\n%s", help);
+    if (!dir) return cli_fail("split", "where? give -o DIR\n%s", help);
+    return run(&co, plan, dir);
+}

@@ -1,0 +1,59 @@
+/* split.h: a placed model cut into stages, one runnable ONNX file per stage (docs/split.md).
+ *
+ * A stage is a group of ops on one device that runs as one ONNX graph: it starts when every
+ * tensor it reads from other stages has arrived and sends what other stages read when it ends.
+ * Stages form a DAG, so running them one by one in the order given here (or concurrently, as
+ * their inputs arrive) computes the whole model.
+ *
+ * Constant ops are not sent between stages: each stage that reads a Constant's value holds its
+ * own copy of the node. The Constant is owned by the stage of its first reader (topological
+ * order), or, when nothing reads it, by a stage of the device the plan gives it. */
+#ifndef PLACER_SPLIT_H
+#define PLACER_SPLIT_H
+
+#include "placer/plan.h"
+
+typedef struct pl_stage {
+    int dev;
+    int *ops; /* the ops it owns, in topological order */
+    int n_ops;
+    int *consts; /* Constant ops owned by another stage and copied here, topological order */
+    int n_consts;
+    int *inputs; /* tensors it reads that are graph inputs or other stages' outputs */
+    int n_inputs;
+    int *outputs; /* tensors it makes that other stages read or that are graph outputs */
+    int n_outputs;
+    int *weights; /* initializers its ops read (shared ones appear in every reader) */
+    int n_weights;
+} pl_stage;
+
+typedef struct pl_stages {
+    pl_stage *st; /* in a valid execution order: every stage reads only earlier stages */
+    int n;
+    int n_ops, n_tensors;
+    int *stage_of; /* op → owning stage */
+    int *maker;    /* tensor → stage that makes it and sends it; -1 for graph inputs, weights
+                      and the values of Constants (copied, never sent) */
+} pl_stages;
+
+/* Cuts the graph into stages by the plan's devices (as few per device as the greedy merge of
+ * docs/split.md finds, always acyclic). `g` must be finalized; `p` covers g's ops. */
+int pl_split_stages(const pl_graph *g, const pl_plan *p, pl_stages *out, pl_err *err);
+void pl_stages_free(pl_stages *s);
+/* True when op is a Constant node (no inputs), which stages copy instead of sending. */
+bool pl_split_is_const(const pl_graph *g, int op);
+/* The stages (indices, ascending) other than the maker that read tensor t; returns the count
+ * and fills `to` (room for s->n). */
+int pl_split_readers(const pl_graph *g, const pl_stages *s, int t, int *to);
+
+/* Writes DIR/stage_00.onnx, ... (one ModelProto per stage, with the source's IR version,
+ * opsets, producer and functions; the stage's nodes, the initializers they read, graph inputs
+ * = source inputs and tensors from other stages, graph outputs = source outputs it makes and
+ * tensors other stages read) and DIR/manifest.json (format placer-split/1). `model_path` is
+ * the file g was read from: it is read again for the nodes and weights, so it must be the same
+ * model (checked by node count and types). `dev_names` names devices for the manifest (NULL:
+ * "dev0", ...). DIR is created when missing. */
+int pl_split_write(const char *model_path, const pl_graph *g, const pl_stages *s,
+                   const char *const *dev_names, const char *dir, pl_err *err);
+
+#endif

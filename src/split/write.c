@@ -1,0 +1,340 @@
+/* write.c: one ONNX ModelProto per stage, and manifest.json (docs/split.md).
+ *
+ * The source model is unpacked once and each stage's model is assembled from pointers into it
+ * (nodes, initializers, value infos, opsets): nothing is copied, so a full model costs its
+ * unpacked size once plus one packed stage at a time. Only the value infos of tensors the
+ * source does not describe are built here, from the graph's inferred dtype and shape. */
+#include "placer/split.h"
+#include "onnx/onnx.pb-c.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* A built value info and what it owns. */
+typedef struct vinfo {
+    Onnx__ValueInfoProto vi;
+    Onnx__TypeProto type;
+    Onnx__TypeProto__Tensor tensor;
+    Onnx__TensorShapeProto shape;
+    Onnx__TensorShapeProto__Dimension *dims, **dimp;
+    char **params;
+    int rank;
+} vinfo;
+
+typedef struct wctx {
+    const pl_graph *g;
+    const pl_stages *s;
+    Onnx__ModelProto *m;
+    pl_strmap vi_by_name; /* source inputs, outputs and value infos */
+    pl_strmap init_by_name, sparse_by_name;
+    Onnx__ValueInfoProto **src_vi;
+    int n_src_vi;
+    vinfo **built; /* per tensor, built on first use */
+} wctx;
+
+static vinfo *build_vi(const pl_tensor *t)
+{
+    vinfo *v = pl_calloc(1, sizeof *v);
+    v->vi = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
+    v->type = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
+    v->tensor = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
+    v->shape = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
+    v->vi.name = t->name;
+    v->vi.type = &v->type;
+    v->type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    v->type.tensor_type = &v->tensor;
+    v->tensor.has_elem_type = t->dtype != PL_DT_UNDEFINED;
+    v->tensor.elem_type = t->dtype;
+    if (t->rank < 0 || (t->flags & PL_TENSOR_BYTES_ONLY)) return v; /* rank unknown: no shape */
+    v->rank = t->rank;
+    v->tensor.shape = &v->shape;
+    v->dims = pl_calloc(t->rank ? t->rank : 1, sizeof *v->dims);
+    v->dimp = pl_calloc(t->rank ? t->rank : 1, sizeof *v->dimp);
+    v->params = pl_calloc(t->rank ? t->rank : 1, sizeof *v->params);
+    for (int k = 0; k < t->rank; k++) {
+        Onnx__TensorShapeProto__Dimension *d = &v->dims[k];
+        *d = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+        if (t->dims[k] >= 0) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = t->dims[k];
+        } else { /* one name per unknown dim: equal names would claim equal sizes */
+            size_t n = strlen(t->name) + 32;
+            v->params[k] = pl_malloc(n);
+            snprintf(v->params[k], n, "%s_dim%d", t->name, k);
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            d->dim_param = v->params[k];
+        }
+        v->dimp[k] = d;
+    }
+    v->shape.n_dim = (size_t)t->rank;
+    v->shape.dim = v->dimp;
+    return v;
+}
+
+static void free_vi(vinfo *v)
+{
+    if (!v) return;
+    for (int k = 0; k < v->rank; k++)
+        free(v->params[k]);
+    free(v->params), free(v->dims), free(v->dimp), free(v);
+}
+
+/* The source's description of tensor t when it has a typed one, else one built from g. */
+static Onnx__ValueInfoProto *value_info(wctx *w, int t)
+{
+    int k = pl_strmap_get(&w->vi_by_name, w->g->tensors[t].name);
+    if (k >= 0 && w->src_vi[k]->type) return w->src_vi[k];
+    if (!w->built[t]) w->built[t] = build_vi(&w->g->tensors[t]);
+    return &w->built[t]->vi;
+}
+
+static void index_vis(wctx *w, Onnx__ValueInfoProto **v, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (!v[k]->name || pl_strmap_get(&w->vi_by_name, v[k]->name) >= 0) continue;
+        w->src_vi = pl_realloc(w->src_vi, (size_t)(w->n_src_vi + 1) * sizeof *w->src_vi);
+        w->src_vi[w->n_src_vi] = v[k];
+        pl_strmap_put(&w->vi_by_name, v[k]->name, w->n_src_vi++);
+    }
+}
+
+static int wctx_init(wctx *w, const char *path, const pl_graph *g, const pl_stages *s, pl_err *err)
+{
+    memset(w, 0, sizeof *w);
+    w->g = g, w->s = s;
+    size_t len;
+    char *buf = pl_read_file(path, &len, err);
+    if (!buf) return -1;
+    w->m = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
+    free(buf); /* protobuf-c copied what it needs */
+    const Onnx__GraphProto *gp = w->m ? w->m->graph : NULL;
+    if (!gp) return pl_err_set(err, "%s: not an ONNX model (protobuf parse failed)", path);
+    if (gp->n_node != (size_t)g->n_ops)
+        return pl_err_set(err, "%s: has %zu nodes, the model split has %d: not the same model",
+                          path, gp->n_node, g->n_ops);
+    for (int k = 0; k < g->n_ops; k++)
+        if (!gp->node[k]->op_type || strcmp(gp->node[k]->op_type, g->ops[k].type))
+            return pl_err_set(err, "%s: node %d is not a %s: not the same model", path, k,
+                              g->ops[k].type);
+    pl_strmap_init(&w->vi_by_name), pl_strmap_init(&w->init_by_name);
+    pl_strmap_init(&w->sparse_by_name);
+    index_vis(w, gp->input, gp->n_input);
+    index_vis(w, gp->output, gp->n_output);
+    index_vis(w, gp->value_info, gp->n_value_info);
+    for (size_t k = 0; k < gp->n_initializer; k++)
+        if (gp->initializer[k]->name)
+            pl_strmap_put(&w->init_by_name, gp->initializer[k]->name, (int)k);
+    for (size_t k = 0; k < gp->n_sparse_initializer; k++) {
+        const Onnx__TensorProto *v = gp->sparse_initializer[k]->values;
+        if (v && v->name) pl_strmap_put(&w->sparse_by_name, v->name, (int)k);
+    }
+    w->built = pl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *w->built);
+    return 0;
+}
+
+static void wctx_free(wctx *w)
+{
+    if (w->m) onnx__model_proto__free_unpacked(w->m, NULL);
+    for (int t = 0; w->built && t < w->g->n_tensors; t++)
+        free_vi(w->built[t]);
+    free(w->built), free(w->src_vi);
+    pl_strmap_free(&w->vi_by_name), pl_strmap_free(&w->init_by_name);
+    pl_strmap_free(&w->sparse_by_name);
+}
+
+/* ---- one stage ---- */
+
+typedef struct parts {
+    Onnx__NodeProto **node;
+    Onnx__TensorProto **init;
+    Onnx__SparseTensorProto **sparse;
+    Onnx__ValueInfoProto **in, **out;
+    size_t n_node, n_init, n_sparse, n_in, n_out;
+} parts;
+
+static int by_topo_pos(const void *a, const void *b, const pl_graph *g)
+{
+    return g->topo_pos[*(const int *)a] - g->topo_pos[*(const int *)b];
+}
+
+/* Owned ops and copied Constants, merged in topological order. */
+static void stage_nodes(const wctx *w, const pl_stage *st, parts *p)
+{
+    const Onnx__GraphProto *gp = w->m->graph;
+    int i = 0, j = 0;
+    p->node = pl_malloc((size_t)(st->n_ops + st->n_consts + 1) * sizeof *p->node);
+    while (i < st->n_ops || j < st->n_consts) {
+        bool own = j == st->n_consts ||
+                   (i < st->n_ops && by_topo_pos(&st->ops[i], &st->consts[j], w->g) < 0);
+        p->node[p->n_node++] = gp->node[own ? st->ops[i++] : st->consts[j++]];
+    }
+}
+
+static void stage_weights(const wctx *w, const pl_stage *st, parts *p)
+{
+    const Onnx__GraphProto *gp = w->m->graph;
+    size_t n = (size_t)st->n_weights + 1;
+    p->init = pl_malloc(n * sizeof *p->init);
+    p->sparse = pl_malloc(n * sizeof *p->sparse);
+    for (int k = 0; k < st->n_weights; k++) {
+        const char *name = w->g->tensors[st->weights[k]].name;
+        int d = pl_strmap_get(&w->init_by_name, name), sp = pl_strmap_get(&w->sparse_by_name, name);
+        if (d >= 0) p->init[p->n_init++] = gp->initializer[d];
+        if (sp >= 0) p->sparse[p->n_sparse++] = gp->sparse_initializer[sp];
+    }
+}
+
+static void stage_io(wctx *w, const pl_stage *st, parts *p)
+{
+    const Onnx__GraphProto *gp = w->m->graph;
+    p->in = pl_malloc((size_t)(st->n_inputs + st->n_weights + 1) * sizeof *p->in);
+    p->out = pl_malloc((size_t)(st->n_outputs + 1) * sizeof *p->out);
+    for (int k = 0; k < st->n_inputs; k++)
+        p->in[p->n_in++] = value_info(w, st->inputs[k]);
+    /* a weight the source also lists as an input (IR < 4 requires it) stays an input */
+    for (size_t k = 0; k < gp->n_input; k++)
+        for (int j = 0; gp->input[k]->name && j < st->n_weights; j++)
+            if (!strcmp(gp->input[k]->name, w->g->tensors[st->weights[j]].name))
+                p->in[p->n_in++] = gp->input[k];
+    for (int k = 0; k < st->n_outputs; k++)
+        p->out[p->n_out++] = value_info(w, st->outputs[k]);
+}
+
+static int write_file(const char *path, const Onnx__ModelProto *m, pl_err *err)
+{
+    size_t n = onnx__model_proto__get_packed_size(m);
+    uint8_t *buf = pl_malloc(n ? n : 1);
+    onnx__model_proto__pack(m, buf);
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(buf, 1, n, f) == n;
+    if (f && fclose(f) != 0) ok = false;
+    free(buf);
+    if (!ok) return pl_err_set(err, "%s: cannot write: %s", path, strerror(errno));
+    return 0;
+}
+
+static int write_stage(wctx *w, int j, const char *path, pl_err *err)
+{
+    const pl_stage *st = &w->s->st[j];
+    parts p = {0};
+    stage_nodes(w, st, &p);
+    stage_weights(w, st, &p);
+    stage_io(w, st, &p);
+    char name[32];
+    snprintf(name, sizeof name, "stage_%02d", j);
+    Onnx__GraphProto gp = *w->m->graph; /* keeps doc_string and unknown fields */
+    gp.name = name;
+    gp.n_node = p.n_node, gp.node = p.node;
+    gp.n_initializer = p.n_init, gp.initializer = p.init;
+    gp.n_sparse_initializer = p.n_sparse, gp.sparse_initializer = p.sparse;
+    gp.n_input = p.n_in, gp.input = p.in;
+    gp.n_output = p.n_out, gp.output = p.out;
+    gp.n_value_info = 0, gp.value_info = NULL;
+    gp.n_quantization_annotation = 0, gp.quantization_annotation = NULL;
+    Onnx__ModelProto m = *w->m; /* IR version, opsets, producer, functions, metadata */
+    m.graph = &gp;
+    m.n_training_info = 0, m.training_info = NULL;
+    int rc = write_file(path, &m, err);
+    free(p.node), free(p.init), free(p.sparse), free(p.in), free(p.out);
+    return rc;
+}
+
+/* ---- manifest.json ---- */
+
+static json_t *stage_json(const pl_graph *g, const pl_stages *s, int j, const char *dev)
+{
+    const pl_stage *st = &s->st[j];
+    char name[32], file[48];
+    snprintf(name, sizeof name, "stage_%02d", j);
+    snprintf(file, sizeof file, "%s.onnx", name);
+    json_t *in = json_array(), *out = json_array(), *consts = json_array();
+    for (int k = 0; k < st->n_inputs; k++) {
+        int t = st->inputs[k];
+        json_t *from = s->maker[t] >= 0 ? json_integer(s->maker[t]) : json_string("graph");
+        json_array_append_new(in, json_pack("{s:s, s:o, s:I}", "tensor", g->tensors[t].name,
+                                            "from_stage", from, "bytes",
+                                            (json_int_t)g->tensors[t].bytes));
+    }
+    int *to = pl_malloc((size_t)(s->n ? s->n : 1) * sizeof *to);
+    for (int k = 0; k < st->n_outputs; k++) {
+        int t = st->outputs[k], n = pl_split_readers(g, s, t, to);
+        json_t *ts = json_array();
+        for (int i = 0; i < n; i++)
+            json_array_append_new(ts, json_integer(to[i]));
+        json_array_append_new(out, json_pack("{s:s, s:o, s:b, s:I}", "tensor", g->tensors[t].name,
+                                             "to_stages", ts, "graph_output",
+                                             (g->tensors[t].flags & PL_TENSOR_OUTPUT) != 0, "bytes",
+                                             (json_int_t)g->tensors[t].bytes));
+    }
+    free(to);
+    for (int k = 0; k < st->n_consts; k++)
+        json_array_append_new(consts, json_string(g->ops[st->consts[k]].name));
+    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:o, s:o, s:o}", "name", name, "file", file,
+                     "device", dev, "ops", st->n_ops, "weights", st->n_weights, "copied_constants",
+                     consts, "inputs", in, "outputs", out);
+}
+
+static int write_manifest(const char *model_path, const pl_graph *g, const pl_stages *s,
+                          const char *const *dev_names, const char *path, pl_err *err)
+{
+    const char *sha = pl_graph_sha256(g, err);
+    char sha_buf[65];
+    if (!sha || !*sha) { /* a graph built in code has no path of its own */
+        if (pl_sha256_file(model_path, sha_buf, err) < 0) return -1;
+        sha = sha_buf;
+    }
+    json_t *stages = json_array();
+    for (int j = 0; j < s->n; j++) {
+        char dev[32];
+        snprintf(dev, sizeof dev, "dev%d", s->st[j].dev);
+        json_array_append_new(stages,
+                              stage_json(g, s, j, dev_names ? dev_names[s->st[j].dev] : dev));
+    }
+    json_t *o = json_pack("{s:s, s:{s:s, s:s}, s:o}", "format", "placer-split/1", "model", "path",
+                          model_path, "sha256", sha, "stages", stages);
+    int rc = json_dump_file(o, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return rc < 0 ? pl_err_set(err, "%s: cannot write", path) : 0;
+}
+
+/* mkdir -p */
+static int make_dir(const char *dir, pl_err *err)
+{
+    char *p = pl_strdup(dir);
+    for (char *c = p + 1; *c; c++)
+        if (*c == '/') {
+            *c = 0;
+            mkdir(p, 0777);
+            *c = '/';
+        }
+    int rc = mkdir(p, 0777) < 0 && errno != EEXIST ? -1 : 0;
+    struct stat st;
+    if (rc < 0 || stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+        rc = pl_err_set(err, "%s: cannot create the directory: %s", dir,
+                        rc < 0 ? strerror(errno) : "not a directory");
+    free(p);
+    return rc;
+}
+
+int pl_split_write(const char *model_path, const pl_graph *g, const pl_stages *s,
+                   const char *const *dev_names, const char *dir, pl_err *err)
+{
+    if (make_dir(dir, err) < 0) return -1;
+    wctx w;
+    int rc = wctx_init(&w, model_path, g, s, err);
+    size_t n = strlen(dir) + 32;
+    char *path = pl_malloc(n);
+    for (int j = 0; rc == 0 && j < s->n; j++) {
+        snprintf(path, n, "%s/stage_%02d.onnx", dir, j);
+        rc = write_stage(&w, j, path, err);
+    }
+    wctx_free(&w);
+    snprintf(path, n, "%s/manifest.json", dir);
+    if (rc == 0) rc = write_manifest(model_path, g, s, dev_names, path, err);
+    free(path);
+    return rc;
+}

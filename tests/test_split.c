@@ -1,0 +1,434 @@
+/* test_split.c: stages of a plan (docs/split.md): acyclic, complete, and written as ONNX files
+ * that placer reads back with the same ops, weights and crossing tensors as the manifest. */
+#include "testutil.h"
+
+#include "onnx/onnx.pb-c.h"
+#include "placer/place.h"
+#include "placer/split.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INTRA "examples/clusters/moirai-intra-server.json"
+
+static char *tmpdir(void)
+{
+    char t[] = "/tmp/placer-split-XXXXXX";
+    if (!mkdtemp(t)) fail_msg("mkdtemp failed");
+    return pl_strdup(t);
+}
+
+static void rmdir_all(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fail_msg("%s failed", cmd);
+}
+
+static pl_plan *make_plan(const pl_graph *g, const char *algo)
+{
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load(INTRA, &err);
+    if (!c) fail_msg("%s", err.msg);
+    pl_cost_params params;
+    pl_cost_params_default(&params);
+    pl_cost *k = pl_cost_new(g, c, &params, NULL, 0, &err);
+    if (!k) fail_msg("%s", err.msg);
+    pl_plan *p = pl_plan_new(g->n_ops, c->n_devs);
+    pl_place_opts po = {0};
+    if (pl_place(pl_algo_find(algo), k, &po, p, &err) < 0) fail_msg("%s: %s", algo, err.msg);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    return p;
+}
+
+/* ---- checks on the stages themselves ---- */
+
+static void check_stages(const pl_graph *g, const pl_stages *s)
+{
+    int *owned = pl_calloc(g->n_ops, sizeof *owned);
+    for (int j = 0; j < s->n; j++)
+        for (int k = 0; k < s->st[j].n_ops; k++) {
+            int op = s->st[j].ops[k];
+            owned[op]++;
+            assert_int_equal(s->stage_of[op], j);
+        }
+    for (int op = 0; op < g->n_ops; op++)
+        if (owned[op] != 1) fail_msg("op '%s' is in %d stages", g->ops[op].name, owned[op]);
+    /* the order is topological: every tensor sent goes to a later stage */
+    for (int e = 0; e < g->n_edges; e++) {
+        int t = g->edges[e].tensor, a = s->stage_of[g->edges[e].src];
+        int b = s->stage_of[g->edges[e].dst];
+        if (s->maker[t] < 0) { /* a Constant: copied into its readers */
+            assert_true(pl_split_is_const(g, g->edges[e].src));
+            continue;
+        }
+        if (a > b)
+            fail_msg("edge %s -> %s goes back from stage %d to %d", g->ops[g->edges[e].src].name,
+                     g->ops[g->edges[e].dst].name, a, b);
+    }
+    free(owned);
+}
+
+/* ---- checks on the files, read back with placer's own reader ---- */
+
+static json_t *stage_io(json_t *st, const char *key, const char *tensor)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(
+        json_object_get(st, key), i,
+        v) if (!strcmp(json_string_value(json_object_get(v, "tensor")), tensor)) return v;
+    return NULL;
+}
+
+/* Every edge between two stages is in the manifest on both ends. */
+static void check_manifest_edges(const pl_graph *g, const pl_stages *s, json_t *stages)
+{
+    for (int e = 0; e < g->n_edges; e++) {
+        int t = g->edges[e].tensor, a = s->maker[t], b = s->stage_of[g->edges[e].dst];
+        if (a < 0 || a == b) continue;
+        const char *name = g->tensors[t].name;
+        json_t *out = stage_io(json_array_get(stages, a), "outputs", name);
+        json_t *in = stage_io(json_array_get(stages, b), "inputs", name);
+        if (!out || !in)
+            fail_msg("crossing tensor '%s' (%d -> %d) not in the manifest", name, a, b);
+        assert_int_equal(json_integer_value(json_object_get(in, "from_stage")), a);
+        size_t i;
+        json_t *v;
+        bool listed = false;
+        json_array_foreach(json_object_get(out, "to_stages"), i, v) listed |=
+            json_integer_value(v) == b;
+        assert_true(listed);
+    }
+}
+
+static void count_names(const pl_strmap *m, int **counts, const pl_graph *sg)
+{
+    for (int k = 0; k < sg->n_ops; k++) {
+        int i = pl_strmap_get(m, sg->ops[k].name);
+        if (i < 0) fail_msg("stage op '%s' is not in the model", sg->ops[k].name);
+        (*counts)[i]++;
+    }
+}
+
+static void check_stage_graph(const pl_graph *g, const pl_graph *sg, pl_strmap *made, int j)
+{
+    for (int k = 0; k < sg->n_inputs; k++) { /* from the source's inputs or an earlier stage */
+        const char *n = sg->tensors[sg->inputs[k]].name;
+        int t = pl_graph_find_tensor(g, n);
+        if (t < 0 || !((g->tensors[t].flags & PL_TENSOR_INPUT) || pl_strmap_get(made, n) >= 0))
+            fail_msg("stage %d reads '%s' from no earlier stage", j, n);
+    }
+    for (int t = 0; t < sg->n_tensors; t++) { /* weights as in the source */
+        const pl_tensor *w = &sg->tensors[t];
+        if (!(w->flags & PL_TENSOR_WEIGHT) || w->producer >= 0) continue;
+        const pl_tensor *o = &g->tensors[pl_graph_find_tensor(g, w->name)];
+        assert_int_equal(w->dtype, o->dtype);
+        assert_int_equal(w->rank, o->rank);
+        for (int d = 0; d < w->rank; d++)
+            assert_int_equal(w->dims[d], o->dims[d]);
+    }
+    for (int k = 0; k < sg->n_outputs; k++)
+        pl_strmap_put(made, sg->tensors[sg->outputs[k]].name, j);
+}
+
+static int copies_of(json_t *stages, const char *op)
+{
+    int n = 0;
+    size_t i, c;
+    json_t *st, *v;
+    json_array_foreach(stages, i, st) json_array_foreach(json_object_get(st, "copied_constants"), c,
+                                                         v) n += !strcmp(json_string_value(v), op);
+    return n;
+}
+
+static void check_files(const pl_graph *g, const pl_stages *s, const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    json_error_t je;
+    json_t *man = json_load_file(path, 0, &je), *stages = json_object_get(man, "stages");
+    if (!man) fail_msg("%s: %s", path, je.text);
+    assert_string_equal(json_string_value(json_object_get(man, "format")), "placer-split/1");
+    assert_int_equal(json_array_size(stages), s->n);
+    check_manifest_edges(g, s, stages);
+    int *counts = pl_calloc(g->n_ops, sizeof *counts);
+    pl_strmap made;
+    pl_strmap_init(&made);
+    pl_graph **sgs = pl_calloc(s->n, sizeof *sgs);
+    for (int j = 0; j < s->n; j++) {
+        const char *file = json_string_value(json_object_get(json_array_get(stages, j), "file"));
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        pl_err err = {""};
+        sgs[j] = pl_onnx_load(path, NULL, &err);
+        if (!sgs[j]) fail_msg("stage %d: %s", j, err.msg);
+        count_names(&g->op_by_name, &counts, sgs[j]);
+        check_stage_graph(g, sgs[j], &made, j);
+    }
+    for (int op = 0; op < g->n_ops; op++) { /* each op once, plus its documented copies */
+        int copies = copies_of(stages, g->ops[op].name);
+        if (copies) assert_true(pl_split_is_const(g, op));
+        if (counts[op] != 1 + copies)
+            fail_msg("op '%s' is in %d stage files, expected %d", g->ops[op].name, counts[op],
+                     1 + copies);
+    }
+    for (int k = 0; k < g->n_outputs; k++) { /* each graph output out of exactly one stage */
+        int n = 0;
+        for (int j = 0; j < s->n; j++)
+            n += pl_graph_find_tensor(sgs[j], g->tensors[g->outputs[k]].name) >= 0 &&
+                 (sgs[j]
+                      ->tensors[pl_graph_find_tensor(sgs[j], g->tensors[g->outputs[k]].name)]
+                      .flags &
+                  PL_TENSOR_OUTPUT);
+        assert_int_equal(n, 1);
+    }
+    for (int j = 0; j < s->n; j++)
+        pl_graph_free(sgs[j]);
+    free(sgs), free(counts);
+    pl_strmap_free(&made);
+    json_decref(man);
+}
+
+static void split_model(const char *model, const char *algo, bool python)
+{
+    pl_graph *g = tu_load(model);
+    pl_plan *p = make_plan(g, algo);
+    pl_stages s;
+    pl_err err = {""};
+    if (pl_split_stages(g, p, &s, &err) < 0) fail_msg("%s", err.msg);
+    check_stages(g, &s);
+    char *dir = tmpdir();
+    if (pl_split_write(model, g, &s, NULL, dir, &err) < 0) fail_msg("%s", err.msg);
+    check_files(g, &s, dir);
+    if (python) { /* an independent reader: onnx.checker with shape inference */
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 tools/check_split.py %s", dir);
+        int rc = system(cmd);
+        if (rc != 0)
+            fail_msg("%s: exit %d%s", cmd, rc,
+                     WEXITSTATUS(rc) == 3 ? " (the python3 onnx package is missing)" : "");
+    }
+    rmdir_all(dir);
+    free(dir);
+    pl_stages_free(&s);
+    pl_plan_free(p);
+    pl_graph_free(g);
+}
+
+static void test_resnet50(void **state)
+{
+    (void)state;
+    split_model("models/resnet50.onnx", "heft", true);
+    split_model("models/resnet50.onnx", "expert", false);
+}
+
+static void test_inception_v3(void **state)
+{
+    (void)state;
+    split_model("models/inception_v3.onnx", "heft", false);
+    split_model("models/inception_v3.onnx", "expert", true);
+}
+
+/* Constants, Loops (outer-scope reads) and many stages. */
+static void test_other_models(void **state)
+{
+    (void)state;
+    split_model("models/gpt2_small.onnx", "heft", false);
+    split_model("models/rnnlm.onnx", "heft", true);
+}
+
+/* ---- a tiny ONNX model built here, for stages worked out by hand ---- */
+
+typedef struct tnode {
+    const char *name, *type, *in[2], *out;
+} tnode;
+
+static size_t tiny_model(const tnode *nodes, int n, uint8_t **buf)
+{
+    Onnx__NodeProto np[8], *npp[8];
+    Onnx__AttributeProto attr = ONNX__ATTRIBUTE_PROTO__INIT, *attrp = &attr;
+    Onnx__TensorProto val = ONNX__TENSOR_PROTO__INIT;
+    float one = 1;
+    int64_t dim1 = 1;
+    val.n_dims = 1, val.dims = &dim1, val.has_data_type = 1, val.data_type = PL_DT_FLOAT;
+    val.n_float_data = 1, val.float_data = &one;
+    attr.name = "value", attr.has_type = 1, attr.t = &val;
+    attr.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    for (int k = 0; k < n; k++) {
+        np[k] = (Onnx__NodeProto)ONNX__NODE_PROTO__INIT;
+        np[k].name = (char *)nodes[k].name, np[k].op_type = (char *)nodes[k].type;
+        np[k].input = (char **)nodes[k].in;
+        np[k].n_input = nodes[k].in[1] ? 2 : nodes[k].in[0] ? 1 : 0;
+        np[k].output = (char **)&nodes[k].out, np[k].n_output = 1;
+        if (!strcmp(nodes[k].type, "Constant")) np[k].n_attribute = 1, np[k].attribute = &attrp;
+        npp[k] = &np[k];
+    }
+    Onnx__TensorShapeProto__Dimension d[2] = {ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT,
+                                              ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT},
+                                      *dp[2] = {&d[0], &d[1]};
+    d[0].value_case = d[1].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    d[0].dim_value = 2, d[1].dim_value = 3;
+    Onnx__TensorShapeProto shape = ONNX__TENSOR_SHAPE_PROTO__INIT;
+    shape.n_dim = 2, shape.dim = dp;
+    Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
+    tt.has_elem_type = 1, tt.elem_type = PL_DT_FLOAT, tt.shape = &shape;
+    Onnx__TypeProto type = ONNX__TYPE_PROTO__INIT;
+    type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE, type.tensor_type = &tt;
+    Onnx__ValueInfoProto x = ONNX__VALUE_INFO_PROTO__INIT, out = ONNX__VALUE_INFO_PROTO__INIT;
+    Onnx__ValueInfoProto *xp = &x, *outp = &out;
+    x.name = "x", x.type = &type, out.name = "out", out.type = &type;
+    Onnx__GraphProto gp = ONNX__GRAPH_PROTO__INIT;
+    gp.name = "tiny", gp.n_node = (size_t)n, gp.node = npp;
+    gp.n_input = 1, gp.input = &xp, gp.n_output = 1, gp.output = &outp;
+    Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *osp = &os;
+    os.domain = "", os.has_version = 1, os.version = 13;
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.has_ir_version = 1, m.ir_version = 7, m.graph = &gp, m.n_opset_import = 1;
+    m.opset_import = &osp;
+    size_t len = onnx__model_proto__get_packed_size(&m);
+    *buf = pl_malloc(len);
+    onnx__model_proto__pack(&m, *buf);
+    return len;
+}
+
+/* Splits a tiny model with devices given per op ("dev" in node order); returns the stages,
+ * checked, and its file in *path. */
+static pl_graph *split_tiny(const tnode *nodes, int n, const int *dev, pl_stages *s, char *path)
+{
+    uint8_t *buf;
+    size_t len = tiny_model(nodes, n, &buf);
+    snprintf(path, 256, "%s", tu_tmpfile(buf, len, ".onnx"));
+    free(buf);
+    pl_graph *g = tu_load(path);
+    pl_plan *p = pl_plan_new(g->n_ops, 2);
+    for (int k = 0; k < n; k++)
+        p->dev[pl_graph_find_op(g, nodes[k].name)] = dev[k];
+    pl_err err = {""};
+    if (pl_split_stages(g, p, s, &err) < 0) fail_msg("%s", err.msg);
+    check_stages(g, s);
+    char *dir = tmpdir();
+    if (pl_split_write(path, g, s, NULL, dir, &err) < 0) fail_msg("%s", err.msg);
+    check_files(g, s, dir);
+    rmdir_all(dir);
+    free(dir);
+    pl_plan_free(p);
+    return g;
+}
+
+static const char *op_of(const pl_graph *g, const pl_stages *s, int j, int k)
+{
+    assert_true(k < s->st[j].n_ops);
+    return g->ops[s->st[j].ops[k]].name;
+}
+
+/* a -> b -> c on devices 0, 1, 0: three stages; a Constant read by a and c is owned by a's
+ * stage and copied into c's. */
+static void test_alternating(void **state)
+{
+    (void)state;
+    const tnode nodes[] = {{"k", "Constant", {NULL}, "kv"},
+                           {"a", "Add", {"x", "kv"}, "av"},
+                           {"b", "Relu", {"av"}, "bv"},
+                           {"c", "Add", {"bv", "kv"}, "out"}};
+    int dev[] = {1, 0, 1, 0};
+    pl_stages s;
+    char path[256];
+    pl_graph *g = split_tiny(nodes, 4, dev, &s, path);
+    assert_int_equal(s.n, 3);
+    int want_dev[] = {0, 1, 0};
+    for (int j = 0; j < 3; j++)
+        assert_int_equal(s.st[j].dev, want_dev[j]);
+    assert_int_equal(s.st[0].n_ops, 2);
+    assert_string_equal(op_of(g, &s, 0, 0), "k");
+    assert_string_equal(op_of(g, &s, 0, 1), "a");
+    assert_string_equal(op_of(g, &s, 1, 0), "b");
+    assert_string_equal(op_of(g, &s, 2, 0), "c");
+    assert_int_equal(s.st[2].n_consts, 1);
+    assert_int_equal(s.st[1].n_consts, 0);
+    assert_int_equal(s.st[0].n_inputs, 1); /* x */
+    assert_int_equal(s.st[2].n_inputs, 1); /* bv; kv is its own copy */
+    assert_string_equal(g->tensors[s.st[2].inputs[0]].name, "bv");
+    pl_stages_free(&s);
+    pl_graph_free(g);
+    remove(path);
+}
+
+/* a and b read x on devices 0 and 1, c (device 0) reads both: a and c share a stage, which
+ * runs after b's. */
+static void test_merge(void **state)
+{
+    (void)state;
+    const tnode nodes[] = {{"a", "Relu", {"x"}, "av"},
+                           {"b", "Sigmoid", {"x"}, "bv"},
+                           {"c", "Add", {"av", "bv"}, "out"}};
+    int dev[] = {0, 1, 0};
+    pl_stages s;
+    char path[256];
+    pl_graph *g = split_tiny(nodes, 3, dev, &s, path);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.st[0].dev, 1);
+    assert_string_equal(op_of(g, &s, 0, 0), "b");
+    assert_int_equal(s.st[1].dev, 0);
+    assert_int_equal(s.st[1].n_ops, 2);
+    assert_string_equal(op_of(g, &s, 1, 0), "a");
+    assert_string_equal(op_of(g, &s, 1, 1), "c");
+    assert_int_equal(s.st[0].n_outputs, 1);
+    pl_stages_free(&s);
+    pl_graph_free(g);
+    remove(path);
+}
+
+/* ---- the command ---- */
+
+static void test_cli(void **state)
+{
+    (void)state;
+    char plan[256], args[1024], *out, *dir = tmpdir();
+    snprintf(plan, sizeof plan, "%s", tu_tmpfile("", 0, ".json"));
+    snprintf(args, sizeof args,
+             "place models/resnet50.onnx --cluster " INTRA " --algo heft -o %s >/dev/null", plan);
+    assert_int_equal(tu_run(args, &out), 0);
+    free(out);
+    snprintf(args, sizeof args,
+             "split models/resnet50.onnx --cluster " INTRA " --plan %s -o %s/s --json 2>/dev/null",
+             plan, dir);
+    int rc = tu_run(args, &out);
+    if (rc != 0) fail_msg("placer %s: exit %d\n%s", args, rc, out);
+    json_error_t e;
+    json_t *j = json_loads(out, 0, &e);
+    if (!j) fail_msg("not JSON (%s):\n%s", e.text, out);
+    assert_string_equal(json_string_value(json_object_get(j, "format")), "placer-split/1");
+    assert_true(json_array_size(json_object_get(j, "stages")) >= 2);
+    json_decref(j);
+    free(out);
+    /* the text table names every stage */
+    snprintf(args, sizeof args,
+             "split models/resnet50.onnx --cluster " INTRA " --plan %s -o %s/s 2>/dev/null", plan,
+             dir);
+    assert_int_equal(tu_run(args, &out), 0);
+    assert_non_null(strstr(out, "stage_01"));
+    free(out);
+    /* a plan for another model is refused by its SHA-256 */
+    snprintf(args, sizeof args,
+             "split models/resnext50_32x4d.onnx --cluster " INTRA " --plan %s -o %s/t", plan, dir);
+    rc = tu_run(args, &out);
+    if (rc != 2 || !strstr(out, "this plan was made for another model"))
+        fail_msg("placer %s: exit %d, expected 2 and a refusal:\n%s", args, rc, out);
+    free(out);
+    remove(plan);
+    rmdir_all(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alternating),  cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_inception_v3),
+        cmocka_unit_test(test_other_models), cmocka_unit_test(test_cli),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
