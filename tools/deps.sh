@@ -35,3 +35,15 @@ if ! command -v npm >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends nodejs npm >&2
 fi
 tools/fetch_thirdparty.sh
+
+# onnxruntime for measured trials (tools/ort_worker.js), into the build tree, never committed.
+# The version is pinned; "skip" stops its install script from fetching GPU binaries (no
+# network to GitHub here, and the CPU library ships in the npm package itself).
+ORT_VERSION=1.22.0
+ORT_DIR=build/npm
+if ! node -e "process.exit(require('./$ORT_DIR/node_modules/onnxruntime-node/package.json').version === '$ORT_VERSION' ? 0 : 1)" 2>/dev/null; then
+  echo "deps: installing onnxruntime-node@$ORT_VERSION into $ORT_DIR" >&2
+  mkdir -p "$ORT_DIR"
+  ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$ORT_DIR" "onnxruntime-node@$ORT_VERSION" \
+    --onnxruntime-node-install=skip --no-audit --no-fund --loglevel=error >&2
+fi

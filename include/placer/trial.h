@@ -67,4 +67,22 @@ const pl_graph *pl_trial_sim_graph(const pl_trial_worker *w);
  * there. Copies its inputs. */
 pl_trial_worker *pl_trial_table_new(const char *const *names, const double *latency_s, int n);
 
+/* The measuring worker (docs/runtime.md): start-up inflates the weightless model into
+ * `cache_dir` (NULL: "build/ort-cache"), starts the onnxruntime worker process (`ort`; NULL:
+ * defaults) and loads the model once; each trial runs it `warmup` (0: 1) times untimed and
+ * `repeat` (0: 3) times timed on this machine's CPU and reports the median latency. The
+ * cluster is not looked at: the model runs whole, on the local CPU, whatever the
+ * configuration (running a plan's stages per device comes with `placer split`). */
+typedef struct pl_ort pl_ort;
+typedef struct pl_ort_opts pl_ort_opts;
+typedef struct pl_trial_ort_opts {
+    const char *model_path;
+    const char *cache_dir;
+    const pl_ort_opts *ort;
+    int repeat, warmup;
+} pl_trial_ort_opts;
+pl_trial_worker *pl_trial_ort_new(const pl_trial_ort_opts *o);
+/* The worker's onnxruntime client after start (for its stats), NULL before. */
+pl_ort *pl_trial_ort_client(const pl_trial_worker *w);
+
 #endif

@@ -1,0 +1,69 @@
+/* runtime.h: real CPU execution with onnxruntime, for measured trials (issue 6, docs/runtime.md).
+ *
+ * onnxruntime runs in a persistent Node process (tools/ort_worker.js, on the npm package
+ * onnxruntime-node that `make deps` installs into build/npm): placer starts it once, loads the
+ * model (or a set of stages) once, the expensive part, then runs many timed requests over a
+ * pipe, one JSON message per line each way. A worker that crashes, answers garbage or does not
+ * answer in time is killed with its process group, restarted, and reported as an error. */
+#ifndef PLACER_RUNTIME_H
+#define PLACER_RUNTIME_H
+
+#include "placer/common.h"
+
+/* Writes a copy of the ONNX file `src` whose weightless tensors (dims but no data) hold
+ * made-up values of the right size, as cache_dir/<sha256 of src>.onnx, and puts that path in
+ * out. Returns 1 when it wrote the file, 0 when the file was already there (nothing is read
+ * but src's hash), -1 on error. Models with external data are refused. */
+int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n, pl_err *err);
+
+typedef struct pl_ort_opts {
+    const char *node;    /* NULL: $PLACER_NODE, else "node" (on PATH) */
+    const char *script;  /* NULL: $PLACER_ORT_WORKER, else "tools/ort_worker.js" */
+    const char *modules; /* node_modules holding onnxruntime-node; NULL: $PLACER_ORT_MODULES,
+                            else "build/npm/node_modules" (relative paths: to the repo root,
+                            where placer and the tests run) */
+    double timeout_s;    /* for one reply (a load or a whole run); 0: 300 s */
+    int threads;         /* intra-op threads per session; 0: 1 */
+    bool no_optimize;    /* graph optimisation "disabled" instead of "all" */
+    int int_high;        /* random integer inputs are in [0, int_high); 0: 2 */
+    unsigned seed;       /* of the random inputs */
+} pl_ort_opts;
+
+typedef struct pl_ort pl_ort;
+
+#define PL_ORT_FIRST 8
+typedef struct pl_ort_output {
+    char name[128];
+    int rank;
+    long long dims[8];
+    double checksum;            /* sum of all values */
+    bool finite;                /* no NaN or infinity anywhere */
+    int n_first;                /* values in first[] */
+    double first[PL_ORT_FIRST]; /* the first values, for a look */
+} pl_ort_output;
+
+typedef struct pl_ort_result {
+    int repeat, n_stages, n_outputs;
+    double *latency_s; /* [repeat]: one request, first input to last output */
+    double *stage_s;   /* [repeat * n_stages]: each stage's own run time */
+    pl_ort_output *outputs;
+} pl_ort_result;
+void pl_ort_result_free(pl_ort_result *r);
+
+/* Starts the worker and waits for it to say it is ready (onnxruntime-node found). */
+pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err);
+/* Loads models[0..n) as the stages of one request, in this order: a stage's inputs named like
+ * an earlier stage's outputs are fed from them; the rest are random. Replaces what was loaded.
+ * The worker keeps the paths so that it can load them again after a restart. */
+int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err);
+/* Runs `warmup` untimed requests, then `repeat` timed ones. */
+int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err);
+/* What the worker process counts: model loads and timed runs since it started. */
+int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err);
+int pl_ort_pid(const pl_ort *w);       /* the worker's process id (its process group too) */
+int pl_ort_restarts(const pl_ort *w);  /* how many times it was restarted */
+double pl_ort_load_s(const pl_ort *w); /* the last load's time, as the worker measured it */
+/* Asks the worker to quit, kills it if it does not within a second, reaps it. NULL is fine. */
+void pl_ort_stop(pl_ort *w);
+
+#endif

@@ -1,0 +1,294 @@
+/* ort.c: the onnxruntime client: the worker protocol (tools/ort_worker.js, docs/runtime.md)
+ * over the child process of proc.c.
+ *
+ * Every request carries an id that the reply must repeat, so a stray line can never be taken
+ * for the answer to a later request. When the worker dies, answers something that is not a
+ * reply, or does not answer in time, the stream can no longer be trusted: the worker is killed,
+ * started again with the same models loaded, and the request fails with a message that says
+ * what happened. It is not retried: a trial whose worker crashed is not a measurement. */
+#include "ort_internal.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pl_ort {
+    ort_proc p;
+    char *node, *script, *modules;
+    pl_ort_opts o;
+    char **paths; /* loaded models, reloaded after a restart */
+    int n_paths;
+    long next_id;
+    int restarts;
+    bool restarting; /* a failure now is not restarted again */
+    double load_s;
+};
+
+static char *pick(const char *given, const char *env, const char *dflt)
+{
+    const char *e = getenv(env);
+    return pl_strdup(given ? given : e && *e ? e : dflt);
+}
+
+static int request(pl_ort *w, json_t *msg, const char *what, json_t **reply, pl_err *err);
+
+/* Waits for the greeting: the worker found onnxruntime-node and reads requests. */
+static int spawn(pl_ort *w, pl_err *err)
+{
+    if (ort_proc_spawn(&w->p, w->node, w->script, w->modules, err) < 0) return -1;
+    json_t *r = NULL;
+    int rc = request(w, NULL, "start", &r, err);
+    json_decref(r);
+    return rc;
+}
+
+/* Ends the worker after a failure and starts a fresh one with the same models; appends what
+ * happened to err. Once: a failure while restarting leaves the worker stopped. */
+static int restart(pl_ort *w, const char *how, pl_err *err)
+{
+    char tail[ORT_TAIL], said[ORT_TAIL + 32] = "";
+    ort_proc_tail(&w->p, tail, sizeof tail);
+    ort_proc_end(&w->p, 0.2, NULL, 0);
+    if (*tail) snprintf(said, sizeof said, " (its stderr: %.700s)", tail);
+    if (w->restarting) return pl_err_set(err, "%s%s", how, said);
+    pl_err e = {{0}};
+    w->restarts++, w->restarting = true;
+    int rc = spawn(w, &e);
+    if (rc == 0 && w->n_paths) rc = pl_ort_load(w, (const char *const *)w->paths, w->n_paths, &e);
+    w->restarting = false;
+    if (rc == 0) return pl_err_set(err, "%s%s; restarted", how, said);
+    ort_proc_end(&w->p, 0, NULL, 0);
+    return pl_err_set(err, "%s%s; restarting it failed too: %.400s", how, said, e.msg);
+}
+
+/* Reads the reply to `what` and checks that it is one: a JSON object with "ok", and our id. */
+static json_t *read_reply(pl_ort *w, long id, const char *what, pl_err *err)
+{
+    char *line = NULL, how[160], msg[PL_ERR_MAX];
+    ort_line_rc rc = ort_proc_line(&w->p, w->o.timeout_s, &line);
+    if (rc == ORT_LINE_TIMEOUT) {
+        snprintf(msg, sizeof msg, "onnxruntime worker did not answer '%s' within %g s", what,
+                 w->o.timeout_s);
+        restart(w, msg, err);
+        return NULL;
+    }
+    if (rc == ORT_LINE_EOF) {
+        ort_proc_end(&w->p, 1.0, how, sizeof how); /* keeps the stderr tail */
+        snprintf(msg, sizeof msg, "onnxruntime worker %s while running '%s'", how, what);
+        restart(w, msg, err);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *r = json_loads(line, 0, &je);
+    json_t *okv = r ? json_object_get(r, "ok") : NULL, *idv = r ? json_object_get(r, "id") : NULL;
+    bool good = json_is_object(r) && json_is_boolean(okv) &&
+                (id < 0 || (json_is_integer(idv) && json_integer_value(idv) == id));
+    if (!good) {
+        snprintf(msg, sizeof msg,
+                 "onnxruntime worker sent a malformed reply to '%s' (%s): '%.120s'", what,
+                 !r                      ? "not JSON"
+                 : !json_is_boolean(okv) ? "no \"ok\""
+                                         : "wrong id",
+                 line);
+        json_decref(r);
+        free(line);
+        restart(w, msg, err);
+        return NULL;
+    }
+    free(line);
+    return r;
+}
+
+/* Sends msg (NULL: none, only read the greeting) with a fresh id and returns the reply in
+ * *reply; -1 with err set when the worker failed or answered {"ok": false}. */
+static int request(pl_ort *w, json_t *msg, const char *what, json_t **reply, pl_err *err)
+{
+    *reply = NULL;
+    if (w->p.pid <= 0 && (w->restarting || spawn(w, err) < 0)) return -1;
+    long id = -1;
+    if (msg) {
+        id = ++w->next_id;
+        json_object_set_new(msg, "id", json_integer(id));
+        char *line = json_dumps(msg, JSON_COMPACT);
+        int rc = ort_proc_send(&w->p, line);
+        free(line);
+        if (rc < 0) {
+            char how[160], m[PL_ERR_MAX];
+            ort_proc_end(&w->p, 1.0, how, sizeof how);
+            snprintf(m, sizeof m, "onnxruntime worker %s before '%s' was sent", how, what);
+            return restart(w, m, err);
+        }
+    }
+    json_t *r = read_reply(w, id, what, err);
+    if (!r) return -1;
+    if (!json_is_true(json_object_get(r, "ok"))) {
+        const char *e = json_string_value(json_object_get(r, "error"));
+        pl_err_set(err, "onnxruntime worker: %s: %s", what, e ? e : "failed (no reason given)");
+        json_decref(r);
+        return -1;
+    }
+    *reply = r;
+    return 0;
+}
+
+pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err)
+{
+    pl_ort *w = pl_calloc(1, sizeof *w);
+    if (o) w->o = *o;
+    w->node = pick(w->o.node, "PLACER_NODE", "node");
+    w->script = pick(w->o.script, "PLACER_ORT_WORKER", "tools/ort_worker.js");
+    w->modules = pick(w->o.modules, "PLACER_ORT_MODULES", "build/npm/node_modules");
+    w->o.node = w->o.script = w->o.modules = NULL; /* the caller's strings are not kept */
+    if (w->o.timeout_s <= 0) w->o.timeout_s = 300;
+    if (w->o.threads <= 0) w->o.threads = 1;
+    if (w->o.int_high <= 0) w->o.int_high = 2;
+    w->p = (ort_proc){.pid = -1, .in = -1, .out = -1, .e = -1};
+    w->restarting = true; /* a worker that cannot start is not restarted */
+    int rc = spawn(w, err);
+    w->restarting = false;
+    if (rc == 0) return w;
+    pl_ort_stop(w);
+    return NULL;
+}
+
+static void forget_paths(pl_ort *w)
+{
+    for (int i = 0; i < w->n_paths; i++)
+        free(w->paths[i]);
+    free(w->paths);
+    w->paths = NULL, w->n_paths = 0;
+}
+
+int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err)
+{
+    json_t *msg = json_object(), *list = json_array(), *r = NULL;
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, json_string(paths[i]));
+    json_object_set_new(msg, "op", json_string("load"));
+    json_object_set_new(msg, "models", list);
+    json_object_set_new(msg, "threads", json_integer(w->o.threads));
+    json_object_set_new(msg, "optimize", json_string(w->o.no_optimize ? "disabled" : "all"));
+    int rc = request(w, msg, "load", &r, err);
+    json_decref(msg);
+    if (rc == 0) w->load_s = json_number_value(json_object_get(r, "load_s"));
+    json_decref(r);
+    if (rc < 0 || (const char *const *)w->paths == paths) return rc;
+    forget_paths(w);
+    w->paths = pl_calloc(n + 1, sizeof *w->paths);
+    for (int i = 0; i < n; i++)
+        w->paths[i] = pl_strdup(paths[i]);
+    w->n_paths = n;
+    return 0;
+}
+
+static void read_output(const char *name, json_t *v, pl_ort_output *o)
+{
+    snprintf(o->name, sizeof o->name, "%s", name);
+    json_t *dims = json_object_get(v, "dims"), *first = json_object_get(v, "first");
+    size_t k;
+    json_t *x;
+    json_array_foreach(dims, k, x) if (k < 8) o->dims[o->rank++] = json_integer_value(x);
+    json_array_foreach(first, k, x) if (k < PL_ORT_FIRST) o->first[o->n_first++] =
+        json_is_number(x) ? json_number_value(x) : NAN;
+    o->checksum = json_number_value(json_object_get(v, "checksum"));
+    o->finite = json_is_true(json_object_get(v, "finite"));
+}
+
+/* Fills r from a run reply; -1 when a field is missing or of the wrong kind. */
+static int read_result(json_t *rep, int repeat, pl_ort_result *r)
+{
+    json_t *lat = json_object_get(rep, "latency_s"), *st = json_object_get(rep, "stage_s");
+    json_t *outs = json_object_get(rep, "outputs");
+    if (json_array_size(lat) != (size_t)repeat || json_array_size(st) != (size_t)repeat ||
+        !json_is_object(outs))
+        return -1;
+    r->repeat = repeat;
+    r->n_stages = (int)json_array_size(json_array_get(st, 0));
+    r->latency_s = pl_calloc(repeat, sizeof *r->latency_s);
+    r->stage_s = pl_calloc((size_t)repeat * (r->n_stages ? r->n_stages : 1), sizeof *r->stage_s);
+    for (int i = 0; i < repeat; i++) {
+        json_t *row = json_array_get(st, i);
+        if (!json_is_number(json_array_get(lat, i)) || json_array_size(row) != (size_t)r->n_stages)
+            return -1;
+        r->latency_s[i] = json_number_value(json_array_get(lat, i));
+        for (int s = 0; s < r->n_stages; s++)
+            r->stage_s[i * r->n_stages + s] = json_number_value(json_array_get(row, s));
+    }
+    r->outputs = pl_calloc(json_object_size(outs) + 1, sizeof *r->outputs);
+    const char *name;
+    json_t *v;
+    json_object_foreach(outs, name, v) read_output(name, v, &r->outputs[r->n_outputs++]);
+    return 0;
+}
+
+int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err)
+{
+    *r = (pl_ort_result){0};
+    if (repeat < 1) repeat = 1;
+    json_t *msg = json_object(), *rep = NULL;
+    json_object_set_new(msg, "op", json_string("run"));
+    json_object_set_new(msg, "inputs", json_string("random"));
+    json_object_set_new(msg, "repeat", json_integer(repeat));
+    json_object_set_new(msg, "warmup", json_integer(warmup > 0 ? warmup : 0));
+    json_object_set_new(msg, "seed", json_integer(w->o.seed ? w->o.seed : 1));
+    json_object_set_new(msg, "int_high", json_integer(w->o.int_high));
+    int rc = request(w, msg, "run", &rep, err);
+    json_decref(msg);
+    if (rc == 0 && read_result(rep, repeat, r) < 0) {
+        pl_ort_result_free(r);
+        rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'run': it lacks "
+                             "latency_s, stage_s (one per repetition) or outputs");
+    }
+    json_decref(rep);
+    return rc;
+}
+
+int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err)
+{
+    json_t *msg = json_pack("{s:s}", "op", "stats"), *rep = NULL;
+    int rc = request(w, msg, "stats", &rep, err);
+    json_decref(msg);
+    if (rc == 0) {
+        json_t *l = json_object_get(rep, "loads"), *n = json_object_get(rep, "runs");
+        if (!json_is_integer(l) || !json_is_integer(n))
+            rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'stats': no "
+                                 "integer loads and runs");
+        else
+            *loads = (long)json_integer_value(l), *runs = (long)json_integer_value(n);
+    }
+    json_decref(rep);
+    return rc;
+}
+
+int pl_ort_pid(const pl_ort *w)
+{
+    return w ? (int)w->p.pid : -1;
+}
+
+int pl_ort_restarts(const pl_ort *w)
+{
+    return w ? w->restarts : 0;
+}
+
+double pl_ort_load_s(const pl_ort *w)
+{
+    return w ? w->load_s : 0;
+}
+
+void pl_ort_stop(pl_ort *w)
+{
+    if (!w) return;
+    if (w->p.pid > 0) ort_proc_send(&w->p, "{\"op\":\"quit\"}");
+    ort_proc_end(&w->p, 1.0, NULL, 0);
+    forget_paths(w);
+    free(w->node), free(w->script), free(w->modules), free(w);
+}
+
+void pl_ort_result_free(pl_ort_result *r)
+{
+    if (!r) return;
+    free(r->latency_s), free(r->stage_s), free(r->outputs);
+    *r = (pl_ort_result){0};
+}

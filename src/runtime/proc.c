@@ -1,0 +1,205 @@
+/* proc.c: the onnxruntime worker as a child process: spawned in its own process group (so it
+ * and anything it starts can be killed as one), tied to placer's life (PR_SET_PDEATHSIG, and
+ * the worker exits when its stdin closes), read with poll and a deadline, always reaped.
+ *
+ * Its stdin and stdout are socket pairs rather than pipes so that writing to a dead worker
+ * fails with EPIPE (send with MSG_NOSIGNAL) instead of raising SIGPIPE in placer, a library
+ * that must not install signal handlers behind its caller's back. */
+#include "ort_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+/* Only async-signal-safe calls between fork and exec. */
+static void child(pid_t parent, int in, int out, int e, char *const argv[])
+{
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(e, 2) < 0) _exit(126);
+    execvp(argv[0], argv);
+    static const char msg[] = "cannot execute node (set PLACER_NODE or put it on PATH)\n";
+    if (write(2, msg, sizeof msg - 1) < 0) _exit(127);
+    _exit(127);
+}
+
+int ort_proc_spawn(ort_proc *p, const char *node, const char *script, const char *modules,
+                   pl_err *err)
+{
+    int in[2], out[2], e[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0) goto fail0;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) < 0) goto fail1;
+    if (pipe2(e, O_CLOEXEC) < 0) goto fail2;
+    char *argv[] = {(char *)node, (char *)script, (char *)modules, NULL};
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) child(parent, in[1], out[1], e[1], argv);
+    close(in[1]), close(out[1]), close(e[1]);
+    if (pid < 0) {
+        close(in[0]), close(out[0]), close(e[0]);
+        return pl_err_set(err, "cannot start the onnxruntime worker: fork: %s", strerror(errno));
+    }
+    setpgid(pid, pid); /* also here: no window where a kill of the group misses it */
+    *p = (ort_proc){.pid = pid, .in = in[0], .out = out[0], .e = e[0]};
+    return 0;
+fail2:
+    close(out[0]), close(out[1]);
+fail1:
+    close(in[0]), close(in[1]);
+fail0:
+    return pl_err_set(err, "cannot start the onnxruntime worker: %s", strerror(errno));
+}
+
+int ort_proc_send(ort_proc *p, const char *line)
+{
+    size_t n = strlen(line);
+    char *msg = pl_malloc(n + 1);
+    memcpy(msg, line, n);
+    msg[n++] = '\n';
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = send(p->in, msg + off, n - off, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    free(msg);
+    return off == n ? 0 : -1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void keep_tail(ort_proc *p, const char *b, size_t n)
+{
+    if (n >= ORT_TAIL) b += n - (ORT_TAIL - 1), n = ORT_TAIL - 1;
+    size_t keep = p->tail_len + n < ORT_TAIL ? p->tail_len : ORT_TAIL - 1 - n;
+    memmove(p->tail, p->tail + p->tail_len - keep, keep);
+    memcpy(p->tail + keep, b, n);
+    p->tail_len = keep + n;
+}
+
+/* Takes a complete line out of the buffer, if there is one. */
+static bool pop_line(ort_proc *p, char **line)
+{
+    char *nl = p->len ? memchr(p->buf, '\n', p->len) : NULL;
+    if (!nl) return false;
+    size_t k = (size_t)(nl - p->buf);
+    *line = pl_strndup(p->buf, k);
+    memmove(p->buf, nl + 1, p->len - k - 1);
+    p->len -= k + 1;
+    return true;
+}
+
+/* Reads what is there on one descriptor; 0 at end of file. */
+static ssize_t drain(ort_proc *p, int fd)
+{
+    char b[65536];
+    ssize_t r;
+    do
+        r = read(fd, b, sizeof b);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) return 0;
+    if (fd == p->e) {
+        keep_tail(p, b, (size_t)r);
+    } else {
+        if (p->len + (size_t)r > p->cap) {
+            p->cap = (p->len + (size_t)r) * 2;
+            p->buf = pl_realloc(p->buf, p->cap);
+        }
+        memcpy(p->buf + p->len, b, (size_t)r);
+        p->len += (size_t)r;
+    }
+    return r;
+}
+
+ort_line_rc ort_proc_line(ort_proc *p, double timeout_s, char **line)
+{
+    double deadline = now_s() + timeout_s;
+    while (!pop_line(p, line)) {
+        double left = deadline - now_s();
+        if (left <= 0) return ORT_LINE_TIMEOUT;
+        struct pollfd f[2] = {{p->out, POLLIN, 0}, {p->e, POLLIN, 0}};
+        int r = poll(f, p->e >= 0 ? 2 : 1, (int)(left * 1000) + 1);
+        if (r < 0 && errno != EINTR) return ORT_LINE_EOF;
+        if (r <= 0) continue;
+        if (f[1].revents && p->e >= 0 && drain(p, p->e) == 0) close_fd(&p->e);
+        if (f[0].revents && drain(p, p->out) == 0) {
+            if (p->e >= 0) drain(p, p->e); /* its last words, usually why */
+            return ORT_LINE_EOF;
+        }
+    }
+    return ORT_LINE_OK;
+}
+
+static void describe(int st, char *how, size_t n)
+{
+    if (WIFSIGNALED(st))
+        snprintf(how, n, "died (signal %d)", WTERMSIG(st));
+    else
+        snprintf(how, n, "exited with status %d", WEXITSTATUS(st));
+}
+
+/* Whether it has exited, without reaping it: its process group stays reserved until then. */
+static bool exited(pid_t pid, int *st)
+{
+    siginfo_t si = {0};
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) return true;
+    if (si.si_pid != pid) return false;
+    *st = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
+    return true;
+}
+
+void ort_proc_end(ort_proc *p, double grace_s, char *how, size_t n)
+{
+    char local[64];
+    if (!how || !n) how = local, n = sizeof local;
+    how[0] = 0;
+    close_fd(&p->in); /* end of input: a healthy worker quits */
+    if (p->pid > 0) {
+        int st = 0;
+        bool gone = exited(p->pid, &st);
+        for (double end = now_s() + grace_s; !gone && now_s() < end; gone = exited(p->pid, &st))
+            usleep(5000);
+        if (gone)
+            describe(st, how, n);
+        else
+            snprintf(how, n, "did not exit and was killed");
+        kill(-p->pid, SIGKILL); /* the whole group: nothing it started outlives it */
+        while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    }
+    close_fd(&p->out), close_fd(&p->e);
+    free(p->buf);
+    p->buf = NULL, p->len = p->cap = 0, p->pid = -1;
+}
+
+const char *ort_proc_tail(const ort_proc *p, char *out, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < p->tail_len && k + 1 < n; i++)
+        out[k++] = p->tail[i] == '\n' || p->tail[i] == '\r' ? ' ' : p->tail[i];
+    while (k && out[k - 1] == ' ')
+        k--;
+    out[k] = 0;
+    return out;
+}

@@ -1,0 +1,202 @@
+#!/usr/bin/env node
+// ort_worker.js: placer's persistent onnxruntime worker (docs/runtime.md). placer starts it
+// once and talks to it over stdin/stdout, one JSON message per line each way:
+//
+//   (on start)                                -> {"ok":true,"ready":true,"ort":"1.22.0"}
+//   {"op":"load","id":1,"models":[paths],"threads":1,"optimize":"all"|"disabled"}
+//                                             -> {"ok":true,"id":1,"loads":N,"load_s":..,"stages":[..]}
+//   {"op":"run","id":2,"inputs":"random"|{name:{dims,dtype,data}},"repeat":R,"warmup":W,
+//    "seed":S,"int_high":H}                   -> {"ok":true,"id":2,"latency_s":[..R],
+//                                                 "stage_s":[[..stages] x R],"outputs":{..}}
+//   {"op":"stats"}                            -> {"ok":true,"loads":N,"runs":M}
+//   {"op":"quit"}                             -> {"ok":true}, then exits
+//   any failure                               -> {"ok":false,"id":..,"error":"..."}
+//
+// Stages run one after the other in the order given (onnxruntime-node runs a session on the
+// main thread, so two sessions in one process cannot overlap); each stage's time is its own.
+// Nothing but replies goes to stdout; diagnostics go to stderr. The worker exits when stdin
+// closes, so it never outlives placer.
+'use strict';
+const path = require('path');
+const readline = require('readline');
+
+const modulesDir = process.argv[2] || process.env.PLACER_ORT_MODULES || path.join(__dirname, '..', 'build', 'npm',
+                                                                  'node_modules');
+let ort;
+try {
+  ort = require(path.resolve(modulesDir, 'onnxruntime-node'));
+} catch (e) {
+  reply({ok: false, error: `onnxruntime-node is not installed in ${modulesDir} (run \`make deps\`): ${e.message}`});
+  process.exit(3);
+}
+
+const FIRST = 8; // output values echoed back for a look
+let stages = []; // [{path, session, inputs: [{name,type,shape}], outputs: [names]}]
+let loads = 0, runs = 0;
+
+function reply(obj) {
+  process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+// A small seeded generator (mulberry32): the same seed gives the same inputs in every run.
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function load(msg) {
+  if (!Array.isArray(msg.models) || !msg.models.length) throw new Error('"models" must be a non-empty list of paths');
+  const opts = {
+    intraOpNumThreads: msg.threads || 1,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: msg.optimize === 'disabled' ? 'disabled' : 'all',
+    executionProviders: ['cpu'],
+  };
+  const t0 = process.hrtime.bigint();
+  const next = [];
+  for (const p of msg.models) {
+    const session = await ort.InferenceSession.create(p, opts);
+    loads++;
+    const meta = session.inputMetadata || [];
+    const inputs = session.inputNames.map((name, i) => ({name, type: meta[i] && meta[i].type, shape: meta[i] && meta[i].shape}));
+    next.push({path: p, session, inputs, outputs: session.outputNames});
+  }
+  for (const s of stages) await s.session.release();
+  stages = next;
+  const load_s = Number(process.hrtime.bigint() - t0) / 1e9;
+  return {loads, load_s, stages: stages.map((s) => ({path: s.path, inputs: s.inputs, outputs: s.outputs}))};
+}
+
+// Symbolic or unknown dims become 1.
+function concreteDims(shape) {
+  return (shape || []).map((d) => (typeof d === 'number' && d >= 0 ? d : 1));
+}
+
+const ARRAYS = {float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array,
+                int8: Int8Array, uint8: Uint8Array, bool: Uint8Array, int16: Int16Array, uint16: Uint16Array};
+
+function randomTensor(input, next, intHigh) {
+  const type = input.type || 'float32';
+  const dims = concreteDims(input.shape);
+  const n = dims.reduce((a, b) => a * b, 1);
+  const Arr = ARRAYS[type];
+  if (!Arr) throw new Error(`input '${input.name}': cannot make random values of type ${type}`);
+  const data = new Arr(n);
+  for (let i = 0; i < n; i++) {
+    if (type === 'float32' || type === 'float64') data[i] = next();
+    else if (type === 'int64') data[i] = BigInt(Math.floor(next() * intHigh));
+    else if (type === 'bool') data[i] = next() < 0.5 ? 0 : 1;
+    else data[i] = Math.floor(next() * intHigh);
+  }
+  return new ort.Tensor(type, data, dims);
+}
+
+function givenTensor(name, v) {
+  const type = v.dtype || 'float32';
+  const Arr = ARRAYS[type];
+  if (!Arr || !Array.isArray(v.dims) || !Array.isArray(v.data)) throw new Error(`input '${name}': needs dims, dtype and data`);
+  const data = type === 'int64' ? BigInt64Array.from(v.data.map((x) => BigInt(x))) : Arr.from(v.data);
+  return new ort.Tensor(type, data, v.dims);
+}
+
+// The request's external inputs: every stage input that no earlier stage produces.
+function makeFeeds(msg) {
+  const next = rng(msg.seed || 1);
+  const intHigh = msg.int_high > 0 ? msg.int_high : 2;
+  const produced = new Set(), feeds = {};
+  for (const s of stages) {
+    for (const inp of s.inputs) {
+      if (produced.has(inp.name) || feeds[inp.name]) continue;
+      const given = msg.inputs && typeof msg.inputs === 'object' ? msg.inputs[inp.name] : undefined;
+      feeds[inp.name] = given ? givenTensor(inp.name, given) : randomTensor(inp, next, intHigh);
+    }
+    s.outputs.forEach((o) => produced.add(o));
+  }
+  return feeds;
+}
+
+async function runOnce(feeds) {
+  const values = Object.assign({}, feeds), times = [];
+  const t0 = process.hrtime.bigint();
+  for (const s of stages) {
+    const mine = {};
+    for (const inp of s.inputs) mine[inp.name] = values[inp.name];
+    const ts = process.hrtime.bigint();
+    const out = await s.session.run(mine);
+    times.push(Number(process.hrtime.bigint() - ts) / 1e9);
+    Object.assign(values, out);
+  }
+  return {latency: Number(process.hrtime.bigint() - t0) / 1e9, times, values};
+}
+
+function summarize(t) {
+  let sum = 0, finite = true;
+  const first = [];
+  for (let i = 0; i < t.data.length; i++) {
+    const x = Number(t.data[i]);
+    if (!Number.isFinite(x)) finite = false;
+    else sum += x;
+    if (i < FIRST) first.push(Number.isFinite(x) ? x : String(x));
+  }
+  return {dims: t.dims, dtype: t.type, first, checksum: sum, finite};
+}
+
+async function run(msg) {
+  if (!stages.length) throw new Error('no model is loaded (send "load" first)');
+  const repeat = msg.repeat > 0 ? msg.repeat : 1, warmup = msg.warmup > 0 ? msg.warmup : 0;
+  const feeds = makeFeeds(msg);
+  for (let i = 0; i < warmup; i++) await runOnce(feeds);
+  const latency_s = [], stage_s = [];
+  let last;
+  for (let i = 0; i < repeat; i++) {
+    last = await runOnce(feeds);
+    latency_s.push(last.latency);
+    stage_s.push(last.times);
+    runs++;
+  }
+  const outputs = {};
+  for (const o of stages[stages.length - 1].outputs) outputs[o] = summarize(last.values[o]);
+  return {latency_s, stage_s, outputs};
+}
+
+async function handle(line) {
+  let msg;
+  try {
+    msg = JSON.parse(line);
+  } catch (e) {
+    return {ok: false, error: `not JSON: ${e.message}`};
+  }
+  const id = msg.id;
+  try {
+    let body;
+    if (msg.op === 'load') body = await load(msg);
+    else if (msg.op === 'run') body = await run(msg);
+    else if (msg.op === 'stats') body = {loads, runs};
+    else if (msg.op === 'quit') body = {};
+    else throw new Error(`unknown op '${msg.op}'`);
+    return Object.assign({ok: true, id}, body);
+  } catch (e) {
+    return {ok: false, id, error: String(e && e.message ? e.message : e)};
+  }
+}
+
+// One request at a time, in order: the next line waits for the previous reply.
+const rl = readline.createInterface({input: process.stdin, terminal: false});
+let chain = Promise.resolve();
+rl.on('line', (line) => {
+  if (!line.trim()) return;
+  chain = chain.then(async () => {
+    const r = await handle(line);
+    reply(r);
+    if (r.ok && JSON.parse(line).op === 'quit') process.exit(0);
+  });
+});
+rl.on('close', () => chain.then(() => process.exit(0)));
+reply({ok: true, ready: true, ort: ort.env.versions ? ort.env.versions.node : 'unknown', pid: process.pid});
