@@ -35,7 +35,8 @@ echo "== configuration search: trials until each strategy tries the exhaustive o
 "$build/bench/bench_search" catalogs/autodeep-testbed.json catalogs/aws.json -- models/*.onnx
 echo
 echo "== a full deploy over the 40 configurations of every cloud (exhaustive, bert_base, 2 cores)"
-/usr/bin/time -f "wall %e s, peak RSS %M KiB" "$build/placer" deploy models/bert_base.onnx --catalog catalogs/clouds.json --slo 10ms --strategy exhaustive | tail -8
+TIMEFORMAT="wall %R s"
+time ( "$build/placer" deploy models/bert_base.onnx --catalog catalogs/clouds.json --slo 10ms --strategy exhaustive | tail -8 )
 echo
 echo "== measured trials on this CPU (onnxruntime): a persistent worker against a fresh one per trial"
 "$build/bench/bench_runtime" 5 models/rnnlm.onnx models/resnet50.onnx models/bert_base.onnx
