@@ -29,19 +29,7 @@ static void rmdir_all(const char *dir)
 
 static pl_plan *make_plan(const pl_graph *g, const char *algo)
 {
-    pl_err err = {""};
-    pl_cluster *c = pl_cluster_load(INTRA, &err);
-    if (!c) fail_msg("%s", err.msg);
-    pl_cost_params params;
-    pl_cost_params_default(&params);
-    pl_cost *k = pl_cost_new(g, c, &params, NULL, 0, &err);
-    if (!k) fail_msg("%s", err.msg);
-    pl_plan *p = pl_plan_new(g->n_ops, c->n_devs);
-    pl_place_opts po = {0};
-    if (pl_place(pl_algo_find(algo), k, &po, p, &err) < 0) fail_msg("%s: %s", algo, err.msg);
-    pl_cost_free(k);
-    pl_cluster_free(c);
-    return p;
+    return tu_plan(g, INTRA, algo);
 }
 
 /* ---- checks on the stages themselves ---- */

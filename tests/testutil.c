@@ -1,6 +1,8 @@
 /* testutil.c: shared helpers for the tests. */
 #include "testutil.h"
 
+#include "placer/place.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,4 +90,19 @@ int tu_op(pl_graph *g, const char *name, const char *type, const char *ins, cons
     add_tensors(g, o, ins, false);
     add_tensors(g, o, outs, true);
     return o;
+}
+
+pl_plan *tu_plan(const pl_graph *g, const char *cluster, const char *algo)
+{
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load(cluster, &err);
+    if (!c) fail_msg("%s", err.msg);
+    pl_cost *k = pl_cost_new(g, c, NULL, NULL, 0, &err);
+    if (!k) fail_msg("%s", err.msg);
+    pl_plan *p = pl_plan_new(g->n_ops, c->n_devs);
+    pl_place_opts po = {0};
+    if (pl_place(pl_algo_find(algo), k, &po, p, &err) < 0) fail_msg("%s: %s", algo, err.msg);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    return p;
 }

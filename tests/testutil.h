@@ -24,6 +24,8 @@ int tu_op(pl_graph *g, const char *name, const char *type, const char *ins, cons
  * stdout and stderr captured into *out (malloc'd; stderr only when `args` does not redirect
  * it). Returns the exit status. */
 int tu_run(const char *args, char **out);
+/* A plan for g by algorithm `algo` on the cluster file `cluster` (default cost parameters). */
+struct pl_plan *tu_plan(const pl_graph *g, const char *cluster, const char *algo);
 /* Writes `len` bytes to a fresh temporary file and returns its path (static buffer). */
 const char *tu_tmpfile(const void *data, size_t len, const char *suffix);
 /* Relative comparison |a-b| <= tol*max(|a|,|b|,1e-300). */

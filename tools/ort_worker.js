@@ -8,6 +8,10 @@
 //   {"op":"run","id":2,"inputs":"random"|{name:{dims,dtype,data}},"repeat":R,"warmup":W,
 //    "seed":S,"int_high":H}                   -> {"ok":true,"id":2,"latency_s":[..R],
 //                                                 "stage_s":[[..stages] x R],"outputs":{..}}
+//   {"op":"compare","id":3,"reference":path,"stages":[paths],"seed":S,"int_high":H,"threads":1,
+//    "optimize":..}                           -> {"ok":true,"id":3,"reference_s":..,"stages_s":..,
+//                                                 "stage_s":[..],
+//                                                 "outputs":{name:{max_rel,max_abs,finite,dims}}}
 //   {"op":"stats"}                            -> {"ok":true,"loads":N,"runs":M}
 //   {"op":"quit"}                             -> {"ok":true}, then exits
 //   any failure                               -> {"ok":false,"id":..,"error":"..."}
@@ -50,24 +54,34 @@ function rng(seed) {
   };
 }
 
-async function load(msg) {
-  if (!Array.isArray(msg.models) || !msg.models.length) throw new Error('"models" must be a non-empty list of paths');
-  const opts = {
+function sessionOptions(msg) {
+  return {
     intraOpNumThreads: msg.threads || 1,
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: msg.optimize === 'disabled' ? 'disabled' : 'all',
     executionProviders: ['cpu'],
   };
+}
+
+async function openStage(p, opts) {
+  const session = await ort.InferenceSession.create(p, opts);
+  loads++;
+  const meta = session.inputMetadata || [];
+  const inputs = session.inputNames.map((name, i) => ({name, type: meta[i] && meta[i].type, shape: meta[i] && meta[i].shape}));
+  return {path: p, session, inputs, outputs: session.outputNames};
+}
+
+async function openAll(paths, opts) {
+  const out = [];
+  for (const p of paths) out.push(await openStage(p, opts));
+  return out;
+}
+
+async function load(msg) {
+  if (!Array.isArray(msg.models) || !msg.models.length) throw new Error('"models" must be a non-empty list of paths');
   const t0 = process.hrtime.bigint();
-  const next = [];
-  for (const p of msg.models) {
-    const session = await ort.InferenceSession.create(p, opts);
-    loads++;
-    const meta = session.inputMetadata || [];
-    const inputs = session.inputNames.map((name, i) => ({name, type: meta[i] && meta[i].type, shape: meta[i] && meta[i].shape}));
-    next.push({path: p, session, inputs, outputs: session.outputNames});
-  }
+  const next = await openAll(msg.models, sessionOptions(msg));
   for (const s of stages) await s.session.release();
   stages = next;
   const load_s = Number(process.hrtime.bigint() - t0) / 1e9;
@@ -107,11 +121,11 @@ function givenTensor(name, v) {
 }
 
 // The request's external inputs: every stage input that no earlier stage produces.
-function makeFeeds(msg) {
+function makeFeeds(msg, set = stages) {
   const next = rng(msg.seed || 1);
   const intHigh = msg.int_high > 0 ? msg.int_high : 2;
   const produced = new Set(), feeds = {};
-  for (const s of stages) {
+  for (const s of set) {
     for (const inp of s.inputs) {
       if (produced.has(inp.name) || feeds[inp.name]) continue;
       const given = msg.inputs && typeof msg.inputs === 'object' ? msg.inputs[inp.name] : undefined;
@@ -122,12 +136,15 @@ function makeFeeds(msg) {
   return feeds;
 }
 
-async function runOnce(feeds) {
+async function runOnce(feeds, set = stages) {
   const values = Object.assign({}, feeds), times = [];
   const t0 = process.hrtime.bigint();
-  for (const s of stages) {
+  for (const s of set) {
     const mine = {};
-    for (const inp of s.inputs) mine[inp.name] = values[inp.name];
+    for (const inp of s.inputs) {
+      if (!values[inp.name]) throw new Error(`${s.path}: input '${inp.name}' is made by no earlier stage`);
+      mine[inp.name] = values[inp.name];
+    }
     const ts = process.hrtime.bigint();
     const out = await s.session.run(mine);
     times.push(Number(process.hrtime.bigint() - ts) / 1e9);
@@ -166,6 +183,58 @@ async function run(msg) {
   return {latency_s, stage_s, outputs};
 }
 
+// The reference (the whole model) is kept between compares: the tests compare two plans of
+// one model in a row, and loading bert_base costs more than running it.
+let reference = null;
+
+async function referenceSet(p, opts) {
+  const key = JSON.stringify([p, opts]);
+  if (reference && reference.key === key) return reference.set;
+  if (reference) await reference.set[0].session.release();
+  reference = null;
+  const set = [await openStage(p, opts)];
+  reference = {key, set};
+  return set;
+}
+
+// max|a-b| / max(max|a|, 1e-6) over one output; NaN or infinity on either side: not finite.
+function difference(name, a, b) {
+  if (!b) throw new Error(`graph output '${name}' comes out of no stage`);
+  if (a.data.length !== b.data.length || a.dims.join() !== b.dims.join())
+    throw new Error(`graph output '${name}': dims [${a.dims}] in the model, [${b.dims}] from the stages`);
+  let maxAbs = 0, maxA = 0, finite = true;
+  for (let i = 0; i < a.data.length; i++) {
+    const x = Number(a.data[i]), y = Number(b.data[i]);
+    if (!Number.isFinite(x) || !Number.isFinite(y)) {
+      finite = false;
+      continue;
+    }
+    maxAbs = Math.max(maxAbs, Math.abs(x - y));
+    maxA = Math.max(maxA, Math.abs(x));
+  }
+  return {max_rel: maxAbs / Math.max(maxA, 1e-6), max_abs: maxAbs, finite, dims: a.dims};
+}
+
+// Runs the whole model and the stage set on the same random inputs (made from the model's
+// inputs) and compares every graph output. The stage sessions are released afterwards, so
+// what "load" loaded stays loaded.
+async function compare(msg) {
+  if (typeof msg.reference !== 'string' || !Array.isArray(msg.stages) || !msg.stages.length)
+    throw new Error('"reference" must be a path and "stages" a non-empty list of paths');
+  const opts = sessionOptions(msg);
+  const ref = await referenceSet(msg.reference, opts);
+  const set = await openAll(msg.stages, opts);
+  try {
+    const feeds = makeFeeds(msg, ref);
+    const want = await runOnce(feeds, ref), got = await runOnce(feeds, set);
+    const outputs = {};
+    for (const o of ref[0].outputs) outputs[o] = difference(o, want.values[o], got.values[o]);
+    return {reference_s: want.latency, stages_s: got.latency, stage_s: got.times, outputs};
+  } finally {
+    for (const s of set) await s.session.release();
+  }
+}
+
 async function handle(line) {
   let msg;
   try {
@@ -178,6 +247,7 @@ async function handle(line) {
     let body;
     if (msg.op === 'load') body = await load(msg);
     else if (msg.op === 'run') body = await run(msg);
+    else if (msg.op === 'compare') body = await compare(msg);
     else if (msg.op === 'stats') body = {loads, runs};
     else if (msg.op === 'quit') body = {};
     else throw new Error(`unknown op '${msg.op}'`);

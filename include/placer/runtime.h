@@ -58,6 +58,35 @@ pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err);
 int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err);
 /* Runs `warmup` untimed requests, then `repeat` timed ones. */
 int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err);
+/* How the stages of a split agree with the whole model on one output (pl_ort_compare). */
+typedef struct pl_ort_diff {
+    char name[128];
+    double max_rel; /* max|a-b| / max(max|a|, 1e-6), a the model's values, b the stages' */
+    double max_abs; /* max|a-b| */
+    bool finite;    /* no NaN or infinity on either side */
+} pl_ort_diff;
+
+typedef struct pl_ort_compare_result {
+    int n_outputs;
+    pl_ort_diff *outputs; /* one per graph output of the model */
+    double max_rel;       /* the largest over the outputs */
+    bool finite;          /* every output finite on both sides */
+    double reference_s;   /* one run of the whole model */
+    double stages_s;      /* one run of the stages, one after the other */
+    int n_stages;
+    double *stage_s; /* [n_stages]: each stage's own run time */
+} pl_ort_compare_result;
+void pl_ort_compare_result_free(pl_ort_compare_result *r);
+
+/* Runs the model `reference` and the stages[0..n) (in this order, each stage's inputs fed by
+ * name from the model's inputs or earlier stages' outputs) on the same random inputs (the
+ * options' seed and int_high) and compares every graph output of the model. All files must be
+ * runnable: weightless ones are inflated by the caller, each with pl_inflate_model, which
+ * gives an initializer or Constant the same values in every file that holds it (values are
+ * seeded by the tensor's name). What pl_ort_load loaded stays loaded; the reference's session
+ * is kept for the next compare of the same model. */
+int pl_ort_compare(pl_ort *w, const char *reference, const char *const *stages, int n,
+                   pl_ort_compare_result *r, pl_err *err);
 /* What the worker process counts: model loads and timed runs since it started. */
 int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err);
 int pl_ort_pid(const pl_ort *w);       /* the worker's process id (its process group too) */

@@ -245,6 +245,72 @@ int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err)
     return rc;
 }
 
+static bool read_diff(const char *name, json_t *v, pl_ort_diff *d)
+{
+    json_t *rel = json_object_get(v, "max_rel"), *abs = json_object_get(v, "max_abs");
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->max_rel = json_number_value(rel), d->max_abs = json_number_value(abs);
+    d->finite = json_is_true(json_object_get(v, "finite"));
+    return json_is_number(rel) && json_is_number(abs);
+}
+
+/* Fills r from a compare reply; -1 when a field is missing or of the wrong kind. */
+static int read_compare(json_t *rep, pl_ort_compare_result *r)
+{
+    json_t *outs = json_object_get(rep, "outputs"), *st = json_object_get(rep, "stage_s");
+    if (!json_is_object(outs) || !json_is_array(st)) return -1;
+    r->reference_s = json_number_value(json_object_get(rep, "reference_s"));
+    r->stages_s = json_number_value(json_object_get(rep, "stages_s"));
+    r->n_stages = (int)json_array_size(st);
+    r->stage_s = pl_calloc(r->n_stages + 1, sizeof *r->stage_s);
+    for (int s = 0; s < r->n_stages; s++)
+        r->stage_s[s] = json_number_value(json_array_get(st, s));
+    r->outputs = pl_calloc(json_object_size(outs) + 1, sizeof *r->outputs);
+    r->finite = true;
+    const char *name;
+    json_t *v;
+    json_object_foreach(outs, name, v)
+    {
+        pl_ort_diff *d = &r->outputs[r->n_outputs++];
+        if (!read_diff(name, v, d)) return -1;
+        r->finite &= d->finite;
+        if (d->max_rel > r->max_rel) r->max_rel = d->max_rel;
+    }
+    return r->n_outputs ? 0 : -1;
+}
+
+int pl_ort_compare(pl_ort *w, const char *reference, const char *const *stages, int n,
+                   pl_ort_compare_result *r, pl_err *err)
+{
+    *r = (pl_ort_compare_result){0};
+    json_t *msg = json_object(), *list = json_array(), *rep = NULL;
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, json_string(stages[i]));
+    json_object_set_new(msg, "op", json_string("compare"));
+    json_object_set_new(msg, "reference", json_string(reference));
+    json_object_set_new(msg, "stages", list);
+    json_object_set_new(msg, "seed", json_integer(w->o.seed ? w->o.seed : 1));
+    json_object_set_new(msg, "int_high", json_integer(w->o.int_high));
+    json_object_set_new(msg, "threads", json_integer(w->o.threads));
+    json_object_set_new(msg, "optimize", json_string(w->o.no_optimize ? "disabled" : "all"));
+    int rc = request(w, msg, "compare", &rep, err);
+    json_decref(msg);
+    if (rc == 0 && read_compare(rep, r) < 0) {
+        pl_ort_compare_result_free(r);
+        rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'compare': it lacks "
+                             "outputs (with max_rel and max_abs) or stage_s");
+    }
+    json_decref(rep);
+    return rc;
+}
+
+void pl_ort_compare_result_free(pl_ort_compare_result *r)
+{
+    if (!r) return;
+    free(r->outputs), free(r->stage_s);
+    *r = (pl_ort_compare_result){0};
+}
+
 int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err)
 {
     json_t *msg = json_pack("{s:s}", "op", "stats"), *rep = NULL;
