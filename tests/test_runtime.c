@@ -328,16 +328,13 @@ static void test_worker_error_is_reported(void **state)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/placer-runtime-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tu_mkdtemp(tmpdir, sizeof tmpdir, "placer-runtime");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tu_rmtree(tmpdir);
 }
 
 int main(void)

@@ -106,3 +106,16 @@ pl_plan *tu_plan(const pl_graph *g, const char *cluster, const char *algo)
     pl_cluster_free(c);
     return p;
 }
+
+int tu_mkdtemp(char *buf, size_t n, const char *prefix)
+{
+    snprintf(buf, n, "/tmp/%s-XXXXXX", prefix);
+    return mkdtemp(buf) ? 0 : -1;
+}
+
+int tu_rmtree(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}

@@ -24,6 +24,9 @@ int tu_op(pl_graph *g, const char *name, const char *type, const char *ins, cons
  * stdout and stderr captured into *out (malloc'd; stderr only when `args` does not redirect
  * it). Returns the exit status. */
 int tu_run(const char *args, char **out);
+/* A fresh directory /tmp/PREFIX-XXXXXX into buf (0, or -1); and its removal with its files. */
+int tu_mkdtemp(char *buf, size_t n, const char *prefix);
+int tu_rmtree(const char *dir);
 /* A plan for g by algorithm `algo` on the cluster file `cluster` (default cost parameters). */
 struct pl_plan *tu_plan(const pl_graph *g, const char *cluster, const char *algo);
 /* Writes `len` bytes to a fresh temporary file and returns its path (static buffer). */

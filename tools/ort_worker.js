@@ -12,6 +12,9 @@
 //    "optimize":..}                           -> {"ok":true,"id":3,"reference_s":..,"stages_s":..,
 //                                                 "stage_s":[..],
 //                                                 "outputs":{name:{max_rel,max_abs,finite,dims}}}
+//   {"op":"profile","id":4,"model":path,"repeat":R,"warmup":W,"seed":S,"int_high":H,"threads":1}
+//                                             -> {"ok":true,"id":4,"runs":R,"run_s":[..R],
+//                                                 "nodes":[{name,node_index,op_type,nested,mean_s,count}]}
 //   {"op":"stats"}                            -> {"ok":true,"loads":N,"runs":M}
 //   {"op":"quit"}                             -> {"ok":true}, then exits
 //   any failure                               -> {"ok":false,"id":..,"error":"..."}
@@ -21,6 +24,8 @@
 // Nothing but replies goes to stdout; diagnostics go to stderr. The worker exits when stdin
 // closes, so it never outlives placer.
 'use strict';
+const fs = require('fs');
+const os = require('os');
 const path = require('path');
 const readline = require('readline');
 
@@ -235,6 +240,73 @@ async function compare(msg) {
   }
 }
 
+// Profiling: a session of its own with graph optimisation off, so that every node of the file
+// is one kernel (nothing fused or removed) and its time can be given back to the op of the same
+// name. onnxruntime-node's endProfiling() returns nothing, so the trace is found by its prefix
+// in a fresh temporary directory, which is removed afterwards.
+function readTrace(dir) {
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json'));
+  if (files.length !== 1) throw new Error(`profiling wrote ${files.length} trace files, expected 1`);
+  return JSON.parse(fs.readFileSync(path.join(dir, files[0]), 'utf8'));
+}
+
+// Which request an event belongs to: the index of the "model_run" span holding its start.
+function runIndex(spans, ts) {
+  for (let i = 0; i < spans.length; i++)
+    if (ts >= spans[i].ts && ts <= spans[i].ts + spans[i].dur) return i;
+  return -1;
+}
+
+// Per node: its kernel time summed within each timed request, averaged over the requests (a
+// node inside a Loop body runs several times per request: count says how many).
+function nodeTimes(events, warmup, repeat) {
+  const spans = events.filter((e) => e.cat === 'Session' && e.name === 'model_run').sort((a, b) => a.ts - b.ts);
+  if (spans.length !== warmup + repeat)
+    throw new Error(`the trace holds ${spans.length} runs, expected ${warmup + repeat}`);
+  const byKey = new Map(), open = [];
+  const kernels = events.filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time')).sort((a, b) => a.ts - b.ts);
+  for (const e of kernels) {
+    // A kernel that starts inside another's span is a node of a Loop/If/Scan body.
+    while (open.length && open[open.length - 1] < e.ts) open.pop();
+    const nested = open.length > 0;
+    open.push(e.ts + e.dur);
+    const r = runIndex(spans, e.ts);
+    if (r < warmup) continue;
+    const name = e.name.slice(0, -'_kernel_time'.length);
+    const args = e.args || {};
+    const key = `${name}\u0000${args.node_index}`;
+    let n = byKey.get(key);
+    if (!n) byKey.set(key, (n = {name, node_index: Number(args.node_index), op_type: args.op_name || '', nested, total_us: 0, events: 0}));
+    n.total_us += e.dur, n.events++;
+  }
+  return [...byKey.values()].map((n) => ({name: n.name, node_index: n.node_index, op_type: n.op_type, nested: n.nested,
+                                         mean_s: n.total_us / 1e6 / repeat, count: n.events / repeat}));
+}
+
+async function profile(msg) {
+  if (typeof msg.model !== 'string') throw new Error('"model" must be a path');
+  const repeat = msg.repeat > 0 ? msg.repeat : 10, warmup = msg.warmup >= 0 ? msg.warmup : 1;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'placer-prof-'));
+  try {
+    const opts = Object.assign(sessionOptions(Object.assign({}, msg, {optimize: 'disabled'})),
+                               {enableProfiling: true, profileFilePrefix: path.join(dir, 'trace')});
+    const set = [await openStage(msg.model, opts)];
+    const feeds = makeFeeds(msg, set), run_s = [];
+    try {
+      for (let i = 0; i < warmup + repeat; i++) {
+        const r = await runOnce(feeds, set);
+        if (i >= warmup) run_s.push(r.latency), runs++;
+      }
+      set[0].session.endProfiling();
+    } finally {
+      await set[0].session.release();
+    }
+    return {runs: repeat, run_s, nodes: nodeTimes(readTrace(dir), warmup, repeat)};
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+  }
+}
+
 async function handle(line) {
   let msg;
   try {
@@ -248,6 +320,7 @@ async function handle(line) {
     if (msg.op === 'load') body = await load(msg);
     else if (msg.op === 'run') body = await run(msg);
     else if (msg.op === 'compare') body = await compare(msg);
+    else if (msg.op === 'profile') body = await profile(msg);
     else if (msg.op === 'stats') body = {loads, runs};
     else if (msg.op === 'quit') body = {};
     else throw new Error(`unknown op '${msg.op}'`);

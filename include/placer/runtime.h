@@ -87,6 +87,26 @@ void pl_ort_compare_result_free(pl_ort_compare_result *r);
  * is kept for the next compare of the same model. */
 int pl_ort_compare(pl_ort *w, const char *reference, const char *const *stages, int n,
                    pl_ort_compare_result *r, pl_err *err);
+/* One node's measured kernel time (pl_ort_profile). `name` is the node's name as onnxruntime
+ * reports it (the ONNX node name; a node inside a Loop/If/Scan body has its body's name and is
+ * not an op of placer's graph), `node_index` its position in its graph's node list. */
+typedef struct pl_ort_node_time {
+    char *name;
+    int node_index;
+    char op_type[64];
+    double mean_s; /* kernel time per request, mean over the timed requests */
+    double count;  /* kernel launches per request (more than 1 inside a loop body) */
+    bool nested;   /* ran inside another node's kernel: a node of a Loop/If/Scan body */
+} pl_ort_node_time;
+void pl_ort_node_times_free(pl_ort_node_time *t, int n);
+
+/* Runs `model` (runnable: inflate weightless files first) in a session of its own with graph
+ * optimisation off and onnxruntime's profiler on, one warm-up and `repeat` timed requests on
+ * random inputs (the options' seed, int_high and threads), and returns every node that got a
+ * kernel time in *out (n of them, to free with pl_ort_node_times_free). What pl_ort_load loaded
+ * stays loaded. */
+int pl_ort_profile(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out, int *n,
+                   pl_err *err);
 /* What the worker process counts: model loads and timed runs since it started. */
 int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err);
 int pl_ort_pid(const pl_ort *w);       /* the worker's process id (its process group too) */

@@ -311,6 +311,68 @@ void pl_ort_compare_result_free(pl_ort_compare_result *r)
     *r = (pl_ort_compare_result){0};
 }
 
+/* One entry of a profile reply; false when a field is missing or of the wrong kind. */
+static bool read_node_time(json_t *v, pl_ort_node_time *t)
+{
+    json_t *name = json_object_get(v, "name"), *mean = json_object_get(v, "mean_s");
+    json_t *idx = json_object_get(v, "node_index"), *type = json_object_get(v, "op_type");
+    if (!json_is_string(name) || !json_is_number(mean) || !json_is_integer(idx)) return false;
+    t->name = pl_strdup(json_string_value(name));
+    t->node_index = (int)json_integer_value(idx);
+    snprintf(t->op_type, sizeof t->op_type, "%s",
+             json_is_string(type) ? json_string_value(type) : "");
+    t->mean_s = json_number_value(mean);
+    t->count = json_number_value(json_object_get(v, "count"));
+    t->nested = json_is_true(json_object_get(v, "nested"));
+    return true;
+}
+
+static int read_profile(json_t *rep, pl_ort_node_time **out, int *n)
+{
+    json_t *nodes = json_object_get(rep, "nodes"), *v;
+    if (!json_is_array(nodes)) return -1;
+    *out = pl_calloc(json_array_size(nodes) + 1, sizeof **out);
+    size_t k;
+    json_array_foreach(nodes, k, v)
+    {
+        if (!read_node_time(v, &(*out)[*n])) return -1;
+        ++*n;
+    }
+    return 0;
+}
+
+int pl_ort_profile(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out, int *n,
+                   pl_err *err)
+{
+    *out = NULL, *n = 0;
+    json_t *msg = json_object(), *rep = NULL;
+    json_object_set_new(msg, "op", json_string("profile"));
+    json_object_set_new(msg, "model", json_string(model));
+    json_object_set_new(msg, "repeat", json_integer(repeat > 0 ? repeat : 1));
+    json_object_set_new(msg, "warmup", json_integer(1));
+    json_object_set_new(msg, "seed", json_integer(w->o.seed ? w->o.seed : 1));
+    json_object_set_new(msg, "int_high", json_integer(w->o.int_high));
+    json_object_set_new(msg, "threads", json_integer(w->o.threads));
+    int rc = request(w, msg, "profile", &rep, err);
+    json_decref(msg);
+    if (rc == 0 && read_profile(rep, out, n) < 0) {
+        pl_ort_node_times_free(*out, *n);
+        *out = NULL, *n = 0;
+        rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'profile': it lacks "
+                             "nodes (each with name, node_index and mean_s)");
+    }
+    json_decref(rep);
+    return rc;
+}
+
+void pl_ort_node_times_free(pl_ort_node_time *t, int n)
+{
+    if (!t) return;
+    for (int i = 0; i < n; i++)
+        free(t[i].name);
+    free(t);
+}
+
 int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err)
 {
     json_t *msg = json_pack("{s:s}", "op", "stats"), *rep = NULL;

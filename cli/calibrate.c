@@ -1,0 +1,158 @@
+/* calibrate.c: `placer calibrate PROFILE... --model M`: fits the cost model's efficiencies to
+ * measured profiles (docs/calibrate.md). The cost model does not read parameters from a file
+ * yet, so the fit is printed and, with -o, written as placer-cost-params/1. */
+#include "cli.h"
+#include "placer/calib.h"
+#include "placer/report.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CALIB_CLUSTER "examples/clusters/local-cpu.json"
+
+static const char *help =
+    "usage: placer calibrate PROFILE... --model M [--model M2]... [--cluster C]\n"
+    "                        [--device NAME] [-o params.json] [--json]\n"
+    "  PROFILE        placer-profile/1 files (from `placer profile`); each is matched to the\n"
+    "                 --model whose sha256 it names (or the only one given)\n"
+    "  --cluster C    where the profiled device is (default " CALIB_CLUSTER ")\n"
+    "  --device NAME  that device (default: cpu0, else the first)\n"
+    "  -o FILE        writes the fitted parameters as placer-cost-params/1\n";
+
+typedef struct calib_opts {
+    const char *profiles[CLI_MAX_LIST], *models[CLI_MAX_LIST];
+    int n_profiles, n_models;
+    const char *cluster, *device, *out;
+    bool json;
+} calib_opts;
+
+typedef struct calib_in {
+    pl_graph *g[CLI_MAX_LIST];
+    pl_profile *p[CLI_MAX_LIST];
+    const pl_graph *pg[CLI_MAX_LIST]; /* the graph of each profile */
+    pl_cluster *c;
+} calib_in;
+
+/* The model a profile was measured on: by its sha256, or the only model when it names none. */
+static int graph_of(const calib_opts *o, calib_in *in, const pl_profile *p, pl_err *err)
+{
+    for (int m = 0; m < o->n_models; m++) {
+        const char *sha = pl_graph_sha256(in->g[m], err);
+        if (!sha) return -1;
+        if (!strcmp(sha, p->model_sha256) || (!*p->model_sha256 && o->n_models == 1)) return m;
+    }
+    return pl_err_set(err, "no --model has sha256 %s", p->model_sha256);
+}
+
+static int load_inputs(const calib_opts *o, calib_in *in, pl_err *err)
+{
+    for (int m = 0; m < o->n_models; m++)
+        if (!(in->g[m] = pl_graph_load(o->models[m], NULL, err))) return -1;
+    for (int k = 0; k < o->n_profiles; k++) {
+        if (!(in->p[k] = pl_profile_load(o->profiles[k], err))) return -1;
+        int m = graph_of(o, in, in->p[k], err);
+        if (m < 0) return pl_err_set(err, "%s: %s", o->profiles[k], err->msg);
+        in->pg[k] = in->g[m];
+    }
+    in->c = pl_cluster_load(o->cluster, err);
+    return in->c ? 0 : -1;
+}
+
+static void free_inputs(const calib_opts *o, calib_in *in)
+{
+    for (int m = 0; m < o->n_models; m++)
+        pl_graph_free(in->g[m]);
+    for (int k = 0; k < o->n_profiles; k++)
+        pl_profile_free(in->p[k]);
+    pl_cluster_free(in->c);
+}
+
+static json_t *params_json(const pl_calib_result *r, const pl_device *d)
+{
+    json_t *eff = json_object();
+    for (int c = 0; c < PL_CLASS_COUNT; c++)
+        json_object_set_new(eff, pl_op_class_name(c), json_real(r->params.eff_compute[c]));
+    json_t *samples = json_object();
+    for (int c = 0; c < PL_CLASS_COUNT; c++)
+        json_object_set_new(samples, pl_op_class_name(c), json_integer(r->class_samples[c]));
+    return json_pack("{s:s, s:s, s:o, s:f, s:i, s:o, s:{s:f, s:f}, s:{s:f, s:f}}", "format",
+                     "placer-cost-params/1", "device_model", d->model, "eff_compute", eff,
+                     "eff_memory", r->params.eff_memory, "samples", r->n_samples, "class_samples",
+                     samples, "before", "median_rel_error", r->median_before, "worst_rel_error",
+                     r->worst_before, "after", "median_rel_error", r->median_after,
+                     "worst_rel_error", r->worst_after);
+}
+
+static void print_text(const pl_calib_result *r, const pl_device *d)
+{
+    pl_cost_params def;
+    pl_cost_params_default(&def);
+    printf("calibrated %s (%s) on %d op times\n\n", d->name, d->model, r->n_samples);
+    printf("%-14s %8s %8s %8s\n", "efficiency", "default", "fitted", "samples");
+    for (int c = 0; c < PL_CLASS_COUNT; c++)
+        printf("%-14s %8.3f %8.3f %8d\n", pl_op_class_name(c), def.eff_compute[c],
+               r->params.eff_compute[c], r->class_samples[c]);
+    printf("%-14s %8.3f %8.3f %8d\n\n", "memory", def.eff_memory, r->params.eff_memory,
+           r->n_samples);
+    printf("relative error  median %.2f, worst %.2f before; median %.2f, worst %.2f after\n",
+           r->median_before, r->worst_before, r->median_after, r->worst_after);
+}
+
+static int run(const calib_opts *o)
+{
+    calib_in in = {0};
+    pl_err err = {""};
+    pl_calib_result r;
+    int status = 0;
+    if (load_inputs(o, &in, &err) < 0) {
+        status = cli_fail("calibrate", "%s", err.msg);
+        free_inputs(o, &in);
+        return status;
+    }
+    int dev = pl_cluster_find(in.c, o->device ? o->device : "cpu0");
+    if (dev < 0 && o->device) status = cli_fail("calibrate", "no device '%s'", o->device);
+    const pl_device *d = &in.c->devs[dev < 0 ? 0 : dev];
+    if (!status &&
+        pl_calib_fit(in.pg, (const pl_profile *const *)in.p, o->n_profiles, d, NULL, &r, &err) < 0)
+        status = cli_fail("calibrate", "%s", err.msg);
+    if (!status) {
+        json_t *j = params_json(&r, d);
+        if (o->out && json_dump_file(j, o->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER))
+            status = cli_fail("calibrate", "cannot write %s", o->out);
+        else if (o->json)
+            pl_json_print(json_incref(j), stdout);
+        else
+            print_text(&r, d);
+        json_decref(j);
+    }
+    free_inputs(o, &in);
+    return status;
+}
+
+int cli_calibrate(int argc, char **argv)
+{
+    calib_opts o = {.cluster = CALIB_CLUSTER};
+    const char *v;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--json"))
+            o.json = true;
+        else if (cli_opt(argc, argv, &i, "--model", &v) && v && o.n_models < CLI_MAX_LIST)
+            o.models[o.n_models++] = v;
+        else if (cli_opt(argc, argv, &i, "--cluster", &v) && v)
+            o.cluster = v;
+        else if (cli_opt(argc, argv, &i, "--device", &v) && v)
+            o.device = v;
+        else if (cli_opt(argc, argv, &i, "-o", &v) && v)
+            o.out = v;
+        else if (argv[i][0] != '-' && o.n_profiles < CLI_MAX_LIST)
+            o.profiles[o.n_profiles++] = argv[i];
+        else
+            return cli_fail("calibrate", "bad option '%s'\n%s", argv[i], help);
+    }
+    if (!o.n_profiles || !o.n_models)
+        return cli_fail("calibrate", "give PROFILE files and --model\n%s", help);
+    return run(&o);
+}

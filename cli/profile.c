@@ -1,0 +1,235 @@
+/* profile.c: `placer profile MODEL [-o profile.json]`: runs the model in onnxruntime on this
+ * machine's CPU with the profiler on and writes each op's measured time as a placer-profile/1
+ * file, which the cost model takes instead of its estimate (docs/runtime.md, docs/cost.md). */
+#include "cli.h"
+#include "placer/report.h"
+#include "placer/runtime.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROFILE_CLUSTER "examples/clusters/local-cpu.json"
+#define PROFILE_DEVICE "cpu0"
+#define PROFILE_CACHE "build/ort-cache"
+
+static const char *help =
+    "usage: placer profile MODEL [-o profile.json] [--device-model NAME] [--repeat R]\n"
+    "                      [--cluster C] [--json] [--dim N=V]... [--input NAME=SIZES]...\n"
+    "  -o FILE        writes the measured times as placer-profile/1 (for --profile)\n"
+    "  --device-model the model the times are for; default: that of cpu0 in the cluster\n"
+    "  --cluster C    the cluster whose cpu0 is this machine (default " PROFILE_CLUSTER ");\n"
+    "                 its cost model gives the estimates printed beside the times\n"
+    "  --repeat R     timed requests after one warm-up (default 10); times are means\n";
+
+typedef struct prof_opts {
+    cli_common co;
+    const char *out, *device_model;
+    int repeat;
+} prof_opts;
+
+/* What was measured, per op of placer's graph (-1: no kernel time). */
+typedef struct prof_ops {
+    double *time_s;
+    int n_timed, n_missing, n_constant, n_unmatched;
+    double measured_s;
+} prof_ops;
+
+/* The op a node time belongs to. Named nodes: by name. Unnamed ones (onnxruntime reports an
+ * empty name): by position, since placer reads nodes in file order and names an unnamed one
+ * TYPE_k after its index k; the op type must agree. Nodes of a Loop/If/Scan body are not ops
+ * of placer's graph: their time is inside the control op's own kernel time. */
+static int op_of(const pl_graph *g, const pl_ort_node_time *t)
+{
+    if (t->nested) return -1;
+    if (*t->name) return pl_strmap_get(&g->op_by_name, t->name);
+    if (t->node_index < 0 || t->node_index >= g->n_ops) return -1;
+    return strcmp(g->ops[t->node_index].type, t->op_type) ? -1 : t->node_index;
+}
+
+static void map_times(const pl_graph *g, const pl_ort_node_time *t, int n, prof_ops *m)
+{
+    m->time_s = pl_malloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *m->time_s);
+    for (int i = 0; i < g->n_ops; i++)
+        m->time_s[i] = -1;
+    for (int k = 0; k < n; k++) {
+        int op = op_of(g, &t[k]);
+        if (op < 0) {
+            m->n_unmatched += !t[k].nested;
+            continue;
+        }
+        m->time_s[op] = (m->time_s[op] < 0 ? 0 : m->time_s[op]) + t[k].mean_s;
+    }
+    for (int i = 0; i < g->n_ops; i++) {
+        if (m->time_s[i] >= 0) {
+            m->n_timed++, m->measured_s += m->time_s[i];
+        } else {
+            m->n_missing++;
+            m->n_constant += !strcmp(g->ops[i].type, "Constant");
+        }
+    }
+}
+
+/* Inflates the model, starts the worker, profiles, stops it. */
+static int measure(const prof_opts *o, pl_ort_node_time **t, int *n, pl_err *err)
+{
+    char inflated[4096];
+    if (pl_inflate_model(o->co.model, PROFILE_CACHE, inflated, sizeof inflated, err) < 0) return -1;
+    pl_ort *w = pl_ort_start(&(pl_ort_opts){.timeout_s = 600}, err);
+    if (!w) return -1;
+    int rc = pl_ort_profile(w, inflated, o->repeat, t, n, err);
+    pl_ort_stop(w);
+    return rc;
+}
+
+static int write_profile(const prof_opts *o, const pl_graph *g, const prof_ops *m, pl_err *err)
+{
+    const char *sha = pl_graph_sha256(g, err);
+    if (!sha) return -1;
+    char desc[256];
+    snprintf(desc, sizeof desc,
+             "onnxruntime-node 1.22 on the CPU, graph optimisation disabled, 1 intra-op thread; "
+             "kernel time per request, mean of %d requests after 1 warm-up",
+             o->repeat);
+    json_t *times = json_object();
+    for (int i = 0; i < g->n_ops; i++)
+        if (m->time_s[i] >= 0) json_object_set_new(times, g->ops[i].name, json_real(m->time_s[i]));
+    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "format", "placer-profile/1",
+                             "device_model", o->device_model, "model_sha256", sha, "producer",
+                             "placer profile 0.1", "description", desc, "times_s", times);
+    int rc =
+        json_dump_file(root, o->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    return rc ? pl_err_set(err, "cannot write %s", o->out) : 0;
+}
+
+/* The k ops with the longest measured times, longest first; returns how many (<= k). */
+static int top_ops(const prof_ops *m, int n_ops, int *top, int k)
+{
+    int n = 0;
+    for (int i = 0; i < n_ops; i++) {
+        if (m->time_s[i] < 0 || (n == k && m->time_s[i] <= m->time_s[top[k - 1]])) continue;
+        int j = n < k ? n++ : k - 1;
+        for (; j > 0 && m->time_s[top[j - 1]] < m->time_s[i]; j--)
+            top[j] = top[j - 1];
+        top[j] = i;
+    }
+    return n;
+}
+
+static double estimated(const cli_ctx *x, int dev, const prof_ops *m)
+{
+    double s = 0;
+    for (int i = 0; i < x->g->n_ops; i++)
+        if (m->time_s[i] >= 0) s += pl_cost_op_s(x->k, i, dev);
+    return s;
+}
+
+static void print_text(const prof_opts *o, const cli_ctx *x, int dev, const prof_ops *m)
+{
+    const pl_graph *g = x->g;
+    printf("%-10s %s (%d ops), device model %s\n", "profile", o->co.model, g->n_ops,
+           o->device_model);
+    printf("%-10s %d of %d ops (%.1f %%); without a kernel time: %d (%d Constant)\n", "timed",
+           m->n_timed, g->n_ops, g->n_ops ? 100.0 * m->n_timed / g->n_ops : 0.0, m->n_missing,
+           m->n_constant);
+    if (m->n_unmatched)
+        printf("%-10s %d onnxruntime nodes match no op\n", "unmatched", m->n_unmatched);
+    printf("%-10s %.3f ms measured, %.3f ms estimated (%s) for the same ops\n", "total",
+           m->measured_s * 1e3, estimated(x, dev, m) * 1e3, x->c->devs[dev].name);
+    if (o->out) printf("%-10s %s\n", "written", o->out);
+    putchar('\n');
+    int top[10], n = top_ops(m, g->n_ops, top, 10);
+    pl_table *t = pl_table_new("op|type|>measured ms|>estimate ms|>measured/estimate");
+    for (int r = 0; r < n; r++) {
+        int i = top[r];
+        double e = pl_cost_op_s(x->k, i, dev);
+        pl_table_row(t, "%s|%s|%.4f|%.4f|%.2f", g->ops[i].name, g->ops[i].type, m->time_s[i] * 1e3,
+                     e * 1e3, e > 0 ? m->time_s[i] / e : INFINITY);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+static void print_json(const prof_opts *o, const cli_ctx *x, int dev, const prof_ops *m)
+{
+    json_t *top = json_array();
+    int idx[10], n = top_ops(m, x->g->n_ops, idx, 10);
+    for (int r = 0; r < n; r++)
+        json_array_append_new(top, json_pack("{s:s, s:s, s:f, s:f}", "op", x->g->ops[idx[r]].name,
+                                             "type", x->g->ops[idx[r]].type, "measured_s",
+                                             m->time_s[idx[r]], "estimate_s",
+                                             pl_cost_op_s(x->k, idx[r], dev)));
+    json_t *root =
+        json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:o}", "format",
+                  "placer-profile-report/1", "model", o->co.model, "device_model", o->device_model,
+                  "ops", x->g->n_ops, "timed", m->n_timed, "missing", m->n_missing,
+                  "missing_constant", m->n_constant, "unmatched", m->n_unmatched, "measured_s",
+                  m->measured_s, "estimate_s", estimated(x, dev, m), "top", top);
+    if (o->out) json_object_set_new(root, "written", json_string(o->out));
+    pl_json_print(root, stdout);
+}
+
+static int run(prof_opts *o)
+{
+    cli_ctx x;
+    if (!o->co.cluster) o->co.cluster = PROFILE_CLUSTER;
+    if (cli_ctx_open("profile", &o->co, &x)) return CLI_EXIT_BAD_INPUT;
+    int dev = pl_cluster_find(x.c, PROFILE_DEVICE);
+    if (dev < 0) dev = 0;
+    if (!o->device_model) o->device_model = x.c->devs[dev].model;
+    pl_err err = {""};
+    pl_ort_node_time *t = NULL;
+    int n = 0, status = 0;
+    prof_ops m = {0};
+    if (measure(o, &t, &n, &err) < 0) {
+        status = cli_fail("profile", "%s", err.msg);
+    } else {
+        map_times(x.g, t, n, &m);
+        if (o->out && write_profile(o, x.g, &m, &err) < 0)
+            status = cli_fail("profile", "%s", err.msg);
+        else if (o->co.json)
+            print_json(o, &x, dev, &m);
+        else
+            print_text(o, &x, dev, &m);
+    }
+    free(m.time_s);
+    pl_ort_node_times_free(t, n);
+    cli_ctx_close(&x);
+    return status;
+}
+
+int cli_profile(int argc, char **argv)
+{
+    prof_opts o = {.repeat = 10};
+    const char *v;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (cli_opt(argc, argv, &i, "-o", &v) || cli_opt(argc, argv, &i, "--output", &v)) {
+            if (!v) return cli_fail("profile", "-o wants a file");
+            o.out = v;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--device-model", &v)) {
+            if (!v || !*v) return cli_fail("profile", "--device-model wants a name");
+            o.device_model = v;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--repeat", &v)) {
+            char *end;
+            long r = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || r < 1 || r > 10000)
+                return cli_fail("profile", "--repeat wants a count from 1 to 10000");
+            o.repeat = (int)r;
+            continue;
+        }
+        int rc = cli_common_opt("profile", argc, argv, &i, &o.co);
+        if (rc < 0) return CLI_EXIT_BAD_INPUT;
+        if (!rc) return cli_fail("profile", "unknown option '%s'\n%s", argv[i], help);
+    }
+    if (!o.co.model) return cli_fail("profile", "which model?\n%s", help);
+    if (o.co.n_profiles) return cli_fail("profile", "--profile makes no sense here: it measures");
+    return run(&o);
+}

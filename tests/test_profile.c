@@ -1,0 +1,184 @@
+/* test_profile.c: `placer profile` (per-op times measured by onnxruntime's profiler, written as
+ * placer-profile/1) and pl_ort_profile under it. Needs onnxruntime-node from `make deps`:
+ * without it the tests fail and say so. */
+#include "testutil.h"
+
+#include "placer/cost.h"
+#include "placer/runtime.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ORT_PKG "build/npm/node_modules/onnxruntime-node/package.json"
+#define RNNLM "models/rnnlm.onnx"
+#define LOCAL "examples/clusters/local-cpu.json"
+
+static char tmpdir[64];
+
+static void require_ort(void)
+{
+    if (access(ORT_PKG, R_OK) != 0)
+        fail_msg("onnxruntime-node is not installed (%s is missing): run `make deps`", ORT_PKG);
+}
+
+static void run_ok(const char *args)
+{
+    char *out;
+    if (tu_run(args, &out) != 0) fail_msg("placer %s:\n%s", args, out);
+    free(out);
+}
+
+/* Every op that runs gets a time; only Constant ops do not (onnxruntime turns them into
+ * initializers when it loads the model, so they have no kernel). rnnlm: 27 of 49 ops timed,
+ * the other 22 are Constant. */
+static void check_coverage(const pl_graph *g, const pl_profile *p)
+{
+    int timed = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        double t = pl_profile_lookup(p, g->ops[i].name);
+        if (t < 0 && strcmp(g->ops[i].type, "Constant"))
+            fail_msg("op %s (%s) has no measured time", g->ops[i].name, g->ops[i].type);
+        if (t < 0) continue;
+        if (!(t > 0 && isfinite(t))) fail_msg("op %s: time %g", g->ops[i].name, t);
+        timed++;
+    }
+    assert_int_equal(timed, p->n); /* every entry names an op of the model */
+    assert_true(timed * 2 >= g->n_ops);
+}
+
+/* The fit never makes the median worse than the defaults (it starts from them). */
+static void check_calibrate(const char *prof)
+{
+    char params[128], args[512];
+    snprintf(params, sizeof params, "%s/params.json", tmpdir);
+    snprintf(args, sizeof args, "calibrate %s --model %s -o %s", prof, RNNLM, params);
+    run_ok(args);
+    json_error_t e;
+    json_t *j = json_load_file(params, 0, &e);
+    if (!j) fail_msg("%s: %s", params, e.text);
+    double before, after, mem;
+    int n;
+    assert_int_equal(json_unpack(j, "{s:{s:F}, s:{s:F}, s:F, s:i}", "before", "median_rel_error",
+                                 &before, "after", "median_rel_error", &after, "eff_memory", &mem,
+                                 "samples", &n),
+                     0);
+    assert_int_equal(n, 27);
+    assert_true(after <= before && mem >= 0.01 && mem <= 1);
+    json_decref(j);
+}
+
+static void test_profile_rnnlm_cli(void **state)
+{
+    (void)state;
+    require_ort();
+    char prof[128], plan[128], args[512];
+    snprintf(prof, sizeof prof, "%s/rnnlm.json", tmpdir);
+    snprintf(plan, sizeof plan, "%s/plan.json", tmpdir);
+    snprintf(args, sizeof args, "profile %s -o %s --repeat 3", RNNLM, prof);
+    run_ok(args);
+    pl_err err = {{0}};
+    pl_profile *p = pl_profile_load(prof, &err);
+    if (!p) fail_msg("%s", err.msg);
+    pl_graph *g = tu_load(RNNLM);
+    assert_string_equal(p->model_sha256, pl_graph_sha256(g, &err));
+    assert_string_equal(p->device_model, "local-epyc-core"); /* cpu0 of local-cpu.json */
+    check_coverage(g, p);
+    pl_profile_free(p), pl_graph_free(g);
+    snprintf(args, sizeof args, "place %s --cluster %s --profile %s -o %s", RNNLM, LOCAL, prof,
+             plan);
+    run_ok(args);
+    snprintf(args, sizeof args, "simulate %s --cluster %s --profile %s --plan %s", RNNLM, LOCAL,
+             prof, plan);
+    run_ok(args);
+    check_calibrate(prof);
+}
+
+/* The JSON summary adds up: timed + missing = ops, and the missing ones are the Constants. */
+static void test_profile_json(void **state)
+{
+    (void)state;
+    require_ort();
+    char *out;
+    if (tu_run("profile " RNNLM " --repeat 1 --json --device-model my-cpu 2>/dev/null", &out))
+        fail_msg("placer profile --json:\n%s", out);
+    json_error_t e;
+    json_t *r = json_loads(out, 0, &e);
+    if (!r) fail_msg("not JSON (%s):\n%s", e.text, out);
+    int ops, timed, missing, constant, unmatched;
+    const char *dm;
+    assert_int_equal(json_unpack(r, "{s:i, s:i, s:i, s:i, s:i, s:s}", "ops", &ops, "timed", &timed,
+                                 "missing", &missing, "missing_constant", &constant, "unmatched",
+                                 &unmatched, "device_model", &dm),
+                     0);
+    assert_int_equal(timed + missing, ops);
+    assert_int_equal(missing, constant);
+    assert_int_equal(unmatched, 0);
+    assert_string_equal(dm, "my-cpu");
+    assert_int_equal(json_array_size(json_object_get(r, "top")), 10);
+    json_decref(r), free(out);
+}
+
+/* The C API: every node once per request, named, typed, timed; what was loaded stays. */
+static void test_profile_api(void **state)
+{
+    (void)state;
+    require_ort();
+    char inflated[4096];
+    pl_err err = {{0}};
+    assert_true(pl_inflate_model(RNNLM, "build/ort-cache", inflated, sizeof inflated, &err) >= 0);
+    pl_ort *w = pl_ort_start(NULL, &err);
+    if (!w) fail_msg("%s", err.msg);
+    pl_ort_node_time *t;
+    int n;
+    if (pl_ort_profile(w, inflated, 2, &t, &n, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(n, 27);
+    for (int k = 0; k < n; k++) {
+        assert_true(*t[k].name && *t[k].op_type && !t[k].nested);
+        assert_true(t[k].mean_s > 0 && t[k].count == 1);
+    }
+    pl_ort_node_times_free(t, n);
+    long loads, runs;
+    assert_int_equal(pl_ort_stats(w, &loads, &runs, &err), 0);
+    assert_int_equal(loads, 1);
+    assert_int_equal(runs, 2);
+    pl_ort_stop(w);
+}
+
+static void test_profile_usage(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(tu_run("profile", &out), 2);
+    assert_non_null(strstr(out, "which model?"));
+    free(out);
+    assert_int_equal(tu_run("profile " RNNLM " --repeat 0", &out), 2);
+    assert_non_null(strstr(out, "--repeat wants a count"));
+    free(out);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return tu_mkdtemp(tmpdir, sizeof tmpdir, "placer-test-profile");
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return tu_rmtree(tmpdir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_profile_rnnlm_cli),
+        cmocka_unit_test(test_profile_json),
+        cmocka_unit_test(test_profile_api),
+        cmocka_unit_test(test_profile_usage),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
