@@ -21,6 +21,7 @@ int cli_calibrate(int argc, char **argv);
 typedef struct cli_common {
     const char *model, *cluster;
     const char *catalog, *config; /* a catalogue configuration instead of --cluster */
+    const char *cost_params;      /* placer-cost-params/1 (placer calibrate -o) */
     const char *dims[CLI_MAX_LIST], *shapes[CLI_MAX_LIST], *profiles[CLI_MAX_LIST];
     int n_dims, n_shapes, n_profiles;
     pl_contention contention;
@@ -42,6 +43,8 @@ typedef struct cli_ctx {
 /* Consumes argv[*i] when it is a shared option (or the model path); returns 1 when consumed,
  * 0 when not, -1 after printing a usage error. */
 int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o);
+/* The cost parameters --cost-params names, else the defaults; -1 after printing the error. */
+int cli_cost_params(const char *verb, const cli_common *o, pl_cost_params *out);
 /* Loads everything; prints the error and returns CLI_EXIT_BAD_INPUT on failure. */
 int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x);
 void cli_ctx_close(cli_ctx *x);

@@ -31,6 +31,10 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
         if (!v) return cli_fail(verb, "--catalog wants a catalogue file"), -1;
         return o->catalog = v, 1;
     }
+    if (cli_opt(argc, argv, i, "--cost-params", &v)) {
+        if (!v) return cli_fail(verb, "--cost-params wants a placer-cost-params/1 file"), -1;
+        return o->cost_params = v, 1;
+    }
     if (cli_opt(argc, argv, i, "--config", &v)) {
         if (!v) return cli_fail(verb, "--config wants a configuration name"), -1;
         return o->config = v, 1;
@@ -57,6 +61,15 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
         return cli_fail(verb, "one model at a time ('%s' and '%s')", o->model, argv[*i]), -1;
     o->model = argv[*i];
     return 1;
+}
+
+int cli_cost_params(const char *verb, const cli_common *o, pl_cost_params *out)
+{
+    pl_err err = {""};
+    pl_cost_params_default(out);
+    if (o->cost_params && pl_cost_params_load(o->cost_params, out, &err) < 0)
+        return cli_fail(verb, "%s", err.msg), -1;
+    return 0;
 }
 
 /* The cluster of configuration --config in catalogue --catalog; x keeps the catalogue. */
@@ -100,6 +113,10 @@ int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
     }
     pl_cost_params params;
     pl_cost_params_default(&params);
+    if (x->c && o->cost_params && pl_cost_params_load(o->cost_params, &params, &err) < 0) {
+        cli_ctx_close(x);
+        return cli_fail(verb, "%s", err.msg);
+    }
     if (x->c && x->n_prof == o->n_profiles)
         x->k =
             pl_cost_new(x->g, x->c, &params, (const pl_profile *const *)x->prof, x->n_prof, &err);

@@ -12,7 +12,8 @@ static const char *help =
     "usage: placer compare MODEL --cluster C [--algos a,b,...] [--json] [--contention X]\n"
     "                      [--seed N] [--time-limit 60s] [--profile P]...\n"
     "  --algos LIST   comma-separated algorithms (default: all)\n"
-    "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n";
+    "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
+    "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n";
 
 typedef struct {
     const pl_algo *a;

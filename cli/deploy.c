@@ -22,6 +22,7 @@ static const char *help =
     "                   first), uniform (random order), ga, de, exhaustive (every one)\n"
     "  --algos LIST     placement algorithms each trial runs (default moirai, which also runs\n"
     "                   every heuristic); --place-time is moirai's limit per trial (1 s)\n"
+    "  --cost-params F  the cost model's efficiencies from `placer calibrate -o`\n"
     "  -o FILE          write the chosen plan (simulate it with --catalog CAT --config NAME)\n";
 
 typedef struct deploy_args {
@@ -29,6 +30,7 @@ typedef struct deploy_args {
     const char *catalog, *out, *algos;
     pl_search_opts so;
     double place_time_s;
+    pl_cost_params params;
 } deploy_args;
 
 static int parse_budget(const char *v, pl_search_opts *o)
@@ -143,12 +145,12 @@ static json_t *trials_json(const pl_catalog *cat, const pl_search_result *r)
 }
 
 /* The chosen plan, simulated again on its configuration (per-device table). */
-static int show_plan(const pl_trial_worker *w, const pl_vm_config *cfg, const pl_plan *p, bool json,
-                     json_t *root)
+static int show_plan(const pl_trial_worker *w, const pl_vm_config *cfg, const pl_plan *p,
+                     const pl_cost_params *params, bool json, json_t *root)
 {
     cli_ctx x = {.g = (pl_graph *)pl_trial_sim_graph(w), .c = cfg->cluster};
     pl_err err = {""};
-    x.k = pl_cost_new(x.g, x.c, NULL, NULL, 0, &err);
+    x.k = pl_cost_new(x.g, x.c, params, NULL, 0, &err);
     pl_sim_opts so = {.contention = p->contention};
     pl_sim_result r = {0};
     if (!x.k || pl_simulate(x.k, p, &so, &r, &err) < 0) {
@@ -218,7 +220,7 @@ static int report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *
     int rc = 0;
     if (cfg && r->best_plan) {
         if (!a->co.json) printf("\n");
-        rc = show_plan(w, cfg, r->best_plan, a->co.json, root);
+        rc = show_plan(w, cfg, r->best_plan, &a->params, a->co.json, root);
     }
     pl_err err = {""};
     if (rc == 0 && a->out && r->best_plan &&
@@ -245,6 +247,9 @@ int cli_deploy(int argc, char **argv)
                             .place_time_s = a.place_time_s,
                             .contention = a.co.contention,
                             .seed = a.so.seed};
+    if (cli_cost_params("deploy", &a.co, &a.params) < 0)
+        return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
+    to.params = &a.params;
     pl_trial_worker *w = pl_trial_sim_new(&to);
     pl_search_result r;
     cli_progress("starting the trial worker (loading %s)", a.co.model);

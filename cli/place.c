@@ -14,6 +14,7 @@ static const char *help =
     "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random\n"
     "  -o FILE        write the plan (placer-plan/1) for `placer simulate`\n"
     "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
+    "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n"
     "  --trace FILE   write the simulated run as Chrome trace JSON (open it in Perfetto)\n";
 
 static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,

@@ -13,6 +13,7 @@ static const char *help =
     "                       [--profile P]...\n"
     "  --plan P       a placer-plan/1 file (from `placer place -o`, or written by hand)\n"
     "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
+    "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n"
     "  --contention   override the plan's contention model\n"
     "  --per-edge     send a tensor once per reading op (one transfer per graph edge, as\n"
     "                 MOIRAI's flows), not once per (tensor, device)\n"

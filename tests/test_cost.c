@@ -368,20 +368,67 @@ static void test_xfer(void **state)
     pl_graph_free(g);
 }
 
+/* placer-cost-params/1 (placer calibrate -o): read values, defaults for what is left out,
+ * refusals with the JSON path; and `place --cost-params` uses them (halving every efficiency
+ * slows the plan down). */
+static void test_params_file(void **state)
+{
+    (void)state;
+    const char *ok = "{\"format\": \"placer-cost-params/1\", \"device_model\": \"x\", "
+                     "\"eff_compute\": {\"dense\": 0.3, \"elementwise\": 0.125}, "
+                     "\"eff_memory\": 0.35, \"samples\": 10}";
+    pl_cost_params p, def;
+    pl_err err = {""};
+    pl_cost_params_default(&def);
+    if (pl_cost_params_load(tu_tmpfile(ok, strlen(ok), ".json"), &p, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_close(p.eff_compute[PL_CLASS_DENSE], 0.3, 1e-12);
+    assert_close(p.eff_compute[PL_CLASS_ELEMENTWISE], 0.125, 1e-12);
+    assert_close(p.eff_compute[PL_CLASS_REDUCTION], def.eff_compute[PL_CLASS_REDUCTION], 1e-12);
+    assert_close(p.eff_memory, 0.35, 1e-12);
+    const char *bad[][2] = {
+        {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {\"dense\": 1.5}, "
+         "\"eff_memory\": 0.5}",
+         "eff_compute.dense"},
+        {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {\"densest\": 0.5}, "
+         "\"eff_memory\": 0.5}",
+         "unknown op class"},
+        {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}}", "eff_memory"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err.msg[0] = 0;
+        assert_int_equal(
+            pl_cost_params_load(tu_tmpfile(bad[i][0], strlen(bad[i][0]), ".json"), &p, &err), -1);
+        if (!strstr(err.msg, bad[i][1])) fail_msg("'%s' lacks '%s'", err.msg, bad[i][1]);
+    }
+    const char *half = "{\"format\": \"placer-cost-params/1\", \"eff_compute\": {\"dense\": 0.3, "
+                       "\"elementwise\": 0.125, \"reduction\": 0.125, \"data-movement\": 0.125, "
+                       "\"control\": 0.15, \"unknown\": 0.15}, \"eff_memory\": 0.35}";
+    char args[512], *out;
+    const char *args0 = "place models/resnet50.onnx --cluster examples/clusters/local-cpu.json "
+                        "--algo single --json 2>/dev/null";
+    assert_int_equal(tu_run(args0, &out), 0);
+    double base = atof(strstr(out, "\"makespan_s\":") + 13);
+    free(out);
+    snprintf(args, sizeof args,
+             "place models/resnet50.onnx --cluster examples/clusters/local-cpu.json --algo single "
+             "--cost-params %s --json 2>/dev/null",
+             tu_tmpfile(half, strlen(half), ".json"));
+    assert_int_equal(tu_run(args, &out), 0);
+    double slow = atof(strstr(out, "\"makespan_s\":") + 13);
+    free(out);
+    assert_true(slow > 1.5 * base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roofline_conv_v100),
-        cmocka_unit_test(test_roofline_precision),
-        cmocka_unit_test(test_roofline_memory_bound),
-        cmocka_unit_test(test_constant_is_free),
-        cmocka_unit_test(test_taskgraph_times),
-        cmocka_unit_test(test_profile_override),
-        cmocka_unit_test(test_profile_refusals),
-        cmocka_unit_test(test_profile_wrong_model),
-        cmocka_unit_test(test_example_profile),
-        cmocka_unit_test(test_params),
-        cmocka_unit_test(test_xfer),
+        cmocka_unit_test(test_roofline_conv_v100),    cmocka_unit_test(test_roofline_precision),
+        cmocka_unit_test(test_roofline_memory_bound), cmocka_unit_test(test_constant_is_free),
+        cmocka_unit_test(test_taskgraph_times),       cmocka_unit_test(test_profile_override),
+        cmocka_unit_test(test_profile_refusals),      cmocka_unit_test(test_profile_wrong_model),
+        cmocka_unit_test(test_example_profile),       cmocka_unit_test(test_params),
+        cmocka_unit_test(test_params_file),           cmocka_unit_test(test_xfer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

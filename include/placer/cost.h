@@ -20,6 +20,9 @@ typedef struct pl_cost_params {
 
 /* Documented defaults (docs/cost.md). */
 void pl_cost_params_default(pl_cost_params *p);
+/* Reads placer-cost-params/1 (as `placer calibrate -o` writes it, docs/calibrate.md): the
+ * defaults, then the file's eff_compute per class name and eff_memory, each in (0, 1]. */
+int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err);
 
 /* Measured op times for one device model: format placer-profile/1 (docs/cost.md). */
 typedef struct pl_profile {

@@ -56,6 +56,7 @@ typedef struct pl_trial_sim_opts {
     double place_time_s;
     pl_contention contention;
     unsigned seed;
+    const pl_cost_params *params; /* NULL: the defaults (copied) */
 } pl_trial_sim_opts;
 pl_trial_worker *pl_trial_sim_new(const pl_trial_sim_opts *o);
 /* The model the sim worker loaded (after start), for plan identity; NULL before. */

@@ -17,6 +17,7 @@ typedef struct sim_state {
     double place_time_s;
     pl_contention contention;
     unsigned seed;
+    pl_cost_params params;
     pl_graph *g;
 } sim_state;
 
@@ -68,7 +69,7 @@ static double try_algo(const sim_state *s, const pl_cost *k, const pl_algo *a, p
 static int sim_trial(pl_trial_worker *w, const pl_cluster *c, pl_trial_out *out, pl_err *err)
 {
     sim_state *s = w->state;
-    pl_cost *k = pl_cost_new(s->g, c, NULL, NULL, 0, err);
+    pl_cost *k = pl_cost_new(s->g, c, &s->params, NULL, 0, err);
     if (!k) return -1;
     char list[256];
     snprintf(list, sizeof list, "%s", s->algos);
@@ -122,6 +123,10 @@ pl_trial_worker *pl_trial_sim_new(const pl_trial_sim_opts *o)
     s->load.dims = s->dims, s->load.input_shapes = s->shapes;
     s->place_time_s = o->place_time_s > 0 ? o->place_time_s : 1;
     s->contention = o->contention, s->seed = o->seed;
+    if (o->params)
+        s->params = *o->params;
+    else
+        pl_cost_params_default(&s->params);
     pl_trial_worker *w = pl_calloc(1, sizeof *w);
     w->ops = &SIM_OPS, w->state = s;
     return w;

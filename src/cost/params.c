@@ -1,0 +1,62 @@
+/* params.c: the cost model's efficiencies from a file, format placer-cost-params/1, as
+ * `placer calibrate -o` writes it (docs/calibrate.md):
+ *
+ *   {"format": "placer-cost-params/1", "device_model": "local-epyc-core",
+ *    "eff_compute": {"dense": 1.0, "elementwise": 0.093, ...}, "eff_memory": 1.0, ...}
+ *
+ * Classes the file leaves out keep their defaults; the fit's statistics (samples, errors) are
+ * accepted and ignored. */
+#include "placer/cost.h"
+#include "placer/json.h"
+
+#include <string.h>
+
+static const char *const fields[] = {"format",   "device_model",  "eff_compute", "eff_memory",
+                                     "samples",  "class_samples", "before",      "after",
+                                     "producer", "description",   NULL};
+
+/* A class name as pl_op_class_name gives it, or -1. */
+static int class_of(const char *name)
+{
+    for (int c = 0; c < PL_CLASS_COUNT; c++)
+        if (!strcmp(pl_op_class_name((pl_op_class)c), name)) return c;
+    return -1;
+}
+
+/* An efficiency in (0, 1]: a fraction of a peak, never above it. `field` NULL: obj itself. */
+static int read_eff(const pl_json *obj, const char *field, double *out, pl_err *err)
+{
+    if (pl_json_number(obj, field, out, err) < 0) return -1;
+    pl_json at = field ? pl_json_at(obj, field) : *obj;
+    if (!(*out > 0 && *out <= 1)) return pl_json_fail(&at, err, "an efficiency must be in (0, 1]");
+    return 0;
+}
+
+static int read_compute(const pl_json *root, pl_cost_params *p, pl_err *err)
+{
+    pl_json obj, e;
+    if (pl_json_object(root, "eff_compute", &obj, err) < 0) return -1;
+    pl_json_iter it = {0};
+    while (pl_json_next(&obj, &it, &e)) {
+        int c = class_of(e.key);
+        if (c < 0) return pl_json_fail(&e, err, "unknown op class (dense, elementwise, ...)");
+        if (read_eff(&e, NULL, &p->eff_compute[c], err) < 0) return -1;
+    }
+    return 0;
+}
+
+int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
+{
+    pl_json_doc *doc = pl_json_open(path, err);
+    if (!doc) return -1;
+    pl_cost_params_default(p);
+    pl_json root = pl_json_root(doc);
+    int rc = pl_json_check_format(&root, "placer-cost-params/1", err) < 0 ||
+                     pl_json_check_fields(&root, fields, err) < 0 ||
+                     read_compute(&root, p, err) < 0 ||
+                     read_eff(&root, "eff_memory", &p->eff_memory, err) < 0
+                 ? -1
+                 : 0;
+    pl_json_close(doc);
+    return rc;
+}
