@@ -64,7 +64,7 @@ demo: deps
 	$(BUILD)/placer deploy models/inception_v3.onnx --catalog catalogs/autodeep-testbed.json --slo 6ms
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/placer $(BUILD)/bench/bench_import $(BUILD)/bench/bench_place $(BUILD)/bench/bench_search $(BUILD)/bench/bench_runtime
+	@$(MAKE) --no-print-directory $(BUILD)/placer $(BUILD)/bench/bench_import $(BUILD)/bench/bench_place $(BUILD)/bench/bench_search $(BUILD)/bench/bench_runtime $(BUILD)/bench/bench_fidelity
 	@bench/run.sh $(BUILD)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)

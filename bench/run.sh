@@ -40,3 +40,6 @@ time ( "$build/placer" deploy models/bert_base.onnx --catalog catalogs/clouds.js
 echo
 echo "== measured trials on this CPU (onnxruntime): a persistent worker against a fresh one per trial"
 "$build/bench/bench_runtime" 5 models/rnnlm.onnx models/resnet50.onnx models/bert_base.onnx
+echo
+echo "== fidelity: the cost model against onnxruntime on this CPU (single device; calibrated leave-one-out)"
+"$build/bench/bench_fidelity" models/*.onnx
