@@ -99,6 +99,7 @@ static void expect_refused(fixture *f, const char *body, const char *needle)
     if (p) fail_msg("plan accepted: %s", body);
     if (!strstr(err.msg, needle)) fail_msg("message '%s' lacks '%s'", err.msg, needle);
     if (!strstr(err.msg, path)) fail_msg("message '%s' does not name the file", err.msg);
+    remove(path);
 }
 
 static void test_refusals(void **state)
@@ -194,8 +195,10 @@ static void test_xfer_order_round_trip(void **state)
     pl_plan_set_xfer_priority(p, 0, NULL);
     assert_int_equal(pl_plan_save(p, f->g, f->c, path, &err), 0);
     q = pl_plan_load(path, f->g, f->c, &err);
+    if (!q) fail_msg("%s", err.msg);
     assert_null(q->xfer_priority);
     pl_plan_free(q), pl_plan_free(p);
+    remove(path);
 }
 
 static void test_xfer_order_refusals(void **state)

@@ -45,27 +45,13 @@ static void set_bytes(fx *f, const char *name, int64_t bytes)
     pl_tensor_set_shape(&f->g->tensors[tensor(f, name)], PL_DT_UINT8, 1, &bytes);
 }
 
-/* Adds op `name` reading and writing comma-separated tensors; new tensors get 1000 bytes. */
-static void add_list(fx *f, int op, const char *list, bool in)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
-        bool fresh = pl_graph_find_tensor(f->g, s) < 0;
-        int t = tensor(f, s);
-        if (fresh) set_bytes(f, s, 1000);
-        if (in)
-            pl_op_add_input(f->g, op, t);
-        else
-            pl_op_add_output(f->g, op, t);
-    }
-}
-
+/* Adds op `name` reading and writing comma-separated tensors (tu_op); new tensors get 1000
+ * bytes. */
 static int op(fx *f, const char *name, const char *ins, const char *outs)
 {
-    int o = pl_graph_add_op(f->g, name, "Task", "");
-    add_list(f, o, ins, true);
-    add_list(f, o, outs, false);
+    int before = f->g->n_tensors, o = tu_op(f->g, name, "Task", ins, outs);
+    for (int t = before; t < f->g->n_tensors; t++)
+        set_bytes(f, f->g->tensors[t].name, 1000);
     return o;
 }
 
@@ -315,11 +301,9 @@ static void test_pair_vs_ports(void **state)
     fx_free(f);
 }
 
-/* x is read by b and c, both on gpu1: one transfer, 1000 bytes on the link. b then c (tie
- * at 2.5 on readiness, broken by topological index): 2.5 + 1 + 1 = 4.5. */
-static void test_sent_once(void **state)
+/* a(1)@0 writes x, read by b(1) and c(1), both on gpu1. */
+static fx *two_readers(void)
 {
-    (void)state;
     fx *f = fx_new();
     op(f, "a", "", "x");
     op(f, "b", "x", "u");
@@ -327,12 +311,24 @@ static void test_sent_once(void **state)
     build(f, 2);
     set_time(f, "a", 1), set_time(f, "b", 1), set_time(f, "c", 1);
     place(f, "b", 1), place(f, "c", 1);
+    return f;
+}
+
+/* x is sent to gpu1 once: one transfer, 1000 bytes on the link. b then c (tie at 2.5 on
+ * readiness, broken by topological index): 2.5 + 1 + 1 = 4.5. */
+static void test_sent_once(void **state)
+{
+    (void)state;
+    fx *f = two_readers();
     const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
     assert_int_equal(r->n_xfers, 1);
+    assert_int_equal(r->xfers[0].reader, -1);
     assert_close(r->link_bytes[1], 1000, 1e-12);
     assert_close(start(f, "b", 0), 2.5, 1e-12);
     assert_close(start(f, "c", 0), 3.5, 1e-12);
     assert_close(r->makespan_s, 4.5, 1e-12);
+    /* gpu1 holds x [1, 4.5) and u [2.5, 3.5) or v [3.5, 4.5): 2000 at most. */
+    assert_close(r->peak_mem_bytes[1], 2000, 1e-12);
     fx_free(f);
 }
 
@@ -343,13 +339,7 @@ static void test_sent_once(void **state)
 static void test_per_edge(void **state)
 {
     (void)state;
-    fx *f = fx_new();
-    op(f, "a", "", "x");
-    op(f, "b", "x", "u");
-    op(f, "c", "x", "v");
-    build(f, 2);
-    set_time(f, "a", 1), set_time(f, "b", 1), set_time(f, "c", 1);
-    place(f, "b", 1), place(f, "c", 1);
+    fx *f = two_readers();
     const pl_sim_result *r = sim_opts(f, PL_CONTENTION_PORTS, 1, true);
     assert_int_equal(r->n_xfers, 2);
     assert_int_equal(r->xfers[0].reader, id(f, "b"));
@@ -361,12 +351,6 @@ static void test_per_edge(void **state)
     assert_close(r->peak_mem_bytes[1], 3000, 1e-12);
     /* Without contention both copies travel at once: b [2.5, 3.5], c [3.5, 4.5]. */
     assert_close(sim_opts(f, PL_CONTENTION_NONE, 1, true)->makespan_s, 4.5, 1e-12);
-    /* The default sends once. */
-    r = sim(f, PL_CONTENTION_PORTS, 1);
-    assert_int_equal(r->n_xfers, 1);
-    assert_int_equal(r->xfers[0].reader, -1);
-    assert_close(r->makespan_s, 4.5, 1e-12);
-    assert_close(r->peak_mem_bytes[1], 2000, 1e-12);
     /* Two requests, per edge: every figure still passes the checker. */
     sim_opts(f, PL_CONTENTION_PORTS, 2, true);
     assert_int_equal(f->r.n_xfers, 4);

@@ -50,6 +50,9 @@ void pl_plan_clear_order(pl_plan *p);
 /* Sets the transfer order (a copy of `prio`, n_edges entries, one per g->edges[e]); NULL
  * clears it. */
 void pl_plan_set_xfer_priority(pl_plan *p, int n_edges, const double *prio);
+/* The index in g->edges (and so in xfer_priority) of the edge (src, dst, tensor), or -1
+ * (also when src < 0). A binary search: g->edges is sorted by src, dst, tensor. */
+int pl_plan_edge(const pl_graph *g, int src, int dst, int tensor);
 
 /* Writes placer-plan/1. `g`, `c` give names and identity; `g->path`/`c->path` are hashed. */
 int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const char *path,

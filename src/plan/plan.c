@@ -71,6 +71,22 @@ void pl_plan_set_xfer_priority(pl_plan *p, int n_edges, const double *prio)
     p->n_edges = prio ? n_edges : 0;
 }
 
+int pl_plan_edge(const pl_graph *g, int src, int dst, int tensor)
+{
+    int lo = 0, hi = g->n_edges - 1;
+    while (src >= 0 && lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        const pl_edge *e = &g->edges[mid];
+        int d = e->src != src ? e->src - src : e->dst != dst ? e->dst - dst : e->tensor - tensor;
+        if (d == 0) return mid;
+        if (d < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
 /* Bucket the global sequence by device, keeping its order within each device. */
 void pl_plan_set_order(pl_plan *p, const int *seq)
 {

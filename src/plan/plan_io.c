@@ -104,7 +104,7 @@ int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const
     if (p->order) json_object_set_new(root, "order", order_json(p, g, c));
     if (p->xfer_priority && p->n_edges == g->n_edges)
         json_object_set_new(root, "transfer_order", xfer_order_json(p, g));
-    if (rc == 0 && json_dump_file(root, path, JSON_INDENT(1) | JSON_REAL_PRECISION(12)) != 0)
+    if (json_dump_file(root, path, JSON_INDENT(1) | JSON_REAL_PRECISION(12)) != 0)
         rc = pl_err_set(err, "%s: cannot write the plan", path);
     json_decref(root);
     return rc;
@@ -112,8 +112,6 @@ int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const
 
 /* ---- reading ---- */
 
-/* The file's sha256 for `field` ("model"/"cluster") must match the object we have; a plan
- * without identity (hand-written) is accepted. */
 /* The plan's sha256 for `field` ("model"/"cluster") must match `have`, the digest of the file
  * we were given; a plan without identity (hand-written) is accepted. */
 static int check_identity(const pl_json *root, const char *field, const char *path,
@@ -230,23 +228,6 @@ static int read_order(const pl_json *root, const pl_graph *g, const pl_cluster *
     return rc;
 }
 
-/* The edge (producer of t, op, t), or -1. g->edges is sorted by (src, dst, tensor). */
-static int find_edge(const pl_graph *g, int t, int op)
-{
-    int src = g->tensors[t].producer, lo = 0, hi = g->n_edges - 1;
-    while (src >= 0 && lo <= hi) {
-        int mid = lo + (hi - lo) / 2;
-        const pl_edge *e = &g->edges[mid];
-        int d = e->src != src ? e->src - src : e->dst != op ? e->dst - op : e->tensor - t;
-        if (d == 0) return mid;
-        if (d < 0)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return -1;
-}
-
 /* One [tensor, reader op] pair: the graph edge it names, or -1 with the message. */
 static int read_pair(const pl_json *x, const pl_graph *g, pl_err *err)
 {
@@ -259,7 +240,7 @@ static int read_pair(const pl_json *x, const pl_graph *g, pl_err *err)
     int t = pl_graph_find_tensor(g, tn);
     if (t < 0) return pl_json_fail(&a, err, "the model has no tensor named '%s'", tn);
     if (op_of(&b, on, g, &op, err) < 0) return -1;
-    int e = find_edge(g, t, op);
+    int e = pl_plan_edge(g, g->tensors[t].producer, op, t);
     if (e < 0)
         return pl_json_fail(x, err,
                             "['%s', '%s'] is not a graph edge: op '%s' does not read tensor '%s' "

@@ -29,19 +29,8 @@ static int cmp_xo(const void *a, const void *b)
 /* The priority of edge (src, dst, t), +inf when it is not an edge or has NaN. */
 static double edge_prio(const chk *c, int src, int dst, int t)
 {
-    const pl_graph *g = c->g;
-    int lo = 0, hi = g->n_edges - 1;
-    while (lo <= hi) {
-        int mid = lo + (hi - lo) / 2;
-        const pl_edge *e = &g->edges[mid];
-        int d = e->src != src ? e->src - src : e->dst != dst ? e->dst - dst : e->tensor - t;
-        if (d == 0) return isnan(c->p->xfer_priority[mid]) ? INFINITY : c->p->xfer_priority[mid];
-        if (d < 0)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return INFINITY;
+    int e = pl_plan_edge(c->g, src, dst, t);
+    return e < 0 || isnan(c->p->xfer_priority[e]) ? INFINITY : c->p->xfer_priority[e];
 }
 
 /* A transfer's priority: its reader's edge (per_edge); else the smallest over the readers on

@@ -98,12 +98,6 @@ static void critical_path(const sim_static *s, const sim_run *run, pl_sim_result
 
 /* ---- figures ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The busiest device's or link's time per request: no period can be shorter. */
 static double busiest(const pl_sim_result *r, int K)
 {
@@ -123,16 +117,14 @@ static double busiest(const pl_sim_result *r, int K)
 static void throughput(const sim_run *run, pl_sim_result *r)
 {
     int K = run->K;
-    double *ends = pl_malloc((K + 1) * sizeof *ends), lat = 0;
+    double first = INFINITY, last = -INFINITY, lat = 0;
     for (int i = 0; i < K; i++) {
-        ends[i] = run->req_end[i];
+        first = fmin(first, run->req_end[i]), last = fmax(last, run->req_end[i]);
         lat += run->req_end[i] - (isfinite(run->req_start[i]) ? run->req_start[i] : 0);
     }
-    pl_sort(ends, K, sizeof *ends, cmp_double);
-    r->makespan_s = ends[K - 1];
-    r->period_s = K > 1 ? fmax((ends[K - 1] - ends[0]) / (K - 1), busiest(r, K)) : r->makespan_s;
+    r->makespan_s = last;
+    r->period_s = K > 1 ? fmax((last - first) / (K - 1), busiest(r, K)) : r->makespan_s;
     r->latency_s = lat / K;
-    free(ends);
 }
 
 static void memory_verdict(const sim_static *s, const pl_sim_opts *o, pl_sim_result *r)

@@ -193,7 +193,18 @@ static void end_op(ev_ctx *x, int inst)
 
 /* ---- transfers ---- */
 
-/* Starts a transfer instance; one that takes time holds its ports (or channel). */
+/* A transfer that takes time holds (busy) or frees its ports, or its channel; a zero-time
+ * one never holds any. */
+static void hold_ports(ev_ctx *x, const sim_slot *sl, bool busy)
+{
+    if (!(sl->dur > 0)) return;
+    if (x->o->contention == PL_CONTENTION_PORTS)
+        x->send_busy[sl->from] = x->recv_busy[sl->to] = busy;
+    else if (x->o->contention == PL_CONTENTION_PAIR)
+        x->pair_busy[sl->from * x->D + sl->to] = busy;
+}
+
+/* Starts a transfer instance. */
 static void start_slot(ev_ctx *x, int inst)
 {
     const sim_static *s = x->s;
@@ -201,10 +212,7 @@ static void start_slot(ev_ctx *x, int inst)
     const sim_slot *sl = &s->slots[slot];
     int a = sl->from, b = sl->to;
     double dur = sl->dur; /* given pair times win (pl_cost_xfer_s) */
-    if (dur > 0 && x->o->contention == PL_CONTENTION_PORTS)
-        x->send_busy[a] = x->recv_busy[b] = true;
-    else if (dur > 0 && x->o->contention == PL_CONTENTION_PAIR)
-        x->pair_busy[a * x->D + b] = true;
+    hold_ports(x, sl, true);
     x->run->slot_start[inst] = x->now, x->run->slot_end[inst] = x->now + dur;
     x->run->xfer_seq[x->run->n_xfer++] = inst;
     x->run->link_bytes[a * x->D + b] += s->copies[sl->copy].bytes;
@@ -226,10 +234,7 @@ static void end_xfer(ev_ctx *x, int inst)
     const sim_static *s = x->s;
     int r = inst / x->S, slot = inst % x->S;
     const sim_slot *sl = &s->slots[slot];
-    if (sl->dur > 0 && x->o->contention == PL_CONTENTION_PORTS)
-        x->send_busy[sl->from] = x->recv_busy[sl->to] = false;
-    else if (sl->dur > 0 && x->o->contention == PL_CONTENTION_PAIR)
-        x->pair_busy[sl->from * x->D + sl->to] = false;
+    hold_ports(x, sl, false);
     if (s->strict) /* the next transfer in each port's order may go */
         release_slot(x, r, s->port_next[2 * slot]), release_slot(x, r, s->port_next[2 * slot + 1]);
     copy_ready(x, r, sl->copy);

@@ -9,24 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The edge (src, dst, t) in g->edges (sorted by src, dst, tensor; no repeats), or -1. */
-static int find_edge(const pl_graph *g, int src, int dst, int t)
-{
-    int lo = 0, hi = g->n_edges;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        const pl_edge *e = &g->edges[mid];
-        bool less = e->src != src ? e->src < src : e->dst != dst ? e->dst < dst : e->tensor < t;
-        if (less)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == g->n_edges) return -1;
-    const pl_edge *e = &g->edges[lo];
-    return e->src == src && e->dst == dst && e->tensor == t ? lo : -1;
-}
-
 /* A transfer's priority: the smallest over the edges it serves (NaN counts as +inf). Graph
  * inputs sent from the I/O device serve no edge and come first: they are ready at time 0, so
  * they never make a port wait long. Output returns serving no edge come last: nothing waits
@@ -40,7 +22,8 @@ static double *slot_prios(const sim_static *s)
         for (int i = s->in_off[op]; i < s->in_off[op + 1]; i++) {
             const sim_in *in = &s->in[i];
             int src = s->producer[in->tensor], e;
-            if (in->slot < 0 || src < 0 || (e = find_edge(s->g, src, op, in->tensor)) < 0) continue;
+            if (in->slot < 0 || src < 0 || (e = pl_plan_edge(s->g, src, op, in->tensor)) < 0)
+                continue;
             double v = s->p->xfer_priority[e];
             if (!isnan(v) && v < pr[in->slot]) pr[in->slot] = v;
         }
