@@ -6,17 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-double lp_tensor_bytes(const pl_cost *k, int tensor)
-{
-    int64_t b = k->g->tensors[tensor].bytes;
-    return b > 0 ? (double)b : 0;
-}
-
-bool lp_is_weight(const pl_cost *k, int t)
-{
-    return t >= 0 && (k->g->tensors[t].flags & PL_TENSOR_WEIGHT);
-}
-
 /* The i-th tensor an op touches (inputs, then outputs); -1 past the end. A Constant's value is
  * a weight it writes: resident where the op runs. */
 static int touched(const pl_op *op, int i)
@@ -65,8 +54,8 @@ lp_route lp_mean_route(const pl_cluster *c)
  * op's out-edges as a contiguous block. */
 double lp_mean_xfer_s(const pl_cost *k, lp_route r, int tensor)
 {
-    if (lp_is_weight(k, tensor)) return 0;
-    return r.lat_s + lp_tensor_bytes(k, tensor) * r.inv_bw_s_per_byte;
+    if (pk_is_weight(k->g, tensor)) return 0;
+    return r.lat_s + pk_tensor_bytes(k->g, tensor) * r.inv_bw_s_per_byte;
 }
 
 void lp_upward_rank(const pl_cost *k, double *rank)
@@ -101,8 +90,8 @@ void lp_mem_init(lp_mem *m, const pl_cost *k)
     for (int op = 0; op < k->n_ops; op++) {
         const pl_op *o = &k->g->ops[op];
         for (int i = 0; i < o->n_inputs + o->n_outputs; i++)
-            if (lp_is_weight(k, touched(o, i)) && !seen_before(o, i))
-                m->own_weights_bytes[op] += lp_tensor_bytes(k, touched(o, i));
+            if (pk_is_weight(k->g, touched(o, i)) && !seen_before(o, i))
+                m->own_weights_bytes[op] += pk_tensor_bytes(k->g, touched(o, i));
     }
     m->weights_bytes = pl_calloc(D, sizeof *m->weights_bytes);
     m->held_sum_bytes = pl_calloc(D, sizeof *m->held_sum_bytes);
@@ -140,8 +129,8 @@ double lp_mem_need(const lp_mem *m, int op, int dev)
     double w = m->weights_bytes[dev];
     for (int i = 0; i < o->n_inputs + o->n_outputs; i++) {
         int t = touched(o, i);
-        if (lp_is_weight(m->k, t) && *ref(m, t, dev) == 0 && !seen_before(o, i))
-            w += lp_tensor_bytes(m->k, t);
+        if (pk_is_weight(m->k->g, t) && *ref(m, t, dev) == 0 && !seen_before(o, i))
+            w += pk_tensor_bytes(m->k->g, t);
     }
     return w + m->held_sum_bytes[dev] + m->held_bytes[op] +
            fmax(m->ws_max_bytes[dev], m->ws_bytes[op]) + io_on(m, dev);
@@ -160,11 +149,11 @@ double lp_mem_freed(const lp_mem *m, int op, int dev)
     double w = m->held_bytes[op];
     for (int i = 0; i < o->n_inputs + o->n_outputs; i++) {
         int t = touched(o, i);
-        if (!lp_is_weight(m->k, t) || seen_before(o, i)) continue;
+        if (!pk_is_weight(m->k->g, t) || seen_before(o, i)) continue;
         int uses = 0; /* this op's own references to t */
         for (int j = 0; j < o->n_inputs + o->n_outputs; j++)
             uses += touched(o, j) == t;
-        if (*ref(m, t, dev) == uses) w += lp_tensor_bytes(m->k, t);
+        if (*ref(m, t, dev) == uses) w += pk_tensor_bytes(m->k->g, t);
     }
     return w;
 }
@@ -174,8 +163,8 @@ void lp_mem_add(lp_mem *m, int op, int dev)
     const pl_op *o = &m->k->g->ops[op];
     for (int i = 0; i < o->n_inputs + o->n_outputs; i++) {
         int t = touched(o, i);
-        if (!lp_is_weight(m->k, t)) continue;
-        if ((*ref(m, t, dev))++ == 0) m->weights_bytes[dev] += lp_tensor_bytes(m->k, t);
+        if (!pk_is_weight(m->k->g, t)) continue;
+        if ((*ref(m, t, dev))++ == 0) m->weights_bytes[dev] += pk_tensor_bytes(m->k->g, t);
     }
     m->held_sum_bytes[dev] += m->held_bytes[op];
     m->ws_max_bytes[dev] = fmax(m->ws_max_bytes[dev], m->ws_bytes[op]);
@@ -186,8 +175,8 @@ void lp_mem_remove(lp_mem *m, int op, int dev)
     const pl_op *o = &m->k->g->ops[op];
     for (int i = 0; i < o->n_inputs + o->n_outputs; i++) {
         int t = touched(o, i);
-        if (!lp_is_weight(m->k, t)) continue;
-        if (--(*ref(m, t, dev)) == 0) m->weights_bytes[dev] -= lp_tensor_bytes(m->k, t);
+        if (!pk_is_weight(m->k->g, t)) continue;
+        if (--(*ref(m, t, dev)) == 0) m->weights_bytes[dev] -= pk_tensor_bytes(m->k->g, t);
     }
     m->held_sum_bytes[dev] -= m->held_bytes[op];
 }
@@ -226,7 +215,7 @@ int lp_check_memory(const pl_cost *k, const int *dev, const char *algo, pl_err *
     pl_plan_static_memory(k, dev, used);
     int rc = 0;
     for (int d = 0; d < k->n_devs && rc == 0; d++) {
-        double cap = lp_dev_cap(k, d);
+        double cap = pk_dev_cap(k, d);
         if (used[d] <= cap) continue;
         char a[32], b[32];
         rc = pl_err_set(err, "%s: device '%s' needs %s of static memory but has %s", algo,

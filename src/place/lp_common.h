@@ -10,6 +10,7 @@
 #define PLACER_PLACE_LP_COMMON_H
 
 #include "placer/place.h"
+#include "sched.h"
 
 typedef struct lp_mem {
     const pl_cost *k;
@@ -37,19 +38,11 @@ void lp_mem_remove(lp_mem *m, int op, int dev);
 /* Recomputes every device's largest working set from a placement (after removals). */
 void lp_mem_recompute_ws(lp_mem *m, const int *dev_of_op);
 double lp_mem_used(const lp_mem *m, int dev);
-/* A device with no memory size given (0) is taken as unlimited rather than as full. */
-static inline double lp_dev_cap(const pl_cost *k, int dev)
-{
-    double b = k->c->devs[dev].memory_bytes;
-    return b > 0 ? b : 1e300;
-}
+/* Device capacities, tensor bytes and weights as the rest of src/place counts them:
+ * pk_dev_cap, pk_tensor_bytes and pk_is_weight (sched.h). */
 
 /* Mean time of `op` over the devices that can run it; INFINITY when none can. */
 double lp_op_mean_s(const pl_cost *k, int op);
-/* Bytes of a tensor as a transfer counts them (unknown sizes count 0). */
-double lp_tensor_bytes(const pl_cost *k, int tensor);
-/* Weights (initializers, Constant values) are resident where read: never sent (design.md §4). */
-bool lp_is_weight(const pl_cost *k, int tensor);
 
 /* Mean route between distinct devices: latency and 1/bandwidth averaged over ordered pairs,
  * so mean transfer time = lat + bytes * inv_bw. Both 0 with a single device. */

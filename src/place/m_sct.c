@@ -177,7 +177,7 @@ static bool fits(sct *S, int op, int d)
     if (S->fit_ver[i] < 0) return false;
     if (S->fit_ver[i] == S->mem_ver[d] + 1) return true;
     bool ok =
-        isfinite(pl_cost_op_s(S->k, op, d)) && lp_mem_fits(&S->mem, op, d, lp_dev_cap(S->k, d));
+        isfinite(pl_cost_op_s(S->k, op, d)) && lp_mem_fits(&S->mem, op, d, pk_dev_cap(S->k, d));
     S->fit_ver[i] = ok ? S->mem_ver[d] + 1 : -1; /* memory only grows: "no" is final */
     return ok;
 }
@@ -464,8 +464,8 @@ static int no_room(sct *S, pl_err *err)
 {
     int op = S->cand[0], best = 0;
     for (int d = 1; d < S->D; d++)
-        if (lp_dev_cap(S->k, d) - lp_mem_used(&S->mem, d) >
-            lp_dev_cap(S->k, best) - lp_mem_used(&S->mem, best))
+        if (pk_dev_cap(S->k, d) - lp_mem_used(&S->mem, d) >
+            pk_dev_cap(S->k, best) - lp_mem_used(&S->mem, best))
             best = d;
     char a[32], b[32];
     return pl_err_set(err,
@@ -473,7 +473,7 @@ static int no_room(sct *S, pl_err *err)
                       "roomiest, it would need %s of %s",
                       S->g->ops[op].name, S->n_seq, S->n, S->k->c->devs[best].name,
                       pl_fmt_bytes(lp_mem_need(&S->mem, op, best), a, sizeof a),
-                      pl_fmt_bytes(lp_dev_cap(S->k, best), b, sizeof b));
+                      pl_fmt_bytes(pk_dev_cap(S->k, best), b, sizeof b));
 }
 
 static int schedule(sct *S, pl_err *err)

@@ -65,7 +65,7 @@ static nb *symmetrise(const pl_cost *k, int *off)
     for (int e = 0; e < g->n_edges; e++) {
         const pl_edge *x = &g->edges[e];
         if (x->src == x->dst) continue;
-        double b = lp_is_weight(k, x->tensor) ? 0 : lp_tensor_bytes(k, x->tensor);
+        double b = pk_is_weight(k->g, x->tensor) ? 0 : pk_tensor_bytes(k->g, x->tensor);
         row[fill[x->src]++] = (nb){x->dst, b};
         row[fill[x->dst]++] = (nb){x->src, b};
     }
@@ -248,7 +248,7 @@ typedef struct repair {
 
 static bool over(const repair *R, int d)
 {
-    return lp_mem_used(&R->mem, d) > lp_dev_cap(R->k, d);
+    return lp_mem_used(&R->mem, d) > pk_dev_cap(R->k, d);
 }
 
 static void connections(const repair *R, int op)
@@ -265,7 +265,7 @@ static int best_target(const repair *R, int op, int from)
     connections(R, op);
     for (int e = 0; e < R->k->n_devs; e++) {
         if (e == from || !isfinite(pl_cost_op_s(R->k, op, e))) continue;
-        if (!lp_mem_fits(&R->mem, op, e, lp_dev_cap(R->k, e))) continue;
+        if (!lp_mem_fits(&R->mem, op, e, pk_dev_cap(R->k, e))) continue;
         if (best < 0 || R->conn[e] > R->conn[best]) best = e;
     }
     return best;
@@ -337,7 +337,7 @@ static int fail_full(const repair *R, int d, pl_err *err)
                       "metis: device '%s' needs %s of static memory but has %s, and no op "
                       "can move to a device with room",
                       R->k->c->devs[d].name, pl_fmt_bytes(lp_mem_used(&R->mem, d), a, sizeof a),
-                      pl_fmt_bytes(lp_dev_cap(R->k, d), b, sizeof b));
+                      pl_fmt_bytes(pk_dev_cap(R->k, d), b, sizeof b));
 }
 
 static int repair_memory(const pl_cost *k, const ugraph *u, int *dev, int *n_moved, pl_err *err)

@@ -10,6 +10,7 @@
  * when every tensor has one reader, as in MOIRAI's instances (pl_moirai_load). */
 #include "algos.h"
 #include "moirai_ls.h"
+#include "sched.h"
 
 #include <Cbc_C_Interface.h>
 #include <math.h>
@@ -252,11 +253,11 @@ static void add_precedence(milp *P)
 /* (5): static sum per device; a device that holds every op needs no row. */
 static void add_memory(milp *P)
 {
+    double all = 0;
+    for (int i = 0; i < P->n; i++)
+        all += pl_moirai_op_mem(P->k, i);
     for (int k = 0; k < P->D; k++) {
-        double all = 0;
-        for (int i = 0; i < P->n; i++)
-            all += pl_moirai_op_mem(P->k, i);
-        if (all <= pl_moirai_dev_cap(P->k, k)) continue;
+        if (all <= pk_dev_cap(P->k, k)) continue;
         for (int i = 0; i < P->n; i++)
             if (pl_moirai_op_mem(P->k, i) > 0) term(P, X(P, i, k), pl_moirai_op_mem(P->k, i));
         row(P, 'L', P->k->c->devs[k].memory_bytes);
@@ -384,13 +385,13 @@ typedef struct start {
 
 static bool memory_ok(const pl_cost *k, const int *dev)
 {
-    for (int d = 0; d < k->n_devs; d++) {
-        double used = 0;
-        for (int i = 0; i < k->n_ops; i++)
-            if (dev[i] == d) used += pl_moirai_op_mem(k, i);
-        if (used > pl_moirai_dev_cap(k, d)) return false;
-    }
-    return true;
+    double *used = pl_malloc((k->n_devs + 1) * sizeof *used);
+    pl_moirai_used(k, dev, used);
+    bool ok = true;
+    for (int d = 0; d < k->n_devs && ok; d++)
+        ok = used[d] <= pk_dev_cap(k, d);
+    free(used);
+    return ok;
 }
 
 /* The MILP's world: ports contention, one transfer per edge (flows), memory as (5) alone. */

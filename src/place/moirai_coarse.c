@@ -149,9 +149,10 @@ static void polish(const pl_cost *k, const pl_place_opts *o, double deadline, be
     memset(st, 0, sizeof *st);
     if (!b->plan || pl_now() >= deadline) return;
     pl_plan *p = pl_plan_copy(b->plan);
-    double lb = pl_lower_bound(k), ms = judge(k, p, o);
+    /* b->ms is already the judge's figure for this plan: no need to simulate it again */
+    double lb = pl_lower_bound(k);
     pl_sim_opts so = {.contention = o->contention};
-    if (pl_moirai_local_search(k, p, ms, deadline, lb, o->seed ? o->seed : 1, &so, st) > 0) {
+    if (pl_moirai_local_search(k, p, b->ms, deadline, lb, o->seed ? o->seed : 1, &so, st) > 0) {
         char src[64];
         snprintf(src, sizeof src, "local search on the model (+%d moves)", st->moves);
         offer(b, p, judge(k, p, o), src);

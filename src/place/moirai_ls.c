@@ -12,6 +12,7 @@
  * first-ready-first-served or by a fixed per-op priority (whichever suits the start best), so
  * the priority stays valid whatever device an op moves to. */
 #include "moirai_ls.h"
+#include "sched.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -37,6 +38,14 @@ typedef struct ls {
 static double mem(const ls *L, int op)
 {
     return pl_moirai_op_mem(L->k, op);
+}
+
+void pl_moirai_used(const pl_cost *k, const int *dev, double *used)
+{
+    for (int d = 0; d < k->n_devs; d++)
+        used[d] = 0;
+    for (int i = 0; i < k->n_ops; i++)
+        used[dev[i]] += pl_moirai_op_mem(k, i);
 }
 
 static bool runs_on(const ls *L, int op, int d)
@@ -228,9 +237,8 @@ static void ls_init(ls *L, const pl_cost *k, const pl_plan *p, double p_ms, unsi
     L->used = pl_calloc(D + 1, sizeof *L->used);
     L->cap = pl_calloc(D + 1, sizeof *L->cap);
     for (int d = 0; d < D; d++)
-        L->cap[d] = pl_moirai_dev_cap(k, d);
-    for (int i = 0; i < n; i++)
-        L->used[p->dev[i]] += mem(L, i);
+        L->cap[d] = pk_dev_cap(k, d);
+    pl_moirai_used(k, p->dev, L->used);
     choose_priority(L, p);
 }
 

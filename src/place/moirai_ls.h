@@ -5,8 +5,6 @@
 
 #include "placer/place.h"
 
-#include <math.h>
-
 /* MOIRAI's m_i in (5): the op's own working memory (task graphs) plus the weights it reads
  * (models), summed per device. Shared weights count once per reader: an over-estimate the
  * simulator's memory check then corrects (docs/moirai.md). */
@@ -14,12 +12,10 @@ static inline double pl_moirai_op_mem(const pl_cost *k, int op)
 {
     return k->g->ops[op].extra_memory_bytes + k->weight_bytes[op];
 }
-/* A device with no memory size given (0) is unlimited. */
-static inline double pl_moirai_dev_cap(const pl_cost *k, int d)
-{
-    double b = k->c->devs[d].memory_bytes;
-    return b > 0 ? b : INFINITY;
-}
+/* (5)'s left-hand side for a placement: used[d] = sum of pl_moirai_op_mem over d's ops
+ * (used has n_devs entries). The warm start's check and the local search's running
+ * accounting both start from it. */
+void pl_moirai_used(const pl_cost *k, const int *dev, double *used);
 
 typedef struct pl_ls_stats {
     int moves;       /* improvements of the best plan (0: the start was kept) */

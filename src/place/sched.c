@@ -4,6 +4,7 @@
  * latency + bytes / bandwidth of the route, holding the sender's send port and the receiver's
  * receive port (PORTS) or the pair's channel (PAIR) for their whole duration. */
 #include "sched.h"
+#include "lp_common.h"
 
 #include <math.h>
 #include <string.h>
@@ -257,37 +258,11 @@ void pk_sched_to_plan(const pk_sched *s, pl_plan *out, bool sort)
 
 /* ---- upward rank ---- */
 
-static double mean_time(const pl_cost *k, int v)
-{
-    double sum = 0;
-    int n = 0;
-    for (int d = 0; d < k->n_devs; d++) {
-        double t = pl_cost_op_s(k, v, d);
-        if (isfinite(t)) sum += t, n++;
-    }
-    return n ? sum / n : 0;
-}
-
-/* Mean latency and mean 1/bandwidth over ordered pairs of distinct devices. */
-static void mean_route(const pl_cluster *c, double *lat, double *inv_bw)
-{
-    int n = c->n_devs, pairs = 0;
-    *lat = *inv_bw = 0;
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++)
-            if (a != b) {
-                *lat += c->lat_s[(size_t)a * n + b];
-                *inv_bw += 1 / c->bw_Bps[(size_t)a * n + b];
-                pairs++;
-            }
-    if (pairs) *lat /= pairs, *inv_bw /= pairs;
-}
-
 void pk_upward_rank(const pl_cost *k, double *rank)
 {
     const pl_graph *g = k->g;
-    double lat, inv_bw;
-    mean_route(k->c, &lat, &inv_bw);
+    lp_route r = lp_mean_route(k->c);
+    double lat = r.lat_s, inv_bw = r.inv_bw_s_per_byte;
     int *first = pl_malloc((g->n_ops + 1) * sizeof *first); /* edges are sorted by src */
     for (int v = 0, e = 0; v <= g->n_ops; v++) {
         while (e < g->n_edges && g->edges[e].src < v)
@@ -306,7 +281,8 @@ void pk_upward_rank(const pl_cost *k, double *rank)
             }
             best = fmax(best, c + rank[s]);
         }
-        rank[v] = mean_time(k, v) + best;
+        double mean = lp_op_mean_s(k, v); /* an op no device runs adds nothing */
+        rank[v] = (isfinite(mean) ? mean : 0) + best;
     }
     free(first);
 }
