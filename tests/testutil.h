@@ -39,4 +39,10 @@ const char *tu_tmpfile(const void *data, size_t len, const char *suffix);
             fail_msg("%s = %.12g, expected %.12g (rel tol %g)", #a, a_, b_, (double)(tol));        \
     } while (0)
 
+/* Fails unless `needle` occurs in the string `hay` (an error message, a command's output). */
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        if (!strstr((hay), (needle))) fail_msg("\"%s\" lacks \"%s\"", (hay), (needle));            \
+    } while (0)
+
 #endif

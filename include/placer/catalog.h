@@ -52,8 +52,9 @@ pl_catalog *pl_catalog_load_buffer(const char *buf, size_t len, const char *name
 void pl_catalog_free(pl_catalog *c);
 int pl_catalog_find(const pl_catalog *c, const char *name); /* -1 when absent */
 
-/* Features scaled to [0, 1] per feature over the catalogue (min-max; a feature constant over
- * the catalogue becomes 0). out: n × PL_N_FEATURES, row-major. */
+/* The configuration search's inputs: each feature as log(1 + x), then scaled to [0, 1] over
+ * the catalogue (min-max; a feature constant over the catalogue becomes 0). out:
+ * n × PL_N_FEATURES, row-major. */
 void pl_catalog_features(const pl_catalog *c, double *out);
 
 #endif

@@ -22,7 +22,6 @@ typedef struct pl_gp_hyper {
 typedef struct pl_gp {
     int n, d;
     double *X;   /* n × d, row-major */
-    double *y;   /* n targets */
     double mean; /* constant prior mean (the mean of y) */
     pl_gp_hyper h;
     double *L;     /* lower Cholesky factor of K + σn² I, n × n column-major (LAPACK) */

@@ -1,6 +1,7 @@
-/* catalog.c: freeing, lookup, feature names and the normalised feature matrix. */
+/* catalog.c: freeing, lookup, feature names and the normalised (log, min-max) feature matrix. */
 #include "catalog_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,18 +43,20 @@ int pl_catalog_find(const pl_catalog *c, const char *name)
     return -1;
 }
 
+/* Log scale first: counts, clocks and bandwidths span an order of magnitude or more, and
+ * latency follows them as a power law, which is linear in the logs. */
 void pl_catalog_features(const pl_catalog *c, double *out)
 {
     for (int f = 0; f < PL_N_FEATURES; f++) {
-        double lo = 0, hi = 0;
+        double lo = INFINITY, hi = -INFINITY;
         for (int i = 0; i < c->n; i++) {
-            double x = c->configs[i].features[f];
-            if (i == 0 || x < lo) lo = x;
-            if (i == 0 || x > hi) hi = x;
+            double v = log1p(fmax(c->configs[i].features[f], 0));
+            out[(size_t)i * PL_N_FEATURES + f] = v, lo = fmin(lo, v), hi = fmax(hi, v);
         }
         /* a constant feature tells configurations nothing apart: 0, not a division by 0 */
-        for (int i = 0; i < c->n; i++)
-            out[(size_t)i * PL_N_FEATURES + f] =
-                hi > lo ? (c->configs[i].features[f] - lo) / (hi - lo) : 0;
+        for (int i = 0; i < c->n; i++) {
+            double *v = &out[(size_t)i * PL_N_FEATURES + f];
+            *v = hi > lo ? (*v - lo) / (hi - lo) : 0;
+        }
     }
 }

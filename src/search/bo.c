@@ -14,12 +14,34 @@
 
 enum { DEFAULT_INIT = 2, POP_CHILDREN = 16, FIT_FROM = 8 };
 
+/* The surrogate: a GP on the log latency of the trials that ran, and the constrained EI. */
+typedef struct surrogate {
+    pl_gp gp;
+    bool ok;          /* a GP was fitted (at least two trials ran) */
+    double a, b;      /* the trend: ln latency ≈ a + b · capability (docs/search.md) */
+    double best_cost; /* the cheapest trial meeting the SLO; INFINITY before one does */
+} surrogate;
+
+static const double *feat_of(const searcher *S, int k)
+{
+    return S->F + (size_t)k * PL_N_FEATURES;
+}
+
+static double dist2(const double *a, const double *b)
+{
+    double d = 0;
+    for (int f = 0; f < PL_N_FEATURES; f++)
+        d += (a[f] - b[f]) * (a[f] - b[f]);
+    return d;
+}
+
 /* A configuration's capability: the mean of its normalised log features. */
 static double capability(const searcher *S, int k)
 {
+    const double *x = feat_of(S, k);
     double c = 0;
     for (int f = 0; f < PL_N_FEATURES; f++)
-        c += S->F[(size_t)k * PL_N_FEATURES + f];
+        c += x[f];
     return c / PL_N_FEATURES;
 }
 
@@ -58,7 +80,7 @@ static int fixed_fit(surrogate *m, const double *X, const double *y, int n, pl_e
     return pl_gp_condition(&m->gp, X, y, n, PL_N_FEATURES, &h, err);
 }
 
-int surrogate_fit(searcher *S, surrogate *m, pl_err *err)
+static int surrogate_fit(searcher *S, surrogate *m, pl_err *err)
 {
     const pl_search_result *r = S->r;
     memset(m, 0, sizeof *m);
@@ -69,7 +91,7 @@ int surrogate_fit(searcher *S, surrogate *m, pl_err *err)
     double *cap = pl_malloc((r->n_trials + 1) * sizeof *cap);
     for (int i = 0; i < r->n_trials; i++) {
         if (!r->trials[i].runs) continue;
-        memcpy(X + (size_t)n * PL_N_FEATURES, S->F + (size_t)r->trials[i].config * PL_N_FEATURES,
+        memcpy(X + (size_t)n * PL_N_FEATURES, feat_of(S, r->trials[i].config),
                PL_N_FEATURES * sizeof *X);
         cap[n] = capability(S, r->trials[i].config);
         y[n++] = log(r->trials[i].latency_s);
@@ -93,10 +115,11 @@ static double feasibility_acq(const searcher *S, int k, double mu, double sigma)
     return p - 1e-9 * S->cat->configs[k].price_usd_per_hour;
 }
 
-double surrogate_acq(const searcher *S, const surrogate *m, int k)
+/* Constrained EI of candidate k: P(latency <= SLO) × EI on its cost (eq. 7). */
+static double surrogate_acq(const searcher *S, const surrogate *m, int k)
 {
     double mu, var;
-    pl_gp_predict(&m->gp, S->F + (size_t)k * PL_N_FEATURES, &mu, &var);
+    pl_gp_predict(&m->gp, feat_of(S, k), &mu, &var);
     mu += m->a + m->b * capability(S, k);
     /* the predictive spread of a new trial: the latent variance plus the noise the fit found
      * (trials are not exact repeats: placement searches and measurements vary) */
@@ -107,23 +130,20 @@ double surrogate_acq(const searcher *S, const surrogate *m, int k)
            pl_ei_lognormal(price_per_s, mu, sigma, m->best_cost);
 }
 
-void surrogate_free(surrogate *m)
+static void surrogate_free(surrogate *m)
 {
     if (m->ok) pl_gp_free(&m->gp);
     m->ok = false;
 }
 
-int search_nearest_untried(const searcher *S, const double *x)
+/* The untried candidate whose features are nearest x (Euclidean), or -1. */
+static int nearest_untried(const searcher *S, const double *x)
 {
     int best = -1;
     double bd = INFINITY;
     for (int k = 0; k < S->cat->n; k++) {
         if (!S->cand[k] || S->tried[k]) continue;
-        double d = 0;
-        for (int f = 0; f < PL_N_FEATURES; f++) {
-            double t = S->F[(size_t)k * PL_N_FEATURES + f] - x[f];
-            d += t * t;
-        }
+        double d = dist2(feat_of(S, k), x);
         if (d < bd) bd = d, best = k;
     }
     return best;
@@ -137,24 +157,19 @@ static int farthest_untried(const searcher *S)
     for (int k = 0; k < S->cat->n; k++) {
         if (!S->cand[k] || S->tried[k]) continue;
         double dmin = INFINITY;
-        for (int i = 0; i < S->r->n_trials; i++) {
-            const double *a = S->F + (size_t)k * PL_N_FEATURES,
-                         *b = S->F + (size_t)S->r->trials[i].config * PL_N_FEATURES;
-            double d = 0;
-            for (int f = 0; f < PL_N_FEATURES; f++)
-                d += (a[f] - b[f]) * (a[f] - b[f]);
-            dmin = fmin(dmin, d);
-        }
+        for (int i = 0; i < S->r->n_trials; i++)
+            dmin = fmin(dmin, dist2(feat_of(S, k), feat_of(S, S->r->trials[i].config)));
         if (dmin > bd) bd = dmin, best = k;
     }
     return best;
 }
 
-/* The first trials every model-based strategy starts with: one at random, the others each as
- * far as possible from those before (a space-filling start, so the GP sees both ends). */
-static int initial(searcher *S, pl_err *err)
+/* The first trials every model-based strategy starts with (init_trials, else n_default): one
+ * at random, the others each as far as possible from those before (a space-filling start, so
+ * the GP sees both ends). */
+static int initial(searcher *S, int n_default, pl_err *err)
 {
-    int n0 = S->o->init_trials > 0 ? S->o->init_trials : DEFAULT_INIT;
+    int n0 = S->o->init_trials > 0 ? S->o->init_trials : n_default;
     while (S->r->n_trials < n0 && search_can_go_on(S)) {
         int k = S->r->n_trials ? farthest_untried(S) : search_random_untried(S);
         if (search_trial(S, k, NAN, err) < 0) return -1;
@@ -195,9 +210,9 @@ static int step(searcher *S, proposer propose, bool may_stop, pl_err *err)
     return search_trial(S, pick, best, err) < 0 ? -1 : 0;
 }
 
-static int run(searcher *S, proposer propose, bool may_stop, pl_err *err)
+static int run(searcher *S, proposer propose, bool may_stop, int n_init, pl_err *err)
 {
-    if (initial(S, err) < 0) return -1;
+    if (initial(S, n_init, err) < 0) return -1;
     while (search_can_go_on(S)) {
         int rc = step(S, propose, may_stop, err);
         if (rc != 0) return rc < 0 ? -1 : 0;
@@ -217,10 +232,10 @@ static int every_untried(searcher *S, int *cands)
 
 int search_bo(searcher *S, pl_err *err)
 {
-    return run(S, every_untried, true, err);
+    return run(S, every_untried, true, DEFAULT_INIT, err);
 }
 
-/* ---- GA and DE: the population is the trials that ran, children are snapped to the nearest
+/* ---- GA and DE: the population is every trial so far, children are snapped to the nearest
  * untried configuration, and the fittest child (highest acquisition) is tried. ---- */
 
 static double uniform01(searcher *S)
@@ -235,29 +250,22 @@ static double badness(const pl_trial_record *t)
     return t->meets_slo ? t->cost_usd : t->runs ? 1e6 + t->latency_s : 1e12;
 }
 
-static int population(const searcher *S, int *pop)
-{
-    int n = 0;
-    for (int i = 0; i < S->r->n_trials; i++)
-        pop[n++] = i;
-    return n;
-}
-
+/* The features of trial `trial`. */
 static const double *feat(const searcher *S, int trial)
 {
-    return S->F + (size_t)S->r->trials[trial].config * PL_N_FEATURES;
+    return feat_of(S, S->r->trials[trial].config);
 }
 
-static int tournament(searcher *S, const int *pop, int n)
+static int tournament(searcher *S, int n)
 {
-    int a = pop[rand_r(&S->seed) % n], b = pop[rand_r(&S->seed) % n];
+    int a = rand_r(&S->seed) % n, b = rand_r(&S->seed) % n;
     return badness(&S->r->trials[a]) <= badness(&S->r->trials[b]) ? a : b;
 }
 
 /* Adds the configuration nearest x to cands unless it is already there. */
 static void add_snapped(const searcher *S, const double *x, int *cands, int *n)
 {
-    int k = search_nearest_untried(S, x);
+    int k = nearest_untried(S, x);
     for (int i = 0; k >= 0 && i < *n; i++)
         if (cands[i] == k) return;
     if (k >= 0) cands[(*n)++] = k;
@@ -267,9 +275,9 @@ static void add_snapped(const searcher *S, const double *x, int *cands, int *n)
  * random value. */
 static int ga_children(searcher *S, int *cands)
 {
-    int *pop = pl_malloc((S->r->n_trials + 1) * sizeof *pop), np = population(S, pop), n = 0;
+    int np = S->r->n_trials, n = 0;
     for (int c = 0; c < POP_CHILDREN && np > 0; c++) {
-        const double *a = feat(S, tournament(S, pop, np)), *b = feat(S, tournament(S, pop, np));
+        const double *a = feat(S, tournament(S, np)), *b = feat(S, tournament(S, np));
         double x[PL_N_FEATURES];
         for (int f = 0; f < PL_N_FEATURES; f++) {
             x[f] = uniform01(S) < 0.5 ? a[f] : b[f];
@@ -277,43 +285,31 @@ static int ga_children(searcher *S, int *cands)
         }
         add_snapped(S, x, cands, &n);
     }
-    free(pop);
     return n;
 }
 
 int search_ga(searcher *S, pl_err *err)
 {
-    return run(S, ga_children, false, err);
+    return run(S, ga_children, false, DEFAULT_INIT, err);
 }
 
 /* DE/rand/1/bin: mutant a + F (b − c), binomial crossover with a target, F = 0.8, CR = 0.9. */
 static int de_children(searcher *S, int *cands)
 {
-    int *pop = pl_malloc((S->r->n_trials + 1) * sizeof *pop), np = population(S, pop), n = 0;
+    int np = S->r->n_trials, n = 0;
     for (int c = 0; c < POP_CHILDREN && np >= 3; c++) {
-        const double *t = feat(S, pop[c % np]), *a = feat(S, pop[rand_r(&S->seed) % np]),
-                     *b = feat(S, pop[rand_r(&S->seed) % np]),
-                     *d = feat(S, pop[rand_r(&S->seed) % np]);
+        const double *t = feat(S, c % np), *a = feat(S, rand_r(&S->seed) % np),
+                     *b = feat(S, rand_r(&S->seed) % np), *d = feat(S, rand_r(&S->seed) % np);
         int keep = rand_r(&S->seed) % PL_N_FEATURES;
         double x[PL_N_FEATURES];
         for (int f = 0; f < PL_N_FEATURES; f++)
             x[f] = f == keep || uniform01(S) < 0.9 ? a[f] + 0.8 * (b[f] - d[f]) : t[f];
         add_snapped(S, x, cands, &n);
     }
-    free(pop);
     return n;
 }
 
 int search_de(searcher *S, pl_err *err)
 {
-    if (S->o->init_trials <= 0) { /* DE needs three vectors to mutate */
-        pl_search_opts o = *S->o;
-        o.init_trials = 3;
-        const pl_search_opts *saved = S->o;
-        S->o = &o;
-        int rc = run(S, de_children, false, err);
-        S->o = saved;
-        return rc;
-    }
-    return run(S, de_children, false, err);
+    return run(S, de_children, false, 3, err); /* DE needs three vectors to mutate */
 }

@@ -158,7 +158,6 @@ void pl_gp_free(pl_gp *gp)
 {
     if (!gp) return;
     free(gp->X);
-    free(gp->y);
     free(gp->L);
     free(gp->alpha);
     memset(gp, 0, sizeof *gp);
@@ -201,8 +200,6 @@ int pl_gp_condition(pl_gp *gp, const double *X, const double *y, int n, int d, c
     gp->mean = mean_of(y, n);
     gp->X = pl_malloc((size_t)n * d * sizeof *gp->X);
     memcpy(gp->X, X, (size_t)n * d * sizeof *gp->X);
-    gp->y = pl_malloc((size_t)n * sizeof *gp->y);
-    memcpy(gp->y, y, (size_t)n * sizeof *gp->y);
     gp->L = pl_calloc((size_t)n * n, sizeof *gp->L);
     gp->alpha = pl_malloc((size_t)n * sizeof *gp->alpha);
     /* Near-duplicate points with little noise can make K numerically singular: jitter the

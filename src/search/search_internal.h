@@ -14,7 +14,7 @@ typedef struct searcher {
     bool *cand;  /* configuration may be tried (not retired, unless asked) */
     bool *tried; /* never proposed twice */
     int n_cand, n_left, cap;
-    double *F; /* normalised features, n × PL_N_FEATURES */
+    double *F; /* pl_catalog_features, n × PL_N_FEATURES */
     double t0;
     unsigned seed;
 } searcher;
@@ -28,20 +28,6 @@ bool search_can_go_on(searcher *S);
 int search_random_untried(searcher *S);
 /* The cost of a request on configuration k at latency t: USD/hour / 3600 × t. */
 double search_cost(const searcher *S, int k, double latency_s);
-
-/* The surrogate: a GP on the log latency of the trials that ran, and the constrained EI. */
-typedef struct surrogate {
-    pl_gp gp;
-    bool ok;          /* a GP was fitted (at least two trials ran) */
-    double a, b;      /* the trend: ln latency ≈ a + b · capability (docs/search.md) */
-    double best_cost; /* the cheapest trial meeting the SLO; INFINITY before one does */
-} surrogate;
-int surrogate_fit(searcher *S, surrogate *m, pl_err *err);
-/* Constrained EI of candidate k: P(latency <= SLO) × EI on its cost (eq. 7). */
-double surrogate_acq(const searcher *S, const surrogate *m, int k);
-void surrogate_free(surrogate *m);
-/* The untried candidate whose features are nearest x (Euclidean), or -1. */
-int search_nearest_untried(const searcher *S, const double *x);
 
 /* The strategies that use the surrogate (bo.c). */
 int search_bo(searcher *S, pl_err *err);

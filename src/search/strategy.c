@@ -138,24 +138,6 @@ static int search_simple(searcher *S, pl_err *err)
     return rc;
 }
 
-/* The GP's inputs: the paper's D_k on a log scale (counts, clocks and bandwidths span an
- * order of magnitude or more, and latency follows them as a power law, which is linear in the
- * logs), then scaled to [0, 1] over the catalogue. */
-static void search_features(const pl_catalog *cat, double *F)
-{
-    for (int f = 0; f < PL_N_FEATURES; f++) {
-        double lo = INFINITY, hi = -INFINITY;
-        for (int k = 0; k < cat->n; k++) {
-            double v = log1p(fmax(cat->configs[k].features[f], 0));
-            F[(size_t)k * PL_N_FEATURES + f] = v, lo = fmin(lo, v), hi = fmax(hi, v);
-        }
-        for (int k = 0; k < cat->n; k++) {
-            double *v = &F[(size_t)k * PL_N_FEATURES + f];
-            *v = hi > lo ? (*v - lo) / (hi - lo) : 0;
-        }
-    }
-}
-
 static void searcher_init(searcher *S, const pl_catalog *cat, const pl_search_opts *o)
 {
     S->cand = pl_calloc(cat->n + 1, sizeof *S->cand);
@@ -164,7 +146,7 @@ static void searcher_init(searcher *S, const pl_catalog *cat, const pl_search_op
         S->cand[k] = o->include_retired || !cat->configs[k].retired, S->n_cand += S->cand[k];
     S->n_left = S->n_cand;
     S->F = pl_malloc(((size_t)cat->n * PL_N_FEATURES + 1) * sizeof *S->F);
-    search_features(cat, S->F);
+    pl_catalog_features(cat, S->F);
     S->seed = o->seed ? o->seed : 1;
     S->t0 = pl_now();
 }
