@@ -26,6 +26,12 @@ static const char *base(const char *p)
     return s ? s + 1 : p;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static double measured(pl_ort *w, const char *model, pl_err *err)
 {
     char path[1024];
@@ -33,13 +39,8 @@ static double measured(pl_ort *w, const char *model, pl_err *err)
     const char *p = path;
     pl_ort_result r = {0};
     if (pl_ort_load(w, &p, 1, err) < 0 || pl_ort_run(w, 5, 1, &r, err) < 0) return -1;
-    double *l = r.latency_s;
-    for (int i = 1; i < r.repeat; i++) /* insertion sort: five values */
-        for (int j = i; j > 0 && l[j] < l[j - 1]; j--) {
-            double t = l[j];
-            l[j] = l[j - 1], l[j - 1] = t;
-        }
-    double med = l[r.repeat / 2];
+    pl_sort(r.latency_s, (size_t)r.repeat, sizeof *r.latency_s, cmp_double);
+    double med = r.latency_s[r.repeat / 2];
     pl_ort_result_free(&r);
     return med;
 }
@@ -61,12 +62,6 @@ static double predicted(const pl_graph *g, const pl_cluster *c, const pl_cost_pa
     pl_sim_result_free(&r);
     pl_plan_free(p), pl_cost_free(k);
     return ms;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)

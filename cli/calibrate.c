@@ -53,7 +53,7 @@ static int load_inputs(const calib_opts *o, calib_in *in, pl_err *err)
     for (int k = 0; k < o->n_profiles; k++) {
         if (!(in->p[k] = pl_profile_load(o->profiles[k], err))) return -1;
         int m = graph_of(o, in, in->p[k], err);
-        if (m < 0) return pl_err_set(err, "%s: %s", o->profiles[k], err->msg);
+        if (m < 0) return pl_err_prefix(err, "%s", o->profiles[k]);
         in->pg[k] = in->g[m];
     }
     in->c = pl_cluster_load(o->cluster, err);

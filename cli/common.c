@@ -11,6 +11,15 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A single-valued option: stores v, or says what the option wants. */
+static int one(const char *verb, const char *opt, const char *v, const char *wants,
+               const char **field)
+{
+    if (!v) return cli_fail(verb, "%s wants %s", opt, wants), -1;
+    *field = v;
+    return 1;
+}
+
 static int push(const char *verb, const char *opt, const char *v, const char **list, int *n)
 {
     if (!v) return cli_fail(verb, "%s wants a value", opt), -1;
@@ -23,22 +32,14 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
 {
     const char *v;
     if (!strcmp(argv[*i], "--json")) return o->json = true, 1;
-    if (cli_opt(argc, argv, i, "--cluster", &v)) {
-        if (!v) return cli_fail(verb, "--cluster wants a cluster file"), -1;
-        return o->cluster = v, 1;
-    }
-    if (cli_opt(argc, argv, i, "--catalog", &v)) {
-        if (!v) return cli_fail(verb, "--catalog wants a catalogue file"), -1;
-        return o->catalog = v, 1;
-    }
-    if (cli_opt(argc, argv, i, "--cost-params", &v)) {
-        if (!v) return cli_fail(verb, "--cost-params wants a placer-cost-params/1 file"), -1;
-        return o->cost_params = v, 1;
-    }
-    if (cli_opt(argc, argv, i, "--config", &v)) {
-        if (!v) return cli_fail(verb, "--config wants a configuration name"), -1;
-        return o->config = v, 1;
-    }
+    if (cli_opt(argc, argv, i, "--cluster", &v))
+        return one(verb, "--cluster", v, "a cluster file", &o->cluster);
+    if (cli_opt(argc, argv, i, "--catalog", &v))
+        return one(verb, "--catalog", v, "a catalogue file", &o->catalog);
+    if (cli_opt(argc, argv, i, "--cost-params", &v))
+        return one(verb, "--cost-params", v, "a placer-cost-params/1 file", &o->cost_params);
+    if (cli_opt(argc, argv, i, "--config", &v))
+        return one(verb, "--config", v, "a configuration name", &o->config);
     if (cli_opt(argc, argv, i, "--dim", &v)) return push(verb, "--dim", v, o->dims, &o->n_dims);
     if (cli_opt(argc, argv, i, "--input", &v))
         return push(verb, "--input", v, o->shapes, &o->n_shapes);
@@ -112,10 +113,9 @@ int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
         x->n_prof++;
     }
     pl_cost_params params;
-    pl_cost_params_default(&params);
-    if (x->c && o->cost_params && pl_cost_params_load(o->cost_params, &params, &err) < 0) {
+    if (x->c && cli_cost_params(verb, o, &params) < 0) {
         cli_ctx_close(x);
-        return cli_fail(verb, "%s", err.msg);
+        return CLI_EXIT_BAD_INPUT;
     }
     if (x->c && x->n_prof == o->n_profiles)
         x->k =

@@ -3,6 +3,7 @@
  * profiles; a profile for another model refused), INFINITY where nothing can time an op. */
 #include "testutil.h"
 
+#include "placer/calib.h"
 #include "placer/cost.h"
 
 #include <math.h>
@@ -420,15 +421,57 @@ static void test_params_file(void **state)
     assert_true(slow > 1.5 * base);
 }
 
+/* The fit finds efficiencies that reproduce a measurement made with other ones: the Conv
+ * "measured" at dense efficiency 0.3 is estimated within the grid's step after the fit, and
+ * far off with the defaults (0.6) before it. Deterministic, unlike a real profile. */
+static void test_calib_fit(void **state)
+{
+    (void)state;
+    pl_graph *g = conv_graph(PL_DT_FLOAT);
+    pl_cluster *c = cluster_of((const char *[]){"V100"}, 1);
+    pl_cost_params truth;
+    pl_cost_params_default(&truth);
+    truth.eff_compute[PL_CLASS_DENSE] = 0.3;
+    double t = pl_cost_estimate(&g->ops[0], g, &c->devs[0], &truth);
+    char text[256];
+    snprintf(text, sizeof text,
+             "{\"format\": \"placer-profile/1\", \"device_model\": \"V100\", "
+             "\"times_s\": {\"conv\": %.17g}}",
+             t);
+    pl_err err = {""};
+    pl_profile *pr = profile_text(text, &err);
+    if (!pr) fail_msg("%s", err.msg);
+    const pl_graph *gs[] = {g};
+    const pl_profile *ps[] = {pr};
+    pl_calib_result r;
+    if (pl_calib_fit(gs, ps, 1, &c->devs[0], NULL, &r, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(r.n_samples, 1);
+    assert_int_equal(r.class_samples[PL_CLASS_DENSE], 1);
+    assert_true(r.median_before > 0.3);
+    assert_true(r.median_after < 0.05 && r.worst_after == r.median_after);
+    double fitted = pl_cost_estimate(&g->ops[0], g, &c->devs[0], &r.params);
+    assert_close(fitted, t, 0.05);
+    pl_profile_free(pr);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roofline_conv_v100),    cmocka_unit_test(test_roofline_precision),
-        cmocka_unit_test(test_roofline_memory_bound), cmocka_unit_test(test_constant_is_free),
-        cmocka_unit_test(test_taskgraph_times),       cmocka_unit_test(test_profile_override),
-        cmocka_unit_test(test_profile_refusals),      cmocka_unit_test(test_profile_wrong_model),
-        cmocka_unit_test(test_example_profile),       cmocka_unit_test(test_params),
-        cmocka_unit_test(test_params_file),           cmocka_unit_test(test_xfer),
+        cmocka_unit_test(test_roofline_conv_v100),
+        cmocka_unit_test(test_roofline_precision),
+        cmocka_unit_test(test_roofline_memory_bound),
+        cmocka_unit_test(test_constant_is_free),
+        cmocka_unit_test(test_taskgraph_times),
+        cmocka_unit_test(test_profile_override),
+        cmocka_unit_test(test_profile_refusals),
+        cmocka_unit_test(test_profile_wrong_model),
+        cmocka_unit_test(test_example_profile),
+        cmocka_unit_test(test_params),
+        cmocka_unit_test(test_params_file),
+        cmocka_unit_test(test_xfer),
+        cmocka_unit_test(test_calib_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,7 +50,9 @@ static void check_coverage(const pl_graph *g, const pl_profile *p)
     assert_true(timed * 2 >= g->n_ops);
 }
 
-/* The fit never makes the median worse than the defaults (it starts from them). */
+/* The fit runs on a real profile and writes sane parameters. Whether the median relative
+ * error improves depends on the measured times (the fit minimises squared log error, not the
+ * median), so it is not asserted here: test_cost's test_calib_fit checks the fit itself. */
 static void check_calibrate(const char *prof)
 {
     char params[128], args[512];
@@ -67,7 +69,7 @@ static void check_calibrate(const char *prof)
                                  "samples", &n),
                      0);
     assert_int_equal(n, 27);
-    assert_true(after <= before && mem >= 0.01 && mem <= 1);
+    assert_true(isfinite(before) && isfinite(after) && after >= 0 && mem >= 0.01 && mem <= 1);
     json_decref(j);
 }
 

@@ -15,16 +15,14 @@
 
 static char *tmpdir(void)
 {
-    char t[] = "/tmp/placer-split-XXXXXX";
-    if (!mkdtemp(t)) fail_msg("mkdtemp failed");
+    char t[64];
+    if (tu_mkdtemp(t, sizeof t, "placer-split") < 0) fail_msg("mkdtemp failed");
     return pl_strdup(t);
 }
 
 static void rmdir_all(const char *dir)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fail_msg("%s failed", cmd);
+    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
 }
 
 static pl_plan *make_plan(const pl_graph *g, const char *algo)

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define ORT_PKG "build/npm/node_modules/onnxruntime-node/package.json"
@@ -21,13 +20,6 @@
 #define TOL 1e-4
 
 static pl_ort *worker;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static pl_plan *make_plan(const pl_graph *g, const char *algo)
 {
@@ -73,14 +65,14 @@ static void check_result(const char *model, const char *algo, const pl_ort_compa
 /* Splits `model` by a plan from `algo`, runs the stages and the model, compares. */
 static void split_run(const char *model, const char *algo, int min_stages)
 {
-    double t0 = now_s();
+    double t0 = pl_now();
     pl_graph *g = tu_load(model);
     pl_plan *p = make_plan(g, algo);
     pl_stages s;
     pl_err err = {""};
     if (pl_split_stages(g, p, &s, &err) < 0) fail_msg("%s", err.msg);
-    char dir[] = "/tmp/placer-split-run-XXXXXX", ref[4096], cmd[512];
-    if (!mkdtemp(dir)) fail_msg("mkdtemp failed");
+    char dir[64], ref[4096];
+    if (tu_mkdtemp(dir, sizeof dir, "placer-split-run") < 0) fail_msg("mkdtemp failed");
     if (pl_split_write(model, g, &s, NULL, dir, &err) < 0) fail_msg("%s", err.msg);
     if (pl_inflate_model(model, CACHE, ref, sizeof ref, &err) < 0) fail_msg("%s", err.msg);
     char(*paths)[4096] = pl_calloc(s.n, sizeof *paths);
@@ -90,13 +82,12 @@ static void split_run(const char *model, const char *algo, int min_stages)
         list[j] = paths[j];
     pl_ort_compare_result r;
     int rc = pl_ort_compare(worker, ref, list, s.n, &r, &err);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fail_msg("%s failed", cmd);
+    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
     if (rc < 0) fail_msg("%s/%s: %s", model, algo, err.msg);
     printf("  %-28s %-6s %2d stages on %d devices, %d outputs, max rel %.2e, model %.3f s, "
            "stages %.3f s, all %.1f s\n",
            model, algo, s.n, devices_used(&s), r.n_outputs, r.max_rel, r.reference_s, r.stages_s,
-           now_s() - t0);
+           pl_now() - t0);
     check_result(model, algo, &r);
     if (s.n < min_stages)
         fail_msg("%s/%s: %d stages, expected >= %d", model, algo, s.n, min_stages);

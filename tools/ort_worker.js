@@ -41,7 +41,7 @@ try {
 
 const FIRST = 8; // output values echoed back for a look
 let stages = []; // [{path, session, inputs: [{name,type,shape}], outputs: [names]}]
-let loads = 0, runs = 0;
+let loads = 0, runs = 0, quitting = false;
 
 function reply(obj) {
   process.stdout.write(JSON.stringify(obj) + '\n');
@@ -322,7 +322,7 @@ async function handle(line) {
     else if (msg.op === 'compare') body = await compare(msg);
     else if (msg.op === 'profile') body = await profile(msg);
     else if (msg.op === 'stats') body = {loads, runs};
-    else if (msg.op === 'quit') body = {};
+    else if (msg.op === 'quit') body = {}, quitting = true;
     else throw new Error(`unknown op '${msg.op}'`);
     return Object.assign({ok: true, id}, body);
   } catch (e) {
@@ -338,7 +338,7 @@ rl.on('line', (line) => {
   chain = chain.then(async () => {
     const r = await handle(line);
     reply(r);
-    if (r.ok && JSON.parse(line).op === 'quit') process.exit(0);
+    if (quitting) process.exit(0);
   });
 });
 rl.on('close', () => chain.then(() => process.exit(0)));

@@ -64,7 +64,7 @@ static void errors(const fit *f, const pl_cost_params *p, double *median, double
         double est = pl_cost_estimate(f->s[i].op, f->s[i].g, f->d, p);
         e[i] = fabs(est - f->s[i].measured_s) / f->s[i].measured_s;
     }
-    qsort(e, f->n, sizeof *e, cmp_double);
+    pl_sort(e, (size_t)f->n, sizeof *e, cmp_double);
     *median = f->n ? e[f->n / 2] : 0;
     *worst = f->n ? e[f->n - 1] : 0;
     free(e);

@@ -26,12 +26,6 @@ static int tensor_of(builder *b, int t)
     return b->tmap[t] = k;
 }
 
-static bool is_feeder_type(const char *t)
-{
-    return !strcmp(t, "Constant") || !strcmp(t, "Shape") || !strcmp(t, "Size") ||
-           !strcmp(t, "ConstantOfShape");
-}
-
 /* Member types joined by '+', leaving out colocated feeders; "Group" when that is too long
  * to read (chain contraction). */
 static void group_type(const builder *b, const int *m, int n, char *buf, size_t len)
@@ -41,7 +35,7 @@ static void group_type(const builder *b, const int *m, int n, char *buf, size_t 
     buf[0] = 0;
     for (int k = 0; k < n; k++) {
         const char *t = b->g->ops[m[k]].type;
-        if (is_feeder_type(t)) continue;
+        if (cs_is_feeder_type(t)) continue;
         if (++parts > 10) break;
         used += snprintf(buf + used, used < len ? len - used : 0, "%s%s", parts > 1 ? "+" : "", t);
     }
@@ -52,11 +46,11 @@ static void group_type(const builder *b, const int *m, int n, char *buf, size_t 
 static int lead_member(const builder *b, const int *m, int n)
 {
     for (int k = 0; k < n; k++)
-        if (!is_feeder_type(b->g->ops[m[k]].type)) return m[k];
+        if (!cs_is_feeder_type(b->g->ops[m[k]].type)) return m[k];
     return m[0];
 }
 
-static void add_op(builder *b, int c, const int *m, int n)
+static void add_op(builder *b, const int *m, int n)
 {
     const pl_graph *g = b->g;
     char type[256], name[512];
@@ -67,7 +61,6 @@ static void add_op(builder *b, int c, const int *m, int n)
     group_type(b, m, n, type, sizeof type);
     snprintf(name, sizeof name, "%s+%d", g->ops[lead_member(b, m, n)].name, n - 1);
     pl_graph_add_op(b->cg, name, type, "");
-    (void)c;
 }
 
 static void link_inputs(builder *b, int c, const int *m, int n)
@@ -198,7 +191,7 @@ int cs_build(cs_state *s, pl_coarsening *c, pl_err *err)
     for (int k = 0; k < n_coarse; k++) {
         const int *m = c->members + c->member_off[k];
         int n = c->member_off[k + 1] - c->member_off[k];
-        add_op(&b, k, m, n);
+        add_op(&b, m, n);
         link_inputs(&b, k, m, n);
         link_outputs(&b, k, m, n);
         set_costs(&b, k, m, n);

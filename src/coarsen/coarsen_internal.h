@@ -20,6 +20,9 @@ typedef struct cs_state {
     int *rule_count; /* fusion pass: groups made per rule */
 } cs_state;
 
+/* Constant, Shape, Size, ConstantOfShape: ops that only materialise a constant or read a
+ * tensor's metadata, colocated with their one reader and left out of a group's type name. */
+bool cs_is_feeder_type(const char *type);
 int cs_find(cs_state *s, int op);
 void cs_union(cs_state *s, int a, int b);
 void cs_fuse(cs_state *s, const pl_fusion_rules *r);

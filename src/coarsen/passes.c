@@ -28,13 +28,12 @@ void cs_union(cs_state *s, int a, int b)
     s->n_groups--;
 }
 
-/* Ops that only materialise a constant or read a tensor's metadata: cheap, and their result
- * would otherwise travel to the one op that reads it. */
-static bool is_feeder(const pl_op *op)
+/* Feeders are cheap, and their result would otherwise travel to the one op that reads it. */
+bool cs_is_feeder_type(const char *type)
 {
     static const char *const types[] = {"Constant", "Shape", "Size", "ConstantOfShape"};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
-        if (!strcmp(op->type, types[k])) return true;
+        if (!strcmp(type, types[k])) return true;
     return false;
 }
 
@@ -60,7 +59,7 @@ void cs_colocate(cs_state *s)
     const pl_graph *g = s->g;
     for (int i = 0; i < g->n_ops; i++) {
         int p = g->topo[i];
-        if (!is_feeder(&g->ops[p]) || s->size[cs_find(s, p)] != 1) continue;
+        if (!cs_is_feeder_type(g->ops[p].type) || s->size[cs_find(s, p)] != 1) continue;
         int q = sole_reader(g, p);
         if (q < 0 || g->ops[q].cls == PL_CLASS_CONTROL) continue;
         cs_union(s, p, q);

@@ -101,17 +101,18 @@ static json_t *read_reply(pl_ort *w, long id, const char *what, pl_err *err)
     return r;
 }
 
-/* Sends msg (NULL: none, only read the greeting) with a fresh id and returns the reply in
- * *reply; -1 with err set when the worker failed or answered {"ok": false}. */
+/* Sends msg (NULL: none, only read the greeting; consumed) with a fresh id and returns the
+ * reply in *reply; -1 with err set when the worker failed or answered {"ok": false}. */
 static int request(pl_ort *w, json_t *msg, const char *what, json_t **reply, pl_err *err)
 {
     *reply = NULL;
-    if (w->p.pid <= 0 && (w->restarting || spawn(w, err) < 0)) return -1;
+    if (w->p.pid <= 0 && (w->restarting || spawn(w, err) < 0)) return json_decref(msg), -1;
     long id = -1;
     if (msg) {
         id = ++w->next_id;
         json_object_set_new(msg, "id", json_integer(id));
         char *line = json_dumps(msg, JSON_COMPACT);
+        json_decref(msg);
         int rc = ort_proc_send(&w->p, line);
         free(line);
         if (rc < 0) {
@@ -153,6 +154,25 @@ pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err)
     return NULL;
 }
 
+/* The fields every request that makes inputs or sessions carries. */
+static json_int_t seed_of(const pl_ort *w)
+{
+    return w->o.seed ? (json_int_t)w->o.seed : 1;
+}
+
+static const char *optimize_of(const pl_ort *w)
+{
+    return w->o.no_optimize ? "disabled" : "all";
+}
+
+static json_t *paths_json(const char *const *paths, int n)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, json_string(paths[i]));
+    return list;
+}
+
 static void forget_paths(pl_ort *w)
 {
     for (int i = 0; i < w->n_paths; i++)
@@ -163,15 +183,10 @@ static void forget_paths(pl_ort *w)
 
 int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err)
 {
-    json_t *msg = json_object(), *list = json_array(), *r = NULL;
-    for (int i = 0; i < n; i++)
-        json_array_append_new(list, json_string(paths[i]));
-    json_object_set_new(msg, "op", json_string("load"));
-    json_object_set_new(msg, "models", list);
-    json_object_set_new(msg, "threads", json_integer(w->o.threads));
-    json_object_set_new(msg, "optimize", json_string(w->o.no_optimize ? "disabled" : "all"));
+    json_t *msg = json_pack("{s:s, s:o, s:i, s:s}", "op", "load", "models", paths_json(paths, n),
+                            "threads", w->o.threads, "optimize", optimize_of(w)),
+           *r = NULL;
     int rc = request(w, msg, "load", &r, err);
-    json_decref(msg);
     if (rc == 0) w->load_s = json_number_value(json_object_get(r, "load_s"));
     json_decref(r);
     if (rc < 0 || (const char *const *)w->paths == paths) return rc;
@@ -227,15 +242,11 @@ int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err)
 {
     *r = (pl_ort_result){0};
     if (repeat < 1) repeat = 1;
-    json_t *msg = json_object(), *rep = NULL;
-    json_object_set_new(msg, "op", json_string("run"));
-    json_object_set_new(msg, "inputs", json_string("random"));
-    json_object_set_new(msg, "repeat", json_integer(repeat));
-    json_object_set_new(msg, "warmup", json_integer(warmup > 0 ? warmup : 0));
-    json_object_set_new(msg, "seed", json_integer(w->o.seed ? w->o.seed : 1));
-    json_object_set_new(msg, "int_high", json_integer(w->o.int_high));
+    json_t *msg = json_pack("{s:s, s:s, s:i, s:i, s:I, s:i}", "op", "run", "inputs", "random",
+                            "repeat", repeat, "warmup", warmup > 0 ? warmup : 0, "seed", seed_of(w),
+                            "int_high", w->o.int_high),
+           *rep = NULL;
     int rc = request(w, msg, "run", &rep, err);
-    json_decref(msg);
     if (rc == 0 && read_result(rep, repeat, r) < 0) {
         pl_ort_result_free(r);
         rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'run': it lacks "
@@ -283,18 +294,12 @@ int pl_ort_compare(pl_ort *w, const char *reference, const char *const *stages, 
                    pl_ort_compare_result *r, pl_err *err)
 {
     *r = (pl_ort_compare_result){0};
-    json_t *msg = json_object(), *list = json_array(), *rep = NULL;
-    for (int i = 0; i < n; i++)
-        json_array_append_new(list, json_string(stages[i]));
-    json_object_set_new(msg, "op", json_string("compare"));
-    json_object_set_new(msg, "reference", json_string(reference));
-    json_object_set_new(msg, "stages", list);
-    json_object_set_new(msg, "seed", json_integer(w->o.seed ? w->o.seed : 1));
-    json_object_set_new(msg, "int_high", json_integer(w->o.int_high));
-    json_object_set_new(msg, "threads", json_integer(w->o.threads));
-    json_object_set_new(msg, "optimize", json_string(w->o.no_optimize ? "disabled" : "all"));
+    json_t *msg =
+               json_pack("{s:s, s:s?, s:o, s:I, s:i, s:i, s:s}", "op", "compare", "reference",
+                         reference, "stages", paths_json(stages, n), "seed", seed_of(w), "int_high",
+                         w->o.int_high, "threads", w->o.threads, "optimize", optimize_of(w)),
+           *rep = NULL;
     int rc = request(w, msg, "compare", &rep, err);
-    json_decref(msg);
     if (rc == 0 && read_compare(rep, r) < 0) {
         pl_ort_compare_result_free(r);
         rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'compare': it lacks "
@@ -345,16 +350,11 @@ int pl_ort_profile(pl_ort *w, const char *model, int repeat, pl_ort_node_time **
                    pl_err *err)
 {
     *out = NULL, *n = 0;
-    json_t *msg = json_object(), *rep = NULL;
-    json_object_set_new(msg, "op", json_string("profile"));
-    json_object_set_new(msg, "model", json_string(model));
-    json_object_set_new(msg, "repeat", json_integer(repeat > 0 ? repeat : 1));
-    json_object_set_new(msg, "warmup", json_integer(1));
-    json_object_set_new(msg, "seed", json_integer(w->o.seed ? w->o.seed : 1));
-    json_object_set_new(msg, "int_high", json_integer(w->o.int_high));
-    json_object_set_new(msg, "threads", json_integer(w->o.threads));
+    json_t *msg = json_pack("{s:s, s:s?, s:i, s:i, s:I, s:i, s:i}", "op", "profile", "model", model,
+                            "repeat", repeat > 0 ? repeat : 1, "warmup", 1, "seed", seed_of(w),
+                            "int_high", w->o.int_high, "threads", w->o.threads),
+           *rep = NULL;
     int rc = request(w, msg, "profile", &rep, err);
-    json_decref(msg);
     if (rc == 0 && read_profile(rep, out, n) < 0) {
         pl_ort_node_times_free(*out, *n);
         *out = NULL, *n = 0;
@@ -377,7 +377,6 @@ int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err)
 {
     json_t *msg = json_pack("{s:s}", "op", "stats"), *rep = NULL;
     int rc = request(w, msg, "stats", &rep, err);
-    json_decref(msg);
     if (rc == 0) {
         json_t *l = json_object_get(rep, "loads"), *n = json_object_get(rep, "runs");
         if (!json_is_integer(l) || !json_is_integer(n))

@@ -17,7 +17,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 static void close_fd(int *fd)
@@ -82,13 +81,6 @@ int ort_proc_send(ort_proc *p, const char *line)
     return off == n ? 0 : -1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void keep_tail(ort_proc *p, const char *b, size_t n)
 {
     if (n >= ORT_TAIL) b += n - (ORT_TAIL - 1), n = ORT_TAIL - 1;
@@ -134,9 +126,9 @@ static ssize_t drain(ort_proc *p, int fd)
 
 ort_line_rc ort_proc_line(ort_proc *p, double timeout_s, char **line)
 {
-    double deadline = now_s() + timeout_s;
+    double deadline = pl_now() + timeout_s;
     while (!pop_line(p, line)) {
-        double left = deadline - now_s();
+        double left = deadline - pl_now();
         if (left <= 0) return ORT_LINE_TIMEOUT;
         struct pollfd f[2] = {{p->out, POLLIN, 0}, {p->e, POLLIN, 0}};
         int r = poll(f, p->e >= 0 ? 2 : 1, (int)(left * 1000) + 1);
@@ -178,7 +170,7 @@ void ort_proc_end(ort_proc *p, double grace_s, char *how, size_t n)
     if (p->pid > 0) {
         int st = 0;
         bool gone = exited(p->pid, &st);
-        for (double end = now_s() + grace_s; !gone && now_s() < end; gone = exited(p->pid, &st))
+        for (double end = pl_now() + grace_s; !gone && pl_now() < end; gone = exited(p->pid, &st))
             usleep(5000);
         if (gone)
             describe(st, how, n);
