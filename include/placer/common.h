@@ -41,11 +41,16 @@ static inline void pl_sort(void *base, size_t n, size_t size,
     if (n > 1) qsort(base, n, size, cmp);
 }
 
+/* Creates a directory and its missing parents (mkdir -p); fails when it is not a directory. */
+int pl_mkdir_p(const char *dir, pl_err *err);
+
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *pl_read_file(const char *path, size_t *len, pl_err *err);
 
 /* SHA-256 of a file, as 64 lowercase hex digits plus NUL. Streams the file. */
 int pl_sha256_file(const char *path, char out[65], pl_err *err);
+/* The same for bytes already in memory (a file just read to be parsed: no second read). */
+void pl_sha256_buffer(const void *buf, size_t len, char out[65]);
 
 /* Monotonic wall-clock seconds, for reporting search and import times. */
 double pl_now(void);

@@ -684,15 +684,11 @@ pl_cluster *pl_cluster_load_buffer(const char *buf, size_t len, const char *name
 
 pl_cluster *pl_cluster_load(const char *path, pl_err *err)
 {
-    pl_json_doc *doc = pl_json_open(path, err);
-    if (!doc) return NULL;
-    pl_json root = pl_json_root(doc);
-    pl_cluster *c = pl_cluster_parse(&root, err);
-    pl_json_close(doc);
-    if (c && pl_sha256_file(path, c->sha256, err) < 0) {
-        pl_cluster_free(c);
-        return NULL;
-    }
-    if (c) c->path = pl_strdup(path);
+    size_t len;
+    char *buf = pl_read_file(path, &len, err);
+    if (!buf) return NULL;
+    pl_cluster *c = pl_cluster_load_buffer(buf, len, path, err);
+    if (c) pl_sha256_buffer(buf, len, c->sha256), c->path = pl_strdup(path);
+    free(buf);
     return c;
 }

@@ -1,4 +1,4 @@
-/* common.c: errors, checked allocation, file reading, timing and formatting. */
+/* common.c: errors, checked allocation, files and directories, timing and formatting. */
 #include "placer/common.h"
 
 #include <errno.h>
@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 int pl_err_set(pl_err *err, const char *fmt, ...)
@@ -201,4 +202,22 @@ void pl_strmap_put(pl_strmap *m, const char *key, int val)
         free(old.vals);
     }
     strmap_insert(m, key, val);
+}
+
+int pl_mkdir_p(const char *dir, pl_err *err)
+{
+    char *p = pl_strdup(dir);
+    for (char *c = p + 1; *c; c++)
+        if (*c == '/') { /* parents: a failure shows on the last mkdir or the stat below */
+            *c = 0;
+            mkdir(p, 0777);
+            *c = '/';
+        }
+    int rc = mkdir(p, 0777) < 0 && errno != EEXIST ? -1 : 0;
+    struct stat st;
+    if (rc < 0 || stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+        rc = pl_err_set(err, "%s: cannot create the directory: %s", dir,
+                        rc < 0 ? strerror(errno) : "not a directory");
+    free(p);
+    return rc;
 }

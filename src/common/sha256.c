@@ -8,6 +8,20 @@
 #include <string.h>
 #include <openssl/evp.h>
 
+static void hex(const unsigned char md[32], char out[65])
+{
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+void pl_sha256_buffer(const void *buf, size_t len, char out[65])
+{
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL);
+    hex(md, out);
+}
+
 int pl_sha256_file(const char *path, char out[65], pl_err *err)
 {
     FILE *f = fopen(path, "rb");
@@ -26,7 +40,6 @@ int pl_sha256_file(const char *path, char out[65], pl_err *err)
     EVP_DigestFinal_ex(ctx, md, &mdlen);
     EVP_MD_CTX_free(ctx);
     if (bad) return pl_err_set(err, "%s: read error", path);
-    for (int i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    hex(md, out);
     return 0;
 }
