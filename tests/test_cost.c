@@ -11,11 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        if (!strstr((hay), (needle))) fail_msg("\"%s\" lacks \"%s\"", (hay), (needle));            \
-    } while (0)
-
 static void attr_ints(pl_graph *g, int o, const char *name, int n, const int64_t *v)
 {
     pl_attr *a = pl_op_add_attr(g, o, name, PL_ATTR_INTS);

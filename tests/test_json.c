@@ -6,11 +6,6 @@
 #include <math.h>
 #include <string.h>
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        if (!strstr((hay), (needle))) fail_msg("\"%s\" lacks \"%s\"", (hay), (needle));            \
-    } while (0)
-
 static pl_json_doc *parse(const char *text)
 {
     pl_err err = {""};

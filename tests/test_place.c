@@ -16,11 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        if (!strstr((hay), (needle))) fail_msg("\"%s\" lacks \"%s\"", (hay), (needle));            \
-    } while (0)
-
 static const char *const ALL[] = {"single", "expert", "m-topo", "m-etf",  "m-sct",
                                   "heft",   "getf",   "metis",  "random", "moirai"};
 #define N_ALL ((int)(sizeof ALL / sizeof *ALL))

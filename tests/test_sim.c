@@ -11,11 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        if (!strstr((hay), (needle))) fail_msg("\"%s\" lacks \"%s\"", (hay), (needle));            \
-    } while (0)
-
 #define BW 1000.0
 #define LAT 0.5
 

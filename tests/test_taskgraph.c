@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        if (!strstr((hay), (needle))) fail_msg("\"%s\" lacks \"%s\"", (hay), (needle));            \
-    } while (0)
-
 #define HEAD "{\"format\": \"placer-taskgraph/1\", "
 
 static pl_graph *load_text(const char *text)
