@@ -205,21 +205,6 @@ static int write_model(const Onnx__ModelProto *m, const char *out, pl_err *err)
     return 0;
 }
 
-static int mkdir_p(const char *dir, pl_err *err)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1;; p++) {
-        char ch = *p;
-        if (ch != '/' && ch) continue;
-        *p = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return pl_err_set(err, "%s: cannot create the directory: %s", buf, strerror(errno));
-        *p = ch;
-        if (!ch) return 0;
-    }
-}
-
 static int inflate_file(const char *src, const char *out, pl_err *err)
 {
     size_t len = 0;
@@ -242,7 +227,7 @@ int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n
 {
     char sha[65];
     if (pl_sha256_file(src, sha, err) < 0) return -1;
-    if (mkdir_p(cache_dir, err) < 0) return -1;
+    if (pl_mkdir_p(cache_dir, err) < 0) return -1;
     int w = snprintf(out, n, "%s/%s.onnx", cache_dir, sha);
     if (w < 0 || (size_t)w >= n)
         return pl_err_set(err, "%s: the cache path does not fit in %zu bytes", cache_dir, n);

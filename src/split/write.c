@@ -302,28 +302,10 @@ static int write_manifest(const char *model_path, const pl_graph *g, const pl_st
 }
 
 /* mkdir -p */
-static int make_dir(const char *dir, pl_err *err)
-{
-    char *p = pl_strdup(dir);
-    for (char *c = p + 1; *c; c++)
-        if (*c == '/') {
-            *c = 0;
-            mkdir(p, 0777);
-            *c = '/';
-        }
-    int rc = mkdir(p, 0777) < 0 && errno != EEXIST ? -1 : 0;
-    struct stat st;
-    if (rc < 0 || stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
-        rc = pl_err_set(err, "%s: cannot create the directory: %s", dir,
-                        rc < 0 ? strerror(errno) : "not a directory");
-    free(p);
-    return rc;
-}
-
 int pl_split_write(const char *model_path, const pl_graph *g, const pl_stages *s,
                    const char *const *dev_names, const char *dir, pl_err *err)
 {
-    if (make_dir(dir, err) < 0) return -1;
+    if (pl_mkdir_p(dir, err) < 0) return -1;
     wctx w;
     int rc = wctx_init(&w, model_path, g, s, err);
     size_t n = strlen(dir) + 32;
