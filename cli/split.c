@@ -10,9 +10,13 @@
 
 static const char *help =
     "usage: placer split MODEL --plan P -o DIR (--cluster C | --catalog CAT --config NAME)\n"
-    "                        [--json] [--dim N=V]... [--input NAME=SIZES]...\n"
+    "                        [--cut fewest|schedule] [--json] [--dim N=V]... [--input "
+    "NAME=SIZES]...\n"
     "  --plan P       the plan (placer-plan/1) made for this model and cluster\n"
-    "  -o DIR         writes DIR/stage_00.onnx, ... and DIR/manifest.json (docs/split.md)\n";
+    "  -o DIR         writes DIR/stage_00.onnx, ... and DIR/manifest.json (docs/split.md)\n"
+    "  --cut fewest   as few stages per device as keep them a DAG (default)\n"
+    "  --cut schedule a stage ends after every send and starts at every receive, so stages\n"
+    "                 overlap as the plan's ops do in the simulator (for `placer run`)\n";
 
 static double bytes_in(const pl_graph *g, const pl_stages *s, int j, bool from_stages)
 {
@@ -60,7 +64,7 @@ static void print_json(const char *dir)
     pl_json_print(m, stdout);
 }
 
-static int run(const cli_common *co, const char *plan, const char *dir)
+static int run(const cli_common *co, const char *plan, const char *dir, pl_split_cut cut)
 {
     cli_ctx x;
     if (cli_ctx_open("split", co, &x)) return CLI_EXIT_BAD_INPUT;
@@ -71,7 +75,7 @@ static int run(const cli_common *co, const char *plan, const char *dir)
     for (int d = 0; d < x.c->n_devs; d++)
         names[d] = x.c->devs[d].name;
     pl_plan *p = pl_plan_load(plan, x.g, x.c, &err);
-    if (!p || pl_split_stages(x.g, p, &s, &err) < 0 ||
+    if (!p || pl_split_stages_by(x.g, p, cut, &s, &err) < 0 ||
         pl_split_write(co->model, x.g, &s, names, dir, &err) < 0)
         status = cli_fail("split", "%s", err.msg);
     else if (co->json)
@@ -89,6 +93,7 @@ int cli_split(int argc, char **argv)
 {
     cli_common co = {0};
     const char *plan = NULL, *dir = NULL, *v;
+    pl_split_cut cut = PL_SPLIT_FEWEST;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         int rc = cli_common_opt("split", argc, argv, &i, &co);
@@ -98,10 +103,14 @@ int cli_split(int argc, char **argv)
             plan = v;
         else if (cli_opt(argc, argv, &i, "-o", &v))
             dir = v;
-        else
+        else if (cli_opt(argc, argv, &i, "--cut", &v)) {
+            if (!v || (strcmp(v, "fewest") && strcmp(v, "schedule")))
+                return cli_fail("split", "--cut wants fewest or schedule");
+            cut = strcmp(v, "fewest") ? PL_SPLIT_SCHEDULE : PL_SPLIT_FEWEST;
+        } else
             return cli_fail("split", "unknown option '%s'\n%s", argv[i], help);
     }
     if (!plan) return cli_fail("split", "which plan? give --plan P\n%s", help);
     if (!dir) return cli_fail("split", "where? give -o DIR\n%s", help);
-    return run(&co, plan, dir);
+    return run(&co, plan, dir, cut);
 }

@@ -10,15 +10,10 @@
 
 static json_t *run_json(const char *args)
 {
-    char *out, cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s 2>/dev/null", args);
-    int rc = tu_run(cmd, &out);
-    if (rc != 0) fail_msg("placer %s: exit %d\n%s", args, rc, out);
-    json_error_t e;
-    json_t *j = json_loads(out, 0, &e);
-    if (!j) fail_msg("placer %s: not JSON (%s)\n%s", args, e.text, out);
-    free(out);
-    return j;
+    char cmd[1024];
+    if (snprintf(cmd, sizeof cmd, "%s 2>/dev/null", args) >= (int)sizeof cmd)
+        fail_msg("command too long: %s", args);
+    return tu_run_json(cmd);
 }
 
 static void expect_refusal(const char *args, const char *needle)

@@ -264,7 +264,8 @@ static void test_crash_mid_run_restarts(void **state)
              "  if (m.op === 'stats') return say({ok: true, id: m.id, loads, runs: 0});\n"
              "  if (!fs.existsSync(marker)) { fs.writeFileSync(marker, ''); "
              "process.stderr.write('about to crash\\n'); process.kill(process.pid, 'SIGKILL'); }\n"
-             "  say({ok: true, id: m.id, latency_s: [0.5], stage_s: [[0.5]], outputs: {}});\n"
+             "  say({ok: true, id: m.id, latency_s: [0.5], stage_s: [[0.5]], start_s: [[0]], "
+             "end_s: [[0.5]], outputs: {}});\n"
              "});\n",
              tmpdir);
     const char *js = fake_worker("crash.js", script);

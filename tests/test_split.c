@@ -282,7 +282,8 @@ static size_t tiny_model(const tnode *nodes, int n, uint8_t **buf)
 
 /* Splits a tiny model with devices given per op ("dev" in node order); returns the stages,
  * checked, and its file in *path. */
-static pl_graph *split_tiny(const tnode *nodes, int n, const int *dev, pl_stages *s, char *path)
+static pl_graph *split_tiny_by(const tnode *nodes, int n, const int *dev, pl_split_cut cut,
+                               pl_stages *s, char *path)
 {
     uint8_t *buf;
     size_t len = tiny_model(nodes, n, &buf);
@@ -293,15 +294,31 @@ static pl_graph *split_tiny(const tnode *nodes, int n, const int *dev, pl_stages
     for (int k = 0; k < n; k++)
         p->dev[pl_graph_find_op(g, nodes[k].name)] = dev[k];
     pl_err err = {""};
-    if (pl_split_stages(g, p, s, &err) < 0) fail_msg("%s", err.msg);
+    if (pl_split_stages_by(g, p, cut, s, &err) < 0) fail_msg("%s", err.msg);
     check_stages(g, s);
     char *dir = tmpdir();
     if (pl_split_write(path, g, s, NULL, dir, &err) < 0) fail_msg("%s", err.msg);
     check_files(g, s, dir);
+    pl_split_manifest m; /* read back: the cut and the stages' files and devices */
+    if (pl_split_manifest_load(dir, &m, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(m.n, s->n);
+    assert_int_equal(m.cut, cut);
+    for (int j = 0; j < m.n; j++) {
+        char want[32];
+        snprintf(want, sizeof want, "dev%d", s->st[j].dev);
+        assert_string_equal(m.st[j].device, want);
+        assert_non_null(strstr(m.st[j].path, dir));
+    }
+    pl_split_manifest_free(&m);
     rmdir_all(dir);
     free(dir);
     pl_plan_free(p);
     return g;
+}
+
+static pl_graph *split_tiny(const tnode *nodes, int n, const int *dev, pl_stages *s, char *path)
+{
+    return split_tiny_by(nodes, n, dev, PL_SPLIT_FEWEST, s, path);
 }
 
 static const char *op_of(const pl_graph *g, const pl_stages *s, int j, int k)
@@ -367,6 +384,109 @@ static void test_merge(void **state)
     remove(path);
 }
 
+/* a (device 0) sends to b (device 1) and goes on with c; d (device 0) joins b and c. FEWEST
+ * keeps a and c together, so b waits for c; SCHEDULE ends a's stage at its send, so b and c
+ * can run at once: stages {a}, {b}, {c}, {d}. */
+static const tnode FORK[] = {{"a", "Relu", {"x"}, "av"},
+                             {"b", "Sigmoid", {"av"}, "bv"},
+                             {"c", "Tanh", {"av"}, "cv"},
+                             {"d", "Add", {"bv", "cv"}, "out"}};
+static const int FORK_DEV[] = {0, 1, 0, 0};
+
+static void test_schedule_cut(void **state)
+{
+    (void)state;
+    pl_stages s;
+    char path[256];
+    pl_graph *g = split_tiny_by(FORK, 4, FORK_DEV, PL_SPLIT_FEWEST, &s, path);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.st[0].n_ops, 2); /* a and c */
+    assert_string_equal(op_of(g, &s, 0, 1), "c");
+    pl_stages_free(&s);
+    pl_graph_free(g);
+    remove(path);
+    g = split_tiny_by(FORK, 4, FORK_DEV, PL_SPLIT_SCHEDULE, &s, path);
+    assert_int_equal(s.n, 4);
+    const char *want[] = {"a", "b", "c", "d"};
+    int want_dev[] = {0, 1, 0, 0};
+    for (int j = 0; j < 4; j++) {
+        assert_int_equal(s.st[j].n_ops, 1);
+        assert_string_equal(op_of(g, &s, j, 0), want[j]);
+        assert_int_equal(s.st[j].dev, want_dev[j]);
+    }
+    assert_int_equal(s.st[3].n_inputs, 2); /* bv from device 1, cv from the stage before */
+    pl_stages_free(&s);
+    pl_graph_free(g);
+    remove(path);
+}
+
+/* A per-device order that runs d (which waits for b) before a (which b waits for): the stage
+ * {d, a} and b's would wait for each other. Refused, not written. */
+static void test_schedule_cycle(void **state)
+{
+    (void)state;
+    uint8_t *buf;
+    size_t len = tiny_model(FORK, 4, &buf);
+    char path[256];
+    snprintf(path, sizeof path, "%s", tu_tmpfile(buf, len, ".onnx"));
+    free(buf);
+    pl_graph *g = tu_load(path);
+    pl_plan *p = pl_plan_new(g->n_ops, 2);
+    for (int k = 0; k < 4; k++)
+        p->dev[pl_graph_find_op(g, FORK[k].name)] = FORK_DEV[k];
+    p->order = pl_malloc(4 * sizeof *p->order), p->order_off = pl_malloc(3 * sizeof(int));
+    const char *run[] = {"d", "a", "c", "b"};
+    for (int k = 0; k < 4; k++)
+        p->order[k] = pl_graph_find_op(g, run[k]);
+    p->order_off[0] = 0, p->order_off[1] = 3, p->order_off[2] = 4;
+    pl_stages s;
+    pl_err err = {""};
+    assert_int_equal(pl_split_stages_by(g, p, PL_SPLIT_SCHEDULE, &s, &err), -1);
+    assert_contains(err.msg, "order");
+    pl_plan_free(p);
+    pl_graph_free(g);
+    remove(path);
+}
+
+/* Manifests that cannot be run are refused with the file and the place. */
+static void test_manifest_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json, *want;
+    } cases[] = {
+        {"{\"format\":\"placer-plan/1\"}", "placer-split/1"},
+        {"{\"format\":\"placer-split/1\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
+         "\"stages\":[]}",
+         "at least one stage"},
+        {"{\"format\":\"placer-split/1\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
+         "\"stages\":[{\"name\":\"s\",\"file\":\"../s.onnx\",\"device\":\"d\"}]}",
+         "$.stages[0].file"},
+        {"{\"format\":\"placer-split/1\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
+         "\"stages\":[{\"name\":\"s\",\"file\":\"s.onnx\",\"device\":\"d\",\"inputs\":"
+         "[{\"tensor\":\"t\",\"from_stage\":0}]}]}",
+         "$.stages[0].inputs[0].from_stage"},
+        {"{\"format\":\"placer-split/1\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
+         "\"cut\":\"most\",\"stages\":[{\"name\":\"s\",\"file\":\"s.onnx\",\"device\":\"d\"}]}",
+         "$.cut"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char *dir = tmpdir(), path[512];
+        snprintf(path, sizeof path, "%s/manifest.json", dir);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(cases[k].json, f);
+        fclose(f);
+        pl_split_manifest m;
+        pl_err err = {""};
+        assert_int_equal(pl_split_manifest_load(dir, &m, &err), -1);
+        assert_contains(err.msg, "manifest.json");
+        assert_contains(err.msg, cases[k].want);
+        rmdir_all(dir);
+        free(dir);
+    }
+}
+
 /* ---- the command ---- */
 
 static void test_cli(void **state)
@@ -381,15 +501,10 @@ static void test_cli(void **state)
     snprintf(args, sizeof args,
              "split models/resnet50.onnx --cluster " INTRA " --plan %s -o %s/s --json 2>/dev/null",
              plan, dir);
-    int rc = tu_run(args, &out);
-    if (rc != 0) fail_msg("placer %s: exit %d\n%s", args, rc, out);
-    json_error_t e;
-    json_t *j = json_loads(out, 0, &e);
-    if (!j) fail_msg("not JSON (%s):\n%s", e.text, out);
+    json_t *j = tu_run_json(args);
     assert_string_equal(json_string_value(json_object_get(j, "format")), "placer-split/1");
     assert_true(json_array_size(json_object_get(j, "stages")) >= 2);
     json_decref(j);
-    free(out);
     /* the text table names every stage */
     snprintf(args, sizeof args,
              "split models/resnet50.onnx --cluster " INTRA " --plan %s -o %s/s 2>/dev/null", plan,
@@ -400,7 +515,7 @@ static void test_cli(void **state)
     /* a plan for another model is refused by its SHA-256 */
     snprintf(args, sizeof args,
              "split models/resnext50_32x4d.onnx --cluster " INTRA " --plan %s -o %s/t", plan, dir);
-    rc = tu_run(args, &out);
+    int rc = tu_run(args, &out);
     if (rc != 2 || !strstr(out, "this plan was made for another model"))
         fail_msg("placer %s: exit %d, expected 2 and a refusal:\n%s", args, rc, out);
     free(out);
@@ -412,9 +527,15 @@ static void test_cli(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_alternating),  cmocka_unit_test(test_merge),
-        cmocka_unit_test(test_resnet50),     cmocka_unit_test(test_inception_v3),
-        cmocka_unit_test(test_other_models), cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_alternating),
+        cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_schedule_cut),
+        cmocka_unit_test(test_schedule_cycle),
+        cmocka_unit_test(test_manifest_errors),
+        cmocka_unit_test(test_resnet50),
+        cmocka_unit_test(test_inception_v3),
+        cmocka_unit_test(test_other_models),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

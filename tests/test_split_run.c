@@ -9,6 +9,8 @@
 #include "placer/runtime.h"
 #include "placer/split.h"
 
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +148,197 @@ static void test_other_model_differs(void **state)
     pl_ort_compare_result_free(&r);
 }
 
+/* ---- concurrent runs: one thread per device (pl_ort_load_split, placer run) ---- */
+
+#define LOCAL "examples/clusters/local-cpu.json"
+
+/* inception_v3 by HEFT on the two cores of local-cpu.json, cut by the schedule: a split whose
+ * stages can overlap. Writes it into dir; returns the number of stages. */
+static int schedule_split(const char *dir, const char *plan_path)
+{
+    pl_graph *g = tu_load("models/inception_v3.onnx");
+    pl_plan *p = tu_plan(g, LOCAL, "heft");
+    pl_stages s;
+    pl_err err = {""};
+    if (pl_split_stages_by(g, p, PL_SPLIT_SCHEDULE, &s, &err) < 0 ||
+        pl_split_write("models/inception_v3.onnx", g, &s, (const char *[]){"cpu0", "cpu1"}, dir,
+                       &err) < 0)
+        fail_msg("%s", err.msg);
+    if (plan_path) {
+        pl_cluster *c = pl_cluster_load(LOCAL, &err);
+        if (!c || pl_plan_save(p, g, c, plan_path, &err) < 0) fail_msg("%s", err.msg);
+        pl_cluster_free(c);
+    }
+    int n = s.n;
+    pl_stages_free(&s);
+    pl_plan_free(p);
+    pl_graph_free(g);
+    return n;
+}
+
+/* What must hold for every request, however busy the machine: a stage starts after every stage
+ * it reads from has ended, two stages of one device never overlap, and the request ends after
+ * its last stage. */
+static void check_times(const pl_split_manifest *m, const pl_ort_result *r, json_t *stages)
+{
+    for (int q = 0; q < r->repeat; q++) {
+        const double *st = r->start_s + (size_t)q * m->n, *en = r->end_s + (size_t)q * m->n;
+        for (int j = 0; j < m->n; j++) {
+            assert_true(en[j] >= st[j] && st[j] >= 0 && en[j] <= r->latency_s[q]);
+            json_t *ins = json_object_get(json_array_get(stages, j), "inputs"), *in;
+            size_t k;
+            json_array_foreach(ins, k, in)
+            {
+                json_t *from = json_object_get(in, "from_stage");
+                if (json_is_integer(from) && !(st[j] >= en[json_integer_value(from)]))
+                    fail_msg("request %d: stage %d starts at %g s, before stage %lld ends (%g s)",
+                             q, j, st[j], json_integer_value(from), en[json_integer_value(from)]);
+            }
+            for (int i = 0; i < j; i++)
+                if (!strcmp(m->st[i].device, m->st[j].device) && st[j] < en[i] && st[i] < en[j])
+                    fail_msg("request %d: stages %d and %d overlap on %s", q, i, j,
+                             m->st[i].device);
+        }
+    }
+}
+
+static double checksum_of(const pl_ort_result *r, const char *name)
+{
+    for (int k = 0; k < r->n_outputs; k++)
+        if (!strcmp(r->outputs[k].name, name)) return r->outputs[k].checksum;
+    fail_msg("no output '%s'", name);
+    return 0;
+}
+
+static void run_split(const pl_split_manifest *m, const char *cache, bool sequential,
+                      pl_ort_result *r)
+{
+    pl_err err = {""};
+    if (pl_ort_load_split(worker, m, cache, sequential, &err) < 0 ||
+        pl_ort_run(worker, 3, 1, r, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(r->n_stages, m->n);
+    assert_int_equal(r->concurrent, !sequential);
+}
+
+/* The stages on device threads give the outputs of the same stages run one after the other
+ * and of the whole model; every request keeps the order the data imposes. */
+static void test_concurrent(void **state)
+{
+    (void)state;
+    char dir[64], cache[128], ref[4096], path[256];
+    if (tu_mkdtemp(dir, sizeof dir, "placer-run") < 0) fail_msg("mkdtemp failed");
+    int n = schedule_split(dir, NULL);
+    snprintf(cache, sizeof cache, "%s/inflated", dir);
+    pl_split_manifest m;
+    pl_err err = {""};
+    if (pl_split_manifest_load(dir, &m, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(m.n, n);
+    assert_int_equal(m.cut, PL_SPLIT_SCHEDULE);
+    long loads0, loads1, runs;
+    if (pl_ort_stats(worker, &loads0, &runs, &err) < 0) fail_msg("%s", err.msg);
+    pl_ort_result con, seq, whole;
+    run_split(&m, cache, false, &con);
+    if (pl_ort_stats(worker, &loads1, &runs, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(loads1 - loads0, n); /* one session per stage, in the device threads */
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    json_t *man = json_load_file(path, 0, NULL);
+    check_times(&m, &con, json_object_get(man, "stages"));
+    run_split(&m, cache, true, &seq);
+    if (pl_inflate_model("models/inception_v3.onnx", CACHE, ref, sizeof ref, &err) < 0 ||
+        pl_ort_load(worker, (const char *[]){ref}, 1, &err) < 0 ||
+        pl_ort_run(worker, 1, 0, &whole, &err) < 0)
+        fail_msg("%s", err.msg);
+    double want = checksum_of(&whole, "logits");
+    assert_close(checksum_of(&con, "logits"), want, 1e-4);
+    assert_close(checksum_of(&seq, "logits"), want, 1e-4);
+    printf("  inception_v3 heft/schedule: %d stages, concurrent %.1f ms, one after the other "
+           "%.1f ms, whole %.1f ms (first request)\n",
+           n, con.latency_s[0] * 1e3, seq.latency_s[0] * 1e3, whole.latency_s[0] * 1e3);
+    json_decref(man);
+    pl_ort_result_free(&con), pl_ort_result_free(&seq), pl_ort_result_free(&whole);
+    pl_split_manifest_free(&m);
+    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
+}
+
+/* Stages given out of order (one reads what a later one makes) are refused by the worker, which
+ * stays usable. */
+static void test_out_of_order(void **state)
+{
+    (void)state;
+    char dir[64], cache[128], a[4096], b[4096];
+    if (tu_mkdtemp(dir, sizeof dir, "placer-run") < 0) fail_msg("mkdtemp failed");
+    schedule_split(dir, NULL);
+    snprintf(cache, sizeof cache, "%s/inflated", dir);
+    pl_split_manifest m;
+    pl_err err = {""};
+    if (pl_split_manifest_load(dir, &m, &err) < 0 ||
+        pl_inflate_model(m.st[0].path, cache, a, sizeof a, &err) < 0 ||
+        pl_inflate_model(m.st[1].path, cache, b, sizeof b, &err) < 0)
+        fail_msg("%s", err.msg);
+    const char *paths[] = {b, a}, *devs[] = {m.st[1].device, m.st[0].device};
+    assert_int_equal(pl_ort_load_on(worker, paths, devs, 2, &err), -1);
+    assert_contains(err.msg, "earlier");
+    long loads, runs;
+    assert_int_equal(pl_ort_stats(worker, &loads, &runs, &err), 0);
+    pl_split_manifest_free(&m);
+    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
+}
+
+/* `placer run`: the JSON report, the simulator's prediction beside it, the trace; and a bad
+ * manifest named with its place. */
+static void test_cli_run(void **state)
+{
+    (void)state;
+    char dir[64], args[1024], plan[128], trace[128];
+    if (tu_mkdtemp(dir, sizeof dir, "placer-run") < 0) fail_msg("mkdtemp failed");
+    snprintf(plan, sizeof plan, "%s/plan.json", dir);
+    snprintf(trace, sizeof trace, "%s/trace.json", dir);
+    int n = schedule_split(dir, plan);
+    char *out;
+    snprintf(args, sizeof args,
+             "run %s --repeat 2 --warmup 1 --cache %s/inflated --plan %s --cluster " LOCAL
+             " --trace %s --json 2>/dev/null",
+             dir, dir, plan, trace);
+    json_t *j = tu_run_json(args);
+    assert_string_equal(json_string_value(json_object_get(j, "format")), "placer-run/1");
+    assert_true(json_is_true(json_object_get(j, "concurrent")));
+    assert_int_equal(json_array_size(json_object_get(j, "stages")), n);
+    assert_int_equal(json_array_size(json_object_get(j, "latency_s")), 2);
+    assert_true(json_number_value(json_object_get(j, "predicted_makespan_s")) > 0);
+    double pred = 0;
+    size_t k;
+    json_t *st;
+    json_array_foreach(json_object_get(j, "stages"), k, st) pred +=
+        json_number_value(json_object_get(st, "predicted_s"));
+    /* the stages' predicted times are the plan's op times, busy time of two devices: at most
+     * twice the makespan */
+    assert_true(pred > 0);
+    assert_true(pred <=
+                2 * json_number_value(json_object_get(j, "predicted_makespan_s")) * (1 + 1e-9));
+    json_t *o = json_array_get(json_object_get(j, "outputs"), 0);
+    assert_string_equal(json_string_value(json_object_get(o, "name")), "logits");
+    assert_true(json_is_true(json_object_get(o, "finite")));
+    json_decref(j);
+    json_error_t e;
+    json_t *t = json_load_file(trace, 0, &e);
+    if (!t) fail_msg("%s: %s", trace, e.text);
+    assert_int_equal(json_array_size(json_object_get(t, "traceEvents")), n + 2); /* + 2 names */
+    json_decref(t);
+    /* a manifest whose first stage reads from a later one */
+    snprintf(args, sizeof args,
+             "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]; m=json.load(open(p)); "
+             "m['stages'][0]['inputs'][0]['from_stage']=1; json.dump(m,open(p,'w'))\" "
+             "%s/manifest.json",
+             dir);
+    assert_int_equal(system(args), 0);
+    snprintf(args, sizeof args, "run %s", dir);
+    assert_int_equal(tu_run(args, &out), 2);
+    assert_contains(out, "manifest.json: $.stages[0].inputs[0].from_stage");
+    free(out);
+    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -175,6 +368,9 @@ int main(void)
         cmocka_unit_test(test_bert_base),
         cmocka_unit_test(test_rnnlm_unrolled),
         cmocka_unit_test(test_other_model_differs),
+        cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_out_of_order),
+        cmocka_unit_test(test_cli_run),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

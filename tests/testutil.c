@@ -1,6 +1,8 @@
 /* testutil.c: shared helpers for the tests. */
 #include "testutil.h"
 
+#include <jansson.h>
+
 #include "placer/place.h"
 
 #include <math.h>
@@ -52,6 +54,18 @@ int tu_run(const char *args, char **out)
     int st = pclose(p);
     *out = buf;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+json_t *tu_run_json(const char *args)
+{
+    char *out;
+    int rc = tu_run(args, &out);
+    if (rc != 0) fail_msg("placer %s: exit %d\n%s", args, rc, out);
+    json_error_t e;
+    json_t *j = json_loads(out, 0, &e);
+    if (!j) fail_msg("placer %s: not JSON (%s):\n%s", args, e.text, out);
+    free(out);
+    return j;
 }
 
 const char *tu_tmpfile(const void *data, size_t len, const char *suffix)

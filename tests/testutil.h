@@ -24,6 +24,8 @@ int tu_op(pl_graph *g, const char *name, const char *type, const char *ins, cons
  * stdout and stderr captured into *out (malloc'd; stderr only when `args` does not redirect
  * it). Returns the exit status. */
 int tu_run(const char *args, char **out);
+/* tu_run that must exit 0 and print one JSON document, which it returns (json_decref it). */
+struct json_t *tu_run_json(const char *args);
 /* A fresh directory /tmp/PREFIX-XXXXXX into buf (0, or -1); and its removal with its files. */
 int tu_mkdtemp(char *buf, size_t n, const char *prefix);
 int tu_rmtree(const char *dir);

@@ -3,11 +3,13 @@
 // once and talks to it over stdin/stdout, one JSON message per line each way:
 //
 //   (on start)                                -> {"ok":true,"ready":true,"ort":"1.22.0"}
-//   {"op":"load","id":1,"models":[paths],"threads":1,"optimize":"all"|"disabled"}
+//   {"op":"load","id":1,"models":[paths],"devices":[names]?,"threads":1,"optimize":"all"|"disabled"}
 //                                             -> {"ok":true,"id":1,"loads":N,"load_s":..,"stages":[..]}
 //   {"op":"run","id":2,"inputs":"random"|{name:{dims,dtype,data}},"repeat":R,"warmup":W,
 //    "seed":S,"int_high":H}                   -> {"ok":true,"id":2,"latency_s":[..R],
-//                                                 "stage_s":[[..stages] x R],"outputs":{..}}
+//                                                 "stage_s":[[..stages] x R],
+//                                                 "start_s":[[..] x R],"end_s":[[..] x R],
+//                                                 "concurrent":bool,"outputs":{..}}
 //   {"op":"compare","id":3,"reference":path,"stages":[paths],"seed":S,"int_high":H,"threads":1,
 //    "optimize":..}                           -> {"ok":true,"id":3,"reference_s":..,"stages_s":..,
 //                                                 "stage_s":[..],
@@ -19,8 +21,10 @@
 //   {"op":"quit"}                             -> {"ok":true}, then exits
 //   any failure                               -> {"ok":false,"id":..,"error":"..."}
 //
-// Stages run one after the other in the order given (onnxruntime-node runs a session on the
-// main thread, so two sessions in one process cannot overlap); each stage's time is its own.
+// Without "devices", stages run one after the other on the main thread, in the order given.
+// With "devices" (one name per stage), every device gets a worker thread of its own holding
+// its stages' sessions, and a stage runs as soon as its inputs have arrived: onnxruntime-node
+// runs session.run on the calling thread, so threads are what lets two stages overlap.
 // Nothing but replies goes to stdout; diagnostics go to stderr. The worker exits when stdin
 // closes, so it never outlives placer.
 'use strict';
@@ -28,13 +32,16 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const readline = require('readline');
+const {isMainThread, Worker, MessageChannel, parentPort, workerData} = require('worker_threads');
 
-const modulesDir = process.argv[2] || process.env.PLACER_ORT_MODULES || path.join(__dirname, '..', 'build', 'npm',
-                                                                  'node_modules');
+const modulesDir = isMainThread
+  ? process.argv[2] || process.env.PLACER_ORT_MODULES || path.join(__dirname, '..', 'build', 'npm', 'node_modules')
+  : workerData.modules;
 let ort;
 try {
   ort = require(path.resolve(modulesDir, 'onnxruntime-node'));
 } catch (e) {
+  if (!isMainThread) throw e; // the main thread sees it as the device thread's 'error'
   reply({ok: false, error: `onnxruntime-node is not installed in ${modulesDir} (run \`make deps\`): ${e.message}`});
   process.exit(3);
 }
@@ -83,14 +90,274 @@ async function openAll(paths, opts) {
   return out;
 }
 
+// ---- device threads ("load" with "devices") ----
+//
+// Every device thread holds its stages' sessions. Tensors go from thread to thread directly,
+// over one MessageChannel per pair of devices that exchange data, as {type, dims, data}: the
+// typed array's buffer is handed over without a copy when nothing else on the sending side
+// needs it, and copied otherwise (once per further receiver). A tensor read by a later stage of
+// the same device stays in that thread. The main thread only starts requests and collects the
+// outputs and the stages' times.
+
+function pack(t) {
+  return {type: t.type, dims: t.dims, data: t.data};
+}
+
+function unpack(o) {
+  return new ort.Tensor(o.type, o.data, o.dims);
+}
+
+// Posts a tensor; hands its buffer over when `handOver`, which onnxruntime's output buffers
+// allow (a buffer that cannot be handed over is copied instead).
+function postTensor(port, m, handOver) {
+  const buf = m.tensor.data.buffer;
+  if (handOver && buf.byteLength === m.tensor.data.byteLength) {
+    try {
+      return port.postMessage(m, [buf]);
+    } catch (e) {
+      // not transferable: copy
+    }
+  }
+  port.postMessage(m);
+}
+
+// The body of a device thread: its stages run in the order given, each as soon as every input
+// is in `values`. Messages are handled one at a time, so a tensor that arrives while a stage
+// runs waits, as it would on a device that is busy. A tensor of the next request can arrive
+// before the thread has heard of that request (its sender was quicker than the main thread's
+// "run"): it is kept in `early` until then.
+function deviceThread() {
+  let mine = [], values = new Map(), next = 0, req = -1, early = new Map();
+  const post = (m) => parentPort.postMessage(m);
+  async function pump() {
+    while (next < mine.length && mine[next].inputs.every((i) => values.has(i.name))) {
+      const s = mine[next], feeds = {};
+      for (const i of s.inputs) feeds[i.name] = values.get(i.name);
+      const start = process.hrtime.bigint();
+      const out = await s.session.run(feeds);
+      const end = process.hrtime.bigint(), finals = {};
+      next++;
+      for (const o of s.outputs) {
+        const to = s.to.get(o) || [], keep = s.keep.has(o);
+        if (keep) values.set(o, out[o]);
+        if (s.final.has(o)) finals[o] = pack(out[o]);
+        to.forEach((port, k) => postTensor(port, {op: 'tensor', req, name: o, tensor: pack(out[o])},
+                                           k === to.length - 1 && !keep && !s.final.has(o)));
+      }
+      post({op: 'done', req, stage: s.index, start, end, outputs: finals});
+    }
+  }
+  async function handleThread(m) {
+    if (m.op === 'load') {
+      mine = [];
+      for (const st of m.stages) mine.push(Object.assign(await openStage(st.path, m.opts), {index: st.index}));
+      post({op: 'loaded', loads, stages: mine.map((x) => ({index: x.index, inputs: x.inputs, outputs: x.outputs}))});
+    } else if (m.op === 'wire') {
+      for (const port of m.inPorts) port.on('message', receive);
+      mine.forEach((x, k) => {
+        const w = m.stages[k];
+        x.keep = new Set(w.keep), x.final = new Set(w.final);
+        x.to = new Map(Object.entries(w.to).map(([o, peers]) => [o, peers.map((p) => m.outPorts[p])]));
+      });
+    } else if (m.op === 'run') {
+      req = m.req, next = 0, values = new Map();
+      for (const [name, t] of Object.entries(m.feeds)) values.set(name, unpack(t));
+      for (const [name, t] of early.get(req) || []) values.set(name, unpack(t));
+      early = new Map();
+      await pump();
+    } else if (m.op === 'tensor') {
+      if (m.req > req) {
+        if (!early.has(m.req)) early.set(m.req, []);
+        return early.get(m.req).push([m.name, m.tensor]);
+      }
+      if (m.req !== req) return; // left over from a request that failed
+      values.set(m.name, unpack(m.tensor));
+      await pump();
+    } else if (m.op === 'release') {
+      for (const x of mine) await x.session.release();
+      mine = [];
+      post({op: 'released'});
+    }
+  }
+  let chain = Promise.resolve();
+  function receive(m) {
+    chain = chain.then(() => handleThread(m)).catch((e) => post({op: 'error', req, error: String(e && e.message ? e.message : e)}));
+  }
+  parentPort.on('message', receive);
+}
+
+let devices = null; // with "devices": [{name, worker, stages: [indices into stages], waiting}]
+let current = null; // the request in flight on the device threads
+let reqSeq = 0;
+let wiring = null; // {final} of wire()
+
+// A device thread that dies takes the worker with it: placer sees the worker die, restarts it
+// and loads the stages again, so nothing is left half-loaded or orphaned.
+function threadDied(d, why) {
+  process.stderr.write(`ort_worker: device thread '${d.name}' ${why}\n`);
+  process.exit(4);
+}
+
+function startThread(name) {
+  const d = {name, stages: [], waiting: null, ending: false};
+  d.worker = new Worker(__filename, {workerData: {modules: modulesDir}});
+  d.worker.on('message', (m) => threadMessage(d, m));
+  d.worker.on('error', (e) => threadDied(d, `failed: ${e && e.message ? e.message : e}`));
+  d.worker.on('exit', (code) => d.ending || threadDied(d, `exited with code ${code}`));
+  return d;
+}
+
+// Sends m to d's thread and waits for its answer of kind `want` (load and release).
+function ask(d, m, want) {
+  return new Promise((resolve, reject) => {
+    d.waiting = {want, resolve, reject};
+    d.worker.postMessage(m);
+  });
+}
+
+function threadMessage(d, m) {
+  if (m.op === 'error' && d.waiting) {
+    const w = d.waiting;
+    d.waiting = null;
+    return w.reject(new Error(`device '${d.name}': ${m.error}`));
+  }
+  if (d.waiting && m.op === d.waiting.want) {
+    const w = d.waiting;
+    d.waiting = null;
+    return w.resolve(m);
+  }
+  if (!current || m.req !== current.req) return; // a late message of a request that failed
+  if (m.op === 'error') return current.reject(new Error(`device '${d.name}': ${m.error}`));
+  if (m.op === 'done') stageDone(m);
+}
+
+function stageDone(m) {
+  const c = current;
+  c.start[m.stage] = m.start, c.end[m.stage] = m.end;
+  for (const [name, t] of Object.entries(m.outputs)) {
+    c.values[name] = unpack(t);
+  }
+  if (--c.remaining > 0) return;
+  current = null;
+  const rel = (t) => Number(t - c.t0) / 1e9;
+  c.resolve({latency: rel(process.hrtime.bigint()), times: c.start.map((t, i) => Number(c.end[i] - t) / 1e9),
+             start: c.start.map(rel), end: c.end.map(rel), values: c.values});
+}
+
+// The outputs a request hands back: the last stage's, and any that no stage reads.
+function finalOutputs(set) {
+  const read = new Set();
+  for (const s of set) s.inputs.forEach((i) => read.add(i.name));
+  const out = new Set(set[set.length - 1].outputs);
+  for (const s of set) s.outputs.filter((o) => !read.has(o)).forEach((o) => out.add(o));
+  return out;
+}
+
+// After the threads have loaded: per stage, which outputs go to which other devices, which stay
+// for a later stage of the same device, and which come back as the request's outputs; and one
+// channel per pair of devices that exchange tensors.
+function wire(stages, devices) {
+  const made = new Map(); // tensor -> the first stage making it
+  stages.forEach((s, i) => s.outputs.forEach((o) => made.has(o) || made.set(o, i)));
+  stages.forEach((s, i) => s.inputs.forEach((x) => {
+    if (made.has(x.name) && made.get(x.name) >= i)
+      throw new Error(`stage ${i} (${s.path}) reads '${x.name}', made by stage ${made.get(x.name)}: stages must come in an order where each reads only earlier ones`);
+  }));
+  const final = finalOutputs(stages);
+  const reads = (d, o, after) => d.stages.some((j) => j > after && stages[j].inputs.some((x) => x.name === o));
+  const plans = devices.map((d) => ({inPorts: [], outPorts: {}, stages: d.stages.map((i) => {
+    const to = {};
+    for (const o of stages[i].outputs) {
+      const peers = devices.filter((e) => e !== d && reads(e, o, -1)).map((e) => e.name);
+      if (peers.length) to[o] = peers;
+    }
+    return {to, keep: stages[i].outputs.filter((o) => reads(d, o, i)), final: stages[i].outputs.filter((o) => final.has(o))};
+  })}));
+  devices.forEach((d, a) => devices.forEach((e, b) => {
+    if (a === b || !plans[a].stages.some((st) => Object.values(st.to).some((p) => p.includes(e.name)))) return;
+    const {port1, port2} = new MessageChannel();
+    plans[a].outPorts[e.name] = port1, plans[b].inPorts.push(port2);
+  }));
+  devices.forEach((d, a) => {
+    const p = plans[a];
+    d.worker.postMessage(Object.assign({op: 'wire'}, p), [...Object.values(p.outPorts), ...p.inPorts]);
+  });
+  return {final};
+}
+
+async function loadThreads(paths, names, opts) {
+  const byName = new Map();
+  paths.forEach((p, i) => {
+    if (typeof names[i] !== 'string' || !names[i]) throw new Error(`"devices"[${i}] must be a device name`);
+    if (!byName.has(names[i])) byName.set(names[i], startThread(names[i]));
+    byName.get(names[i]).stages.push(i);
+  });
+  const next = [...byName.values()], set = paths.map((p, i) => ({path: p, device: names[i]}));
+  try {
+    const answers = await Promise.all(next.map((d) => ask(d, {op: 'load', opts, stages: d.stages.map((i) => ({index: i, path: paths[i]}))}, 'loaded')));
+    answers.forEach((a) => {
+      loads += a.loads;
+      for (const st of a.stages) Object.assign(set[st.index], {inputs: st.inputs, outputs: st.outputs});
+    });
+  } catch (e) {
+    await endThreads(next);
+    throw e;
+  }
+  return {set, threads: next};
+}
+
+async function endThreads(list) {
+  for (const d of list) {
+    d.ending = true;
+    await d.worker.terminate();
+  }
+}
+
+async function unload() {
+  for (const s of stages) if (s.session) await s.session.release();
+  if (devices) {
+    await Promise.all(devices.map((d) => ask(d, {op: 'release'}, 'released')));
+    await endThreads(devices);
+  }
+  stages = [], devices = null;
+}
+
 async function load(msg) {
   if (!Array.isArray(msg.models) || !msg.models.length) throw new Error('"models" must be a non-empty list of paths');
+  const threaded = msg.devices !== undefined;
+  if (threaded && (!Array.isArray(msg.devices) || msg.devices.length !== msg.models.length))
+    throw new Error('"devices" must list one device name per model');
   const t0 = process.hrtime.bigint();
-  const next = await openAll(msg.models, sessionOptions(msg));
-  for (const s of stages) await s.session.release();
-  stages = next;
+  let next, threads = null;
+  if (threaded) ({set: next, threads} = await loadThreads(msg.models, msg.devices, sessionOptions(msg)));
+  else next = await openAll(msg.models, sessionOptions(msg));
+  let wired = null;
+  try {
+    if (threads) wired = wire(next, threads);
+  } catch (e) {
+    await endThreads(threads);
+    throw e;
+  }
+  await unload();
+  stages = next, devices = threads, wiring = wired;
   const load_s = Number(process.hrtime.bigint() - t0) / 1e9;
-  return {loads, load_s, stages: stages.map((s) => ({path: s.path, inputs: s.inputs, outputs: s.outputs}))};
+  return {loads, load_s, concurrent: threaded,
+          stages: stages.map((s) => ({path: s.path, device: s.device, inputs: s.inputs, outputs: s.outputs}))};
+}
+
+// One request over the device threads: each gets the external inputs its stages read.
+function runThreads(feeds) {
+  return new Promise((resolve, reject) => {
+    current = Object.assign({req: ++reqSeq, remaining: stages.length, start: [], end: [], values: {},
+                             t0: process.hrtime.bigint(), resolve, reject}, wiring);
+    for (const d of devices) {
+      const mine = {};
+      for (const i of d.stages)
+        for (const inp of stages[i].inputs)
+          if (feeds[inp.name]) mine[inp.name] = pack(feeds[inp.name]);
+      d.worker.postMessage({op: 'run', req: current.req, feeds: mine});
+    }
+  }).finally(() => (current = null));
 }
 
 // Symbolic or unknown dims become 1.
@@ -142,8 +409,9 @@ function makeFeeds(msg, set = stages) {
 }
 
 async function runOnce(feeds, set = stages) {
-  const values = Object.assign({}, feeds), times = [];
-  const t0 = process.hrtime.bigint();
+  if (set === stages && devices) return runThreads(feeds);
+  const values = Object.assign({}, feeds), times = [], start = [], end = [];
+  const t0 = process.hrtime.bigint(), rel = (t) => Number(t - t0) / 1e9;
   for (const s of set) {
     const mine = {};
     for (const inp of s.inputs) {
@@ -152,10 +420,11 @@ async function runOnce(feeds, set = stages) {
     }
     const ts = process.hrtime.bigint();
     const out = await s.session.run(mine);
-    times.push(Number(process.hrtime.bigint() - ts) / 1e9);
+    const te = process.hrtime.bigint();
+    times.push(Number(te - ts) / 1e9), start.push(rel(ts)), end.push(rel(te));
     Object.assign(values, out);
   }
-  return {latency: Number(process.hrtime.bigint() - t0) / 1e9, times, values};
+  return {latency: rel(process.hrtime.bigint()), times, start, end, values};
 }
 
 function summarize(t) {
@@ -175,17 +444,17 @@ async function run(msg) {
   const repeat = msg.repeat > 0 ? msg.repeat : 1, warmup = msg.warmup > 0 ? msg.warmup : 0;
   const feeds = makeFeeds(msg);
   for (let i = 0; i < warmup; i++) await runOnce(feeds);
-  const latency_s = [], stage_s = [];
+  const latency_s = [], stage_s = [], start_s = [], end_s = [];
   let last;
   for (let i = 0; i < repeat; i++) {
     last = await runOnce(feeds);
     latency_s.push(last.latency);
-    stage_s.push(last.times);
+    stage_s.push(last.times), start_s.push(last.start), end_s.push(last.end);
     runs++;
   }
   const outputs = {};
-  for (const o of stages[stages.length - 1].outputs) outputs[o] = summarize(last.values[o]);
-  return {latency_s, stage_s, outputs};
+  for (const o of finalOutputs(stages)) outputs[o] = summarize(last.values[o]);
+  return {latency_s, stage_s, start_s, end_s, concurrent: devices !== null, outputs};
 }
 
 // The reference (the whole model) is kept between compares: the tests compare two plans of
@@ -331,15 +600,20 @@ async function handle(line) {
 }
 
 // One request at a time, in order: the next line waits for the previous reply.
-const rl = readline.createInterface({input: process.stdin, terminal: false});
-let chain = Promise.resolve();
-rl.on('line', (line) => {
-  if (!line.trim()) return;
-  chain = chain.then(async () => {
-    const r = await handle(line);
-    reply(r);
-    if (quitting) process.exit(0);
+function serve() {
+  const rl = readline.createInterface({input: process.stdin, terminal: false});
+  let chain = Promise.resolve();
+  rl.on('line', (line) => {
+    if (!line.trim()) return;
+    chain = chain.then(async () => {
+      const r = await handle(line);
+      reply(r);
+      if (quitting) process.exit(0);
+    });
   });
-});
-rl.on('close', () => chain.then(() => process.exit(0)));
-reply({ok: true, ready: true, ort: ort.env.versions ? ort.env.versions.node : 'unknown', pid: process.pid});
+  rl.on('close', () => chain.then(() => process.exit(0)));
+  reply({ok: true, ready: true, ort: ort.env.versions ? ort.env.versions.node : 'unknown', pid: process.pid});
+}
+
+if (isMainThread) serve();
+else deviceThread();

@@ -44,9 +44,12 @@ typedef struct pl_ort_output {
 
 typedef struct pl_ort_result {
     int repeat, n_stages, n_outputs;
+    bool concurrent;   /* the stages ran on device threads (pl_ort_load_on with devices) */
     double *latency_s; /* [repeat]: one request, first input to last output */
     double *stage_s;   /* [repeat * n_stages]: each stage's own run time */
-    pl_ort_output *outputs;
+    double *start_s;   /* [repeat * n_stages]: when each stage started, from the request's start */
+    double *end_s;     /* [repeat * n_stages]: when it ended */
+    pl_ort_output *outputs; /* the last stage's outputs and every output no stage reads */
 } pl_ort_result;
 void pl_ort_result_free(pl_ort_result *r);
 
@@ -56,6 +59,19 @@ pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err);
  * an earlier stage's outputs are fed from them; the rest are random. Replaces what was loaded.
  * The worker keeps the paths so that it can load them again after a restart. */
 int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err);
+/* The same, with each stage on a device: devices[i] names stage i's device (NULL: as
+ * pl_ort_load). Every device gets a thread of its own in the worker holding its stages'
+ * sessions; a stage runs as soon as its inputs have arrived, so stages of different devices
+ * overlap (each session has the options' intra-op threads: 1 is one core per device). Stages
+ * of one device run in the order given. A stage may read only tensors of earlier stages. */
+int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devices, int n,
+                   pl_err *err);
+/* Loads the split that pl_split_manifest_load read: every stage file inflated into cache_dir
+ * (pl_inflate_model: a weightless split gets the same made-up weights as its whole model),
+ * then pl_ort_load_on with the manifest's devices, or with none when `sequential`. */
+struct pl_split_manifest;
+int pl_ort_load_split(pl_ort *w, const struct pl_split_manifest *m, const char *cache_dir,
+                      bool sequential, pl_err *err);
 /* Runs `warmup` untimed requests, then `repeat` timed ones. */
 int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err);
 /* How the stages of a split agree with the whole model on one output (pl_ort_compare). */

@@ -13,6 +13,14 @@
 
 #include "placer/plan.h"
 
+/* How a device's ops are cut into stages (docs/split.md). FEWEST: as few stages per device as
+ * the greedy merge finds (a stage sends its outputs when it ends, so work merged after a send
+ * holds the receiver back). SCHEDULE: the plan's run of each device (its order, else
+ * topological) cut before every op that receives from another device and after every op that
+ * sends to one, so stages overlap as the simulator's ops do. Both are acyclic for a plan whose
+ * per-device order respects the graph's edges. */
+typedef enum { PL_SPLIT_FEWEST, PL_SPLIT_SCHEDULE } pl_split_cut;
+
 typedef struct pl_stage {
     int dev;
     int *ops; /* the ops it owns, in topological order */
@@ -30,15 +38,18 @@ typedef struct pl_stage {
 typedef struct pl_stages {
     pl_stage *st; /* in a valid execution order: every stage reads only earlier stages */
     int n;
+    pl_split_cut cut; /* how they were cut (written to the manifest) */
     int n_ops, n_tensors;
     int *stage_of; /* op → owning stage */
     int *maker;    /* tensor → stage that makes it and sends it; -1 for graph inputs, weights
                       and the values of Constants (copied, never sent) */
 } pl_stages;
 
-/* Cuts the graph into stages by the plan's devices (as few per device as the greedy merge of
- * docs/split.md finds, always acyclic). `g` must be finalized; `p` covers g's ops. */
+/* Cuts the graph into stages by the plan's devices. `g` must be finalized; `p` covers g's ops.
+ * pl_split_stages is pl_split_stages_by with PL_SPLIT_FEWEST. */
 int pl_split_stages(const pl_graph *g, const pl_plan *p, pl_stages *out, pl_err *err);
+int pl_split_stages_by(const pl_graph *g, const pl_plan *p, pl_split_cut cut, pl_stages *out,
+                       pl_err *err);
 void pl_stages_free(pl_stages *s);
 /* True when op is a Constant node (no inputs), which stages copy instead of sending. */
 bool pl_split_is_const(const pl_graph *g, int op);
@@ -55,5 +66,25 @@ int pl_split_readers(const pl_graph *g, const pl_stages *s, int t, int *to);
  * "dev0", ...). DIR is created when missing. */
 int pl_split_write(const char *model_path, const pl_graph *g, const pl_stages *s,
                    const char *const *dev_names, const char *dir, pl_err *err);
+
+/* A split read back from DIR/manifest.json: what running it needs. */
+typedef struct pl_split_stage_ref {
+    char *name;   /* "stage_00" */
+    char *path;   /* DIR/stage_00.onnx */
+    char *device; /* the cluster's device name */
+} pl_split_stage_ref;
+
+typedef struct pl_split_manifest {
+    char *model_path, *model_sha256; /* the model that was split, as the manifest says */
+    pl_split_cut cut;
+    pl_split_stage_ref *st;          /* in the manifest's (runnable) order */
+    int n;
+} pl_split_manifest;
+
+/* Reads DIR/manifest.json (placer-split/1). Refused, with the file and JSON path: another
+ * format, no stages, a stage file outside DIR, an input from a stage that does not come
+ * earlier. The stage files themselves are not opened. */
+int pl_split_manifest_load(const char *dir, pl_split_manifest *m, pl_err *err);
+void pl_split_manifest_free(pl_split_manifest *m);
 
 #endif

@@ -18,7 +18,8 @@ struct pl_ort {
     ort_proc p;
     char *node, *script, *modules;
     pl_ort_opts o;
-    char **paths; /* loaded models, reloaded after a restart */
+    char **paths;   /* loaded models, reloaded after a restart */
+    char **devices; /* their devices (NULL: one after the other on one thread) */
     int n_paths;
     long next_id;
     int restarts;
@@ -56,7 +57,9 @@ static int restart(pl_ort *w, const char *how, pl_err *err)
     pl_err e = {{0}};
     w->restarts++, w->restarting = true;
     int rc = spawn(w, &e);
-    if (rc == 0 && w->n_paths) rc = pl_ort_load(w, (const char *const *)w->paths, w->n_paths, &e);
+    if (rc == 0 && w->n_paths)
+        rc = pl_ort_load_on(w, (const char *const *)w->paths, (const char *const *)w->devices,
+                            w->n_paths, &e);
     w->restarting = false;
     if (rc == 0) return pl_err_set(err, "%s%s; restarted", how, said);
     ort_proc_end(&w->p, 0, NULL, 0);
@@ -165,37 +168,55 @@ static const char *optimize_of(const pl_ort *w)
     return w->o.no_optimize ? "disabled" : "all";
 }
 
-static json_t *paths_json(const char *const *paths, int n)
+static json_t *strings_json(const char *const *v, int n)
 {
     json_t *list = json_array();
     for (int i = 0; i < n; i++)
-        json_array_append_new(list, json_string(paths[i]));
+        json_array_append_new(list, json_string(v[i]));
     return list;
+}
+
+static char **copy_strings(const char *const *v, int n)
+{
+    if (!v) return NULL;
+    char **c = pl_calloc(n + 1, sizeof *c);
+    for (int i = 0; i < n; i++)
+        c[i] = pl_strdup(v[i]);
+    return c;
+}
+
+static void free_strings(char **v, int n)
+{
+    for (int i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
 }
 
 static void forget_paths(pl_ort *w)
 {
-    for (int i = 0; i < w->n_paths; i++)
-        free(w->paths[i]);
-    free(w->paths);
-    w->paths = NULL, w->n_paths = 0;
+    free_strings(w->paths, w->n_paths), free_strings(w->devices, w->n_paths);
+    w->paths = w->devices = NULL, w->n_paths = 0;
 }
 
-int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err)
+int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devices, int n,
+                   pl_err *err)
 {
-    json_t *msg = json_pack("{s:s, s:o, s:i, s:s}", "op", "load", "models", paths_json(paths, n),
+    json_t *msg = json_pack("{s:s, s:o, s:i, s:s}", "op", "load", "models", strings_json(paths, n),
                             "threads", w->o.threads, "optimize", optimize_of(w)),
            *r = NULL;
+    if (devices) json_object_set_new(msg, "devices", strings_json(devices, n));
     int rc = request(w, msg, "load", &r, err);
     if (rc == 0) w->load_s = json_number_value(json_object_get(r, "load_s"));
     json_decref(r);
     if (rc < 0 || (const char *const *)w->paths == paths) return rc;
     forget_paths(w);
-    w->paths = pl_calloc(n + 1, sizeof *w->paths);
-    for (int i = 0; i < n; i++)
-        w->paths[i] = pl_strdup(paths[i]);
-    w->n_paths = n;
+    w->paths = copy_strings(paths, n), w->devices = copy_strings(devices, n), w->n_paths = n;
     return 0;
+}
+
+int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err)
+{
+    return pl_ort_load_on(w, paths, NULL, n, err);
 }
 
 static void read_output(const char *name, json_t *v, pl_ort_output *o)
@@ -211,6 +232,19 @@ static void read_output(const char *name, json_t *v, pl_ort_output *o)
     o->finite = json_is_true(json_object_get(v, "finite"));
 }
 
+/* One [repeat][n_stages] matrix of the reply into out; false when its shape is wrong. */
+static bool read_matrix(json_t *m, int repeat, int n_stages, double *out)
+{
+    if (json_array_size(m) != (size_t)repeat) return false;
+    for (int i = 0; i < repeat; i++) {
+        json_t *row = json_array_get(m, i);
+        if (json_array_size(row) != (size_t)n_stages) return false;
+        for (int s = 0; s < n_stages; s++)
+            out[i * n_stages + s] = json_number_value(json_array_get(row, s));
+    }
+    return true;
+}
+
 /* Fills r from a run reply; -1 when a field is missing or of the wrong kind. */
 static int read_result(json_t *rep, int repeat, pl_ort_result *r)
 {
@@ -221,16 +255,20 @@ static int read_result(json_t *rep, int repeat, pl_ort_result *r)
         return -1;
     r->repeat = repeat;
     r->n_stages = (int)json_array_size(json_array_get(st, 0));
+    r->concurrent = json_is_true(json_object_get(rep, "concurrent"));
+    size_t cells = (size_t)repeat * (r->n_stages ? r->n_stages : 1);
     r->latency_s = pl_calloc(repeat, sizeof *r->latency_s);
-    r->stage_s = pl_calloc((size_t)repeat * (r->n_stages ? r->n_stages : 1), sizeof *r->stage_s);
+    r->stage_s = pl_calloc(cells, sizeof *r->stage_s);
+    r->start_s = pl_calloc(cells, sizeof *r->start_s);
+    r->end_s = pl_calloc(cells, sizeof *r->end_s);
     for (int i = 0; i < repeat; i++) {
-        json_t *row = json_array_get(st, i);
-        if (!json_is_number(json_array_get(lat, i)) || json_array_size(row) != (size_t)r->n_stages)
-            return -1;
+        if (!json_is_number(json_array_get(lat, i))) return -1;
         r->latency_s[i] = json_number_value(json_array_get(lat, i));
-        for (int s = 0; s < r->n_stages; s++)
-            r->stage_s[i * r->n_stages + s] = json_number_value(json_array_get(row, s));
     }
+    if (!read_matrix(st, repeat, r->n_stages, r->stage_s) ||
+        !read_matrix(json_object_get(rep, "start_s"), repeat, r->n_stages, r->start_s) ||
+        !read_matrix(json_object_get(rep, "end_s"), repeat, r->n_stages, r->end_s))
+        return -1;
     r->outputs = pl_calloc(json_object_size(outs) + 1, sizeof *r->outputs);
     const char *name;
     json_t *v;
@@ -250,7 +288,8 @@ int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err)
     if (rc == 0 && read_result(rep, repeat, r) < 0) {
         pl_ort_result_free(r);
         rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'run': it lacks "
-                             "latency_s, stage_s (one per repetition) or outputs");
+                             "latency_s, stage_s, start_s, end_s (one per repetition) or "
+                             "outputs");
     }
     json_decref(rep);
     return rc;
@@ -294,10 +333,10 @@ int pl_ort_compare(pl_ort *w, const char *reference, const char *const *stages, 
                    pl_ort_compare_result *r, pl_err *err)
 {
     *r = (pl_ort_compare_result){0};
-    json_t *msg =
-               json_pack("{s:s, s:s?, s:o, s:I, s:i, s:i, s:s}", "op", "compare", "reference",
-                         reference, "stages", paths_json(stages, n), "seed", seed_of(w), "int_high",
-                         w->o.int_high, "threads", w->o.threads, "optimize", optimize_of(w)),
+    json_t *msg = json_pack("{s:s, s:s?, s:o, s:I, s:i, s:i, s:s}", "op", "compare", "reference",
+                            reference, "stages", strings_json(stages, n), "seed", seed_of(w),
+                            "int_high", w->o.int_high, "threads", w->o.threads, "optimize",
+                            optimize_of(w)),
            *rep = NULL;
     int rc = request(w, msg, "compare", &rep, err);
     if (rc == 0 && read_compare(rep, r) < 0) {
@@ -416,6 +455,6 @@ void pl_ort_stop(pl_ort *w)
 void pl_ort_result_free(pl_ort_result *r)
 {
     if (!r) return;
-    free(r->latency_s), free(r->stage_s), free(r->outputs);
+    free(r->latency_s), free(r->stage_s), free(r->start_s), free(r->end_s), free(r->outputs);
     *r = (pl_ort_result){0};
 }

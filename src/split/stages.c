@@ -148,6 +148,58 @@ static int level_stages(const pl_graph *g, const pl_plan *p, int *stage0, int **
     return n;
 }
 
+/* ---- step 1, by the schedule: segments of each device's run between communications ---- */
+
+/* Whether op reads (receives) from, or writes (sends) to, an op on another device; Constants
+ * that are copied into their readers do neither. */
+static bool crosses(const pl_graph *g, const pl_plan *p, int op, bool sends)
+{
+    const int *off = sends ? g->succ_off : g->pred_off, *adj = sends ? g->succ : g->pred;
+    for (int e = off[op]; e < off[op + 1]; e++)
+        if (!placed_later(g, adj[e]) && p->dev[adj[e]] != p->dev[op]) return true;
+    return false;
+}
+
+/* Each device's ops in the order they run: the plan's, else topological. */
+static int *run_order(const pl_graph *g, const pl_plan *p, int d, int *n)
+{
+    int *ops = pl_malloc((g->n_ops ? g->n_ops : 1) * sizeof *ops);
+    *n = 0;
+    if (p->order)
+        for (int k = p->order_off[d]; k < p->order_off[d + 1]; k++)
+            ops[(*n)++] = p->order[k];
+    else
+        for (int k = 0; k < g->n_ops; k++)
+            if (p->dev[g->topo[k]] == d) ops[(*n)++] = g->topo[k];
+    return ops;
+}
+
+/* A stage is a run of consecutive ops of one device that receives only before its first op
+ * and sends only after its last one: a new stage starts at an op that receives from another
+ * device, and after an op that sends to one. So a tensor leaves when the op making it ends and
+ * work that does not wait for it is not held back, as in the simulator. */
+static int schedule_stages(const pl_graph *g, const pl_plan *p, int *stage0, int **dev_of)
+{
+    int n = 0;
+    *dev_of = pl_malloc((g->n_ops ? g->n_ops : 1) * sizeof **dev_of);
+    for (int op = 0; op < g->n_ops; op++)
+        stage0[op] = -1;
+    for (int d = 0; d < p->n_devs; d++) {
+        int m, *ops = run_order(g, p, d, &m);
+        bool open = false;
+        for (int k = 0; k < m; k++) {
+            int op = ops[k];
+            if (placed_later(g, op)) continue;
+            if (open && crosses(g, p, op, false)) open = false;
+            if (!open) (*dev_of)[n++] = d, open = true;
+            stage0[op] = n - 1;
+            if (crosses(g, p, op, true)) open = false;
+        }
+        free(ops);
+    }
+    return n;
+}
+
 static void sgraph_init(sgraph *sg, const pl_graph *g, const int *stage0, int n, int *dev)
 {
     sg->n = n;
@@ -290,22 +342,38 @@ static void fill_io(const pl_graph *g, pl_stages *s)
 
 int pl_split_stages(const pl_graph *g, const pl_plan *p, pl_stages *out, pl_err *err)
 {
+    return pl_split_stages_by(g, p, PL_SPLIT_FEWEST, out, err);
+}
+
+int pl_split_stages_by(const pl_graph *g, const pl_plan *p, pl_split_cut cut, pl_stages *out,
+                       pl_err *err)
+{
     memset(out, 0, sizeof *out);
     if (!g->topo) return pl_err_set(err, "split: the graph is not finalized");
     if (p->n_ops != g->n_ops)
         return pl_err_set(err, "split: the plan has %d ops, the model %d", p->n_ops, g->n_ops);
     int *stage0 = pl_malloc((g->n_ops ? g->n_ops : 1) * sizeof *stage0), *dev;
-    int n0 = level_stages(g, p, stage0, &dev);
+    int n0 = cut == PL_SPLIT_SCHEDULE ? schedule_stages(g, p, stage0, &dev)
+                                      : level_stages(g, p, stage0, &dev);
     sgraph sg;
     sgraph_init(&sg, g, stage0, n0, dev);
-    merge_all(&sg);
+    if (cut == PL_SPLIT_FEWEST) merge_all(&sg);
     int *first = pl_malloc((n0 ? n0 : 1) * sizeof *first), n;
     for (int k = g->n_ops - 1; k >= 0; k--)
         if (stage0[g->topo[k]] >= 0) first[find(&sg, stage0[g->topo[k]])] = k;
     int *order = stage_order(&sg, first, &n), *rank = pl_malloc((n0 ? n0 : 1) * sizeof *rank);
+    int alive = 0;
+    for (int u = 0; u < n0; u++)
+        alive += sg.alive[u];
+    if (n < alive) { /* only a device order that contradicts the graph's edges can do this */
+        free(rank), free(order), free(first), free(stage0);
+        sgraph_free(&sg);
+        return pl_err_set(err, "split: the plan's per-device order runs an op before one it "
+                               "depends on (the stages would wait for each other in a cycle)");
+    }
     for (int k = 0; k < n; k++)
         rank[order[k]] = k;
-    out->n = n, out->n_ops = g->n_ops, out->n_tensors = g->n_tensors;
+    out->n = n, out->n_ops = g->n_ops, out->n_tensors = g->n_tensors, out->cut = cut;
     out->st = pl_calloc(n ? n : 1, sizeof *out->st);
     out->stage_of = pl_malloc((g->n_ops ? g->n_ops : 1) * sizeof *out->stage_of);
     out->maker = pl_malloc((g->n_tensors ? g->n_tensors : 1) * sizeof *out->maker);

@@ -294,8 +294,9 @@ static int write_manifest(const char *model_path, const pl_graph *g, const pl_st
         json_array_append_new(stages,
                               stage_json(g, s, j, dev_names ? dev_names[s->st[j].dev] : dev));
     }
-    json_t *o = json_pack("{s:s, s:{s:s, s:s}, s:o}", "format", "placer-split/1", "model", "path",
-                          model_path, "sha256", sha, "stages", stages);
+    json_t *o = json_pack("{s:s, s:{s:s, s:s}, s:s, s:o}", "format", "placer-split/1", "model",
+                          "path", model_path, "sha256", sha, "cut",
+                          s->cut == PL_SPLIT_SCHEDULE ? "schedule" : "fewest", "stages", stages);
     int rc = json_dump_file(o, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     json_decref(o);
     return rc < 0 ? pl_err_set(err, "%s: cannot write", path) : 0;
