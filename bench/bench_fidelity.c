@@ -3,10 +3,14 @@
  *   bench_fidelity MODEL...
  *
  * For each model: the measured single-request latency (onnxruntime, one intra-op thread,
- * median of 5 after a warm-up), the cost model's prediction with its default efficiencies,
- * and the prediction with efficiencies calibrated on the OTHER models' profiles (leave one
- * out; profiles written by `placer profile` into build/bench/fidelity/). The plan is `single`
- * on examples/clusters/local-cpu.json (one core). */
+ * median of 5 after a warm-up, graph optimisation on as placer runs models), the cost model's
+ * prediction with its default efficiencies, and the prediction with efficiencies calibrated on
+ * the OTHER models' profiles (leave one out; profiles written by `placer profile` into
+ * build/bench/fidelity/). The plan is `single` on examples/clusters/local-cpu.json (one core).
+ * The latency with graph optimisation off is shown too (not used for the errors): it is the
+ * graph the cost model prices and the profiles time, node for node, so the gap between the two
+ * measurements is what onnxruntime's fusions and layout changes gain (docs/calibrate.md,
+ * "Fidelity"). */
 #include "placer/calib.h"
 #include "placer/place.h"
 #include "placer/report.h"
@@ -70,12 +74,13 @@ int main(int argc, char **argv)
     if (n < 2 || n > MAX_MODELS) return fprintf(stderr, "usage: bench_fidelity MODEL...\n"), 2;
     pl_err err = {""};
     pl_cluster *c = pl_cluster_load(CLUSTER, &err);
-    pl_ort_opts oo = {0};
+    pl_ort_opts oo = {0}, off = {.no_optimize = true};
     pl_ort *w = c ? pl_ort_start(&oo, &err) : NULL;
-    if (!w) return fprintf(stderr, "%s\n", err.msg), 1;
+    pl_ort *w_off = w ? pl_ort_start(&off, &err) : NULL;
+    if (!w_off) return fprintf(stderr, "%s\n", err.msg), 1;
     pl_graph *g[MAX_MODELS];
     pl_profile *prof[MAX_MODELS];
-    double meas[MAX_MODELS];
+    double meas[MAX_MODELS], meas_off[MAX_MODELS];
     if (system("mkdir -p build/bench/fidelity") != 0) return 1;
     for (int m = 0; m < n; m++) {
         char cmd[1024], out[512];
@@ -83,14 +88,17 @@ int main(int argc, char **argv)
         snprintf(cmd, sizeof cmd, "build/placer profile %s -o %s >/dev/null", argv[m + 1], out);
         g[m] = pl_graph_load(argv[m + 1], NULL, &err);
         if (!g[m] || system(cmd) != 0 || !(prof[m] = pl_profile_load(out, &err)) ||
-            (meas[m] = measured(w, argv[m + 1], &err)) < 0)
+            (meas[m] = measured(w, argv[m + 1], &err)) < 0 ||
+            (meas_off[m] = measured(w_off, argv[m + 1], &err)) < 0)
             return fprintf(stderr, "%s: %s\n", argv[m + 1], err.msg), 1;
-        fprintf(stderr, "  %s: measured %.2f ms\n", base(argv[m + 1]), meas[m] * 1e3);
+        fprintf(stderr, "  %s: measured %.2f ms (optimisation off: %.2f ms)\n", base(argv[m + 1]),
+                meas[m] * 1e3, meas_off[m] * 1e3);
     }
-    pl_ort_stop(w);
+    pl_ort_stop(w), pl_ort_stop(w_off);
     pl_table *t =
-        pl_table_new("model|>measured ms|>default ms|>error|>calibrated (others) ms|>error");
-    double e_def[MAX_MODELS], e_cal[MAX_MODELS];
+        pl_table_new("model|>measured ms|>opt. off ms|>default ms|>error|>calibrated (others) "
+                     "ms|>error|>fitted dense|>fitted memory");
+    double e_def[MAX_MODELS], e_cal[MAX_MODELS], e_off[MAX_MODELS];
     for (int m = 0; m < n; m++) {
         const pl_graph *gs[MAX_MODELS];
         const pl_profile *ps[MAX_MODELS];
@@ -104,17 +112,23 @@ int main(int argc, char **argv)
         pl_cost_params_default(&def);
         double pd = predicted(g[m], c, &def), pc = predicted(g[m], c, &cr.params);
         e_def[m] = fabs(pd - meas[m]) / meas[m], e_cal[m] = fabs(pc - meas[m]) / meas[m];
-        pl_table_row(t, "%s|%.2f|%.2f|%+.0f%%|%.2f|%+.0f%%", base(argv[m + 1]), meas[m] * 1e3,
-                     pd * 1e3, 100 * (pd - meas[m]) / meas[m], pc * 1e3,
-                     100 * (pc - meas[m]) / meas[m]);
+        e_off[m] = fabs(pc - meas_off[m]) / meas_off[m];
+        pl_table_row(t, "%s|%.2f|%.2f|%.2f|%+.0f%%|%.2f|%+.0f%%|%.3f|%.3f", base(argv[m + 1]),
+                     meas[m] * 1e3, meas_off[m] * 1e3, pd * 1e3, 100 * (pd - meas[m]) / meas[m],
+                     pc * 1e3, 100 * (pc - meas[m]) / meas[m],
+                     cr.params.eff_compute[PL_CLASS_DENSE], cr.params.eff_memory);
     }
     printf("single-device latency on this CPU (one core): measured with onnxruntime vs predicted; "
            "calibrated = efficiencies fitted on the other models' profiles\n");
     pl_table_print(t, stdout);
     qsort(e_def, n, sizeof *e_def, cmp_double), qsort(e_cal, n, sizeof *e_cal, cmp_double);
+    qsort(e_off, n, sizeof *e_off, cmp_double);
     printf("relative error: default median %.0f%%, worst %.0f%%; calibrated median %.0f%%, worst "
            "%.0f%% (targets: median under 15%%, worst under 30%%)\n",
            100 * e_def[n / 2], 100 * e_def[n - 1], 100 * e_cal[n / 2], 100 * e_cal[n - 1]);
+    printf("calibrated against the latency with graph optimisation off (the graph as priced and "
+           "profiled): median %.0f%%, worst %.0f%%\n",
+           100 * e_off[n / 2], 100 * e_off[n - 1]);
     pl_table_free(t);
     for (int m = 0; m < n; m++)
         pl_graph_free(g[m]), pl_profile_free(prof[m]);

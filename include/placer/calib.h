@@ -1,7 +1,8 @@
 /* calib.h: fitting the cost model's efficiencies (pl_cost_params) to measured profiles
  * (docs/calibrate.md). The roofline estimate of every op that a profile times is compared
- * with the measurement on log time, and each efficiency is chosen by a coordinate search over
- * a log-spaced grid in [0.01, 1]. Launch overhead and peaks are the device's, not fitted. */
+ * with the measurement on log time, each op's squared error weighted by its measured time,
+ * and each efficiency is chosen by a coordinate search over a log-spaced grid in [0.01, 1].
+ * Launch overhead and peaks are the device's, not fitted. */
 #ifndef PLACER_CALIB_H
 #define PLACER_CALIB_H
 

@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""measure_cpu.py: measures this CPU's figures for examples/clusters/local-cpu.json the way the
+cost model uses them (docs/calibrate.md, "Measuring the device"):
+
+  peak_flops_per_s   FLOPs of a large MatMul / its kernel time (onnxruntime's per-node profiler)
+  mem_bandwidth_Bps  bytes_moved of a large Add (both inputs + the output, as placer counts
+                     them) / its kernel time, for several sizes (in L2, in L3, in DRAM)
+  launch_overhead_s  end-to-end latency of a chain of N one-element Relu ops minus that of a
+                     chain of 1, divided by N - 1: what each extra node costs beyond any work
+
+Usage (from the repository root, after `make deps`):
+
+    /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json]
+
+Kernel times come from the persistent worker (tools/ort_worker.js, op "profile": graph
+optimisation disabled, one intra-op thread, the same settings as `placer profile`), so the
+numbers mean what the roofline divides by, with no input copying or session overhead in them.
+Peaks take the minimum over T trials (default 7) of each trial's mean kernel time, because
+a disturbance only ever slows a kernel down; the overhead takes the median over the trials.
+The models are built on the fly with the `onnx` module (Debian's python3-onnx, hence
+/usr/bin/python3) in a temporary directory that is removed at the end.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+F32 = TensorProto.FLOAT
+
+
+def save(model_dir, name, nodes, inputs, outputs, inits=()):
+    graph = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = os.path.join(model_dir, name + ".onnx")
+    onnx.save(model, path)
+    return path
+
+
+def matmul_model(d, m, k, n):
+    """Y[m,n] = X[m,k] @ W[k,n], W an initializer (prepacked by MLAS, as a model's weights)."""
+    w = numpy_helper.from_array(np.random.default_rng(1).random((k, n), dtype=np.float32), "W")
+    node = helper.make_node("MatMul", ["X", "W"], ["Y"], name="mm")
+    return save(d, f"matmul{m}x{k}x{n}", [node], [helper.make_tensor_value_info("X", F32, [m, k])],
+                [helper.make_tensor_value_info("Y", F32, [m, n])], [w]), 2.0 * m * k * n
+
+
+def conv_model(d, c, hw):
+    """A 3x3 convolution c -> c channels on 1 x c x hw x hw, padded: a cross-check of the peak."""
+    w = numpy_helper.from_array(
+        np.random.default_rng(2).random((c, c, 3, 3), dtype=np.float32) * 0.01, "W")
+    node = helper.make_node("Conv", ["X", "W"], ["Y"], name="conv", pads=[1, 1, 1, 1])
+    shape = [1, c, hw, hw]
+    return save(d, f"conv{c}x{hw}", [node], [helper.make_tensor_value_info("X", F32, shape)],
+                [helper.make_tensor_value_info("Y", F32, shape)], [w]), 2.0 * c * hw * hw * c * 9
+
+
+def add_model(d, n):
+    """C[n] = A[n] + B[n]: placer counts 3 * 4n bytes moved (two inputs, one output)."""
+    node = helper.make_node("Add", ["A", "B"], ["C"], name="add")
+    vi = helper.make_tensor_value_info
+    return save(d, f"add{n}", [node], [vi("A", F32, [n]), vi("B", F32, [n])],
+                [vi("C", F32, [n])]), 3.0 * 4 * n
+
+
+def chain_model(d, k):
+    """k Relu ops in a row on a one-element tensor: nearly no work, so each costs its dispatch."""
+    names = ["X"] + [f"t{i}" for i in range(1, k)] + ["Y"]
+    nodes = [helper.make_node("Relu", [names[i]], [names[i + 1]], name=f"relu{i}")
+             for i in range(k)]
+    vi = helper.make_tensor_value_info
+    return save(d, f"chain{k}", nodes, [vi("X", F32, [1])], [vi("Y", F32, [1])])
+
+
+class Worker:
+    """tools/ort_worker.js over stdin/stdout, one JSON message per line each way."""
+
+    def __init__(self):
+        modules = os.path.join(ROOT, "build", "npm", "node_modules")
+        self.p = subprocess.Popen(["node", os.path.join(ROOT, "tools", "ort_worker.js"), modules],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.id = 0
+        hello = json.loads(self.p.stdout.readline())
+        if not hello.get("ok"):
+            sys.exit("ort worker: " + hello.get("error", "did not start"))
+
+    def ask(self, msg):
+        self.id += 1
+        msg["id"] = self.id
+        self.p.stdin.write(json.dumps(msg) + "\n")
+        self.p.stdin.flush()
+        r = json.loads(self.p.stdout.readline())
+        if not r.get("ok"):
+            sys.exit("ort worker: " + r.get("error", "?"))
+        return r
+
+    def kernel_s(self, model, node, repeat):
+        """Mean kernel time of one node over `repeat` requests (after one warm-up)."""
+        r = self.ask({"op": "profile", "model": model, "repeat": repeat, "warmup": 1,
+                      "threads": 1})
+        return next(n["mean_s"] for n in r["nodes"] if n["name"] == node)
+
+    def latency_s(self, model, repeat):
+        """Median end-to-end latency of `repeat` requests, optimisation disabled."""
+        self.ask({"op": "load", "models": [model], "threads": 1, "optimize": "disabled"})
+        r = self.ask({"op": "run", "inputs": "random", "repeat": repeat, "warmup": 3})
+        return statistics.median(r["latency_s"])
+
+    def close(self):
+        self.ask({"op": "quit"})
+        self.p.wait()
+
+
+def best_rate(w, model, node, work, trials, repeat):
+    """work / the smallest of `trials` mean kernel times: a disturbance only slows a kernel."""
+    return work / min(w.kernel_s(model, node, repeat) for _ in range(trials))
+
+
+def measure(trials):
+    d = tempfile.mkdtemp(prefix="placer-measure-")
+    w = Worker()
+    out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
+    try:
+        # a BERT-base feed-forward layer (128 tokens), rnnlm's decoder (the zoo's largest
+        # MatMul: 35 x 20 tokens, 650 -> 10,000) and a square one
+        for m, k, n in ((128, 768, 3072), (700, 650, 10000), (1024, 1024, 1024)):
+            path, flops = matmul_model(d, m, k, n)
+            out["matmul_gflops"][f"{m}x{k}x{n}"] = best_rate(w, path, "mm", flops, trials,
+                                                             3) / 1e9
+        for c, hw in ((64, 56), (256, 14)):
+            path, flops = conv_model(d, c, hw)
+            out["conv_gflops"][f"{c}x{hw}"] = best_rate(w, path, "conv", flops, trials, 5) / 1e9
+        for mib in (0.5, 4, 32, 256):  # bytes of ONE tensor: in L2, in L3, at L3's size, in DRAM
+            n = int(mib * 2**20 / 4)
+            path, nbytes = add_model(d, n)
+            repeat = 20 if mib < 32 else 5
+            out["add_gbps"][f"{mib:g} MiB"] = best_rate(w, path, "add", nbytes, trials,
+                                                        repeat) / 1e9
+        k = 401
+        short, long_ = chain_model(d, 1), chain_model(d, k)
+        per_op = [(w.latency_s(long_, 50) - w.latency_s(short, 50)) / (k - 1)
+                  for _ in range(trials)]
+        out["overhead_us"] = statistics.median(per_op) * 1e6
+        out["overhead_trials_us"] = [x * 1e6 for x in per_op]
+    finally:
+        w.close()
+        shutil.rmtree(d, ignore_errors=True)
+    out["peak_gflops"] = max(out["matmul_gflops"].values())
+    out["bandwidth_gbps"] = max(out["add_gbps"].values())
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trials", type=int, default=7)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    r = measure(a.trials)
+    if a.json:
+        print(json.dumps(r, indent=1))
+        return
+    for n, v in r["matmul_gflops"].items():
+        print(f"MatMul {n:25s} {v:7.1f} GFLOP/s (W an initializer)")
+    for k, v in r["conv_gflops"].items():
+        print(f"Conv 3x3 {k:24s} {v:7.1f} GFLOP/s")
+    for k, v in r["add_gbps"].items():
+        print(f"Add, one tensor {k:17s} {v:7.1f} GB/s (3 tensors' bytes / kernel time)")
+    print(f"per-node overhead (chain of Relu)  {r['overhead_us']:7.2f} us  "
+          f"(trials: {', '.join(f'{x:.2f}' for x in r['overhead_trials_us'])})")
+    print(f"=> peak_flops_per_s fp32 {r['peak_gflops']:.1f} GFLOP/s, "
+          f"mem_bandwidth_Bps {r['bandwidth_gbps']:.1f} GB/s, "
+          f"launch_overhead_s {r['overhead_us']:.1f} us (min over {a.trials} trials for peaks, "
+          f"median for the overhead)")
+
+
+if __name__ == "__main__":
+    main()
