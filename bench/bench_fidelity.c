@@ -10,11 +10,18 @@
  * The latency with graph optimisation off is shown too (not used for the errors): it is the
  * graph the cost model prices and the profiles time, node for node, so the gap between the two
  * measurements is what onnxruntime's fusions and layout changes gain (docs/calibrate.md,
- * "Fidelity"). */
+ * "Fidelity").
+ *
+ * Then the same for a two-core plan: HEFT on local-cpu.json with the leave-one-out efficiencies,
+ * split with the schedule cut (docs/split.md) and run on two device threads (docs/runtime.md,
+ * "Running a split"), against the simulator's makespan of that plan; plus the measured hand-off
+ * between the cores (a stage's start minus the end of the stage on the other core it waited
+ * for, when nothing else held it back). */
 #include "placer/calib.h"
 #include "placer/place.h"
 #include "placer/report.h"
 #include "placer/runtime.h"
+#include "placer/split.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -49,7 +56,9 @@ static double measured(pl_ort *w, const char *model, pl_err *err)
     return med;
 }
 
-static double predicted(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params)
+/* The makespan of `algo`'s plan; the plan itself in *plan_out when asked for. */
+static double predicted_by(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
+                           const char *algo, pl_plan **plan_out)
 {
     pl_err err = {""};
     pl_cost *k = pl_cost_new(g, c, params, NULL, 0, &err);
@@ -58,14 +67,97 @@ static double predicted(const pl_graph *g, const pl_cluster *c, const pl_cost_pa
     pl_sim_opts so = {0};
     pl_sim_result r = {0};
     double ms = -1;
-    if (k && pl_place(pl_algo_find("single"), k, &po, p, &err) == 0 &&
+    if (k && pl_place(pl_algo_find(algo), k, &po, p, &err) == 0 &&
         pl_simulate(k, p, &so, &r, &err) == 0)
         ms = r.makespan_s;
     else
         fprintf(stderr, "%s\n", err.msg);
     pl_sim_result_free(&r);
-    pl_plan_free(p), pl_cost_free(k);
+    pl_cost_free(k);
+    if (plan_out && ms >= 0)
+        *plan_out = p;
+    else
+        pl_plan_free(p);
     return ms;
+}
+
+static double predicted(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params)
+{
+    return predicted_by(g, c, params, "single", NULL);
+}
+
+/* ---- two cores ---- */
+
+typedef struct two_core {
+    int stages, devices;
+    double measured_s, predicted_s, overlap; /* overlap: stages' own times / latency */
+    double handoff_s; /* median hand-off between the cores, -1 when no stage waited for one */
+} two_core;
+
+/* Per request, every stage whose start waited on a tensor from the other core (its latest
+ * input came from there, after the end of its device's previous stage): start - that end. */
+static double handoff(const pl_stages *s, const pl_ort_result *r)
+{
+    double *gap = pl_calloc((size_t)r->repeat * s->n + 1, sizeof *gap);
+    int n = 0;
+    for (int q = 0; q < r->repeat; q++) {
+        const double *st = r->start_s + (size_t)q * s->n, *en = r->end_s + (size_t)q * s->n;
+        for (int j = 0; j < s->n; j++) {
+            double cross = -1, local = 0;
+            for (int i = 0; i < j; i++)
+                if (s->st[i].dev == s->st[j].dev) local = fmax(local, en[i]);
+            for (int k = 0; k < s->st[j].n_inputs; k++) {
+                int from = s->maker[s->st[j].inputs[k]];
+                if (from < 0) continue;
+                if (s->st[from].dev == s->st[j].dev)
+                    local = fmax(local, en[from]);
+                else
+                    cross = fmax(cross, en[from]);
+            }
+            if (cross >= local) gap[n++] = st[j] - cross;
+        }
+    }
+    pl_sort(gap, (size_t)n, sizeof *gap, cmp_double);
+    double med = n ? gap[n / 2] : -1;
+    free(gap);
+    return med;
+}
+
+/* HEFT's plan under `params`, cut by the schedule, written and run on two device threads. */
+static int two_cores(pl_ort *w, const char *model, const pl_graph *g, const pl_cluster *c,
+                     const pl_cost_params *params, two_core *out, pl_err *err)
+{
+    pl_plan *p = NULL;
+    out->predicted_s = predicted_by(g, c, params, "heft", &p);
+    if (!p) return pl_err_set(err, "%s: no HEFT plan", model);
+    char dir[512];
+    snprintf(dir, sizeof dir, "build/bench/fidelity/split-%s", base(model));
+    const char *names[] = {c->devs[0].name, c->devs[1].name};
+    pl_stages s = {0};
+    pl_split_manifest m = {0};
+    pl_ort_result r = {0};
+    int rc = pl_split_stages_by(g, p, PL_SPLIT_SCHEDULE, &s, err) < 0 ||
+                     pl_split_write(model, g, &s, names, dir, err) < 0 ||
+                     pl_split_manifest_load(dir, &m, err) < 0 ||
+                     pl_ort_load_split(w, &m, "build/bench/fidelity/inflated", false, err) < 0 ||
+                     pl_ort_run(w, 5, 1, &r, err) < 0
+                 ? -1
+                 : 0;
+    if (rc == 0) {
+        double own = 0;
+        for (int i = 0; i < r.repeat * r.n_stages; i++)
+            own += r.stage_s[i];
+        pl_sort(r.latency_s, (size_t)r.repeat, sizeof *r.latency_s, cmp_double);
+        out->measured_s = r.latency_s[r.repeat / 2];
+        out->overlap = own / r.repeat / out->measured_s;
+        out->handoff_s = handoff(&s, &r);
+        out->stages = s.n, out->devices = pl_stages_devices(&s);
+    }
+    pl_ort_result_free(&r);
+    pl_split_manifest_free(&m);
+    pl_stages_free(&s);
+    pl_plan_free(p);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -98,7 +190,13 @@ int main(int argc, char **argv)
     pl_table *t =
         pl_table_new("model|>measured ms|>opt. off ms|>default ms|>error|>calibrated (others) "
                      "ms|>error|>fitted dense|>fitted memory");
-    double e_def[MAX_MODELS], e_cal[MAX_MODELS], e_off[MAX_MODELS];
+    double e_def[MAX_MODELS], e_cal[MAX_MODELS], e_off[MAX_MODELS], e_two[MAX_MODELS];
+    double hand[MAX_MODELS];
+    int n_hand = 0;
+    pl_table *t2 = pl_table_new("model|>stages|>cores used|>measured ms|>predicted ms|>error|>stages "
+                                "at once|>speed-up measured|>speed-up predicted");
+    pl_ort *w2 = pl_ort_start(&oo, &err);
+    if (!w2) return fprintf(stderr, "%s\n", err.msg), 1;
     for (int m = 0; m < n; m++) {
         const pl_graph *gs[MAX_MODELS];
         const pl_profile *ps[MAX_MODELS];
@@ -117,7 +215,19 @@ int main(int argc, char **argv)
                      meas[m] * 1e3, meas_off[m] * 1e3, pd * 1e3, 100 * (pd - meas[m]) / meas[m],
                      pc * 1e3, 100 * (pc - meas[m]) / meas[m],
                      cr.params.eff_compute[PL_CLASS_DENSE], cr.params.eff_memory);
+        two_core tc = {0};
+        if (two_cores(w2, argv[m + 1], g[m], c, &cr.params, &tc, &err) < 0)
+            return fprintf(stderr, "%s\n", err.msg), 1;
+        fprintf(stderr, "  %s: two cores %.2f ms measured, %.2f ms predicted\n", base(argv[m + 1]),
+                tc.measured_s * 1e3, tc.predicted_s * 1e3);
+        e_two[m] = fabs(tc.predicted_s - tc.measured_s) / tc.measured_s;
+        if (tc.handoff_s >= 0) hand[n_hand++] = tc.handoff_s;
+        pl_table_row(t2, "%s|%d|%d|%.2f|%.2f|%+.0f%%|%.2f|%.2f|%.2f", base(argv[m + 1]), tc.stages,
+                     tc.devices, tc.measured_s * 1e3, tc.predicted_s * 1e3,
+                     100 * (tc.predicted_s - tc.measured_s) / tc.measured_s, tc.overlap,
+                     meas[m] / tc.measured_s, pc / tc.predicted_s);
     }
+    pl_ort_stop(w2);
     printf("single-device latency on this CPU (one core): measured with onnxruntime vs predicted; "
            "calibrated = efficiencies fitted on the other models' profiles\n");
     pl_table_print(t, stdout);
@@ -130,6 +240,14 @@ int main(int argc, char **argv)
            "profiled): median %.0f%%, worst %.0f%%\n",
            100 * e_off[n / 2], 100 * e_off[n - 1]);
     pl_table_free(t);
+    printf("\ntwo cores: HEFT's plan on local-cpu.json (leave-one-out efficiencies), cut by the "
+           "schedule, one onnxruntime thread per core; measured (median of 5) vs the simulator\n");
+    pl_table_print(t2, stdout);
+    pl_table_free(t2);
+    qsort(e_two, n, sizeof *e_two, cmp_double), qsort(hand, n_hand, sizeof *hand, cmp_double);
+    printf("relative error: median %.0f%%, worst %.0f%% (targets: median under 15%%, worst under "
+           "30%%); hand-off between the cores: median over models %.3f ms\n",
+           100 * e_two[n / 2], 100 * e_two[n - 1], n_hand ? 1e3 * hand[n_hand / 2] : -1.0);
     for (int m = 0; m < n; m++)
         pl_graph_free(g[m]), pl_profile_free(prof[m]);
     pl_cluster_free(c);

@@ -41,5 +41,5 @@ echo
 echo "== measured trials on this CPU (onnxruntime): a persistent worker against a fresh one per trial"
 "$build/bench/bench_runtime" 5 models/rnnlm.onnx models/resnet50.onnx models/bert_base.onnx
 echo
-echo "== fidelity: the cost model against onnxruntime on this CPU (single device; calibrated leave-one-out)"
+echo "== fidelity: the cost model against onnxruntime on this CPU (one core, then two: HEFT split by the schedule on two device threads; calibrated leave-one-out)"
 "$build/bench/bench_fidelity" models/*.onnx

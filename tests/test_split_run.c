@@ -28,18 +28,6 @@ static pl_plan *make_plan(const pl_graph *g, const char *algo)
     return tu_plan(g, INTRA, algo);
 }
 
-static int devices_used(const pl_stages *s)
-{
-    int used = 0;
-    for (int j = 0; j < s->n; j++) {
-        bool seen = false;
-        for (int i = 0; i < j; i++)
-            seen |= s->st[i].dev == s->st[j].dev;
-        used += !seen;
-    }
-    return used;
-}
-
 /* Inflates every stage file of dir into dir/inflated (removed with dir); paths[j] gets it. */
 static void inflate_stages(const char *dir, int n, char (*paths)[4096])
 {
@@ -88,7 +76,7 @@ static void split_run(const char *model, const char *algo, int min_stages)
     if (rc < 0) fail_msg("%s/%s: %s", model, algo, err.msg);
     printf("  %-28s %-6s %2d stages on %d devices, %d outputs, max rel %.2e, model %.3f s, "
            "stages %.3f s, all %.1f s\n",
-           model, algo, s.n, devices_used(&s), r.n_outputs, r.max_rel, r.reference_s, r.stages_s,
+           model, algo, s.n, pl_stages_devices(&s), r.n_outputs, r.max_rel, r.reference_s, r.stages_s,
            pl_now() - t0);
     check_result(model, algo, &r);
     if (s.n < min_stages)

@@ -135,16 +135,24 @@ function deviceThread() {
       for (const i of s.inputs) feeds[i.name] = values.get(i.name);
       const start = process.hrtime.bigint();
       const out = await s.session.run(feeds);
-      const end = process.hrtime.bigint(), finals = {};
+      const end = process.hrtime.bigint(), finals = {}, handOver = [];
       next++;
       for (const o of s.outputs) {
         const to = s.to.get(o) || [], keep = s.keep.has(o);
         if (keep) values.set(o, out[o]);
-        if (s.final.has(o)) finals[o] = pack(out[o]);
         to.forEach((port, k) => postTensor(port, {op: 'tensor', req, name: o, tensor: pack(out[o])},
                                            k === to.length - 1 && !keep && !s.final.has(o)));
+        if (!s.final.has(o)) continue;
+        finals[o] = pack(out[o]);
+        const buf = out[o].data.buffer; // an output of the request: handed over when it is ours alone
+        if (!keep && !to.length && buf.byteLength === out[o].data.byteLength) handOver.push(buf);
       }
-      post({op: 'done', req, stage: s.index, start, end, outputs: finals});
+      const done = {op: 'done', req, stage: s.index, start, end, outputs: finals};
+      try {
+        parentPort.postMessage(done, handOver);
+      } catch (e) {
+        post(done); // a buffer that cannot be handed over: copied
+      }
     }
   }
   async function handleThread(m) {

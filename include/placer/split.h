@@ -51,6 +51,8 @@ int pl_split_stages(const pl_graph *g, const pl_plan *p, pl_stages *out, pl_err 
 int pl_split_stages_by(const pl_graph *g, const pl_plan *p, pl_split_cut cut, pl_stages *out,
                        pl_err *err);
 void pl_stages_free(pl_stages *s);
+/* How many distinct devices the stages run on. */
+int pl_stages_devices(const pl_stages *s);
 /* True when op is a Constant node (no inputs), which stages copy instead of sending. */
 bool pl_split_is_const(const pl_graph *g, int op);
 /* The stages (indices, ascending) other than the maker that read tensor t; returns the count

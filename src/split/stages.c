@@ -411,3 +411,15 @@ int pl_split_readers(const pl_graph *g, const pl_stages *s, int t, int *to)
     }
     return n;
 }
+
+int pl_stages_devices(const pl_stages *s)
+{
+    int used = 0;
+    for (int j = 0; j < s->n; j++) {
+        bool seen = false;
+        for (int i = 0; i < j && !seen; i++)
+            seen = s->st[i].dev == s->st[j].dev;
+        used += !seen;
+    }
+    return used;
+}
