@@ -50,19 +50,13 @@ typedef struct stage_stats {
     double own_s, start_s, end_s;
 } stage_stats;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
+/* The median of column `stride`-spaced values of v (v itself is left alone). */
 static double median_of(const double *v, int n, int stride)
 {
-    double *c = pl_malloc((size_t)n * sizeof *c);
+    double *c = pl_malloc((size_t)(n ? n : 1) * sizeof *c);
     for (int i = 0; i < n; i++)
         c[i] = v[(size_t)i * stride];
-    pl_sort(c, (size_t)n, sizeof *c, cmp_double);
-    double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+    double m = pl_median(c, n);
     free(c);
     return m;
 }

@@ -6,38 +6,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void expect_refusal(const char *args, const char *needle)
-{
-    char *out;
-    int rc = tu_run(args, &out);
-    if (rc != 2) fail_msg("placer %s: exit %d, expected 2; output:\n%s", args, rc, out);
-    if (!strstr(out, needle)) fail_msg("placer %s: output lacks '%s':\n%s", args, needle, out);
-    if (strstr(out, "AddressSanitizer") || strstr(out, "runtime error"))
-        fail_msg("placer %s: sanitizer report:\n%s", args, out);
-    free(out);
-}
-
 static void test_usage_errors(void **state)
 {
     (void)state;
-    expect_refusal("", "usage: placer VERB");
-    expect_refusal("frobnicate", "unknown verb 'frobnicate'");
-    expect_refusal("inspect", "which model?");
-    expect_refusal("inspect --bogus models/resnet50.onnx", "unknown option '--bogus'");
-    expect_refusal("inspect --dim batch models/resnet50.onnx", "--dim wants NAME=VALUE");
+    tu_expect_refusal("", "usage: placer VERB");
+    tu_expect_refusal("frobnicate", "unknown verb 'frobnicate'");
+    tu_expect_refusal("inspect", "which model?");
+    tu_expect_refusal("inspect --bogus models/resnet50.onnx", "unknown option '--bogus'");
+    tu_expect_refusal("inspect --dim batch models/resnet50.onnx", "--dim wants NAME=VALUE");
 }
 
 static void test_missing_empty_and_non_onnx(void **state)
 {
     (void)state;
-    expect_refusal("inspect /nonexistent/model.onnx",
-                   "/nonexistent/model.onnx: cannot open: No such file or directory");
+    tu_expect_refusal("inspect /nonexistent/model.onnx",
+                      "/nonexistent/model.onnx: cannot open: No such file or directory");
     char args[512];
     snprintf(args, sizeof args, "inspect %s", tu_tmpfile("", 0, ".onnx"));
-    expect_refusal(args, "empty file");
+    tu_expect_refusal(args, "empty file");
     const char *text = "this is a README, not a model\n";
     snprintf(args, sizeof args, "inspect %s", tu_tmpfile(text, strlen(text), ".onnx"));
-    expect_refusal(args, "not an ONNX model");
+    tu_expect_refusal(args, "not an ONNX model");
 }
 
 static void test_truncated_model(void **state)
@@ -49,7 +38,7 @@ static void test_truncated_model(void **state)
     assert_non_null(buf);
     char args[512];
     snprintf(args, sizeof args, "inspect %s", tu_tmpfile(buf, len / 2, ".onnx"));
-    expect_refusal(args, "not an ONNX model");
+    tu_expect_refusal(args, "not an ONNX model");
     free(buf);
 }
 
@@ -61,8 +50,8 @@ static void test_malformed_taskgraph(void **state)
     char args[512];
     const char *path = tu_tmpfile(bad, strlen(bad), ".json");
     snprintf(args, sizeof args, "inspect %s", path);
-    expect_refusal(args, path);
-    expect_refusal(args, "nowhere");
+    tu_expect_refusal(args, path);
+    tu_expect_refusal(args, "nowhere");
 }
 
 /* Each malformed task graph: exit 2, and the message names the file and the JSON place. */
@@ -91,8 +80,8 @@ static void test_taskgraph_refusals(void **state)
         const char *path = tu_tmpfile(cases[k].text, strlen(cases[k].text), ".json");
         char args[512];
         snprintf(args, sizeof args, "inspect %s", path);
-        expect_refusal(args, path);
-        expect_refusal(args, cases[k].needle);
+        tu_expect_refusal(args, path);
+        tu_expect_refusal(args, cases[k].needle);
     }
 }
 
@@ -143,8 +132,8 @@ static void test_simulate_per_edge(void **state)
     free(out);
     const char *bp = tu_tmpfile(bad, strlen(bad), ".json");
     snprintf(args, sizeof args, "simulate %s --cluster %s --plan %s", m, c, bp);
-    expect_refusal(args, "$.transfer_order[0]: ['x', 'a'] is not a graph edge");
-    expect_refusal(args, bp);
+    tu_expect_refusal(args, "$.transfer_order[0]: ['x', 'a'] is not a graph edge");
+    tu_expect_refusal(args, bp);
     remove(m), remove(c), remove(p), remove(bp);
 }
 
@@ -171,13 +160,14 @@ static void test_inspect_table_and_json(void **state)
 static void test_input_shapes(void **state)
 {
     (void)state;
-    expect_refusal("inspect models/resnet50.onnx --input picture=1,3,224,224",
-                   "no graph input named 'picture' (inputs: 'image')");
-    expect_refusal("inspect models/resnet50.onnx --input image=2,3,224,224",
-                   "input 'image' has dim 0 = 1 in the file");
-    expect_refusal("inspect models/resnet50.onnx --input image=1,3,224", "has rank 4 in the file");
-    expect_refusal("inspect models/resnet50.onnx --input image=1,x",
-                   "expected comma-separated sizes");
+    tu_expect_refusal("inspect models/resnet50.onnx --input picture=1,3,224,224",
+                      "no graph input named 'picture' (inputs: 'image')");
+    tu_expect_refusal("inspect models/resnet50.onnx --input image=2,3,224,224",
+                      "input 'image' has dim 0 = 1 in the file");
+    tu_expect_refusal("inspect models/resnet50.onnx --input image=1,3,224",
+                      "has rank 4 in the file");
+    tu_expect_refusal("inspect models/resnet50.onnx --input image=1,x",
+                      "expected comma-separated sizes");
     /* silero VAD leaves its input's dims open: giving them makes them known */
     char *out;
     assert_int_equal(

@@ -16,15 +16,6 @@ static json_t *run_json(const char *args)
     return tu_run_json(cmd);
 }
 
-static void expect_refusal(const char *args, const char *needle)
-{
-    char *out;
-    int rc = tu_run(args, &out);
-    if (rc != 2 || !strstr(out, needle))
-        fail_msg("placer %s: exit %d, expected 2 and '%s':\n%s", args, rc, needle, out);
-    free(out);
-}
-
 /* The plan `place` writes is scored by `simulate` to the same makespan. */
 static void test_place_then_simulate(void **state)
 {
@@ -53,7 +44,7 @@ static void test_place_then_simulate(void **state)
     /* the same plan is refused for another model, by its SHA-256 */
     snprintf(args, sizeof args, "simulate models/gpt2_small.onnx --cluster " INTRA " --plan %s",
              plan);
-    expect_refusal(args, "this plan was made for another model");
+    tu_expect_refusal(args, "this plan was made for another model");
     remove(plan), remove(trace);
 }
 
@@ -126,26 +117,26 @@ static void test_catalog_config_and_clean_json(void **state)
                          "p2.16xlarge --algo metis --json");
     assert_string_equal(json_string_value(json_object_get(j, "cluster")), "p2.16xlarge");
     json_decref(j);
-    expect_refusal("place models/rnnlm.onnx --catalog catalogs/aws.json --config p9.huge",
-                   "no configuration named 'p9.huge'");
-    expect_refusal("place models/rnnlm.onnx --catalog catalogs/aws.json", "--config NAME");
+    tu_expect_refusal("place models/rnnlm.onnx --catalog catalogs/aws.json --config p9.huge",
+                      "no configuration named 'p9.huge'");
+    tu_expect_refusal("place models/rnnlm.onnx --catalog catalogs/aws.json", "--config NAME");
 }
 
 static void test_refusals(void **state)
 {
     (void)state;
-    expect_refusal("place models/resnet50.onnx", "which cluster?");
-    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --algo magic",
-                   "unknown algorithm 'magic'");
-    expect_refusal("place models/resnet50.onnx --cluster /nonexistent.json",
-                   "/nonexistent.json: cannot open");
-    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --contention bus",
-                   "--contention wants ports, pair or none");
-    expect_refusal("simulate models/resnet50.onnx --cluster " INTRA, "which plan?");
-    expect_refusal("compare models/resnet50.onnx --cluster " INTRA " --algos heft,magic",
-                   "unknown algorithm 'magic'");
-    expect_refusal("place models/resnet50.onnx --cluster " INTRA " --time-limit 60",
-                   "unit is missing");
+    tu_expect_refusal("place models/resnet50.onnx", "which cluster?");
+    tu_expect_refusal("place models/resnet50.onnx --cluster " INTRA " --algo magic",
+                      "unknown algorithm 'magic'");
+    tu_expect_refusal("place models/resnet50.onnx --cluster /nonexistent.json",
+                      "/nonexistent.json: cannot open");
+    tu_expect_refusal("place models/resnet50.onnx --cluster " INTRA " --contention bus",
+                      "--contention wants ports, pair or none");
+    tu_expect_refusal("simulate models/resnet50.onnx --cluster " INTRA, "which plan?");
+    tu_expect_refusal("compare models/resnet50.onnx --cluster " INTRA " --algos heft,magic",
+                      "unknown algorithm 'magic'");
+    tu_expect_refusal("place models/resnet50.onnx --cluster " INTRA " --time-limit 60",
+                      "unit is missing");
 }
 
 int main(void)

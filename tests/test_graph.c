@@ -7,20 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every op of these graphs is a Relu: only the edges matter. */
 static int op(pl_graph *g, const char *name, const char *ins, const char *out)
 {
     return tu_op(g, name, "Relu", ins, out);
 }
 
-static pl_graph *with_input(void)
-{
-    return tu_graph_with_input();
-}
-
 static void test_unsorted_nodes_are_ordered(void **state)
 {
     (void)state;
-    pl_graph *g = with_input();
+    pl_graph *g = tu_graph_with_input();
     op(g, "d", "b,c", "y"); /* file order is reversed on purpose */
     op(g, "c", "a", "c");
     op(g, "b", "a", "b");
@@ -41,7 +37,7 @@ static void test_unsorted_nodes_are_ordered(void **state)
 static void test_cycle_names_ops(void **state)
 {
     (void)state;
-    pl_graph *g = with_input();
+    pl_graph *g = tu_graph_with_input();
     op(g, "a", "x,c", "a");
     op(g, "b", "a", "b");
     op(g, "c", "b", "c");
@@ -57,7 +53,7 @@ static void test_cycle_names_ops(void **state)
 static void test_self_loop(void **state)
 {
     (void)state;
-    pl_graph *g = with_input();
+    pl_graph *g = tu_graph_with_input();
     op(g, "s", "x,s", "s");
     pl_err err;
     assert_int_equal(pl_graph_finalize(g, "m.onnx", &err), -1);
@@ -68,7 +64,7 @@ static void test_self_loop(void **state)
 static void test_dangling_read(void **state)
 {
     (void)state;
-    pl_graph *g = with_input();
+    pl_graph *g = tu_graph_with_input();
     op(g, "a", "x,ghost", "a");
     pl_err err;
     assert_int_equal(pl_graph_finalize(g, "m.onnx", &err), -1);
@@ -80,7 +76,7 @@ static void test_dangling_read(void **state)
 static void test_double_producer_and_unproduced_output(void **state)
 {
     (void)state;
-    pl_graph *g = with_input();
+    pl_graph *g = tu_graph_with_input();
     op(g, "a", "x", "t");
     op(g, "b", "x", "t");
     pl_err err;
@@ -88,7 +84,7 @@ static void test_double_producer_and_unproduced_output(void **state)
     assert_non_null(strstr(err.msg, "op 'b': tensor 't' is already produced by op 'a'"));
     pl_graph_free(g);
 
-    g = with_input();
+    g = tu_graph_with_input();
     op(g, "a", "x", "t");
     pl_graph_add_output(g, pl_graph_tensor(g, "nothing"));
     assert_int_equal(pl_graph_finalize(g, "m", &err), -1);
@@ -99,7 +95,7 @@ static void test_double_producer_and_unproduced_output(void **state)
 static void test_edges_dedupe_and_names(void **state)
 {
     (void)state;
-    pl_graph *g = with_input();
+    pl_graph *g = tu_graph_with_input();
     op(g, "a", "x", "t");
     op(g, "b", "t,t", "u");  /* reads t twice: one edge, one consumer entry */
     op(g, NULL, "t,u", "v"); /* unnamed: gets a generated name */
@@ -185,7 +181,7 @@ static void test_reach_matches_brute_force(void **state)
 static void test_reach_on_graph(void **state)
 {
     (void)state;
-    pl_graph *g = with_input();
+    pl_graph *g = tu_graph_with_input();
     op(g, "a", "x", "a");
     op(g, "b", "a", "b");
     op(g, "c", "a", "c");
@@ -209,7 +205,7 @@ static void test_reach_on_graph(void **state)
 static void test_summary_longest_path_and_params(void **state)
 {
     (void)state;
-    pl_graph *g = with_input();
+    pl_graph *g = tu_graph_with_input();
     int w = pl_graph_tensor(g, "w");
     int64_t wd[2] = {3, 4};
     pl_tensor_set_shape(&g->tensors[w], PL_DT_FLOAT, 2, wd);
@@ -239,7 +235,7 @@ static void test_summary_longest_path_and_params(void **state)
 static void test_empty_graph(void **state)
 {
     (void)state;
-    pl_graph *g = with_input();
+    pl_graph *g = tu_graph_with_input();
     pl_graph_add_output(g, g->inputs[0]);
     pl_err err;
     assert_int_equal(pl_graph_finalize(g, "empty.onnx", &err), 0);

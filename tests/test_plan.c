@@ -143,16 +143,6 @@ static void test_refusals(void **state)
     expect_refused(f, "{\"format\": \"placer-cluster/1\"}", "placer-plan/1");
 }
 
-/* The edge index of tensor `t` read by op `dst`. */
-static int edge_of(const pl_graph *g, const char *t, const char *dst)
-{
-    int ti = pl_graph_find_tensor(g, t), di = pl_graph_find_op(g, dst);
-    for (int e = 0; e < g->n_edges; e++)
-        if (g->edges[e].tensor == ti && g->edges[e].dst == di) return e;
-    fail_msg("no edge %s -> %s", t, dst);
-    return -1;
-}
-
 /* The transfer order survives a save and load as positions: the diamond's four edges, c->d
  * first and a->b last; an unlisted edge comes after the listed ones. */
 static void test_xfer_order_round_trip(void **state)
@@ -161,14 +151,14 @@ static void test_xfer_order_round_trip(void **state)
     pl_plan *p = pl_plan_new(f->g->n_ops, f->c->n_devs);
     p->dev[pl_graph_find_op(f->g, "c")] = 1;
     double prio[4];
-    prio[edge_of(f->g, "c->d", "d")] = -5;
-    prio[edge_of(f->g, "a->c", "c")] = 0.5;
-    prio[edge_of(f->g, "b->d", "d")] = 2;
-    prio[edge_of(f->g, "a->b", "b")] = NAN; /* last */
+    prio[tu_edge(f->g, "c->d", "d")] = -5;
+    prio[tu_edge(f->g, "a->c", "c")] = 0.5;
+    prio[tu_edge(f->g, "b->d", "d")] = 2;
+    prio[tu_edge(f->g, "a->b", "b")] = NAN; /* last */
     pl_plan_set_xfer_priority(p, f->g->n_edges, prio);
     pl_plan *copy = pl_plan_copy(p);
     assert_int_equal(copy->n_edges, 4);
-    assert_true(copy->xfer_priority[edge_of(f->g, "c->d", "d")] == -5);
+    assert_true(copy->xfer_priority[tu_edge(f->g, "c->d", "d")] == -5);
     pl_plan_free(copy);
     pl_err err;
     const char *path = tu_tmpfile("", 0, ".json");
@@ -176,20 +166,20 @@ static void test_xfer_order_round_trip(void **state)
     pl_plan *q = pl_plan_load(path, f->g, f->c, &err);
     if (!q) fail_msg("%s", err.msg);
     assert_int_equal(q->n_edges, 4);
-    assert_true(q->xfer_priority[edge_of(f->g, "c->d", "d")] == 0);
-    assert_true(q->xfer_priority[edge_of(f->g, "a->c", "c")] == 1);
-    assert_true(q->xfer_priority[edge_of(f->g, "b->d", "d")] == 2);
-    assert_true(q->xfer_priority[edge_of(f->g, "a->b", "b")] == 3);
+    assert_true(q->xfer_priority[tu_edge(f->g, "c->d", "d")] == 0);
+    assert_true(q->xfer_priority[tu_edge(f->g, "a->c", "c")] == 1);
+    assert_true(q->xfer_priority[tu_edge(f->g, "b->d", "d")] == 2);
+    assert_true(q->xfer_priority[tu_edge(f->g, "a->b", "b")] == 3);
     pl_plan_free(q);
     /* Hand-written, partial: the unlisted edges follow by tensor index. */
     path = write_plan("{\"format\": \"placer-plan/1\", \"default_device\": \"gpu0\", "
                       "\"placement\": {}, \"transfer_order\": [[\"c->d\", \"d\"]]}");
     q = pl_plan_load(path, f->g, f->c, &err);
     if (!q) fail_msg("%s", err.msg);
-    assert_true(q->xfer_priority[edge_of(f->g, "c->d", "d")] == 0);
-    assert_true(q->xfer_priority[edge_of(f->g, "a->b", "b")] == 1);
-    assert_true(q->xfer_priority[edge_of(f->g, "a->c", "c")] == 2);
-    assert_true(q->xfer_priority[edge_of(f->g, "b->d", "d")] == 3);
+    assert_true(q->xfer_priority[tu_edge(f->g, "c->d", "d")] == 0);
+    assert_true(q->xfer_priority[tu_edge(f->g, "a->b", "b")] == 1);
+    assert_true(q->xfer_priority[tu_edge(f->g, "a->c", "c")] == 2);
+    assert_true(q->xfer_priority[tu_edge(f->g, "b->d", "d")] == 3);
     pl_plan_free(q);
     /* Without a transfer order, none is written or read. */
     pl_plan_set_xfer_priority(p, 0, NULL);

@@ -13,17 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ORT_PKG "build/npm/node_modules/onnxruntime-node/package.json"
 #define RNNLM "models/rnnlm.onnx"
 #define LOCAL "examples/clusters/local-cpu.json"
 
 static char tmpdir[64];
-
-static void require_ort(void)
-{
-    if (access(ORT_PKG, R_OK) != 0)
-        fail_msg("onnxruntime-node is not installed (%s is missing): run `make deps`", ORT_PKG);
-}
 
 static void run_ok(const char *args)
 {
@@ -76,7 +69,7 @@ static void check_calibrate(const char *prof)
 static void test_profile_rnnlm_cli(void **state)
 {
     (void)state;
-    require_ort();
+    tu_require_ort();
     char prof[128], plan[128], args[512];
     snprintf(prof, sizeof prof, "%s/rnnlm.json", tmpdir);
     snprintf(plan, sizeof plan, "%s/plan.json", tmpdir);
@@ -103,7 +96,7 @@ static void test_profile_rnnlm_cli(void **state)
 static void test_profile_json(void **state)
 {
     (void)state;
-    require_ort();
+    tu_require_ort();
     char *out;
     if (tu_run("profile " RNNLM " --repeat 1 --json --device-model my-cpu 2>/dev/null", &out))
         fail_msg("placer profile --json:\n%s", out);
@@ -128,7 +121,7 @@ static void test_profile_json(void **state)
 static void test_profile_api(void **state)
 {
     (void)state;
-    require_ort();
+    tu_require_ort();
     char inflated[4096];
     pl_err err = {{0}};
     assert_true(pl_inflate_model(RNNLM, "build/ort-cache", inflated, sizeof inflated, &err) >= 0);

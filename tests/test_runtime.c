@@ -16,16 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ORT_PKG "build/npm/node_modules/onnxruntime-node/package.json"
 #define CACHE "build/ort-cache"
 
 static char tmpdir[64];
-
-static void require_ort(void)
-{
-    if (access(ORT_PKG, R_OK) != 0)
-        fail_msg("onnxruntime-node is not installed (%s is missing): run `make deps`", ORT_PKG);
-}
 
 /* Writes a fake worker script into the temporary directory; returns its path (static). */
 static const char *fake_worker(const char *name, const char *js)
@@ -108,7 +101,7 @@ static void test_inflate_refuses_external_data(void **state)
  * process is gone after the trial worker is freed. */
 static void persistent(const char *model)
 {
-    require_ort();
+    tu_require_ort();
     pl_trial_worker *w = pl_trial_ort_new(
         &(pl_trial_ort_opts){.model_path = model, .cache_dir = CACHE, .repeat = 1, .warmup = 1});
     pl_err err = {{0}};
@@ -161,7 +154,7 @@ static pl_ort *start_loaded(const char *model, const pl_ort_opts *o)
 static void test_outputs_finite(void **state)
 {
     (void)state;
-    require_ort();
+    tu_require_ort();
     pl_ort *w = start_loaded("models/resnet50.onnx", NULL);
     pl_ort_result r;
     pl_err err = {{0}};
@@ -183,7 +176,7 @@ static void test_outputs_finite(void **state)
 static void test_stage_set(void **state)
 {
     (void)state;
-    require_ort();
+    tu_require_ort();
     char a[4096], b[4096];
     pl_err err = {{0}};
     if (pl_inflate_model("models/resnet50.onnx", CACHE, a, sizeof a, &err) < 0 ||
@@ -312,7 +305,7 @@ static void test_timeout_restarts(void **state)
 static void test_worker_error_is_reported(void **state)
 {
     (void)state;
-    require_ort();
+    tu_require_ort();
     pl_err err = {{0}};
     pl_ort *w = pl_ort_start(NULL, &err);
     if (!w) fail_msg("%s", err.msg);

@@ -372,22 +372,13 @@ static fx *two_sends(void)
     return f;
 }
 
-static int edge_of(const fx *f, const char *t, const char *dst)
-{
-    int ti = pl_graph_find_tensor(f->g, t), di = id(f, dst);
-    for (int e = 0; e < f->g->n_edges; e++)
-        if (f->g->edges[e].tensor == ti && f->g->edges[e].dst == di) return e;
-    fail_msg("no edge %s -> %s", t, dst);
-    return -1;
-}
-
 /* Transfer priorities: `first` before every other edge. */
 static void xfer_first(fx *f, const char *t, const char *dst)
 {
     double *pr = calloc(f->g->n_edges + 1, sizeof *pr);
     for (int e = 0; e < f->g->n_edges; e++)
         pr[e] = 1;
-    pr[edge_of(f, t, dst)] = 0;
+    pr[tu_edge(f->g, t, dst)] = 0;
     pl_plan_set_xfer_priority(f->p, f->g->n_edges, pr);
     free(pr);
 }

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ORT_PKG "build/npm/node_modules/onnxruntime-node/package.json"
 #define CACHE "build/ort-cache"
 #define INTRA "examples/clusters/moirai-intra-server.json"
 #define TOL 1e-4
@@ -76,8 +75,8 @@ static void split_run(const char *model, const char *algo, int min_stages)
     if (rc < 0) fail_msg("%s/%s: %s", model, algo, err.msg);
     printf("  %-28s %-6s %2d stages on %d devices, %d outputs, max rel %.2e, model %.3f s, "
            "stages %.3f s, all %.1f s\n",
-           model, algo, s.n, pl_stages_devices(&s), r.n_outputs, r.max_rel, r.reference_s, r.stages_s,
-           pl_now() - t0);
+           model, algo, s.n, pl_stages_devices(&s), r.n_outputs, r.max_rel, r.reference_s,
+           r.stages_s, pl_now() - t0);
     check_result(model, algo, &r);
     if (s.n < min_stages)
         fail_msg("%s/%s: %d stages, expected >= %d", model, algo, s.n, min_stages);
@@ -330,9 +329,9 @@ static void test_cli_run(void **state)
 static int setup(void **state)
 {
     (void)state;
-    if (access(ORT_PKG, R_OK) != 0) {
+    if (access(TU_ORT_PKG, R_OK) != 0) {
         fprintf(stderr, "onnxruntime-node is not installed (%s is missing): run `make deps`\n",
-                ORT_PKG);
+                TU_ORT_PKG);
         return -1;
     }
     pl_err err = {""};

@@ -56,6 +56,31 @@ int tu_run(const char *args, char **out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+void tu_expect_refusal(const char *args, const char *needle)
+{
+    char *out;
+    int rc = tu_run(args, &out);
+    if (rc != 2) fail_msg("placer %s: exit %d, expected 2; output:\n%s", args, rc, out);
+    if (!strstr(out, needle)) fail_msg("placer %s: output lacks '%s':\n%s", args, needle, out);
+    if (strstr(out, "AddressSanitizer") || strstr(out, "runtime error"))
+        fail_msg("placer %s: sanitizer report:\n%s", args, out);
+    free(out);
+}
+
+void tu_require_ort(void)
+{
+    if (access(TU_ORT_PKG, R_OK) != 0)
+        fail_msg("onnxruntime-node is not installed (%s is missing): run `make deps`", TU_ORT_PKG);
+}
+
+int tu_edge(const pl_graph *g, const char *tensor, const char *dst)
+{
+    int t = pl_graph_find_tensor(g, tensor), d = pl_graph_find_op(g, dst);
+    int e = t >= 0 && d >= 0 ? pl_plan_edge(g, g->tensors[t].producer, d, t) : -1;
+    if (e < 0) fail_msg("no edge %s -> %s", tensor, dst);
+    return e;
+}
+
 json_t *tu_run_json(const char *args)
 {
     char *out;
@@ -93,9 +118,11 @@ static void add_tensors(pl_graph *g, int o, const char *names, bool out)
 {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", names ? names : "");
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        out ? pl_op_add_output(g, o, pl_graph_tensor(g, tok))
-            : pl_op_add_input(g, o, pl_graph_tensor(g, tok));
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int t = strcmp(tok, "_") == 0 ? -1 : pl_graph_tensor(g, tok); /* "_": omitted */
+        out ? pl_op_add_output(g, o, t) : pl_op_add_input(g, o, t);
+    }
 }
 
 int tu_op(pl_graph *g, const char *name, const char *type, const char *ins, const char *outs)

@@ -24,11 +24,18 @@ int tu_op(pl_graph *g, const char *name, const char *type, const char *ins, cons
  * stdout and stderr captured into *out (malloc'd; stderr only when `args` does not redirect
  * it). Returns the exit status. */
 int tu_run(const char *args, char **out);
+/* tu_run that must exit 2 (bad input) and print `needle`, and no sanitizer report. */
+void tu_expect_refusal(const char *args, const char *needle);
+/* Fails the test, saying to run `make deps`, when onnxruntime-node is not installed. */
+#define TU_ORT_PKG "build/npm/node_modules/onnxruntime-node/package.json"
+void tu_require_ort(void);
 /* tu_run that must exit 0 and print one JSON document, which it returns (json_decref it). */
 struct json_t *tu_run_json(const char *args);
 /* A fresh directory /tmp/PREFIX-XXXXXX into buf (0, or -1); and its removal with its files. */
 int tu_mkdtemp(char *buf, size_t n, const char *prefix);
 int tu_rmtree(const char *dir);
+/* The edge index of tensor `tensor` read by op `dst` (finalized graph); fails when none. */
+int tu_edge(const pl_graph *g, const char *tensor, const char *dst);
 /* A plan for g by algorithm `algo` on the cluster file `cluster` (default cost parameters). */
 struct pl_plan *tu_plan(const pl_graph *g, const char *cluster, const char *algo);
 /* Writes `len` bytes to a fresh temporary file and returns its path (static buffer). */

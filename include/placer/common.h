@@ -41,6 +41,16 @@ static inline void pl_sort(void *base, size_t n, size_t size,
     if (n > 1) qsort(base, n, size, cmp);
 }
 
+/* Ascending order of doubles, for pl_sort. */
+int pl_cmp_double(const void *a, const void *b);
+/* The median of v[0..n) (the mean of the middle two when n is even); sorts v in place. 0 when
+ * n is 0. */
+double pl_median(double *v, int n);
+
+/* A file's base name without a ".json" ending, malloc'd ("examples/a/v100.json" -> "v100");
+ * `dflt` when path is NULL. */
+char *pl_file_stem(const char *path, const char *dflt);
+
 /* Creates a directory and its missing parents (mkdir -p); fails when it is not a directory. */
 int pl_mkdir_p(const char *dir, pl_err *err);
 

@@ -322,15 +322,6 @@ static void name_config(pl_err *err, const char *file, const char *name)
 
 /* ---- the catalogue ---- */
 
-static char *default_name(const char *file)
-{
-    const char *base = file ? strrchr(file, '/') : NULL;
-    base = base ? base + 1 : file ? file : "catalog";
-    size_t len = strlen(base);
-    if (len > 5 && strcmp(base + len - 5, ".json") == 0) len -= 5;
-    return pl_strndup(base, len);
-}
-
 static int read_configs(const pl_json *root, pl_catalog *cat, pl_err *err)
 {
     pl_json cfgs;
@@ -362,7 +353,7 @@ static pl_catalog *parse(const pl_json_doc *doc, pl_err *err)
         pl_catalog_free(cat);
         return NULL;
     }
-    cat->name = name ? pl_strdup(name) : default_name(root.file);
+    cat->name = name ? pl_strdup(name) : pl_file_stem(root.file, "catalog");
     return cat;
 }
 

@@ -617,15 +617,6 @@ static const char *const cluster_fields[] = {
     "devices", "links", "switches",    "topology_links", "bandwidth_matrix", NULL};
 
 /* The name when the file gives none: its base name without ".json". */
-static char *default_name(const char *file)
-{
-    const char *base = file ? strrchr(file, '/') : NULL;
-    base = base ? base + 1 : file ? file : "cluster";
-    size_t len = strlen(base);
-    if (len > 5 && strcmp(base + len - 5, ".json") == 0) len -= 5;
-    return pl_strndup(base, len);
-}
-
 static int read_header(reader *r)
 {
     const pl_json *o = r->root;
@@ -642,7 +633,7 @@ static int read_header(reader *r)
                     "a price", NULL, r->err) < 0)
         return -1;
     free(r->c->name);
-    r->c->name = name ? pl_strdup(name) : default_name(o->file);
+    r->c->name = name ? pl_strdup(name) : pl_file_stem(o->file, "cluster");
     return 0;
 }
 

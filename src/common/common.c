@@ -221,3 +221,25 @@ int pl_mkdir_p(const char *dir, pl_err *err)
     free(p);
     return rc;
 }
+
+int pl_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pl_median(double *v, int n)
+{
+    if (n <= 0) return 0;
+    pl_sort(v, (size_t)n, sizeof *v, pl_cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+char *pl_file_stem(const char *path, const char *dflt)
+{
+    const char *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path ? path : dflt;
+    size_t len = strlen(base);
+    if (len > 5 && strcmp(base + len - 5, ".json") == 0) len -= 5;
+    return pl_strndup(base, len);
+}

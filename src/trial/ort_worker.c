@@ -31,19 +31,6 @@ static int ort_start(pl_trial_worker *w, pl_err *err)
     return pl_ort_load(s->ort, paths, 1, err) < 0 ? pl_err_prefix(err, "%s", s->model_path) : 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median: one slow repetition (a page fault, a context switch) does not move it. */
-static double median(double *v, int n)
-{
-    pl_sort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int ort_trial(pl_trial_worker *w, const pl_cluster *c, pl_trial_out *out, pl_err *err)
 {
     (void)c; /* the model runs whole, on the local CPU: see the top of the file */
@@ -52,7 +39,7 @@ static int ort_trial(pl_trial_worker *w, const pl_cluster *c, pl_trial_out *out,
     if (pl_ort_run(s->ort, s->repeat, s->warmup, &r, err) < 0)
         return pl_err_prefix(err, "trial of %s", s->model_path);
     out->runs = true;
-    out->latency_s = median(r.latency_s, r.repeat);
+    out->latency_s = pl_median(r.latency_s, r.repeat); /* one slow repetition does not move it */
     snprintf(out->algo, sizeof out->algo, "onnxruntime");
     pl_ort_result_free(&r);
     return 0;
