@@ -7,6 +7,9 @@
  *                                             inceptionv4}.json): heuristics vs moirai (time
  *                                             limit $PLACER_MOIRAI_LIMIT s, default 60) vs the
  *                                             reference results
+ *   bench_place moirai-zoo CLUSTER... -- MODEL...
+ *                                             moirai on models beside m-SCT, GETF and HEFT:
+ *                                             makespans and gains (same time limit)
  * Prints tables; the README quotes them. */
 #include "placer/place.h"
 #include "placer/report.h"
@@ -150,6 +153,8 @@ typedef struct moirai_case {
     double reference; /* ../shared/benchmarks/README.md */
 } moirai_case;
 
+/* The bench's figure: ports, memory ignored, -1 (a table cell) when the simulation fails. Its
+ * own rather than src/place's pk_sim_makespan: the bench sees only the public headers. */
 static double simulate_ports(const pl_cost *k, const pl_plan *p)
 {
     pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .ignore_memory = true};
@@ -210,7 +215,7 @@ static void moirai_row(pl_table *t, const pl_cost *k, const char *algo, double l
     pl_plan_free(p);
 }
 
-/* Simulated makespan (ports, memory checked) of one algorithm's plan; -1 when it fails. */
+/* Simulated makespan (ports, memory ignored) of one algorithm's plan; -1 when it fails. */
 static double place_ms(const pl_cost *k, const char *algo, double limit, double *secs, char *by,
                        size_t nby)
 {
@@ -251,11 +256,16 @@ static void gains_row(void *ctx, const pl_cost *k, const char *model, const char
                  m_secs, by);
 }
 
-static int moirai_zoo(int argc, char **argv)
+/* moirai's time limit in seconds: $PLACER_MOIRAI_LIMIT when positive, else its default 60. */
+static double moirai_limit(void)
 {
     const char *env = getenv("PLACER_MOIRAI_LIMIT");
-    gains G = {.limit = env && atof(env) > 0 ? atof(env) : 60,
-               .worst = {INFINITY, INFINITY, INFINITY}};
+    return env && atof(env) > 0 ? atof(env) : 60;
+}
+
+static int moirai_zoo(int argc, char **argv)
+{
+    gains G = {.limit = moirai_limit(), .worst = {INFINITY, INFINITY, INFINITY}};
     G.t = pl_table_new("model|cluster|>ops|>m-sct ms|>getf ms|>heft ms|>moirai ms|>vs "
                        "m-sct|>vs getf|>vs heft|>moirai s|found by");
     int rc = each_pair(argc, argv, gains_row, &G);
@@ -277,8 +287,7 @@ static int moirai(const char *dir)
 {
     const moirai_case cases[] = {
         {"example-1", 30}, {"googlenet", 1.72211}, {"inceptionv4", 12.77844}};
-    const char *env = getenv("PLACER_MOIRAI_LIMIT");
-    double limit = env && atof(env) > 0 ? atof(env) : 60;
+    double limit = moirai_limit();
     pl_table *t = pl_table_new("instance|algorithm|>makespan|>bound|>gap|>time s|>MILP rows, build "
                                "+ CBC s|found by|>reference");
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {

@@ -42,11 +42,17 @@ typedef struct pl_plan {
 
 pl_plan *pl_plan_new(int n_ops, int n_devs); /* every op on device 0, no order, no priority */
 pl_plan *pl_plan_copy(const pl_plan *p);
+/* dst (same n_ops and n_devs) takes src's placement and schedule (order, priority, transfer
+ * order, or their absence); dst keeps its own algo, contention and figures. */
+void pl_plan_assign(pl_plan *dst, const pl_plan *src);
 void pl_plan_free(pl_plan *p);
 /* Sets order from a global sequence of ops (e.g. a list schedule): each device runs its ops
  * in the sequence's order. `seq` holds every op once. */
 void pl_plan_set_order(pl_plan *p, const int *seq);
 void pl_plan_clear_order(pl_plan *p);
+/* Drops everything but the placement: op order, priority and transfer order. What an
+ * algorithm starts from, so that no part of an earlier schedule outlives it. */
+void pl_plan_clear_schedule(pl_plan *p);
 /* Sets the transfer order (a copy of `prio`, n_edges entries, one per g->edges[e]); NULL
  * clears it. */
 void pl_plan_set_xfer_priority(pl_plan *p, int n_edges, const double *prio);

@@ -102,10 +102,7 @@ static double judge(const pl_cost *k, const pl_place_opts *o, const int *dev)
     pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
     memcpy(p->dev, dev, k->n_ops * sizeof *dev);
     pl_sim_opts so = {.contention = o->contention};
-    pl_sim_result r;
-    memset(&r, 0, sizeof r);
-    double ms = pl_simulate(k, p, &so, &r, NULL) == 0 && !r.oom ? r.makespan_s : INFINITY;
-    pl_sim_result_free(&r);
+    double ms = pk_sim_makespan(k, p, &so, true);
     pl_plan_free(p);
     return ms;
 }

@@ -23,45 +23,12 @@ static bool seen_before(const pl_op *op, int i)
     return false;
 }
 
-double lp_op_mean_s(const pl_cost *k, int op)
-{
-    double sum = 0;
-    int n = 0;
-    for (int d = 0; d < k->n_devs; d++) {
-        double t = pl_cost_op_s(k, op, d);
-        if (isfinite(t)) sum += t, n++;
-    }
-    return n ? sum / n : INFINITY;
-}
-
-lp_route lp_mean_route(const pl_cluster *c)
-{
-    lp_route r = {0, 0};
-    int n = c->n_devs, pairs = 0;
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) {
-            if (a == b) continue;
-            size_t i = (size_t)a * n + b;
-            r.lat_s += c->lat_s[i];
-            r.inv_bw_s_per_byte += 1 / c->bw_Bps[i];
-            pairs++;
-        }
-    if (pairs) r.lat_s /= pairs, r.inv_bw_s_per_byte /= pairs;
-    return r;
-}
-
 /* g->edges is sorted by source, so one backward sweep over the topological order visits each
  * op's out-edges as a contiguous block. */
-double lp_mean_xfer_s(const pl_cost *k, lp_route r, int tensor)
-{
-    if (pk_is_weight(k->g, tensor)) return 0;
-    return r.lat_s + pk_tensor_bytes(k->g, tensor) * r.inv_bw_s_per_byte;
-}
-
 void lp_upward_rank(const pl_cost *k, double *rank)
 {
     const pl_graph *g = k->g;
-    lp_route r = lp_mean_route(k->c);
+    pk_route r = pk_mean_route(k->c);
     int *first = pl_malloc((g->n_ops + 1) * sizeof *first);
     for (int i = 0; i <= g->n_ops; i++)
         first[i] = g->n_edges;
@@ -71,9 +38,9 @@ void lp_upward_rank(const pl_cost *k, double *rank)
         int v = g->topo[t];
         double best = 0;
         for (int e = first[v]; e < g->n_edges && g->edges[e].src == v; e++) {
-            best = fmax(best, lp_mean_xfer_s(k, r, g->edges[e].tensor) + rank[g->edges[e].dst]);
+            best = fmax(best, pk_mean_xfer_s(k, r, g->edges[e].tensor) + rank[g->edges[e].dst]);
         }
-        rank[v] = lp_op_mean_s(k, v) + best;
+        rank[v] = pk_op_mean_s(k, v) + best;
     }
     free(first);
 }
@@ -203,7 +170,7 @@ void lp_warn(pl_err *err, const char *fmt, ...)
 int lp_check_runnable(const pl_cost *k, const char *algo, pl_err *err)
 {
     for (int i = 0; i < k->n_ops; i++)
-        if (!isfinite(lp_op_mean_s(k, i)))
+        if (!isfinite(pk_op_mean_s(k, i)))
             return pl_err_set(err, "%s: op '%s' (%s) can run on no device of cluster '%s'", algo,
                               k->g->ops[i].name, k->g->ops[i].type, k->c->name ? k->c->name : "");
     return 0;

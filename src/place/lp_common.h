@@ -38,21 +38,6 @@ void lp_mem_remove(lp_mem *m, int op, int dev);
 /* Recomputes every device's largest working set from a placement (after removals). */
 void lp_mem_recompute_ws(lp_mem *m, const int *dev_of_op);
 double lp_mem_used(const lp_mem *m, int dev);
-/* Device capacities, tensor bytes and weights as the rest of src/place counts them:
- * pk_dev_cap, pk_tensor_bytes and pk_is_weight (sched.h). */
-
-/* Mean time of `op` over the devices that can run it; INFINITY when none can. */
-double lp_op_mean_s(const pl_cost *k, int op);
-
-/* Mean route between distinct devices: latency and 1/bandwidth averaged over ordered pairs,
- * so mean transfer time = lat + bytes * inv_bw. Both 0 with a single device. */
-typedef struct lp_route {
-    double lat_s, inv_bw_s_per_byte;
-} lp_route;
-lp_route lp_mean_route(const pl_cluster *c);
-/* Mean time to send a tensor between two distinct devices under r; 0 for weights. */
-double lp_mean_xfer_s(const pl_cost *k, lp_route r, int tensor);
-
 /* Upward rank (HEFT's): mean time plus the longest (mean transfer + rank) over successors,
  * the remaining critical path; list schedulers break ties by it. */
 void lp_upward_rank(const pl_cost *k, double *rank);

@@ -48,7 +48,7 @@ static void pairs_free(pairs *P)
 static void pairs_build(const pl_cost *k, pairs *P)
 {
     const pl_graph *g = k->g;
-    lp_route r = lp_mean_route(k->c);
+    pk_route r = pk_mean_route(k->c);
     bool apart = k->n_devs > 1;
     P->n_ops = g->n_ops;
     P->off = pl_calloc(g->n_ops + 1, sizeof *P->off);
@@ -60,7 +60,7 @@ static void pairs_build(const pl_cost *k, pairs *P)
     int n = 0;
     for (int e = 0; e < g->n_edges; e++) {
         const pl_edge *x = &g->edges[e];
-        double c = apart ? lp_mean_xfer_s(k, r, x->tensor) : 0;
+        double c = apart ? pk_mean_xfer_s(k, r, x->tensor) : 0;
         if (n > 0 && e > 0 && g->edges[e - 1].src == x->src && g->edges[e - 1].dst == x->dst) {
             P->c_s[n - 1] += c;
             continue;
@@ -332,7 +332,7 @@ static int op_times(const pl_cost *k, double *p_s, pl_err *err)
 {
     if (lp_check_runnable(k, "m-sct", err) < 0) return -1;
     for (int i = 0; i < k->n_ops; i++)
-        p_s[i] = lp_op_mean_s(k, i);
+        p_s[i] = pk_op_mean_s(k, i);
     return 0;
 }
 

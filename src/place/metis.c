@@ -105,11 +105,11 @@ static void ugraph_weights(const pl_cost *k, ugraph *u)
     u->vwgt = pl_malloc((n ? n : 1) * sizeof *u->vwgt);
     u->adjwgt = pl_malloc((m ? m : 1) * sizeof *u->adjwgt);
     for (int i = 0; i < n; i++)
-        tsum += lp_op_mean_s(k, i);
+        tsum += pk_op_mean_s(k, i);
     for (int q = 0; q < m; q++)
         bsum += u->bytes[q];
     for (int i = 0; i < n; i++) {
-        double t = lp_op_mean_s(k, i);
+        double t = pk_op_mean_s(k, i);
         u->vwgt[i] = 1 + (idx_t)(tsum > 0 ? t / tsum * VWGT_TOTAL : 0);
     }
     for (int q = 0; q < m; q++)

@@ -43,10 +43,13 @@ typedef struct milp {
     int n_bin, n_rows;
     /* The whole matrix, row-major, handed to CBC in one Cbc_loadProblem: adding rows one at
      * a time through the C interface costs time quadratic in the row count. */
-    int *r_start, *r_idx, n_nz, cap_rows, cap_nz, cap_cols;
+    int *r_start, *r_idx, n_nz;
     double *r_val, *r_lb, *r_ub;
     double *c_lb, *c_ub, *c_obj;
     char *c_int;
+    /* pl_grow's capacity of each array above: they grow at different indices (r_start has
+     * n_rows + 1 entries), and a shared one would let pl_grow skip an array */
+    int cap_start, cap_idx, cap_val, cap_lb, cap_ub, cap_clb, cap_cub, cap_obj, cap_int;
 } milp;
 
 static int X(const milp *P, int i, int k)
@@ -68,25 +71,14 @@ static void term(milp *P, int col, double v)
     P->rc[P->rn] = col, P->rv[P->rn++] = v;
 }
 
-/* Grows two or three parallel arrays to hold index `need`. */
-static void grow3(void **x, void **y, void **z, size_t sx, size_t sy, size_t sz, int *cap, int need)
-{
-    if (need < *cap) return;
-    int c = *cap ? *cap : 256;
-    while (c <= need)
-        c *= 2;
-    *x = pl_realloc(*x, c * sx), *y = pl_realloc(*y, c * sy);
-    if (z) *z = pl_realloc(*z, c * sz);
-    *cap = c;
-}
-
 static void row(milp *P, char sense, double rhs)
 {
     int r = P->n_rows++;
-    grow3((void **)&P->r_start, (void **)&P->r_lb, (void **)&P->r_ub, sizeof *P->r_start,
-          sizeof *P->r_lb, sizeof *P->r_ub, &P->cap_rows, r + 1);
-    grow3((void **)&P->r_idx, (void **)&P->r_val, NULL, sizeof *P->r_idx, sizeof *P->r_val, 0,
-          &P->cap_nz, P->n_nz + P->rn);
+    pl_grow((void **)&P->r_start, &P->cap_start, r + 1, sizeof *P->r_start);
+    pl_grow((void **)&P->r_lb, &P->cap_lb, r, sizeof *P->r_lb);
+    pl_grow((void **)&P->r_ub, &P->cap_ub, r, sizeof *P->r_ub);
+    pl_grow((void **)&P->r_idx, &P->cap_idx, P->n_nz + P->rn, sizeof *P->r_idx);
+    pl_grow((void **)&P->r_val, &P->cap_val, P->n_nz + P->rn, sizeof *P->r_val);
     if (r == 0) P->r_start[0] = 0;
     memcpy(P->r_idx + P->n_nz, P->rc, P->rn * sizeof *P->rc);
     memcpy(P->r_val + P->n_nz, P->rv, P->rn * sizeof *P->rv);
@@ -99,13 +91,10 @@ static void row(milp *P, char sense, double rhs)
 static int col(milp *P, double lb, double ub, double obj, bool integer)
 {
     int c = P->ncols;
-    if (c >= P->cap_cols) {
-        P->cap_cols = P->cap_cols ? 2 * P->cap_cols : 256;
-        P->c_lb = pl_realloc(P->c_lb, P->cap_cols * sizeof *P->c_lb);
-        P->c_ub = pl_realloc(P->c_ub, P->cap_cols * sizeof *P->c_ub);
-        P->c_obj = pl_realloc(P->c_obj, P->cap_cols * sizeof *P->c_obj);
-        P->c_int = pl_realloc(P->c_int, P->cap_cols * sizeof *P->c_int);
-    }
+    pl_grow((void **)&P->c_lb, &P->cap_clb, c, sizeof *P->c_lb);
+    pl_grow((void **)&P->c_ub, &P->cap_cub, c, sizeof *P->c_ub);
+    pl_grow((void **)&P->c_obj, &P->cap_obj, c, sizeof *P->c_obj);
+    pl_grow((void **)&P->c_int, &P->cap_int, c, sizeof *P->c_int);
     P->c_lb[c] = lb, P->c_ub[c] = ub, P->c_obj[c] = obj, P->c_int[c] = integer;
     P->n_bin += integer;
     return P->ncols++;
@@ -183,6 +172,15 @@ static double serial_bound(const milp *P, double *max_xfer)
 
 /* ---- columns ---- */
 
+/* `count` columns in [0, ub] (integer or not, objective 0); the first one's index. */
+static int cols(milp *P, int count, double ub, bool integer)
+{
+    int first = P->ncols;
+    for (int c = 0; c < count; c++)
+        col(P, 0, ub, 0, integer);
+    return first;
+}
+
 static void add_cols(milp *P)
 {
     int n = P->n, D = P->D, nf = P->nf;
@@ -190,21 +188,11 @@ static void add_cols(milp *P)
     for (int i = 0; i < n; i++)
         for (int k = 0; k < D; k++)
             col(P, 0, isfinite(pl_cost_op_s(P->k, i, k)) ? 1 : 0, 0, true);
-    P->s0 = P->ncols;
-    for (int i = 0; i < n; i++)
-        col(P, 0, P->ub, 0, false);
-    P->c0 = P->ncols;
-    for (int i = 0; i < n; i++)
-        col(P, 0, P->ub, 0, false);
-    P->fs0 = P->ncols;
-    for (int f = 0; f < nf; f++)
-        col(P, 0, P->ub, 0, false);
-    P->fc0 = P->ncols;
-    for (int f = 0; f < nf; f++)
-        col(P, 0, P->ub, 0, false);
-    P->z0 = P->ncols;
-    for (int f = 0; f < nf; f++)
-        col(P, 0, 1, 0, true);
+    P->s0 = cols(P, n, P->ub, false);
+    P->c0 = cols(P, n, P->ub, false);
+    P->fs0 = cols(P, nf, P->ub, false);
+    P->fc0 = cols(P, nf, P->ub, false);
+    P->z0 = cols(P, nf, 1, true);
     P->u0 = P->ncols;
     for (int f = 0; f < nf; f++)
         for (int a = 0; a < D; a++)
@@ -295,15 +283,13 @@ static void add_comm(milp *P)
 /* ---- (6) and (8): disjunctions, only for pairs reachability leaves unordered ---- */
 
 typedef struct pairs {
-    int *a, *b, n;
+    int *a, *b, n, cap_a, cap_b;
 } pairs;
 
-static void pairs_add(pairs *p, int a, int b, int *cap)
+static void pairs_add(pairs *p, int a, int b)
 {
-    if (p->n == *cap) {
-        *cap = *cap ? 2 * *cap : 256;
-        p->a = pl_realloc(p->a, *cap * sizeof *p->a), p->b = pl_realloc(p->b, *cap * sizeof *p->b);
-    }
+    pl_grow((void **)&p->a, &p->cap_a, p->n, sizeof *p->a);
+    pl_grow((void **)&p->b, &p->cap_b, p->n, sizeof *p->b);
     p->a[p->n] = a, p->b[p->n++] = b;
 }
 
@@ -314,20 +300,18 @@ static bool before(const pl_reach *r, int i, int j)
 
 static void op_pairs(const milp *P, const pl_reach *r, pairs *out)
 {
-    int cap = 0;
     for (int i = 0; i < P->n; i++)
         for (int j = i + 1; j < P->n; j++)
-            if (!pl_reach_query(r, i, j) && !pl_reach_query(r, j, i)) pairs_add(out, i, j, &cap);
+            if (!pl_reach_query(r, i, j) && !pl_reach_query(r, j, i)) pairs_add(out, i, j);
 }
 
 /* Flow q = (a -> b) precedes flow r = (c -> d) in the augmented DAG iff b reaches c (or is c). */
 static void flow_pairs(const milp *P, const pl_reach *r, pairs *out)
 {
-    int cap = 0;
     for (int q = 0; q < P->nf; q++)
         for (int s = q + 1; s < P->nf; s++)
             if (!before(r, P->f[q].dst, P->f[s].src) && !before(r, P->f[s].dst, P->f[q].src))
-                pairs_add(out, q, s, &cap);
+                pairs_add(out, q, s);
 }
 
 /* (6): S_i >= C_j - M delta - M (2 - x_ik - x_jk), S_j >= C_i - M (1 - delta) - M (2 - ...):
@@ -483,9 +467,6 @@ static int cmp_key(const void *x, const void *y)
     return a->pos - b->pos;
 }
 
-/* Placement by the largest x, per-device order by start time (then end, then topological
- * position, so a zero-time op ties correctly with its neighbours). Times are snapped to a
- * grid far below any duration so solver round-off does not swap equal starts. */
 /* The ports' order: flows by MILP start (then end, then edge), so that the simulator sends
  * them in the MILP's order (sim.h, transfer order). Edges that are not flows cost nothing and
  * hold no port: their priority does not matter. */
@@ -506,6 +487,9 @@ static void read_xfer_order(const milp *P, const double *sol, pl_plan *out)
     free(key), free(prio);
 }
 
+/* Placement by the largest x, per-device order by start time (then end, then topological
+ * position, so a zero-time op ties correctly with its neighbours). Times are snapped to a
+ * grid far below any duration so solver round-off does not swap equal starts. */
 static void read_plan(const milp *P, const double *sol, pl_plan *out)
 {
     order_key *key = pl_malloc((P->n + 1) * sizeof *key);
@@ -525,16 +509,6 @@ static void read_plan(const milp *P, const double *sol, pl_plan *out)
     pl_plan_set_order(out, seq);
     free(key), free(seq);
     read_xfer_order(P, sol, out);
-}
-
-static double simulate(const pl_cost *k, const pl_plan *p)
-{
-    pl_sim_opts so = MILP_SIM;
-    pl_sim_result r = {0};
-    pl_err e = {{0}};
-    double ms = pl_simulate(k, p, &so, &r, &e) == 0 ? r.makespan_s : INFINITY;
-    pl_sim_result_free(&r);
-    return ms;
 }
 
 static void find_pairs(const milp *P, pairs *op, pairs *fp)
@@ -560,12 +534,7 @@ static bool too_big(const milp *P, const pairs *op, const pairs *fp, double limi
 static void build(milp *P, const start *w, pairs *op, pairs *fp)
 {
     add_cols(P);
-    int dop = P->ncols;
-    for (int p = 0; p < op->n; p++)
-        col(P, 0, 1, 0, true);
-    int dfl = P->ncols;
-    for (int p = 0; p < fp->n; p++)
-        col(P, 0, 1, 0, true);
+    int dop = cols(P, op->n, 1, true), dfl = cols(P, fp->n, 1, true);
     P->rc = pl_malloc((P->ncols + 1) * sizeof *P->rc);
     P->rv = pl_malloc((P->ncols + 1) * sizeof *P->rv);
     add_ops(P), add_precedence(P), add_memory(P), add_comm(P);
@@ -594,24 +563,6 @@ static void big_m(milp *P, const start *w)
     if (!(P->M > 0)) P->M = 1;
 }
 
-void pl_moirai_adopt(pl_plan *out, const pl_plan *w)
-{
-    memcpy(out->dev, w->dev, w->n_ops * sizeof *out->dev);
-    pl_plan_clear_order(out);
-    free(out->priority), out->priority = NULL;
-    if (w->order) {
-        out->order = pl_malloc((w->n_ops + 1) * sizeof *out->order);
-        out->order_off = pl_malloc((w->n_devs + 1) * sizeof *out->order_off);
-        memcpy(out->order, w->order, w->n_ops * sizeof *out->order);
-        memcpy(out->order_off, w->order_off, (w->n_devs + 1) * sizeof *out->order_off);
-    }
-    if (w->priority) {
-        out->priority = pl_malloc((w->n_ops + 1) * sizeof *out->priority);
-        memcpy(out->priority, w->priority, w->n_ops * sizeof *out->priority);
-    }
-    pl_plan_set_xfer_priority(out, w->xfer_priority ? w->n_edges : 0, w->xfer_priority);
-}
-
 /* What the MILP phase ended with, for the local search and the note. */
 typedef struct outcome {
     const char *status;
@@ -634,11 +585,11 @@ static int finish(milp *P, const start *w, pl_plan *out, pl_err *err, outcome *r
     snprintf(r->source, sizeof r->source, "milp");
     if (has) {
         read_plan(P, Cbc_getColSolution(m), out);
-        r->sim = simulate(P->k, out);
+        r->sim = pk_sim_makespan(P->k, out, &MILP_SIM, false);
     }
     if (!(r->sim <= w->makespan)) {
         if (!w->plan) return pl_err_set(err, "moirai: CBC found no plan in %.1f s", r->cbc_s);
-        pl_moirai_adopt(out, w->plan);
+        pl_plan_assign(out, w->plan);
         r->status = Cbc_isProvenOptimal(m) ? "optimal (its plan simulates worse: warm start kept)"
                     : has                  ? "feasible (its plan simulates worse: warm start kept)"
                                            : "no solution (warm start kept)";
@@ -666,7 +617,8 @@ static void improve(const milp *P, const pl_place_opts *o, double deadline, pl_p
     unsigned seed = o && o->seed ? o->seed : 1;
     if (pl_moirai_local_search(P->k, out, r->sim, deadline, search_floor(P, r), seed, &MILP_SIM,
                                &st) > 0) {
-        r->sim = simulate(P->k, out); /* the simulator's figure, not the search's memory */
+        r->sim = pk_sim_makespan(P->k, out, &MILP_SIM,
+                                 false); /* the simulator's figure, not the search's memory */
         snprintf(r->source, sizeof r->source, "local search (+%d moves)", st.moves);
     }
     r->ls = st;
@@ -693,7 +645,7 @@ static int skip_milp(const pl_cost *k, const start *w, double rows, pl_plan *out
                           "moirai: no heuristic plan meets memory (5) and the MILP (%.0f "
                           "rows) is too big to solve in the time limit",
                           rows);
-    pl_moirai_adopt(out, w->plan);
+    pl_plan_assign(out, w->plan);
     snprintf(r->status_buf, sizeof r->status_buf,
              "MILP skipped (%.0f rows: too big to solve in the time limit)", rows);
     r->status = r->status_buf;

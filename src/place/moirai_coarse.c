@@ -1,12 +1,12 @@
 /* moirai_coarse.c: `moirai` on a model (docs/moirai.md, "On a model").
  *
  * MOIRAI solves the MILP on the coarsened graph (§III-B): fusing what the runtime fuses anyway
- * shrinks the model by 40 % or more and loses nothing a placement could gain. So: coarsen
- * (fuse + colocate), run the pipeline of moirai.c on the coarse graph, map the plan back to
- * every op. Coarsening can still hide a better split, and a minute of search should never
- * return less than a millisecond heuristic, so every listed heuristic also runs on the
- * original graph; the best of all these, simulated on the original graph, seeds a last local
- * search there, and the best plan seen is returned. */
+ * shrinks the model (by 22-66 % on the zoo, docs/coarsen.md: least on the recurrent models)
+ * and loses nothing a placement could gain. So: coarsen (fuse + colocate), run the pipeline of
+ * moirai.c on the coarse graph, map the plan back to every op. Coarsening can still hide a better
+ * split, and a minute of search should never return less than a millisecond heuristic, so every
+ * listed heuristic also runs on the original graph; the best of all these, simulated on the
+ * original graph, seeds a last local search there, and the best plan seen is returned. */
 #include "algos.h"
 #include "lp_common.h"
 #include "moirai_ls.h"
@@ -28,10 +28,8 @@ typedef struct best {
 static double judge(const pl_cost *k, const pl_plan *p, const pl_place_opts *o)
 {
     pl_sim_opts so = {.contention = o->contention};
-    pl_sim_result r = {0};
     pl_err e = {{0}};
-    double ms = pl_simulate(k, p, &so, &r, &e) == 0 && !r.oom ? r.makespan_s : INFINITY;
-    pl_sim_result_free(&r);
+    double ms = pk_sim_makespan(k, p, &so, true);
     if (isfinite(ms) && lp_check_memory(k, p->dev, "moirai", &e) < 0) ms = INFINITY;
     return ms;
 }
@@ -179,7 +177,7 @@ int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_e
     if (!b.plan)
         return pl_err_set(err, "moirai: no plan fits the devices: %s",
                           why.msg[0] ? why.msg : cnote);
-    pl_moirai_adopt(out, b.plan);
+    pl_plan_assign(out, b.plan);
     pl_plan_free(b.plan);
     pl_err_set(err, "moirai: %s; local search on the model %ld simulations %.2f s; final plan: %s",
                cnote, st.evals, st.secs, b.src);

@@ -278,24 +278,21 @@ int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double dea
     ls_init(&L, k, p, p_ms, seed, judge);
     /* target: stop at a lower bound (with round-off room), nothing can beat it */
     target *= 1 + 1e-9;
-    int moves = improve_best(&L), stale = 0, restarts = 0;
+    int moves = improve_best(&L), stale = 0;
     while (stale < STALE_ROUNDS && L.best_ms > target && pl_now() < deadline) {
         int m = climb(&L, deadline, target);
         moves += m, stale = m ? 0 : stale + 1;
-        if (stale < STALE_ROUNDS && L.best_ms > target && pl_now() < deadline)
-            restart(&L), restarts++;
+        if (stale < STALE_ROUNDS && L.best_ms > target && pl_now() < deadline) restart(&L);
     }
     if (moves) {
         memcpy(p->dev, L.best_dev, L.n * sizeof *p->dev);
-        pl_plan_clear_order(p);
-        pl_plan_set_xfer_priority(p, 0, NULL);
-        free(p->priority), p->priority = NULL;
+        pl_plan_clear_schedule(p);
         if (L.cur->priority) {
             p->priority = pl_malloc((L.n + 1) * sizeof *p->priority);
             memcpy(p->priority, L.cur->priority, L.n * sizeof *p->priority);
         }
     }
-    *st = (pl_ls_stats){moves, L.evals, restarts, p_ms, L.best_ms, pl_now() - t0};
+    *st = (pl_ls_stats){moves, L.evals, L.best_ms, pl_now() - t0};
     ls_free(&L);
     return moves;
 }

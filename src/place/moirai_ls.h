@@ -18,11 +18,9 @@ static inline double pl_moirai_op_mem(const pl_cost *k, int op)
 void pl_moirai_used(const pl_cost *k, const int *dev, double *used);
 
 typedef struct pl_ls_stats {
-    int moves;       /* improvements of the best plan (0: the start was kept) */
-    long evals;      /* simulations run */
-    int restarts;    /* perturbations from the best plan */
-    double start_ms; /* the start as given */
-    double best_ms;  /* the plan returned, simulated (PORTS, memory ignored) */
+    int moves;      /* improvements of the best plan (0: the start was kept) */
+    long evals;     /* simulations run */
+    double best_ms; /* the plan returned, simulated under the judge (memory ignored) */
     double secs;
 } pl_ls_stats;
 
@@ -36,9 +34,6 @@ typedef struct pl_ls_stats {
  * placement, priorities or none; no op or transfer order); returns st->moves. */
 int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double deadline,
                            double target, unsigned seed, const pl_sim_opts *judge, pl_ls_stats *st);
-
-/* out takes w's placement and its order or priorities, as the simulator ran them. */
-void pl_moirai_adopt(pl_plan *out, const pl_plan *w);
 
 /* MOIRAI's pipeline on one cost table, without coarsening: warm start (best of HEFT and GETF
  * meeting (5)), the MILP when it can be solved in time, then the local search, until

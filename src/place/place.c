@@ -36,7 +36,7 @@ const pl_algo *pl_algo_list(int *n)
 
 const pl_algo *pl_algo_find(const char *name)
 {
-    for (size_t i = 0; name && i < sizeof algos / sizeof *algos; i++)
+    for (int i = 0; name && i < N_LISTED; i++)
         if (strcmp(algos[i].name, name) == 0) return &algos[i];
     return NULL;
 }
@@ -67,8 +67,8 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
                           "%s: the plan has %d ops and %d devices, the model %d and the "
                           "cluster %d",
                           a->name, out->n_ops, out->n_devs, k->n_ops, k->n_devs);
-    pl_plan_clear_order(out); /* a stale order or priority would survive a non-scheduler */
-    free(out->priority), out->priority = NULL;
+    /* a stale order, priority or transfer order would survive an algorithm that sets none */
+    pl_plan_clear_schedule(out);
     double t0 = pl_now();
     int rc = a->run(k, o, out, err);
     out->search_s = pl_now() - t0;

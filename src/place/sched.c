@@ -4,7 +4,6 @@
  * latency + bytes / bandwidth of the route, holding the sender's send port and the receiver's
  * receive port (PORTS) or the pair's channel (PAIR) for their whole duration. */
 #include "sched.h"
-#include "lp_common.h"
 
 #include <math.h>
 #include <string.h>
@@ -256,13 +255,45 @@ void pk_sched_to_plan(const pk_sched *s, pl_plan *out, bool sort)
     free(seq);
 }
 
-/* ---- upward rank ---- */
+/* ---- mean times and upward rank ---- */
+
+double pk_op_mean_s(const pl_cost *k, int op)
+{
+    double sum = 0;
+    int n = 0;
+    for (int d = 0; d < k->n_devs; d++) {
+        double t = pl_cost_op_s(k, op, d);
+        if (isfinite(t)) sum += t, n++;
+    }
+    return n ? sum / n : INFINITY;
+}
+
+pk_route pk_mean_route(const pl_cluster *c)
+{
+    pk_route r = {0, 0};
+    int n = c->n_devs, pairs = 0;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            if (a == b) continue;
+            size_t i = (size_t)a * n + b;
+            r.lat_s += c->lat_s[i];
+            r.inv_bw_s_per_byte += 1 / c->bw_Bps[i];
+            pairs++;
+        }
+    if (pairs) r.lat_s /= pairs, r.inv_bw_s_per_byte /= pairs;
+    return r;
+}
+
+double pk_mean_xfer_s(const pl_cost *k, pk_route r, int tensor)
+{
+    if (pk_is_weight(k->g, tensor)) return 0;
+    return r.lat_s + pk_tensor_bytes(k->g, tensor) * r.inv_bw_s_per_byte;
+}
 
 void pk_upward_rank(const pl_cost *k, double *rank)
 {
     const pl_graph *g = k->g;
-    lp_route r = lp_mean_route(k->c);
-    double lat = r.lat_s, inv_bw = r.inv_bw_s_per_byte;
+    pk_route r = pk_mean_route(k->c);
     int *first = pl_malloc((g->n_ops + 1) * sizeof *first); /* edges are sorted by src */
     for (int v = 0, e = 0; v <= g->n_ops; v++) {
         while (e < g->n_edges && g->edges[e].src < v)
@@ -274,15 +305,25 @@ void pk_upward_rank(const pl_cost *k, double *rank)
         double best = 0;
         for (int e = first[v]; e < first[v + 1];) {
             int s = g->edges[e].dst;
-            double c = 0;
-            for (; e < first[v + 1] && g->edges[e].dst == s; e++) {
-                int t = g->edges[e].tensor;
-                if (!pk_is_weight(g, t)) c += lat + pk_tensor_bytes(g, t) * inv_bw;
-            }
+            double c = 0; /* every tensor v sends s */
+            for (; e < first[v + 1] && g->edges[e].dst == s; e++)
+                c += pk_mean_xfer_s(k, r, g->edges[e].tensor);
             best = fmax(best, c + rank[s]);
         }
-        double mean = lp_op_mean_s(k, v); /* an op no device runs adds nothing */
+        double mean = pk_op_mean_s(k, v); /* an op no device runs adds nothing */
         rank[v] = (isfinite(mean) ? mean : 0) + best;
     }
     free(first);
+}
+
+/* ---- judging by simulation ---- */
+
+double pk_sim_makespan(const pl_cost *k, const pl_plan *p, const pl_sim_opts *so, bool fail_on_oom)
+{
+    pl_sim_result r = {0};
+    pl_err e = {{0}};
+    double ms =
+        pl_simulate(k, p, so, &r, &e) == 0 && !(fail_on_oom && r.oom) ? r.makespan_s : INFINITY;
+    pl_sim_result_free(&r);
+    return ms;
 }

@@ -112,6 +112,23 @@ int pk_list(const pl_cost *k, const pl_place_opts *o, list_key key, const char *
 
 /* ---- tools ---- */
 
+/* Mean time of `op` over the devices that can run it; INFINITY when none can. */
+double pk_op_mean_s(const pl_cost *k, int op);
+
+/* Mean route between distinct devices: latency and 1/bandwidth averaged over ordered pairs,
+ * so mean transfer time = lat + bytes * inv_bw. Both 0 with a single device. */
+typedef struct pk_route {
+    double lat_s, inv_bw_s_per_byte;
+} pk_route;
+pk_route pk_mean_route(const pl_cluster *c);
+/* Mean time to send a tensor between two distinct devices under r; 0 for weights. */
+double pk_mean_xfer_s(const pl_cost *k, pk_route r, int tensor);
+
+/* The makespan of p simulated with `so`; INFINITY when the simulation fails, or (with
+ * fail_on_oom) when some device runs out of memory. The one way the algorithms that search
+ * by simulation (expert, moirai) score a candidate. */
+double pk_sim_makespan(const pl_cost *k, const pl_plan *p, const pl_sim_opts *so, bool fail_on_oom);
+
 /* Upward rank (HEFT): mean time of the op over devices that can run it, plus the largest
  * (mean transfer time + rank) over its successors. */
 void pk_upward_rank(const pl_cost *k, double *rank);

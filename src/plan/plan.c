@@ -64,6 +64,23 @@ void pl_plan_clear_order(pl_plan *p)
     p->order = p->order_off = NULL;
 }
 
+void pl_plan_clear_schedule(pl_plan *p)
+{
+    pl_plan_clear_order(p);
+    free(p->priority), p->priority = NULL;
+    pl_plan_set_xfer_priority(p, 0, NULL);
+}
+
+void pl_plan_assign(pl_plan *dst, const pl_plan *src)
+{
+    memcpy(dst->dev, src->dev, src->n_ops * sizeof *dst->dev);
+    pl_plan_clear_schedule(dst);
+    dst->order = dup_array(src->order, src->n_ops * sizeof *src->order);
+    dst->order_off = dup_array(src->order_off, (src->n_devs + 1) * sizeof *src->order_off);
+    dst->priority = dup_array(src->priority, src->n_ops * sizeof *src->priority);
+    pl_plan_set_xfer_priority(dst, src->n_edges, src->xfer_priority);
+}
+
 void pl_plan_set_xfer_priority(pl_plan *p, int n_edges, const double *prio)
 {
     free(p->xfer_priority);

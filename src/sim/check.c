@@ -39,10 +39,16 @@ const char *chk_dev_name(const chk *c, int d)
     return c->k->c->devs[d].name;
 }
 
-int chk_reader(const chk *c, int t, int op)
+/* Is t sent once per reading op (per_edge, and an op's result) rather than once per device? */
+static bool per_edge_tensor(const chk *c, int t)
 {
     const pl_tensor *tp = &c->g->tensors[t];
-    return c->o->per_edge && tp->producer >= 0 && !(tp->flags & PL_TENSOR_WEIGHT) ? op : -1;
+    return c->o->per_edge && tp->producer >= 0 && !(tp->flags & PL_TENSOR_WEIGHT);
+}
+
+int chk_reader(const chk *c, int t, int op)
+{
+    return per_edge_tensor(c, t) ? op : -1;
 }
 static const char *op_name(const chk *c, int op)
 {
@@ -102,15 +108,15 @@ static bool reads(const chk *c, int op, int t)
 static int check_reader(chk *c, const pl_xfer *x)
 {
     const char *tn = c->g->tensors[x->tensor].name;
-    int want = chk_reader(c, x->tensor, 0);
+    bool per_edge = per_edge_tensor(c, x->tensor);
     if (x->reader < 0) {
-        if (want < 0 || (c->io == x->to && c->is_out[x->tensor])) return 0;
+        if (!per_edge || (c->io == x->to && c->is_out[x->tensor])) return 0;
         return chk_fail(c,
                         "tensor '%s' is sent to '%s' for no reader, but per_edge sends once per "
                         "reading op",
                         tn, chk_dev_name(c, x->to));
     }
-    if (want < 0)
+    if (!per_edge)
         return chk_fail(c,
                         "tensor '%s' is sent to '%s' for one reader, but transfers are per device",
                         tn, chk_dev_name(c, x->to));
