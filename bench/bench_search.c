@@ -51,11 +51,17 @@ static bool cache_read(table *t, const char *model)
     FILE *f = env && *env == '1' ? fopen(path, "r") : NULL;
     if (!f) return false;
     int k = 0;
-    char name[128];
-    double lat;
-    while (k < t->cat->n && fscanf(f, "%127s %lf", name, &lat) == 2)
-        if (!strcmp(name, t->cat->configs[k].name))
-            t->names[k] = t->cat->configs[k].name, t->lat[k++] = lat;
+    char line[512];
+    /* "NAME LATENCY" per line; the latency is after the last space, since names may contain
+     * spaces ("P100 x3") */
+    while (k < t->cat->n && fgets(line, sizeof line, f)) {
+        char *sp = strrchr(line, ' '), *end;
+        if (!sp) break;
+        *sp = 0;
+        double lat = strtod(sp + 1, &end);
+        if (end == sp + 1 || strcmp(line, t->cat->configs[k].name)) break;
+        t->names[k] = t->cat->configs[k].name, t->lat[k++] = lat;
+    }
     fclose(f);
     return k == t->cat->n;
 }
@@ -64,32 +70,63 @@ static void cache_write(const table *t, const char *model)
 {
     char path[512];
     cache_path(t, model, path, sizeof path);
-    if (system("mkdir -p build/bench/search-cache") != 0) return;
+    pl_err err = {""};
+    if (pl_mkdir_p("build/bench/search-cache", &err) < 0) return;
     FILE *f = fopen(path, "w");
     for (int k = 0; f && k < t->cat->n; k++)
         fprintf(f, "%s %.17g\n", t->cat->configs[k].name, t->lat[k]);
     if (f) fclose(f);
 }
 
-/* Every configuration once, through the deploy worker. */
-static int fill(table *t, const char *model)
+/* Every configuration once, through the deploy worker. *w is the model's worker, started on
+ * first use and kept for the next catalogue (the model is loaded once, as in a search). */
+static int fill(table *t, const char *model, pl_trial_worker **w)
 {
     if (cache_read(t, model)) return 0;
-    pl_trial_sim_opts o = {.model_path = model};
-    pl_trial_worker *w = pl_trial_sim_new(&o);
+    if (!*w) *w = pl_trial_sim_new(&(pl_trial_sim_opts){.model_path = model});
     pl_err err = {""};
+    double before = (*w)->trial_s;
     for (int k = 0; k < t->cat->n; k++) {
         pl_trial_out out;
-        if (pl_trial_run(w, t->cat->configs[k].cluster, &out, &err) < 0)
-            return fprintf(stderr, "%s\n", err.msg), pl_trial_worker_free(w), -1;
+        if (pl_trial_run(*w, t->cat->configs[k].cluster, &out, &err) < 0)
+            return fprintf(stderr, "%s\n", err.msg), -1;
         t->names[k] = t->cat->configs[k].name, t->lat[k] = out.latency_s;
         pl_plan_free(out.plan);
     }
     fprintf(stderr, "  %s: %d configurations placed in %.1f s (start-up %.3f s, once)\n",
-            base(model), t->cat->n, w->trial_s, w->startup_s);
-    pl_trial_worker_free(w);
+            base(model), t->cat->n, (*w)->trial_s - before, (*w)->startup_s);
     cache_write(t, model);
     return 0;
+}
+
+/* The time of one GP fit at the size a long search reaches (docs/search.md "Fitting"):
+ * n = 40 points, d = 6 features, on a fixed smooth function with a little noise; the mean over
+ * FIT_REPS fits, each with its own seed. */
+enum { FIT_N = 40, FIT_REPS = 20 };
+static void time_gp_fit(void)
+{
+    double X[FIT_N * PL_N_FEATURES], y[FIT_N];
+    unsigned rng = 7;
+    for (int i = 0; i < FIT_N; i++) {
+        double s = 0;
+        for (int f = 0; f < PL_N_FEATURES; f++) {
+            X[i * PL_N_FEATURES + f] = rand_r(&rng) / (RAND_MAX + 1.0);
+            s += (f + 1) * X[i * PL_N_FEATURES + f];
+        }
+        y[i] = -0.3 * s + 0.2 * sin(3 * X[i * PL_N_FEATURES]) + 0.01 * rand_r(&rng) / RAND_MAX;
+    }
+    double t0 = pl_now();
+    for (unsigned r = 1; r <= FIT_REPS; r++) {
+        pl_gp gp;
+        pl_err err = {""};
+        if (pl_gp_fit(&gp, X, y, FIT_N, PL_N_FEATURES, r, &err) < 0) {
+            fprintf(stderr, "%s\n", err.msg);
+            exit(1);
+        }
+        pl_gp_free(&gp);
+    }
+    printf("GP fit (pl_gp_fit, n = %d, d = %d): %.1f ms (mean of %d fits)\n", FIT_N, PL_N_FEATURES,
+           (pl_now() - t0) / FIT_REPS * 1e3, FIT_REPS);
 }
 
 /* The optimum by brute force over the table (retired configurations left out, as the search
@@ -194,6 +231,8 @@ int main(int argc, char **argv)
         return 2;
     }
     total tot[PL_SEARCH_COUNT] = {{0}};
+    int n_models = argc - sep - 1;
+    pl_trial_worker **workers = calloc(n_models, sizeof *workers);
     pl_table *tb =
         pl_table_new("model|catalogue|SLO|optimum|>bo|>lcf|>uniform|>ga|>de|>exhaustive");
     for (int c = 1; c < sep; c++) {
@@ -202,7 +241,7 @@ int main(int argc, char **argv)
         if (!cat) return fprintf(stderr, "%s\n", err.msg), 1;
         table t = {cat, calloc(cat->n + 1, sizeof(char *)), calloc(cat->n + 1, sizeof(double))};
         for (int m = sep + 1; m < argc; m++) {
-            if (fill(&t, argv[m]) < 0) return 1;
+            if (fill(&t, argv[m], &workers[m - sep - 1]) < 0) return 1;
             row(tb, &t, argv[m], 1.2, tot);
             row(tb, &t, argv[m], 2.0, tot);
         }
@@ -216,5 +255,10 @@ int main(int argc, char **argv)
     pl_table_free(tb);
     printf("\n");
     summary(tot);
+    printf("\n");
+    time_gp_fit();
+    for (int m = 0; m < n_models; m++)
+        pl_trial_worker_free(workers[m]);
+    free(workers);
     return 0;
 }

@@ -27,7 +27,7 @@ static const char *help =
 
 typedef struct deploy_args {
     cli_common co;
-    const char *catalog, *out, *algos;
+    const char *out, *algos;
     pl_search_opts so;
     double place_time_s;
     pl_cost_params params;
@@ -46,10 +46,8 @@ static int parse_budget(const char *v, pl_search_opts *o)
 
 static int parse_slo(const char *v, double *out)
 {
-    pl_err err;
-    if (!v || pl_parse_quantity(v, PL_UNIT_SECONDS, out, &err) < 0 || !(*out > 0))
-        return cli_fail("deploy", "--slo wants a latency with a unit, e.g. 50ms or 0.05s (%s)",
-                        v ? err.msg : "no value");
+    if (cli_seconds("deploy", "--slo", v, out) < 0) return -1;
+    if (!(*out > 0)) return cli_fail("deploy", "--slo wants a latency above 0, e.g. 50ms"), -1;
     return 0;
 }
 
@@ -82,10 +80,9 @@ static int parse(int argc, char **argv, deploy_args *a)
         if (parse_one(argc, argv, &i, a) < 0) return -1;
     }
     if (!a->co.model) return cli_fail("deploy", "which model? (placer deploy --help)"), -1;
-    a->catalog = a->co.catalog;
     if (a->co.config || a->co.cluster)
         return cli_fail("deploy", "deploy chooses the configuration: give --catalog only"), -1;
-    if (!a->catalog)
+    if (!a->co.catalog)
         return cli_fail("deploy", "which catalogue? give --catalog FILE (catalogs/)"), -1;
     if (!(a->so.slo_s > 0)) return cli_fail("deploy", "give the latency SLO: --slo 50ms"), -1;
     return 0;
@@ -111,7 +108,7 @@ static void print_trials(const pl_catalog *cat, const pl_search_result *r)
             snprintf(cost, sizeof cost, "%.4f", per_10k(x));
         }
         pl_table_row(t, "%d|%s|%d x %s|%.3f|%s|%s|%s|%s", i + 1, c->name, c->gpu_count,
-                     c->gpu_model ? c->gpu_model : "-", c->price_usd_per_hour, lat, cost,
+                     c->gpu_count ? c->gpu_model : "-", c->price_usd_per_hour, lat, cost,
                      !x->runs       ? "-"
                      : x->meets_slo ? "met"
                                     : "missed",
@@ -173,7 +170,7 @@ static void print_choice(const deploy_args *a, const pl_catalog *cat, const pl_s
         const pl_trial_record *b = &r->trials[r->best];
         const pl_vm_config *c = &cat->configs[b->config];
         printf("chosen      %s (%s%s%s, %d x %s, %.3f USD/hour)\n", c->name, c->provider,
-               c->region[0] ? " " : "", c->region, c->gpu_count, c->gpu_model ? c->gpu_model : "-",
+               c->region[0] ? " " : "", c->region, c->gpu_count, c->gpu_count ? c->gpu_model : "-",
                c->price_usd_per_hour);
         printf("latency     %.3f ms (SLO %.3f ms), %.4f USD per 10,000 requests, plan by %s\n",
                b->latency_s * 1e3, a->so.slo_s * 1e3, per_10k(b), b->algo);
@@ -206,11 +203,11 @@ static int report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *
     const pl_vm_config *cfg = idx >= 0 ? &cat->configs[r->trials[idx].config] : NULL;
     json_t *root = NULL;
     if (a->co.json)
-        root = json_pack("{s:s, s:s, s:s, s:s, s:f, s:o, s:s, s:f, s:f}", "format",
-                         "placer-deploy/1", "model", a->co.model, "catalog", a->catalog, "strategy",
-                         pl_search_strategy_name(a->so.strategy), "slo_s", a->so.slo_s, "trials",
-                         trials_json(cat, r), "stop_reason", r->stop_reason, "search_s", r->total_s,
-                         "startup_s", r->startup_s);
+        root = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:f, s:o, s:s, s:f, s:f}", "format",
+                         "placer-deploy/1", "model", a->co.model, "catalog", "path", cat->path,
+                         "sha256", cat->sha256, "strategy", pl_search_strategy_name(a->so.strategy),
+                         "slo_s", a->so.slo_s, "trials", trials_json(cat, r), "stop_reason",
+                         r->stop_reason, "search_s", r->total_s, "startup_s", r->startup_s);
     else
         print_trials(cat, r), print_choice(a, cat, r);
     if (root) {
@@ -236,7 +233,7 @@ int cli_deploy(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? CLI_EXIT_BAD_INPUT : 0;
     pl_err err = {""};
-    pl_catalog *cat = pl_catalog_load(a.catalog, &err);
+    pl_catalog *cat = pl_catalog_load(a.co.catalog, &err);
     if (!cat) return cli_fail("deploy", "%s", err.msg);
     pl_trial_sim_opts to = {.model_path = a.co.model,
                             .load = {.dims = a.co.dims,

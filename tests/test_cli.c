@@ -116,19 +116,15 @@ static void test_simulate_per_edge(void **state)
     for (int per_edge = 0; per_edge < 2; per_edge++) {
         snprintf(args, sizeof args, "simulate %s --cluster %s --plan %s --json%s", m, c, p,
                  per_edge ? " --per-edge" : "");
-        if (tu_run(args, &out) != 0) fail_msg("placer %s:\n%s", args, out);
-        json_error_t je;
-        json_t *o = json_loads(out, 0, &je);
-        if (!o) fail_msg("not JSON: %s\n%s", je.text, out);
+        json_t *o = tu_run_json(args);
         assert_true(json_is_true(json_object_get(o, "per_edge")) == per_edge);
         assert_close(json_number_value(json_object_get(o, "makespan_s")), per_edge ? 5 : 4.5,
                      1e-12);
         assert_string_equal(json_string_value(json_object_get(o, "invariants")), "ok");
         json_decref(o);
-        free(out);
     }
     assert_int_equal(tu_run("simulate --help", &out), 0);
-    assert_non_null(strstr(out, "--per-edge"));
+    assert_contains(out, "--per-edge");
     free(out);
     const char *bp = tu_tmpfile(bad, strlen(bad), ".json");
     snprintf(args, sizeof args, "simulate %s --cluster %s --plan %s", m, c, bp);

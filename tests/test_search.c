@@ -182,7 +182,7 @@ static void test_bo_stops_when_nothing_to_gain(void **state)
     pl_trial_worker *w = table_for(c, model_latency);
     pl_search_result r = run(c, w, PL_SEARCH_BO, 1.0, 0, 1);
     assert_true(r.n_trials < 15);
-    assert_non_null(strstr(r.stop_reason, "expected improvement negligible"));
+    assert_contains(r.stop_reason, "expected improvement negligible");
     check_result(c, &r, 1.0);
     pl_search_result_free(&r);
     pl_trial_worker_free(w);
@@ -226,7 +226,7 @@ static void test_worker_starts_once(void **state)
     assert_int_equal(r.n_trials, 4);
     assert_int_equal(w->starts, 1);
     assert_int_equal(w->trials, 4);
-    assert_true(r.startup_s > 0 && r.startup_s == w->startup_s);
+    assert_true(r.startup_s > 0); /* the model load was timed */
     for (int i = 0; i < r.n_trials; i++)
         assert_true(r.trials[i].runs && r.trials[i].latency_s > 0);
     assert_non_null(r.best_plan);
@@ -240,27 +240,24 @@ static void test_cli_deploy(void **state)
 {
     (void)state;
     char *out = NULL;
-    assert_int_equal(tu_run("deploy models/rnnlm.onnx --catalog " TESTBED
-                            " --slo 100ms --strategy exhaustive --algos heft --json 2>/dev/null",
-                            &out),
-                     0);
-    json_error_t je;
-    json_t *j = json_loads(out, 0, &je);
-    if (!j) fail_msg("not JSON: %s", out);
+    json_t *j = tu_run_json("deploy models/rnnlm.onnx --catalog " TESTBED
+                            " --slo 100ms --strategy exhaustive --algos heft --json 2>/dev/null");
     assert_int_equal(json_array_size(json_object_get(j, "trials")), 15);
     assert_true(json_is_string(json_object_get(j, "chosen")));
+    /* the result names exactly the catalogue it came from: its path and its bytes' SHA-256 */
+    pl_catalog *c = testbed();
+    json_t *jc = json_object_get(j, "catalog");
+    assert_string_equal(json_string_value(json_object_get(jc, "path")), TESTBED);
+    assert_string_equal(json_string_value(json_object_get(jc, "sha256")), c->sha256);
+    pl_catalog_free(c);
     json_decref(j);
-    free(out);
-    assert_int_equal(tu_run("deploy models/rnnlm.onnx --catalog " TESTBED " --slo 50", &out), 2);
-    assert_non_null(strstr(out, "unit"));
-    free(out);
+    tu_expect_refusal("deploy models/rnnlm.onnx --catalog " TESTBED " --slo 50", "unit");
     /* nothing meets 10 us: said, the closest named, exit 1 */
     assert_int_equal(tu_run("deploy models/rnnlm.onnx --catalog " TESTBED
                             " --slo 10us --algos heft --budget 3",
                             &out),
                      1);
-    assert_non_null(
-        strstr(out, "no configuration tried meets the SLO of 0.010 ms; the closest is"));
+    assert_contains(out, "no configuration tried meets the SLO of 0.010 ms; the closest is");
     free(out);
     /* a malformed entry: the file, the configuration and the field */
     const char *bad =
@@ -272,10 +269,22 @@ static void test_cli_deploy(void **state)
     char args[512];
     snprintf(args, sizeof args, "deploy models/rnnlm.onnx --catalog %s --slo 5ms",
              tu_tmpfile(bad, strlen(bad), ".json"));
-    assert_int_equal(tu_run(args, &out), 2);
-    assert_non_null(strstr(out, "config \"a\""));
-    assert_non_null(strstr(out, "price_usd_per_hour"));
-    free(out);
+    tu_expect_refusal(args, "config \"a\"");
+    tu_expect_refusal(args, "price_usd_per_hour");
+}
+
+/* A misspelt --algos name is refused (exit 2, naming it) before the model is loaded: here the
+ * model does not even exist, and the message is about the algorithm. */
+static void test_cli_deploy_unknown_algo(void **state)
+{
+    (void)state;
+    double t0 = pl_now();
+    tu_expect_refusal("deploy models/no-such-model.onnx --catalog " TESTBED
+                      " --slo 50ms --algos heft,bogus",
+                      "unknown placement algorithm 'bogus'");
+    tu_expect_refusal("deploy models/vgg19.onnx --catalog " TESTBED " --slo 50ms --algos hef",
+                      "'hef'");
+    assert_true(pl_now() - t0 < 10); /* no trial ran */
 }
 
 int main(void)
@@ -289,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_no_configuration_meets),
         cmocka_unit_test(test_worker_starts_once),
         cmocka_unit_test(test_cli_deploy),
+        cmocka_unit_test(test_cli_deploy_unknown_algo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,6 @@ enum {
     PL_FEAT_GPU_COUNT,
     PL_N_FEATURES
 };
-const char *pl_feature_name(int f); /* "cpu_cores", ... */
 
 typedef struct pl_vm_config {
     char *name;                /* unique in the catalogue: "p3.8xlarge" */
@@ -38,8 +37,9 @@ typedef struct pl_vm_config {
 } pl_vm_config;
 
 typedef struct pl_catalog {
-    char *name, *path;
-    char sha256[65];
+    char *name;
+    char *path;      /* as given to pl_catalog_load (NULL from a buffer) */
+    char sha256[65]; /* of the file's bytes, hex (empty from a buffer): deploy reports both */
     pl_vm_config *configs;
     int n;
 } pl_catalog;

@@ -45,6 +45,11 @@ typedef struct pl_gpu_spec {
 /* Case-insensitive match on the model or an alias; NULL when unknown. */
 const pl_gpu_spec *pl_gpu_spec_find(const char *model);
 const pl_gpu_spec *pl_gpu_specs(int *n);
+/* For a message about an unknown model: up to three table names close to `word` (by name or
+ * alias, case and ' ', '-', '_' ignored), "did you mean "A", "B"?", or else the whole table,
+ * "the built-in models are A, B, ...". kind >= 0 (a pl_dev_kind) looks only at rows of that
+ * kind; -1 at every row. Truncated to fit buf. */
+void pl_gpu_spec_suggest(const char *word, int kind, char *buf, size_t n);
 
 typedef struct pl_device {
     char *name; /* unique in the cluster: "gpu0" */
@@ -80,6 +85,10 @@ pl_cluster *pl_cluster_load_buffer(const char *buf, size_t len, const char *name
 struct pl_json;
 /* A cluster object at a JSON cursor (catalogues embed clusters). */
 pl_cluster *pl_cluster_parse(const struct pl_json *obj, pl_err *err);
+/* bandwidth_Bps (required) and latency_s (default 0) of the link object at `l`, refused
+ * outside PL_LINK_BW_MIN..PL_LINK_BW_MAX and above PL_LINK_LATENCY_MAX (json.h) with a hint:
+ * the cluster reader's links, and the catalogue reader's interconnect objects. */
+int pl_cluster_read_link_figures(const struct pl_json *l, double *bw, double *lat, pl_err *err);
 void pl_cluster_free(pl_cluster *c);
 int pl_cluster_find(const pl_cluster *c, const char *device_name); /* -1 if absent */
 

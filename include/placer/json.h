@@ -107,6 +107,19 @@ int pl_json_object(const pl_json *obj, const char *field, pl_json *out, pl_err *
  * non-finite values are refused. */
 int pl_json_quantity(const pl_json *obj, const char *field, pl_unit unit, double *out, pl_err *err);
 
+/* Refuses v outside [lo, hi] as "WHAT of V UNIT is smaller/larger than LIMIT UNIT: almost
+ * certainly a unit mistake; HINT" ("WHAT of zero is not allowed" for 0), at obj's `field`, or
+ * at obj itself when field is NULL; hint may be NULL. 0 when in range. */
+int pl_json_check_range(const pl_json *obj, const char *field, double v, double lo, double hi,
+                        pl_unit unit, const char *what, const char *hint, pl_err *err);
+/* The magnitudes the cluster and catalogue readers share: outside them a figure is almost
+ * certainly a unit mistake (design.md §6: a unit-less bandwidth once produced badly
+ * unbalanced splits). */
+#define PL_LINK_BW_MIN 1e3      /* bytes/s: 1 kB/s */
+#define PL_LINK_BW_MAX 1e13     /* 10 TB/s: above NVLink4's 900 GB/s by an order of magnitude */
+#define PL_LINK_LATENCY_MAX 1.0 /* s: a satellite hop is 0.6 s */
+#define PL_USD_PER_HOUR_MAX 1e5 /* a price */
+
 int pl_json_opt_string(const pl_json *obj, const char *field, const char **out, pl_err *err);
 int pl_json_opt_int(const pl_json *obj, const char *field, int64_t *out, pl_err *err);
 int pl_json_opt_number(const pl_json *obj, const char *field, double *out, pl_err *err);

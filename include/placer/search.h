@@ -42,6 +42,10 @@ int pl_gp_condition(pl_gp *gp, const double *X, const double *y, int n, int d, c
  * bounded, gradient ascent on the logs of the parameters), then conditions. */
 int pl_gp_fit(pl_gp *gp, const double *X, const double *y, int n, int d, unsigned seed,
               pl_err *err);
+/* The scale the fit's bounds and starts are relative to: the population variance of y,
+ * floored at 1e-2 (a 10% spread of the time: a few equal latencies must not make the GP
+ * certain), or 1 when n < 2. */
+double pl_gp_y_scale(const double *y, int n);
 /* Posterior mean and variance of the latent function at x (d entries); var >= 0. */
 void pl_gp_predict(const pl_gp *gp, const double *x, double *mean, double *var);
 /* log p(y | X, h) with the constant mean of y subtracted; grad (may be NULL) receives its
@@ -53,11 +57,8 @@ void pl_gp_free(pl_gp *gp);
 
 /* ---- acquisition (minimisation) ---- */
 
-/* Jones et al.'s closed form: E[max(0, best − Y)] for Y ~ N(mu, sigma²); max(0, best − mu)
- * when sigma = 0. */
-double pl_ei_normal(double mu, double sigma, double best);
-/* The same for a cost c = price · exp(Z), Z ~ N(mu, sigma²) (the GP is on log time):
- * E[max(0, best − c)], in closed form (docs/search.md). */
+/* Expected improvement (Jones et al.) for a cost c = price · exp(Z), Z ~ N(mu, sigma²) (the GP
+ * is on log time): E[max(0, best − c)], in closed form (docs/search.md). */
 double pl_ei_lognormal(double price, double mu, double sigma, double best);
 /* P(exp(Z) <= limit) for Z ~ N(mu, sigma²): the probability of meeting the SLO (eq. 6). */
 double pl_prob_meets(double mu, double sigma, double limit);

@@ -4,8 +4,9 @@
  * A worker is started once and then runs many trials: AutoDeep's "probing-informed block
  * multiplexing" keeps one persistent process so that start-up (loading the model, building
  * what does not depend on the configuration) is paid once per search, not once per trial.
- * The first worker is in-process: it places the model on the configuration's cluster and
- * simulates the plan. A later one measures (issue 6). */
+ * The simulator worker is in-process: it places the model on the configuration's cluster and
+ * simulates the plan (what `placer deploy` uses). The ort worker measures the whole model on
+ * this machine's CPU, whatever the configuration (pl_trial_ort_new). */
 #ifndef PLACER_TRIAL_H
 #define PLACER_TRIAL_H
 

@@ -1,17 +1,9 @@
-/* catalog.c: freeing, lookup, feature names and the normalised (log, min-max) feature matrix. */
+/* catalog.c: freeing, lookup and the normalised (log, min-max) feature matrix. */
 #include "catalog_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *pl_feature_name(int f)
-{
-    static const char *const names[PL_N_FEATURES] = {
-        "cpu_cores",    "cpu_clock_hz",          "cuda_cores",
-        "gpu_clock_hz", "gpu_mem_bandwidth_Bps", "gpu_count"};
-    return f >= 0 && f < PL_N_FEATURES ? names[f] : "?";
-}
 
 void pl_catalog_free(pl_catalog *c)
 {

@@ -8,16 +8,13 @@
 #include "placer/json.h"
 
 #include <ctype.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define USD_MAX 1e5     /* per hour: as the cluster reader */
-#define GPUS_MAX 64     /* per configuration: clouds rent at most 16 per VM */
-#define CORES_MAX 4096  /* CPU cores or vCPUs */
-#define LINK_BW_MIN 1e3 /* bytes/s, as the cluster reader: smaller is a unit mistake */
-#define LINK_BW_MAX 1e13
-#define LATENCY_MAX 1.0
+#define GPUS_MAX 64    /* per configuration: clouds rent at most 16 per VM */
+#define CORES_MAX 4096 /* CPU cores or vCPUs */
 
 static const char *const catalog_fields[] = {"format", "name",    "description",
                                              "source", "configs", NULL};
@@ -66,25 +63,15 @@ static int read_text(const pl_json *o, const char *field, bool required, char **
 
 /* ---- models ---- */
 
-/* Refuses `model`, unknown among the table's rows of `kind`: the closest row, or all of them. */
+/* Refuses `model`, unknown among the table's rows of `kind`, with the cluster reader's
+ * suggestions (the closest rows by name or alias, or all of them). */
 static int unknown_model(const pl_json *o, pl_dev_kind kind, const char *model, pl_err *err)
 {
-    int n;
-    const pl_gpu_spec *specs = pl_gpu_specs(&n);
-    const char **names = pl_malloc((size_t)n * sizeof *names);
-    size_t k = 0;
-    for (int i = 0; i < n; i++)
-        if (specs[i].kind == kind) names[k++] = specs[i].model;
-    const char *near = pl_json_closest(model, names, k);
-    char list[700] = "";
-    for (size_t i = 0, len = 0; i < k && len + 40 < sizeof list; i++)
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s\"%s\"", i ? ", " : "", names[i]);
+    char hint[700];
+    pl_gpu_spec_suggest(model, (int)kind, hint, sizeof hint);
     pl_json at = pl_json_at(o, "model");
-    pl_json_fail(&at, err, "unknown %s model \"%s\"; %s%s%s", pl_dev_kind_name(kind), model,
-                 near ? "did you mean \"" : "the built-in ones are ", near ? near : list,
-                 near ? "\"?" : "");
-    free(names);
-    return -1;
+    return pl_json_fail(&at, err, "unknown %s model \"%s\"; %s", pl_dev_kind_name(kind), model,
+                        hint);
 }
 
 /* The table row of a "model" field, which must be of `kind`. */
@@ -143,27 +130,13 @@ static int read_gpu(const pl_json *cfg, pl_vm_config *v, pl_err *err)
     return 0;
 }
 
-/* {"bandwidth_Bps": "25 GB/s", "latency_s": "5 us"} */
+/* {"bandwidth_Bps": "25 GB/s", "latency_s": "5 us"}: read and checked as a cluster file's
+ * link. */
 static int read_link_object(const pl_json *o, cat_link *l, pl_err *err)
 {
     static const char *const fields[] = {"bandwidth_Bps", "latency_s", "description", NULL};
-    l->lat_s = 0;
-    if (pl_json_check_fields(o, fields, err) < 0 ||
-        pl_json_quantity(o, "bandwidth_Bps", PL_UNIT_BYTES_PER_S, &l->bw_Bps, err) < 0 ||
-        pl_json_opt_quantity(o, "latency_s", PL_UNIT_SECONDS, &l->lat_s, err) < 0)
-        return -1;
-    if (l->bw_Bps < LINK_BW_MIN || l->bw_Bps > LINK_BW_MAX) {
-        pl_json at = pl_json_at(o, "bandwidth_Bps");
-        return pl_json_fail(&at, err,
-                            "a bandwidth of %g bytes/s is outside 1 kB/s .. 10 TB/s: almost "
-                            "certainly a unit mistake; write e.g. \"25 GB/s\"",
-                            l->bw_Bps);
-    }
-    if (l->lat_s > LATENCY_MAX) {
-        pl_json at = pl_json_at(o, "latency_s");
-        return pl_json_fail(&at, err, "a latency of %g s is above 1 s", l->lat_s);
-    }
-    return 0;
+    if (pl_json_check_fields(o, fields, err) < 0) return -1;
+    return pl_cluster_read_link_figures(o, &l->bw_Bps, &l->lat_s, err);
 }
 
 /* "interconnect": a name or a link object; sets the GPU-GPU link and the default host link.
@@ -274,11 +247,11 @@ static int read_price(const pl_json *cfg, pl_vm_config *v, pl_err *err)
 {
     double *p = &v->price_usd_per_hour;
     if (pl_json_quantity(cfg, "price_usd_per_hour", PL_UNIT_USD_PER_HOUR, p, err) < 0) return -1;
-    if (*p <= 0 || *p > USD_MAX) {
-        pl_json at = pl_json_at(cfg, "price_usd_per_hour");
-        return pl_json_fail(&at, err, "a price of %g USD/h is outside (0, %g]", *p, USD_MAX);
-    }
-    if (read_text(cfg, "price_date", true, &v->price_date, err) < 0 ||
+    /* unlike a cluster's optional price, a configuration's must be above 0: DBL_MIN as the
+     * lower limit refuses exactly 0 ("a price of zero is not allowed") */
+    if (pl_json_check_range(cfg, "price_usd_per_hour", *p, DBL_MIN, PL_USD_PER_HOUR_MAX,
+                            PL_UNIT_USD_PER_HOUR, "a price", NULL, err) < 0 ||
+        read_text(cfg, "price_date", true, &v->price_date, err) < 0 ||
         read_text(cfg, "price_source", true, &v->price_source, err) < 0)
         return -1;
     if (!is_date_or_interval(v->price_date))

@@ -7,24 +7,20 @@
 #include "cluster_internal.h"
 #include "placer/json.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Magnitudes outside these are almost certainly a unit mistake (design.md §6: a unit-less
  * bandwidth once produced badly unbalanced splits), so they are refused with a hint. */
-#define LINK_BW_MIN 1e3  /* 1 kB/s */
-#define LINK_BW_MAX 1e13 /* 10 TB/s: above NVLink4's 900 GB/s by an order of magnitude */
-#define LATENCY_MAX 1.0  /* s: a satellite hop is 0.6 s */
-#define MEM_MIN 1e6      /* 1 MB */
-#define MEM_MAX 1.2e18   /* about 1 EiB */
-#define FLOPS_MIN 1e6    /* 1 MFLOP/s */
-#define FLOPS_MAX 1e18   /* 1 EFLOP/s */
-#define MEMBW_MIN 1e6    /* 1 MB/s */
-#define MEMBW_MAX 1e14   /* 100 TB/s */
-#define LAUNCH_MAX 1.0   /* s */
-#define USD_MAX 1e5      /* per hour */
+/* (The link and price limits, shared with the catalogue reader, are in json.h.) */
+#define MEM_MIN 1e6    /* 1 MB */
+#define MEM_MAX 1.2e18 /* about 1 EiB */
+#define FLOPS_MIN 1e6  /* 1 MFLOP/s */
+#define FLOPS_MAX 1e18 /* 1 EFLOP/s */
+#define MEMBW_MIN 1e6  /* 1 MB/s */
+#define MEMBW_MAX 1e14 /* 100 TB/s */
+#define LAUNCH_MAX 1.0 /* s */
 /* Devices plus switches in one file: the reader's matrices are nodes x nodes. Larger
  * synthetic clusters are built in code. */
 #define NODES_MAX 1024
@@ -64,109 +60,6 @@ static int node_find(const reader *r, const char *name)
     return -1;
 }
 
-/* Refuses v outside [lo, hi] (cursor: obj's `field`, or obj itself when field is NULL). */
-static int check_range(const pl_json *obj, const char *field, double v, double lo, double hi,
-                       pl_unit unit, const char *what, const char *hint, pl_err *err)
-{
-    if (v >= lo && v <= hi) return 0;
-    pl_json at = field ? pl_json_at(obj, field) : *obj;
-    const char *sep = hint ? "; " : "";
-    if (v == 0)
-        return pl_json_fail(&at, err, "%s of zero is not allowed%s%s", what, sep, hint ? hint : "");
-    return pl_json_fail(&at, err,
-                        "%s of %g %s is %s than %g %s: almost certainly a unit mistake%s%s", what,
-                        v, pl_unit_name(unit), v < lo ? "smaller" : "larger", v < lo ? lo : hi,
-                        pl_unit_name(unit), sep, hint ? hint : "");
-}
-
-/* ---- unknown models: suggest the closest names ---- */
-
-/* Lower case without ' ', '-', '_' (how pl_gpu_spec_find compares names). */
-static void squash(const char *s, char *out, size_t n)
-{
-    size_t k = 0;
-    for (; *s && k + 1 < n; s++)
-        if (*s != ' ' && *s != '-' && *s != '_') out[k++] = (char)tolower((unsigned char)*s);
-    out[k] = 0;
-}
-
-static int edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    int row[64];
-    if (lb >= 64) lb = 63;
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            diag = up, row[j] = best;
-        }
-    }
-    return row[lb];
-}
-
-/* How far squashed `w` is from one squashed name: a contained name counts as close ("a100"
- * in "a100sxm440gb"), and so does a shared family prefix ("rtx4090" and "rtx2080ti"). */
-static int name_distance(const char *w, const char *m)
-{
-    if (strstr(m, w) || strstr(w, m)) return 1;
-    size_t common = 0;
-    while (w[common] && w[common] == m[common])
-        common++;
-    int d = edit_distance(w, m) - (common >= 3 ? 2 : 0);
-    return d > 0 ? d : 0;
-}
-
-/* How far `word` is from a table row: the nearest of its name and aliases. */
-static int model_distance(const char *word, const pl_gpu_spec *s)
-{
-    char w[64], m[64];
-    squash(word, w, sizeof w);
-    squash(s->model, m, sizeof m);
-    int best = name_distance(w, m);
-    char aliases[256];
-    snprintf(aliases, sizeof aliases, "%s", s->aliases);
-    for (char *save = NULL, *t = strtok_r(aliases, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        squash(t, m, sizeof m);
-        int d = name_distance(w, m);
-        if (d < best) best = d;
-    }
-    return best;
-}
-
-/* Appends to buf (length *len, size n), never past its end. */
-static void add(char *buf, size_t n, size_t *len, const char *a, const char *b)
-{
-    if (*len + 1 >= n) return;
-    int w = snprintf(buf + *len, n - *len, "%s%s", a, b);
-    *len += w < 0 ? 0 : (size_t)w < n - *len ? (size_t)w : n - *len - 1;
-}
-
-/* Up to three table names within a few edits of `word`, or the whole table. */
-static void suggest_models(const char *word, char *buf, size_t n)
-{
-    int n_specs, used = 0;
-    const pl_gpu_spec *specs = pl_gpu_specs(&n_specs);
-    size_t len = 0;
-    buf[0] = 0;
-    int limit = 1 + (int)strlen(word) / 3;
-    for (int d = 0; d <= limit && used < 3; d++)
-        for (int i = 0; i < n_specs && used < 3; i++)
-            if (model_distance(word, &specs[i]) == d) {
-                add(buf, n, &len, used++ ? ", \"" : "did you mean \"", specs[i].model);
-                add(buf, n, &len, "\"", "");
-            }
-    if (used) return add(buf, n, &len, "?", "");
-    add(buf, n, &len, "the built-in models are", "");
-    for (int i = 0; i < n_specs; i++)
-        add(buf, n, &len, i ? ", " : " ", specs[i].model);
-}
-
 /* ---- devices ---- */
 
 static const char *const device_fields[] = {"name",
@@ -203,8 +96,8 @@ static int read_peaks(const pl_json *d, double peaks[PL_PREC_COUNT], pl_err *err
     if (!json_is_object(p.v)) {
         if (pl_json_quantity(d, "peak_flops_per_s", PL_UNIT_FLOPS_PER_S, &peaks[0], err) < 0)
             return -1;
-        return check_range(d, "peak_flops_per_s", peaks[0], FLOPS_MIN, FLOPS_MAX,
-                           PL_UNIT_FLOPS_PER_S, "a peak", NULL, err) < 0
+        return pl_json_check_range(d, "peak_flops_per_s", peaks[0], FLOPS_MIN, FLOPS_MAX,
+                                   PL_UNIT_FLOPS_PER_S, "a peak", NULL, err) < 0
                    ? -1
                    : 1;
     }
@@ -218,8 +111,8 @@ static int read_peaks(const pl_json *d, double peaks[PL_PREC_COUNT], pl_err *err
         if (rc < 0) return -1;
         /* 0 says "no fast path" for the narrow types; fp32 is what everything falls back on */
         if (rc && (k == PL_PREC_FP32 || peaks[k] != 0) &&
-            check_range(&p, names[k], peaks[k], FLOPS_MIN, FLOPS_MAX, PL_UNIT_FLOPS_PER_S, "a peak",
-                        NULL, err) < 0)
+            pl_json_check_range(&p, names[k], peaks[k], FLOPS_MIN, FLOPS_MAX, PL_UNIT_FLOPS_PER_S,
+                                "a peak", NULL, err) < 0)
             return -1;
         if (rc && k == PL_PREC_FP32) fp32 = 1;
     }
@@ -232,22 +125,22 @@ static int read_figures(const pl_json *d, pl_device *t, bool *full, pl_err *err)
 {
     int mem = pl_json_opt_quantity(d, "memory_bytes", PL_UNIT_BYTES, &t->memory_bytes, err);
     if (mem < 0) return -1;
-    if (mem && check_range(d, "memory_bytes", t->memory_bytes, MEM_MIN, MEM_MAX, PL_UNIT_BYTES,
-                           "a memory", "write e.g. \"16 GiB\"", err) < 0)
+    if (mem && pl_json_check_range(d, "memory_bytes", t->memory_bytes, MEM_MIN, MEM_MAX,
+                                   PL_UNIT_BYTES, "a memory", "write e.g. \"16 GiB\"", err) < 0)
         return -1;
     int fp32 = read_peaks(d, t->peak_flops_per_s, err);
     if (fp32 < 0) return -1;
     int bw = pl_json_opt_quantity(d, "mem_bandwidth_Bps", PL_UNIT_BYTES_PER_S,
                                   &t->mem_bandwidth_Bps, err);
     if (bw < 0) return -1;
-    if (bw &&
-        check_range(d, "mem_bandwidth_Bps", t->mem_bandwidth_Bps, MEMBW_MIN, MEMBW_MAX,
-                    PL_UNIT_BYTES_PER_S, "a memory bandwidth", "write e.g. \"900 GB/s\"", err) < 0)
+    if (bw && pl_json_check_range(d, "mem_bandwidth_Bps", t->mem_bandwidth_Bps, MEMBW_MIN,
+                                  MEMBW_MAX, PL_UNIT_BYTES_PER_S, "a memory bandwidth",
+                                  "write e.g. \"900 GB/s\"", err) < 0)
         return -1;
     if (pl_json_opt_quantity(d, "launch_overhead_s", PL_UNIT_SECONDS, &t->launch_overhead_s, err) <
             0 ||
-        check_range(d, "launch_overhead_s", t->launch_overhead_s, 0, LAUNCH_MAX, PL_UNIT_SECONDS,
-                    "a launch overhead", "write e.g. \"5 us\"", err) < 0)
+        pl_json_check_range(d, "launch_overhead_s", t->launch_overhead_s, 0, LAUNCH_MAX,
+                            PL_UNIT_SECONDS, "a launch overhead", "write e.g. \"5 us\"", err) < 0)
         return -1;
     *full = mem && fp32 && bw;
     return 0;
@@ -261,7 +154,7 @@ static int unknown_model(const pl_json *d, const char *model, pl_err *err)
                             "\"memory_bytes\", \"peak_flops_per_s\" (with fp32) and "
                             "\"mem_bandwidth_Bps\"");
     char hint[700];
-    suggest_models(model, hint, sizeof hint);
+    pl_gpu_spec_suggest(model, -1, hint, sizeof hint);
     pl_json at = pl_json_at(d, "model");
     return pl_json_fail(&at, err,
                         "unknown model \"%s\"; %s (or describe the device with kind, "
@@ -418,19 +311,19 @@ static int read_end(const reader *r, const pl_json *l, const char *field, int *o
     return -1;
 }
 
-/* bandwidth_Bps and latency_s of a link object (latency defaults to 0). */
-static int read_bw_lat(const reader *r, const pl_json *l, double *bw, double *lat)
+int pl_cluster_read_link_figures(const pl_json *l, double *bw, double *lat, pl_err *err)
 {
     *lat = 0;
-    if (pl_json_quantity(l, "bandwidth_Bps", PL_UNIT_BYTES_PER_S, bw, r->err) < 0 ||
-        check_range(l, "bandwidth_Bps", *bw, LINK_BW_MIN, LINK_BW_MAX, PL_UNIT_BYTES_PER_S,
-                    "a link bandwidth",
-                    "write e.g. \"25 GB/s\" or \"100 Gb/s\" (b = bits); leave out a missing link",
-                    r->err) < 0 ||
-        pl_json_opt_quantity(l, "latency_s", PL_UNIT_SECONDS, lat, r->err) < 0)
+    if (pl_json_quantity(l, "bandwidth_Bps", PL_UNIT_BYTES_PER_S, bw, err) < 0 ||
+        pl_json_check_range(l, "bandwidth_Bps", *bw, PL_LINK_BW_MIN, PL_LINK_BW_MAX,
+                            PL_UNIT_BYTES_PER_S, "a link bandwidth",
+                            "write e.g. \"25 GB/s\" or \"100 Gb/s\" (b = bits); leave out a "
+                            "missing link",
+                            err) < 0 ||
+        pl_json_opt_quantity(l, "latency_s", PL_UNIT_SECONDS, lat, err) < 0)
         return -1;
-    return check_range(l, "latency_s", *lat, 0, LATENCY_MAX, PL_UNIT_SECONDS, "a latency",
-                       "write e.g. \"5 us\"", r->err);
+    return pl_json_check_range(l, "latency_s", *lat, 0, PL_LINK_LATENCY_MAX, PL_UNIT_SECONDS,
+                               "a latency", "write e.g. \"5 us\"", err);
 }
 
 static int read_link(reader *r, const pl_json *l, int i, bool topology)
@@ -444,7 +337,8 @@ static int read_link(reader *r, const pl_json *l, int i, bool topology)
     bool both = topology;
     if (pl_json_check_fields(l, topology ? tfields : fields, r->err) < 0 ||
         read_end(r, l, topology ? "a" : "from", &a) < 0 ||
-        read_end(r, l, topology ? "b" : "to", &b) < 0 || read_bw_lat(r, l, &bw, &lat) < 0 ||
+        read_end(r, l, topology ? "b" : "to", &b) < 0 ||
+        pl_cluster_read_link_figures(l, &bw, &lat, r->err) < 0 ||
         (!topology && pl_json_opt_bool(l, "both_ways", &both, r->err) < 0))
         return -1;
     if (a == b) return pl_json_fail(l, r->err, "a link from \"%s\" to itself", node_name(r, a));
@@ -506,15 +400,16 @@ static int matrix_latency(const reader *r, const pl_json *m, size_t i, size_t j,
     *lat = 0;
     if (!l.v || !json_is_array(l.v)) {
         if (pl_json_opt_quantity(m, "latency_s", PL_UNIT_SECONDS, lat, r->err) < 0) return -1;
-        return check_range(m, "latency_s", *lat, 0, LATENCY_MAX, PL_UNIT_SECONDS, "a latency", NULL,
-                           r->err);
+        return pl_json_check_range(m, "latency_s", *lat, 0, PL_LINK_LATENCY_MAX, PL_UNIT_SECONDS,
+                                   "a latency", NULL, r->err);
     }
     if (pl_json_len(&l) != n)
         return pl_json_fail(&l, r->err, "%zu rows for %zu devices", pl_json_len(&l), n);
     if (matrix_row(r, &l, i, n, &row) < 0) return -1;
     pl_json e = pl_json_index(&row, j);
     if (pl_json_opt_quantity(&e, NULL, PL_UNIT_SECONDS, lat, r->err) < 0) return -1;
-    return check_range(&e, NULL, *lat, 0, LATENCY_MAX, PL_UNIT_SECONDS, "a latency", NULL, r->err);
+    return pl_json_check_range(&e, NULL, *lat, 0, PL_LINK_LATENCY_MAX, PL_UNIT_SECONDS, "a latency",
+                               NULL, r->err);
 }
 
 static int matrix_entry(reader *r, const pl_json *m, const pl_json *row, size_t i, size_t j,
@@ -529,8 +424,9 @@ static int matrix_entry(reader *r, const pl_json *m, const pl_json *row, size_t 
     int rc = pl_json_opt_quantity(&e, NULL, PL_UNIT_BYTES_PER_S, &bw, r->err);
     if (rc < 0) return -1;
     if (!rc) return 0; /* null: no direct link, a route is derived */
-    if (check_range(&e, NULL, bw, LINK_BW_MIN, LINK_BW_MAX, PL_UNIT_BYTES_PER_S, "a link bandwidth",
-                    "write e.g. \"44.26 Gb/s\" (b = bits) or \"25 GB/s\"", r->err) < 0 ||
+    if (pl_json_check_range(&e, NULL, bw, PL_LINK_BW_MIN, PL_LINK_BW_MAX, PL_UNIT_BYTES_PER_S,
+                            "a link bandwidth",
+                            "write e.g. \"44.26 Gb/s\" (b = bits) or \"25 GB/s\"", r->err) < 0 ||
         matrix_latency(r, m, i, j, n, &lat) < 0)
         return -1;
     origin o = {SRC_MATRIX, (int)i, (int)j};
@@ -629,8 +525,8 @@ static int read_header(reader *r)
         pl_json_opt_string(o, "name", &name, r->err) < 0 ||
         pl_json_opt_quantity(o, "usd_per_hour", PL_UNIT_USD_PER_HOUR, &r->c->usd_per_hour, r->err) <
             0 ||
-        check_range(o, "usd_per_hour", r->c->usd_per_hour, 0, USD_MAX, PL_UNIT_USD_PER_HOUR,
-                    "a price", NULL, r->err) < 0)
+        pl_json_check_range(o, "usd_per_hour", r->c->usd_per_hour, 0, PL_USD_PER_HOUR_MAX,
+                            PL_UNIT_USD_PER_HOUR, "a price", NULL, r->err) < 0)
         return -1;
     free(r->c->name);
     r->c->name = name ? pl_strdup(name) : pl_file_stem(o->file, "cluster");

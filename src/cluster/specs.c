@@ -24,6 +24,8 @@
 
 #include <ctype.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #define T 1e12
 #define G 1e9
@@ -208,4 +210,93 @@ const char *pl_dev_kind_name(pl_dev_kind k)
         return "accel";
     }
     return "?";
+}
+
+/* ---- unknown models: suggest the closest names (the cluster and catalogue readers) ---- */
+
+/* Lower case without ' ', '-', '_' (how pl_gpu_spec_find compares names). */
+static void squash(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 1 < n; s++)
+        if (*s != ' ' && *s != '-' && *s != '_') out[k++] = (char)tolower((unsigned char)*s);
+    out[k] = 0;
+}
+
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    int row[64];
+    if (lb >= 64) lb = 63;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up, row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+/* How far squashed `w` is from one squashed name: a contained name counts as close ("a100"
+ * in "a100sxm440gb"), and so does a shared family prefix ("rtx4090" and "rtx2080ti"). */
+static int name_distance(const char *w, const char *m)
+{
+    if (strstr(m, w) || strstr(w, m)) return 1;
+    size_t common = 0;
+    while (w[common] && w[common] == m[common])
+        common++;
+    int d = edit_distance(w, m) - (common >= 3 ? 2 : 0);
+    return d > 0 ? d : 0;
+}
+
+/* How far `word` is from a table row: the nearest of its name and aliases. */
+static int model_distance(const char *word, const pl_gpu_spec *s)
+{
+    char w[64], m[64];
+    squash(word, w, sizeof w);
+    squash(s->model, m, sizeof m);
+    int best = name_distance(w, m);
+    char aliases[256];
+    snprintf(aliases, sizeof aliases, "%s", s->aliases);
+    for (char *save = NULL, *t = strtok_r(aliases, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        squash(t, m, sizeof m);
+        int d = name_distance(w, m);
+        if (d < best) best = d;
+    }
+    return best;
+}
+
+/* Appends to buf (length *len, size n), never past its end. */
+static void add(char *buf, size_t n, size_t *len, const char *a, const char *b)
+{
+    if (*len + 1 >= n) return;
+    int w = snprintf(buf + *len, n - *len, "%s%s", a, b);
+    *len += w < 0 ? 0 : (size_t)w < n - *len ? (size_t)w : n - *len - 1;
+}
+
+void pl_gpu_spec_suggest(const char *word, int kind, char *buf, size_t n)
+{
+    int n_specs, used = 0;
+    const pl_gpu_spec *specs = pl_gpu_specs(&n_specs);
+    size_t len = 0;
+    buf[0] = 0;
+    int limit = 1 + (int)strlen(word) / 3;
+    for (int d = 0; d <= limit && used < 3; d++)
+        for (int i = 0; i < n_specs && used < 3; i++)
+            if ((kind < 0 || (int)specs[i].kind == kind) && model_distance(word, &specs[i]) == d) {
+                add(buf, n, &len, used++ ? ", \"" : "did you mean \"", specs[i].model);
+                add(buf, n, &len, "\"", "");
+            }
+    if (used) return add(buf, n, &len, "?", "");
+    add(buf, n, &len, "the built-in ", kind < 0 ? "" : pl_dev_kind_name((pl_dev_kind)kind));
+    add(buf, n, &len, kind < 0 ? "models are" : " models are", "");
+    for (int i = 0, k = 0; i < n_specs; i++)
+        if (kind < 0 || (int)specs[i].kind == kind)
+            add(buf, n, &len, k++ ? ", " : " ", specs[i].model);
 }

@@ -567,3 +567,17 @@ int pl_json_opt_quantity(const pl_json *o, const char *f, pl_unit u, double *out
 {
     return get_quantity(o, f, false, u, out, err);
 }
+
+int pl_json_check_range(const pl_json *obj, const char *field, double v, double lo, double hi,
+                        pl_unit unit, const char *what, const char *hint, pl_err *err)
+{
+    if (v >= lo && v <= hi) return 0;
+    pl_json at = field ? pl_json_at(obj, field) : *obj;
+    const char *sep = hint ? "; " : "";
+    if (v == 0)
+        return pl_json_fail(&at, err, "%s of zero is not allowed%s%s", what, sep, hint ? hint : "");
+    return pl_json_fail(&at, err,
+                        "%s of %g %s is %s than %g %s: almost certainly a unit mistake%s%s", what,
+                        v, pl_unit_name(unit), v < lo ? "smaller" : "larger", v < lo ? lo : hi,
+                        pl_unit_name(unit), sep, hint ? hint : "");
+}

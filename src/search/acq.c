@@ -6,27 +6,12 @@
 #include <math.h>
 
 #define INV_SQRT2 0.70710678118654752440
-#define INV_SQRT_2PI 0.39894228040143267794
 
 /* Φ through erfc rather than erf: erfc keeps its relative accuracy in the lower tail, where
  * EI and the SLO probability of hopeless candidates live. */
 static double norm_cdf(double z)
 {
     return 0.5 * erfc(-z * INV_SQRT2);
-}
-
-static double norm_pdf(double z)
-{
-    return INV_SQRT_2PI * exp(-0.5 * z * z);
-}
-
-double pl_ei_normal(double mu, double sigma, double best)
-{
-    double gap = best - mu;
-    if (!(sigma > 0)) return gap > 0 ? gap : 0;
-    double z = gap / sigma;
-    double ei = gap * norm_cdf(z) + sigma * norm_pdf(z);
-    return ei > 0 ? ei : 0; /* cancellation far in the tail can leave a tiny negative */
 }
 
 double pl_ei_lognormal(double price, double mu, double sigma, double best)

@@ -18,6 +18,8 @@ enum { DEFAULT_INIT = 2, POP_CHILDREN = 16, FIT_FROM = 8 };
 typedef struct surrogate {
     pl_gp gp;
     bool ok;          /* a GP was fitted (at least two trials ran) */
+    int n;            /* the trials that ran when it was fitted; -1 before the first fit */
+    unsigned seed;    /* the seed of that fit (pl_gp_fit's starts, from FIT_FROM trials on) */
     double a, b;      /* the trend: ln latency ≈ a + b · capability (docs/search.md) */
     double best_cost; /* the cheapest trial meeting the SLO; INFINITY before one does */
 } surrogate;
@@ -33,16 +35,6 @@ static double dist2(const double *a, const double *b)
     for (int f = 0; f < PL_N_FEATURES; f++)
         d += (a[f] - b[f]) * (a[f] - b[f]);
     return d;
-}
-
-/* A configuration's capability: the mean of its normalised log features. */
-static double capability(const searcher *S, int k)
-{
-    const double *x = feat_of(S, k);
-    double c = 0;
-    for (int f = 0; f < PL_N_FEATURES; f++)
-        c += x[f];
-    return c / PL_N_FEATURES;
 }
 
 /* Least squares y ≈ a + b s, b kept <= 0 (more hardware is never slower in expectation); the
@@ -67,24 +59,31 @@ static void fit_trend(surrogate *m, const double *s, double *y, int n)
  * on the benchmark: docs/search.md. */
 static int fixed_fit(surrogate *m, const double *X, const double *y, int n, pl_err *err)
 {
-    pl_gp_hyper h = {.signal_var = 0, .noise_var = 0};
-    double mean = 0, var = 0;
-    for (int i = 0; i < n; i++)
-        mean += y[i] / n;
-    for (int i = 0; i < n; i++)
-        var += (y[i] - mean) * (y[i] - mean) / n;
+    pl_gp_hyper h = {.signal_var = pl_gp_y_scale(y, n)};
     for (int f = 0; f < PL_N_FEATURES; f++)
         h.length[f] = 1.0;
-    h.signal_var = fmax(var, 0.01);
     h.noise_var = 1e-4 * h.signal_var;
     return pl_gp_condition(&m->gp, X, y, n, PL_N_FEATURES, &h, err);
 }
 
-static int surrogate_fit(searcher *S, surrogate *m, pl_err *err)
+static void surrogate_free(surrogate *m)
+{
+    if (m->ok) pl_gp_free(&m->gp);
+    m->ok = false;
+}
+
+/* Fits the surrogate to the trials that ran, unless it already is: a trial where the model did
+ * not run adds no data, and the same data with the same seed gives the same fit. */
+static int surrogate_update(searcher *S, surrogate *m, pl_err *err)
 {
     const pl_search_result *r = S->r;
-    memset(m, 0, sizeof *m);
     m->best_cost = r->best >= 0 ? r->trials[r->best].cost_usd : INFINITY;
+    int runs = 0;
+    for (int i = 0; i < r->n_trials; i++)
+        runs += r->trials[i].runs;
+    if (runs == m->n && (runs < FIT_FROM || S->seed == m->seed)) return 0;
+    surrogate_free(m);
+    m->n = runs, m->seed = S->seed, m->a = m->b = 0;
     int n = 0;
     double *X = pl_malloc(((size_t)r->n_trials * PL_N_FEATURES + 1) * sizeof *X);
     double *y = pl_malloc((r->n_trials + 1) * sizeof *y);
@@ -93,7 +92,7 @@ static int surrogate_fit(searcher *S, surrogate *m, pl_err *err)
         if (!r->trials[i].runs) continue;
         memcpy(X + (size_t)n * PL_N_FEATURES, feat_of(S, r->trials[i].config),
                PL_N_FEATURES * sizeof *X);
-        cap[n] = capability(S, r->trials[i].config);
+        cap[n] = S->capability[r->trials[i].config];
         y[n++] = log(r->trials[i].latency_s);
     }
     int rc = 0;
@@ -102,6 +101,7 @@ static int surrogate_fit(searcher *S, surrogate *m, pl_err *err)
         rc = n < FIT_FROM ? fixed_fit(m, X, y, n, err)
                           : pl_gp_fit(&m->gp, X, y, n, PL_N_FEATURES, S->seed, err);
         m->ok = rc == 0;
+        if (rc < 0) m->n = -1; /* not fitted: try again next time */
     }
     free(X), free(y), free(cap);
     return rc;
@@ -120,7 +120,7 @@ static double surrogate_acq(const searcher *S, const surrogate *m, int k)
 {
     double mu, var;
     pl_gp_predict(&m->gp, feat_of(S, k), &mu, &var);
-    mu += m->a + m->b * capability(S, k);
+    mu += m->a + m->b * S->capability[k];
     /* the predictive spread of a new trial: the latent variance plus the noise the fit found
      * (trials are not exact repeats: placement searches and measurements vary) */
     double sigma = sqrt(fmax(var, 0) + m->gp.h.noise_var);
@@ -128,12 +128,6 @@ static double surrogate_acq(const searcher *S, const surrogate *m, int k)
     double price_per_s = S->cat->configs[k].price_usd_per_hour / 3600;
     return pl_prob_meets(mu, sigma, S->o->slo_s) *
            pl_ei_lognormal(price_per_s, mu, sigma, m->best_cost);
-}
-
-static void surrogate_free(surrogate *m)
-{
-    if (m->ok) pl_gp_free(&m->gp);
-    m->ok = false;
 }
 
 /* The untried candidate whose features are nearest x (Euclidean), or -1. */
@@ -180,22 +174,21 @@ static int initial(searcher *S, int n_default, pl_err *err)
 /* A proposer fills `cands` (untried configurations) for the surrogate to score. */
 typedef int (*proposer)(searcher *S, int *cands);
 
-/* One model-based step: fit, score what the proposer offers, try the best. Returns 1 when the
- * search should stop (the acquisition says nothing worthwhile is left), -1 on error. */
-static int step(searcher *S, proposer propose, bool may_stop, pl_err *err)
+/* One model-based step: fit (when the data changed), score what the proposer offers, try the
+ * best. Returns 1 when the search should stop (the acquisition says nothing worthwhile is
+ * left), -1 on error. */
+static int step(searcher *S, surrogate *m, proposer propose, bool may_stop, pl_err *err)
 {
-    surrogate m;
-    if (surrogate_fit(S, &m, err) < 0) return -1;
-    if (!m.ok) return search_trial(S, search_random_untried(S), NAN, err) < 0 ? -1 : 0;
+    if (surrogate_update(S, m, err) < 0) return -1;
+    if (!m->ok) return search_trial(S, search_random_untried(S), NAN, err) < 0 ? -1 : 0;
     int *cands = pl_malloc((S->cat->n + POP_CHILDREN + 1) * sizeof *cands);
     int nc = propose(S, cands), pick = -1;
     double best = -1;
     for (int i = 0; i < nc; i++) {
-        double a = surrogate_acq(S, &m, cands[i]);
+        double a = surrogate_acq(S, m, cands[i]);
         if (a > best) best = a, pick = cands[i];
     }
     free(cands);
-    surrogate_free(&m);
     double gain = S->o->min_gain > 0 ? S->o->min_gain : 1e-3;
     may_stop &= S->o->min_gain >= 0;
     if (may_stop && S->r->best >= 0 && best < gain * S->r->trials[S->r->best].cost_usd) {
@@ -213,11 +206,12 @@ static int step(searcher *S, proposer propose, bool may_stop, pl_err *err)
 static int run(searcher *S, proposer propose, bool may_stop, int n_init, pl_err *err)
 {
     if (initial(S, n_init, err) < 0) return -1;
-    while (search_can_go_on(S)) {
-        int rc = step(S, propose, may_stop, err);
-        if (rc != 0) return rc < 0 ? -1 : 0;
-    }
-    return 0;
+    surrogate m = {.n = -1};
+    int rc = 0;
+    while (rc == 0 && search_can_go_on(S))
+        rc = step(S, &m, propose, may_stop, err);
+    surrogate_free(&m);
+    return rc < 0 ? -1 : 0;
 }
 
 /* BO: the acquisition over every untried candidate (the catalogue is small and discrete, so
@@ -250,12 +244,6 @@ static double badness(const pl_trial_record *t)
     return t->meets_slo ? t->cost_usd : t->runs ? 1e6 + t->latency_s : 1e12;
 }
 
-/* The features of trial `trial`. */
-static const double *feat(const searcher *S, int trial)
-{
-    return feat_of(S, S->r->trials[trial].config);
-}
-
 static int tournament(searcher *S, int n)
 {
     int a = rand_r(&S->seed) % n, b = rand_r(&S->seed) % n;
@@ -277,7 +265,8 @@ static int ga_children(searcher *S, int *cands)
 {
     int np = S->r->n_trials, n = 0;
     for (int c = 0; c < POP_CHILDREN && np > 0; c++) {
-        const double *a = feat(S, tournament(S, np)), *b = feat(S, tournament(S, np));
+        const double *a = feat_of(S, S->r->trials[tournament(S, np)].config),
+                     *b = feat_of(S, S->r->trials[tournament(S, np)].config);
         double x[PL_N_FEATURES];
         for (int f = 0; f < PL_N_FEATURES; f++) {
             x[f] = uniform01(S) < 0.5 ? a[f] : b[f];
@@ -298,8 +287,11 @@ static int de_children(searcher *S, int *cands)
 {
     int np = S->r->n_trials, n = 0;
     for (int c = 0; c < POP_CHILDREN && np >= 3; c++) {
-        const double *t = feat(S, c % np), *a = feat(S, rand_r(&S->seed) % np),
-                     *b = feat(S, rand_r(&S->seed) % np), *d = feat(S, rand_r(&S->seed) % np);
+        const pl_trial_record *tr = S->r->trials;
+        const double *t = feat_of(S, tr[c % np].config),
+                     *a = feat_of(S, tr[rand_r(&S->seed) % np].config),
+                     *b = feat_of(S, tr[rand_r(&S->seed) % np].config),
+                     *d = feat_of(S, tr[rand_r(&S->seed) % np].config);
         int keep = rand_r(&S->seed) % PL_N_FEATURES;
         double x[PL_N_FEATURES];
         for (int f = 0; f < PL_N_FEATURES; f++)

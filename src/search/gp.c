@@ -15,7 +15,7 @@
 
 /* Bounds of the fit. Features are scaled to [0, 1], so a length below 0.05 would let the GP
  * interpolate between neighbouring configurations with nothing in common, and one above 20 is
- * already "this feature does not matter". Variances are relative to var(y) (see y_scale). */
+ * already "this feature does not matter". Variances are relative to var(y) (see pl_gp_y_scale). */
 #define GP_LEN_MIN 0.05
 #define GP_LEN_MAX 20.0
 #define GP_SIGNAL_MIN 1e-3
@@ -262,7 +262,7 @@ static double objective(const fit_ctx *c, const double *th, double *grad)
 
 /* The scale of y for the bounds and starts: var(y) floored, or 1 when n = 1 (one latency
  * says nothing of the spread; a factor e is typical across cloud configurations). */
-static double y_scale(const double *y, int n)
+double pl_gp_y_scale(const double *y, int n)
 {
     if (n < 2) return 1.0;
     double m = mean_of(y, n), s = 0;
@@ -378,7 +378,7 @@ int pl_gp_fit(pl_gp *gp, const double *X, const double *y, int n, int d, unsigne
     memset(gp, 0, sizeof *gp);
     if (check_inputs(X, y, n, d, err) < 0) return -1;
     fit_ctx c = {.X = X, .y = y, .n = n, .d = d, .np = d + 2};
-    double v = y_scale(y, n);
+    double v = pl_gp_y_scale(y, n);
     set_bounds(&c, v);
     uint64_t rng = seed;
     double best[GP_NP], th[GP_NP], fbest = -INFINITY;

@@ -14,7 +14,8 @@ typedef struct searcher {
     bool *cand;  /* configuration may be tried (not retired, unless asked) */
     bool *tried; /* never proposed twice */
     int n_cand, n_left, cap;
-    double *F; /* pl_catalog_features, n × PL_N_FEATURES */
+    double *F;          /* pl_catalog_features, n × PL_N_FEATURES */
+    double *capability; /* per configuration, the mean of its row of F (the surrogate's trend) */
     double t0;
     unsigned seed;
 } searcher;

@@ -147,6 +147,14 @@ static void searcher_init(searcher *S, const pl_catalog *cat, const pl_search_op
     S->n_left = S->n_cand;
     S->F = pl_malloc(((size_t)cat->n * PL_N_FEATURES + 1) * sizeof *S->F);
     pl_catalog_features(cat, S->F);
+    /* a configuration's capability: the mean of its normalised log features (bo.c's trend),
+     * computed once rather than for every candidate at every step */
+    S->capability = pl_calloc(cat->n + 1, sizeof *S->capability);
+    for (int k = 0; k < cat->n; k++) {
+        for (int f = 0; f < PL_N_FEATURES; f++)
+            S->capability[k] += S->F[(size_t)k * PL_N_FEATURES + f];
+        S->capability[k] /= PL_N_FEATURES;
+    }
     S->seed = o->seed ? o->seed : 1;
     S->t0 = pl_now();
 }
@@ -174,7 +182,7 @@ int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opt
     r->startup_s = w->startup_s;
     r->n_candidates = S.n_cand;
     r->total_s = pl_now() - S.t0;
-    free(S.cand), free(S.tried), free(S.F);
+    free(S.cand), free(S.tried), free(S.F), free(S.capability);
     return rc;
 }
 

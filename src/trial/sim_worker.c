@@ -18,6 +18,8 @@ typedef struct sim_state {
     pl_contention contention;
     unsigned seed;
     pl_cost_params params;
+    const pl_algo **list; /* the algorithms of `algos`, resolved once at start */
+    int n_list;
     pl_graph *g;
 } sim_state;
 
@@ -29,9 +31,37 @@ static char **dup_list(const char **v, int n)
     return o;
 }
 
+/* Resolves the comma-separated algorithm names (empty items skipped), so that a misspelt
+ * name is refused before the model is loaded rather than at the first trial. */
+static int resolve_algos(sim_state *s, pl_err *err)
+{
+    char *list = pl_strdup(s->algos);
+    free(s->list); /* a start that failed may be retried */
+    s->list = pl_calloc(strlen(list) / 2 + 2, sizeof *s->list);
+    s->n_list = 0;
+    int rc = 0;
+    for (char *save, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const pl_algo *a = pl_algo_find(tok);
+        if (a) {
+            s->list[s->n_list++] = a;
+            continue;
+        }
+        int n;
+        const pl_algo *all = pl_algo_list(&n);
+        char known[512] = "";
+        for (int i = 0, at = 0; i < n && at < (int)sizeof known; i++)
+            at += snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", all[i].name);
+        rc = pl_err_set(err, "unknown placement algorithm '%s' in --algos (known: %s)", tok, known);
+        break;
+    }
+    free(list);
+    return rc;
+}
+
 static int sim_start(pl_trial_worker *w, pl_err *err)
 {
     sim_state *s = w->state;
+    if (resolve_algos(s, err) < 0) return -1;
     s->g = pl_graph_load(s->model_path, &s->load, err);
     return s->g ? 0 : -1;
 }
@@ -71,15 +101,9 @@ static int sim_trial(pl_trial_worker *w, const pl_cluster *c, pl_trial_out *out,
     sim_state *s = w->state;
     pl_cost *k = pl_cost_new(s->g, c, &s->params, NULL, 0, err);
     if (!k) return -1;
-    char list[256];
-    snprintf(list, sizeof list, "%s", s->algos);
     bool split = false;
-    for (char *save, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        const pl_algo *a = pl_algo_find(tok);
-        if (!a) {
-            pl_cost_free(k);
-            return pl_err_set(err, "trial: unknown placement algorithm '%s'", tok);
-        }
+    for (int i = 0; i < s->n_list; i++) {
+        const pl_algo *a = s->list[i];
         pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
         pl_err e = {{0}};
         double ms = try_algo(s, k, a, p, &e);
@@ -107,7 +131,7 @@ static void sim_stop(pl_trial_worker *w)
         free((char *)s->shapes[i]);
     free(s->dims), free(s->shapes);
     pl_graph_free(s->g);
-    free(s->model_path), free(s->algos), free(s);
+    free(s->list), free(s->model_path), free(s->algos), free(s);
 }
 
 static const pl_trial_worker_ops SIM_OPS = {"sim", sim_start, sim_trial, sim_stop};
