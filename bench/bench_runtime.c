@@ -26,25 +26,24 @@ static int fail(const pl_err *err)
     return -1;
 }
 
-/* One trial on a loaded worker: a warm-up and a timed request. */
-static int trial(pl_ort *w, double *run_s, pl_err *err)
+/* One trial on a loaded worker: a warm-up and a timed request (timed by the caller, whole). */
+static int trial(pl_ort *w, pl_err *err)
 {
     pl_ort_result r = {0};
     if (pl_ort_run(w, 1, 1, &r, err) < 0) return -1;
-    *run_s = r.latency_s[0];
     pl_ort_result_free(&r);
     return 0;
 }
 
 /* Start-up (start + load) and the trial's whole time, for a fresh worker. */
-static int fresh(const char *path, double *startup_s, double *total_s, double *run_s, pl_err *err)
+static int fresh(const char *path, double *startup_s, double *total_s, pl_err *err)
 {
     double t0 = pl_now();
     pl_ort_opts o = {0};
     pl_ort *w = pl_ort_start(&o, err);
     if (!w || pl_ort_load(w, &path, 1, err) < 0) return pl_ort_stop(w), -1;
     *startup_s = pl_now() - t0;
-    int rc = trial(w, run_s, err);
+    int rc = trial(w, err);
     *total_s = pl_now() - t0;
     pl_ort_stop(w);
     return rc;
@@ -55,20 +54,20 @@ static int measure(pl_table *t, const char *model, int n)
     pl_err err = {""};
     char path[1024];
     if (pl_inflate_model(model, "build/ort-cache", path, sizeof path, &err) < 0) return fail(&err);
-    double restart = 0, startup = 0, run;
+    double restart = 0, startup = 0;
     for (int i = 0; i < n; i++) {
         double s, total;
-        if (fresh(path, &s, &total, &run, &err) < 0) return fail(&err);
+        if (fresh(path, &s, &total, &err) < 0) return fail(&err);
         restart += total, startup += s;
     }
-    double t1 = pl_now(), once_s, dummy;
+    double t1 = pl_now(), once_s;
     pl_ort_opts o = {0};
     const char *p = path;
     pl_ort *w = pl_ort_start(&o, &err);
     if (!w || pl_ort_load(w, &p, 1, &err) < 0) return pl_ort_stop(w), fail(&err);
     once_s = pl_now() - t1;
     for (int i = 0; i < n; i++)
-        if (trial(w, &dummy, &err) < 0) return pl_ort_stop(w), fail(&err);
+        if (trial(w, &err) < 0) return pl_ort_stop(w), fail(&err);
     double persistent = pl_now() - t1;
     pl_ort_stop(w);
     pl_table_row(t, "%s|%d|%.3f|%.3f|%.0f%%|%.3f|%.3f|%.1fx", base(model), n, restart / n,

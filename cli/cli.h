@@ -60,6 +60,9 @@ void *cli_links_json(const cli_ctx *x, const pl_sim_result *r);
  * *plan is the plan (with predicted_makespan_s set) and r the result. */
 int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, const pl_sim_opts *so,
                  pl_plan **plan, pl_sim_result *r, pl_err *err);
+/* A whole number in [lo, hi] for option `opt` of `verb` into *out; -1 after printing the
+ * error. */
+int cli_count(const char *verb, const char *opt, const char *v, long lo, long hi, long *out);
 /* Parses "60s", "500ms", ... for --time-limit. */
 int cli_seconds(const char *verb, const char *opt, const char *v, double *out);
 /* Progress on stderr, only when it is a terminal. */

@@ -51,10 +51,8 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
         return o->contention_set = true, 1;
     }
     if (cli_opt(argc, argv, i, "--requests", &v)) {
-        char *end;
-        long r = v ? strtol(v, &end, 10) : 0;
-        if (!v || *end || r < 1 || r > 100000)
-            return cli_fail(verb, "--requests wants a count from 1 to 100000"), -1;
+        long r;
+        if (cli_count(verb, "--requests", v, 1, 100000, &r) < 0) return -1;
         return o->requests = (int)r, 1;
     }
     if (argv[*i][0] == '-' && argv[*i][1]) return 0;
@@ -242,6 +240,15 @@ int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, co
     }
     (*plan)->predicted_makespan_s = r->makespan_s;
     return 0;
+}
+
+int cli_count(const char *verb, const char *opt, const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || x < lo || x > hi)
+        return cli_fail(verb, "%s wants a whole number from %ld to %ld", opt, lo, hi), -1;
+    return *out = x, 0;
 }
 
 int cli_seconds(const char *verb, const char *opt, const char *v, double *out)

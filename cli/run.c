@@ -82,7 +82,8 @@ static stage_stats *stats_of(const pl_ort_result *r)
 }
 
 /* The split's stages again, from the plan (pl_split_stages is deterministic), to price each
- * stage's ops on its device; and the simulated makespan of the plan. */
+ * stage's ops on its device; and the simulated makespan of the plan. The model must be the one
+ * the manifest was written from (its sha256), else the stages priced are not the ones run. */
 static int predict(const run_opts *o, const pl_split_manifest *m, prediction *p)
 {
     cli_common co = o->co;
@@ -93,10 +94,17 @@ static int predict(const run_opts *o, const pl_split_manifest *m, prediction *p)
     pl_stages s = {0};
     pl_sim_opts so = {0};
     pl_sim_result r = {0};
-    pl_plan *plan = pl_plan_load(o->plan, x.g, x.c, &err);
+    const char *sha = pl_graph_sha256(x.g, &err);
+    pl_plan *plan =
+        sha && !strcmp(sha, m->model_sha256) ? pl_plan_load(o->plan, x.g, x.c, &err) : NULL;
     int rc = -1;
-    if (!plan || pl_split_stages_by(x.g, plan, m->cut, &s, &err) < 0 ||
-        pl_simulate(x.k, plan, &so, &r, &err) < 0)
+    if (sha && strcmp(sha, m->model_sha256))
+        cli_fail("run",
+                 "%s/manifest.json was split from a model with sha256 %s, but %s has %s: not "
+                 "the model this split was made from",
+                 o->dir, m->model_sha256, m->model_path, sha);
+    else if (!plan || pl_split_stages_by(x.g, plan, m->cut, &s, &err) < 0 ||
+             pl_simulate(x.k, plan, &so, &r, &err) < 0)
         cli_fail("run", "%s", err.msg);
     else if (s.n != m->n)
         cli_fail("run",
@@ -325,16 +333,6 @@ static int run(run_opts *o)
     return status;
 }
 
-/* A whole number in [lo, hi] for option `opt`; -1 after printing the error. */
-static int count_opt(const char *opt, const char *v, long lo, long hi, long *out)
-{
-    char *end;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || !*v || *end || x < lo || x > hi)
-        return cli_fail("run", "%s wants a whole number from %ld to %ld", opt, lo, hi), -1;
-    return *out = x, 0;
-}
-
 static int parse(int argc, char **argv, run_opts *o)
 {
     const char *v;
@@ -352,16 +350,16 @@ static int parse(int argc, char **argv, run_opts *o)
         else if (cli_opt(argc, argv, &i, "--trace", &v))
             o->trace = v;
         else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
-            if (count_opt("--repeat", v, 1, 100000, &x) < 0) return -1;
+            if (cli_count("run", "--repeat", v, 1, 100000, &x) < 0) return -1;
             o->repeat = (int)x;
         } else if (cli_opt(argc, argv, &i, "--warmup", &v)) {
-            if (count_opt("--warmup", v, 0, 100000, &x) < 0) return -1;
+            if (cli_count("run", "--warmup", v, 0, 100000, &x) < 0) return -1;
             o->warmup = (int)x;
         } else if (cli_opt(argc, argv, &i, "--seed", &v)) {
-            if (count_opt("--seed", v, 1, 2147483647, &x) < 0) return -1;
+            if (cli_count("run", "--seed", v, 1, 2147483647, &x) < 0) return -1;
             o->seed = (unsigned)x;
         } else if (cli_opt(argc, argv, &i, "--int-high", &v)) {
-            if (count_opt("--int-high", v, 1, 2147483647, &x) < 0) return -1;
+            if (cli_count("run", "--int-high", v, 1, 2147483647, &x) < 0) return -1;
             o->int_high = (int)x;
         } else
             return cli_fail("run", "unknown option '%s'\n%s", argv[i], help), -1;

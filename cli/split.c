@@ -18,14 +18,18 @@ static const char *help =
     "  --cut schedule a stage ends after every send and starts at every receive, so stages\n"
     "                 overlap as the plan's ops do in the simulator (for `placer run`)\n";
 
-static double bytes_in(const pl_graph *g, const pl_stages *s, int j, bool from_stages)
+/* Stage j's inputs made by other stages: how many, and their bytes in *bytes. */
+static int from_stages(const pl_graph *g, const pl_stages *s, int j, double *bytes)
 {
-    double b = 0;
+    int n = 0;
+    *bytes = 0;
     for (int k = 0; k < s->st[j].n_inputs; k++) {
         int t = s->st[j].inputs[k];
-        if ((s->maker[t] >= 0) == from_stages && g->tensors[t].bytes > 0) b += g->tensors[t].bytes;
+        if (s->maker[t] < 0) continue;
+        n++;
+        if (g->tensors[t].bytes > 0) *bytes += g->tensors[t].bytes;
     }
-    return b;
+    return n;
 }
 
 static void print_text(const cli_ctx *x, const pl_stages *s, const char *dir)
@@ -35,15 +39,13 @@ static void print_text(const cli_ctx *x, const pl_stages *s, const char *dir)
     int *to = pl_malloc((size_t)(s->n ? s->n : 1) * sizeof *to);
     for (int j = 0; j < s->n; j++) {
         const pl_stage *st = &s->st[j];
-        int n_from = 0, n_sent = 0;
-        for (int k = 0; k < st->n_inputs; k++)
-            n_from += s->maker[st->inputs[k]] >= 0;
+        double bytes;
+        int n_from = from_stages(x->g, s, j, &bytes), n_sent = 0;
         for (int k = 0; k < st->n_outputs; k++)
             n_sent += pl_split_readers(x->g, s, st->outputs[k], to) > 0;
         char b[32];
         pl_table_row(t, "stage_%02d|%s|%d|%d|%s|%d|%d", j, x->c->devs[st->dev].name, st->n_ops,
-                     n_from, pl_fmt_bytes(bytes_in(x->g, s, j, true), b, sizeof b), st->n_outputs,
-                     n_sent);
+                     n_from, pl_fmt_bytes(bytes, b, sizeof b), st->n_outputs, n_sent);
     }
     free(to);
     printf("%-8s %s (%d ops) into %d stages in %s (manifest.json)\n\n", "split",
@@ -52,16 +54,19 @@ static void print_text(const cli_ctx *x, const pl_stages *s, const char *dir)
     pl_table_free(t);
 }
 
-static void print_json(const char *dir)
+/* The manifest as written, read back: what --json prints is exactly what `placer run` reads. */
+static int print_json(const char *dir)
 {
     char *path = pl_malloc(strlen(dir) + 32);
     sprintf(path, "%s/manifest.json", dir);
     json_error_t e;
     json_t *m = json_load_file(path, JSON_PRESERVE_ORDER, &e);
+    int rc = m ? 0 : cli_fail("split", "%s: cannot read it back: %s", path, e.text);
     free(path);
-    if (!m) return;
+    if (!m) return rc;
     json_object_set_new(m, "dir", json_string(dir));
     pl_json_print(m, stdout);
+    return 0;
 }
 
 static int run(const cli_common *co, const char *plan, const char *dir, pl_split_cut cut)
@@ -79,7 +84,7 @@ static int run(const cli_common *co, const char *plan, const char *dir, pl_split
         pl_split_write(co->model, x.g, &s, names, dir, &err) < 0)
         status = cli_fail("split", "%s", err.msg);
     else if (co->json)
-        print_json(dir);
+        status = print_json(dir);
     else
         print_text(&x, &s, dir);
     pl_stages_free(&s);

@@ -8,6 +8,7 @@
 #include "placer/runtime.h"
 #include "placer/trial.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -66,7 +67,23 @@ static void test_inflate_refuses_non_onnx(void **state)
     pl_err err = {{0}};
     const char *bad = tu_tmpfile("\xff\xff\xff\xff garbage", 13, ".onnx");
     assert_int_equal(pl_inflate_model(bad, tmpdir, out, sizeof out, &err), -1);
-    assert_non_null(strstr(err.msg, "not an ONNX model"));
+    assert_contains(err.msg, "not an ONNX model");
+}
+
+/* A model file (a temporary one; tu_tmpfile's static path) holding just initializer t. */
+static const char *one_initializer_model(Onnx__TensorProto *t)
+{
+    Onnx__TensorProto *inits[] = {t};
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "one", g.n_initializer = 1, g.initializer = inits;
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.ir_version = 8, m.has_ir_version = 1, m.graph = &g;
+    size_t len = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = malloc(len);
+    onnx__model_proto__pack(&m, buf);
+    const char *path = tu_tmpfile(buf, len, ".onnx");
+    free(buf);
+    return path;
 }
 
 /* A model whose one initializer points at an external file: refused, never half-inflated. */
@@ -80,21 +97,37 @@ static void test_inflate_refuses_external_data(void **state)
     t.name = "w", t.n_dims = 1, t.dims = dims, t.data_type = 1, t.has_data_type = 1;
     t.data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL, t.has_data_location = 1;
     t.n_external_data = 1, t.external_data = locs;
-    Onnx__TensorProto *inits[] = {&t};
-    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-    g.name = "ext", g.n_initializer = 1, g.initializer = inits;
-    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-    m.ir_version = 8, m.has_ir_version = 1, m.graph = &g;
-    size_t len = onnx__model_proto__get_packed_size(&m);
-    uint8_t *buf = malloc(len);
-    onnx__model_proto__pack(&m, buf);
-    const char *path = tu_tmpfile(buf, len, ".onnx");
-    free(buf);
+    const char *path = one_initializer_model(&t);
     char out[4096];
     pl_err err = {{0}};
     assert_int_equal(pl_inflate_model(path, tmpdir, out, sizeof out, &err), -1);
-    assert_non_null(strstr(err.msg, "tensor 'w' keeps its data in an external file"));
+    assert_contains(err.msg, "tensor 'w' keeps its data in an external file");
     assert_int_equal(access(out, F_OK), -1);
+}
+
+/* A model whose every tensor has its data is not copied into the cache: out is the file
+ * itself. */
+static void test_inflate_full_weights(void **state)
+{
+    (void)state;
+    float w[4] = {1, 2, 3, 4};
+    Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
+    int64_t dims[] = {4};
+    t.name = "w", t.n_dims = 1, t.dims = dims, t.data_type = 1, t.has_data_type = 1;
+    t.raw_data.data = (uint8_t *)w, t.raw_data.len = sizeof w, t.has_raw_data = 1;
+    char path[4096], dir[128], out[4096];
+    snprintf(path, sizeof path, "%s", one_initializer_model(&t));
+    snprintf(dir, sizeof dir, "%s/full-cache", tmpdir);
+    pl_err err = {{0}};
+    assert_int_equal(pl_inflate_model(path, dir, out, sizeof out, &err), 0);
+    assert_string_equal(out, path);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        files += e->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(files, 0); /* nothing written */
 }
 
 /* Start once, three trials: one model load, three timed runs, latencies > 0, and the worker
@@ -172,7 +205,8 @@ static void test_outputs_finite(void **state)
     pl_ort_stop(w);
 }
 
-/* Two stages: each has its own session and its own time; the request covers both. */
+/* Two stages: each has its own session and its own time; the request covers both. Its outputs
+ * are the last stage's (bert_base's two) and every output no stage reads (resnet50's logits). */
 static void test_stage_set(void **state)
 {
     (void)state;
@@ -180,7 +214,7 @@ static void test_stage_set(void **state)
     char a[4096], b[4096];
     pl_err err = {{0}};
     if (pl_inflate_model("models/resnet50.onnx", CACHE, a, sizeof a, &err) < 0 ||
-        pl_inflate_model("models/rnnlm.onnx", CACHE, b, sizeof b, &err) < 0)
+        pl_inflate_model("models/bert_base.onnx", CACHE, b, sizeof b, &err) < 0)
         fail_msg("%s", err.msg);
     pl_ort *w = pl_ort_start(NULL, &err);
     if (!w) fail_msg("%s", err.msg);
@@ -191,8 +225,14 @@ static void test_stage_set(void **state)
     assert_int_equal(r.n_stages, 2);
     assert_true(r.stage_s[0] > 0 && r.stage_s[1] > 0);
     assert_true(r.latency_s[0] >= r.stage_s[0] + r.stage_s[1]);
-    assert_int_equal(r.n_outputs, 1); /* the last stage's */
-    assert_int_equal(r.outputs[0].dims[2], 10000);
+    assert_int_equal(r.n_outputs, 3);
+    const char *want[] = {"last_hidden_state", "pooler_output", "logits"};
+    for (int k = 0; k < 3; k++) {
+        int i = 0;
+        while (i < r.n_outputs && strcmp(r.outputs[i].name, want[k]))
+            i++;
+        if (i == r.n_outputs) fail_msg("no output '%s'", want[k]);
+    }
     long loads = 0, runs = 0;
     assert_int_equal(pl_ort_stats(w, &loads, &runs, &err), 0);
     assert_int_equal(loads, 2);
@@ -206,7 +246,7 @@ static void test_missing_modules(void **state)
     pl_err err = {{0}};
     pl_ort *w = pl_ort_start(&(pl_ort_opts){.modules = "/nonexistent/node_modules"}, &err);
     assert_null(w);
-    assert_non_null(strstr(err.msg, "make deps"));
+    assert_contains(err.msg, "make deps");
 }
 
 static void test_malformed_greeting(void **state)
@@ -217,7 +257,7 @@ static void test_malformed_greeting(void **state)
     pl_err err = {{0}};
     pl_ort *w = pl_ort_start(&(pl_ort_opts){.script = js}, &err);
     assert_null(w);
-    assert_non_null(strstr(err.msg, "malformed reply to 'start' (not JSON): 'this is not JSON'"));
+    assert_contains(err.msg, "malformed reply to 'start' (not JSON): 'this is not JSON'");
 }
 
 /* Greets properly, then answers every request with garbage. */
@@ -234,8 +274,8 @@ static void test_malformed_reply_restarts(void **state)
     int pid = pl_ort_pid(w);
     long loads, runs;
     assert_int_equal(pl_ort_stats(w, &loads, &runs, &err), -1);
-    assert_non_null(strstr(err.msg, "malformed reply to 'stats' (no \"ok\")"));
-    assert_non_null(strstr(err.msg, "; restarted"));
+    assert_contains(err.msg, "malformed reply to 'stats' (no \"ok\")");
+    assert_contains(err.msg, "; restarted");
     assert_int_equal(pl_ort_restarts(w), 1);
     assert_true(gone(pid) && pl_ort_pid(w) != pid);
     pl_ort_stop(w);
@@ -270,9 +310,9 @@ static void test_crash_mid_run_restarts(void **state)
     int pid = pl_ort_pid(w);
     pl_ort_result r;
     assert_int_equal(pl_ort_run(w, 1, 0, &r, &err), -1);
-    assert_non_null(strstr(err.msg, "onnxruntime worker died (signal 9) while running 'run'"));
-    assert_non_null(strstr(err.msg, "about to crash"));
-    assert_non_null(strstr(err.msg, "; restarted"));
+    assert_contains(err.msg, "onnxruntime worker died (signal 9) while running 'run'");
+    assert_contains(err.msg, "about to crash");
+    assert_contains(err.msg, "; restarted");
     assert_true(gone(pid) && pl_ort_pid(w) > 0 && pl_ort_pid(w) != pid);
     long loads = 0, runs = 0; /* the new worker got the model loaded again */
     assert_int_equal(pl_ort_stats(w, &loads, &runs, &err), 0);
@@ -297,7 +337,7 @@ static void test_timeout_restarts(void **state)
     int pid = pl_ort_pid(w);
     long loads, runs;
     assert_int_equal(pl_ort_stats(w, &loads, &runs, &err), -1);
-    assert_non_null(strstr(err.msg, "did not answer 'stats' within 0.3 s; restarted"));
+    assert_contains(err.msg, "did not answer 'stats' within 0.3 s; restarted");
     assert_true(gone(pid));
     pl_ort_stop(w);
 }
@@ -311,10 +351,10 @@ static void test_worker_error_is_reported(void **state)
     if (!w) fail_msg("%s", err.msg);
     pl_ort_result r;
     assert_int_equal(pl_ort_run(w, 1, 0, &r, &err), -1);
-    assert_non_null(strstr(err.msg, "onnxruntime worker: run: no model is loaded"));
+    assert_contains(err.msg, "onnxruntime worker: run: no model is loaded");
     const char *paths[] = {"/nonexistent.onnx"};
     assert_int_equal(pl_ort_load(w, paths, 1, &err), -1);
-    assert_non_null(strstr(err.msg, "onnxruntime worker: load: "));
+    assert_contains(err.msg, "onnxruntime worker: load: ");
     assert_int_equal(pl_ort_restarts(w), 0); /* an error reply is not a broken worker */
     pl_ort_stop(w);
 }
@@ -337,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_inflate_idempotent),
         cmocka_unit_test(test_inflate_refuses_non_onnx),
         cmocka_unit_test(test_inflate_refuses_external_data),
+        cmocka_unit_test(test_inflate_full_weights),
         cmocka_unit_test(test_persistent_rnnlm),
         cmocka_unit_test(test_persistent_resnet50),
         cmocka_unit_test(test_outputs_finite),

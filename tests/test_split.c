@@ -25,11 +25,6 @@ static void rmdir_all(const char *dir)
     if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
 }
 
-static pl_plan *make_plan(const pl_graph *g, const char *algo)
-{
-    return tu_plan(g, INTRA, algo);
-}
-
 /* ---- checks on the stages themselves ---- */
 
 static void check_stages(const pl_graph *g, const pl_stages *s)
@@ -181,7 +176,7 @@ static void check_files(const pl_graph *g, const pl_stages *s, const char *dir)
 static void split_model(const char *model, const char *algo, bool python)
 {
     pl_graph *g = tu_load(model);
-    pl_plan *p = make_plan(g, algo);
+    pl_plan *p = tu_plan(g, INTRA, algo);
     pl_stages s;
     pl_err err = {""};
     if (pl_split_stages(g, p, &s, &err) < 0) fail_msg("%s", err.msg);
@@ -307,7 +302,7 @@ static pl_graph *split_tiny_by(const tnode *nodes, int n, const int *dev, pl_spl
         char want[32];
         snprintf(want, sizeof want, "dev%d", s->st[j].dev);
         assert_string_equal(m.st[j].device, want);
-        assert_non_null(strstr(m.st[j].path, dir));
+        assert_contains(m.st[j].path, dir);
     }
     pl_split_manifest_free(&m);
     rmdir_all(dir);
@@ -510,7 +505,7 @@ static void test_cli(void **state)
              "split models/resnet50.onnx --cluster " INTRA " --plan %s -o %s/s 2>/dev/null", plan,
              dir);
     assert_int_equal(tu_run(args, &out), 0);
-    assert_non_null(strstr(out, "stage_01"));
+    assert_contains(out, "stage_01");
     free(out);
     /* a plan for another model is refused by its SHA-256 */
     snprintf(args, sizeof args,

@@ -1,8 +1,9 @@
-/* test_split_run.c: the stages of a split, run one after the other with onnxruntime, give the
- * whole model's outputs (issue 6): for resnet50, inception_v3, bert_base and rnnlm_unrolled,
- * split by a HEFT and an expert plan on moirai-intra-server, within 1e-4 relative on random
- * inputs. Needs onnxruntime-node from `make deps`: without it the tests fail and say so. One
- * worker serves the whole file, so the whole model is loaded once for its two plans. */
+/* test_split_run.c: the stages of a split, run one after the other with onnxruntime and on
+ * device threads, give the whole model's outputs (issue 6): for resnet50, inception_v3,
+ * bert_base and rnnlm_unrolled, split by a HEFT and an expert plan on moirai-intra-server,
+ * within 1e-4 relative on random inputs (on device threads: each output's checksum). Needs
+ * onnxruntime-node from `make deps`: without it the tests fail and say so. One worker serves the
+ * whole file, so the whole model is loaded once for its two plans. */
 #include "testutil.h"
 
 #include "placer/place.h"
@@ -22,10 +23,10 @@
 
 static pl_ort *worker;
 
-static pl_plan *make_plan(const pl_graph *g, const char *algo)
-{
-    return tu_plan(g, INTRA, algo);
-}
+/* The whole model's outputs on the worker's random inputs, for the model named `whole_of`: one
+ * load and run per model, shared by its two plans. */
+static char whole_of[256];
+static pl_ort_result whole;
 
 /* Inflates every stage file of dir into dir/inflated (removed with dir); paths[j] gets it. */
 static void inflate_stages(const char *dir, int n, char (*paths)[4096])
@@ -51,12 +52,49 @@ static void check_result(const char *model, const char *algo, const pl_ort_compa
     }
 }
 
-/* Splits `model` by a plan from `algo`, runs the stages and the model, compares. */
+/* The stages list[0..s->n) on device threads, one per device of the plan (pl_ort_load_on), give
+ * every output of the whole model `ref` (inflated `model`) with the same checksum, within TOL. */
+static void threads_agree(const char *model, const char *algo, const pl_stages *s,
+                          const char **list, const char *ref)
+{
+    pl_err err = {""};
+    if (strcmp(whole_of, model)) {
+        pl_ort_result_free(&whole);
+        if (pl_ort_load(worker, &ref, 1, &err) < 0 || pl_ort_run(worker, 1, 0, &whole, &err) < 0)
+            fail_msg("%s: %s", model, err.msg);
+        snprintf(whole_of, sizeof whole_of, "%s", model);
+    }
+    char(*names)[16] = pl_calloc(s->n, sizeof *names);
+    const char **devs = pl_calloc(s->n, sizeof *devs);
+    for (int j = 0; j < s->n; j++)
+        snprintf(names[j], sizeof names[j], "dev%d", s->st[j].dev), devs[j] = names[j];
+    pl_ort_result r;
+    if (pl_ort_load_on(worker, list, devs, s->n, &err) < 0 ||
+        pl_ort_run(worker, 1, 0, &r, &err) < 0)
+        fail_msg("%s/%s on device threads: %s", model, algo, err.msg);
+    assert_true(r.concurrent);
+    assert_int_equal(r.n_outputs, whole.n_outputs);
+    for (int k = 0; k < whole.n_outputs; k++) {
+        int i = 0;
+        while (i < r.n_outputs && strcmp(r.outputs[i].name, whole.outputs[k].name))
+            i++;
+        if (i == r.n_outputs)
+            fail_msg("%s/%s: no output '%s' from the device threads", model, algo,
+                     whole.outputs[k].name);
+        assert_true(r.outputs[i].finite);
+        assert_close(r.outputs[i].checksum, whole.outputs[k].checksum, TOL);
+    }
+    pl_ort_result_free(&r);
+    free(devs), free(names);
+}
+
+/* Splits `model` by a plan from `algo`, runs the stages and the model, compares; then the
+ * stages on device threads. */
 static void split_run(const char *model, const char *algo, int min_stages)
 {
     double t0 = pl_now();
     pl_graph *g = tu_load(model);
-    pl_plan *p = make_plan(g, algo);
+    pl_plan *p = tu_plan(g, INTRA, algo);
     pl_stages s;
     pl_err err = {""};
     if (pl_split_stages(g, p, &s, &err) < 0) fail_msg("%s", err.msg);
@@ -71,13 +109,14 @@ static void split_run(const char *model, const char *algo, int min_stages)
         list[j] = paths[j];
     pl_ort_compare_result r;
     int rc = pl_ort_compare(worker, ref, list, s.n, &r, &err);
-    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
     if (rc < 0) fail_msg("%s/%s: %s", model, algo, err.msg);
     printf("  %-28s %-6s %2d stages on %d devices, %d outputs, max rel %.2e, model %.3f s, "
            "stages %.3f s, all %.1f s\n",
            model, algo, s.n, pl_stages_devices(&s), r.n_outputs, r.max_rel, r.reference_s,
            r.stages_s, pl_now() - t0);
     check_result(model, algo, &r);
+    threads_agree(model, algo, &s, list, ref);
+    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
     if (s.n < min_stages)
         fail_msg("%s/%s: %d stages, expected >= %d", model, algo, s.n, min_stages);
     pl_ort_compare_result_free(&r);
@@ -312,6 +351,17 @@ static void test_cli_run(void **state)
     if (!t) fail_msg("%s: %s", trace, e.text);
     assert_int_equal(json_array_size(json_object_get(t, "traceEvents")), n + 2); /* + 2 names */
     json_decref(t);
+    /* a manifest written from another model (its sha256 edited): refused before anything runs */
+    snprintf(args, sizeof args,
+             "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]; m=json.load(open(p)); "
+             "m['model']['sha256']='0'*64; json.dump(m,open(p,'w'))\" %s/manifest.json",
+             dir);
+    assert_int_equal(system(args), 0);
+    snprintf(args, sizeof args, "run %s --plan %s --cluster " LOCAL, dir, plan);
+    assert_int_equal(tu_run(args, &out), 2);
+    assert_contains(out, "was split from a model with sha256 0000");
+    assert_contains(out, "not the model this split was made from");
+    free(out);
     /* a manifest whose first stage reads from a later one */
     snprintf(args, sizeof args,
              "/usr/bin/python3 -c \"import json,sys; p=sys.argv[1]; m=json.load(open(p)); "
@@ -344,6 +394,7 @@ static int teardown(void **state)
 {
     (void)state;
     pl_ort_stop(worker);
+    pl_ort_result_free(&whole);
     return 0;
 }
 

@@ -94,10 +94,11 @@ async function openAll(paths, opts) {
 //
 // Every device thread holds its stages' sessions. Tensors go from thread to thread directly,
 // over one MessageChannel per pair of devices that exchange data, as {type, dims, data}: the
-// typed array's buffer is handed over without a copy when nothing else on the sending side
-// needs it, and copied otherwise (once per further receiver). A tensor read by a later stage of
-// the same device stays in that thread. The main thread only starts requests and collects the
-// outputs and the stages' times.
+// typed array's buffer is handed over without a copy to the last receiver when nothing else on
+// the sending side needs it, and copied to the others. A tensor read by a later stage of the
+// same device stays in that thread. The main thread is one more receiver, of the request's
+// outputs, over the thread's parentPort; it sends each thread its external inputs once per
+// "run" op, starts the requests and collects the stages' times.
 
 function pack(t) {
   return {type: t.type, dims: t.dims, data: t.data};
@@ -108,7 +109,8 @@ function unpack(o) {
 }
 
 // Posts a tensor; hands its buffer over when `handOver`, which onnxruntime's output buffers
-// allow (a buffer that cannot be handed over is copied instead).
+// allow (a buffer that cannot be handed over, or that the typed array shares with other
+// data, is copied instead).
 function postTensor(port, m, handOver) {
   const buf = m.tensor.data.buffer;
   if (handOver && buf.byteLength === m.tensor.data.byteLength) {
@@ -125,34 +127,26 @@ function postTensor(port, m, handOver) {
 // is in `values`. Messages are handled one at a time, so a tensor that arrives while a stage
 // runs waits, as it would on a device that is busy. A tensor of the next request can arrive
 // before the thread has heard of that request (its sender was quicker than the main thread's
-// "run"): it is kept in `early` until then.
+// "run"): it is kept in `early` until then. The external inputs come once per "run" op
+// ("feeds") and are kept as tensors for every request of it.
 function deviceThread() {
-  let mine = [], values = new Map(), next = 0, req = -1, early = new Map();
+  let mine = [], feeds = new Map(), values = new Map(), next = 0, req = -1, early = new Map();
   const post = (m) => parentPort.postMessage(m);
   async function pump() {
     while (next < mine.length && mine[next].inputs.every((i) => values.has(i.name))) {
-      const s = mine[next], feeds = {};
-      for (const i of s.inputs) feeds[i.name] = values.get(i.name);
+      const s = mine[next], given = {};
+      for (const i of s.inputs) given[i.name] = values.get(i.name);
       const start = process.hrtime.bigint();
-      const out = await s.session.run(feeds);
-      const end = process.hrtime.bigint(), finals = {}, handOver = [];
+      const out = await s.session.run(given);
+      const end = process.hrtime.bigint();
       next++;
       for (const o of s.outputs) {
         const to = s.to.get(o) || [], keep = s.keep.has(o);
         if (keep) values.set(o, out[o]);
-        to.forEach((port, k) => postTensor(port, {op: 'tensor', req, name: o, tensor: pack(out[o])},
-                                           k === to.length - 1 && !keep && !s.final.has(o)));
-        if (!s.final.has(o)) continue;
-        finals[o] = pack(out[o]);
-        const buf = out[o].data.buffer; // an output of the request: handed over when it is ours alone
-        if (!keep && !to.length && buf.byteLength === out[o].data.byteLength) handOver.push(buf);
+        to.forEach((port, k) => postTensor(port, {op: 'tensor', req, name: o, tensor: pack(out[o])}, k === to.length - 1 && !keep));
       }
-      const done = {op: 'done', req, stage: s.index, start, end, outputs: finals};
-      try {
-        parentPort.postMessage(done, handOver);
-      } catch (e) {
-        post(done); // a buffer that cannot be handed over: copied
-      }
+      // After the outputs: the main thread hears of them before it hears the stage is done.
+      post({op: 'done', req, stage: s.index, start, end});
     }
   }
   async function handleThread(m) {
@@ -162,14 +156,16 @@ function deviceThread() {
       post({op: 'loaded', loads, stages: mine.map((x) => ({index: x.index, inputs: x.inputs, outputs: x.outputs}))});
     } else if (m.op === 'wire') {
       for (const port of m.inPorts) port.on('message', receive);
+      const ports = Object.assign({}, m.outPorts, {main: parentPort});
       mine.forEach((x, k) => {
         const w = m.stages[k];
-        x.keep = new Set(w.keep), x.final = new Set(w.final);
-        x.to = new Map(Object.entries(w.to).map(([o, peers]) => [o, peers.map((p) => m.outPorts[p])]));
+        x.keep = new Set(w.keep);
+        x.to = new Map(Object.entries(w.to).map(([o, peers]) => [o, peers.map((p) => ports[p])]));
       });
+    } else if (m.op === 'feeds') {
+      feeds = new Map(Object.entries(m.feeds).map(([name, t]) => [name, unpack(t)]));
     } else if (m.op === 'run') {
-      req = m.req, next = 0, values = new Map();
-      for (const [name, t] of Object.entries(m.feeds)) values.set(name, unpack(t));
+      req = m.req, next = 0, values = new Map(feeds);
       for (const [name, t] of early.get(req) || []) values.set(name, unpack(t));
       early = new Map();
       await pump();
@@ -183,7 +179,7 @@ function deviceThread() {
       await pump();
     } else if (m.op === 'release') {
       for (const x of mine) await x.session.release();
-      mine = [];
+      mine = [], feeds = new Map();
       post({op: 'released'});
     }
   }
@@ -197,7 +193,7 @@ function deviceThread() {
 let devices = null; // with "devices": [{name, worker, stages: [indices into stages], waiting}]
 let current = null; // the request in flight on the device threads
 let reqSeq = 0;
-let wiring = null; // {final} of wire()
+let finals = new Set(); // the loaded stages' outputs a request hands back (finalOutputs)
 
 // A device thread that dies takes the worker with it: placer sees the worker die, restarts it
 // and loads the stages again, so nothing is left half-loaded or orphaned.
@@ -236,15 +232,15 @@ function threadMessage(d, m) {
   }
   if (!current || m.req !== current.req) return; // a late message of a request that failed
   if (m.op === 'error') return current.reject(new Error(`device '${d.name}': ${m.error}`));
+  // An output of the request stays packed: only the last request's are summarised, and
+  // summarize() reads nothing but data, dims and type.
+  if (m.op === 'tensor') current.values[m.name] = m.tensor;
   if (m.op === 'done') stageDone(m);
 }
 
 function stageDone(m) {
   const c = current;
   c.start[m.stage] = m.start, c.end[m.stage] = m.end;
-  for (const [name, t] of Object.entries(m.outputs)) {
-    c.values[name] = unpack(t);
-  }
   if (--c.remaining > 0) return;
   current = null;
   const rel = (t) => Number(t - c.t0) / 1e9;
@@ -261,36 +257,35 @@ function finalOutputs(set) {
   return out;
 }
 
-// After the threads have loaded: per stage, which outputs go to which other devices, which stay
-// for a later stage of the same device, and which come back as the request's outputs; and one
-// channel per pair of devices that exchange tensors.
-function wire(stages, devices) {
+// After the threads have loaded: per stage, which outputs go to which other devices (by index)
+// and to 'main' (the request's outputs), and which stay for a later stage of the same device;
+// and one channel per pair of devices that exchange tensors.
+function wire(stages, devices, final) {
   const made = new Map(); // tensor -> the first stage making it
   stages.forEach((s, i) => s.outputs.forEach((o) => made.has(o) || made.set(o, i)));
   stages.forEach((s, i) => s.inputs.forEach((x) => {
     if (made.has(x.name) && made.get(x.name) >= i)
       throw new Error(`stage ${i} (${s.path}) reads '${x.name}', made by stage ${made.get(x.name)}: stages must come in an order where each reads only earlier ones`);
   }));
-  const final = finalOutputs(stages);
   const reads = (d, o, after) => d.stages.some((j) => j > after && stages[j].inputs.some((x) => x.name === o));
   const plans = devices.map((d) => ({inPorts: [], outPorts: {}, stages: d.stages.map((i) => {
     const to = {};
     for (const o of stages[i].outputs) {
-      const peers = devices.filter((e) => e !== d && reads(e, o, -1)).map((e) => e.name);
+      const peers = devices.map((e, b) => b).filter((b) => devices[b] !== d && reads(devices[b], o, -1));
+      if (final.has(o)) peers.push('main');
       if (peers.length) to[o] = peers;
     }
-    return {to, keep: stages[i].outputs.filter((o) => reads(d, o, i)), final: stages[i].outputs.filter((o) => final.has(o))};
+    return {to, keep: stages[i].outputs.filter((o) => reads(d, o, i))};
   })}));
   devices.forEach((d, a) => devices.forEach((e, b) => {
-    if (a === b || !plans[a].stages.some((st) => Object.values(st.to).some((p) => p.includes(e.name)))) return;
+    if (a === b || !plans[a].stages.some((st) => Object.values(st.to).some((p) => p.includes(b)))) return;
     const {port1, port2} = new MessageChannel();
-    plans[a].outPorts[e.name] = port1, plans[b].inPorts.push(port2);
+    plans[a].outPorts[b] = port1, plans[b].inPorts.push(port2);
   }));
   devices.forEach((d, a) => {
     const p = plans[a];
     d.worker.postMessage(Object.assign({op: 'wire'}, p), [...Object.values(p.outPorts), ...p.inPorts]);
   });
-  return {final};
 }
 
 async function loadThreads(paths, names, opts) {
@@ -339,32 +334,37 @@ async function load(msg) {
   let next, threads = null;
   if (threaded) ({set: next, threads} = await loadThreads(msg.models, msg.devices, sessionOptions(msg)));
   else next = await openAll(msg.models, sessionOptions(msg));
-  let wired = null;
+  const final = finalOutputs(next);
   try {
-    if (threads) wired = wire(next, threads);
+    if (threads) wire(next, threads, final);
   } catch (e) {
     await endThreads(threads);
     throw e;
   }
   await unload();
-  stages = next, devices = threads, wiring = wired;
+  stages = next, devices = threads, finals = final;
   const load_s = Number(process.hrtime.bigint() - t0) / 1e9;
   return {loads, load_s, concurrent: threaded,
           stages: stages.map((s) => ({path: s.path, device: s.device, inputs: s.inputs, outputs: s.outputs}))};
 }
 
-// One request over the device threads: each gets the external inputs its stages read.
-function runThreads(feeds) {
+// Before the requests of one "run" op: each device thread gets the external inputs its stages
+// read, once (a request then carries only its number).
+function sendFeeds(feeds) {
+  for (const d of devices) {
+    const mine = {};
+    for (const i of d.stages)
+      for (const inp of stages[i].inputs)
+        if (feeds[inp.name]) mine[inp.name] = pack(feeds[inp.name]);
+    d.worker.postMessage({op: 'feeds', feeds: mine});
+  }
+}
+
+// One request over the device threads, on the inputs sendFeeds sent.
+function runThreads() {
   return new Promise((resolve, reject) => {
-    current = Object.assign({req: ++reqSeq, remaining: stages.length, start: [], end: [], values: {},
-                             t0: process.hrtime.bigint(), resolve, reject}, wiring);
-    for (const d of devices) {
-      const mine = {};
-      for (const i of d.stages)
-        for (const inp of stages[i].inputs)
-          if (feeds[inp.name]) mine[inp.name] = pack(feeds[inp.name]);
-      d.worker.postMessage({op: 'run', req: current.req, feeds: mine});
-    }
+    current = {req: ++reqSeq, remaining: stages.length, start: [], end: [], values: {}, t0: process.hrtime.bigint(), resolve, reject};
+    for (const d of devices) d.worker.postMessage({op: 'run', req: current.req});
   }).finally(() => (current = null));
 }
 
@@ -417,7 +417,7 @@ function makeFeeds(msg, set = stages) {
 }
 
 async function runOnce(feeds, set = stages) {
-  if (set === stages && devices) return runThreads(feeds);
+  if (set === stages && devices) return runThreads();
   const values = Object.assign({}, feeds), times = [], start = [], end = [];
   const t0 = process.hrtime.bigint(), rel = (t) => Number(t - t0) / 1e9;
   for (const s of set) {
@@ -451,6 +451,7 @@ async function run(msg) {
   if (!stages.length) throw new Error('no model is loaded (send "load" first)');
   const repeat = msg.repeat > 0 ? msg.repeat : 1, warmup = msg.warmup > 0 ? msg.warmup : 0;
   const feeds = makeFeeds(msg);
+  if (devices) sendFeeds(feeds);
   for (let i = 0; i < warmup; i++) await runOnce(feeds);
   const latency_s = [], stage_s = [], start_s = [], end_s = [];
   let last;
@@ -461,7 +462,7 @@ async function run(msg) {
     runs++;
   }
   const outputs = {};
-  for (const o of finalOutputs(stages)) outputs[o] = summarize(last.values[o]);
+  for (const o of finals) outputs[o] = summarize(last.values[o]);
   return {latency_s, stage_s, start_s, end_s, concurrent: devices !== null, outputs};
 }
 

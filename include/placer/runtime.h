@@ -12,8 +12,10 @@
 
 /* Writes a copy of the ONNX file `src` whose weightless tensors (dims but no data) hold
  * made-up values of the right size, as cache_dir/<sha256 of src>.onnx, and puts that path in
- * out. Returns 1 when it wrote the file, 0 when the file was already there (nothing is read
- * but src's hash), -1 on error. Models with external data are refused. */
+ * out. A model without weightless tensors is not copied: out gets src itself. Returns 1 when
+ * it wrote the file, 0 when it did not (already in the cache, or out is src), -1 on error.
+ * src is read once, whole (its hash names the cache entry). Models with external data are
+ * refused. */
 int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n, pl_err *err);
 
 typedef struct pl_ort_opts {
@@ -89,8 +91,6 @@ typedef struct pl_ort_compare_result {
     bool finite;          /* every output finite on both sides */
     double reference_s;   /* one run of the whole model */
     double stages_s;      /* one run of the stages, one after the other */
-    int n_stages;
-    double *stage_s; /* [n_stages]: each stage's own run time */
 } pl_ort_compare_result;
 void pl_ort_compare_result_free(pl_ort_compare_result *r);
 

@@ -77,9 +77,9 @@ typedef struct pl_split_stage_ref {
 } pl_split_stage_ref;
 
 typedef struct pl_split_manifest {
-    char *model_path, *model_sha256; /* the model that was split, as the manifest says */
+    char *model_path, *model_sha256; /* the model split (placer run --plan checks the hash) */
     pl_split_cut cut;
-    pl_split_stage_ref *st;          /* in the manifest's (runnable) order */
+    pl_split_stage_ref *st; /* in the manifest's (runnable) order */
     int n;
 } pl_split_manifest;
 

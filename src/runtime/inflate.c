@@ -21,7 +21,7 @@
 typedef struct inflate_ctx {
     const char *file;
     pl_err *err;
-    int filled;
+    int filled; /* tensors given made-up values: none, and there is nothing to write */
 } inflate_ctx;
 
 /* Bytes per element, 0 for types we cannot make up (strings) or do not know. */
@@ -205,11 +205,11 @@ static int write_model(const Onnx__ModelProto *m, const char *out, pl_err *err)
     return 0;
 }
 
-static int inflate_file(const char *src, const char *out, pl_err *err)
+/* Inflates the model in buf (read from src) into out. Returns 1 when it wrote out, 0 when the
+ * model has no weightless tensor (nothing is written: src runs as it is), -1 on error. Frees
+ * buf as soon as it is unpacked, so that a large model is not held twice. */
+static int inflate_buffer(const char *src, char *buf, size_t len, const char *out, pl_err *err)
 {
-    size_t len = 0;
-    char *buf = pl_read_file(src, &len, err);
-    if (!buf) return -1;
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
     free(buf);
     if (!m || !m->graph) {
@@ -218,19 +218,31 @@ static int inflate_file(const char *src, const char *out, pl_err *err)
     }
     inflate_ctx c = {src, err, 0};
     int rc = inflate_graph(&c, m->graph);
-    if (rc == 0) rc = write_model(m, out, err);
+    if (rc == 0 && c.filled) rc = write_model(m, out, err) < 0 ? -1 : 1;
     onnx__model_proto__free_unpacked(m, NULL);
-    return rc < 0 ? -1 : 1;
+    return rc;
 }
 
 int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n, pl_err *err)
 {
-    char sha[65];
-    if (pl_sha256_file(src, sha, err) < 0) return -1;
-    if (pl_mkdir_p(cache_dir, err) < 0) return -1;
-    int w = snprintf(out, n, "%s/%s.onnx", cache_dir, sha);
-    if (w < 0 || (size_t)w >= n)
-        return pl_err_set(err, "%s: the cache path does not fit in %zu bytes", cache_dir, n);
-    if (access(out, R_OK) == 0) return 0;
-    return inflate_file(src, out, err);
+    /* Read once: the same bytes give the hash that names the cache entry and, on a miss, the
+     * model to inflate. */
+    size_t len = 0;
+    char *buf = pl_read_file(src, &len, err), sha[65];
+    if (!buf) return -1;
+    pl_sha256_buffer(buf, len, sha);
+    int rc = pl_mkdir_p(cache_dir, err), w = snprintf(out, n, "%s/%s.onnx", cache_dir, sha);
+    if (rc == 0 && (w < 0 || (size_t)w >= n))
+        rc = pl_err_set(err, "%s: the cache path does not fit in %zu bytes", cache_dir, n);
+    bool cached = rc == 0 && access(out, R_OK) == 0;
+    if (rc == 0 && !cached)
+        rc = inflate_buffer(src, buf, len, out, err);
+    else
+        free(buf);
+    if (rc == 0 && !cached) { /* nothing to fill: src runs as it is */
+        w = snprintf(out, n, "%s", src);
+        if (w < 0 || (size_t)w >= n)
+            return pl_err_set(err, "%s: the path does not fit in %zu bytes", src, n);
+    }
+    return rc;
 }

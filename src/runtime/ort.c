@@ -307,14 +307,10 @@ static bool read_diff(const char *name, json_t *v, pl_ort_diff *d)
 /* Fills r from a compare reply; -1 when a field is missing or of the wrong kind. */
 static int read_compare(json_t *rep, pl_ort_compare_result *r)
 {
-    json_t *outs = json_object_get(rep, "outputs"), *st = json_object_get(rep, "stage_s");
-    if (!json_is_object(outs) || !json_is_array(st)) return -1;
+    json_t *outs = json_object_get(rep, "outputs");
+    if (!json_is_object(outs)) return -1;
     r->reference_s = json_number_value(json_object_get(rep, "reference_s"));
     r->stages_s = json_number_value(json_object_get(rep, "stages_s"));
-    r->n_stages = (int)json_array_size(st);
-    r->stage_s = pl_calloc(r->n_stages + 1, sizeof *r->stage_s);
-    for (int s = 0; s < r->n_stages; s++)
-        r->stage_s[s] = json_number_value(json_array_get(st, s));
     r->outputs = pl_calloc(json_object_size(outs) + 1, sizeof *r->outputs);
     r->finite = true;
     const char *name;
@@ -342,7 +338,7 @@ int pl_ort_compare(pl_ort *w, const char *reference, const char *const *stages, 
     if (rc == 0 && read_compare(rep, r) < 0) {
         pl_ort_compare_result_free(r);
         rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'compare': it lacks "
-                             "outputs (with max_rel and max_abs) or stage_s");
+                             "outputs (with max_rel and max_abs)");
     }
     json_decref(rep);
     return rc;
@@ -351,7 +347,7 @@ int pl_ort_compare(pl_ort *w, const char *reference, const char *const *stages, 
 void pl_ort_compare_result_free(pl_ort_compare_result *r)
 {
     if (!r) return;
-    free(r->outputs), free(r->stage_s);
+    free(r->outputs);
     *r = (pl_ort_compare_result){0};
 }
 

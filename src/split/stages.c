@@ -250,14 +250,20 @@ static int *stage_order(const sgraph *sg, const int *first, int *n_out)
 
 /* ---- step 4: what each stage owns, copies, reads and sends ---- */
 
-static void push(int **a, int *n, int v)
+/* The capacities of one stage's arrays while fill_io builds them (pl_stage keeps only the
+ * counts: the arrays are plain malloc'd blocks, freed by pl_stages_free). */
+typedef struct stage_caps {
+    int ops, consts, inputs, outputs, weights;
+} stage_caps;
+
+static void push(int **a, int *n, int *cap, int v)
 {
-    *a = pl_realloc(*a, (size_t)(*n + 1) * sizeof **a);
+    pl_grow((void **)a, cap, *n, sizeof **a);
     (*a)[(*n)++] = v;
 }
 
 /* A Constant something reads goes to the stage of its first reader; other readers copy it. */
-static void place_consts(const pl_graph *g, pl_stages *s)
+static void place_consts(const pl_graph *g, pl_stages *s, stage_caps *cap)
 {
     int *seen = pl_malloc((s->n ? s->n : 1) * sizeof *seen);
     for (int k = 0; k < g->n_ops; k++) {
@@ -276,7 +282,8 @@ static void place_consts(const pl_graph *g, pl_stages *s)
         }
         s->stage_of[op] = s->stage_of[home];
         for (int j = 0; j < s->n; j++)
-            if (seen[j] && j != s->stage_of[op]) push(&s->st[j].consts, &s->st[j].n_consts, op);
+            if (seen[j] && j != s->stage_of[op])
+                push(&s->st[j].consts, &s->st[j].n_consts, &cap[j].consts, op);
     }
     free(seen);
 }
@@ -287,7 +294,8 @@ static bool is_weight(const pl_tensor *t)
 }
 
 /* Inputs and weights of stage j, from the ops it owns and the Constants it copies. */
-static void stage_reads(const pl_graph *g, pl_stages *s, int j, const int *ops, int n, int *mark)
+static void stage_reads(const pl_graph *g, pl_stages *s, stage_caps *cap, int j, const int *ops,
+                        int n, int *mark)
 {
     pl_stage *st = &s->st[j];
     for (int k = 0; k < n; k++)
@@ -297,13 +305,13 @@ static void stage_reads(const pl_graph *g, pl_stages *s, int j, const int *ops, 
             mark[t] = j + 1;
             const pl_tensor *tn = &g->tensors[t];
             if (is_weight(tn))
-                push(&st->weights, &st->n_weights, t);
+                push(&st->weights, &st->n_weights, &cap[j].weights, t);
             else if (tn->producer < 0 || (s->maker[t] >= 0 && s->maker[t] != j))
-                push(&st->inputs, &st->n_inputs, t);
+                push(&st->inputs, &st->n_inputs, &cap[j].inputs, t);
         }
 }
 
-static void stage_sends(const pl_graph *g, pl_stages *s, int j)
+static void stage_sends(const pl_graph *g, pl_stages *s, stage_caps *cap, int j)
 {
     pl_stage *st = &s->st[j];
     for (int k = 0; k < st->n_ops; k++) {
@@ -314,7 +322,7 @@ static void stage_sends(const pl_graph *g, pl_stages *s, int j)
             bool send = g->tensors[t].flags & PL_TENSOR_OUTPUT;
             for (int c = 0; !send && s->maker[t] >= 0 && c < g->tensors[t].n_consumers; c++)
                 send = s->stage_of[g->tensors[t].consumers[c]] != j;
-            if (send) push(&st->outputs, &st->n_outputs, t);
+            if (send) push(&st->outputs, &st->n_outputs, &cap[j].outputs, t);
         }
     }
 }
@@ -325,19 +333,19 @@ static void fill_io(const pl_graph *g, pl_stages *s)
         int p = g->tensors[t].producer;
         s->maker[t] = p < 0 || pl_split_is_const(g, p) ? -1 : s->stage_of[p];
     }
-    place_consts(g, s);
+    stage_caps *cap = pl_calloc(s->n ? s->n : 1, sizeof *cap);
+    place_consts(g, s, cap);
     for (int k = 0; k < g->n_ops; k++) {
-        int op = g->topo[k];
-        pl_stage *st = &s->st[s->stage_of[op]];
-        push(&st->ops, &st->n_ops, op);
+        int op = g->topo[k], j = s->stage_of[op];
+        push(&s->st[j].ops, &s->st[j].n_ops, &cap[j].ops, op);
     }
     int *mark = pl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *mark);
     for (int j = 0; j < s->n; j++) {
-        stage_reads(g, s, j, s->st[j].ops, s->st[j].n_ops, mark);
-        stage_reads(g, s, j, s->st[j].consts, s->st[j].n_consts, mark);
-        stage_sends(g, s, j);
+        stage_reads(g, s, cap, j, s->st[j].ops, s->st[j].n_ops, mark);
+        stage_reads(g, s, cap, j, s->st[j].consts, s->st[j].n_consts, mark);
+        stage_sends(g, s, cap, j);
     }
-    free(mark);
+    free(mark), free(cap);
 }
 
 int pl_split_stages(const pl_graph *g, const pl_plan *p, pl_stages *out, pl_err *err)

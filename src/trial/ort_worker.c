@@ -14,8 +14,7 @@
 
 typedef struct ort_state {
     char *model_path, *cache_dir;
-    pl_ort_opts opts;
-    bool has_opts;
+    pl_ort_opts opts; /* zeroed when none is given: pl_ort_start's defaults, as for NULL */
     int repeat, warmup;
     pl_ort *ort;
 } ort_state;
@@ -25,7 +24,7 @@ static int ort_start(pl_trial_worker *w, pl_err *err)
     ort_state *s = w->state;
     char path[4096];
     if (pl_inflate_model(s->model_path, s->cache_dir, path, sizeof path, err) < 0) return -1;
-    s->ort = pl_ort_start(s->has_opts ? &s->opts : NULL, err);
+    s->ort = pl_ort_start(&s->opts, err);
     if (!s->ort) return -1;
     const char *paths[] = {path};
     return pl_ort_load(s->ort, paths, 1, err) < 0 ? pl_err_prefix(err, "%s", s->model_path) : 0;
@@ -59,7 +58,7 @@ pl_trial_worker *pl_trial_ort_new(const pl_trial_ort_opts *o)
     ort_state *s = pl_calloc(1, sizeof *s);
     s->model_path = pl_strdup(o->model_path);
     s->cache_dir = pl_strdup(o->cache_dir ? o->cache_dir : "build/ort-cache");
-    if (o->ort) s->opts = *o->ort, s->has_opts = true;
+    if (o->ort) s->opts = *o->ort;
     s->repeat = o->repeat > 0 ? o->repeat : 3;
     s->warmup = o->warmup > 0 ? o->warmup : 1;
     pl_trial_worker *w = pl_calloc(1, sizeof *w);
