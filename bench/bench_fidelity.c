@@ -5,12 +5,12 @@
  * For each model: the measured single-request latency (onnxruntime, one intra-op thread,
  * median of 5 after a warm-up, graph optimisation on as placer runs models), the cost model's
  * prediction with its default efficiencies, and the prediction with efficiencies calibrated on
- * the OTHER models' profiles (leave one out; profiles written by `placer profile` into
- * build/bench/fidelity/). The plan is `single` on examples/clusters/local-cpu.json (one core).
- * The latency with graph optimisation off is shown too (not used for the errors): it is the
- * graph the cost model prices and the profiles time, node for node, so the gap between the two
- * measurements is what onnxruntime's fusions and layout changes gain (docs/calibrate.md,
- * "Fidelity").
+ * the OTHER models' profiles (leave one out; profiled in-process as `placer profile` does, on
+ * the optimisation-off worker, and written into build/bench/fidelity/). The plan is `single` on
+ * examples/clusters/local-cpu.json (one core). The latency with graph optimisation off is shown too
+ * (not used for the errors): it is the graph the cost model prices and the profiles time, node for
+ * node, so the gap between the two measurements is what onnxruntime's fusions and layout changes
+ * gain (docs/calibrate.md, "Fidelity").
  *
  * Then the same for a two-core plan: HEFT on local-cpu.json with the leave-one-out efficiencies,
  * split with the schedule cut (docs/split.md) and run on two device threads (docs/runtime.md,
@@ -37,12 +37,6 @@ static const char *base(const char *p)
     return s ? s + 1 : p;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double measured(pl_ort *w, const char *model, pl_err *err)
 {
     char path[1024];
@@ -50,40 +44,55 @@ static double measured(pl_ort *w, const char *model, pl_err *err)
     const char *p = path;
     pl_ort_result r = {0};
     if (pl_ort_load(w, &p, 1, err) < 0 || pl_ort_run(w, 5, 1, &r, err) < 0) return -1;
-    pl_sort(r.latency_s, (size_t)r.repeat, sizeof *r.latency_s, cmp_double);
-    double med = r.latency_s[r.repeat / 2];
+    double med = pl_median(r.latency_s, r.repeat);
     pl_ort_result_free(&r);
     return med;
 }
 
-/* The makespan of `algo`'s plan; the plan itself in *plan_out when asked for. */
-static double predicted_by(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
-                           const char *algo, pl_plan **plan_out)
+/* What `placer profile MODEL -o build/bench/fidelity/MODEL.profile.json` does, on the worker
+ * at hand (pl_ort_profile opens a session of its own, optimisation off): 10 timed requests
+ * after a warm-up, the times mapped to g's ops and written. */
+static pl_profile *profiled(pl_ort *w, const char *model, const pl_graph *g,
+                            const char *device_model, pl_err *err)
+{
+    char path[1024], out[512];
+    if (pl_inflate_model(model, "build/ort-cache", path, sizeof path, err) < 0) return NULL;
+    pl_ort_node_time *t = NULL;
+    int n = 0;
+    if (pl_ort_profile(w, path, 10, &t, &n, err) < 0) return NULL;
+    pl_profile *p = pl_profile_from_node_times(g, t, n, device_model, NULL, err);
+    pl_ort_node_times_free(t, n);
+    snprintf(out, sizeof out, "build/bench/fidelity/%s.profile.json", base(model));
+    if (p && pl_profile_save(p, out,
+                             "onnxruntime-node 1.22 on the CPU, graph optimisation disabled, 1 "
+                             "intra-op thread; kernel time per request, mean of 10 requests "
+                             "after 1 warm-up (bench_fidelity)",
+                             err) < 0) {
+        pl_profile_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* The makespan of `algo`'s plan on table k; the plan itself in *plan_out when asked for. */
+static double predicted_by(const pl_cost *k, const char *algo, pl_plan **plan_out)
 {
     pl_err err = {""};
-    pl_cost *k = pl_cost_new(g, c, params, NULL, 0, &err);
-    pl_plan *p = pl_plan_new(g->n_ops, c->n_devs);
+    pl_plan *p = pl_plan_new(k->g->n_ops, k->c->n_devs);
     pl_place_opts po = {0};
     pl_sim_opts so = {0};
     pl_sim_result r = {0};
     double ms = -1;
-    if (k && pl_place(pl_algo_find(algo), k, &po, p, &err) == 0 &&
-        pl_simulate(k, p, &so, &r, &err) == 0)
+    if (pl_place(pl_algo_find(algo), k, &po, p, &err) == 0 && pl_simulate(k, p, &so, &r, &err) == 0)
         ms = r.makespan_s;
     else
         fprintf(stderr, "%s\n", err.msg);
     pl_sim_result_free(&r);
-    pl_cost_free(k);
     if (plan_out && ms >= 0)
         *plan_out = p;
     else
         pl_plan_free(p);
     return ms;
-}
-
-static double predicted(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params)
-{
-    return predicted_by(g, c, params, "single", NULL);
 }
 
 /* ---- two cores ---- */
@@ -117,18 +126,18 @@ static double handoff(const pl_stages *s, const pl_ort_result *r)
             if (cross >= local) gap[n++] = st[j] - cross;
         }
     }
-    pl_sort(gap, (size_t)n, sizeof *gap, cmp_double);
-    double med = n ? gap[n / 2] : -1;
+    double med = n ? pl_median(gap, n) : -1;
     free(gap);
     return med;
 }
 
-/* HEFT's plan under `params`, cut by the schedule, written and run on two device threads. */
-static int two_cores(pl_ort *w, const char *model, const pl_graph *g, const pl_cluster *c,
-                     const pl_cost_params *params, two_core *out, pl_err *err)
+/* HEFT's plan on table k, cut by the schedule, written and run on two device threads. */
+static int two_cores(pl_ort *w, const char *model, const pl_cost *k, two_core *out, pl_err *err)
 {
+    const pl_graph *g = k->g;
+    const pl_cluster *c = k->c;
     pl_plan *p = NULL;
-    out->predicted_s = predicted_by(g, c, params, "heft", &p);
+    out->predicted_s = predicted_by(k, "heft", &p);
     if (!p) return pl_err_set(err, "%s: no HEFT plan", model);
     char dir[512];
     snprintf(dir, sizeof dir, "build/bench/fidelity/split-%s", base(model));
@@ -147,8 +156,7 @@ static int two_cores(pl_ort *w, const char *model, const pl_graph *g, const pl_c
         double own = 0;
         for (int i = 0; i < r.repeat * r.n_stages; i++)
             own += r.stage_s[i];
-        pl_sort(r.latency_s, (size_t)r.repeat, sizeof *r.latency_s, cmp_double);
-        out->measured_s = r.latency_s[r.repeat / 2];
+        out->measured_s = pl_median(r.latency_s, r.repeat);
         out->overlap = own / r.repeat / out->measured_s;
         out->handoff_s = handoff(&s, &r);
         out->stages = s.n, out->devices = pl_stages_devices(&s);
@@ -160,43 +168,49 @@ static int two_cores(pl_ort *w, const char *model, const pl_graph *g, const pl_c
     return rc;
 }
 
+/* The relative errors' median (sorting v) and worst. */
+static void summary(double *v, int n, double *median, double *worst)
+{
+    *median = pl_median(v, n);
+    *worst = n ? v[n - 1] : 0;
+}
+
 int main(int argc, char **argv)
 {
     int n = argc - 1;
     if (n < 2 || n > MAX_MODELS) return fprintf(stderr, "usage: bench_fidelity MODEL...\n"), 2;
     pl_err err = {""};
     pl_cluster *c = pl_cluster_load(CLUSTER, &err);
-    pl_ort_opts oo = {0}, off = {.no_optimize = true};
+    /* w_off also profiles, as `placer profile` does (its timeout) */
+    pl_ort_opts oo = {0}, off = {.no_optimize = true, .timeout_s = 600};
     pl_ort *w = c ? pl_ort_start(&oo, &err) : NULL;
     pl_ort *w_off = w ? pl_ort_start(&off, &err) : NULL;
-    if (!w_off) return fprintf(stderr, "%s\n", err.msg), 1;
+    if (!w_off || pl_mkdir_p("build/bench/fidelity", &err) < 0)
+        return fprintf(stderr, "%s\n", err.msg), 1;
+    int cpu0 = pl_cluster_find(c, "cpu0");
+    const char *device_model = c->devs[cpu0 < 0 ? 0 : cpu0].model;
     pl_graph *g[MAX_MODELS];
     pl_profile *prof[MAX_MODELS];
     double meas[MAX_MODELS], meas_off[MAX_MODELS];
-    if (system("mkdir -p build/bench/fidelity") != 0) return 1;
     for (int m = 0; m < n; m++) {
-        char cmd[1024], out[512];
-        snprintf(out, sizeof out, "build/bench/fidelity/%s.profile.json", base(argv[m + 1]));
-        snprintf(cmd, sizeof cmd, "build/placer profile %s -o %s >/dev/null", argv[m + 1], out);
         g[m] = pl_graph_load(argv[m + 1], NULL, &err);
-        if (!g[m] || system(cmd) != 0 || !(prof[m] = pl_profile_load(out, &err)) ||
+        if (!g[m] || !(prof[m] = profiled(w_off, argv[m + 1], g[m], device_model, &err)) ||
             (meas[m] = measured(w, argv[m + 1], &err)) < 0 ||
             (meas_off[m] = measured(w_off, argv[m + 1], &err)) < 0)
             return fprintf(stderr, "%s: %s\n", argv[m + 1], err.msg), 1;
         fprintf(stderr, "  %s: measured %.2f ms (optimisation off: %.2f ms)\n", base(argv[m + 1]),
                 meas[m] * 1e3, meas_off[m] * 1e3);
     }
-    pl_ort_stop(w), pl_ort_stop(w_off);
+    pl_ort_stop(w_off);
     pl_table *t =
         pl_table_new("model|>measured ms|>opt. off ms|>default ms|>error|>calibrated (others) "
                      "ms|>error|>fitted dense|>fitted memory");
     double e_def[MAX_MODELS], e_cal[MAX_MODELS], e_off[MAX_MODELS], e_two[MAX_MODELS];
     double hand[MAX_MODELS];
     int n_hand = 0;
-    pl_table *t2 = pl_table_new("model|>stages|>cores used|>measured ms|>predicted ms|>error|>stages "
-                                "at once|>speed-up measured|>speed-up predicted");
-    pl_ort *w2 = pl_ort_start(&oo, &err);
-    if (!w2) return fprintf(stderr, "%s\n", err.msg), 1;
+    pl_table *t2 =
+        pl_table_new("model|>stages|>cores used|>measured ms|>predicted ms|>error|>stages "
+                     "at once|>speed-up measured|>speed-up predicted");
     for (int m = 0; m < n; m++) {
         const pl_graph *gs[MAX_MODELS];
         const pl_profile *ps[MAX_MODELS];
@@ -206,9 +220,11 @@ int main(int argc, char **argv)
         pl_calib_result cr;
         if (pl_calib_fit(gs, ps, k, &c->devs[0], NULL, &cr, &err) < 0)
             return fprintf(stderr, "%s\n", err.msg), 1;
-        pl_cost_params def;
-        pl_cost_params_default(&def);
-        double pd = predicted(g[m], c, &def), pc = predicted(g[m], c, &cr.params);
+        /* one table per parameter set: the calibrated one serves both plans */
+        pl_cost *kd = pl_cost_new(g[m], c, NULL, NULL, 0, &err);
+        pl_cost *kc = kd ? pl_cost_new(g[m], c, &cr.params, NULL, 0, &err) : NULL;
+        if (!kc) return fprintf(stderr, "%s\n", err.msg), 1;
+        double pd = predicted_by(kd, "single", NULL), pc = predicted_by(kc, "single", NULL);
         e_def[m] = fabs(pd - meas[m]) / meas[m], e_cal[m] = fabs(pc - meas[m]) / meas[m];
         e_off[m] = fabs(pc - meas_off[m]) / meas_off[m];
         pl_table_row(t, "%s|%.2f|%.2f|%.2f|%+.0f%%|%.2f|%+.0f%%|%.3f|%.3f", base(argv[m + 1]),
@@ -216,8 +232,9 @@ int main(int argc, char **argv)
                      pc * 1e3, 100 * (pc - meas[m]) / meas[m],
                      cr.params.eff_compute[PL_CLASS_DENSE], cr.params.eff_memory);
         two_core tc = {0};
-        if (two_cores(w2, argv[m + 1], g[m], c, &cr.params, &tc, &err) < 0)
-            return fprintf(stderr, "%s\n", err.msg), 1;
+        int rc = two_cores(w, argv[m + 1], kc, &tc, &err);
+        pl_cost_free(kd), pl_cost_free(kc);
+        if (rc < 0) return fprintf(stderr, "%s\n", err.msg), 1;
         fprintf(stderr, "  %s: two cores %.2f ms measured, %.2f ms predicted\n", base(argv[m + 1]),
                 tc.measured_s * 1e3, tc.predicted_s * 1e3);
         e_two[m] = fabs(tc.predicted_s - tc.measured_s) / tc.measured_s;
@@ -227,27 +244,27 @@ int main(int argc, char **argv)
                      100 * (tc.predicted_s - tc.measured_s) / tc.measured_s, tc.overlap,
                      meas[m] / tc.measured_s, pc / tc.predicted_s);
     }
-    pl_ort_stop(w2);
+    pl_ort_stop(w);
+    double med_def, worst_def, med_cal, worst_cal, med_off, worst_off, med_two, worst_two;
+    summary(e_def, n, &med_def, &worst_def), summary(e_cal, n, &med_cal, &worst_cal);
+    summary(e_off, n, &med_off, &worst_off), summary(e_two, n, &med_two, &worst_two);
     printf("single-device latency on this CPU (one core): measured with onnxruntime vs predicted; "
            "calibrated = efficiencies fitted on the other models' profiles\n");
     pl_table_print(t, stdout);
-    qsort(e_def, n, sizeof *e_def, cmp_double), qsort(e_cal, n, sizeof *e_cal, cmp_double);
-    qsort(e_off, n, sizeof *e_off, cmp_double);
     printf("relative error: default median %.0f%%, worst %.0f%%; calibrated median %.0f%%, worst "
            "%.0f%% (targets: median under 15%%, worst under 30%%)\n",
-           100 * e_def[n / 2], 100 * e_def[n - 1], 100 * e_cal[n / 2], 100 * e_cal[n - 1]);
+           100 * med_def, 100 * worst_def, 100 * med_cal, 100 * worst_cal);
     printf("calibrated against the latency with graph optimisation off (the graph as priced and "
            "profiled): median %.0f%%, worst %.0f%%\n",
-           100 * e_off[n / 2], 100 * e_off[n - 1]);
+           100 * med_off, 100 * worst_off);
     pl_table_free(t);
     printf("\ntwo cores: HEFT's plan on local-cpu.json (leave-one-out efficiencies), cut by the "
            "schedule, one onnxruntime thread per core; measured (median of 5) vs the simulator\n");
     pl_table_print(t2, stdout);
     pl_table_free(t2);
-    qsort(e_two, n, sizeof *e_two, cmp_double), qsort(hand, n_hand, sizeof *hand, cmp_double);
     printf("relative error: median %.0f%%, worst %.0f%% (targets: median under 15%%, worst under "
            "30%%); hand-off between the cores: median over models %.3f ms\n",
-           100 * e_two[n / 2], 100 * e_two[n - 1], n_hand ? 1e3 * hand[n_hand / 2] : -1.0);
+           100 * med_two, 100 * worst_two, n_hand ? 1e3 * pl_median(hand, n_hand) : -1.0);
     for (int m = 0; m < n; m++)
         pl_graph_free(g[m]), pl_profile_free(prof[m]);
     pl_cluster_free(c);

@@ -1,6 +1,6 @@
 /* calibrate.c: `placer calibrate PROFILE... --model M`: fits the cost model's efficiencies to
- * measured profiles (docs/calibrate.md). The cost model does not read parameters from a file
- * yet, so the fit is printed and, with -o, written as placer-cost-params/1. */
+ * measured profiles (docs/calibrate.md). The fit is printed and, with -o, written as
+ * placer-cost-params/1, which `place --cost-params` and the other commands read. */
 #include "cli.h"
 #include "placer/calib.h"
 #include "placer/report.h"

@@ -30,46 +30,16 @@ typedef struct prof_opts {
     int repeat;
 } prof_opts;
 
-/* What was measured, per op of placer's graph (-1: no kernel time). */
+/* What was measured: the profile (op name -> seconds) and how the nodes matched. */
 typedef struct prof_ops {
-    double *time_s;
-    int n_timed, n_missing, n_constant, n_unmatched;
-    double measured_s;
+    pl_profile *p;
+    pl_profile_match m;
 } prof_ops;
 
-/* The op a node time belongs to. Named nodes: by name. Unnamed ones (onnxruntime reports an
- * empty name): by position, since placer reads nodes in file order and names an unnamed one
- * TYPE_k after its index k; the op type must agree. Nodes of a Loop/If/Scan body are not ops
- * of placer's graph: their time is inside the control op's own kernel time. */
-static int op_of(const pl_graph *g, const pl_ort_node_time *t)
+/* The op's measured time, -1 when it has none. */
+static double op_time(const pl_graph *g, const prof_ops *m, int i)
 {
-    if (t->nested) return -1;
-    if (*t->name) return pl_strmap_get(&g->op_by_name, t->name);
-    if (t->node_index < 0 || t->node_index >= g->n_ops) return -1;
-    return strcmp(g->ops[t->node_index].type, t->op_type) ? -1 : t->node_index;
-}
-
-static void map_times(const pl_graph *g, const pl_ort_node_time *t, int n, prof_ops *m)
-{
-    m->time_s = pl_malloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *m->time_s);
-    for (int i = 0; i < g->n_ops; i++)
-        m->time_s[i] = -1;
-    for (int k = 0; k < n; k++) {
-        int op = op_of(g, &t[k]);
-        if (op < 0) {
-            m->n_unmatched += !t[k].nested;
-            continue;
-        }
-        m->time_s[op] = (m->time_s[op] < 0 ? 0 : m->time_s[op]) + t[k].mean_s;
-    }
-    for (int i = 0; i < g->n_ops; i++) {
-        if (m->time_s[i] >= 0) {
-            m->n_timed++, m->measured_s += m->time_s[i];
-        } else {
-            m->n_missing++;
-            m->n_constant += !strcmp(g->ops[i].type, "Constant");
-        }
-    }
+    return pl_profile_lookup(m->p, g->ops[i].name);
 }
 
 /* Inflates the model, starts the worker, profiles, stops it. */
@@ -84,35 +54,25 @@ static int measure(const prof_opts *o, pl_ort_node_time **t, int *n, pl_err *err
     return rc;
 }
 
-static int write_profile(const prof_opts *o, const pl_graph *g, const prof_ops *m, pl_err *err)
+static int write_profile(const prof_opts *o, const prof_ops *m, pl_err *err)
 {
-    const char *sha = pl_graph_sha256(g, err);
-    if (!sha) return -1;
     char desc[256];
     snprintf(desc, sizeof desc,
              "onnxruntime-node 1.22 on the CPU, graph optimisation disabled, 1 intra-op thread; "
              "kernel time per request, mean of %d requests after 1 warm-up",
              o->repeat);
-    json_t *times = json_object();
-    for (int i = 0; i < g->n_ops; i++)
-        if (m->time_s[i] >= 0) json_object_set_new(times, g->ops[i].name, json_real(m->time_s[i]));
-    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "format", "placer-profile/1",
-                             "device_model", o->device_model, "model_sha256", sha, "producer",
-                             "placer profile 0.1", "description", desc, "times_s", times);
-    int rc =
-        json_dump_file(root, o->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-    json_decref(root);
-    return rc ? pl_err_set(err, "cannot write %s", o->out) : 0;
+    return pl_profile_save(m->p, o->out, desc, err);
 }
 
 /* The k ops with the longest measured times, longest first; returns how many (<= k). */
-static int top_ops(const prof_ops *m, int n_ops, int *top, int k)
+static int top_ops(const pl_graph *g, const prof_ops *m, int *top, int k)
 {
     int n = 0;
-    for (int i = 0; i < n_ops; i++) {
-        if (m->time_s[i] < 0 || (n == k && m->time_s[i] <= m->time_s[top[k - 1]])) continue;
+    for (int i = 0; i < g->n_ops; i++) {
+        double ti = op_time(g, m, i);
+        if (ti < 0 || (n == k && ti <= op_time(g, m, top[k - 1]))) continue;
         int j = n < k ? n++ : k - 1;
-        for (; j > 0 && m->time_s[top[j - 1]] < m->time_s[i]; j--)
+        for (; j > 0 && op_time(g, m, top[j - 1]) < ti; j--)
             top[j] = top[j - 1];
         top[j] = i;
     }
@@ -123,7 +83,7 @@ static double estimated(const cli_ctx *x, int dev, const prof_ops *m)
 {
     double s = 0;
     for (int i = 0; i < x->g->n_ops; i++)
-        if (m->time_s[i] >= 0) s += pl_cost_op_s(x->k, i, dev);
+        if (op_time(x->g, m, i) >= 0) s += pl_cost_op_s(x->k, i, dev);
     return s;
 }
 
@@ -133,21 +93,21 @@ static void print_text(const prof_opts *o, const cli_ctx *x, int dev, const prof
     printf("%-10s %s (%d ops), device model %s\n", "profile", o->co.model, g->n_ops,
            o->device_model);
     printf("%-10s %d of %d ops (%.1f %%); without a kernel time: %d (%d Constant)\n", "timed",
-           m->n_timed, g->n_ops, g->n_ops ? 100.0 * m->n_timed / g->n_ops : 0.0, m->n_missing,
-           m->n_constant);
-    if (m->n_unmatched)
-        printf("%-10s %d onnxruntime nodes match no op\n", "unmatched", m->n_unmatched);
+           m->m.n_timed, g->n_ops, g->n_ops ? 100.0 * m->m.n_timed / g->n_ops : 0.0, m->m.n_missing,
+           m->m.n_constant);
+    if (m->m.n_unmatched)
+        printf("%-10s %d onnxruntime nodes match no op\n", "unmatched", m->m.n_unmatched);
     printf("%-10s %.3f ms measured, %.3f ms estimated (%s) for the same ops\n", "total",
-           m->measured_s * 1e3, estimated(x, dev, m) * 1e3, x->c->devs[dev].name);
+           m->m.measured_s * 1e3, estimated(x, dev, m) * 1e3, x->c->devs[dev].name);
     if (o->out) printf("%-10s %s\n", "written", o->out);
     putchar('\n');
-    int top[10], n = top_ops(m, g->n_ops, top, 10);
+    int top[10], n = top_ops(g, m, top, 10);
     pl_table *t = pl_table_new("op|type|>measured ms|>estimate ms|>measured/estimate");
     for (int r = 0; r < n; r++) {
         int i = top[r];
-        double e = pl_cost_op_s(x->k, i, dev);
-        pl_table_row(t, "%s|%s|%.4f|%.4f|%.2f", g->ops[i].name, g->ops[i].type, m->time_s[i] * 1e3,
-                     e * 1e3, e > 0 ? m->time_s[i] / e : INFINITY);
+        double e = pl_cost_op_s(x->k, i, dev), ti = op_time(g, m, i);
+        pl_table_row(t, "%s|%s|%.4f|%.4f|%.2f", g->ops[i].name, g->ops[i].type, ti * 1e3, e * 1e3,
+                     e > 0 ? ti / e : INFINITY);
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
@@ -156,18 +116,18 @@ static void print_text(const prof_opts *o, const cli_ctx *x, int dev, const prof
 static void print_json(const prof_opts *o, const cli_ctx *x, int dev, const prof_ops *m)
 {
     json_t *top = json_array();
-    int idx[10], n = top_ops(m, x->g->n_ops, idx, 10);
+    int idx[10], n = top_ops(x->g, m, idx, 10);
     for (int r = 0; r < n; r++)
         json_array_append_new(top, json_pack("{s:s, s:s, s:f, s:f}", "op", x->g->ops[idx[r]].name,
                                              "type", x->g->ops[idx[r]].type, "measured_s",
-                                             m->time_s[idx[r]], "estimate_s",
+                                             op_time(x->g, m, idx[r]), "estimate_s",
                                              pl_cost_op_s(x->k, idx[r], dev)));
     json_t *root =
         json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:o}", "format",
                   "placer-profile-report/1", "model", o->co.model, "device_model", o->device_model,
-                  "ops", x->g->n_ops, "timed", m->n_timed, "missing", m->n_missing,
-                  "missing_constant", m->n_constant, "unmatched", m->n_unmatched, "measured_s",
-                  m->measured_s, "estimate_s", estimated(x, dev, m), "top", top);
+                  "ops", x->g->n_ops, "timed", m->m.n_timed, "missing", m->m.n_missing,
+                  "missing_constant", m->m.n_constant, "unmatched", m->m.n_unmatched, "measured_s",
+                  m->m.measured_s, "estimate_s", estimated(x, dev, m), "top", top);
     if (o->out) json_object_set_new(root, "written", json_string(o->out));
     pl_json_print(root, stdout);
 }
@@ -186,16 +146,17 @@ static int run(prof_opts *o)
     prof_ops m = {0};
     if (measure(o, &t, &n, &err) < 0) {
         status = cli_fail("profile", "%s", err.msg);
+    } else if (!(m.p = pl_profile_from_node_times(x.g, t, n, o->device_model, &m.m, &err))) {
+        status = cli_fail("profile", "%s", err.msg);
     } else {
-        map_times(x.g, t, n, &m);
-        if (o->out && write_profile(o, x.g, &m, &err) < 0)
+        if (o->out && write_profile(o, &m, &err) < 0)
             status = cli_fail("profile", "%s", err.msg);
         else if (o->co.json)
             print_json(o, &x, dev, &m);
         else
             print_text(o, &x, dev, &m);
     }
-    free(m.time_s);
+    pl_profile_free(m.p);
     pl_ort_node_times_free(t, n);
     cli_ctx_close(&x);
     return status;

@@ -8,6 +8,8 @@
 #include "placer/calib.h"
 #include "placer/cost.h"
 
+#include <jansson.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -397,24 +399,24 @@ static void test_params_file(void **state)
         err.msg[0] = 0;
         assert_int_equal(
             pl_cost_params_load(tu_tmpfile(bad[i][0], strlen(bad[i][0]), ".json"), &p, &err), -1);
-        if (!strstr(err.msg, bad[i][1])) fail_msg("'%s' lacks '%s'", err.msg, bad[i][1]);
+        assert_contains(err.msg, bad[i][1]);
     }
     const char *half = "{\"format\": \"placer-cost-params/1\", \"eff_compute\": {\"dense\": 0.3, "
                        "\"elementwise\": 0.125, \"reduction\": 0.125, \"data-movement\": 0.125, "
                        "\"control\": 0.15, \"unknown\": 0.15}, \"eff_memory\": 0.35}";
-    char args[512], *out;
-    const char *args0 = "place models/resnet50.onnx --cluster examples/clusters/local-cpu.json "
-                        "--algo single --json 2>/dev/null";
-    assert_int_equal(tu_run(args0, &out), 0);
-    double base = atof(strstr(out, "\"makespan_s\":") + 13);
-    free(out);
+    char args[512];
+    json_t *j = tu_run_json("place models/resnet50.onnx --cluster examples/clusters/local-cpu.json "
+                            "--algo single --json 2>/dev/null");
+    double base = json_number_value(json_object_get(j, "makespan_s"));
+    json_decref(j);
     snprintf(args, sizeof args,
              "place models/resnet50.onnx --cluster examples/clusters/local-cpu.json --algo single "
              "--cost-params %s --json 2>/dev/null",
              tu_tmpfile(half, strlen(half), ".json"));
-    assert_int_equal(tu_run(args, &out), 0);
-    double slow = atof(strstr(out, "\"makespan_s\":") + 13);
-    free(out);
+    j = tu_run_json(args);
+    double slow = json_number_value(json_object_get(j, "makespan_s"));
+    json_decref(j);
+    assert_true(base > 0);
     assert_true(slow > 1.5 * base);
 }
 
@@ -462,7 +464,8 @@ static void test_bytes_partial_reads(void **state)
     int x = shaped(g, "X", PL_DT_FLOAT, 2, (int64_t[]){10, 20}, 0);
     pl_graph_add_input(g, ids), pl_graph_add_input(g, x);
     int st = ints_weight(g, "st", 1, (int64_t[]){2}), en = ints_weight(g, "en", 1, (int64_t[]){5});
-    int ax = ints_weight(g, "ax", 1, (int64_t[]){0}), sh = ints_weight(g, "sh", 1, (int64_t[]){200});
+    int ax = ints_weight(g, "ax", 1, (int64_t[]){0}),
+        sh = ints_weight(g, "sh", 1, (int64_t[]){200});
     int a0 = ints_weight(g, "a0", 1, (int64_t[]){0});
     int outs[6];
     const char *names[6] = {"emb", "sl", "shp", "flat", "unsq", "relu"};
@@ -527,6 +530,80 @@ static void test_calib_fit(void **state)
     double fitted = pl_cost_estimate(&g->ops[0], g, &c->devs[0], &r.params);
     assert_close(fitted, t, 0.05);
     pl_profile_free(pr);
+    /* a profile for another device model would fit the V100's peaks to A100 times */
+    snprintf(text, sizeof text,
+             "{\"format\": \"placer-profile/1\", \"device_model\": \"A100\", "
+             "\"times_s\": {\"conv\": %.17g}}",
+             t);
+    if (!(pr = profile_text(text, &err))) fail_msg("%s", err.msg);
+    ps[0] = pr;
+    assert_int_equal(pl_calib_fit(gs, ps, 1, &c->devs[0], NULL, &r, &err), -1);
+    if (!strstr(err.msg, "'A100'") || !strstr(err.msg, "V100"))
+        fail_msg("'%s' does not name both device models", err.msg);
+    pl_profile_free(pr);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* The brute-force objective and errors, from pl_cost_estimate on every timed op. */
+static double brute_loss(const pl_graph *g, const pl_profile *pr, const pl_device *d,
+                         const pl_cost_params *p, double *median, double *worst)
+{
+    double sum = 0, *e = calloc(g->n_ops + 1, sizeof *e);
+    int n = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        double m = pl_profile_lookup(pr, g->ops[i].name);
+        if (!(m > 0) || !strcmp(g->ops[i].type, "Constant")) continue;
+        double est = pl_cost_estimate(&g->ops[i], g, d, p);
+        double r = log(est > 0 ? est : 1e-12) - log(m);
+        sum += m * r * r;
+        e[n++] = fabs(est - m) / m;
+    }
+    *median = pl_median(e, n);
+    *worst = n ? e[n - 1] : 0;
+    free(e);
+    return sum;
+}
+
+/* The fit takes each op's estimate apart once (pl_cost_terms) instead of calling
+ * pl_cost_estimate on every evaluation: its loss and errors must be those of pl_cost_estimate
+ * to the bit, before and after the fit, on a zoo model (every op class, Constants, Gathers,
+ * views) with made-up times. */
+static void test_calib_matches_estimate(void **state)
+{
+    (void)state;
+    pl_graph *g = tu_load("models/bert_base.onnx");
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    if (!c) fail_msg("%s", err.msg);
+    size_t cap = 64 + (size_t)g->n_ops * 300, len = 0;
+    char *text = malloc(cap);
+    len += (size_t)snprintf(text, cap,
+                            "{\"format\": \"placer-profile/1\", \"device_model\": \"%s\", "
+                            "\"times_s\": {",
+                            c->devs[0].model);
+    for (int i = 0; i < g->n_ops; i++) /* 1 us to 0.1 ms, every op, Constants too */
+        len += (size_t)snprintf(text + len, cap - len, "%s\"%s\": %.17g", i ? ", " : "",
+                                g->ops[i].name, 1e-6 * (1 + (i * 37) % 100));
+    snprintf(text + len, cap - len, "}}");
+    pl_profile *pr = profile_text(text, &err);
+    free(text);
+    if (!pr) fail_msg("%s", err.msg);
+    const pl_graph *gs[] = {g};
+    const pl_profile *ps[] = {pr};
+    pl_calib_result r;
+    if (pl_calib_fit(gs, ps, 1, &c->devs[0], NULL, &r, &err) < 0) fail_msg("%s", err.msg);
+    pl_cost_params def;
+    pl_cost_params_default(&def);
+    double med, worst;
+    assert_true(pl_calib_loss(gs, ps, 1, &c->devs[0], &def, &err) ==
+                brute_loss(g, pr, &c->devs[0], &def, &med, &worst));
+    assert_true(med == r.median_before && worst == r.worst_before);
+    assert_true(pl_calib_loss(gs, ps, 1, &c->devs[0], &r.params, &err) ==
+                brute_loss(g, pr, &c->devs[0], &r.params, &med, &worst));
+    assert_true(med == r.median_after && worst == r.worst_after);
+    assert_true(r.n_samples > 100 && r.class_samples[PL_CLASS_DENSE] > 0);
+    pl_profile_free(pr);
     pl_cluster_free(c);
     pl_graph_free(g);
 }
@@ -584,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_xfer),
         cmocka_unit_test(test_calib_fit),
         cmocka_unit_test(test_calib_fit_weighted),
+        cmocka_unit_test(test_calib_matches_estimate),
         cmocka_unit_test(test_bytes_partial_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,7 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
 
   peak_flops_per_s   FLOPs of a large MatMul / its kernel time (onnxruntime's per-node profiler)
   mem_bandwidth_Bps  bytes_moved of a large Add (both inputs + the output, as placer counts
-                     them) / its kernel time, for several sizes (in L2, in L3, in DRAM)
+                     them) / its kernel time, for several sizes (in cache: L2/L3; in L3; in DRAM)
   launch_overhead_s  end-to-end latency of a chain of N one-element Relu ops minus that of a
                      chain of 1, divided by N - 1: what each extra node costs beyond any work
 
@@ -109,11 +109,13 @@ class Worker:
                       "threads": 1})
         return next(n["mean_s"] for n in r["nodes"] if n["name"] == node)
 
-    def latency_s(self, model, repeat):
-        """Median end-to-end latency of `repeat` requests, optimisation disabled."""
+    def latencies_s(self, model, repeat, trials):
+        """Per trial, the median end-to-end latency of `repeat` requests, optimisation disabled.
+        The model is loaded once: a load is the expensive step and the trials need no other."""
         self.ask({"op": "load", "models": [model], "threads": 1, "optimize": "disabled"})
-        r = self.ask({"op": "run", "inputs": "random", "repeat": repeat, "warmup": 3})
-        return statistics.median(r["latency_s"])
+        return [statistics.median(self.ask({"op": "run", "inputs": "random", "repeat": repeat,
+                                            "warmup": 3})["latency_s"])
+                for _ in range(trials)]
 
     def close(self):
         self.ask({"op": "quit"})
@@ -139,7 +141,9 @@ def measure(trials):
         for c, hw in ((64, 56), (256, 14)):
             path, flops = conv_model(d, c, hw)
             out["conv_gflops"][f"{c}x{hw}"] = best_rate(w, path, "conv", flops, trials, 5) / 1e9
-        for mib in (0.5, 4, 32, 256):  # bytes of ONE tensor: in L2, in L3, at L3's size, in DRAM
+        # bytes of ONE tensor (the Add touches three): in cache (L2/L3), in L3, at L3's size,
+        # in DRAM
+        for mib in (0.5, 4, 32, 256):
             n = int(mib * 2**20 / 4)
             path, nbytes = add_model(d, n)
             repeat = 20 if mib < 32 else 5
@@ -147,8 +151,8 @@ def measure(trials):
                                                         repeat) / 1e9
         k = 401
         short, long_ = chain_model(d, 1), chain_model(d, k)
-        per_op = [(w.latency_s(long_, 50) - w.latency_s(short, 50)) / (k - 1)
-                  for _ in range(trials)]
+        per_op = [(lo - sh) / (k - 1) for lo, sh in zip(w.latencies_s(long_, 50, trials),
+                                                           w.latencies_s(short, 50, trials))]
         out["overhead_us"] = statistics.median(per_op) * 1e6
         out["overhead_trials_us"] = [x * 1e6 for x in per_op]
     finally:

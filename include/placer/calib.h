@@ -17,9 +17,14 @@ typedef struct pl_calib_result {
 } pl_calib_result;
 
 /* Fits to profiles[k] measured on graphs[k] (k < n), estimating on device `d` (the device the
- * profiles were measured on). `start` NULL: the defaults. -1 with err set when no profile times
- * any op of its graph. */
+ * profiles were measured on). `start` NULL: the defaults. -1 with err set when a profile is
+ * for another device model than d's (pl_cost_model_matches) or no profile times any op of
+ * its graph. The median error is pl_median's (the mean of the middle two of an even count). */
 int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
                  const pl_device *d, const pl_cost_params *start, pl_calib_result *r, pl_err *err);
+/* What the fit minimises, at `p`: Σ measured · (log estimate − log measured)² over the same
+ * ops; -1 with err set where pl_calib_fit fails. */
+double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
+                     const pl_device *d, const pl_cost_params *p, pl_err *err);
 
 #endif

@@ -13,6 +13,8 @@
 #include "placer/cluster.h"
 #include "placer/graph.h"
 
+#include <math.h>
+
 typedef struct pl_cost_params {
     double eff_compute[PL_CLASS_COUNT]; /* fraction of peak FLOP/s reached, per op class */
     double eff_memory;                  /* fraction of peak memory bandwidth reached */
@@ -23,6 +25,14 @@ void pl_cost_params_default(pl_cost_params *p);
 /* Reads placer-cost-params/1 (as `placer calibrate -o` writes it, docs/calibrate.md): the
  * defaults, then the file's eff_compute per class name and eff_memory, each in (0, 1]. */
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err);
+/* An efficiency is a fraction of a peak: in (0, 1], never above the peak. */
+static inline bool pl_cost_eff_valid(double e)
+{
+    return e > 0 && e <= 1;
+}
+/* -1 with err set unless every efficiency is valid (pl_cost_new and pl_cost_params_load
+ * call it). */
+int pl_cost_params_check(const pl_cost_params *p, pl_err *err);
 
 /* Measured op times for one device model: format placer-profile/1 (docs/cost.md). */
 typedef struct pl_profile {
@@ -38,6 +48,25 @@ pl_profile *pl_profile_load(const char *path, pl_err *err);
 void pl_profile_free(pl_profile *p);
 /* Seconds, or -1 when the profile has no entry for the op. */
 double pl_profile_lookup(const pl_profile *p, const char *op_name);
+
+/* How onnxruntime's node times (pl_ort_profile) matched the ops of placer's graph. */
+typedef struct pl_profile_match {
+    int n_timed, n_missing; /* ops with a kernel time, ops without one */
+    int n_constant;         /* of those without, Constants (materialised at load time) */
+    int n_unmatched;        /* top-level nodes that match no op */
+    double measured_s;      /* the timed ops' sum */
+} pl_profile_match;
+struct pl_ort_node_time;
+/* The profile of graph g on `device_model` from the node times t[0..n) of g's ONNX file
+ * (`placer profile`, bench_fidelity): a named node is the op of that name; an unnamed one (the
+ * profiler reports an empty name) the op at its position, as placer names it TYPE_k, if the
+ * types agree; nodes of Loop/If/Scan bodies are not ops (their time is the control op's).
+ * Times of nodes that map to the same op add up. Entries are in op order, model_sha256 is g's
+ * file's. `m` (may be NULL) gets the counts. NULL with err set when g's file cannot be read. */
+pl_profile *pl_profile_from_node_times(const pl_graph *g, const struct pl_ort_node_time *t, int n,
+                                       const char *device_model, pl_profile_match *m, pl_err *err);
+/* Writes p as placer-profile/1 (`description` may be NULL). */
+int pl_profile_save(const pl_profile *p, const char *path, const char *description, pl_err *err);
 
 typedef struct pl_cost {
     const pl_graph *g;
@@ -63,6 +92,32 @@ void pl_cost_free(pl_cost *k);
 /* The roofline estimate alone (no given time). */
 double pl_cost_estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
                         const pl_cost_params *p);
+
+/* What the estimate of an op on a device is made of, apart from the efficiencies: the
+ * calibration fit (calib.c) evaluates it thousands of times per sample with only the
+ * efficiencies changing, so it takes these once. A weights-only op (a Constant) has launch,
+ * FLOPs and bytes 0, which the formula turns into exactly 0. */
+typedef struct pl_cost_terms {
+    int cls;                 /* the op class whose compute efficiency applies */
+    double launch_s;         /* the device's launch overhead */
+    double flops, peak;      /* the op's FLOPs, the device's peak for its precision */
+    double bytes, bandwidth; /* bytes moved, the device's memory bandwidth (B/s) */
+} pl_cost_terms;
+void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl_cost_terms *t);
+
+/* pl_cost_estimate from the terms: the same operations, so the same bits. A device without
+ * the figure cannot do that kind of work at all: INFINITY, never 0. */
+static inline double pl_cost_terms_s(const pl_cost_terms *t, double eff_compute, double eff_memory)
+{
+    double rate = t->peak * eff_compute, bw = t->bandwidth * eff_memory;
+    double tc = t->flops > 0 ? (rate > 0 ? t->flops / rate : INFINITY) : 0;
+    double tm = t->bytes > 0 ? (bw > 0 ? t->bytes / bw : INFINITY) : 0;
+    return t->launch_s + fmax(tc, tm);
+}
+
+/* A profile's or a given time's device model applies to device d: its model ignoring case,
+ * or the same built-in spec ("V100" and "V100-SXM2-16GB"). */
+bool pl_cost_model_matches(const char *model, const pl_device *d);
 
 static inline double pl_cost_op_s(const pl_cost *k, int op, int dev)
 {

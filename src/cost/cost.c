@@ -41,19 +41,28 @@ static pl_precision op_precision(const pl_op *op, const pl_graph *g)
     return pl_precision_of_dtype(t->dtype);
 }
 
-double pl_cost_estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
-                        const pl_cost_params *p)
+void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl_cost_terms *t)
 {
-    if (writes_only_weights(op, g)) return 0;
+    int cls = op->cls >= 0 && op->cls < PL_CLASS_COUNT ? (int)op->cls : PL_CLASS_UNKNOWN;
     pl_precision prec = op_precision(op, g);
     double peak = d->peak_flops_per_s[prec] > 0 ? d->peak_flops_per_s[prec]
                                                 : d->peak_flops_per_s[PL_PREC_FP32];
-    int cls = op->cls >= 0 && op->cls < PL_CLASS_COUNT ? (int)op->cls : PL_CLASS_UNKNOWN;
-    double rate = peak * p->eff_compute[cls], bw = d->mem_bandwidth_Bps * p->eff_memory;
-    /* A device without the figure cannot do that kind of work at all: INFINITY, never 0. */
-    double tc = op->flops > 0 ? (rate > 0 ? op->flops / rate : INFINITY) : 0;
-    double tm = op->bytes_moved > 0 ? (bw > 0 ? op->bytes_moved / bw : INFINITY) : 0;
-    return d->launch_overhead_s + fmax(tc, tm);
+    *t = (pl_cost_terms){.cls = cls,
+                         .launch_s = d->launch_overhead_s,
+                         .flops = op->flops,
+                         .peak = peak,
+                         .bytes = op->bytes_moved,
+                         .bandwidth = d->mem_bandwidth_Bps};
+    /* launch 0 and no work: pl_cost_terms_s gives exactly 0 */
+    if (writes_only_weights(op, g)) t->launch_s = t->flops = t->bytes = 0;
+}
+
+double pl_cost_estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
+                        const pl_cost_params *p)
+{
+    pl_cost_terms t;
+    pl_cost_terms_of(op, g, d, &t);
+    return pl_cost_terms_s(&t, p->eff_compute[t.cls], p->eff_memory);
 }
 
 /* ---- given times ---- */
@@ -65,6 +74,11 @@ static bool model_matches(const char *key, const pl_gpu_spec *key_spec, const pl
 {
     if (strcasecmp(key, d->model) == 0) return true;
     return key_spec && key_spec == dev_spec;
+}
+
+bool pl_cost_model_matches(const char *model, const pl_device *d)
+{
+    return model_matches(model, pl_gpu_spec_find(model), d, pl_gpu_spec_find(d->model));
 }
 
 /* The op's own time on device d: matched on the device model first, then on its name. */
@@ -96,14 +110,14 @@ static int check_profiles(const pl_graph *g, const pl_profile *const *pr, int n,
     return 0;
 }
 
-static int check_params(const pl_cost_params *p, pl_err *err)
+int pl_cost_params_check(const pl_cost_params *p, pl_err *err)
 {
     for (int c = 0; c < PL_CLASS_COUNT; c++)
-        if (!(p->eff_compute[c] > 0 && p->eff_compute[c] <= 1))
+        if (!pl_cost_eff_valid(p->eff_compute[c]))
             return pl_err_set(err,
                               "cost model: compute efficiency of class %s is %g, not in (0, 1]",
                               pl_op_class_name((pl_op_class)c), p->eff_compute[c]);
-    if (!(p->eff_memory > 0 && p->eff_memory <= 1))
+    if (!pl_cost_eff_valid(p->eff_memory))
         return pl_err_set(err, "cost model: memory efficiency is %g, not in (0, 1]", p->eff_memory);
     return 0;
 }
@@ -199,7 +213,7 @@ pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_param
 {
     pl_cost_params def;
     if (!params) pl_cost_params_default(&def), params = &def;
-    if (check_params(params, err) < 0 || check_profiles(g, profiles, n_profiles, err) < 0)
+    if (pl_cost_params_check(params, err) < 0 || check_profiles(g, profiles, n_profiles, err) < 0)
         return NULL;
     pl_cost *k = pl_calloc(1, sizeof *k);
     k->g = g, k->c = c, k->params = *params;

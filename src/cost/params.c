@@ -23,12 +23,14 @@ static int class_of(const char *name)
     return -1;
 }
 
-/* An efficiency in (0, 1]: a fraction of a peak, never above it. `field` NULL: obj itself. */
+/* An efficiency (`field` NULL: obj itself). The rule is pl_cost_eff_valid's, which
+ * pl_cost_params_check applies to the whole set after loading; checked here too, so that a
+ * refusal says where in the file the value is. */
 static int read_eff(const pl_json *obj, const char *field, double *out, pl_err *err)
 {
     if (pl_json_number(obj, field, out, err) < 0) return -1;
     pl_json at = field ? pl_json_at(obj, field) : *obj;
-    if (!(*out > 0 && *out <= 1)) return pl_json_fail(&at, err, "an efficiency must be in (0, 1]");
+    if (!pl_cost_eff_valid(*out)) return pl_json_fail(&at, err, "an efficiency must be in (0, 1]");
     return 0;
 }
 
@@ -54,7 +56,8 @@ int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
     int rc = pl_json_check_format(&root, "placer-cost-params/1", err) < 0 ||
                      pl_json_check_fields(&root, fields, err) < 0 ||
                      read_compute(&root, p, err) < 0 ||
-                     read_eff(&root, "eff_memory", &p->eff_memory, err) < 0
+                     read_eff(&root, "eff_memory", &p->eff_memory, err) < 0 ||
+                     pl_cost_params_check(p, err) < 0
                  ? -1
                  : 0;
     pl_json_close(doc);

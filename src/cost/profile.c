@@ -7,8 +7,10 @@
  * unit, as everywhere in placer's files), a string carries its own unit. */
 #include "placer/cost.h"
 #include "placer/json.h"
+#include "placer/runtime.h"
 
 #include <ctype.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,4 +106,73 @@ double pl_profile_lookup(const pl_profile *p, const char *op_name)
 {
     int i = pl_strmap_get(&p->index, op_name);
     return i < 0 ? -1 : p->time_s[i];
+}
+
+/* ---- from measured node times ---- */
+
+/* The op a node time belongs to, -1 when none. Unnamed nodes by position: placer reads nodes
+ * in file order and names an unnamed one TYPE_k after its index k. */
+static int op_of(const pl_graph *g, const pl_ort_node_time *t)
+{
+    if (t->nested) return -1;
+    if (*t->name) return pl_strmap_get(&g->op_by_name, t->name);
+    if (t->node_index < 0 || t->node_index >= g->n_ops) return -1;
+    return strcmp(g->ops[t->node_index].type, t->op_type) ? -1 : t->node_index;
+}
+
+pl_profile *pl_profile_from_node_times(const pl_graph *g, const pl_ort_node_time *t, int n,
+                                       const char *device_model, pl_profile_match *m, pl_err *err)
+{
+    const char *sha = pl_graph_sha256(g, err);
+    if (!sha) return NULL;
+    pl_profile_match none;
+    if (!m) m = &none;
+    memset(m, 0, sizeof *m);
+    double *op_s = pl_malloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *op_s);
+    for (int i = 0; i < g->n_ops; i++)
+        op_s[i] = -1;
+    for (int k = 0; k < n; k++) {
+        int op = op_of(g, &t[k]);
+        if (op < 0)
+            m->n_unmatched += !t[k].nested;
+        else
+            op_s[op] = (op_s[op] < 0 ? 0 : op_s[op]) + t[k].mean_s;
+    }
+    pl_profile *p = pl_calloc(1, sizeof *p);
+    pl_strmap_init(&p->index);
+    p->device_model = pl_strdup(device_model);
+    p->model_sha256 = pl_strdup(sha);
+    p->op_names = pl_calloc(g->n_ops ? g->n_ops : 1, sizeof *p->op_names);
+    p->time_s = pl_calloc(g->n_ops ? g->n_ops : 1, sizeof *p->time_s);
+    for (int i = 0; i < g->n_ops; i++) {
+        if (op_s[i] < 0) {
+            m->n_missing++;
+            m->n_constant += !strcmp(g->ops[i].type, "Constant");
+            continue;
+        }
+        m->n_timed++, m->measured_s += op_s[i];
+        p->op_names[p->n] = pl_strdup(g->ops[i].name);
+        p->time_s[p->n] = op_s[i];
+        pl_strmap_put(&p->index, p->op_names[p->n], p->n); /* op names are unique */
+        p->n++;
+    }
+    free(op_s);
+    return p;
+}
+
+int pl_profile_save(const pl_profile *p, const char *path, const char *description, pl_err *err)
+{
+    json_t *times = json_object();
+    for (int i = 0; i < p->n; i++)
+        json_object_set_new(times, p->op_names[i], json_real(p->time_s[i]));
+    json_t *root =
+        json_pack("{s:s, s:s}", "format", PROFILE_FORMAT, "device_model", p->device_model);
+    if (*p->model_sha256) json_object_set_new(root, "model_sha256", json_string(p->model_sha256));
+    json_object_set_new(root, "producer", json_string("placer profile 0.1"));
+    if (description) json_object_set_new(root, "description", json_string(description));
+    json_object_set_new(root, "times_s", times);
+    int rc =
+        json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    return rc ? pl_err_set(err, "cannot write %s", path) : 0;
 }

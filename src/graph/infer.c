@@ -176,33 +176,37 @@ static double tensor_bytes(const ictx *c, int ti)
     return ti >= 0 && c->g->tensors[ti].bytes >= 0 ? (double)c->g->tensors[ti].bytes : -1;
 }
 
-/* Ops that do not stream all of their inputs (docs/cost.md, "Bytes moved"): onnxruntime's
- * Gather/Slice kernels read only the rows or the slice they copy, which is the output's size,
- * so a Gather of 128 rows of a 94 MB embedding table moves 2 x 393 KB, not 94 MB; Shape and
- * Size read only the input's dims; Reshape, Squeeze, Unsqueeze, Flatten and Identity return a
- * view of their input (the kernel's output aliases it: no element is copied). Returns the
- * bytes, or -1 when the op has no such rule or a size it needs is unknown (the generic count
- * then applies). */
-static double partial_bytes(const ictx *c)
+/* The bytes rules (infer_internal.h). onnxruntime's Gather/Slice kernels read only the rows
+ * or the slice they copy, which is the output's size, so a Gather of 128 rows of a 94 MB
+ * embedding table moves 2 x 393 KB, not 94 MB; Shape and Size read only the input's dims;
+ * Reshape, Squeeze, Unsqueeze, Flatten and Identity return a view of their input (the
+ * kernel's output aliases it: no element is copied). */
+double ir_bytes_view(const ictx *c)
+{
+    return c->op->n_outputs < 1 ? -1 : 0;
+}
+
+double ir_bytes_dims(const ictx *c)
+{
+    return c->op->n_outputs < 1 ? -1 : tensor_bytes(c, c->op->outputs[0]);
+}
+
+/* The data read (as much as is written) and written, plus the small index inputs: Gather's
+ * indices, Slice's starts/ends/axes/steps. A tensor read twice is moved once: op_bytes has
+ * already stamped the op's tensors with opi + 1, so this count marks them with -(opi + 1),
+ * which no other op uses either. */
+double ir_bytes_partial(const ictx *c)
 {
     const pl_op *op = c->op;
-    if ((op->domain[0] && strcmp(op->domain, "ai.onnx") != 0) || op->n_outputs < 1) return -1;
-    const char *t = op->type;
-    double out = tensor_bytes(c, op->outputs[0]);
-    if (!strcmp(t, "Reshape") || !strcmp(t, "Squeeze") || !strcmp(t, "Unsqueeze") ||
-        !strcmp(t, "Flatten") || !strcmp(t, "Identity"))
-        return 0;
-    if (!strcmp(t, "Shape") || !strcmp(t, "Size")) return out;
-    bool gather = !strcmp(t, "Gather") || !strcmp(t, "GatherElements") || !strcmp(t, "GatherND");
-    if ((!gather && strcmp(t, "Slice") != 0) || out < 0 || op->n_outputs != 1) return -1;
-    /* the data read (as much as is written) and written, plus the small index inputs:
-     * Gather's indices, Slice's starts/ends/axes/steps */
+    double out = op->n_outputs == 1 ? tensor_bytes(c, op->outputs[0]) : -1;
+    if (out < 0) return -1;
+    int mark = -(c->opi + 1);
+    if (c->n_in > 0 && op->inputs[0] >= 0) c->G->stamp[op->inputs[0]] = mark;
     double sum = 2 * out;
     for (int k = 1; k < c->n_in; k++) {
-        int ti = op->inputs[k], seen = 0;
-        for (int j = 0; j < k; j++)
-            seen |= op->inputs[j] == ti; /* a tensor read twice is moved once */
-        if (ti < 0 || seen) continue;
+        int ti = op->inputs[k];
+        if (ti < 0 || c->G->stamp[ti] == mark) continue;
+        c->G->stamp[ti] = mark;
         double b = tensor_bytes(c, ti);
         if (b < 0) return -1;
         sum += b;
@@ -236,9 +240,10 @@ static void annotate(ictx *c)
     if (op->flags & PL_OP_COST_GIVEN) return;
     bool unknown = false;
     op->flags &= ~(unsigned)(PL_OP_UNKNOWN_TYPE | PL_OP_SHAPE_UNKNOWN);
+    /* op_bytes always runs: it also tells whether a size is unknown */
     op->bytes_moved = op_bytes(c, &unknown);
-    double partial = partial_bytes(c);
-    if (partial >= 0) op->bytes_moved = partial;
+    double own = c->rule && c->rule->bytes ? c->rule->bytes(c) : -1;
+    if (own >= 0) op->bytes_moved = own;
     if (c->rule) {
         op->cls = c->rule->cls;
         op->flops = c->rule->flops ? c->rule->flops(c) : 0;

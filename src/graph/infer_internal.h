@@ -52,9 +52,11 @@ typedef struct ir_out {
 typedef struct ictx ictx;
 typedef void (*ir_shape_fn)(ictx *c);
 typedef double (*ir_flops_fn)(const ictx *c);
+/* Bytes moved, or -1 when a size it needs is unknown (the generic count then applies). */
+typedef double (*ir_bytes_fn)(const ictx *c);
 
-/* One row per op type: its class, shape rule and FLOP rule. k is the rule's constant (FLOPs
- * per element for elementwise ops; see docs/shapes.md). */
+/* One row per op type: its class, shape rule, FLOP rule and bytes rule. k is the rule's
+ * constant (FLOPs per element for elementwise ops; see docs/shapes.md). */
 typedef struct ir_rule {
     const char *type;
     pl_op_class cls;
@@ -62,6 +64,7 @@ typedef struct ir_rule {
     ir_flops_fn flops; /* NULL: 0 FLOPs */
     double k;
     const char *domain; /* NULL: the default ONNX domain */
+    ir_bytes_fn bytes;  /* NULL: every distinct input and output once (docs/cost.md) */
 } ir_rule;
 
 /* Per-graph state: known contents of tensors and a stamp to count each tensor once. */
@@ -119,6 +122,13 @@ int ir_infer_subgraph(ictx *c, pl_graph *sub);
 /* ops_ctrl.c: infers every subgraph of an op without a control-flow rule and leaves the sum
  * of their costs in c. */
 void ir_infer_bodies(ictx *c);
+/* Bytes rules for ops that do not stream all of their inputs (docs/cost.md, "Bytes moved"):
+ * a view of the input (Reshape, Identity, ...): 0; reads only the input's dims (Shape,
+ * Size): the output; copies rows or a slice (Gather, Slice): twice the output plus the index
+ * inputs. */
+double ir_bytes_view(const ictx *c);
+double ir_bytes_dims(const ictx *c);
+double ir_bytes_partial(const ictx *c);
 
 /* ---- known contents (infer_util.c) ---- */
 /* The known contents of tensor t of G's graph (from the file's ivals/fvals or inferred). */

@@ -313,9 +313,9 @@ void ir_infer_bodies(ictx *c)
 #define CTRL PL_CLASS_CONTROL
 
 const ir_rule ir_rules_ctrl[] = {
-    {"If", CTRL, sh_if, fl_body, 0, NULL},
-    {"Loop", CTRL, sh_loop, fl_body, 0, NULL},
-    {"Scan", CTRL, sh_scan, fl_body, 0, NULL},
-    {"SequenceMap", CTRL, ir_infer_bodies, fl_body, 0, NULL},
+    {"If", CTRL, sh_if, fl_body, 0, NULL, NULL},
+    {"Loop", CTRL, sh_loop, fl_body, 0, NULL, NULL},
+    {"Scan", CTRL, sh_scan, fl_body, 0, NULL, NULL},
+    {"SequenceMap", CTRL, ir_infer_bodies, fl_body, 0, NULL, NULL},
 };
 const int ir_n_rules_ctrl = sizeof ir_rules_ctrl / sizeof *ir_rules_ctrl;
