@@ -65,6 +65,36 @@ void pl_sha256_buffer(const void *buf, size_t len, char out[65]);
 /* Monotonic wall-clock seconds, for reporting search and import times. */
 double pl_now(void);
 
+/* Contracts that are otherwise only prose. Checked when PL_CHECKS is defined (`make asan`
+ * defines it); a violated contract prints where and what, then aborts, so the sanitizer
+ * build turns a silent misuse into a stack trace. Costs nothing in the normal build. */
+#ifdef PL_CHECKS
+#define PL_ASSERT(cond) ((cond) ? (void)0 : pl_assert_fail(#cond, __FILE__, __LINE__))
+#else
+#define PL_ASSERT(cond) ((void)0)
+#endif
+_Noreturn void pl_assert_fail(const char *what, const char *file, int line);
+
+/* The one seeded generator (splitmix64): small, and the same sequence on every platform for a
+ * given seed (rand_r's is not), so a search is reproducible from its seed alone. */
+static inline uint64_t pl_rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* Uniform in [0, 1), 53 bits. */
+static inline double pl_rng_uniform(uint64_t *s)
+{
+    return (double)(pl_rng_next(s) >> 11) * 0x1.0p-53;
+}
+/* Uniform in [0, n) for n > 0 (the modulo bias is below 2^-32 for any n placer uses). */
+static inline int pl_rng_below(uint64_t *s, int n)
+{
+    return (int)(pl_rng_next(s) % (uint64_t)n);
+}
+
 /* Human-readable formatting into a caller buffer; returns buf. */
 const char *pl_fmt_bytes(double bytes, char *buf, size_t n); /* "1.50 MiB" */
 const char *pl_fmt_count(double x, char *buf, size_t n);     /* "4.09 G" */
@@ -106,7 +136,7 @@ static inline bool pl_heap_less(const pl_heap_item *x, const pl_heap_item *y)
     return x->id < y->id;
 }
 void pl_heap_push(pl_heap *h, pl_heap_item it);
-pl_heap_item pl_heap_pop(pl_heap *h); /* h must not be empty */
+pl_heap_item pl_heap_pop(pl_heap *h); /* h must not be empty (PL_ASSERT) */
 static inline const pl_heap_item *pl_heap_top(const pl_heap *h)
 {
     return h->n ? &h->v[0] : NULL;

@@ -114,6 +114,12 @@ char *pl_read_file(const char *path, size_t *len, pl_err *err)
     return buf;
 }
 
+void pl_assert_fail(const char *what, const char *file, int line)
+{
+    fprintf(stderr, "placer: internal check failed at %s:%d: %s\n", file, line, what);
+    abort();
+}
+
 double pl_now(void)
 {
     struct timespec ts;

@@ -22,6 +22,7 @@ void pl_heap_push(pl_heap *h, pl_heap_item it)
 
 pl_heap_item pl_heap_pop(pl_heap *h)
 {
+    PL_ASSERT(h->n > 0);
     pl_heap_item top = h->v[0], last = h->v[--h->n];
     int i = 0;
     for (;;) {

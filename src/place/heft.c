@@ -55,7 +55,7 @@ static int gnew(gaps *G, double lo, double hi)
         pl_grow((void **)&G->pool, &G->cap, G->n, sizeof *G->pool);
         x = G->n++;
     }
-    G->pool[x] = (gnode){lo, hi, hi - lo, -1, -1, (uint32_t)pk_rng_next(&G->rng)};
+    G->pool[x] = (gnode){lo, hi, hi - lo, -1, -1, (uint32_t)pl_rng_next(&G->rng)};
     return x;
 }
 

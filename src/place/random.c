@@ -17,7 +17,7 @@ static int draw(const pl_cost *k, pk_mem_track *m, uint64_t *rng, int *dev)
         if (!n)
             rc = -1;
         else
-            pk_mem_add(m, v, dev[v] = ok[pk_rng_next(rng) % (uint64_t)n]);
+            pk_mem_add(m, v, dev[v] = ok[pl_rng_next(rng) % (uint64_t)n]);
     }
     free(ok);
     return rc;

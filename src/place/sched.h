@@ -133,13 +133,4 @@ double pk_sim_makespan(const pl_cost *k, const pl_plan *p, const pl_sim_opts *so
  * (mean transfer time + rank) over its successors. */
 void pk_upward_rank(const pl_cost *k, double *rank);
 
-/* splitmix64: small, seedable, the same on every platform (unlike rand()). */
-static inline uint64_t pk_rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 #endif

@@ -59,14 +59,6 @@ static bool has_payload(const Onnx__TensorProto *t)
            t->n_int64_data || t->n_double_data || t->n_uint64_data;
 }
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static uint64_t name_seed(const char *name)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -78,7 +70,7 @@ static uint64_t name_seed(const char *name)
 /* Uniform in [-0.05, 0.05). */
 static double small_uniform(uint64_t *s)
 {
-    return ((double)(splitmix(s) >> 11) / 9007199254740992.0 - 0.5) * 0.1;
+    return ((double)(pl_rng_next(s) >> 11) / 9007199254740992.0 - 0.5) * 0.1;
 }
 
 /* float -> IEEE half by truncation; values here are tiny and normal or zero. */

@@ -284,19 +284,10 @@ static void set_bounds(fit_ctx *c, double v)
     c->hi[c->d + 1] = log(GP_NOISE_MAX * v);
 }
 
-/* splitmix64: a tiny, seedable generator, so a fit depends only on its seed. */
-static double uniform(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
 
 static double log_uniform(uint64_t *s, double lo, double hi)
 {
-    return log(lo) + uniform(s) * (log(hi) - log(lo));
+    return log(lo) + pl_rng_uniform(s) * (log(hi) - log(lo));
 }
 
 /* Start 0 is the same for every seed (lengths 0.5, σf² = v, σn² = 1e-4 v); the others are
