@@ -3,6 +3,7 @@
  * placer-cost-params/1, which `place --cost-params` and the other commands read. */
 #include "cli.h"
 #include "placer/calib.h"
+#include "placer/json.h"
 #include "placer/report.h"
 
 #include <jansson.h>
@@ -119,8 +120,8 @@ static int run(const calib_opts *o)
         status = cli_fail("calibrate", "%s", err.msg);
     if (!status) {
         json_t *j = params_json(&r, d);
-        if (o->out && json_dump_file(j, o->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER))
-            status = cli_fail("calibrate", "cannot write %s", o->out);
+        if (o->out && pl_json_save(j, o->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER, &err) < 0)
+            status = cli_fail("calibrate", "%s", err.msg);
         else if (o->json)
             pl_json_print(json_incref(j), stdout);
         else

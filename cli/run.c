@@ -3,6 +3,7 @@
  * and when it ran; with --cluster and --plan, beside the simulator's prediction for the plan
  * (docs/runtime.md, "Running a split"). */
 #include "cli.h"
+#include "placer/json.h"
 #include "placer/report.h"
 #include "placer/runtime.h"
 #include "placer/split.h"
@@ -301,10 +302,11 @@ static int write_trace(const char *path, const pl_split_manifest *m, const pl_or
                                             1, "tid", dev[j]));
     }
     json_t *t = json_pack("{s:o, s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
-    int rc = json_dump_file(t, path, JSON_INDENT(1));
+    pl_err err = {""};
+    int rc = pl_json_save(t, path, JSON_INDENT(1), &err);
     json_decref(t);
     free(names), free(dev);
-    return rc < 0 ? cli_fail("run", "%s: cannot write the trace", path) : 0;
+    return rc < 0 ? cli_fail("run", "%s", err.msg) : 0;
 }
 
 static int run(run_opts *o)

@@ -102,6 +102,39 @@ static void expect_refused(fixture *f, const char *body, const char *needle)
     remove(path);
 }
 
+/* The plan checker runs in the loader (pl_plan_check), on the diamond a -> {b, c} -> d with b
+ * on gpu1 and the rest on gpu0. gpu0 [d, a, c]: d waits for b, b for a, and a is behind d on
+ * gpu0: a cycle through gpu1. gpu0 [a, d, c]: d waits for c, listed after it on gpu0 itself.
+ * gpu0 [a, c, d] runs. Each refusal names the device, the waiting op and what it waits for. */
+static void test_order_deadlock(void **state)
+{
+    fixture *f = *state;
+    expect_refused(
+        f,
+        "{\"format\": \"placer-plan/1\", \"placement\": {\"a\": \"gpu0\", \"b\": "
+        "\"gpu1\", \"c\": \"gpu0\", \"d\": \"gpu0\"}, \"order\": {\"gpu0\": [\"d\", "
+        "\"a\", \"c\"], \"gpu1\": [\"b\"]}}",
+        "$.order: the plan's order deadlocks: on device 'gpu0', op 'd' waits forever for "
+        "tensor 'b->d' from op 'b' on 'gpu1', which never runs (it waits behind an op that "
+        "needs a later one)");
+    expect_refused(
+        f,
+        "{\"format\": \"placer-plan/1\", \"placement\": {\"a\": \"gpu0\", \"b\": "
+        "\"gpu1\", \"c\": \"gpu0\", \"d\": \"gpu0\"}, \"order\": {\"gpu0\": [\"a\", "
+        "\"d\", \"c\"], \"gpu1\": [\"b\"]}}",
+        "op 'd' waits forever for tensor 'c->d' from op 'c' on 'gpu0', which never runs (it "
+        "is listed after the op that needs it)");
+    pl_err err = {""}; /* the same orders, runnable */
+    const char *ok = write_plan(
+        "{\"format\": \"placer-plan/1\", \"placement\": {\"a\": \"gpu0\", \"b\": \"gpu1\", "
+        "\"c\": \"gpu0\", \"d\": \"gpu0\"}, \"order\": {\"gpu0\": [\"a\", \"c\", \"d\"], "
+        "\"gpu1\": [\"b\"]}}");
+    pl_plan *p = pl_plan_load(ok, f->g, f->c, &err);
+    if (!p) fail_msg("%s", err.msg);
+    pl_plan_free(p);
+    remove(ok);
+}
+
 static void test_refusals(void **state)
 {
     fixture *f = *state;
@@ -232,6 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_order_deadlock),
         cmocka_unit_test(test_xfer_order_round_trip),
         cmocka_unit_test(test_xfer_order_refusals),
         cmocka_unit_test(test_hand_written_default_device),

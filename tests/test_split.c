@@ -9,7 +9,9 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define INTRA "examples/clusters/moirai-intra-server.json"
 
@@ -133,7 +135,7 @@ static void check_files(const pl_graph *g, const pl_stages *s, const char *dir)
     json_error_t je;
     json_t *man = json_load_file(path, 0, &je), *stages = json_object_get(man, "stages");
     if (!man) fail_msg("%s: %s", path, je.text);
-    assert_string_equal(json_string_value(json_object_get(man, "format")), "placer-split/1");
+    assert_string_equal(json_string_value(json_object_get(man, "format")), "placer-split/2");
     assert_int_equal(json_array_size(stages), s->n);
     check_manifest_edges(g, s, stages);
     int *counts = pl_calloc(g->n_ops, sizeof *counts);
@@ -450,18 +452,19 @@ static void test_manifest_errors(void **state)
     static const struct {
         const char *json, *want;
     } cases[] = {
-        {"{\"format\":\"placer-plan/1\"}", "placer-split/1"},
-        {"{\"format\":\"placer-split/1\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
+        {"{\"format\":\"placer-plan/1\"}", "placer-split/2"},
+        {"{\"format\":\"placer-split/1\"}", "no SHA-256 of its stage files"},
+        {"{\"format\":\"placer-split/2\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
          "\"stages\":[]}",
          "at least one stage"},
-        {"{\"format\":\"placer-split/1\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
+        {"{\"format\":\"placer-split/2\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
          "\"stages\":[{\"name\":\"s\",\"file\":\"../s.onnx\",\"device\":\"d\"}]}",
          "$.stages[0].file"},
-        {"{\"format\":\"placer-split/1\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
+        {"{\"format\":\"placer-split/2\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
          "\"stages\":[{\"name\":\"s\",\"file\":\"s.onnx\",\"device\":\"d\",\"inputs\":"
          "[{\"tensor\":\"t\",\"from_stage\":0}]}]}",
          "$.stages[0].inputs[0].from_stage"},
-        {"{\"format\":\"placer-split/1\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
+        {"{\"format\":\"placer-split/2\",\"model\":{\"path\":\"m\",\"sha256\":\"x\"},"
          "\"cut\":\"most\",\"stages\":[{\"name\":\"s\",\"file\":\"s.onnx\",\"device\":\"d\"}]}",
          "$.cut"},
     };
@@ -482,6 +485,214 @@ static void test_manifest_errors(void **state)
     }
 }
 
+/* ---- trusting a split: stage files checked by SHA-256 ---- */
+
+/* Splits resnet50 by HEFT's plan into DIR/s through the command; the plan is at DIR/p.json. */
+static void cli_split(const char *dir, const char *cut)
+{
+    char args[1024], *out;
+    snprintf(args, sizeof args,
+             "place models/resnet50.onnx --cluster " INTRA " --algo heft -o %s/p.json >/dev/null",
+             dir);
+    assert_int_equal(tu_run(args, &out), 0);
+    free(out);
+    snprintf(args, sizeof args,
+             "split models/resnet50.onnx --cluster " INTRA " --plan %s/p.json -o %s/s --cut %s "
+             ">/dev/null",
+             dir, dir, cut);
+    int rc = tu_run(args, &out);
+    if (rc) fail_msg("placer %s: exit %d\n%s", args, rc, out);
+    free(out);
+}
+
+static const char *manifest_refusal(const char *dir)
+{
+    static pl_err err;
+    pl_split_manifest m;
+    err.msg[0] = 0;
+    if (pl_split_manifest_load(dir, &m, &err) == 0) fail_msg("%s/manifest.json accepted", dir);
+    assert_contains(err.msg, "manifest.json");
+    return err.msg;
+}
+
+/* A manifest whose stage 3 names stage_01.onnx, and a stage file with one byte flipped: both
+ * would run and give wrong outputs with exit 0. Refused, naming the manifest, the stage, the
+ * file and both hashes. */
+static void test_manifest_hashes(void **state)
+{
+    (void)state;
+    char *dir = tmpdir(), s[256], path[300], file1[300];
+    cli_split(dir, "fewest");
+    snprintf(s, sizeof s, "%s/s", dir);
+    snprintf(path, sizeof path, "%s/manifest.json", s);
+    snprintf(file1, sizeof file1, "%s/stage_01.onnx", s);
+    json_t *man = json_load_file(path, 0, NULL);
+    assert_non_null(man);
+    json_t *st3 = json_array_get(json_object_get(man, "stages"), 3);
+    char want3[65], have1[65];
+    snprintf(want3, sizeof want3, "%s", json_string_value(json_object_get(st3, "sha256")));
+    pl_err err;
+    if (pl_sha256_file(file1, have1, &err) < 0) fail_msg("%s", err.msg);
+    json_object_set_new(st3, "file", json_string("stage_01.onnx"));
+    assert_int_equal(json_dump_file(man, path, 0), 0);
+    const char *msg = manifest_refusal(s);
+    assert_contains(msg, "stage 3 (stage_03)");
+    assert_contains(msg, file1);
+    assert_contains(msg, want3);
+    assert_contains(msg, have1);
+    /* the right file back, then one byte of stage 2 flipped */
+    json_object_set_new(st3, "file", json_string("stage_03.onnx"));
+    assert_int_equal(json_dump_file(man, path, 0), 0);
+    json_decref(man);
+    pl_split_manifest m;
+    if (pl_split_manifest_load(s, &m, &err) < 0) fail_msg("%s", err.msg);
+    pl_split_manifest_free(&m);
+    snprintf(path, sizeof path, "%s/stage_02.onnx", s);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, 40, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, 40, SEEK_SET);
+    fputc(c ^ 0x01, f);
+    fclose(f);
+    msg = manifest_refusal(s);
+    assert_contains(msg, "stage 2 (stage_02)");
+    assert_contains(msg, "the manifest expects");
+    /* and through the command that runs it */
+    char args[600], *out;
+    snprintf(args, sizeof args, "run %s --repeat 1 --warmup 0", s);
+    int rc = tu_run(args, &out);
+    if (rc == 0 || !strstr(out, "stage 2 (stage_02)"))
+        fail_msg("placer %s: exit %d, expected a refusal:\n%s", args, rc, out);
+    free(out);
+    rmdir_all(dir);
+    free(dir);
+}
+
+/* Everything under dir as "name size sha256" lines in name order, hidden entries included. */
+static char *tree(const char *dir)
+{
+    struct dirent **v;
+    int n = scandir(dir, &v, NULL, alphasort);
+    if (n < 0) fail_msg("scandir %s", dir);
+    size_t cap = 256 * (size_t)(n + 1), len = 0;
+    char *out = pl_malloc(cap);
+    out[0] = 0;
+    for (int k = 0; k < n; k++) {
+        char path[600], sha[65] = "(folder)";
+        snprintf(path, sizeof path, "%s/%s", dir, v[k]->d_name);
+        struct stat st;
+        if (strcmp(v[k]->d_name, ".") && strcmp(v[k]->d_name, "..") && stat(path, &st) == 0) {
+            pl_err err;
+            if (S_ISREG(st.st_mode) && pl_sha256_file(path, sha, &err) < 0) fail_msg("%s", err.msg);
+            len += (size_t)snprintf(out + len, cap - len, "%s %lld %s\n", v[k]->d_name,
+                                    (long long)st.st_size, sha);
+        }
+        free(v[k]);
+    }
+    free(v);
+    return out;
+}
+
+/* A re-split (13 stages -> another cut) that fails midway, files capped at 1000 bytes as on a
+ * full disk: the old split is left whole (never its manifest beside new stage files), nothing
+ * else appears beside it, and the command says why. */
+static void test_resplit_fails_whole(void **state)
+{
+    (void)state;
+    char *dir = tmpdir(), s[256], args[1024], *out;
+    cli_split(dir, "fewest");
+    snprintf(s, sizeof s, "%s/s", dir);
+    char *before = tree(s), *parent = tree(dir);
+    snprintf(args, sizeof args,
+             "split models/resnet50.onnx --cluster " INTRA " --plan %s/p.json -o %s --cut schedule "
+             "2>&1 >/dev/null",
+             dir, s);
+    int rc = tu_run_fsize(args, 1000, &out);
+    char *after = tree(s), *parent_after = tree(dir);
+    assert_string_equal(after, before);
+    assert_string_equal(parent_after, parent);
+    if (rc == 0 || !strstr(out, "File too large") || !strstr(out, "left as it was"))
+        fail_msg("placer %s: exit %d, expected a write error:\n%s", args, rc, out);
+    free(out);
+    free(before), free(after), free(parent), free(parent_after);
+    /* unlimited, the re-split replaces the folder whole: the other cut's manifest */
+    assert_int_equal(tu_run(args, &out), 0);
+    free(out);
+    snprintf(args, sizeof args, "%s/manifest.json", s);
+    json_t *man = json_load_file(args, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(man, "cut")), "schedule");
+    json_decref(man);
+    rmdir_all(dir);
+    free(dir);
+}
+
+/* -o naming a folder of the user's (not empty, no split manifest) is refused and left alone;
+ * an empty folder is fine. */
+static void test_refuses_user_folder(void **state)
+{
+    (void)state;
+    char *dir = tmpdir(), args[1024], path[300], *out;
+    cli_split(dir, "fewest");
+    snprintf(path, sizeof path, "%s/mine", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/mine/notes.txt", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("keep me\n", f);
+    fclose(f);
+    snprintf(args, sizeof args,
+             "split models/resnet50.onnx --cluster " INTRA " --plan %s/p.json -o %s/mine", dir,
+             dir);
+    tu_expect_refusal(args, "is not empty and is not a previous split");
+    size_t n;
+    pl_err err;
+    char *b = pl_read_file(path, &n, &err);
+    assert_non_null(b);
+    assert_string_equal(b, "keep me\n");
+    free(b);
+    remove(path);
+    snprintf(args, sizeof args,
+             "split models/resnet50.onnx --cluster " INTRA " --plan %s/p.json -o %s/mine "
+             ">/dev/null",
+             dir, dir);
+    assert_int_equal(tu_run(args, &out), 0);
+    free(out);
+    rmdir_all(dir);
+    free(dir);
+}
+
+/* split --plan runs the plan checker simulate and run use: an order that deadlocks is refused
+ * with its words, though the fewest cut ignores the order. FORK on devices A (a, c, d) and B
+ * (b): A runs d first, which waits for b, which waits for a behind d. */
+static void test_deadlocking_plan(void **state)
+{
+    (void)state;
+    uint8_t *buf;
+    size_t len = tiny_model(FORK, 4, &buf);
+    char model[256], args[1024];
+    snprintf(model, sizeof model, "%s", tu_tmpfile(buf, len, ".onnx"));
+    free(buf);
+    static const char plan[] =
+        "{\"format\": \"placer-plan/1\", \"placement\": {\"a\": \"A\", \"b\": \"B\", "
+        "\"c\": \"A\", \"d\": \"A\"}, \"order\": {\"A\": [\"d\", \"a\", \"c\"], \"B\": "
+        "[\"b\"]}}";
+    char p[256], *dir = tmpdir();
+    snprintf(p, sizeof p, "%s", tu_tmpfile(plan, strlen(plan), ".json"));
+    const char *words = "the plan's order deadlocks: on device 'A', op 'd' waits forever for "
+                        "tensor 'bv' from op 'b' on 'B'";
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "split %s --cluster " INTRA " --plan %s -o %s/s --cut %s",
+                 model, p, dir, k ? "schedule" : "fewest");
+        tu_expect_refusal(args, words);
+    }
+    snprintf(args, sizeof args, "simulate %s --cluster " INTRA " --plan %s", model, p);
+    tu_expect_refusal(args, words);
+    remove(p), remove(model);
+    rmdir_all(dir);
+    free(dir);
+}
+
 /* ---- the command ---- */
 
 static void test_cli(void **state)
@@ -497,7 +708,7 @@ static void test_cli(void **state)
              "split models/resnet50.onnx --cluster " INTRA " --plan %s -o %s/s --json 2>/dev/null",
              plan, dir);
     json_t *j = tu_run_json(args);
-    assert_string_equal(json_string_value(json_object_get(j, "format")), "placer-split/1");
+    assert_string_equal(json_string_value(json_object_get(j, "format")), "placer-split/2");
     assert_true(json_array_size(json_object_get(j, "stages")) >= 2);
     json_decref(j);
     /* the text table names every stage */
@@ -527,6 +738,10 @@ int main(void)
         cmocka_unit_test(test_schedule_cut),
         cmocka_unit_test(test_schedule_cycle),
         cmocka_unit_test(test_manifest_errors),
+        cmocka_unit_test(test_manifest_hashes),
+        cmocka_unit_test(test_resplit_fails_whole),
+        cmocka_unit_test(test_refuses_user_folder),
+        cmocka_unit_test(test_deadlocking_plan),
         cmocka_unit_test(test_resnet50),
         cmocka_unit_test(test_inception_v3),
         cmocka_unit_test(test_other_models),

@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +57,22 @@ int tu_run(const char *args, char **out)
     int st = pclose(p);
     *out = buf;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+int tu_run_fsize(const char *args, long max_bytes, char **out)
+{
+    /* set here and inherited by the shell and placer; the test itself writes nothing meanwhile
+     * (the captured output comes through a pipe) */
+    struct rlimit old, lim;
+    if (getrlimit(RLIMIT_FSIZE, &old) < 0) fail_msg("getrlimit: %s", strerror(errno));
+    lim = old;
+    lim.rlim_cur = (rlim_t)max_bytes;
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    if (setrlimit(RLIMIT_FSIZE, &lim) < 0) fail_msg("setrlimit: %s", strerror(errno));
+    int rc = tu_run(args, out);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, was);
+    return rc;
 }
 
 void tu_expect_refusal(const char *args, const char *needle)

@@ -24,6 +24,9 @@ int tu_op(pl_graph *g, const char *name, const char *type, const char *ins, cons
  * stdout and stderr captured into *out (malloc'd; stderr only when `args` does not redirect
  * it). Returns the exit status. */
 int tu_run(const char *args, char **out);
+/* tu_run with no file of the command allowed to grow past `max_bytes` (RLIMIT_FSIZE, with
+ * SIGXFSZ ignored so that a write past it fails with EFBIG, as on a full disk). */
+int tu_run_fsize(const char *args, long max_bytes, char **out);
 /* tu_run that must exit 2 (bad input) and print `needle`, and no sanitizer report. */
 void tu_expect_refusal(const char *args, const char *needle);
 /* Fails the test, saying to run `make deps`, when onnxruntime-node is not installed. */

@@ -54,6 +54,44 @@ char *pl_file_stem(const char *path, const char *dflt);
 /* Creates a directory and its missing parents (mkdir -p); fails when it is not a directory. */
 int pl_mkdir_p(const char *dir, pl_err *err);
 
+/* Output written whole or not at all: every file placer writes for the user goes through
+ * pl_out (docs/formats.md, "Interrupted writes"). pl_out_open creates the hidden temporary
+ * ".NAME.tmp.PID" in PATH's folder and gives its stream in o->f; pl_out_commit flushes and
+ * fsyncs it and renames it over PATH; pl_out_abort, and a commit that fails, remove it. Until
+ * the commit PATH keeps its old content (or stays absent). A write that fails at any point
+ * (ENOSPC, EFBIG) makes the commit fail with the reason, so callers need not check each
+ * fwrite. SIGINT, SIGTERM and SIGHUP remove the temporaries being written (a handler is
+ * installed over the default disposition on first use); a SIGKILL leaves the hidden
+ * temporary, never a partial PATH. After commit or abort, o holds nothing. */
+#include <stdio.h>
+typedef struct pl_out {
+    FILE *f;
+    char *path, *tmp;
+} pl_out;
+int pl_out_open(pl_out *o, const char *path, pl_err *err);
+int pl_out_commit(pl_out *o, pl_err *err);
+void pl_out_abort(pl_out *o);
+/* The whole of a buffer to path, through pl_out. */
+int pl_out_write_file(const char *path, const void *buf, size_t n, pl_err *err);
+/* The temporary's name for path: ".NAME.tmp.PID" in the same folder (malloc'd); a trailing
+ * '/' is ignored. */
+char *pl_out_tmp_name(const char *path);
+
+/* A folder replaced whole: pl_outdir_open creates the empty hidden folder ".NAME.tmp.PID"
+ * beside PATH (o->tmp), the caller fills it (through pl_out, so its files are on disk), and
+ * pl_outdir_commit swaps it in for PATH in one rename (renameat2 RENAME_EXCHANGE; elsewhere
+ * two renames) and then removes the old folder with everything in it. Callers decide first
+ * whether an existing PATH may be replaced. pl_outdir_abort, and a failed commit, remove the
+ * temporary folder and leave PATH as it was. */
+typedef struct pl_outdir {
+    char *path, *tmp;
+} pl_outdir;
+int pl_outdir_open(pl_outdir *o, const char *path, pl_err *err);
+int pl_outdir_commit(pl_outdir *o, pl_err *err);
+void pl_outdir_abort(pl_outdir *o);
+/* rm -r that does not follow symbolic links; 0 when dir is already absent. */
+int pl_remove_tree(const char *dir);
+
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *pl_read_file(const char *path, size_t *len, pl_err *err);
 

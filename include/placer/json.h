@@ -53,6 +53,9 @@ typedef struct pl_json {
 pl_json_doc *pl_json_open(const char *path, pl_err *err);
 pl_json_doc *pl_json_parse(const char *buf, size_t len, const char *name, pl_err *err);
 void pl_json_close(pl_json_doc *doc);
+/* Writes v to path with jansson's dump flags, whole or not at all (pl_out): a failure leaves
+ * path as it was and says why. Does not take v. */
+int pl_json_save(const json_t *v, const char *path, size_t flags, pl_err *err);
 pl_json pl_json_root(const pl_json_doc *doc);
 
 /* ---- moving around (never fail: errors come when a value is read) ---- */

@@ -60,14 +60,23 @@ void pl_plan_set_xfer_priority(pl_plan *p, int n_edges, const double *prio);
  * (also when src < 0). A binary search: g->edges is sorted by src, dst, tensor. */
 int pl_plan_edge(const pl_graph *g, int src, int dst, int tensor);
 
+/* The plan checker every reader of a plan runs (pl_plan_load runs it, so no verb can skip
+ * it; the simulator runs it on a plan built in code that deadlocks): 0 when the per-device
+ * order can run, or when there is none; -1 when it deadlocks, naming the device, the op that
+ * waits forever, the tensor and the op it waits for ("the plan's order deadlocks: on device
+ * 'gpu0', op 'b' waits forever for tensor 'x' from op 'a' on 'gpu0', which never runs (it is
+ * listed after the op that needs it)"). A deadlock of the transfer order is the simulator's
+ * to find (pl_simulate): nothing else follows that order. */
+int pl_plan_check(const pl_plan *p, const pl_graph *g, const pl_cluster *c, pl_err *err);
+
 /* Writes placer-plan/1. `g`, `c` give names and identity; `g->path`/`c->path` are hashed. */
 int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const char *path,
                  pl_err *err);
 /* Reads a plan for (g, c): refuses one whose SHA-256s name another model or cluster, an
  * unknown op or device, an op placed twice or not at all (unless a default device is given),
- * an order that leaves out or repeats an op, or lists it on another device, and a
- * "transfer_order" that names an unknown tensor or op, a pair that is not a graph edge, or an
- * edge twice. */
+ * an order that leaves out or repeats an op, or lists it on another device, an order that
+ * deadlocks (pl_plan_check), and a "transfer_order" that names an unknown tensor or op, a
+ * pair that is not a graph edge, or an edge twice. */
 pl_plan *pl_plan_load(const char *path, const pl_graph *g, const pl_cluster *c, pl_err *err);
 
 #endif

@@ -59,13 +59,23 @@ bool pl_split_is_const(const pl_graph *g, int op);
  * and fills `to` (room for s->n). */
 int pl_split_readers(const pl_graph *g, const pl_stages *s, int t, int *to);
 
+/* The manifest's format. Version 2 gives each stage file's SHA-256; version 1 manifests are
+ * refused (re-run placer split). */
+#define PL_SPLIT_FORMAT "placer-split/2"
+
 /* Writes DIR/stage_00.onnx, ... (one ModelProto per stage, with the source's IR version,
  * opsets, producer and functions; the stage's nodes, the initializers they read, graph inputs
  * = source inputs and tensors from other stages, graph outputs = source outputs it makes and
- * tensors other stages read) and DIR/manifest.json (format placer-split/1). `model_path` is
- * the file g was read from: it is read again for the nodes and weights, so it must be the same
- * model (checked by node count and types). `dev_names` names devices for the manifest (NULL:
- * "dev0", ...). DIR is created when missing. */
+ * tensors other stages read) and DIR/manifest.json (PL_SPLIT_FORMAT, with each stage file's
+ * SHA-256). `model_path` is the file g was read from: it is read again for the nodes and
+ * weights, so it must be the same model (checked by node count and types). `dev_names` names
+ * devices for the manifest (NULL: "dev0", ...).
+ *
+ * The folder is replaced whole: everything is written into the hidden sibling ".DIR.tmp.PID"
+ * (pl_outdir), which takes DIR's place only when complete; on any failure DIR is left as it
+ * was. DIR may be absent (its parents are created), an empty folder, or a previous split (a
+ * manifest.json of format placer-split/N); anything else is refused, so that a user's folder
+ * is never deleted. */
 int pl_split_write(const char *model_path, const pl_graph *g, const pl_stages *s,
                    const char *const *dev_names, const char *dir, pl_err *err);
 
@@ -83,9 +93,11 @@ typedef struct pl_split_manifest {
     int n;
 } pl_split_manifest;
 
-/* Reads DIR/manifest.json (placer-split/1). Refused, with the file and JSON path: another
- * format, no stages, a stage file outside DIR, an input from a stage that does not come
- * earlier. The stage files themselves are not opened. */
+/* Reads DIR/manifest.json (PL_SPLIT_FORMAT). Refused, with the file and JSON path: another
+ * format (placer-split/1: re-run placer split), no stages, a stage file outside DIR or named
+ * twice, an input from a stage that does not come earlier, and a stage file whose SHA-256 is
+ * not the one the manifest gives (a file swapped, edited or damaged), naming the stage, the
+ * file and both hashes. Each stage file is read once for the check. */
 int pl_split_manifest_load(const char *dir, pl_split_manifest *m, pl_err *err);
 void pl_split_manifest_free(pl_split_manifest *m);
 

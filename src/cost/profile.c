@@ -171,8 +171,8 @@ int pl_profile_save(const pl_profile *p, const char *path, const char *descripti
     json_object_set_new(root, "producer", json_string("placer profile 0.1"));
     if (description) json_object_set_new(root, "description", json_string(description));
     json_object_set_new(root, "times_s", times);
-    int rc =
-        json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    int rc = pl_json_save(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6),
+                          err);
     json_decref(root);
-    return rc ? pl_err_set(err, "cannot write %s", path) : 0;
+    return rc;
 }

@@ -581,3 +581,12 @@ int pl_json_check_range(const pl_json *obj, const char *field, double v, double 
                         v, pl_unit_name(unit), v < lo ? "smaller" : "larger", v < lo ? lo : hi,
                         pl_unit_name(unit), sep, hint ? hint : "");
 }
+
+int pl_json_save(const json_t *v, const char *path, size_t flags, pl_err *err)
+{
+    pl_out o;
+    if (pl_out_open(&o, path, err) < 0) return -1;
+    json_dumpf(v, o.f, flags); /* a failed write shows in the commit, with its reason */
+    fputc('\n', o.f);
+    return pl_out_commit(&o, err);
+}

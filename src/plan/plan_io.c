@@ -104,8 +104,7 @@ int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const
     if (p->order) json_object_set_new(root, "order", order_json(p, g, c));
     if (p->xfer_priority && p->n_edges == g->n_edges)
         json_object_set_new(root, "transfer_order", xfer_order_json(p, g));
-    if (json_dump_file(root, path, JSON_INDENT(1) | JSON_REAL_PRECISION(12)) != 0)
-        rc = pl_err_set(err, "%s: cannot write the plan", path);
+    rc = pl_json_save(root, path, JSON_INDENT(1) | JSON_REAL_PRECISION(12), err);
     json_decref(root);
     return rc;
 }
@@ -320,6 +319,7 @@ pl_plan *pl_plan_load(const char *path, const pl_graph *g, const pl_cluster *c, 
     pl_plan *p = pl_plan_new(g->n_ops, c->n_devs);
     int rc = read_plan(&root, g, c, p, err);
     pl_json_close(doc);
+    if (rc == 0 && pl_plan_check(p, g, c, err) < 0) rc = pl_err_prefix(err, "%s: $.order", path);
     if (rc < 0) {
         pl_plan_free(p);
         return NULL;

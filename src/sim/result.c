@@ -9,33 +9,13 @@
 
 /* ---- deadlock ---- */
 
-/* The op that waits forever is the first op not run in the order of the first device that
- * has one, in the earliest request that did not finish; it names the input it waits for. */
+/* A deadlock of the transfer order is named by xorder.c; one of the op order by the plan
+ * checker every plan reader shares (pl_plan_check), so that simulate, split and run refuse
+ * the same plans with the same words. */
 int sim_deadlock(const sim_static *s, const sim_run *run, pl_err *err)
 {
-    const pl_graph *g = s->g;
-    const pl_plan *p = s->p;
     if (sim_xorder_deadlock(s, run, err) < 0) return -1;
-    for (int r = 0; r < run->K && p->order; r++)
-        for (int d = 0; d < s->D; d++)
-            for (int i = p->order_off[d]; i < p->order_off[d + 1]; i++) {
-                int op = p->order[i];
-                if (run->op_end[r * s->n + op] >= 0) continue;
-                for (int k = s->in_off[op]; k < s->in_off[op + 1]; k++) {
-                    int t = s->in[k].tensor, src = g->tensors[t].producer;
-                    if (src < 0 || run->op_end[r * s->n + src] >= 0) continue;
-                    bool later = p->dev[src] == d;
-                    return pl_err_set(err,
-                                      "simulate: the plan's order deadlocks: on device '%s', op "
-                                      "'%s' waits forever for tensor '%s' from op '%s' on '%s', "
-                                      "which never runs (%s)",
-                                      s->k->c->devs[d].name, g->ops[op].name, g->tensors[t].name,
-                                      g->ops[src].name, s->k->c->devs[p->dev[src]].name,
-                                      later ? "it is listed after the op that needs it"
-                                            : "it waits behind an op that needs a later one");
-                }
-                break; /* this device's head is not stuck on an input: look further */
-            }
+    if (pl_plan_check(s->p, s->g, s->k->c, err) < 0) return pl_err_prefix(err, "simulate");
     return pl_err_set(err, "simulate: %d op runs never happened (the plan cannot run)",
                       s->n * run->K - run->done);
 }

@@ -127,8 +127,9 @@ int pl_sim_trace_write(const pl_cost *k, const pl_plan *p, const pl_sim_result *
                        pl_err *err)
 {
     if (!r->op_start_s) return pl_err_set(err, "%s: the run was not recorded (opts.record)", path);
-    FILE *f = fopen(path, "w");
-    if (!f) return pl_err_set(err, "%s: cannot write: %s", path, strerror(errno));
+    pl_out out;
+    if (pl_out_open(&out, path, err) < 0) return -1;
+    FILE *f = out.f;
     fprintf(f,
             "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"makespan_s\": %.17g}, "
             "\"traceEvents\": [\n",
@@ -140,8 +141,5 @@ int pl_sim_trace_write(const pl_cost *k, const pl_plan *p, const pl_sim_result *
     for (int i = 0; i < r->n_xfers; i++)
         xfer_event(f, k, &r->xfers[i]);
     fputs("\n]}\n", f);
-    bool bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return pl_err_set(err, "%s: write failed: %s", path, strerror(errno));
-    return 0;
+    return pl_out_commit(&out, err); /* any failed write above shows here */
 }

@@ -1,4 +1,6 @@
-/* manifest.c: reading DIR/manifest.json (placer-split/1) back, to run a split (docs/split.md). */
+/* manifest.c: reading DIR/manifest.json (placer-split/2) back, to run a split (docs/split.md).
+ * This is the one place a split is trusted from: every stage file is checked against the hash
+ * the manifest gives before anything runs it. */
 #include "placer/json.h"
 #include "placer/split.h"
 
@@ -39,15 +41,62 @@ static int check_inputs(const pl_json *st, size_t j, pl_err *err)
     return 0;
 }
 
+/* The stage file must be the one split wrote: same SHA-256. A manifest whose stage names
+ * another stage's file, or a file edited or damaged since, would run and give wrong outputs
+ * with exit 0. */
+static int check_hash(const pl_json *st, size_t j, const char *name, const char *path, pl_err *err)
+{
+    const char *want;
+    char have[65];
+    if (pl_json_string(st, "sha256", &want, err) < 0) return -1;
+    if (pl_sha256_file(path, have, err) < 0)
+        return pl_err_prefix(err, "%s: stage %zu (%s)", st->file, j, name);
+    if (strcmp(want, have))
+        return pl_err_set(err,
+                          "%s: stage %zu (%s): %s has sha256 %s, the manifest expects %s: the "
+                          "file is not the one placer split wrote (re-run placer split)",
+                          st->file, j, name, path, have, want);
+    return 0;
+}
+
 static int read_stage(const pl_json *st, size_t j, const char *dir, pl_split_stage_ref *out,
                       pl_err *err)
 {
     const char *name, *dev;
     if (pl_json_string(st, "name", &name, err) < 0 || pl_json_string(st, "device", &dev, err) < 0 ||
-        check_inputs(st, j, err) < 0 || stage_file(st, dir, &out->path, err) < 0)
+        check_inputs(st, j, err) < 0 || stage_file(st, dir, &out->path, err) < 0 ||
+        check_hash(st, j, name, out->path, err) < 0)
         return -1;
     out->name = pl_strdup(name), out->device = pl_strdup(dev);
     return 0;
+}
+
+/* Two stages naming one file: at most one of them can hold the right ops. */
+static int check_distinct(const pl_split_manifest *m, const pl_json *stages, pl_err *err)
+{
+    for (int j = 0; j < m->n; j++)
+        for (int i = 0; i < j; i++)
+            if (!strcmp(m->st[i].path, m->st[j].path)) {
+                pl_json f = pl_json_index(stages, (size_t)j);
+                f = pl_json_at(&f, "file");
+                return pl_json_fail(&f, err, "stage %d names the file of stage %d (%s)", j, i,
+                                    m->st[i].path);
+            }
+    return 0;
+}
+
+/* Version 1 had no hashes: its stage files cannot be checked, so it is not run. */
+static int check_format(const pl_json *root, pl_err *err)
+{
+    const char *f = NULL;
+    if (pl_json_opt_string(root, "format", &f, err) < 0) return -1;
+    if (f && !strcmp(f, "placer-split/1")) {
+        pl_json at = pl_json_at(root, "format");
+        return pl_json_fail(&at, err,
+                            "placer-split/1 was written by an older placer and gives no SHA-256 "
+                            "of its stage files, so they cannot be checked: re-run placer split");
+    }
+    return pl_json_check_format(root, PL_SPLIT_FORMAT, err);
 }
 
 int pl_split_manifest_load(const char *dir, pl_split_manifest *m, pl_err *err)
@@ -61,8 +110,7 @@ int pl_split_manifest_load(const char *dir, pl_split_manifest *m, pl_err *err)
     pl_json root = pl_json_root(doc), model, stages;
     const char *mp, *sha;
     int rc = -1;
-    if (pl_json_check_format(&root, "placer-split/1", err) < 0 ||
-        pl_json_object(&root, "model", &model, err) < 0 ||
+    if (check_format(&root, err) < 0 || pl_json_object(&root, "model", &model, err) < 0 ||
         pl_json_string(&model, "path", &mp, err) < 0 ||
         pl_json_string(&model, "sha256", &sha, err) < 0 ||
         pl_json_array(&root, "stages", &stages, err) < 0)
@@ -85,7 +133,7 @@ int pl_split_manifest_load(const char *dir, pl_split_manifest *m, pl_err *err)
         pl_json st = pl_json_index(&stages, j);
         if (read_stage(&st, j, dir, &m->st[j], err) < 0) goto out;
     }
-    rc = 0;
+    rc = check_distinct(m, &stages, err);
 out:
     pl_json_close(doc);
     if (rc < 0) pl_split_manifest_free(m);

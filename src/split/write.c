@@ -4,6 +4,7 @@
  * (nodes, initializers, value infos, opsets): nothing is copied, so a full model costs its
  * unpacked size once plus one packed stage at a time. Only the value infos of tensors the
  * source does not describe are built here, from the graph's inferred dtype and shape. */
+#include "placer/json.h"
 #include "placer/split.h"
 #include "onnx/onnx.pb-c.h"
 
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 /* A built value info and what it owns. */
@@ -204,20 +206,19 @@ static void stage_io(wctx *w, const pl_stage *st, parts *p)
         p->out[p->n_out++] = value_info(w, st->outputs[k]);
 }
 
-static int write_file(const char *path, const Onnx__ModelProto *m, pl_err *err)
+/* The packed model to path, and its SHA-256 into sha (the manifest's check of the file). */
+static int write_file(const char *path, const Onnx__ModelProto *m, char sha[65], pl_err *err)
 {
     size_t n = onnx__model_proto__get_packed_size(m);
     uint8_t *buf = pl_malloc(n ? n : 1);
     onnx__model_proto__pack(m, buf);
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fwrite(buf, 1, n, f) == n;
-    if (f && fclose(f) != 0) ok = false;
+    pl_sha256_buffer(buf, n, sha);
+    int rc = pl_out_write_file(path, buf, n, err);
     free(buf);
-    if (!ok) return pl_err_set(err, "%s: cannot write: %s", path, strerror(errno));
-    return 0;
+    return rc;
 }
 
-static int write_stage(wctx *w, int j, const char *path, pl_err *err)
+static int write_stage(wctx *w, int j, const char *path, char sha[65], pl_err *err)
 {
     const pl_stage *st = &w->s->st[j];
     parts p = {0};
@@ -238,14 +239,15 @@ static int write_stage(wctx *w, int j, const char *path, pl_err *err)
     Onnx__ModelProto m = *w->m; /* IR version, opsets, producer, functions, metadata */
     m.graph = &gp;
     m.n_training_info = 0, m.training_info = NULL;
-    int rc = write_file(path, &m, err);
+    int rc = write_file(path, &m, sha, err);
     free(p.node), free(p.init), free(p.sparse), free(p.in), free(p.out);
     return rc;
 }
 
 /* ---- manifest.json ---- */
 
-static json_t *stage_json(const pl_graph *g, const pl_stages *s, int j, const char *dev)
+static json_t *stage_json(const pl_graph *g, const pl_stages *s, int j, const char *dev,
+                          const char *sha)
 {
     const pl_stage *st = &s->st[j];
     char name[32], file[48];
@@ -273,13 +275,14 @@ static json_t *stage_json(const pl_graph *g, const pl_stages *s, int j, const ch
     free(to);
     for (int k = 0; k < st->n_consts; k++)
         json_array_append_new(consts, json_string(g->ops[st->consts[k]].name));
-    return json_pack("{s:s, s:s, s:s, s:i, s:i, s:o, s:o, s:o}", "name", name, "file", file,
-                     "device", dev, "ops", st->n_ops, "weights", st->n_weights, "copied_constants",
-                     consts, "inputs", in, "outputs", out);
+    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:o, s:o}", "name", name, "file", file,
+                     "sha256", sha, "device", dev, "ops", st->n_ops, "weights", st->n_weights,
+                     "copied_constants", consts, "inputs", in, "outputs", out);
 }
 
 static int write_manifest(const char *model_path, const pl_graph *g, const pl_stages *s,
-                          const char *const *dev_names, const char *path, pl_err *err)
+                          const char *const *dev_names, char (*shas)[65], const char *path,
+                          pl_err *err)
 {
     const char *sha = pl_graph_sha256(g, err);
     char sha_buf[65];
@@ -291,33 +294,98 @@ static int write_manifest(const char *model_path, const pl_graph *g, const pl_st
     for (int j = 0; j < s->n; j++) {
         char dev[32];
         snprintf(dev, sizeof dev, "dev%d", s->st[j].dev);
-        json_array_append_new(stages,
-                              stage_json(g, s, j, dev_names ? dev_names[s->st[j].dev] : dev));
+        json_array_append_new(
+            stages, stage_json(g, s, j, dev_names ? dev_names[s->st[j].dev] : dev, shas[j]));
     }
-    json_t *o = json_pack("{s:s, s:{s:s, s:s}, s:s, s:o}", "format", "placer-split/1", "model",
+    json_t *o = json_pack("{s:s, s:{s:s, s:s}, s:s, s:o}", "format", PL_SPLIT_FORMAT, "model",
                           "path", model_path, "sha256", sha, "cut",
                           s->cut == PL_SPLIT_SCHEDULE ? "schedule" : "fewest", "stages", stages);
-    int rc = json_dump_file(o, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    int rc = pl_json_save(o, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
     json_decref(o);
-    return rc < 0 ? pl_err_set(err, "%s: cannot write", path) : 0;
+    return rc;
 }
 
-/* mkdir -p */
-int pl_split_write(const char *model_path, const pl_graph *g, const pl_stages *s,
-                   const char *const *dev_names, const char *dir, pl_err *err)
+/* ---- the folder, replaced whole ---- */
+
+/* A previous split: its manifest says so. Anything else non-empty is the user's. */
+static bool is_split(const char *dir)
 {
-    if (pl_mkdir_p(dir, err) < 0) return -1;
+    size_t n = strlen(dir) + 16;
+    char *path = pl_malloc(n);
+    snprintf(path, n, "%s/manifest.json", dir);
+    json_t *m = json_load_file(path, 0, NULL);
+    free(path);
+    const char *f = json_string_value(json_object_get(m, "format"));
+    bool yes = f && !strncmp(f, "placer-split/", 13);
+    json_decref(m);
+    return yes;
+}
+
+static bool is_empty(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    bool empty = d != NULL;
+    while (empty && (e = readdir(d)))
+        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    if (d) closedir(d);
+    return empty;
+}
+
+/* DIR may be replaced when it is absent, an empty folder or a previous split, so that a
+ * user's folder given to -o by mistake is never deleted. Creates DIR's parents. */
+static int check_replaceable(const char *dir, pl_err *err)
+{
+    struct stat st;
+    if (lstat(dir, &st) < 0) {
+        if (errno != ENOENT) return pl_err_set(err, "%s: %s", dir, strerror(errno));
+        char *parent = pl_strdup(dir), *slash = strrchr(parent, '/');
+        int rc = 0;
+        if (slash && slash != parent) *slash = 0, rc = pl_mkdir_p(parent, err);
+        free(parent);
+        return rc;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return pl_err_set(err, "%s: exists and is not a folder: refusing to replace it", dir);
+    if (!is_empty(dir) && !is_split(dir))
+        return pl_err_set(err,
+                          "%s: is not empty and is not a previous split (no manifest.json of "
+                          "format placer-split): refusing to replace it; give -o a new or empty "
+                          "folder, or one placer split wrote",
+                          dir);
+    return 0;
+}
+
+static int write_all(const char *model_path, const pl_graph *g, const pl_stages *s,
+                     const char *const *dev_names, const char *dir, pl_err *err)
+{
     wctx w;
     int rc = wctx_init(&w, model_path, g, s, err);
     size_t n = strlen(dir) + 32;
-    char *path = pl_malloc(n);
+    char *path = pl_malloc(n), (*shas)[65] = pl_calloc((size_t)s->n + 1, sizeof *shas);
     for (int j = 0; rc == 0 && j < s->n; j++) {
         snprintf(path, n, "%s/stage_%02d.onnx", dir, j);
-        rc = write_stage(&w, j, path, err);
+        rc = write_stage(&w, j, path, shas[j], err);
     }
     wctx_free(&w);
     snprintf(path, n, "%s/manifest.json", dir);
-    if (rc == 0) rc = write_manifest(model_path, g, s, dev_names, path, err);
-    free(path);
+    if (rc == 0) rc = write_manifest(model_path, g, s, dev_names, shas, path, err);
+    free(path), free(shas);
     return rc;
+}
+
+/* Everything goes into a hidden sibling folder that replaces DIR only when complete: an
+ * interrupted or failed (re-)split leaves DIR as it was, never an old manifest beside new
+ * stage files. */
+int pl_split_write(const char *model_path, const pl_graph *g, const pl_stages *s,
+                   const char *const *dev_names, const char *dir, pl_err *err)
+{
+    pl_outdir od;
+    if (check_replaceable(dir, err) < 0 || pl_outdir_open(&od, dir, err) < 0) return -1;
+    if (write_all(model_path, g, s, dev_names, od.tmp, err) < 0) {
+        pl_err_prefix(err, "%s: not written (left as it was)", dir);
+        pl_outdir_abort(&od);
+        return -1;
+    }
+    return pl_outdir_commit(&od, err);
 }
