@@ -72,10 +72,11 @@ static void cache_write(const table *t, const char *model)
     cache_path(t, model, path, sizeof path);
     pl_err err = {""};
     if (pl_mkdir_p("build/bench/search-cache", &err) < 0) return;
-    FILE *f = fopen(path, "w");
-    for (int k = 0; f && k < t->cat->n; k++)
-        fprintf(f, "%s %.17g\n", t->cat->configs[k].name, t->lat[k]);
-    if (f) fclose(f);
+    pl_out o; /* whole or not at all: a cut file would be read back as a partial table */
+    if (pl_out_open(&o, path, &err) < 0) return;
+    for (int k = 0; k < t->cat->n; k++)
+        fprintf(o.f, "%s %.17g\n", t->cat->configs[k].name, t->lat[k]);
+    if (pl_out_commit(&o, &err) < 0) fprintf(stderr, "%s\n", err.msg);
 }
 
 /* Every configuration once, through the deploy worker. *w is the model's worker, started on
