@@ -62,7 +62,10 @@ int pl_mkdir_p(const char *dir, pl_err *err);
  * (ENOSPC, EFBIG) makes the commit fail with the reason, so callers need not check each
  * fwrite. SIGINT, SIGTERM and SIGHUP remove the temporaries being written (a handler is
  * installed over the default disposition on first use); a SIGKILL leaves the hidden
- * temporary, never a partial PATH. After commit or abort, o holds nothing. */
+ * temporary, never a partial PATH. A symbolic link is followed (its target is replaced, the
+ * link kept); a PATH that is not a regular file (a pipe, a terminal) or is under /dev or /proc
+ * is written in place, as nothing can be renamed over it. After commit or abort, o holds
+ * nothing. */
 #include <stdio.h>
 typedef struct pl_out {
     FILE *f;

@@ -106,18 +106,37 @@ static int sync_parent(const char *path)
 
 /* ---- files ---- */
 
+/* What is renamed over: a symbolic link's target (the link stays a link). A path that exists
+ * but is not a regular file (a pipe, a terminal), or is under /dev or /proc (/dev/stdout, even
+ * when the shell sent stdout to a file), is written in place (*direct): renaming over it would
+ * replace the device or pipe itself, or the file behind another open descriptor. */
+static char *target(const char *path, bool *direct)
+{
+    struct stat st;
+    *direct = !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
+    if (*direct || stat(path, &st) < 0) return pl_strdup(path); /* or new */
+    if (!S_ISREG(st.st_mode)) return *direct = true, pl_strdup(path);
+    char *real = realpath(path, NULL);
+    char *out = pl_strdup(real ? real : path);
+    free(real);
+    return out;
+}
+
 int pl_out_open(pl_out *o, const char *path, pl_err *err)
 {
     memset(o, 0, sizeof *o);
-    o->path = pl_strdup(path);
-    o->tmp = pl_out_tmp_name(path);
-    live_add(o->tmp);
-    int fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    bool direct;
+    o->path = target(path, &direct);
+    if (!direct) o->tmp = pl_out_tmp_name(o->path), live_add(o->tmp);
+    int fd = open(direct ? o->path : o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     o->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!o->f) {
         int e = errno;
         if (fd >= 0) close(fd);
-        pl_err_set(err, "%s: cannot create %s beside it: %s", path, o->tmp, strerror(e));
+        if (direct)
+            pl_err_set(err, "%s: cannot open: %s", path, strerror(e));
+        else
+            pl_err_set(err, "%s: cannot create %s beside it: %s", path, o->tmp, strerror(e));
         pl_out_abort(o);
         return -1;
     }
@@ -126,10 +145,8 @@ int pl_out_open(pl_out *o, const char *path, pl_err *err)
 
 static int write_error(pl_out *o, int e, pl_err *err)
 {
-    pl_err_set(err,
-               "%s: cannot write: %s (nothing was written there: the old file, if any, is "
-               "as it was)",
-               o->path, strerror(e ? e : EIO));
+    pl_err_set(err, "%s: cannot write: %s%s", o->path, strerror(e ? e : EIO),
+               o->tmp ? " (nothing was written there: the old file, if any, is as it was)" : "");
     pl_out_abort(o);
     return -1;
 }
@@ -144,10 +161,15 @@ int pl_out_commit(pl_out *o, pl_err *err)
         fflush(o->f);
         return write_error(o, errno, err);
     }
-    if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0) return write_error(o, errno, err);
+    if (fflush(o->f) != 0 || (o->tmp && fsync(fileno(o->f)) != 0))
+        return write_error(o, errno, err);
     int rc = fclose(o->f);
     o->f = NULL;
     if (rc != 0) return write_error(o, errno, err);
+    if (!o->tmp) { /* written in place (a device or a pipe) */
+        pl_out_abort(o);
+        return 0;
+    }
     if (rename(o->tmp, o->path) != 0) return write_error(o, errno, err);
     sync_parent(o->path); /* the rename itself on disk; a failure here loses nothing written */
     live_remove(o->tmp);

@@ -64,9 +64,13 @@ static int read_stage(const pl_json *st, size_t j, const char *dir, pl_split_sta
 {
     const char *name, *dev;
     if (pl_json_string(st, "name", &name, err) < 0 || pl_json_string(st, "device", &dev, err) < 0 ||
-        check_inputs(st, j, err) < 0 || stage_file(st, dir, &out->path, err) < 0 ||
-        check_hash(st, j, name, out->path, err) < 0)
+        check_inputs(st, j, err) < 0 || stage_file(st, dir, &out->path, err) < 0)
         return -1;
+    if (check_hash(st, j, name, out->path, err) < 0) { /* the stage is not counted: free it */
+        free(out->path);
+        out->path = NULL;
+        return -1;
+    }
     out->name = pl_strdup(name), out->device = pl_strdup(dev);
     return 0;
 }
