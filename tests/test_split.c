@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define INTRA "examples/clusters/moirai-intra-server.json"
 
@@ -627,6 +628,29 @@ static void test_resplit_fails_whole(void **state)
     free(dir);
 }
 
+/* A split killed with SIGKILL leaves its hidden ".s.tmp.PID" folder; the next split to the same
+ * folder removes it once that PID is gone (4194305 is above Linux's largest pid_max), and
+ * keeps the folder of a live PID (this test's) and any other name. */
+static void test_stale_temporaries(void **state)
+{
+    (void)state;
+    char *dir = tmpdir(), path[4][300];
+    static const char *const names[] = {".s.tmp.4194305", ".s.tmp.%ld", ".s.tmp.12x",
+                                        ".t.tmp.4194305"};
+    for (int k = 0; k < 4; k++) {
+        char name[64];
+        snprintf(name, sizeof name, names[k], (long)getpid());
+        snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
+        assert_int_equal(mkdir(path[k], 0700), 0);
+    }
+    cli_split(dir, "fewest");
+    for (int k = 0; k < 4; k++)
+        if ((access(path[k], F_OK) == 0) != (k > 0))
+            fail_msg("%s: %s", path[k], k ? "removed, but it is not stale" : "stale, still there");
+    rmdir_all(dir);
+    free(dir);
+}
+
 /* -o naming a folder of the user's (not empty, no split manifest) is refused and left alone;
  * an empty folder is fine. */
 static void test_refuses_user_folder(void **state)
@@ -741,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_manifest_hashes),
         cmocka_unit_test(test_resplit_fails_whole),
         cmocka_unit_test(test_refuses_user_folder),
+        cmocka_unit_test(test_stale_temporaries),
         cmocka_unit_test(test_deadlocking_plan),
         cmocka_unit_test(test_resnet50),
         cmocka_unit_test(test_inception_v3),

@@ -83,8 +83,9 @@ char *pl_out_tmp_name(const char *path);
 /* A folder replaced whole: pl_outdir_open creates the empty hidden folder ".NAME.tmp.PID"
  * beside PATH (o->tmp), the caller fills it (through pl_out, so its files are on disk), and
  * pl_outdir_commit swaps it in for PATH in one rename (renameat2 RENAME_EXCHANGE; elsewhere
- * two renames) and then removes the old folder with everything in it. Callers decide first
- * whether an existing PATH may be replaced. pl_outdir_abort, and a failed commit, remove the
+ * two renames) and then removes the old folder with everything in it. Open also removes the
+ * ".NAME.tmp.PID" folders of processes that no longer exist (left by a SIGKILL). Callers decide
+ * first whether an existing PATH may be replaced. pl_outdir_abort, and a failed commit, remove the
  * temporary folder and leave PATH as it was. */
 typedef struct pl_outdir {
     char *path, *tmp;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -210,12 +211,41 @@ int pl_remove_tree(const char *dir)
     return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Removes the temporary folders ".NAME.tmp.PID" beside tmp (ours) left by processes that no
+ * longer exist (killed with SIGKILL: a split of a large model leaves hundreds of MB). A PID
+ * that is alive, even reused by another program, keeps its folder. */
+static void remove_stale(const char *tmp)
+{
+    const char *slash = strrchr(tmp, '/'), *base = slash ? slash + 1 : tmp;
+    size_t dir_len = slash ? (size_t)(slash - tmp) + 1 : 0;
+    size_t prefix = (size_t)(strstr(base, ".tmp.") - base) + 5; /* ".NAME.tmp." */
+    char *dir = dir_len ? pl_strndup(tmp, dir_len) : pl_strdup("./");
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        const char *pid = e->d_name + prefix, *end = pid;
+        if (strncmp(e->d_name, base, prefix) || !*pid) continue;
+        while (*end >= '0' && *end <= '9')
+            end++;
+        long p = strtol(pid, NULL, 10);
+        if (*end || p <= 0 || p == (long)getpid() || kill((pid_t)p, 0) == 0 || errno != ESRCH)
+            continue;
+        char *stale = pl_malloc(strlen(dir) + strlen(e->d_name) + 1);
+        sprintf(stale, "%s%s", dir, e->d_name);
+        pl_remove_tree(stale);
+        free(stale);
+    }
+    if (d) closedir(d);
+    free(dir);
+}
+
 int pl_outdir_open(pl_outdir *o, const char *path, pl_err *err)
 {
     memset(o, 0, sizeof *o);
     o->path = pl_strdup(path);
     o->tmp = pl_out_tmp_name(path);
     pl_remove_tree(o->tmp); /* a folder left by a killed process that had our PID */
+    remove_stale(o->tmp);
     if (mkdir(o->tmp, 0777) < 0) {
         pl_err_set(err, "%s: cannot create %s beside it: %s", path, o->tmp, strerror(errno));
         free(o->tmp), free(o->path);
