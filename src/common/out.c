@@ -10,9 +10,9 @@
 /* renameat2 needs _GNU_SOURCE, which the Makefile defines */
 #include "placer/common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,7 +24,8 @@
 /* ---- temporaries removed on SIGINT/SIGTERM/SIGHUP ---- */
 
 /* The temporary files being written now. A slot is set before the file is created and
- * cleared after it is renamed or removed; the handler only calls unlink (async-signal-safe). */
+ * cleared after it is renamed or removed; the handler only calls unlink (async-signal-safe).
+ * Outputs are written from the main thread only, so the list takes no lock. */
 #define MAX_LIVE 16
 static char *volatile live[MAX_LIVE];
 
