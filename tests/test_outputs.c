@@ -88,6 +88,19 @@ static void test_place_trace(void **state)
     tu_rmtree(dir);
 }
 
+static void test_deploy_plan(void **state)
+{
+    (void)state;
+    char dir[64], args[1024];
+    if (tu_mkdtemp(dir, sizeof dir, "placer-out") < 0) fail_msg("mkdtemp failed");
+    snprintf(args, sizeof args,
+             "deploy " MODEL " --catalog catalogs/autodeep-testbed.json --slo 50ms -o %s/plan.json "
+             "2>&1 >/dev/null",
+             dir);
+    check_writer(dir, "plan.json", args);
+    tu_rmtree(dir);
+}
+
 static void test_simulate_trace(void **state)
 {
     (void)state;
@@ -182,7 +195,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_out_api),        cmocka_unit_test(test_signal_removes_temporary),
         cmocka_unit_test(test_place_plan),     cmocka_unit_test(test_place_trace),
-        cmocka_unit_test(test_simulate_trace),
+        cmocka_unit_test(test_simulate_trace), cmocka_unit_test(test_deploy_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
