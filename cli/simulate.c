@@ -18,7 +18,8 @@ static const char *help =
     "  --per-edge     send a tensor once per reading op (one transfer per graph edge, as\n"
     "                 MOIRAI's flows), not once per (tensor, device)\n"
     "  --requests K   throughput mode: K back-to-back requests; prints period and latency\n"
-    "  --trace FILE   Chrome trace JSON of the run (open it in Perfetto)\n";
+    "  --trace FILE   Chrome trace JSON of the run (open it in Perfetto)\n"
+    "exit status: 0 done, 1 the plan does not fit in memory, 2 bad input or failure\n";
 
 static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so,
                        const pl_sim_result *r, const char *check)
@@ -111,6 +112,7 @@ int cli_simulate(int argc, char **argv)
         pl_json_print(o, stdout);
     } else
         print_text(&x, p, &so, &r, why);
+    if (status == 0 && r.oom) status = CLI_EXIT_INFEASIBLE; /* cli.h: a plan that does not fit */
     pl_sim_result_free(&r);
     pl_plan_free(p);
     cli_ctx_close(&x);
