@@ -40,7 +40,6 @@ typedef struct cli_common {
     pl_contention contention;
     bool contention_set;
     bool json;
-    int requests;
 } cli_common;
 
 /* What those options load: model, cluster, profiles and the cost table. */

@@ -51,11 +51,6 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
             return cli_fail(verb, "--contention wants ports, pair or none"), -1;
         return o->contention_set = true, 1;
     }
-    if (cli_opt(argc, argv, i, "--requests", &v)) {
-        long r;
-        if (cli_count(verb, "--requests", v, 1, 100000, &r) < 0) return -1;
-        return o->requests = (int)r, 1;
-    }
     if (argv[*i][0] == '-' && argv[*i][1]) return 0;
     if (o->model)
         return cli_fail(verb, "one model at a time ('%s' and '%s')", o->model, argv[*i]), -1;

@@ -93,12 +93,10 @@ static int parse(int argc, char **argv, deploy_args *a)
     if (!a->co.catalog)
         return cli_fail("deploy", "which catalogue? give --catalog FILE (catalogs/)"), -1;
     if (!(a->so.slo_s > 0)) return cli_fail("deploy", "give the latency SLO: --slo 50ms"), -1;
-    /* cli_common_opt takes these for every verb, but a trial prices each configuration with
+    /* cli_common_opt takes --profile for every verb, but a trial prices each configuration with
      * the cost model alone: refused rather than ignored in silence */
     if (a->co.n_profiles)
         return cli_fail("deploy", "--profile is not used by deploy (trials estimate op times)"), -1;
-    if (a->co.requests)
-        return cli_fail("deploy", "--requests is for simulate (throughput mode)"), -1;
     return 0;
 }
 

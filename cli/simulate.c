@@ -59,6 +59,7 @@ int cli_simulate(int argc, char **argv)
     cli_common co = {0};
     const char *plan_path = NULL, *trace = NULL, *v;
     bool per_edge = false;
+    long requests = 0; /* simulate's own: the other verbs refuse --requests as unknown */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         int rc = cli_common_opt("simulate", argc, argv, &i, &co);
@@ -66,7 +67,10 @@ int cli_simulate(int argc, char **argv)
         if (rc) continue;
         if (!strcmp(argv[i], "--per-edge"))
             per_edge = true;
-        else if (cli_opt(argc, argv, &i, "--plan", &v))
+        else if (cli_opt(argc, argv, &i, "--requests", &v)) {
+            if (cli_count("simulate", "--requests", v, 1, 100000, &requests) < 0)
+                return CLI_EXIT_BAD_INPUT;
+        } else if (cli_opt(argc, argv, &i, "--plan", &v))
             plan_path = v;
         else if (cli_opt(argc, argv, &i, "--trace", &v))
             trace = v;
@@ -82,7 +86,7 @@ int cli_simulate(int argc, char **argv)
     pl_sim_opts so = {.contention = co.contention_set ? co.contention
                                     : p               ? p->contention
                                                       : 0,
-                      .requests = co.requests,
+                      .requests = (int)requests,
                       .record = true,
                       .per_edge = per_edge};
     pl_sim_result r;

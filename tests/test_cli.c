@@ -206,7 +206,6 @@ static void test_flag_values(void **state)
     static const flag_case cases[] = {
         {"place " RNN " --cluster " LOCAL, "--seed", VALUES(bad_numbers)},
         {"place " RNN " --cluster " LOCAL, "--time-limit", VALUES(bad_durations)},
-        {"place " RNN " --cluster " LOCAL, "--requests", VALUES(bad_numbers)},
         {"simulate " RNN " --cluster " LOCAL " --plan x.json", "--requests", VALUES(bad_numbers)},
         {"compare " RNN " --cluster " LOCAL, "--seed", VALUES(bad_numbers)},
         {"compare " RNN " --cluster " LOCAL, "--time-limit", VALUES(bad_durations)},
@@ -235,6 +234,11 @@ static void test_flag_values(void **state)
             snprintf(args, sizeof args, "%s %s %s", cases[k].cmd, cases[k].flag, cases[k].bad[v]);
             tu_expect_refusal(args, cases[k].flag);
         }
+    /* only simulate has a throughput mode: elsewhere --requests was taken and ignored */
+    tu_expect_refusal("place " RNN " --cluster " LOCAL " --requests 4",
+                      "unknown option '--requests'");
+    tu_expect_refusal("deploy " RNN " --catalog " TESTBED " --slo 1s --requests 4",
+                      "unknown option '--requests'");
     /* a seed beyond the library's unsigned would be cut silently */
     tu_expect_refusal("place " RNN " --cluster " LOCAL " --seed 4294967296", "--seed");
     /* the --dim binding parser: an overflow is refused, not saturated */
