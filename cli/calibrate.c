@@ -20,7 +20,8 @@ static const char *help =
     "                 --model whose sha256 it names (or the only one given)\n"
     "  --cluster C    where the profiled device is (default " CALIB_CLUSTER ")\n"
     "  --device NAME  that device (default: cpu0, else the first)\n"
-    "  -o FILE        writes the fitted parameters as placer-cost-params/1\n";
+    "  -o FILE        writes the fitted parameters as placer-cost-params/1\n"
+    "exit status: 0 done, 2 bad input or failure\n";
 
 typedef struct calib_opts {
     const char *profiles[CLI_MAX_LIST], *models[CLI_MAX_LIST];

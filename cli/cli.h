@@ -1,10 +1,22 @@
-/* cli.h: what the verbs share. Each verb is one file, cli/VERB.c, with one entry point. Exit
- * status: 0 success, 2 bad input or usage (the message says which file and where). */
+/* cli.h: what the verbs share. Each verb is one file, cli/VERB.c, with one entry point.
+ *
+ * Exit status, the same for every verb (README.md, "Exit status"):
+ *   0  success: the answer is printed (and written) and it is feasible.
+ *   1  no feasible answer: the verb ran to the end and printed what it found, but it is not
+ *      usable: deploy, no configuration tried meets the SLO; place and simulate, the plan does
+ *      not fit in device memory; compare, no algorithm's plan fits. Files asked for (-o,
+ *      --trace) are still written. inspect, split, run, profile and calibrate have no such
+ *      outcome.
+ *   2  bad input or failure: usage, a file or flag refused, an algorithm or an external
+ *      process (CBC, the onnxruntime worker) failed, an output could not be written. The
+ *      message on stderr says which verb, file or flag, and where. */
 #ifndef PLACER_CLI_H
 #define PLACER_CLI_H
 
 #include "placer/place.h"
 
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_INFEASIBLE 1
 #define CLI_EXIT_BAD_INPUT 2
 
 int cli_inspect(int argc, char **argv);
@@ -28,7 +40,6 @@ typedef struct cli_common {
     pl_contention contention;
     bool contention_set;
     bool json;
-    int requests;
 } cli_common;
 
 /* What those options load: model, cluster, profiles and the cost table. */
@@ -44,8 +55,13 @@ typedef struct cli_ctx {
 /* Consumes argv[*i] when it is a shared option (or the model path); returns 1 when consumed,
  * 0 when not, -1 after printing a usage error. */
 int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o);
-/* The cost parameters --cost-params names, else the defaults; -1 after printing the error. */
-int cli_cost_params(const char *verb, const cli_common *o, pl_cost_params *out);
+/* The cost parameters --cost-params names, else the defaults; -1 after printing the error.
+ * Efficiencies are fitted to one device model: a file whose device_model matches no device of
+ * the clusters c[0..n_c) (deploy: every configuration of its catalogue) is refused, naming the
+ * file, its model and the clusters' models; when only some devices have that model, a warning
+ * says the fit is applied to the others too (the cost model has one set of efficiencies). */
+int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *const *c, int n_c,
+                    pl_cost_params *out);
 /* Loads everything; prints the error and returns CLI_EXIT_BAD_INPUT on failure. */
 int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x);
 void cli_ctx_close(cli_ctx *x);
@@ -57,14 +73,24 @@ void *cli_devices_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
 void cli_print_links(const cli_ctx *x, const pl_sim_result *r);
 void *cli_links_json(const cli_ctx *x, const pl_sim_result *r);
 /* Runs algorithm `a` and simulates its plan under `so` (so->record is honoured). On success
- * *plan is the plan (with predicted_makespan_s set) and r the result. */
+ * *plan is the plan (with predicted_makespan_s set) and r the result. -2 with err set when no
+ * plan can fit at all (pl_place_precheck: exit status 1), -1 on any other failure. */
 int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, const pl_sim_opts *so,
                  pl_plan **plan, pl_sim_result *r, pl_err *err);
-/* A whole number in [lo, hi] for option `opt` of `verb` into *out; -1 after printing the
- * error. */
+/* The parsers every flag's value goes through, one per kind; each prints "placer VERB: OPT:
+ * 'VALUE' ..." and returns -1 on a bad value (v NULL: the flag was given no value), else 0.
+ * A whole number in [lo, hi] (pl_parse_int: no trailing text, no overflow). */
 int cli_count(const char *verb, const char *opt, const char *v, long lo, long hi, long *out);
-/* Parses "60s", "500ms", ... for --time-limit. */
+/* A seed: a whole number from 0 to UINT_MAX (the library's seeds are `unsigned`; a larger one
+ * would be cut silently). */
+int cli_seed(const char *verb, const char *opt, const char *v, unsigned *out);
+/* A duration with its unit ("60s", "500ms"; pl_parse_quantity), above 0 and at most
+ * CLI_MAX_SECONDS. */
+#define CLI_MAX_SECONDS (7 * 86400.0) /* a week: no search or run of placer's is longer */
 int cli_seconds(const char *verb, const char *opt, const char *v, double *out);
+/* A comma-separated list of placement algorithms (pl_algo_parse_list: not empty, no empty,
+ * unknown or repeated item) into out[0..max); the count, or -1. */
+int cli_algos(const char *verb, const char *opt, const char *v, const pl_algo **out, int max);
 /* Progress on stderr, only when it is a terminal. */
 void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -5,6 +5,7 @@
 #include "placer/report.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,11 +51,6 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
             return cli_fail(verb, "--contention wants ports, pair or none"), -1;
         return o->contention_set = true, 1;
     }
-    if (cli_opt(argc, argv, i, "--requests", &v)) {
-        long r;
-        if (cli_count(verb, "--requests", v, 1, 100000, &r) < 0) return -1;
-        return o->requests = (int)r, 1;
-    }
     if (argv[*i][0] == '-' && argv[*i][1]) return 0;
     if (o->model)
         return cli_fail(verb, "one model at a time ('%s' and '%s')", o->model, argv[*i]), -1;
@@ -62,13 +58,34 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
     return 1;
 }
 
-int cli_cost_params(const char *verb, const cli_common *o, pl_cost_params *out)
+/* See cli.h: refused when no device of the clusters has the fit's model, warned when some. */
+static int check_params_model(const char *verb, const char *path, const char *model,
+                              const pl_cluster *const *c, int n_c)
+{
+    int devs = 0, match = 0;
+    for (int k = 0; k < n_c; k++)
+        devs += c[k]->n_devs, match += pl_cost_model_count(model, c[k]);
+    pl_err err = {""};
+    if (pl_cost_model_check(path, model, c, n_c, &err) < 0)
+        return cli_fail(verb, "--cost-params %s", err.msg), -1;
+    if (match < devs)
+        fprintf(stderr,
+                "placer %s: warning: --cost-params %s was fitted on device model '%s'; %d of "
+                "%d devices are of another model and get the same efficiencies\n",
+                verb, path, model, devs - match, devs);
+    return 0;
+}
+
+int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *const *c, int n_c,
+                    pl_cost_params *out)
 {
     pl_err err = {""};
     pl_cost_params_default(out);
-    if (o->cost_params && pl_cost_params_load(o->cost_params, out, &err) < 0)
+    if (!o->cost_params) return 0;
+    if (pl_cost_params_load(o->cost_params, out, &err) < 0)
         return cli_fail(verb, "%s", err.msg), -1;
-    return 0;
+    if (!out->device_model[0]) return 0; /* a hand-written file that names no model */
+    return check_params_model(verb, o->cost_params, out->device_model, c, n_c);
 }
 
 /* The cluster of configuration --config in catalogue --catalog; x keeps the catalogue. */
@@ -111,7 +128,7 @@ int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
         x->n_prof++;
     }
     pl_cost_params params;
-    if (x->c && cli_cost_params(verb, o, &params) < 0) {
+    if (x->c && cli_cost_params(verb, o, (const pl_cluster *const *)&x->c, 1, &params) < 0) {
         cli_ctx_close(x);
         return CLI_EXIT_BAD_INPUT;
     }
@@ -223,6 +240,7 @@ void cli_progress(const char *fmt, ...)
 int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, const pl_sim_opts *so,
                  pl_plan **plan, pl_sim_result *r, pl_err *err)
 {
+    if (pl_place_precheck(x->k, err) < 0) return *plan = NULL, -2;
     *plan = pl_plan_new(x->g->n_ops, x->c->n_devs);
     (*plan)->contention = so->contention;
     err->msg[0] = 0;
@@ -244,11 +262,22 @@ int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, co
 
 int cli_count(const char *verb, const char *opt, const char *v, long lo, long hi, long *out)
 {
-    char *end;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || !*v || *end || x < lo || x > hi)
-        return cli_fail(verb, "%s wants a whole number from %ld to %ld", opt, lo, hi), -1;
-    return *out = x, 0;
+    long long x;
+    if (!v) return cli_fail(verb, "%s wants a whole number from %ld to %ld", opt, lo, hi), -1;
+    if (pl_parse_int(v, lo, hi, &x) < 0)
+        return cli_fail(verb, "%s: '%s' is not a whole number from %ld to %ld", opt, v, lo, hi), -1;
+    return *out = (long)x, 0;
+}
+
+int cli_seed(const char *verb, const char *opt, const char *v, unsigned *out)
+{
+    long long x;
+    if (!v) return cli_fail(verb, "%s wants a seed from 0 to %u", opt, UINT_MAX), -1;
+    if (pl_parse_int(v, 0, UINT_MAX, &x) < 0)
+        return cli_fail(verb, "%s: '%s' is not a seed: a whole number from 0 to %u", opt, v,
+                        UINT_MAX),
+               -1;
+    return *out = (unsigned)x, 0;
 }
 
 int cli_seconds(const char *verb, const char *opt, const char *v, double *out)
@@ -257,5 +286,16 @@ int cli_seconds(const char *verb, const char *opt, const char *v, double *out)
     if (!v) return cli_fail(verb, "%s wants a duration such as 60s", opt), -1;
     if (pl_parse_quantity(v, PL_UNIT_SECONDS, out, &err) < 0)
         return cli_fail(verb, "%s: %s", opt, err.msg), -1;
+    if (!(*out > 0) || *out > CLI_MAX_SECONDS)
+        return cli_fail(verb, "%s: '%s' is not a duration above 0 and at most %.0f s (a week)", opt,
+                        v, CLI_MAX_SECONDS),
+               -1;
     return 0;
+}
+
+int cli_algos(const char *verb, const char *opt, const char *v, const pl_algo **out, int max)
+{
+    pl_err err;
+    int n = pl_algo_parse_list(v, opt, out, max, &err);
+    return n < 0 ? cli_fail(verb, "%s", err.msg), -1 : n;
 }

@@ -13,7 +13,8 @@ static const char *help =
     "                      [--seed N] [--time-limit 60s] [--profile P]...\n"
     "  --algos LIST   comma-separated algorithms (default: all)\n"
     "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
-    "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n";
+    "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n"
+    "exit status: 0 done, 1 no placement fits in memory, 2 bad input or failure\n";
 
 typedef struct {
     const pl_algo *a;
@@ -43,23 +44,28 @@ static void run_one(const cli_ctx *x, const pl_place_opts *po, const pl_sim_opts
     pl_plan_free(p);
 }
 
-/* Fills rows from "a,b,c" (or every algorithm); returns the count or -1. */
-static int pick(const char *list, row_t *rows, int max)
+/* Every algorithm, in the library's order; returns the count. */
+static int pick_all(const pl_algo **picked, int max)
 {
     int n = 0, total;
     const pl_algo *all = pl_algo_list(&total);
-    if (!list) {
-        for (int k = 0; k < total && n < max; k++)
-            rows[n++].a = &all[k];
-        return n;
-    }
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *tok = strtok(buf, ","); tok && n < max; tok = strtok(NULL, ",")) {
-        rows[n].a = pl_algo_find(tok);
-        if (!rows[n++].a) return cli_fail("compare", "unknown algorithm '%s'", tok), -1;
-    }
+    for (int k = 0; k < total && n < max; k++)
+        picked[n++] = &all[k];
     return n;
+}
+
+/* cli.h: 2 when every algorithm failed, 1 when none of the plans made fits, else 0. */
+static int status_of(const row_t *rows, int n)
+{
+    int ran = 0, fit = 0;
+    for (int k = 0; k < n; k++)
+        ran += rows[k].ok, fit += rows[k].ok && !rows[k].oom;
+    if (!ran) {
+        fprintf(stderr, "placer compare: no algorithm made a plan%s%s\n", n ? ": " : "",
+                n ? rows[0].msg : "");
+        return CLI_EXIT_BAD_INPUT;
+    }
+    return fit ? CLI_EXIT_OK : CLI_EXIT_INFEASIBLE;
 }
 
 static double single_makespan(const row_t *rows, int n)
@@ -130,7 +136,9 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
 int cli_compare(int argc, char **argv)
 {
     cli_common co = {0};
-    const char *algos = NULL, *v;
+    const char *v;
+    const pl_algo *picked[32];
+    int n = -1; /* --algos not given: every algorithm */
     /* a side-by-side table is for looking at now: moirai gets 10 s unless told otherwise */
     pl_place_opts po = {.time_limit_s = 10};
     for (int i = 1; i < argc; i++) {
@@ -138,11 +146,11 @@ int cli_compare(int argc, char **argv)
         int rc = cli_common_opt("compare", argc, argv, &i, &co);
         if (rc < 0) return CLI_EXIT_BAD_INPUT;
         if (rc) continue;
-        if (cli_opt(argc, argv, &i, "--algos", &v))
-            algos = v;
-        else if (cli_opt(argc, argv, &i, "--seed", &v))
-            po.seed = v ? (unsigned)strtoul(v, NULL, 10) : 0;
-        else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
+        if (cli_opt(argc, argv, &i, "--algos", &v)) {
+            if ((n = cli_algos("compare", "--algos", v, picked, 32)) < 0) return CLI_EXIT_BAD_INPUT;
+        } else if (cli_opt(argc, argv, &i, "--seed", &v)) {
+            if (cli_seed("compare", "--seed", v, &po.seed) < 0) return CLI_EXIT_BAD_INPUT;
+        } else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
             if (cli_seconds("compare", "--time-limit", v, &po.time_limit_s) < 0)
                 return CLI_EXIT_BAD_INPUT;
         } else if (!strcmp(argv[i], "--no-coarsen"))
@@ -150,13 +158,20 @@ int cli_compare(int argc, char **argv)
         else
             return cli_fail("compare", "unknown option '%s'\n%s", argv[i], help);
     }
+    if (n < 0) n = pick_all(picked, 32);
     row_t rows[32] = {0};
-    int n = pick(algos, rows, 32);
-    if (n < 0) return CLI_EXIT_BAD_INPUT;
+    for (int k = 0; k < n; k++)
+        rows[k].a = picked[k];
     cli_ctx x;
     if (cli_ctx_open("compare", &co, &x)) return CLI_EXIT_BAD_INPUT;
     pl_sim_opts so = {.contention = co.contention};
     po.contention = co.contention;
+    pl_err err = {""};
+    if (pl_place_precheck(x.k, &err) < 0) { /* no algorithm can fit it: cli.h, status 1 */
+        cli_fail("compare", "%s", err.msg);
+        cli_ctx_close(&x);
+        return CLI_EXIT_INFEASIBLE;
+    }
     for (int k = 0; k < n; k++) {
         cli_progress("[%d/%d] %s", k + 1, n, rows[k].a->name);
         run_one(&x, &po, &so, &rows[k]);
@@ -168,5 +183,5 @@ int cli_compare(int argc, char **argv)
     else
         print_text(&x, rows, n, lb);
     cli_ctx_close(&x);
-    return 0;
+    return status_of(rows, n);
 }

@@ -23,7 +23,8 @@ static const char *help =
     "  --algos LIST     placement algorithms each trial runs (default moirai, which also runs\n"
     "                   every heuristic); --place-time is moirai's limit per trial (1 s)\n"
     "  --cost-params F  the cost model's efficiencies from `placer calibrate -o`\n"
-    "  -o FILE          write the chosen plan (simulate it with --catalog CAT --config NAME)\n";
+    "  -o FILE          write the chosen plan (simulate it with --catalog CAT --config NAME)\n"
+    "exit status: 0 done, 1 no configuration tried meets the SLO, 2 bad input or failure\n";
 
 typedef struct deploy_args {
     cli_common co;
@@ -33,22 +34,29 @@ typedef struct deploy_args {
     pl_cost_params params;
 } deploy_args;
 
+/* A trial count when the value is a bare whole number (sign included, so that "-3" is refused
+ * as a count), else a duration with its unit. */
 static int parse_budget(const char *v, pl_search_opts *o)
 {
-    char *end;
-    long n = v ? strtol(v, &end, 10) : 0;
-    if (v && *end == 0 && n > 0 && n <= 100000) return o->budget_trials = (int)n, 0;
-    pl_err err;
-    if (v && pl_parse_quantity(v, PL_UNIT_SECONDS, &o->budget_s, &err) == 0 && o->budget_s > 0)
-        return 0;
-    return cli_fail("deploy", "--budget wants a trial count (6) or a time with a unit (60s)");
+    if (!v)
+        return cli_fail("deploy", "--budget wants a trial count (6) or a time with a unit (60s)");
+    if (*v && strspn(v, "-0123456789") == strlen(v)) {
+        long n;
+        if (cli_count("deploy", "--budget", v, 1, 100000, &n) < 0) return -1;
+        return o->budget_trials = (int)n, 0;
+    }
+    return cli_seconds("deploy", "--budget", v, &o->budget_s);
 }
 
-static int parse_slo(const char *v, double *out)
+/* The --algos list, checked now (the trial worker resolves it again when it starts). */
+static int parse_algos(const char *v, deploy_args *a)
 {
-    if (cli_seconds("deploy", "--slo", v, out) < 0) return -1;
-    if (!(*out > 0)) return cli_fail("deploy", "--slo wants a latency above 0, e.g. 50ms"), -1;
-    return 0;
+    int total;
+    pl_algo_list(&total);
+    const pl_algo **list = pl_calloc(total, sizeof *list);
+    int n = cli_algos("deploy", "--algos", v, list, total);
+    free(list);
+    return n < 0 ? -1 : (a->algos = v, 0);
 }
 
 static int parse_one(int argc, char **argv, int *i, deploy_args *a)
@@ -56,12 +64,12 @@ static int parse_one(int argc, char **argv, int *i, deploy_args *a)
     const char *v;
     int rc = cli_common_opt("deploy", argc, argv, i, &a->co);
     if (rc) return rc < 0 ? -1 : 0;
-    if (cli_opt(argc, argv, i, "--slo", &v)) return parse_slo(v, &a->so.slo_s) ? -1 : 0;
+    if (cli_opt(argc, argv, i, "--slo", &v)) return cli_seconds("deploy", "--slo", v, &a->so.slo_s);
     if (cli_opt(argc, argv, i, "--budget", &v)) return parse_budget(v, &a->so) ? -1 : 0;
-    if (cli_opt(argc, argv, i, "-o", &v)) return (a->out = v) ? 0 : -1;
-    if (cli_opt(argc, argv, i, "--algos", &v)) return (a->algos = v) ? 0 : -1;
-    if (cli_opt(argc, argv, i, "--seed", &v))
-        return a->so.seed = v ? (unsigned)strtoul(v, NULL, 10) : 0, 0;
+    if (cli_opt(argc, argv, i, "-o", &v))
+        return (a->out = v) ? 0 : (cli_fail("deploy", "-o wants a file"), -1);
+    if (cli_opt(argc, argv, i, "--algos", &v)) return parse_algos(v, a);
+    if (cli_opt(argc, argv, i, "--seed", &v)) return cli_seed("deploy", "--seed", v, &a->so.seed);
     if (cli_opt(argc, argv, i, "--place-time", &v))
         return cli_seconds("deploy", "--place-time", v, &a->place_time_s) < 0 ? -1 : 0;
     if (!strcmp(argv[*i], "--include-retired")) return a->so.include_retired = true, 0;
@@ -85,6 +93,10 @@ static int parse(int argc, char **argv, deploy_args *a)
     if (!a->co.catalog)
         return cli_fail("deploy", "which catalogue? give --catalog FILE (catalogs/)"), -1;
     if (!(a->so.slo_s > 0)) return cli_fail("deploy", "give the latency SLO: --slo 50ms"), -1;
+    /* cli_common_opt takes --profile for every verb, but a trial prices each configuration with
+     * the cost model alone: refused rather than ignored in silence */
+    if (a->co.n_profiles)
+        return cli_fail("deploy", "--profile is not used by deploy (trials estimate op times)"), -1;
     return 0;
 }
 
@@ -224,7 +236,7 @@ static int report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *
         pl_plan_save(r->best_plan, pl_trial_sim_graph(w), cfg->cluster, a->out, &err) < 0)
         rc = cli_fail("deploy", "%s", err.msg);
     if (root) pl_json_print(root, stdout);
-    return rc ? rc : r->best >= 0 ? 0 : 1;
+    return rc ? rc : r->best >= 0 ? CLI_EXIT_OK : CLI_EXIT_INFEASIBLE; /* cli.h */
 }
 
 int cli_deploy(int argc, char **argv)
@@ -244,8 +256,12 @@ int cli_deploy(int argc, char **argv)
                             .place_time_s = a.place_time_s,
                             .contention = a.co.contention,
                             .seed = a.so.seed};
-    if (cli_cost_params("deploy", &a.co, &a.params) < 0)
-        return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
+    const pl_cluster **clusters = pl_calloc(cat->n + 1, sizeof *clusters);
+    for (int k = 0; k < cat->n; k++)
+        clusters[k] = cat->configs[k].cluster;
+    rc = cli_cost_params("deploy", &a.co, clusters, cat->n, &a.params);
+    free(clusters);
+    if (rc < 0) return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
     to.params = &a.params;
     pl_trial_worker *w = pl_trial_sim_new(&to);
     pl_search_result r;

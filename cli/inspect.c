@@ -4,6 +4,7 @@
 #include "placer/report.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,8 @@ static const char *help =
     "  --top K          show only the K most frequent op types (default: all)\n"
     "  --coarsen        coarsen the graph (fusion rules, colocation) and report ops per pass\n"
     "  --fusion-rules FILE  placer-fusion-rules/1 file instead of the built-in rules\n"
-    "  --coarsen-target N   also contract chains until at most N ops remain\n";
+    "  --coarsen-target N   also contract chains until at most N ops remain\n"
+    "exit status: 0 done, 2 bad input or failure\n";
 
 static void shape_str(const pl_tensor *t, char *buf, size_t n)
 {
@@ -216,11 +218,10 @@ int cli_inspect(int argc, char **argv)
             rules_path = v;
             want_coarse = true;
         } else if (cli_opt(argc, argv, &i, "--coarsen-target", &v)) {
-            char *end;
-            target = v ? (int)strtol(v, &end, 10) : 0;
-            if (!v || *end || target <= 0)
-                return cli_fail("inspect", "--coarsen-target wants a positive op count");
-            want_coarse = true;
+            long x;
+            if (cli_count("inspect", "--coarsen-target", v, 1, INT_MAX, &x) < 0)
+                return CLI_EXIT_BAD_INPUT;
+            target = (int)x, want_coarse = true;
         } else if (cli_opt(argc, argv, &i, "--dim", &v)) {
             if (!v || !strchr(v, '=')) return cli_fail("inspect", "--dim wants NAME=VALUE");
             if (opts.n_dims == 64) return cli_fail("inspect", "too many --dim options");
@@ -230,9 +231,9 @@ int cli_inspect(int argc, char **argv)
             if (opts.n_input_shapes == 64) return cli_fail("inspect", "too many --input options");
             shapes[opts.n_input_shapes++] = v;
         } else if (cli_opt(argc, argv, &i, "--top", &v)) {
-            char *end;
-            top = v ? (int)strtol(v, &end, 10) : 0;
-            if (!v || *end || top <= 0) return cli_fail("inspect", "--top wants a positive count");
+            long x;
+            if (cli_count("inspect", "--top", v, 1, INT_MAX, &x) < 0) return CLI_EXIT_BAD_INPUT;
+            top = (int)x;
         } else if (argv[i][0] == '-')
             return cli_fail("inspect", "unknown option '%s'\n%s", argv[i], help);
         else if (model)

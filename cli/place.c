@@ -15,7 +15,9 @@ static const char *help =
     "  -o FILE        write the plan (placer-plan/1) for `placer simulate`\n"
     "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
     "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n"
-    "  --trace FILE   write the simulated run as Chrome trace JSON (open it in Perfetto)\n";
+    "  --trace FILE   write the simulated run as Chrome trace JSON (open it in Perfetto)\n"
+    "exit status: 0 done, 1 no placement fits in memory (or the plan does not), 2 bad input or "
+    "failure\n";
 
 static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,
                        const char *check)
@@ -68,9 +70,9 @@ int cli_place(int argc, char **argv)
             out = v;
         else if (cli_opt(argc, argv, &i, "--trace", &v))
             trace = v;
-        else if (cli_opt(argc, argv, &i, "--seed", &v))
-            po.seed = v ? (unsigned)strtoul(v, NULL, 10) : 0;
-        else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
+        else if (cli_opt(argc, argv, &i, "--seed", &v)) {
+            if (cli_seed("place", "--seed", v, &po.seed) < 0) return CLI_EXIT_BAD_INPUT;
+        } else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
             if (cli_seconds("place", "--time-limit", v, &po.time_limit_s) < 0)
                 return CLI_EXIT_BAD_INPUT;
         } else if (!strcmp(argv[i], "--no-coarsen"))
@@ -88,8 +90,10 @@ int cli_place(int argc, char **argv)
     pl_sim_result r;
     pl_err err = {""};
     int status = 0;
-    if (cli_run_algo(&x, a, &po, &so, &p, &r, &err) < 0) {
-        status = cli_fail("place", "%s", err.msg);
+    int rc = cli_run_algo(&x, a, &po, &so, &p, &r, &err);
+    if (rc < 0) {
+        cli_fail("place", "%s", err.msg);
+        status = rc == -2 ? CLI_EXIT_INFEASIBLE : CLI_EXIT_BAD_INPUT; /* cli.h */
         goto done;
     }
     char why[512] = "ok";
@@ -97,10 +101,13 @@ int cli_place(int argc, char **argv)
     if ((out && pl_plan_save(p, x.g, x.c, out, &err) < 0) ||
         (trace && pl_sim_trace_write(x.k, p, &r, trace, &err) < 0))
         status = cli_fail("place", "%s", err.msg);
-    else if (co.json)
-        print_json(&x, p, &r, pl_lower_bound(x.k), why, out);
-    else
-        print_text(&x, p, &r, pl_lower_bound(x.k), why);
+    else {
+        if (co.json)
+            print_json(&x, p, &r, pl_lower_bound(x.k), why, out);
+        else
+            print_text(&x, p, &r, pl_lower_bound(x.k), why);
+        status = r.oom ? CLI_EXIT_INFEASIBLE : CLI_EXIT_OK; /* cli.h: a plan that does not fit */
+    }
     pl_sim_result_free(&r);
     pl_plan_free(p);
 done:

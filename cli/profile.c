@@ -22,7 +22,8 @@ static const char *help =
     "  --device-model the model the times are for; default: that of cpu0 in the cluster\n"
     "  --cluster C    the cluster whose cpu0 is this machine (default " PROFILE_CLUSTER ");\n"
     "                 its cost model gives the estimates printed beside the times\n"
-    "  --repeat R     timed requests after one warm-up (default 10); times are means\n";
+    "  --repeat R     timed requests after one warm-up (default 10); times are means\n"
+    "exit status: 0 done, 2 bad input or failure\n";
 
 typedef struct prof_opts {
     cli_common co;
@@ -179,10 +180,8 @@ int cli_profile(int argc, char **argv)
             continue;
         }
         if (cli_opt(argc, argv, &i, "--repeat", &v)) {
-            char *end;
-            long r = v ? strtol(v, &end, 10) : 0;
-            if (!v || *end || r < 1 || r > 10000)
-                return cli_fail("profile", "--repeat wants a count from 1 to 10000");
+            long r;
+            if (cli_count("profile", "--repeat", v, 1, 10000, &r) < 0) return CLI_EXIT_BAD_INPUT;
             o.repeat = (int)r;
             continue;
         }

@@ -28,7 +28,8 @@ static const char *help =
     "  --trace FILE   the median request as a Chrome trace (Perfetto), one track per device\n"
     "  --plan P       with the cluster the split was made for: the simulator's prediction of\n"
     "                 each stage's busy time and of the request's latency, beside the "
-    "measurement\n";
+    "measurement\n"
+    "exit status: 0 done, 2 bad input or failure\n";
 
 typedef struct run_opts {
     cli_common co;

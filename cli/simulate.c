@@ -18,7 +18,8 @@ static const char *help =
     "  --per-edge     send a tensor once per reading op (one transfer per graph edge, as\n"
     "                 MOIRAI's flows), not once per (tensor, device)\n"
     "  --requests K   throughput mode: K back-to-back requests; prints period and latency\n"
-    "  --trace FILE   Chrome trace JSON of the run (open it in Perfetto)\n";
+    "  --trace FILE   Chrome trace JSON of the run (open it in Perfetto)\n"
+    "exit status: 0 done, 1 the plan does not fit in memory, 2 bad input or failure\n";
 
 static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so,
                        const pl_sim_result *r, const char *check)
@@ -58,6 +59,7 @@ int cli_simulate(int argc, char **argv)
     cli_common co = {0};
     const char *plan_path = NULL, *trace = NULL, *v;
     bool per_edge = false;
+    long requests = 0; /* simulate's own: the other verbs refuse --requests as unknown */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         int rc = cli_common_opt("simulate", argc, argv, &i, &co);
@@ -65,7 +67,10 @@ int cli_simulate(int argc, char **argv)
         if (rc) continue;
         if (!strcmp(argv[i], "--per-edge"))
             per_edge = true;
-        else if (cli_opt(argc, argv, &i, "--plan", &v))
+        else if (cli_opt(argc, argv, &i, "--requests", &v)) {
+            if (cli_count("simulate", "--requests", v, 1, 100000, &requests) < 0)
+                return CLI_EXIT_BAD_INPUT;
+        } else if (cli_opt(argc, argv, &i, "--plan", &v))
             plan_path = v;
         else if (cli_opt(argc, argv, &i, "--trace", &v))
             trace = v;
@@ -81,7 +86,7 @@ int cli_simulate(int argc, char **argv)
     pl_sim_opts so = {.contention = co.contention_set ? co.contention
                                     : p               ? p->contention
                                                       : 0,
-                      .requests = co.requests,
+                      .requests = (int)requests,
                       .record = true,
                       .per_edge = per_edge};
     pl_sim_result r;
@@ -111,6 +116,7 @@ int cli_simulate(int argc, char **argv)
         pl_json_print(o, stdout);
     } else
         print_text(&x, p, &so, &r, why);
+    if (status == 0 && r.oom) status = CLI_EXIT_INFEASIBLE; /* cli.h: a plan that does not fit */
     pl_sim_result_free(&r);
     pl_plan_free(p);
     cli_ctx_close(&x);

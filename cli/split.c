@@ -16,7 +16,8 @@ static const char *help =
     "  -o DIR         writes DIR/stage_00.onnx, ... and DIR/manifest.json (docs/split.md)\n"
     "  --cut fewest   as few stages per device as keep them a DAG (default)\n"
     "  --cut schedule a stage ends after every send and starts at every receive, so stages\n"
-    "                 overlap as the plan's ops do in the simulator (for `placer run`)\n";
+    "                 overlap as the plan's ops do in the simulator (for `placer run`)\n"
+    "exit status: 0 done, 2 bad input or failure\n";
 
 /* Stage j's inputs made by other stages: how many, and their bytes in *bytes. */
 static int from_stages(const pl_graph *g, const pl_stages *s, int j, double *bytes)

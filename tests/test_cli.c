@@ -175,6 +175,247 @@ static void test_input_shapes(void **state)
     free(out);
 }
 
+/* ---- flag values: one parser per kind (cli.h), every bad value exit 2 naming the flag ---- */
+
+#define RNN "models/rnnlm.onnx"
+#define LOCAL "examples/clusters/local-cpu.json"
+#define TESTBED "catalogs/autodeep-testbed.json"
+
+/* Values no numeric flag takes: text, trailing garbage, a sign, overflow, empty. */
+static const char *const bad_numbers[] = {
+    "abc", "5x", "-1", "1e400", "''", "99999999999999999999", "' 5'", "+5", "0x10"};
+/* And what no duration flag takes (the unit parser refuses the numbers above too). */
+static const char *const bad_durations[] = {"abc", "5x", "-1s",  "1e400s", "''",
+                                            "0s",  "60", "nans", "8d",     "30d"};
+/* Lists of algorithms: empty, empty items, unknown or repeated names. */
+static const char *const bad_lists[] = {"''",          ",",     "heft,",    ",heft",
+                                        "heft,,metis", "magic", "heft,heft"};
+
+typedef struct flag_case {
+    const char *cmd;  /* the command up to the flag */
+    const char *flag; /* what the message must name */
+    const char *const *bad;
+    size_t n_bad;
+} flag_case;
+
+#define VALUES(a) a, sizeof a / sizeof *a
+
+static void test_flag_values(void **state)
+{
+    (void)state;
+    static const flag_case cases[] = {
+        {"place " RNN " --cluster " LOCAL, "--seed", VALUES(bad_numbers)},
+        {"place " RNN " --cluster " LOCAL, "--time-limit", VALUES(bad_durations)},
+        {"simulate " RNN " --cluster " LOCAL " --plan x.json", "--requests", VALUES(bad_numbers)},
+        {"compare " RNN " --cluster " LOCAL, "--seed", VALUES(bad_numbers)},
+        {"compare " RNN " --cluster " LOCAL, "--time-limit", VALUES(bad_durations)},
+        {"compare " RNN " --cluster " LOCAL, "--algos", VALUES(bad_lists)},
+        {"deploy " RNN " --catalog " TESTBED " --slo 50ms", "--seed", VALUES(bad_numbers)},
+        {"deploy " RNN " --catalog " TESTBED " --slo 50ms", "--budget", VALUES(bad_numbers)},
+        {"deploy " RNN " --catalog " TESTBED " --slo 50ms", "--budget", VALUES(bad_durations)},
+        {"deploy " RNN " --catalog " TESTBED " --slo 50ms", "--place-time", VALUES(bad_durations)},
+        {"deploy " RNN " --catalog " TESTBED " --slo 50ms", "--algos", VALUES(bad_lists)},
+        {"deploy " RNN " --catalog " TESTBED, "--slo", VALUES(bad_durations)},
+        {"inspect " RNN, "--top", VALUES(bad_numbers)},
+        {"inspect " RNN, "--coarsen-target", VALUES(bad_numbers)},
+        {"profile " RNN, "--repeat", VALUES(bad_numbers)},
+        {"run /nonexistent-split", "--repeat", VALUES(bad_numbers)},
+        {"run /nonexistent-split", "--warmup", VALUES(bad_numbers)},
+        {"run /nonexistent-split", "--seed", VALUES(bad_numbers)},
+        {"run /nonexistent-split", "--int-high", VALUES(bad_numbers)},
+    };
+    char args[512];
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+        for (size_t v = 0; v < cases[k].n_bad; v++) {
+            /* --budget takes a count or a duration: "60" and "-1" are counts there */
+            if (!strcmp(cases[k].flag, "--budget") && cases[k].bad == bad_durations &&
+                (!strcmp(cases[k].bad[v], "60")))
+                continue;
+            snprintf(args, sizeof args, "%s %s %s", cases[k].cmd, cases[k].flag, cases[k].bad[v]);
+            tu_expect_refusal(args, cases[k].flag);
+        }
+    /* only simulate has a throughput mode: elsewhere --requests was taken and ignored */
+    tu_expect_refusal("place " RNN " --cluster " LOCAL " --requests 4",
+                      "unknown option '--requests'");
+    tu_expect_refusal("deploy " RNN " --catalog " TESTBED " --slo 1s --requests 4",
+                      "unknown option '--requests'");
+    /* a seed beyond the library's unsigned would be cut silently */
+    tu_expect_refusal("place " RNN " --cluster " LOCAL " --seed 4294967296", "--seed");
+    /* the --dim binding parser: an overflow is refused, not saturated */
+    tu_expect_refusal("inspect models/resnet50.onnx --dim batch=99999999999999999999",
+                      "dimension binding 'batch=99999999999999999999'");
+    /* the values they do take */
+    char *out;
+    assert_int_equal(tu_run("place " RNN " --cluster " LOCAL " --algo random --seed 4294967295 "
+                            "--time-limit 2s",
+                            &out),
+                     0);
+    free(out);
+}
+
+/* ---- profiles and cost parameters for another device model, implausible times ---- */
+
+static void refuse_file(const char *fmt, const char *text, const char *needle)
+{
+    char path[256], args[512];
+    snprintf(path, sizeof path, "%s", tu_tmpfile(text, strlen(text), ".json"));
+    snprintf(args, sizeof args, fmt, path);
+    tu_expect_refusal(args, path);   /* the file */
+    tu_expect_refusal(args, needle); /* and what is wrong in it */
+    remove(path);
+}
+
+#define PROFILE(model, times)                                                                      \
+    "{\"format\": \"placer-profile/1\", \"device_model\": \"" model "\", \"times_s\": " times "}"
+
+static void test_profile_plausibility(void **state)
+{
+    (void)state;
+    const char *place = "place " RNN " --cluster " LOCAL " --profile %s";
+    /* a device model the cluster does not have: refused, naming both sides */
+    refuse_file(place, PROFILE("Tesla-Z9", "{\"/decoder/MatMul\": \"1 ms\"}"),
+                "device model 'Tesla-Z9' matches no device of cluster " LOCAL
+                " (its device models: local-epyc-core)");
+    refuse_file(place, PROFILE("local-epyc-core", "{\"/decoder/MatMul\": 1e300}"),
+                "$.times_s[\"/decoder/MatMul\"]: 1e+300 s is not a plausible op time");
+    refuse_file(place, PROFILE("local-epyc-core", "{\"/decoder/MatMul\": \"2 h\"}"),
+                "7200 s is not a plausible op time (at most 3600 s)");
+    refuse_file(place, PROFILE("local-epyc-core", "{\"/decoder/MatMul\": -1}"), "negative");
+    refuse_file(place, PROFILE("local-epyc-core", "{\"/decoder/MatMul\": \"nan s\"}"),
+                "not a finite number");
+    refuse_file(place, PROFILE("local-epyc-core", "{\"/decoder/MatMul\": 0, \"/decoder/Add\": 0}"),
+                "every one of its 2 times is 0 s");
+    refuse_file(place, PROFILE("local-epyc-core", "{}"), "$.times_s: times no op");
+    /* one 0 among measured times is a tiny op at the profiler's 1 us resolution: accepted */
+    char path[256], args[512], *out;
+    const char *ok =
+        PROFILE("local-epyc-core", "{\"/decoder/MatMul\": \"1 ms\", \"/decoder/Add\": 0}");
+    snprintf(path, sizeof path, "%s", tu_tmpfile(ok, strlen(ok), ".json"));
+    snprintf(args, sizeof args, place, path);
+    assert_int_equal(tu_run(args, &out), 0);
+    free(out);
+    remove(path);
+}
+
+#define PARAMS(model)                                                                              \
+    "{\"format\": \"placer-cost-params/1\", \"device_model\": \"" model "\", "                     \
+    "\"eff_compute\": {\"dense\": 0.5}, \"eff_memory\": 0.5}"
+
+static void test_cost_params_device_model(void **state)
+{
+    (void)state;
+    refuse_file("place " RNN " --cluster " LOCAL " --cost-params %s", PARAMS("Tesla-Z9"),
+                "--cost-params");
+    refuse_file("simulate " RNN " --cluster " LOCAL " --plan x.json --cost-params %s",
+                PARAMS("Tesla-Z9"), "device model 'Tesla-Z9' matches no device of cluster");
+    refuse_file("deploy " RNN " --catalog " TESTBED " --slo 50ms --cost-params %s",
+                PARAMS("Tesla-Z9"), "matches no device of any of the");
+    refuse_file("place " RNN " --cluster " LOCAL " --cost-params %s",
+                "{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}, \"eff_memory\": 0}",
+                "$.eff_memory: an efficiency must be in (0, 1]");
+    /* fitted on one of the cluster's models: applied to all, with a warning for the others */
+    char path[256], args[512], *out;
+    snprintf(path, sizeof path, "%s",
+             tu_tmpfile(PARAMS("i9-10900X"), strlen(PARAMS("i9-10900X")), ".json"));
+    snprintf(args, sizeof args,
+             "place " RNN " --cluster examples/clusters/talos-1cpu-2gpu.json --cost-params %s",
+             path);
+    assert_int_equal(tu_run(args, &out), 0);
+    assert_contains(out, "2 of 3 devices are of another model");
+    free(out);
+    remove(path);
+    /* deploy prices trials with the cost model alone: --profile is refused, not ignored */
+    tu_expect_refusal("deploy " RNN " --catalog " TESTBED " --slo 50ms --profile p.json",
+                      "--profile is not used by deploy");
+}
+
+/* ---- exit status (cli.h): 0 ok, 1 no feasible answer, 2 bad input or failure ---- */
+
+static void expect_status(const char *args, int status)
+{
+    char *out;
+    int rc = tu_run(args, &out);
+    if (rc != status) fail_msg("placer %s: exit %d, expected %d\n%s", args, rc, status, out);
+    free(out);
+}
+
+static void test_exit_status(void **state)
+{
+    (void)state;
+    char dir[256], tiny[256], mid[256], plan[512], oom[512], args[1024];
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-test-status"), 0);
+    /* local-cpu with 1 MiB per device (resnet50's weights cannot fit anywhere) and 70 MiB
+     * (they fit split in two, but not on one device) */
+    size_t len;
+    pl_err err;
+    char *cl = pl_read_file(LOCAL, &len, &err), *at = strstr(cl, "\"8 GiB\"");
+    assert_non_null(at);
+    memcpy(at, "\"1MiB\" ", 7);
+    snprintf(tiny, sizeof tiny, "%s", tu_tmpfile(cl, len, ".json"));
+    memcpy(at, "\"70MiB\"", 7);
+    snprintf(mid, sizeof mid, "%s", tu_tmpfile(cl, len, ".json"));
+    free(cl);
+    snprintf(plan, sizeof plan, "%s/plan.json", dir);
+    snprintf(oom, sizeof oom, "%s/oom.json", dir);
+
+    /* inspect: 0, 2 */
+    expect_status("inspect " RNN, 0);
+    expect_status("inspect " RNN " --top 0", 2);
+    /* place: 0; 1 when no placement fits; 2 */
+    snprintf(args, sizeof args, "place models/resnet50.onnx --cluster %s --algo random -o %s", mid,
+             plan);
+    expect_status(args, 0);
+    snprintf(args, sizeof args, "place models/resnet50.onnx --cluster %s", tiny);
+    expect_status(args, 1);
+    expect_status("place " RNN " --cluster " LOCAL " --algo magic", 2);
+    /* simulate: 0; 1 when the plan does not fit (every op moved to cpu0); 2 */
+    snprintf(args, sizeof args, "simulate models/resnet50.onnx --cluster %s --plan %s", mid, plan);
+    expect_status(args, 0);
+    char *p = pl_read_file(plan, &len, &err);
+    assert_non_null(p);
+    for (char *c = p; (c = strstr(c, "\"cpu1\"")); c++)
+        c[4] = '0';
+    FILE *f = fopen(oom, "w");
+    assert_non_null(f);
+    fwrite(p, 1, len, f);
+    fclose(f);
+    free(p);
+    snprintf(args, sizeof args, "simulate models/resnet50.onnx --cluster %s --plan %s", mid, oom);
+    expect_status(args, 1);
+    expect_status("simulate " RNN " --cluster " LOCAL " --plan /nonexistent.json", 2);
+    /* compare: 0; 1 when no placement fits; 2 */
+    expect_status("compare " RNN " --cluster " LOCAL " --algos heft,single", 0);
+    snprintf(args, sizeof args, "compare models/resnet50.onnx --cluster %s --algos heft", tiny);
+    expect_status(args, 1);
+    expect_status("compare " RNN " --cluster " LOCAL " --algos ''", 2);
+    /* deploy: 0 when a configuration meets the SLO; 1 when none does; 2 */
+    expect_status("deploy " RNN " --catalog " TESTBED " --slo 1s --budget 2 --algos heft", 0);
+    expect_status("deploy " RNN " --catalog " TESTBED " --slo 1ns --budget 2 --algos heft", 1);
+    expect_status("deploy " RNN " --catalog " TESTBED " --slo 1s --seed -1", 2);
+    /* split: 0, 2 */
+    snprintf(args, sizeof args, "place " RNN " --cluster " LOCAL " -o %s", plan);
+    expect_status(args, 0);
+    snprintf(args, sizeof args, "split " RNN " --cluster " LOCAL " --plan %s -o %s/split", plan,
+             dir);
+    expect_status(args, 0);
+    expect_status("split " RNN " --cluster " LOCAL " --plan /nonexistent.json -o /tmp/x", 2);
+    /* calibrate: 0, 2 (a hand-written profile of one op) */
+    const char *prof = PROFILE("local-epyc-core", "{\"/decoder/MatMul\": \"1 ms\"}");
+    snprintf(args, sizeof args, "calibrate %s --model " RNN,
+             tu_tmpfile(prof, strlen(prof), ".json"));
+    expect_status(args, 0);
+    expect_status("calibrate /nonexistent.json --model " RNN, 2);
+    /* profile and run: 2 here; their 0 needs onnxruntime (test_profile.c, test_split_run.c),
+     * and a failure of the worker is 2 like any other */
+    expect_status("profile " RNN " --repeat 0", 2);
+    expect_status("run /nonexistent-split", 2);
+    /* and the command itself */
+    expect_status("", 2);
+    expect_status("--help", 0);
+    tu_rmtree(dir);
+    remove(tiny), remove(mid);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -186,6 +427,10 @@ int main(void)
         cmocka_unit_test(test_input_shapes),
         cmocka_unit_test(test_taskgraph_refusals),
         cmocka_unit_test(test_simulate_per_edge),
+        cmocka_unit_test(test_flag_values),
+        cmocka_unit_test(test_profile_plausibility),
+        cmocka_unit_test(test_cost_params_device_model),
+        cmocka_unit_test(test_exit_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,7 +134,7 @@ static void test_refusals(void **state)
                       "--contention wants ports, pair or none");
     tu_expect_refusal("simulate models/resnet50.onnx --cluster " INTRA, "which plan?");
     tu_expect_refusal("compare models/resnet50.onnx --cluster " INTRA " --algos heft,magic",
-                      "unknown algorithm 'magic'");
+                      "unknown placement algorithm 'magic'");
     tu_expect_refusal("place models/resnet50.onnx --cluster " INTRA " --time-limit 60",
                       "unit is missing");
 }

@@ -312,6 +312,63 @@ static void test_profile_wrong_model(void **state)
     remove(gpath);
 }
 
+/* Implausible times are refused with the file and the op; a profile that times nothing or
+ * gives every op 0 s is no measurement. One 0 among real times is a tiny op: kept. */
+static void test_profile_plausibility(void **state)
+{
+    (void)state;
+    refuse_profile("{\"format\": \"placer-profile/1\", \"device_model\": \"T4\","
+                   " \"times_s\": {\"a\": 1e300}}",
+                   "$.times_s.a: 1e+300 s is not a plausible op time (at most 3600 s)");
+    refuse_profile("{\"format\": \"placer-profile/1\", \"device_model\": \"T4\","
+                   " \"times_s\": {\"a\": \"61 min\"}}",
+                   "3660 s is not a plausible op time");
+    refuse_profile("{\"format\": \"placer-profile/1\", \"device_model\": \"T4\","
+                   " \"times_s\": {\"a\": 0, \"b\": \"0 us\"}}",
+                   "$.times_s: every one of its 2 times is 0 s");
+    refuse_profile("{\"format\": \"placer-profile/1\", \"device_model\": \"T4\", \"times_s\": {}}",
+                   "$.times_s: times no op");
+    pl_err err = {""};
+    pl_profile *p = profile_text("{\"format\": \"placer-profile/1\", \"device_model\": \"T4\","
+                                 " \"times_s\": {\"a\": 0, \"b\": \"1 h\"}}",
+                                 &err);
+    if (!p) fail_msg("%s", err.msg);
+    assert_true(pl_profile_lookup(p, "a") == 0);
+    assert_close(pl_profile_lookup(p, "b"), 3600, 1e-12);
+    pl_profile_free(p);
+}
+
+/* A profile for a device model the cluster does not have would be ignored in silence:
+ * pl_cost_new refuses it, naming the file, the model and the cluster's models. A built-in
+ * spec alias ("Tesla-T4" for "T4") is the same model. */
+static void test_profile_other_device_model(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_profile *z9 = profile_text("{\"format\": \"placer-profile/1\", \"device_model\": "
+                                  "\"Tesla-Z9\", \"times_s\": {\"c\": 1}}",
+                                  &err);
+    if (!z9) fail_msg("%s", err.msg);
+    pl_graph *g = load_tg(times_graph);
+    pl_cluster *c = cluster_of((const char *[]){"T4", "K80", "T4"}, 3);
+    const pl_profile *list[] = {z9};
+    assert_null(pl_cost_new(g, c, NULL, list, 1, &err));
+    assert_contains(err.msg, z9->path);
+    assert_contains(err.msg, "device model 'Tesla-Z9' matches no device of cluster");
+    assert_contains(err.msg, "(its device models: T4, K80)");
+    assert_int_equal(pl_cost_model_count("Tesla-T4", c), 2);
+    assert_int_equal(pl_cost_model_count("k80", c), 1);
+    assert_int_equal(pl_cost_model_count("Tesla-Z9", c), 0);
+    const pl_cluster *two[] = {c, c};
+    assert_int_equal(pl_cost_model_check("f.json", "Tesla-Z9", two, 2, &err), -1);
+    assert_contains(err.msg, "f.json: device model 'Tesla-Z9' matches no device of any of the 2 "
+                             "clusters (their device models: T4, K80)");
+    assert_int_equal(pl_cost_model_check("f.json", "K80", two, 2, &err), 0);
+    pl_profile_free(z9);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* The example profile makes the diamond runnable on a T4: 'd' has times for V100 and K80 only
  * and no FLOPs (INFINITY without it), 'a' is estimated without it. */
 static void test_example_profile(void **state)
@@ -374,9 +431,10 @@ static void test_xfer(void **state)
 static void test_params_file(void **state)
 {
     (void)state;
-    const char *ok = "{\"format\": \"placer-cost-params/1\", \"device_model\": \"x\", "
-                     "\"eff_compute\": {\"dense\": 0.3, \"elementwise\": 0.125}, "
-                     "\"eff_memory\": 0.35, \"samples\": 10}";
+    const char *ok =
+        "{\"format\": \"placer-cost-params/1\", \"device_model\": \"local-epyc-core\", "
+        "\"eff_compute\": {\"dense\": 0.3, \"elementwise\": 0.125}, "
+        "\"eff_memory\": 0.35, \"samples\": 10}";
     pl_cost_params p, def;
     pl_err err = {""};
     pl_cost_params_default(&def);
@@ -386,6 +444,7 @@ static void test_params_file(void **state)
     assert_close(p.eff_compute[PL_CLASS_ELEMENTWISE], 0.125, 1e-12);
     assert_close(p.eff_compute[PL_CLASS_REDUCTION], def.eff_compute[PL_CLASS_REDUCTION], 1e-12);
     assert_close(p.eff_memory, 0.35, 1e-12);
+    assert_string_equal(p.device_model, "local-epyc-core"); /* what --cost-params checks */
     const char *bad[][2] = {
         {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {\"dense\": 1.5}, "
          "\"eff_memory\": 0.5}",
@@ -655,6 +714,8 @@ int main(void)
         cmocka_unit_test(test_profile_override),
         cmocka_unit_test(test_profile_refusals),
         cmocka_unit_test(test_profile_wrong_model),
+        cmocka_unit_test(test_profile_plausibility),
+        cmocka_unit_test(test_profile_other_device_model),
         cmocka_unit_test(test_example_profile),
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_params_file),

@@ -193,7 +193,7 @@ static void test_profile_usage(void **state)
     assert_contains(out, "which model?");
     free(out);
     assert_int_equal(tu_run("profile " RNNLM " --repeat 0", &out), 2);
-    assert_contains(out, "--repeat wants a count");
+    assert_contains(out, "--repeat: '0' is not a whole number from 1 to 10000");
     free(out);
 }
 

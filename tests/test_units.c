@@ -145,6 +145,38 @@ static void test_bad(void **state)
     }
 }
 
+/* pl_parse_int, the whole-number parser of every flag: the whole text, no saturation. */
+static void test_parse_int(void **state)
+{
+    (void)state;
+    long long v = 7;
+    assert_int_equal(pl_parse_int("42", 0, 100, &v), 0);
+    assert_true(v == 42);
+    assert_int_equal(pl_parse_int("-3", -5, 5, &v), 0);
+    assert_true(v == -3);
+    assert_int_equal(pl_parse_int("4294967295", 0, 4294967295LL, &v), 0);
+    const char *bad[] = {"",
+                         "abc",
+                         "5x",
+                         " 5",
+                         "+5",
+                         "1e3",
+                         "0x10",
+                         "5 ",
+                         "-",
+                         "--1",
+                         "101",
+                         "-6",
+                         "99999999999999999999",
+                         "-99999999999999999999"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        v = 7;
+        if (pl_parse_int(bad[k], -5, 100, &v) == 0) fail_msg("accepted '%s'", bad[k]);
+        assert_true(v == 7); /* untouched on failure */
+    }
+    assert_int_equal(pl_parse_int(NULL, 0, 1, &v), -1);
+}
+
 static void test_null_err_and_text(void **state)
 {
     (void)state;
@@ -169,9 +201,8 @@ static void test_unit_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good),
-        cmocka_unit_test(test_bad),
-        cmocka_unit_test(test_null_err_and_text),
+        cmocka_unit_test(test_good),       cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_parse_int),  cmocka_unit_test(test_null_err_and_text),
         cmocka_unit_test(test_unit_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

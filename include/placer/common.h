@@ -156,6 +156,11 @@ typedef enum {
 } pl_unit;
 int pl_parse_quantity(const char *text, pl_unit unit, double *out, pl_err *err);
 const char *pl_unit_name(pl_unit unit);
+/* A whole number in [lo, hi], decimal, the whole text: an optional '-' then digits, nothing
+ * before or after ("5x", " 5", "+5", "", "1e3" are not numbers). 0, or -1 when text is not
+ * one or is out of range (an overflow is out of range, never saturated). The one integer
+ * parser for command-line flags and NAME=VALUE bindings. */
+int pl_parse_int(const char *text, long long lo, long long hi, long long *out);
 
 /* A binary min-heap of (a, b, c, id) keys in lexicographic order, so every tie has a
  * documented winner and runs are deterministic: the event queue of the simulator and the

@@ -18,12 +18,17 @@
 typedef struct pl_cost_params {
     double eff_compute[PL_CLASS_COUNT]; /* fraction of peak FLOP/s reached, per op class */
     double eff_memory;                  /* fraction of peak memory bandwidth reached */
+    /* The device model the efficiencies were fitted on (placer-cost-params/1's device_model);
+     * "" for the defaults and for a file that names none. Not used by the cost table: callers
+     * check it against their clusters (pl_cost_model_check) before trusting the fit. */
+    char device_model[64];
 } pl_cost_params;
 
 /* Documented defaults (docs/cost.md). */
 void pl_cost_params_default(pl_cost_params *p);
 /* Reads placer-cost-params/1 (as `placer calibrate -o` writes it, docs/calibrate.md): the
- * defaults, then the file's eff_compute per class name and eff_memory, each in (0, 1]. */
+ * defaults, then the file's eff_compute per class name and eff_memory, each in (0, 1], and its
+ * device_model (at most 63 bytes). */
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err);
 /* An efficiency is a fraction of a peak: in (0, 1], never above the peak. */
 static inline bool pl_cost_eff_valid(double e)
@@ -36,6 +41,7 @@ int pl_cost_params_check(const pl_cost_params *p, pl_err *err);
 
 /* Measured op times for one device model: format placer-profile/1 (docs/cost.md). */
 typedef struct pl_profile {
+    char *path; /* the file it was read from; NULL when built in memory */
     char *device_model;
     char *model_sha256; /* the model the profile was measured on; "" if not given */
     pl_strmap index;    /* op name → entry */
@@ -44,6 +50,13 @@ typedef struct pl_profile {
     int n;
 } pl_profile;
 
+/* The longest time a profile may give one op: an op of an hour is a unit mistake or a broken
+ * measurement, not an inference op (docs/cost.md, "Profiles"). */
+#define PL_PROFILE_MAX_OP_S 3600.0
+/* Reads a profile. Refused, naming the file, the op and the value: a time that is negative,
+ * not finite or above PL_PROFILE_MAX_OP_S; and a profile that times no op or gives every op
+ * 0 s (no measurement looks like that). A single 0 is accepted: the profiler's resolution is
+ * 1 us, so a tiny op measures 0. */
 pl_profile *pl_profile_load(const char *path, pl_err *err);
 void pl_profile_free(pl_profile *p);
 /* Seconds, or -1 when the profile has no entry for the op. */
@@ -84,7 +97,9 @@ typedef struct pl_cost {
     double *pair_xfer_s;
 } pl_cost;
 
-/* Builds the table. `profiles` may be NULL. Fails when a profile names the wrong model. */
+/* Builds the table. `profiles` may be NULL. Fails when a profile names the wrong model file
+ * (model_sha256), or a device model that no device of c has (pl_cost_model_check): such a
+ * profile would otherwise be ignored in silence. */
 pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
                      const pl_profile *const *profiles, int n_profiles, pl_err *err);
 void pl_cost_free(pl_cost *k);
@@ -118,6 +133,13 @@ static inline double pl_cost_terms_s(const pl_cost_terms *t, double eff_compute,
 /* A profile's or a given time's device model applies to device d: its model ignoring case,
  * or the same built-in spec ("V100" and "V100-SXM2-16GB"). */
 bool pl_cost_model_matches(const char *model, const pl_device *d);
+/* How many devices of c `model` applies to (pl_cost_model_matches). */
+int pl_cost_model_count(const char *model, const pl_cluster *c);
+/* 0 when `model` applies to at least one device of the clusters c[0..n_c), else -1 with err
+ * "WHAT: device model 'M' matches no device of cluster C (its device models: a, b)" (several
+ * clusters: "of any of the N clusters (their device models: ...)"); `what` names the file. */
+int pl_cost_model_check(const char *what, const char *model, const pl_cluster *const *c, int n_c,
+                        pl_err *err);
 
 static inline double pl_cost_op_s(const pl_cost *k, int op, int dev)
 {

@@ -27,6 +27,18 @@ typedef struct pl_algo {
 
 const pl_algo *pl_algo_find(const char *name); /* NULL when unknown */
 const pl_algo *pl_algo_list(int *n);
+/* The algorithms of a comma-separated list of names ("heft,metis") into out[0..max): their
+ * count, or -1 with err set ("--algos: ...", naming the item) when the list is empty, an item
+ * is empty ("heft,,metis", "heft,"), unknown (the message lists the known names) or repeated,
+ * or there are more than max. `what` names the list in the message (e.g. "--algos"). */
+int pl_algo_parse_list(const char *text, const char *what, const pl_algo **out, int max,
+                       pl_err *err);
+
+/* 0, or -1 with err set when no plan at all can be feasible, whatever the algorithm: an op
+ * can run on no device, the weights exceed the cluster's total memory, or one op alone
+ * exceeds the largest device. The schedulers run the same check first; the command calls it
+ * to tell "no feasible answer" (exit status 1) from a failure (2). */
+int pl_place_precheck(const pl_cost *k, pl_err *err);
 
 /* Runs an algorithm and times it (plan->search_s, plan->algo). On success an algorithm may
  * leave a note in err->msg (e.g. which path m-SCT took when its LP was too big): callers

@@ -6,6 +6,7 @@
 #include "placer/common.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,5 +260,18 @@ int pl_parse_quantity(const char *text, pl_unit want, double *out, pl_err *err)
     if (v < 0)
         return pl_err_set(err, "\"%.80s\" is negative; %s must be >= 0", text, kinds[want].kind);
     *out = v == 0 ? 0 : v; /* no -0 */
+    return 0;
+}
+
+int pl_parse_int(const char *text, long long lo, long long hi, long long *out)
+{
+    if (!text) return -1;
+    const char *digits = text + (text[0] == '-');
+    if (!isdigit((unsigned char)*digits)) return -1; /* strtoll would skip spaces and '+' */
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (*end || errno == ERANGE || v < lo || v > hi) return -1;
+    *out = v;
     return 0;
 }

@@ -2,6 +2,7 @@
 #include "placer/cost.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -18,6 +19,7 @@ void pl_cost_params_default(pl_cost_params *p)
     p->eff_compute[PL_CLASS_CONTROL] = 0.3;
     p->eff_compute[PL_CLASS_UNKNOWN] = 0.3;
     p->eff_memory = 0.7;
+    p->device_model[0] = 0;
 }
 
 /* A Constant op's value is a weight (graph.h): runtimes materialise it at load time like an
@@ -81,6 +83,50 @@ bool pl_cost_model_matches(const char *model, const pl_device *d)
     return model_matches(model, pl_gpu_spec_find(model), d, pl_gpu_spec_find(d->model));
 }
 
+int pl_cost_model_count(const char *model, const pl_cluster *c)
+{
+    int n = 0;
+    for (int d = 0; d < c->n_devs; d++)
+        n += pl_cost_model_matches(model, &c->devs[d]);
+    return n;
+}
+
+/* Appends the device models of c that buf does not hold yet, ", "-separated. */
+static void add_models(const pl_cluster *c, char *buf, size_t n)
+{
+    for (int d = 0; d < c->n_devs; d++) {
+        size_t at = strlen(buf), len = strlen(c->devs[d].model);
+        bool seen = false;
+        for (const char *p = buf; *p && !seen; p += strcspn(p, ","), p += *p ? 2 : 0)
+            seen = strcspn(p, ",") == len && !strncasecmp(p, c->devs[d].model, len);
+        if (!seen && at + len + 3 < n)
+            snprintf(buf + at, n - at, "%s%s", at ? ", " : "", c->devs[d].model);
+    }
+}
+
+int pl_cost_model_check(const char *what, const char *model, const pl_cluster *const *c, int n_c,
+                        pl_err *err)
+{
+    char models[512] = "";
+    for (int k = 0; k < n_c; k++) {
+        if (pl_cost_model_count(model, c[k]) > 0) return 0;
+        add_models(c[k], models, sizeof models);
+    }
+    if (n_c == 1)
+        return pl_err_set(err,
+                          "%s: device model '%s' matches no device of cluster %s (its device "
+                          "models: %s)",
+                          what, model,
+                          c[0]->path   ? c[0]->path
+                          : c[0]->name ? c[0]->name
+                                       : "",
+                          models);
+    return pl_err_set(err,
+                      "%s: device model '%s' matches no device of any of the %d clusters "
+                      "(their device models: %s)",
+                      what, model, n_c, models);
+}
+
 /* The op's own time on device d: matched on the device model first, then on its name. */
 static double own_time(const pl_op *op, const pl_gpu_spec *const *key_spec, const pl_device *d,
                        const pl_gpu_spec *dev_spec)
@@ -94,10 +140,15 @@ static double own_time(const pl_op *op, const pl_gpu_spec *const *key_spec, cons
 
 /* Profiles apply to a model, not to a device: a profile measured on another model would
  * silently give wrong times, so a model_sha256 that differs from the graph file's is refused.
- * A graph built in code has no file, so there is nothing to compare. */
-static int check_profiles(const pl_graph *g, const pl_profile *const *pr, int n, pl_err *err)
+ * A graph built in code has no file, so there is nothing to compare. A profile for a device
+ * model the cluster does not have would be ignored in silence: refused too. */
+static int check_profiles(const pl_graph *g, const pl_cluster *c, const pl_profile *const *pr,
+                          int n, pl_err *err)
 {
     for (int i = 0; i < n; i++) {
+        if (pl_cost_model_check(pr[i]->path ? pr[i]->path : "a profile", pr[i]->device_model, &c, 1,
+                                err) < 0)
+            return -1;
         if (!pr[i]->model_sha256[0] || !g->path) continue;
         const char *sha = pl_graph_sha256(g, err);
         if (!sha) return -1;
@@ -213,7 +264,8 @@ pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_param
 {
     pl_cost_params def;
     if (!params) pl_cost_params_default(&def), params = &def;
-    if (pl_cost_params_check(params, err) < 0 || check_profiles(g, profiles, n_profiles, err) < 0)
+    if (pl_cost_params_check(params, err) < 0 ||
+        check_profiles(g, c, profiles, n_profiles, err) < 0)
         return NULL;
     pl_cost *k = pl_calloc(1, sizeof *k);
     k->g = g, k->c = c, k->params = *params;

@@ -9,6 +9,7 @@
 #include "placer/cost.h"
 #include "placer/json.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const fields[] = {"format",   "device_model",  "eff_compute", "eff_memory",
@@ -47,6 +48,18 @@ static int read_compute(const pl_json *root, pl_cost_params *p, pl_err *err)
     return 0;
 }
 
+static int read_model(const pl_json *root, pl_cost_params *p, pl_err *err)
+{
+    const char *model = "";
+    if (pl_json_opt_string(root, "device_model", &model, err) < 0) return -1;
+    if (strlen(model) >= sizeof p->device_model) {
+        pl_json at = pl_json_at(root, "device_model");
+        return pl_json_fail(&at, err, "longer than %zu bytes", sizeof p->device_model - 1);
+    }
+    snprintf(p->device_model, sizeof p->device_model, "%s", model);
+    return 0;
+}
+
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
 {
     pl_json_doc *doc = pl_json_open(path, err);
@@ -55,7 +68,7 @@ int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
     pl_json root = pl_json_root(doc);
     int rc = pl_json_check_format(&root, "placer-cost-params/1", err) < 0 ||
                      pl_json_check_fields(&root, fields, err) < 0 ||
-                     read_compute(&root, p, err) < 0 ||
+                     read_model(&root, p, err) < 0 || read_compute(&root, p, err) < 0 ||
                      read_eff(&root, "eff_memory", &p->eff_memory, err) < 0 ||
                      pl_cost_params_check(p, err) < 0
                  ? -1

@@ -52,6 +52,27 @@ static int read_header(const pl_json *root, pl_profile *p, pl_err *err)
     return 0;
 }
 
+/* A measured time: pl_json_quantity has refused negatives, NaN and infinities; an op of more
+ * than an hour is a unit mistake (1e300 s, minutes written as seconds x 1e6), not a kernel. */
+static int read_time(const pl_json *e, double *v, pl_err *err)
+{
+    if (pl_json_quantity(e, NULL, PL_UNIT_SECONDS, v, err) < 0) return -1;
+    if (*v > PL_PROFILE_MAX_OP_S)
+        return pl_json_fail(e, err, "%g s is not a plausible op time (at most %g s)", *v,
+                            PL_PROFILE_MAX_OP_S);
+    return 0;
+}
+
+/* A profile that times nothing, or gives every op 0 s, is no measurement: refused rather than
+ * taken as "every op is free". */
+static int check_times(const pl_json *ops, const pl_profile *p, pl_err *err)
+{
+    if (p->n == 0) return pl_json_fail(ops, err, "times no op");
+    for (int i = 0; i < p->n; i++)
+        if (p->time_s[i] > 0) return 0;
+    return pl_json_fail(ops, err, "every one of its %d times is 0 s: not a measurement", p->n);
+}
+
 static int read_ops(const pl_json *root, pl_profile *p, pl_err *err)
 {
     pl_json ops, e;
@@ -62,14 +83,14 @@ static int read_ops(const pl_json *root, pl_profile *p, pl_err *err)
     pl_json_iter it = {0};
     while (pl_json_next(&ops, &it, &e)) {
         double v;
-        if (pl_json_quantity(&e, NULL, PL_UNIT_SECONDS, &v, err) < 0) return -1;
+        if (read_time(&e, &v, err) < 0) return -1;
         p->op_names[p->n] = pl_strdup(e.key);
         p->time_s[p->n] = v;
         /* The parser refuses duplicate keys, so each name is put once. */
         pl_strmap_put(&p->index, p->op_names[p->n], p->n);
         p->n++;
     }
-    return 0;
+    return check_times(&ops, p, err);
 }
 
 pl_profile *pl_profile_load(const char *path, pl_err *err)
@@ -78,6 +99,7 @@ pl_profile *pl_profile_load(const char *path, pl_err *err)
     if (!doc) return NULL;
     pl_profile *p = pl_calloc(1, sizeof *p);
     pl_strmap_init(&p->index);
+    p->path = pl_strdup(path);
     pl_json root = pl_json_root(doc);
     int rc = read_header(&root, p, err);
     if (rc == 0) rc = read_ops(&root, p, err);
@@ -97,6 +119,7 @@ void pl_profile_free(pl_profile *p)
         free(p->op_names[i]);
     free(p->op_names);
     free(p->time_s);
+    free(p->path);
     free(p->device_model);
     free(p->model_sha256);
     free(p);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,8 @@ static int parse_bindings(ox_ctx *c, const char *file, const pl_load_opts *opts)
     c->dims = pl_calloc(n ? n : 1, sizeof *c->dims);
     for (int k = 0; k < n; k++) {
         const char *d = opts->dims[k] ? opts->dims[k] : "", *eq = strchr(d, '=');
-        char *end = NULL;
-        long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
-        if (!eq || eq == d || end == eq + 1 || *end || v < 0)
+        long long v = -1;
+        if (!eq || eq == d || pl_parse_int(eq + 1, 0, LLONG_MAX, &v) < 0)
             return pl_err_set(c->err,
                               "%s: dimension binding '%s': expected NAME=VALUE with VALUE a "
                               "non-negative integer",

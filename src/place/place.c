@@ -1,5 +1,6 @@
 /* place.c: the registry of placement algorithms, the timed entry point and the lower bound. */
 #include "algos.h"
+#include "sched.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,6 +42,36 @@ const pl_algo *pl_algo_find(const char *name)
     return NULL;
 }
 
+static int unknown_algo(const char *what, const char *name, size_t len, pl_err *err)
+{
+    char known[512] = "";
+    for (int i = 0, at = 0; i < N_LISTED && at < (int)sizeof known; i++)
+        at += snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", algos[i].name);
+    return pl_err_set(err, "%s: unknown placement algorithm '%.*s' (known: %s)", what, (int)len,
+                      name, known);
+}
+
+int pl_algo_parse_list(const char *text, const char *what, const pl_algo **out, int max,
+                       pl_err *err)
+{
+    if (!text || !*text) return pl_err_set(err, "%s: the list of algorithms is empty", what);
+    int n = 0;
+    for (const char *p = text;; p++) {
+        size_t len = strcspn(p, ",");
+        if (len == 0) return pl_err_set(err, "%s: '%s' has an empty item", what, text);
+        const pl_algo *a = NULL;
+        for (int i = 0; i < N_LISTED && !a; i++)
+            if (strlen(algos[i].name) == len && !strncmp(algos[i].name, p, len)) a = &algos[i];
+        if (!a) return unknown_algo(what, p, len, err);
+        for (int k = 0; k < n; k++)
+            if (out[k] == a) return pl_err_set(err, "%s: '%s' names %s twice", what, text, a->name);
+        if (n == max) return pl_err_set(err, "%s: more than %d algorithms", what, max);
+        out[n++] = a;
+        p += len;
+        if (!*p) return n;
+    }
+}
+
 /* Every op on a device of the cluster that can run it: whatever an algorithm did, a plan
  * that leaves this is never handed on. */
 static int check_complete(const pl_algo *a, const pl_cost *k, const pl_plan *p, pl_err *err)
@@ -55,6 +86,11 @@ static int check_complete(const pl_algo *a, const pl_cost *k, const pl_plan *p, 
                               k->g->ops[v].name, k->c->devs[d].name);
     }
     return 0;
+}
+
+int pl_place_precheck(const pl_cost *k, pl_err *err)
+{
+    return pk_precheck(k, err);
 }
 
 int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)

@@ -31,31 +31,17 @@ static char **dup_list(const char **v, int n)
     return o;
 }
 
-/* Resolves the comma-separated algorithm names (empty items skipped), so that a misspelt
- * name is refused before the model is loaded rather than at the first trial. */
+/* Resolves the comma-separated algorithm names, so that a misspelt name is refused before
+ * the model is loaded rather than at the first trial. */
 static int resolve_algos(sim_state *s, pl_err *err)
 {
-    char *list = pl_strdup(s->algos);
+    int total;
+    pl_algo_list(&total);
     free(s->list); /* a start that failed may be retried */
-    s->list = pl_calloc(strlen(list) / 2 + 2, sizeof *s->list);
-    s->n_list = 0;
-    int rc = 0;
-    for (char *save, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        const pl_algo *a = pl_algo_find(tok);
-        if (a) {
-            s->list[s->n_list++] = a;
-            continue;
-        }
-        int n;
-        const pl_algo *all = pl_algo_list(&n);
-        char known[512] = "";
-        for (int i = 0, at = 0; i < n && at < (int)sizeof known; i++)
-            at += snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", all[i].name);
-        rc = pl_err_set(err, "unknown placement algorithm '%s' in --algos (known: %s)", tok, known);
-        break;
-    }
-    free(list);
-    return rc;
+    s->list = pl_calloc(total, sizeof *s->list);
+    int n = pl_algo_parse_list(s->algos, "--algos", s->list, total, err);
+    s->n_list = n < 0 ? 0 : n;
+    return n < 0 ? -1 : 0;
 }
 
 static int sim_start(pl_trial_worker *w, pl_err *err)
