@@ -84,7 +84,8 @@ typedef struct pl_cost {
     double *pair_xfer_s;
 } pl_cost;
 
-/* Builds the table. `profiles` may be NULL. Fails when a profile names the wrong model. */
+/* Builds the table. `profiles` may be NULL. Fails when a profile names the wrong model, and
+ * for a graph without ops (nothing to place). */
 pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
                      const pl_profile *const *profiles, int n_profiles, pl_err *err);
 void pl_cost_free(pl_cost *k);
