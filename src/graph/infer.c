@@ -281,13 +281,13 @@ static ir_out *scratch(ir_graph *G, int n)
     return G->out;
 }
 
-/* The op's spec rules (ops_check.c); a broken one fails the whole inference. */
+/* The op's spec rules (ops_check.c), for graphs read from ONNX; a broken one fails the
+ * whole inference. */
 static bool op_valid(ictx *c)
 {
     const pl_op *op = c->op;
-    int k = !op->domain[0] || !strcmp(op->domain, "ai.onnx")
-                ? pl_strmap_get(&c->R->checks, op->type)
-                : -1;
+    bool onnx = !op->domain[0] || !strcmp(op->domain, "ai.onnx");
+    int k = c->R->check && onnx ? pl_strmap_get(&c->R->checks, op->type) : -1;
     if (k < 0 || ir_checks[k].fn(c) == 0) return true;
     c->R->failed = c->R->invalid_op = true;
     return false;
@@ -384,12 +384,23 @@ static void warn_unknown_types(ir_root *R, pl_graph *g)
                       R->unknown_count[u] == 1 ? "s" : "");
 }
 
-int pl_graph_infer(pl_graph *g, pl_err *err)
+static int infer_root(pl_graph *g, bool check, pl_err *err)
 {
     ir_root R;
     root_init(&R, g, err);
+    R.check = check;
     int rc = ir_infer_graph(&R, NULL, g, err);
     if (rc == 0) warn_unknown_types(&R, g);
     root_free(&R);
     return rc;
+}
+
+int pl_graph_infer(pl_graph *g, pl_err *err)
+{
+    return infer_root(g, false, err);
+}
+
+int ir_infer_onnx(pl_graph *g, pl_err *err)
+{
+    return infer_root(g, true, err);
 }

@@ -101,6 +101,8 @@ typedef struct ir_root {
     pl_err *err;
     bool failed;     /* a subgraph could not be inferred: err says why */
     bool invalid_op; /* ... because an op breaks a spec rule (ops_check.c) */
+    bool check;      /* apply the spec rules: the graph was read from ONNX (a coarsened
+                      * graph's ops keep their types but not their attributes) */
     int depth;
 } ir_root;
 
@@ -127,6 +129,9 @@ extern const ir_check ir_checks[];
 extern const int ir_n_checks;
 
 /* ---- infer.c ---- */
+/* pl_graph_infer for a graph just read from ONNX: also checks every op against the spec's
+ * rules (ops_check.c), refusing with the node named. */
+int ir_infer_onnx(pl_graph *g, pl_err *err);
 /* Infers every op of g (finalized) in topological order. */
 int ir_infer_graph(ir_root *R, ir_graph *up, pl_graph *g, pl_err *err);
 /* Runs one subgraph of the current op: outer tensors copied in, inferred, annotated. */

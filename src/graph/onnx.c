@@ -4,6 +4,7 @@
  * Memory: protobuf-c copies every bytes field, so while the message is unpacked a model
  * costs about twice its size. The mapping is dropped right after unpacking and the message
  * right after the graph is built, so the peak stays near 2x and the graph keeps no payload. */
+#include "infer_internal.h"
 #include "onnx_internal.h"
 
 #include <errno.h>
@@ -228,7 +229,7 @@ static pl_graph *load_message(const void *buf, size_t len, const char *file,
             ? -1
             : 0;
     /* inference checks each op against its spec (ops_check.c): its messages name the op */
-    if (rc == 0 && !(opts && opts->no_infer) && pl_graph_infer(g, err) < 0)
+    if (rc == 0 && !(opts && opts->no_infer) && ir_infer_onnx(g, err) < 0)
         rc = pl_err_prefix(err, "%s", file);
     if (rc < 0) {
         pl_graph_free(g);
