@@ -1330,6 +1330,20 @@ static void test_other_op_rules(void **state)
     int_attr(n, "hidden_size", -2);
     assert_has(refused_node(m, "(LSTM)"), "hidden_size = -2");
 
+    /* axes out of range, and a perm that is no permutation (x is [4,6]) */
+    m = op_model("Concat", NULL, &n);
+    int_attr(n, "axis", 2);
+    assert_has(refused_node(m, "(Concat)"), "axis = 2 is outside [-2, 1] for an input of rank 2");
+    m = op_model("Flatten", NULL, &n);
+    int_attr(n, "axis", -3);
+    assert_has(refused_node(m, "(Flatten)"), "axis = -3 is outside [-2, 2]");
+    m = op_model("Transpose", NULL, &n);
+    ints_attr(n, "perm", "1,1");
+    assert_has(refused_node(m, "(Transpose)"), "perm is not a permutation of 0 to 1 (perm[1] = 1)");
+    m = op_model("Softmax", NULL, &n);
+    int_attr(n, "axis", 5);
+    assert_has(refused_node(m, "(Softmax)"), "axis = 5");
+
     /* Slice: steps are input 4 */
     g = mk_graph("slice");
     add_input(g, "x", FLT, "4,6");
@@ -1350,6 +1364,9 @@ static void test_other_op_rules(void **state)
     assert_int_equal(T(pg, "y")->dims[1], 6);
     pl_graph_free(pg);
     pl_graph_free(must_load(op_model("Split", "1,3", &n), NULL));
+    m = op_model("Flatten", NULL, &n);
+    int_attr(n, "axis", 2); /* Flatten's axis may equal the rank */
+    pl_graph_free(must_load(m, NULL));
 }
 
 /* A graph with no op loads (inspect describes it) but nothing can be placed on it. */

@@ -127,6 +127,49 @@ static int ck_pool(ictx *c)
     return check_window(c, -1, true);
 }
 
+/* ---- axes ---- */
+
+/* `axis` within [-r, r - 1] of input 0's rank r (Flatten: [-r, r]) when the rank is known. */
+static int axis_in_range(ictx *c, int64_t dflt, bool inclusive)
+{
+    int r = ir_in_rank(c, 0);
+    int64_t a = pl_op_attr_int(c->op, "axis", dflt), hi = inclusive ? r : r - 1;
+    if (r < 0 || (a >= -r && a <= hi)) return 0;
+    return invalid(c, "axis = %lld is outside [%d, %lld] for an input of rank %d", (long long)a, -r,
+                   (long long)hi, r);
+}
+
+static int ck_axis0(ictx *c)
+{
+    return axis_in_range(c, 0, false);
+}
+static int ck_flatten(ictx *c)
+{
+    return axis_in_range(c, 1, true);
+}
+/* Softmax, LogSoftmax, Hardmax: the default axis was 1 before opset 13, -1 since. */
+static int ck_softmax(ictx *c)
+{
+    return axis_in_range(c, c->R->opset < 13 ? 1 : -1, false);
+}
+
+/* Transpose: perm a permutation of 0 .. r - 1. */
+static int ck_transpose(ictx *c)
+{
+    int64_t p[IR_MAXRANK];
+    int n = ir_attr_ints(c, "perm", p), r = ir_in_rank(c, 0);
+    if (n < 0) return 0;
+    if (r >= 0 && n != r) return invalid(c, "perm has %d entries, but the input has rank %d", n, r);
+    bool seen[IR_MAXRANK] = {false};
+    for (int j = 0; j < n; j++) {
+        if (p[j] < 0 || p[j] >= n || seen[p[j]])
+            return invalid(c, "perm is not a permutation of 0 to %d (perm[%d] = %lld)", n - 1, j,
+                           (long long)p[j]);
+        seen[p[j]] = true;
+    }
+    return 0;
+}
+
 /* ---- shapes given as values ---- */
 
 /* Reshape: at most one -1, nothing below -1, and with allowzero not both 0 and -1. Entries
@@ -181,6 +224,7 @@ static int ck_slice(ictx *c)
 /* Split: sizes non-negative, summing to the split dimension when it is known. */
 static int ck_split(ictx *c)
 {
+    if (axis_in_range(c, 0, false) < 0) return -1;
     int64_t v[IR_MAXVALS], sum = 0;
     int n = ir_ints_from(c, 1, "split", v);
     for (int j = 0; j < n; j++) {
@@ -203,6 +247,7 @@ static int ck_constant_of_shape(ictx *c)
 
 static int ck_topk(ictx *c)
 {
+    if (axis_in_range(c, -1, false) < 0) return -1;
     return values_at_least(c, 1, "k", 0, "k", "k must not be negative");
 }
 
@@ -264,12 +309,22 @@ const ir_check ir_checks[] = {
     {"Slice", ck_slice},
     {"Split", ck_split},
     {"ConstantOfShape", ck_constant_of_shape},
-    {"TopK", ck_topk},
     {"DepthToSpace", ck_blocksize},
     {"SpaceToDepth", ck_blocksize},
     {"LSTM", ck_rnn},
     {"GRU", ck_rnn},
     {"RNN", ck_rnn},
+    {"Concat", ck_axis0},
+    {"Gather", ck_axis0},
+    {"GatherElements", ck_axis0},
+    {"ArgMax", ck_axis0},
+    {"ArgMin", ck_axis0},
+    {"Flatten", ck_flatten},
+    {"Softmax", ck_softmax},
+    {"LogSoftmax", ck_softmax},
+    {"Hardmax", ck_softmax},
+    {"TopK", ck_topk},
+    {"Transpose", ck_transpose},
     {"Cast", ck_cast},
     {"EyeLike", ck_dtype},
     {"RandomUniform", ck_dtype},
