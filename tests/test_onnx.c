@@ -3,6 +3,9 @@
 #include "testutil.h"
 
 #include "onnx/onnx.pb-c.h"
+#include "placer/cluster.h"
+#include "placer/cost.h"
+#include "placer/runtime.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -10,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- building models: everything is malloc'd, so free_unpacked frees a built model ---- */
 
@@ -36,12 +40,35 @@ static void split(const char *spec, char ***out, size_t *n)
     }
 }
 
+/* "2,-3" appended to the int64 array (*out, *n) */
+static void split_ints(const char *spec, int64_t **out, size_t *n)
+{
+    char **toks = NULL;
+    size_t k = 0;
+    split(spec, &toks, &k);
+    for (size_t j = 0; j < k; j++) {
+        PUSH(*out, *n, strtoll(toks[j], NULL, 10));
+        free(toks[j]);
+    }
+    free(toks);
+}
+
 static Onnx__GraphProto *mk_graph(const char *name)
 {
     Onnx__GraphProto *g = malloc(sizeof *g);
     onnx__graph_proto__init(g);
     g->name = sd(name);
     return g;
+}
+
+static void set_opset(Onnx__ModelProto *m, const char *domain, int64_t v)
+{
+    Onnx__OperatorSetIdProto *o = malloc(sizeof *o);
+    onnx__operator_set_id_proto__init(o);
+    o->domain = sd(domain);
+    o->has_version = 1;
+    o->version = v;
+    PUSH(m->opset_import, m->n_opset_import, o);
 }
 
 static Onnx__ModelProto *mk_model(Onnx__GraphProto *g)
@@ -52,12 +79,7 @@ static Onnx__ModelProto *mk_model(Onnx__GraphProto *g)
     m->ir_version = 8;
     m->producer_name = sd("test");
     m->producer_version = sd("1.0");
-    Onnx__OperatorSetIdProto *o = malloc(sizeof *o);
-    onnx__operator_set_id_proto__init(o);
-    o->domain = sd("");
-    o->has_version = 1;
-    o->version = 17;
-    PUSH(m->opset_import, m->n_opset_import, o);
+    set_opset(m, "", 17);
     m->graph = g;
     return m;
 }
@@ -153,14 +175,7 @@ static Onnx__TensorProto *mk_tensor(const char *name, int dtype, const char *dim
     if (name) t->name = sd(name);
     t->has_data_type = 1;
     t->data_type = dtype;
-    char **toks = NULL;
-    size_t n = 0;
-    split(dims, &toks, &n);
-    for (size_t k = 0; k < n; k++) {
-        PUSH(t->dims, t->n_dims, strtoll(toks[k], NULL, 10));
-        free(toks[k]);
-    }
-    free(toks);
+    split_ints(dims, &t->dims, &t->n_dims);
     return t;
 }
 
@@ -990,6 +1005,447 @@ static void test_large_graph_is_fast(void **state)
     pl_graph_free(pg);
 }
 
+/* ---- what the ONNX spec forbids is refused, naming the place (issue 12) ---- */
+
+static void int_attr(Onnx__NodeProto *n, const char *name, int64_t v)
+{
+    Onnx__AttributeProto *a = add_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    a->has_i = 1, a->i = v;
+}
+
+/* "1,-2" -> an INTS attribute */
+static void ints_attr(Onnx__NodeProto *n, const char *name, const char *vals)
+{
+    Onnx__AttributeProto *a = add_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    split_ints(vals, &a->ints, &a->n_ints);
+}
+
+static void str_attr(Onnx__NodeProto *n, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = add_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1, a->s.len = strlen(v), a->s.data = (uint8_t *)sd(v);
+}
+
+static void int64s(Onnx__TensorProto *t, const char *vals)
+{
+    split_ints(vals, &t->int64_data, &t->n_int64_data);
+}
+
+/* x [1,3,8,8] -> Conv 'conv' (weight W of dims `wdims`, no payload) -> y: the node is returned
+ * for the caller's attributes. */
+static Onnx__ModelProto *conv_model(const char *type, const char *wdims, Onnx__NodeProto **n)
+{
+    Onnx__GraphProto *g = mk_graph("conv");
+    add_input(g, "x", FLT, "1,3,8,8");
+    add_output(g, "y", FLT, NULL);
+    if (wdims) add_init(g, "W", FLT, wdims);
+    *n = add_node(g, type, "conv", wdims ? "x,W" : "x", "y");
+    return mk_model(g);
+}
+
+/* The message for a refused model, which must name the file and `node`. */
+static const char *refused_node(Onnx__ModelProto *m, const char *node)
+{
+    const char *msg = must_fail(m);
+    assert_has(msg, "test.onnx: ");
+    assert_has(msg, node);
+    return msg;
+}
+
+/* y = Add(x, B), x an input and B an initializer of type dt and dims `dims` */
+static Onnx__GraphProto *add_graph(int dt, const char *dims, Onnx__TensorProto **b)
+{
+    Onnx__GraphProto *g = mk_graph("add");
+    add_input(g, "x", dt, dims);
+    add_output(g, "y", dt, NULL);
+    *b = add_init(g, "B", dt, dims);
+    add_node(g, "Add", "add", "x,B", "y");
+    return g;
+}
+
+static void test_payload_must_match_type_and_dims(void **state)
+{
+    (void)state;
+    /* 12 bytes of raw_data for float[1000,1000] (4,000,000 bytes) */
+    Onnx__GraphProto *g = mk_graph("raw");
+    add_input(g, "x", FLT, "1,1000");
+    add_output(g, "y", FLT, NULL);
+    set_raw(add_init(g, "W", FLT, "1000,1000"), "0123456789ab", 12);
+    add_node(g, "MatMul", "mm", "x,W", "y");
+    const char *msg = must_fail(mk_model(g));
+    assert_has(msg, "test.onnx: initializer 0 'W': raw_data holds 12 bytes");
+    assert_has(msg, "4000000");
+
+    /* a typed field of the wrong count, of the wrong type, or beside raw_data */
+    Onnx__TensorProto *t;
+    g = add_graph(FLT, "2,2", &t);
+    for (int k = 0; k < 3; k++)
+        PUSH(t->float_data, t->n_float_data, 1.0f);
+    assert_has(must_fail(mk_model(g)),
+               "initializer 0 'B': float_data holds 3 values, but the float32 tensor has 4");
+    g = add_graph(FLT, "2", &t);
+    int64s(t, "1,2");
+    assert_has(must_fail(mk_model(g)),
+               "'B': a float32 tensor keeps its values in float_data, not in int64_data");
+    g = add_graph(I64, "2", &t);
+    int64s(t, "1,2");
+    set_raw(t, (int64_t[2]){1, 2}, 16);
+    assert_has(must_fail(mk_model(g)), "raw_data and int64_data are both given");
+    g = add_graph(FLT, "3", &t);
+    t->data_type = 999;
+    assert_has(must_fail(mk_model(g)),
+               "initializer 0 'B': data_type 999 is not an ONNX TensorProto.DataType");
+
+    /* a Constant's value */
+    g = mk_graph("const");
+    add_input(g, "x", FLT, "3");
+    add_output(g, "y", FLT, NULL);
+    add_node(g, "Add", "add", "x,c", "y");
+    Onnx__NodeProto *n = add_node(g, "Constant", "cst", "", "c");
+    t = mk_tensor(NULL, FLT, "3");
+    set_raw(t, (float[2]){1, 2}, 8);
+    add_attr(n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t = t;
+    assert_has(must_fail(mk_model(g)), "test.onnx: node 1 'cst' (Constant), attribute 'value': "
+                                       "raw_data holds 8 bytes, but 3 elements of float32 take 12");
+
+    /* exact payloads load; so does an empty one (a weightless file), and 4-bit values packed
+     * two to a byte */
+    g = add_graph(FLT, "2", &t);
+    PUSH(t->float_data, t->n_float_data, 1.0f);
+    PUSH(t->float_data, t->n_float_data, 2.0f);
+    add_init(g, "E", FLT, "1000,1000");
+    set_raw(add_init(g, "Q", PL_DT_INT4, "3"), "\x12\x03", 2);
+    pl_graph_free(must_load(mk_model(g), NULL));
+}
+
+static void test_opset_versions(void **state)
+{
+    (void)state;
+    /* the default domain: 1 to 22 (onnxruntime 1.22 refuses 23) */
+    Onnx__ModelProto *m = chain_model();
+    m->opset_import[0]->version = 999;
+    assert_has(must_fail(m), "test.onnx: opset_import 0: domain 'ai.onnx' version 999 is newer "
+                             "than 22");
+    m = chain_model();
+    m->opset_import[0]->version = 23;
+    assert_has(must_fail(m), "version 23 is newer than 22");
+    m = chain_model();
+    m->opset_import[0]->version = -1;
+    assert_has(must_fail(m), "domain 'ai.onnx' version -1: versions start at 1");
+    m = chain_model();
+    m->opset_import[0]->version = 0;
+    assert_has(must_fail(m), "version 0: versions start at 1");
+    m = chain_model();
+    set_opset(m, "ai.onnx.ml", 6);
+    assert_has(must_fail(m), "opset_import 1: domain 'ai.onnx.ml' version 6 is newer than 5");
+    m = chain_model();
+    set_opset(m, "com.example", -3);
+    assert_has(must_fail(m), "domain 'com.example' version -3");
+    /* the newest ones, and another domain's 0 (its ops are not resolved against it) */
+    m = chain_model();
+    m->opset_import[0]->version = 22;
+    set_opset(m, "ai.onnx.ml", 5);
+    set_opset(m, "com.example", 0);
+    pl_graph *g = must_load(m, NULL);
+    assert_int_equal(g->info.opset, 22);
+    pl_graph_free(g);
+}
+
+static void test_elem_types(void **state)
+{
+    (void)state;
+    Onnx__GraphProto *g = mk_graph("in");
+    add_input(g, "x", 999, "1");
+    add_output(g, "x", FLT, NULL);
+    assert_has(must_fail(mk_model(g)), "test.onnx: graph input 0 'x': elem_type 999 is not an "
+                                       "ONNX TensorProto.DataType placer knows (1 to 22)");
+    g = mk_graph("out");
+    add_input(g, "x", FLT, "1");
+    add_output(g, "y", -4, NULL);
+    add_node(g, "Relu", "r", "x", "y");
+    assert_has(must_fail(mk_model(g)), "graph output 0 'y': elem_type -4");
+    g = mk_graph("vi");
+    add_input(g, "x", FLT, "1");
+    add_output(g, "y", FLT, NULL);
+    add_node(g, "Relu", "r", "x", "y");
+    PUSH(g->value_info, g->n_value_info, mk_vi("stale", FLT, NULL));
+    PUSH(g->value_info, g->n_value_info, mk_vi("y", 23, NULL));
+    assert_has(must_fail(mk_model(g)), "value_info 1 'y': elem_type 23");
+    /* a sequence's element type too */
+    g = mk_graph("seq");
+    add_input(g, "x", FLT, "1");
+    add_output(g, "x", FLT, NULL);
+    Onnx__ValueInfoProto *vi = mk_vi("s", FLT, NULL);
+    Onnx__TypeProto *seq = malloc(sizeof *seq);
+    onnx__type_proto__init(seq);
+    seq->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    seq->sequence_type = malloc(sizeof *seq->sequence_type);
+    onnx__type_proto__sequence__init(seq->sequence_type);
+    seq->sequence_type->elem_type = mk_type(1000, NULL);
+    onnx__type_proto__free_unpacked(vi->type, NULL);
+    vi->type = seq;
+    PUSH(g->value_info, g->n_value_info, vi);
+    assert_has(must_fail(mk_model(g)), "value_info 0 's': elem_type 1000");
+    /* Cast's 'to' */
+    g = mk_graph("cast");
+    add_input(g, "x", FLT, "1");
+    add_output(g, "y", FLT, NULL);
+    int_attr(add_node(g, "Cast", "c", "x", "y"), "to", 999);
+    assert_has(must_fail(mk_model(g)), "test.onnx: node 0 'c' (Cast): to = 999 is not an ONNX "
+                                       "TensorProto.DataType");
+    /* an UNDEFINED elem_type stays an unknown dtype, as exporters leave it */
+    g = mk_graph("undef");
+    add_input(g, "x", FLT, "1");
+    add_output(g, "y", 0, NULL);
+    int_attr(add_node(g, "Cast", "c", "x", "y"), "to", PL_DT_INT64);
+    pl_graph *pg = must_load(mk_model(g), NULL);
+    assert_int_equal(T(pg, "y")->dtype, PL_DT_INT64);
+    pl_graph_free(pg);
+}
+
+/* "strides=0,1;group=2" onto n: group and blocksize-like names are INT, auto_pad a STRING,
+ * the rest INTS. */
+static void set_attrs(Onnx__NodeProto *n, const char *spec)
+{
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(tok, '=');
+        *eq = 0;
+        if (!strcmp(tok, "group"))
+            int_attr(n, tok, strtoll(eq + 1, NULL, 10));
+        else if (!strcmp(tok, "auto_pad"))
+            str_attr(n, tok, eq + 1);
+        else
+            ints_attr(n, tok, eq + 1);
+    }
+}
+
+static void test_conv_and_pool_windows(void **state)
+{
+    (void)state;
+    /* x is [1,3,8,8] */
+    const struct {
+        const char *type, *wdims, *attrs, *want;
+    } cases[] = {
+        {"Conv", "8,3,3,3", "strides=0,1", "strides[0] = 0: strides must be at least 1"},
+        {"Conv", "8,3,3,3", "strides=1,-1", "strides[1] = -1"},
+        {"Conv", "8,3,3,3", "dilations=0,1", "dilations[0] = 0: dilations must be at least 1"},
+        {"Conv", "8,3,3,3", "kernel_shape=3,0",
+         "kernel_shape[1] = 0: kernel dimensions must be at least 1"},
+        {"Conv", "8,3,0,3", "", "weight 'W' has kernel dimension 0 of size 0"},
+        {"Conv", "8,3,3,3", "kernel_shape=3,2", "kernel_shape[1] = 2, but weight 'W' has 3 there"},
+        {"Conv", "8,3,3,3", "pads=0,-1,0,0", "pads[1] = -1: pads must not be negative"},
+        {"Conv", "8,3,3,3", "pads=1,1",
+         "pads has 2 entries, but an input of 2 spatial dimensions needs 4"},
+        {"Conv", "8,3,3,3", "group=0", "group = 0: group must be at least 1"},
+        {"Conv", "8,1,3,3", "group=2", "group = 2 does not divide the 3 input channels"},
+        {"Conv", "8,2,3,3", "", "weight 'W' takes 2 channels per group, but the input has 3 in 1"},
+        {"Conv", "8,3,3,3", "auto_pad=SAME", "auto_pad 'SAME' is none of"},
+        {"ConvTranspose", "3,4,3,3", "strides=2,0", "(ConvTranspose): strides[1] = 0"},
+        {"ConvTranspose", "4,4,3,3", "", "weight 'W' is for 4 input channels, but the input has 3"},
+        {"MaxPool", NULL, "", "(MaxPool): kernel_shape is required"},
+        {"AveragePool", NULL, "kernel_shape=2,2;strides=0,2", "(AveragePool): strides[0] = 0"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        Onnx__NodeProto *n;
+        Onnx__ModelProto *m = conv_model(cases[k].type, cases[k].wdims, &n);
+        set_attrs(n, cases[k].attrs);
+        assert_has(refused_node(m, "test.onnx: node 0 'conv' ("), cases[k].want);
+    }
+
+    Onnx__NodeProto *n;
+    /* a Conv inside a branch: the enclosing If is named too */
+    Onnx__GraphProto *g = mk_graph("branch");
+    add_input(g, "x", FLT, "1,3,8,8");
+    add_input(g, "cond", BOOL_, "");
+    add_output(g, "out", FLT, NULL);
+    add_init(g, "W", FLT, "8,3,3,3");
+    Onnx__GraphProto *th = mk_graph("then"), *el = mk_graph("else");
+    ints_attr(add_node(th, "Conv", "inner_conv", "x,W", "t"), "strides", "1,0");
+    add_output(th, "t", FLT, NULL);
+    add_node(el, "Identity", "id", "x", "e");
+    add_output(el, "e", FLT, NULL);
+    n = add_node(g, "If", "if1", "cond", "out");
+    add_graph_attr(n, "then_branch", th);
+    add_graph_attr(n, "else_branch", el);
+    assert_has(must_fail(mk_model(g)), "test.onnx: node 0 'if1' (If): node 0 'inner_conv' (Conv): "
+                                       "strides[1] = 0");
+
+    /* valid windows load, with the arithmetic's shape */
+    Onnx__ModelProto *m = conv_model("Conv", "8,3,3,3", &n);
+    set_attrs(n, "strides=2,2;pads=1,1,1,1;kernel_shape=3,3");
+    pl_graph *pg = must_load(m, NULL);
+    assert_int_equal(T(pg, "y")->dims[1], 8);
+    assert_int_equal(T(pg, "y")->dims[3], 4); /* (8 + 2 - 3) / 2 + 1 */
+    pl_graph_free(pg);
+}
+
+/* x [4,6] -> TYPE 'op' (x, then a tensor of int64 `vals` when given) -> y */
+static Onnx__ModelProto *op_model(const char *type, const char *vals, Onnx__NodeProto **n)
+{
+    Onnx__GraphProto *g = mk_graph("op");
+    add_input(g, "x", FLT, "4,6");
+    add_output(g, "y", FLT, NULL);
+    if (vals) {
+        char dims[16];
+        size_t k = 1;
+        for (const char *p = vals; *p; p++)
+            k += *p == ',';
+        snprintf(dims, sizeof dims, "%zu", k);
+        int64s(add_init(g, "v", I64, dims), vals);
+    }
+    *n = add_node(g, type, "op", vals ? "x,v" : "x", "y");
+    return mk_model(g);
+}
+
+static void test_other_op_rules(void **state)
+{
+    (void)state;
+    Onnx__NodeProto *n;
+    assert_has(refused_node(op_model("Reshape", "-1,-1", &n), "node 0 'op' (Reshape)"),
+               "shape has 2 entries of -1; at most one may be -1");
+    assert_has(refused_node(op_model("Reshape", "4,-2", &n), "'op'"),
+               "shape[1] = -2: entries must be -1 or more");
+    Onnx__ModelProto *m = op_model("Reshape", "0,-1", &n);
+    int_attr(n, "allowzero", 1);
+    assert_has(refused_node(m, "'op'"), "with allowzero = 1 the shape cannot hold both 0 and -1");
+    assert_has(refused_node(op_model("Split", "2,-1", &n), "(Split)"),
+               "split[1] = -1: sizes must not be negative");
+    assert_has(refused_node(op_model("Split", "2,3", &n), "(Split)"),
+               "split sizes sum to 5, but dimension 0 of the input is 4");
+    Onnx__GraphProto *g = mk_graph("cos");
+    add_output(g, "y", FLT, NULL);
+    int64s(add_init(g, "v", I64, "2"), "2,-3");
+    add_node(g, "ConstantOfShape", "cos", "v", "y");
+    assert_has(refused_node(mk_model(g), "node 0 'cos' (ConstantOfShape)"),
+               "shape[1] = -3: dimensions must not be negative");
+    assert_has(refused_node(op_model("TopK", "-1", &n), "(TopK)"), "k[0] = -1");
+    m = op_model("DepthToSpace", NULL, &n);
+    int_attr(n, "blocksize", 0);
+    assert_has(refused_node(m, "(DepthToSpace)"), "blocksize = 0: it must be at least 1");
+    assert_has(refused_node(op_model("SpaceToDepth", NULL, &n), "(SpaceToDepth)"),
+               "blocksize is required");
+    m = op_model("LSTM", NULL, &n);
+    int_attr(n, "hidden_size", -2);
+    assert_has(refused_node(m, "(LSTM)"), "hidden_size = -2");
+
+    /* axes out of range, and a perm that is no permutation (x is [4,6]) */
+    m = op_model("Concat", NULL, &n);
+    int_attr(n, "axis", 2);
+    assert_has(refused_node(m, "(Concat)"), "axis = 2 is outside [-2, 1] for an input of rank 2");
+    m = op_model("Flatten", NULL, &n);
+    int_attr(n, "axis", -3);
+    assert_has(refused_node(m, "(Flatten)"), "axis = -3 is outside [-2, 2]");
+    m = op_model("Transpose", NULL, &n);
+    ints_attr(n, "perm", "1,1");
+    assert_has(refused_node(m, "(Transpose)"), "perm is not a permutation of 0 to 1 (perm[1] = 1)");
+    m = op_model("Softmax", NULL, &n);
+    int_attr(n, "axis", 5);
+    assert_has(refused_node(m, "(Softmax)"), "axis = 5");
+
+    /* Slice: steps are input 4 */
+    g = mk_graph("slice");
+    add_input(g, "x", FLT, "4,6");
+    add_output(g, "y", FLT, NULL);
+    int64s(add_init(g, "st", I64, "2"), "0,0");
+    int64s(add_init(g, "en", I64, "2"), "4,6");
+    int64s(add_init(g, "ax", I64, "2"), "0,1");
+    int64s(add_init(g, "sp", I64, "2"), "1,0");
+    add_node(g, "Slice", "sl", "x,st,en,ax,sp", "y");
+    assert_has(must_fail(mk_model(g)), "test.onnx: node 0 'sl' (Slice): steps[1] = 0: a step "
+                                       "cannot be 0");
+
+    /* the valid forms load */
+    pl_graph *pg = must_load(op_model("Reshape", "-1,3", &n), NULL);
+    assert_int_equal(T(pg, "y")->dims[0], 8);
+    pl_graph_free(pg);
+    pg = must_load(op_model("Reshape", "0,-1", &n), NULL); /* 0 copies: allowzero is 0 */
+    assert_int_equal(T(pg, "y")->dims[1], 6);
+    pl_graph_free(pg);
+    pl_graph_free(must_load(op_model("Split", "1,3", &n), NULL));
+    m = op_model("Flatten", NULL, &n);
+    int_attr(n, "axis", 2); /* Flatten's axis may equal the rank */
+    pl_graph_free(must_load(m, NULL));
+}
+
+/* A graph with no op loads (inspect describes it) but nothing can be placed on it. */
+static void test_graph_without_ops(void **state)
+{
+    (void)state;
+    Onnx__GraphProto *g = mk_graph("empty");
+    add_input(g, "x", FLT, "1,4");
+    add_output(g, "x", FLT, "1,4");
+    pl_graph *pg = must_load(mk_model(g), NULL);
+    assert_int_equal(pg->n_ops, 0);
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    assert_non_null(c);
+    assert_null(pl_cost_new(pg, c, NULL, NULL, 0, &err));
+    assert_has(err.msg, "empty: the graph has no operators; nothing to place");
+    pl_cluster_free(c);
+    pl_graph_free(pg);
+}
+
+/* Packs m into a temporary .onnx file; its path (static buffer, as tu_tmpfile's). */
+static const char *write_model(Onnx__ModelProto *m)
+{
+    size_t len = onnx__model_proto__get_packed_size(m);
+    uint8_t *buf = malloc(len);
+    onnx__model_proto__pack(m, buf);
+    onnx__model_proto__free_unpacked(m, NULL);
+    const char *path = tu_tmpfile(buf, len, ".onnx");
+    free(buf);
+    return path;
+}
+
+/* Every verb refuses the same malformed files, and nothing malformed reaches onnxruntime:
+ * pl_inflate_model, which every path to the worker takes, runs the reader first. A Conv of
+ * stride 0 used to kill the worker with SIGFPE. */
+static void test_verbs_refuse_invalid_models(void **state)
+{
+    (void)state;
+    Onnx__NodeProto *n;
+    Onnx__ModelProto *m = conv_model("Conv", "8,3,3,3", &n);
+    ints_attr(n, "strides", "0,1");
+    char stride0[256], empty[256], args[1024];
+    snprintf(stride0, sizeof stride0, "%s", write_model(m));
+    Onnx__GraphProto *g = mk_graph("empty");
+    add_input(g, "x", FLT, "1,4");
+    add_output(g, "x", FLT, "1,4");
+    snprintf(empty, sizeof empty, "%s", write_model(mk_model(g)));
+
+    char out[4096];
+    pl_err err = {""};
+    char cache[256];
+    assert_int_equal(tu_mkdtemp(cache, sizeof cache, "placer-inflate"), 0);
+    assert_int_equal(pl_inflate_model(stride0, cache, out, sizeof out, &err), -1);
+    assert_has(err.msg, "node 0 'conv' (Conv): strides[0] = 0");
+
+    const char *cl = "--cluster examples/clusters/local-cpu.json";
+    const char *verbs[] = {"inspect %s",
+                           "place %s %s",
+                           "simulate %s %s --plan /nonexistent.json",
+                           "compare %s %s --algos heft",
+                           "split %s %s --plan /nonexistent.json -o /tmp/never",
+                           "profile %s %s",
+                           "deploy %s --catalog catalogs/aws.json --slo 50ms"};
+    for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++) {
+        snprintf(args, sizeof args, verbs[k], stride0, cl);
+        tu_expect_refusal(args, ": node 0 'conv' (Conv): strides[0] = 0");
+        if (k == 0) continue; /* inspect describes a graph without ops */
+        snprintf(args, sizeof args, verbs[k], empty, cl);
+        tu_expect_refusal(args, ": the graph has no operators; nothing to place");
+    }
+    snprintf(args, sizeof args, "inspect %s", empty);
+    char *text = NULL;
+    assert_int_equal(tu_run(args, &text), 0);
+    assert_contains(text, "0 top-level");
+    free(text);
+    unlink(stride0), unlink(empty);
+    tu_rmtree(cache);
+}
+
 /* ---- the ONNX test data shipped by Debian (libonnx-testdata) ---- */
 
 #define TESTDATA "/usr/share/libonnx-testdata/data"
@@ -1108,6 +1564,13 @@ int main(void)
         cmocka_unit_test(test_truncated_and_corrupted),
         cmocka_unit_test(test_deep_nesting_is_refused),
         cmocka_unit_test(test_large_graph_is_fast),
+        cmocka_unit_test(test_payload_must_match_type_and_dims),
+        cmocka_unit_test(test_opset_versions),
+        cmocka_unit_test(test_elem_types),
+        cmocka_unit_test(test_conv_and_pool_windows),
+        cmocka_unit_test(test_other_op_rules),
+        cmocka_unit_test(test_graph_without_ops),
+        cmocka_unit_test(test_verbs_refuse_invalid_models),
         cmocka_unit_test(test_onnx_testdata),
         cmocka_unit_test(test_models_dir),
     };

@@ -99,7 +99,8 @@ typedef struct pl_cost {
 
 /* Builds the table. `profiles` may be NULL. Fails when a profile names the wrong model file
  * (model_sha256), or a device model that no device of c has (pl_cost_model_check): such a
- * profile would otherwise be ignored in silence. */
+ * profile would otherwise be ignored in silence. Fails for a graph without ops (nothing to
+ * place). */
 pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
                      const pl_profile *const *profiles, int n_profiles, pl_err *err);
 void pl_cost_free(pl_cost *k);

@@ -15,7 +15,8 @@
  * out. A model without weightless tensors is not copied: out gets src itself. Returns 1 when
  * it wrote the file, 0 when it did not (already in the cache, or out is src), -1 on error.
  * src is read once, whole (its hash names the cache entry). Models with external data are
- * refused. */
+ * refused, and so is every model the ONNX reader (pl_onnx_load) refuses: nothing reaches
+ * onnxruntime without passing it. */
 int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n, pl_err *err);
 
 typedef struct pl_ort_opts {

@@ -264,6 +264,13 @@ pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_param
 {
     pl_cost_params def;
     if (!params) pl_cost_params_default(&def), params = &def;
+    /* Every verb that places or simulates starts here: a graph of no op would give a
+     * makespan of 0 and, to the cloud search, a latency of 0 it cannot model. */
+    if (!g->n_ops) {
+        pl_err_set(err, "%s: the graph has no operators; nothing to place",
+                   g->path ? g->path : g->name);
+        return NULL;
+    }
     if (pl_cost_params_check(params, err) < 0 ||
         check_profiles(g, c, profiles, n_profiles, err) < 0)
         return NULL;

@@ -32,6 +32,9 @@ static void root_init(ir_root *R, const pl_graph *g, pl_err *err)
     pl_strmap_init(&R->rules_onnx);
     pl_strmap_init(&R->rules_ms);
     pl_strmap_init(&R->unknown);
+    pl_strmap_init(&R->checks);
+    for (int j = 0; j < ir_n_checks; j++)
+        pl_strmap_put(&R->checks, ir_checks[j].type, j);
     add_rules(R, ir_rules_elem, ir_n_rules_elem);
     add_rules(R, ir_rules_nn, ir_n_rules_nn);
     add_rules(R, ir_rules_shape, ir_n_rules_shape);
@@ -46,6 +49,7 @@ static void root_free(ir_root *R)
     pl_strmap_free(&R->rules_onnx);
     pl_strmap_free(&R->rules_ms);
     pl_strmap_free(&R->unknown);
+    pl_strmap_free(&R->checks);
     free(R->rules);
     free(R->unknown_type);
     free(R->unknown_count);
@@ -277,12 +281,25 @@ static ir_out *scratch(ir_graph *G, int n)
     return G->out;
 }
 
+/* The op's spec rules (ops_check.c), for graphs read from ONNX; a broken one fails the
+ * whole inference. */
+static bool op_valid(ictx *c)
+{
+    const pl_op *op = c->op;
+    bool onnx = !op->domain[0] || !strcmp(op->domain, "ai.onnx");
+    int k = c->R->check && onnx ? pl_strmap_get(&c->R->checks, op->type) : -1;
+    if (k < 0 || ir_checks[k].fn(c) == 0) return true;
+    c->R->failed = c->R->invalid_op = true;
+    return false;
+}
+
 static void infer_op(ir_root *R, ir_graph *G, int i)
 {
     pl_op *op = &G->g->ops[i];
     ictx c = {.R = R, .G = G, .g = G->g, .op = op, .opi = i};
     c.n_in = op->n_inputs - op->n_implicit;
     if (c.n_in < 0) c.n_in = 0;
+    if (!op_valid(&c)) return;
     c.rule = find_rule(R, op);
     bool too_many = op->n_outputs > IR_MAX_OUTPUTS;
     c.out = scratch(G, too_many ? 0 : op->n_outputs);
@@ -349,9 +366,10 @@ int ir_infer_subgraph(ictx *c, pl_graph *sub)
     R->depth++;
     int rc = ir_infer_graph(R, c->G, sub, R->err);
     R->depth--;
-    if (rc < 0 && !R->failed) {
+    /* a broken spec rule names its node; the ops enclosing it are named on the way out */
+    if (rc < 0 && (!R->failed || R->invalid_op)) {
         R->failed = true;
-        pl_err_prefix(R->err, "op '%s' (%s)", c->op->name, c->op->type);
+        pl_err_prefix(R->err, "node %d '%s' (%s)", c->opi, c->op->name, c->op->type);
     }
     return rc;
 }
@@ -366,12 +384,23 @@ static void warn_unknown_types(ir_root *R, pl_graph *g)
                       R->unknown_count[u] == 1 ? "s" : "");
 }
 
-int pl_graph_infer(pl_graph *g, pl_err *err)
+static int infer_root(pl_graph *g, bool check, pl_err *err)
 {
     ir_root R;
     root_init(&R, g, err);
+    R.check = check;
     int rc = ir_infer_graph(&R, NULL, g, err);
     if (rc == 0) warn_unknown_types(&R, g);
     root_free(&R);
     return rc;
+}
+
+int pl_graph_infer(pl_graph *g, pl_err *err)
+{
+    return infer_root(g, false, err);
+}
+
+int ir_infer_onnx(pl_graph *g, pl_err *err)
+{
+    return infer_root(g, true, err);
 }

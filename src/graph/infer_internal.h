@@ -67,6 +67,14 @@ typedef struct ir_rule {
     ir_bytes_fn bytes;  /* NULL: every distinct input and output once (docs/cost.md) */
 } ir_rule;
 
+/* The spec's rules on one op type's attributes and known inputs (ops_check.c): 0, or -1
+ * with the root's err naming the node and the rule broken. */
+typedef int (*ir_check_fn)(ictx *c);
+typedef struct ir_check {
+    const char *type; /* of the default ONNX domain */
+    ir_check_fn fn;
+} ir_check;
+
 /* Per-graph state: known contents of tensors and a stamp to count each tensor once. */
 typedef struct ir_graph {
     pl_graph *g;
@@ -82,6 +90,7 @@ typedef struct ir_graph {
 /* State shared by a whole inference run (root graph and every subgraph). */
 typedef struct ir_root {
     pl_strmap rules_onnx, rules_ms; /* type -> index into rules */
+    pl_strmap checks;               /* type -> index into ir_checks */
     const ir_rule **rules;
     int n_rules;
     pl_strmap unknown; /* unknown op type -> index into unknown_count */
@@ -90,7 +99,10 @@ typedef struct ir_root {
     int n_unknown, cap_unknown;
     int64_t opset;
     pl_err *err;
-    bool failed; /* a subgraph could not be inferred: err says why */
+    bool failed;     /* a subgraph could not be inferred: err says why */
+    bool invalid_op; /* ... because an op breaks a spec rule (ops_check.c) */
+    bool check;      /* apply the spec rules: the graph was read from ONNX (a coarsened
+                      * graph's ops keep their types but not their attributes) */
     int depth;
 } ir_root;
 
@@ -113,8 +125,13 @@ struct ictx {
 extern const ir_rule ir_rules_elem[], ir_rules_nn[], ir_rules_shape[], ir_rules_misc[],
     ir_rules_ctrl[];
 extern const int ir_n_rules_elem, ir_n_rules_nn, ir_n_rules_shape, ir_n_rules_misc, ir_n_rules_ctrl;
+extern const ir_check ir_checks[];
+extern const int ir_n_checks;
 
 /* ---- infer.c ---- */
+/* pl_graph_infer for a graph just read from ONNX: also checks every op against the spec's
+ * rules (ops_check.c), refusing with the node named. */
+int ir_infer_onnx(pl_graph *g, pl_err *err);
 /* Infers every op of g (finalized) in topological order. */
 int ir_infer_graph(ir_root *R, ir_graph *up, pl_graph *g, pl_err *err);
 /* Runs one subgraph of the current op: outer tensors copied in, inferred, annotated. */

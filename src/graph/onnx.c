@@ -4,6 +4,7 @@
  * Memory: protobuf-c copies every bytes field, so while the message is unpacked a model
  * costs about twice its size. The mapping is dropped right after unpacking and the message
  * right after the graph is built, so the peak stays near 2x and the graph keeps no payload. */
+#include "infer_internal.h"
 #include "onnx_internal.h"
 
 #include <errno.h>
@@ -46,6 +47,37 @@ static void warn_unused_bindings(const ox_ctx *c, pl_graph *g)
                           (int)c->dims[k].len, c->dims[k].name);
 }
 
+/* The newest opset of each domain placer reads: what onnxruntime 1.22, the runtime placer
+ * ships (build/npm), loads; it refuses a newer one ("under development"). The default domain's
+ * 22 is ONNX 1.17's; the shape rules know every op up to it (docs/shapes.md). Debian 12's onnx
+ * package stops at 17. Versions start at 1; other domains' ops are not resolved against a
+ * version, so any version but a negative one is read for them. */
+static const struct {
+    const char *domain;
+    int64_t newest;
+} ox_opsets[] = {
+    {"", 22}, {"ai.onnx.ml", 5}, {"ai.onnx.preview.training", 1}, {"com.microsoft", 1}};
+
+static int check_opset(const Onnx__OperatorSetIdProto *o, size_t k, const char *file, pl_err *err)
+{
+    const char *dom = ox_domain(o->domain), *shown = *dom ? dom : "ai.onnx";
+    if (!o->has_version) return 0; /* the reader then assumes the newest it knows */
+    int64_t lowest = 0;            /* a domain placer does not resolve ops against */
+    for (size_t j = 0; j < sizeof ox_opsets / sizeof *ox_opsets; j++) {
+        if (strcmp(dom, ox_opsets[j].domain) != 0) continue;
+        if (o->version > ox_opsets[j].newest)
+            return pl_err_set(err,
+                              "%s: opset_import %zu: domain '%s' version %lld is newer than %lld, "
+                              "the newest placer (and its onnxruntime) reads",
+                              file, k, shown, (long long)o->version,
+                              (long long)ox_opsets[j].newest);
+        lowest = 1;
+    }
+    if (o->version >= lowest) return 0;
+    return pl_err_set(err, "%s: opset_import %zu: domain '%s' version %lld: versions start at 1",
+                      file, k, shown, (long long)o->version);
+}
+
 static int check_model(const Onnx__ModelProto *m, const char *file, pl_err *err)
 {
     if (!m->graph) return pl_err_set(err, "%s: not an ONNX model (it has no graph)", file);
@@ -54,6 +86,8 @@ static int check_model(const Onnx__ModelProto *m, const char *file, pl_err *err)
     if (m->has_ir_version && (m->ir_version < 1 || m->ir_version > OX_MAX_IR_VERSION))
         return pl_err_set(err, "%s: not an ONNX model (ir_version %lld)", file,
                           (long long)m->ir_version);
+    for (size_t k = 0; k < m->n_opset_import; k++)
+        if (check_opset(m->opset_import[k], k, file, err) < 0) return -1;
     return 0;
 }
 
@@ -190,8 +224,14 @@ static pl_graph *load_message(const void *buf, size_t len, const char *file,
     onnx__model_proto__free_unpacked(m, NULL);
     if (!g) return NULL;
     if (map) g->path = pl_strdup(file);
-    if (pl_graph_finalize(g, file, err) < 0 || pl_graph_set_input_shapes(g, opts, file, err) < 0 ||
-        (!(opts && opts->no_infer) && pl_graph_infer(g, err) < 0)) {
+    int rc =
+        pl_graph_finalize(g, file, err) < 0 || pl_graph_set_input_shapes(g, opts, file, err) < 0
+            ? -1
+            : 0;
+    /* inference checks each op against its spec (ops_check.c): its messages name the op */
+    if (rc == 0 && !(opts && opts->no_infer) && ir_infer_onnx(g, err) < 0)
+        rc = pl_err_prefix(err, "%s", file);
+    if (rc < 0) {
         pl_graph_free(g);
         return NULL;
     }

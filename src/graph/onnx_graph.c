@@ -31,15 +31,19 @@ static int declare_weight(ox_ctx *c, ox_scope *s, const char *name, const char *
 
 static int declare_initializers(ox_ctx *c, ox_scope *s, const Onnx__GraphProto *gp)
 {
+    char what[600];
     for (size_t k = 0; k < gp->n_initializer; k++) {
         const Onnx__TensorProto *tp = gp->initializer[k];
         int t = declare_weight(c, s, tp->name, "initializer", k);
-        if (t < 0 || ox_set_from_tensor(c, s, t, tp) < 0) return -1;
+        snprintf(what, sizeof what, "initializer %zu '%.500s'", k, str(tp->name));
+        if (t < 0 || ox_set_from_tensor(c, s, t, tp, what) < 0) return -1;
     }
     for (size_t k = 0; k < gp->n_sparse_initializer; k++) {
         const Onnx__SparseTensorProto *sp = gp->sparse_initializer[k];
-        int t = declare_weight(c, s, sp->values ? sp->values->name : NULL, "sparse initializer", k);
-        if (t < 0 || ox_set_from_sparse(c, s, t, sp) < 0) return -1;
+        const char *name = sp->values ? sp->values->name : NULL;
+        int t = declare_weight(c, s, name, "sparse initializer", k);
+        snprintf(what, sizeof what, "sparse initializer %zu '%.500s'", k, str(name));
+        if (t < 0 || ox_set_from_sparse(c, s, t, sp, what) < 0) return -1;
     }
     return 0;
 }
@@ -67,7 +71,7 @@ static int declare_node_outputs(ox_ctx *c, ox_scope *s, const Onnx__GraphProto *
             if (n->output[o] && *n->output[o]) pl_graph_tensor(s->g, n->output[o]);
         /* Constant values are weights, known before any node reads them */
         if (ox_is_onnx_op(n, "Constant") && n->n_output && n->output[0] && *n->output[0] &&
-            ox_set_constant(c, s, pl_graph_find_tensor(s->g, n->output[0]), n) < 0)
+            ox_set_constant(c, s, pl_graph_find_tensor(s->g, n->output[0]), n, k) < 0)
             return -1;
     }
     return 0;
@@ -192,8 +196,11 @@ static int attr_tensor(ox_ctx *c, ox_scope *s, int op, const Onnx__AttributeProt
     for (int k = 2; pl_graph_find_tensor(s->g, name) >= 0; k++)
         snprintf(name, sizeof name, "%.400s::%.150s#%d", o->name, str(a->name), k);
     *out = pl_graph_tensor(s->g, name);
-    return a->t ? ox_set_from_tensor(c, s, *out, a->t)
-                : ox_set_from_sparse(c, s, *out, a->sparse_tensor);
+    char what[700];
+    snprintf(what, sizeof what, "node %d '%.400s' (%.100s), attribute '%.150s'", op, o->name,
+             o->type, str(a->name));
+    return a->t ? ox_set_from_tensor(c, s, *out, a->t, what)
+                : ox_set_from_sparse(c, s, *out, a->sparse_tensor, what);
 }
 
 static int fill_attr(ox_ctx *c, ox_scope *s, int op, pl_attr *at, const Onnx__AttributeProto *a,
@@ -289,8 +296,24 @@ static int add_outputs(ox_ctx *c, ox_scope *s, const Onnx__GraphProto *gp)
     return 0;
 }
 
+/* Every type the graph declares, before any is used: stale annotations too. */
+static int check_types(ox_ctx *c, ox_scope *s, Onnx__ValueInfoProto *const *vis, size_t n,
+                       const char *kind)
+{
+    char what[600];
+    for (size_t k = 0; k < n; k++) {
+        snprintf(what, sizeof what, "%s %zu '%.500s'", kind, k, str(vis[k]->name));
+        if (ox_check_type(c, s, vis[k]->type, what) < 0) return -1;
+    }
+    return 0;
+}
+
 int ox_build_graph(ox_ctx *c, ox_scope *s, const Onnx__GraphProto *gp)
 {
+    if (check_types(c, s, gp->input, gp->n_input, "graph input") < 0 ||
+        check_types(c, s, gp->output, gp->n_output, "graph output") < 0 ||
+        check_types(c, s, gp->value_info, gp->n_value_info, "value_info") < 0)
+        return -1;
     if (declare_initializers(c, s, gp) < 0 || declare_inputs(c, s, gp) < 0 ||
         declare_node_outputs(c, s, gp) < 0)
         return -1;

@@ -49,11 +49,17 @@ int ox_build_graph(ox_ctx *c, ox_scope *s, const Onnx__GraphProto *gp);
 /* onnx_tensor.c */
 /* Applies a ValueInfo's type (dtype and shape) to tensor t. */
 int ox_apply_type(ox_ctx *c, const ox_scope *s, int t, const Onnx__TypeProto *tp);
-/* Dims, dtype, payload flags and small integer values of a TensorProto. */
-int ox_set_from_tensor(ox_ctx *c, const ox_scope *s, int t, const Onnx__TensorProto *tp);
-int ox_set_from_sparse(ox_ctx *c, const ox_scope *s, int t, const Onnx__SparseTensorProto *sp);
-/* The value of a Constant node, onto its output tensor t. */
-int ox_set_constant(ox_ctx *c, const ox_scope *s, int t, const Onnx__NodeProto *n);
+/* Dims, dtype, payload flags and small integer values of a TensorProto, once its dtype and
+ * payload are checked against the spec; `what` names it in messages ("initializer 3 'W'"). */
+int ox_set_from_tensor(ox_ctx *c, const ox_scope *s, int t, const Onnx__TensorProto *tp,
+                       const char *what);
+int ox_set_from_sparse(ox_ctx *c, const ox_scope *s, int t, const Onnx__SparseTensorProto *sp,
+                       const char *what);
+/* The value of Constant node `idx` (its index in the graph), onto its output tensor t. */
+int ox_set_constant(ox_ctx *c, const ox_scope *s, int t, const Onnx__NodeProto *n, size_t idx);
+/* -1 with c->err set unless every elem_type in the ValueInfo's type (nested ones too) is an
+ * ONNX TensorProto.DataType or left out; `what` names it ("graph input 0 'x'"). */
+int ox_check_type(ox_ctx *c, const ox_scope *s, const Onnx__TypeProto *tp, const char *what);
 /* The attribute's type; files from IR version 1 leave it out and set only the value. */
 Onnx__AttributeProto__AttributeType ox_attr_type(const Onnx__AttributeProto *a);
 /* Whether the (op_type, domain) pair is the default domain's op `type`. */

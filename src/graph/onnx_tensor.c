@@ -3,6 +3,7 @@
  * which shape inference needs for Reshape, Slice, Expand and the like. */
 #include "onnx_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char *ox_domain(const char *domain)
@@ -124,6 +125,46 @@ static bool tensor_type(const Onnx__TypeProto *tp, int *dtype, const Onnx__Tenso
     return false;
 }
 
+static int check_elem(ox_ctx *c, const ox_scope *s, const char *what, const char *field, bool has,
+                      int dt)
+{
+    if (!has || (dt >= 0 && dt < PL_DT_COUNT)) return 0;
+    return pl_err_set(c->err,
+                      "%s: %s: %s %d is not an ONNX TensorProto.DataType placer knows (1 to %d)",
+                      s->where, what, field, dt, PL_DT_COUNT - 1);
+}
+
+/* UNDEFINED (0) or a missing elem_type stays an unknown dtype, as before: exporters leave
+ * types out of subgraph signatures. */
+int ox_check_type(ox_ctx *c, const ox_scope *s, const Onnx__TypeProto *tp, const char *what)
+{
+    if (!tp) return 0;
+    switch (tp->value_case) {
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+        return !tp->tensor_type
+                   ? 0
+                   : check_elem(c, s, what, "elem_type", tp->tensor_type->has_elem_type,
+                                tp->tensor_type->elem_type);
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
+        return !tp->sparse_tensor_type
+                   ? 0
+                   : check_elem(c, s, what, "elem_type", tp->sparse_tensor_type->has_elem_type,
+                                tp->sparse_tensor_type->elem_type);
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        return !tp->sequence_type ? 0 : ox_check_type(c, s, tp->sequence_type->elem_type, what);
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+        return !tp->optional_type ? 0 : ox_check_type(c, s, tp->optional_type->elem_type, what);
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+        if (!tp->map_type) return 0;
+        if (check_elem(c, s, what, "map key_type", tp->map_type->has_key_type,
+                       tp->map_type->key_type) < 0)
+            return -1;
+        return ox_check_type(c, s, tp->map_type->value_type, what);
+    default:
+        return 0;
+    }
+}
+
 int ox_apply_type(ox_ctx *c, const ox_scope *s, int t, const Onnx__TypeProto *tp)
 {
     int dtype = 0;
@@ -240,11 +281,113 @@ static bool has_payload(const Onnx__TensorProto *tp)
            tp->n_string_data || tp->n_int64_data || tp->n_double_data || tp->n_uint64_data;
 }
 
+/* ---- what the spec requires of a TensorProto's payload ---- */
+
+/* Entries in each typed field, in the order of typed_name. */
+static size_t typed_count(const Onnx__TensorProto *tp, int k)
+{
+    const size_t counts[] = {tp->n_float_data, tp->n_int32_data,  tp->n_string_data,
+                             tp->n_int64_data, tp->n_double_data, tp->n_uint64_data};
+    return counts[k];
+}
+
+static const char *const typed_name[] = {"float_data", "int32_data",  "string_data",
+                                         "int64_data", "double_data", "uint64_data"};
+
+/* The typed field (an index into typed_name) that holds values of dtype dt, as onnx.proto
+ * assigns them; *per is its entries per element (complex numbers: real and imaginary). */
+static int typed_field(int dt, int *per)
+{
+    *per = dt == PL_DT_COMPLEX64 || dt == PL_DT_COMPLEX128 ? 2 : 1;
+    switch (dt) {
+    case PL_DT_FLOAT:
+    case PL_DT_COMPLEX64:
+        return 0;
+    case PL_DT_STRING:
+        return 2;
+    case PL_DT_INT64:
+        return 3;
+    case PL_DT_DOUBLE:
+    case PL_DT_COMPLEX128:
+        return 4;
+    case PL_DT_UINT32:
+    case PL_DT_UINT64:
+        return 5;
+    default: /* every other type, 16-bit floats and 4-bit integers as their bits */
+        return 1;
+    }
+}
+
+/* The bytes of raw_data n elements of dt take (4-bit types: two to a byte, rounded up). */
+static int64_t raw_bytes(int dt, int64_t n)
+{
+    double size = pl_dtype_size(dt);
+    return size < 1 ? (n + 1) / 2 : n * (int64_t)size;
+}
+
+static int check_raw(ox_ctx *c, const ox_scope *s, const char *what, const Onnx__TensorProto *tp,
+                     int dt, int64_t n)
+{
+    for (int k = 0; k < 6; k++)
+        if (typed_count(tp, k))
+            return pl_err_set(c->err, "%s: %s: raw_data and %s are both given; a tensor has one",
+                              s->where, what, typed_name[k]);
+    if (dt == PL_DT_STRING)
+        return pl_err_set(c->err, "%s: %s: a string tensor cannot use raw_data", s->where, what);
+    int64_t want = raw_bytes(dt, n);
+    if ((int64_t)tp->raw_data.len == want) return 0;
+    return pl_err_set(c->err, "%s: %s: raw_data holds %zu bytes, but %lld elements of %s take %lld",
+                      s->where, what, tp->raw_data.len, (long long)n, pl_dtype_name(dt),
+                      (long long)want);
+}
+
+static int check_typed(ox_ctx *c, const ox_scope *s, const char *what, const Onnx__TensorProto *tp,
+                       int dt, int64_t n)
+{
+    int per, f = typed_field(dt, &per);
+    for (int k = 0; k < 6; k++) {
+        size_t got = typed_count(tp, k);
+        if (!got) continue;
+        if (k != f)
+            return pl_err_set(c->err, "%s: %s: a %s tensor keeps its values in %s, not in %s",
+                              s->where, what, pl_dtype_name(dt), typed_name[f], typed_name[k]);
+        /* 4-bit values: one per entry, or (as onnx.helper packs them) two */
+        bool ok =
+            (int64_t)got == n * per || (pl_dtype_size(dt) < 1 && (int64_t)got == raw_bytes(dt, n));
+        if (!ok)
+            return pl_err_set(c->err, "%s: %s: %s holds %zu values, but the %s tensor has %lld",
+                              s->where, what, typed_name[k], got, pl_dtype_name(dt),
+                              (long long)(n * per));
+    }
+    return 0;
+}
+
+/* The payload, if any, must be of the tensor's type and exactly as large as its dims say.
+ * An empty payload is a weightless tensor (placer's own weightless files are made so), and
+ * external data is not read. */
+static int check_payload(ox_ctx *c, const ox_scope *s, const char *what,
+                         const Onnx__TensorProto *tp, int dt, bool external)
+{
+    if (dt <= PL_DT_UNDEFINED || dt >= PL_DT_COUNT)
+        return pl_err_set(c->err,
+                          "%s: %s: data_type %d is not an ONNX TensorProto.DataType placer "
+                          "knows (1 to %d)",
+                          s->where, what, dt, PL_DT_COUNT - 1);
+    if (external || tp->segment || !has_payload(tp)) return 0; /* a segment: part of it */
+    int64_t n = 1;
+    for (size_t k = 0; k < tp->n_dims; k++)
+        if (tp->dims[k] < 0 || __builtin_mul_overflow(n, tp->dims[k], &n) || n > OX_MAX_ELEMS)
+            return pl_err_set(c->err, "%s: %s: dims[%zu] = %lld makes no tensor size", s->where,
+                              what, k, (long long)tp->dims[k]);
+    if (tp->has_raw_data && tp->raw_data.len) return check_raw(c, s, what, tp, dt, n);
+    return check_typed(c, s, what, tp, dt, n);
+}
+
 /* Dims from `pdims` (a TensorProto's, or a sparse tensor's dense dims), dtype and payload
  * flags from `vals`, the TensorProto holding the values; small integer values only when
  * `vals` is dense (a sparse tensor's holds the non-zero entries alone). */
 static int set_tensor(ox_ctx *c, const ox_scope *s, int t, const int64_t *pdims, size_t rank,
-                      const Onnx__TensorProto *vals, bool dense)
+                      const Onnx__TensorProto *vals, bool dense, const char *what)
 {
     if (check_rank(c, s, t, rank) < 0) return -1;
     for (size_t k = 0; k < rank; k++)
@@ -252,11 +395,12 @@ static int set_tensor(ox_ctx *c, const ox_scope *s, int t, const int64_t *pdims,
     if (check_size(c, s, t, pdims, rank) < 0) return -1;
     pl_tensor *tn = &s->g->tensors[t];
     int dt = vals && vals->has_data_type ? vals->data_type : PL_DT_UNDEFINED;
+    bool external = vals && ((vals->has_data_location &&
+                              vals->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+                             vals->n_external_data);
+    if (vals && check_payload(c, s, what, vals, dt, external) < 0) return -1;
     pl_tensor_set_shape(tn, dt, (int)rank, pdims);
     if (!vals) return 0;
-    bool external = (vals->has_data_location &&
-                     vals->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
-                    vals->n_external_data;
     int64_t n = dense ? pl_tensor_numel(tn) : -1;
     if (external)
         tn->flags |= PL_TENSOR_EXTERNAL;
@@ -271,15 +415,17 @@ static int set_tensor(ox_ctx *c, const ox_scope *s, int t, const int64_t *pdims,
     return 0;
 }
 
-int ox_set_from_tensor(ox_ctx *c, const ox_scope *s, int t, const Onnx__TensorProto *tp)
+int ox_set_from_tensor(ox_ctx *c, const ox_scope *s, int t, const Onnx__TensorProto *tp,
+                       const char *what)
 {
-    return set_tensor(c, s, t, tp->dims, tp->n_dims, tp, true);
+    return set_tensor(c, s, t, tp->dims, tp->n_dims, tp, true, what);
 }
 
-int ox_set_from_sparse(ox_ctx *c, const ox_scope *s, int t, const Onnx__SparseTensorProto *sp)
+int ox_set_from_sparse(ox_ctx *c, const ox_scope *s, int t, const Onnx__SparseTensorProto *sp,
+                       const char *what)
 {
     /* a sparse tensor without any non-zero entry may leave its values out */
-    return set_tensor(c, s, t, sp->dims, sp->n_dims, sp->values, false);
+    return set_tensor(c, s, t, sp->dims, sp->n_dims, sp->values, false, what);
 }
 
 /* ---- Constant ---- */
@@ -292,13 +438,18 @@ static void set_list(pl_tensor *tn, int dt, size_t n, const int64_t *ints)
 }
 
 /* One of Constant's value attributes; returns 1 when `a` was one, 0 when not. */
-static int constant_attr(ox_ctx *c, const ox_scope *s, int t, const Onnx__AttributeProto *a)
+static int constant_attr(ox_ctx *c, const ox_scope *s, int t, const Onnx__AttributeProto *a,
+                         const Onnx__NodeProto *n, size_t idx)
 {
     pl_tensor *tn = &s->g->tensors[t];
     const char *nm = a->name ? a->name : "";
-    if (strcmp(nm, "value") == 0 && a->t) return ox_set_from_tensor(c, s, t, a->t) < 0 ? -1 : 1;
+    char what[640];
+    snprintf(what, sizeof what, "node %zu '%.400s' (Constant), attribute '%.100s'", idx,
+             n->name ? n->name : "", nm);
+    if (strcmp(nm, "value") == 0 && a->t)
+        return ox_set_from_tensor(c, s, t, a->t, what) < 0 ? -1 : 1;
     if (strcmp(nm, "sparse_value") == 0 && a->sparse_tensor)
-        return ox_set_from_sparse(c, s, t, a->sparse_tensor) < 0 ? -1 : 1;
+        return ox_set_from_sparse(c, s, t, a->sparse_tensor, what) < 0 ? -1 : 1;
     if (strcmp(nm, "value_float") == 0) {
         pl_tensor_set_shape(tn, PL_DT_FLOAT, 0, NULL);
         double f = a->f;
@@ -323,11 +474,11 @@ static int constant_attr(ox_ctx *c, const ox_scope *s, int t, const Onnx__Attrib
     return 1;
 }
 
-int ox_set_constant(ox_ctx *c, const ox_scope *s, int t, const Onnx__NodeProto *n)
+int ox_set_constant(ox_ctx *c, const ox_scope *s, int t, const Onnx__NodeProto *n, size_t idx)
 {
     s->g->tensors[t].flags |= PL_TENSOR_WEIGHT;
     for (size_t k = 0; k < n->n_attribute; k++) {
-        int rc = constant_attr(c, s, t, n->attribute[k]);
+        int rc = constant_attr(c, s, t, n->attribute[k], n, idx);
         if (rc != 0) return rc < 0 ? -1 : 0;
     }
     pl_graph_warn(s->g, "%s: Constant '%s' has no value attribute; its size is unknown", s->where,

@@ -8,6 +8,7 @@
  * which 0 is always a valid index. Values are deterministic: each tensor's generator is
  * seeded by its name, so the same source always gives the same bytes. */
 #include "placer/runtime.h"
+#include "placer/graph.h"
 
 #include "onnx/onnx.pb-c.h"
 
@@ -222,6 +223,11 @@ int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n
     size_t len = 0;
     char *buf = pl_read_file(src, &len, err), sha[65];
     if (!buf) return -1;
+    /* Every model reaches onnxruntime through here: it must first pass the reader, which
+     * refuses what the ONNX spec forbids (a Conv of stride 0 kills the worker with SIGFPE). */
+    pl_graph *g = pl_onnx_load_buffer(buf, len, src, NULL, err);
+    if (!g) return free(buf), -1;
+    pl_graph_free(g);
     pl_sha256_buffer(buf, len, sha);
     int rc = pl_mkdir_p(cache_dir, err), w = snprintf(out, n, "%s/%s.onnx", cache_dir, sha);
     if (rc == 0 && (w < 0 || (size_t)w >= n))
