@@ -65,6 +65,13 @@ int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, co
 int cli_count(const char *verb, const char *opt, const char *v, long lo, long hi, long *out);
 /* Parses "60s", "500ms", ... for --time-limit. */
 int cli_seconds(const char *verb, const char *opt, const char *v, double *out);
+/* The files a verb uses when none is named (cli/files.c), never relative to the working
+ * directory: the local-cpu.json cluster placer ships, and the per-user cache of inflated
+ * models. NULL after printing the error. */
+const char *cli_local_cluster(const char *verb, char *buf, size_t n);
+const char *cli_cache_dir(const char *verb, char *buf, size_t n);
+/* --deadline: a duration above 0 for the onnxruntime worker's steps; -1 after the error. */
+int cli_deadline(const char *verb, const char *v, double *out);
 /* Progress on stderr, only when it is a terminal. */
 void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

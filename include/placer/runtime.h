@@ -10,6 +10,16 @@
 
 #include "placer/common.h"
 
+/* placer's own files, found from the executable, never from the working directory
+ * (docs/runtime.md, "Files"): `installed` under the install prefix (PREFIX/bin/placer ->
+ * PREFIX/`installed`, e.g. "share/placer/catalogs/aws.json"), else `in_tree` under the source
+ * tree the library was built from (e.g. "catalogs/aws.json"). The path goes into out; -1 with
+ * both places named in err when neither exists. */
+int pl_own_file(const char *installed, const char *in_tree, char *out, size_t n, pl_err *err);
+/* The per-user cache folder `sub` (e.g. "inflated"): $PLACER_CACHE/sub, else
+ * $XDG_CACHE_HOME/placer/sub, else ~/.cache/placer/sub. Not created here. */
+int pl_cache_dir(const char *sub, char *out, size_t n, pl_err *err);
+
 /* Writes a copy of the ONNX file `src` whose weightless tensors (dims but no data) hold
  * made-up values of the right size, as cache_dir/<sha256 of src>.onnx, and puts that path in
  * out. A model without weightless tensors is not copied: out gets src itself. Returns 1 when
@@ -20,10 +30,11 @@ int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n
 
 typedef struct pl_ort_opts {
     const char *node;    /* NULL: $PLACER_NODE, else "node" (on PATH) */
-    const char *script;  /* NULL: $PLACER_ORT_WORKER, else "tools/ort_worker.js" */
+    const char *script;  /* NULL: $PLACER_ORT_WORKER, else placer's own (pl_own_file:
+                            lib/placer/ort_worker.js installed, tools/ort_worker.js in tree) */
     const char *modules; /* node_modules holding onnxruntime-node; NULL: $PLACER_ORT_MODULES,
-                            else "build/npm/node_modules" (relative paths: to the repo root,
-                            where placer and the tests run) */
+                            else placer's own (lib/placer/node_modules installed,
+                            build/npm/node_modules in tree) */
     double timeout_s;    /* for one reply (a load or a whole run); 0: 300 s */
     int threads;         /* intra-op threads per session; 0: 1 */
     bool no_optimize;    /* graph optimisation "disabled" instead of "all" */

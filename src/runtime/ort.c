@@ -27,10 +27,15 @@ struct pl_ort {
     double load_s;
 };
 
-static char *pick(const char *given, const char *env, const char *dflt)
+/* The caller's value, else the environment's, else placer's own file (pl_own_file); NULL
+ * with err set when even that is missing. */
+static char *pick(const char *given, const char *env, const char *installed, const char *in_tree,
+                  pl_err *err)
 {
     const char *e = getenv(env);
-    return pl_strdup(given ? given : e && *e ? e : dflt);
+    if (given || (e && *e)) return pl_strdup(given ? given : e);
+    char path[4096];
+    return pl_own_file(installed, in_tree, path, sizeof path, err) < 0 ? NULL : pl_strdup(path);
 }
 
 static int request(pl_ort *w, json_t *msg, const char *what, json_t **reply, pl_err *err);
@@ -141,14 +146,23 @@ pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err)
 {
     pl_ort *w = pl_calloc(1, sizeof *w);
     if (o) w->o = *o;
-    w->node = pick(w->o.node, "PLACER_NODE", "node");
-    w->script = pick(w->o.script, "PLACER_ORT_WORKER", "tools/ort_worker.js");
-    w->modules = pick(w->o.modules, "PLACER_ORT_MODULES", "build/npm/node_modules");
+    const char *node = getenv("PLACER_NODE");
+    w->node = pl_strdup(w->o.node ? w->o.node : node && *node ? node : "node");
+    w->script = pick(w->o.script, "PLACER_ORT_WORKER", "lib/placer/ort_worker.js",
+                     "tools/ort_worker.js", err);
+    w->modules = w->script ? pick(w->o.modules, "PLACER_ORT_MODULES", "lib/placer/node_modules",
+                                  "build/npm/node_modules", err)
+                           : NULL;
     w->o.node = w->o.script = w->o.modules = NULL; /* the caller's strings are not kept */
+    w->p = (ort_proc){.pid = -1, .in = -1, .out = -1, .e = -1};
+    if (!w->modules) {
+        pl_err_prefix(err, "cannot start the onnxruntime worker");
+        pl_ort_stop(w);
+        return NULL;
+    }
     if (w->o.timeout_s <= 0) w->o.timeout_s = 300;
     if (w->o.threads <= 0) w->o.threads = 1;
     if (w->o.int_high <= 0) w->o.int_high = 2;
-    w->p = (ort_proc){.pid = -1, .in = -1, .out = -1, .e = -1};
     w->restarting = true; /* a worker that cannot start is not restarted */
     int rc = spawn(w, err);
     w->restarting = false;
