@@ -130,6 +130,74 @@ static void test_inflate_full_weights(void **state)
     assert_int_equal(files, 0); /* nothing written */
 }
 
+/* A weightless model (one float initializer of 1000 elements without data, its path into
+ * src) inflated into the cache folder dir; its entry's path into entry and its bytes into
+ * *bytes (malloc'd). */
+static void inflate_small(const char *dir, char *src, char *entry, char **bytes, size_t *len)
+{
+    Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
+    int64_t dims[] = {1000};
+    t.name = "w", t.n_dims = 1, t.dims = dims, t.data_type = 1, t.has_data_type = 1;
+    snprintf(src, 4096, "%s", one_initializer_model(&t));
+    pl_err err = {{0}};
+    assert_int_equal(pl_inflate_model(src, dir, entry, 4096, &err), 1);
+    *bytes = pl_read_file(entry, len, &err);
+    assert_non_null(*bytes);
+    assert_true(*len > 4000); /* 1000 floats of made-up values */
+}
+
+/* The entry is inflated again (1, with a warning) and holds exactly the bytes of the first
+ * inflation; the next call uses it (0). */
+static void expect_rebuilt(const char *src, const char *dir, const char *want, size_t want_len)
+{
+    char out[4096];
+    size_t len = 0;
+    pl_err err = {{0}};
+    assert_int_equal(pl_inflate_model(src, dir, out, sizeof out, &err), 1);
+    char *got = pl_read_file(out, &len, &err);
+    assert_non_null(got);
+    assert_int_equal(len, want_len);
+    assert_memory_equal(got, want, len);
+    free(got);
+    assert_int_equal(pl_inflate_model(src, dir, out, sizeof out, &err), 0);
+}
+
+/* A cache entry with flipped bytes is found out by its SHA-256 and rebuilt, never used (it
+ * was used as it was, and `placer run` printed a wrong checksum with exit 0). */
+static void test_cache_flipped_bytes_rebuilt(void **state)
+{
+    (void)state;
+    char dir[128], src[4096], entry[4096], *want;
+    size_t len;
+    snprintf(dir, sizeof dir, "%s/cache-flip", tmpdir);
+    inflate_small(dir, src, entry, &want, &len);
+    FILE *f = fopen(entry, "r+b");
+    assert_non_null(f);
+    fseek(f, (long)len - 100, SEEK_SET); /* inside the made-up floats */
+    fputc(want[len - 100] ^ 0x5a, f);
+    fclose(f);
+    expect_rebuilt(src, dir, want, len);
+    free(want);
+}
+
+/* A truncated entry (placer killed while writing it, before entries were renamed into place)
+ * is rebuilt, instead of failing every later run until deleted by hand. So is an entry whose
+ * recorded SHA-256 is missing. */
+static void test_cache_truncated_rebuilt(void **state)
+{
+    (void)state;
+    char dir[128], src[4096], entry[4096], side[4200], *want;
+    size_t len;
+    snprintf(dir, sizeof dir, "%s/cache-trunc", tmpdir);
+    inflate_small(dir, src, entry, &want, &len);
+    assert_int_equal(truncate(entry, (off_t)len / 2), 0);
+    expect_rebuilt(src, dir, want, len);
+    snprintf(side, sizeof side, "%s.sha256", entry);
+    assert_int_equal(unlink(side), 0);
+    expect_rebuilt(src, dir, want, len);
+    free(want);
+}
+
 /* Start once, three trials: one model load, three timed runs, latencies > 0, and the worker
  * process is gone after the trial worker is freed. */
 static void persistent(const char *model)
@@ -378,6 +446,8 @@ int main(void)
         cmocka_unit_test(test_inflate_refuses_non_onnx),
         cmocka_unit_test(test_inflate_refuses_external_data),
         cmocka_unit_test(test_inflate_full_weights),
+        cmocka_unit_test(test_cache_flipped_bytes_rebuilt),
+        cmocka_unit_test(test_cache_truncated_rebuilt),
         cmocka_unit_test(test_persistent_rnnlm),
         cmocka_unit_test(test_persistent_resnet50),
         cmocka_unit_test(test_outputs_finite),

@@ -21,11 +21,15 @@ int pl_own_file(const char *installed, const char *in_tree, char *out, size_t n,
 int pl_cache_dir(const char *sub, char *out, size_t n, pl_err *err);
 
 /* Writes a copy of the ONNX file `src` whose weightless tensors (dims but no data) hold
- * made-up values of the right size, as cache_dir/<sha256 of src>.onnx, and puts that path in
- * out. A model without weightless tensors is not copied: out gets src itself. Returns 1 when
- * it wrote the file, 0 when it did not (already in the cache, or out is src), -1 on error.
- * src is read once, whole (its hash names the cache entry). Models with external data are
- * refused. */
+ * made-up values of the right size, as cache_dir/<sha256 of src>-inflate1.onnx (the name says
+ * all that shapes it: the source's content and the version of the made-up values), with its own
+ * SHA-256 beside it in <entry>.sha256, and puts that path in out. An entry is used only when
+ * its SHA-256 is the recorded one; a damaged entry (flipped bytes, truncated, no record) is
+ * rebuilt with a warning on stderr. Both files are written to a temporary name in cache_dir and
+ * renamed, so no reader sees half an entry. A model without weightless tensors is not copied:
+ * out gets src itself. Returns 1 when it wrote the entry, 0 when it did not (already in the
+ * cache and whole, or out is src), -1 on error. src is read once, whole (its hash names the
+ * entry); the entry is read once more to check it. Models with external data are refused. */
 int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n, pl_err *err);
 
 typedef struct pl_ort_opts {
