@@ -4,7 +4,9 @@
  * onnxruntime-node that `make deps` installs into build/npm): placer starts it once, loads the
  * model (or a set of stages) once, the expensive part, then runs many timed requests over a
  * pipe, one JSON message per line each way. A worker that crashes, answers garbage or does not
- * answer in time is killed with its process group, restarted, and reported as an error. */
+ * finish a step of a request within its deadline (pl_ort_opts.timeout_s) is killed with its
+ * process group (SIGKILL, reaped), restarted, and reported as an error naming its pid, the
+ * request and how far it got. */
 #ifndef PLACER_RUNTIME_H
 #define PLACER_RUNTIME_H
 
@@ -39,7 +41,10 @@ typedef struct pl_ort_opts {
     const char *modules; /* node_modules holding onnxruntime-node; NULL: $PLACER_ORT_MODULES,
                             else placer's own (lib/placer/node_modules installed,
                             build/npm/node_modules in tree) */
-    double timeout_s;    /* for one reply (a load or a whole run); 0: 300 s */
+    double timeout_s;    /* the deadline of one step of a request (starting, loading a model,
+                            one inference request; docs/runtime.md, "Deadlines"), after which
+                            the worker is taken as stalled, killed and restarted; 0:
+                            $PLACER_ORT_DEADLINE, else 60 s plus 60 s per GB of the models */
     int threads;         /* intra-op threads per session; 0: 1 */
     bool no_optimize;    /* graph optimisation "disabled" instead of "all" */
     int int_high;        /* random integer inputs are in [0, int_high); 0: 2 */
