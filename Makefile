@@ -16,7 +16,9 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TLIB    := $(BUILD)/tests/testutil.o
 LIB     := $(BUILD)/libplacer.a
 
-.PHONY: all deps test asan demo bench fuzz clean format models
+PREFIX  ?= /usr/local
+
+.PHONY: all deps test asan demo bench fuzz clean format models install
 all: $(BUILD)/placer
 
 deps:
@@ -73,6 +75,11 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 fuzz: deps
 	@tools/fuzz.sh
+
+# The command, library, headers, onnxruntime worker, catalogues and example clusters under
+# $(DESTDIR)$(PREFIX) (tools/install.sh says where each goes; docs/runtime.md, "Files").
+install: $(BUILD)/placer $(LIB)
+	@PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" tools/install.sh $(BUILD)
 
 models:
 	/usr/bin/python3 tools/export_models.py
