@@ -50,8 +50,8 @@ static double bytes_of(const char *const *paths, int n)
 
 /* The deadline of one step that works on `bytes` of models: loading them, or one inference
  * request. Loading a model and running it once both grow with its size; 60 s covers start-up
- * and the zoo's models (bert_base loads in about 1 s and runs in 0.1 s on one core) with a
- * wide margin for a busy machine. */
+ * and the zoo's models with a margin of fifty times for a busy machine (docs/runtime.md,
+ * "Deadlines", has the figures). */
 static double step_deadline(const pl_ort *w, double bytes)
 {
     return w->deadline_s > 0 ? w->deadline_s : 60 + 60 * bytes / 1e9;
@@ -214,10 +214,10 @@ static int request(pl_ort *w, json_t *msg, const char *what, double bytes, json_
     return 0;
 }
 
-pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err)
+/* node, the worker script and its node_modules (docs/runtime.md, "Files"), and the deadline;
+ * -1 when one cannot be found or is wrong. */
+static int configure(pl_ort *w, pl_err *err)
 {
-    pl_ort *w = pl_calloc(1, sizeof *w);
-    if (o) w->o = *o;
     const char *node = getenv("PLACER_NODE");
     w->node = pl_strdup(w->o.node ? w->o.node : node && *node ? node : "node");
     w->script = pick(w->o.script, "PLACER_ORT_WORKER", "lib/placer/ort_worker.js",
@@ -226,14 +226,17 @@ pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err)
                                   "build/npm/node_modules", err)
                            : NULL;
     w->o.node = w->o.script = w->o.modules = NULL; /* the caller's strings are not kept */
-    w->p = (ort_proc){.pid = -1, .in = -1, .out = -1, .e = -1};
-    if (!w->modules) {
-        pl_err_prefix(err, "cannot start the onnxruntime worker");
-        pl_ort_stop(w);
-        return NULL;
-    }
+    if (!w->modules) return pl_err_prefix(err, "cannot start the onnxruntime worker");
     w->deadline_s = w->o.timeout_s;
-    if (w->deadline_s <= 0 && env_deadline(&w->deadline_s, err) < 0) {
+    return w->deadline_s > 0 ? 0 : env_deadline(&w->deadline_s, err);
+}
+
+pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err)
+{
+    pl_ort *w = pl_calloc(1, sizeof *w);
+    if (o) w->o = *o;
+    w->p = (ort_proc){.pid = -1, .in = -1, .out = -1, .e = -1};
+    if (configure(w, err) < 0) {
         pl_ort_stop(w);
         return NULL;
     }
