@@ -4,7 +4,7 @@ BUILD   ?= build
 OPT     ?= -O2
 SAN     ?=
 CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE $(SAN) \
-           -Iinclude -I$(BUILD)/gen -I/usr/include/coin
+           -Iinclude -I$(BUILD)/gen -I/usr/include/coin -DPL_SRCDIR='"$(CURDIR)"'
 LDLIBS  := -lprotobuf-c -ljansson -lcrypto -lmetis $(shell pkg-config --libs cbc 2>/dev/null || echo -lCbcSolver -lCbc -lCgl -lOsiClp -lClp -lOsi -lCoinUtils) -llapacke -lopenblas -lm
 PROTO   := /usr/include/onnx/onnx.proto
 
@@ -16,7 +16,9 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TLIB    := $(BUILD)/tests/testutil.o
 LIB     := $(BUILD)/libplacer.a
 
-.PHONY: all deps test asan demo bench fuzz clean format models
+PREFIX  ?= /usr/local
+
+.PHONY: all deps test asan demo bench fuzz clean format models install
 all: $(BUILD)/placer
 
 deps:
@@ -73,6 +75,11 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 fuzz: deps
 	@tools/fuzz.sh
+
+# The command, library, headers, onnxruntime worker, catalogues and example clusters under
+# $(DESTDIR)$(PREFIX) (tools/install.sh says where each goes; docs/runtime.md, "Files").
+install: $(BUILD)/placer $(LIB)
+	@PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" tools/install.sh $(BUILD)
 
 models:
 	/usr/bin/python3 tools/export_models.py

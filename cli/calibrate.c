@@ -11,14 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CALIB_CLUSTER "examples/clusters/local-cpu.json"
-
 static const char *help =
     "usage: placer calibrate PROFILE... --model M [--model M2]... [--cluster C]\n"
     "                        [--device NAME] [-o params.json] [--json]\n"
     "  PROFILE        placer-profile/1 files (from `placer profile`); each is matched to the\n"
     "                 --model whose sha256 it names (or the only one given)\n"
-    "  --cluster C    where the profiled device is (default " CALIB_CLUSTER ")\n"
+    "  --cluster C    where the profiled device is (default: the local-cpu.json placer ships)\n"
     "  --device NAME  that device (default: cpu0, else the first)\n"
     "  -o FILE        writes the fitted parameters as placer-cost-params/1\n"
     "exit status: 0 done, 2 bad input or failure\n";
@@ -135,7 +133,7 @@ static int run(const calib_opts *o)
 
 int cli_calibrate(int argc, char **argv)
 {
-    calib_opts o = {.cluster = CALIB_CLUSTER};
+    calib_opts o = {0};
     const char *v;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
@@ -156,5 +154,8 @@ int cli_calibrate(int argc, char **argv)
     }
     if (!o.n_profiles || !o.n_models)
         return cli_fail("calibrate", "give PROFILE files and --model\n%s", help);
+    char local[4096];
+    if (!o.cluster && !(o.cluster = cli_local_cluster("calibrate", local, sizeof local)))
+        return CLI_EXIT_BAD_INPUT;
     return run(&o);
 }

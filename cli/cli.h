@@ -91,6 +91,13 @@ int cli_seconds(const char *verb, const char *opt, const char *v, double *out);
 /* A comma-separated list of placement algorithms (pl_algo_parse_list: not empty, no empty,
  * unknown or repeated item) into out[0..max); the count, or -1. */
 int cli_algos(const char *verb, const char *opt, const char *v, const pl_algo **out, int max);
+/* The files a verb uses when none is named (cli/files.c), never relative to the working
+ * directory: the local-cpu.json cluster placer ships, and the per-user cache of inflated
+ * models. NULL after printing the error. */
+const char *cli_local_cluster(const char *verb, char *buf, size_t n);
+const char *cli_cache_dir(const char *verb, char *buf, size_t n);
+/* --deadline: a duration above 0 for the onnxruntime worker's steps; -1 after the error. */
+int cli_deadline(const char *verb, const char *v, double *out);
 /* Progress on stderr, only when it is a terminal. */
 void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -1,5 +1,6 @@
 /* placer.c: the command: dispatches to one verb per file. */
 #include "cli.h"
+#include "placer/runtime.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,6 +30,74 @@ static void usage(FILE *f)
     fprintf(f, "usage: placer VERB [options]   (placer VERB --help for a verb's options)\n\n");
     for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++)
         fprintf(f, "  %-10s %s\n", verbs[k].name, verbs[k].summary);
+}
+
+/* One of placer's own files or folders as this placer finds it (src/runtime/files.c). */
+static void own(const char *what, const char *installed, const char *in_tree)
+{
+    char path[4096];
+    pl_err err;
+    if (pl_own_file(installed, in_tree, path, sizeof path, &err) < 0)
+        snprintf(path, sizeof path, "(missing: %s)", installed);
+    printf("    %s\n        %s\n", path, what);
+}
+
+/* What every verb's manual ends with: exit status, environment, files. */
+static void manual_tail(void)
+{
+    char cache[4096];
+    pl_err err;
+    if (pl_cache_dir("inflated", cache, sizeof cache, &err) < 0) snprintf(cache, sizeof cache, "-");
+    printf(
+        "\nEXIT STATUS\n"
+        "    0   success\n"
+        "    1   no feasible answer (deploy: no configuration meets the SLO)\n"
+        "    2   bad input, a usage error or a failure; the message names the file, the place\n"
+        "        in it and the problem\n"
+        "\nENVIRONMENT\n"
+        "    PLACER_CACHE          the cache folder (else $XDG_CACHE_HOME/placer, else\n"
+        "                          ~/.cache/placer): weightless models inflated for run and\n"
+        "                          profile, each checked by its SHA-256 before use\n"
+        "    PLACER_ORT_DEADLINE   the onnxruntime worker's time for one step (start, loading a\n"
+        "                          model, one request): 30, 30s, 500ms (default: 60 s plus\n"
+        "                          60 s per GB of model); --deadline overrides it\n"
+        "    PLACER_NODE           the node executable (default: node on PATH)\n"
+        "    PLACER_ORT_WORKER, PLACER_ORT_MODULES   another worker script, another\n"
+        "                          node_modules holding onnxruntime-node\n"
+        "\nFILES (as this placer finds them, never relative to the working directory)\n");
+    own("cloud catalogues (--catalog)", "share/placer/catalogs", "catalogs");
+    own("example clusters (--cluster)", "share/placer/clusters", "examples/clusters");
+    own("the onnxruntime worker", "lib/placer/ort_worker.js", "tools/ort_worker.js");
+    own("onnxruntime-node", "lib/placer/node_modules", "build/npm/node_modules");
+    printf("    %s\n        %s\n", cache, "inflated models (the cache)");
+}
+
+static void manual(void)
+{
+    printf("NAME\n    placer - places deep-learning models on devices: ONNX import, cost model,\n"
+           "    simulator, placement algorithms, cloud configuration search, onnxruntime runs\n"
+           "\nSYNOPSIS\n    placer VERB [options]\n    placer VERB --help\n    placer --version\n"
+           "\nVERBS\n");
+    for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++)
+        printf("    %-10s %s\n", verbs[k].name, verbs[k].summary);
+    manual_tail();
+}
+
+/* `placer VERB --help`: the verb's own synopsis and options, then what every verb shares. */
+static int verb_help(size_t k, int argc, char **argv)
+{
+    printf("NAME\n    placer %s - %s\n\nSYNOPSIS AND OPTIONS\n", verbs[k].name, verbs[k].summary);
+    fflush(stdout);
+    int rc = verbs[k].run(argc, argv);
+    manual_tail();
+    return rc;
+}
+
+static bool wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return true;
+    return false;
 }
 
 int cli_fail(const char *verb, const char *fmt, ...)
@@ -66,16 +135,16 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_EXIT_BAD_INPUT : 0;
-    }
+    if (argc < 2) return usage(stderr), CLI_EXIT_BAD_INPUT;
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return manual(), 0;
     if (!strcmp(argv[1], "--version")) {
         printf("placer %s\n", PLACER_VERSION);
         return 0;
     }
     for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++)
-        if (!strcmp(argv[1], verbs[k].name)) return verbs[k].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], verbs[k].name))
+            return wants_help(argc - 1, argv + 1) ? verb_help(k, argc - 1, argv + 1)
+                                                  : verbs[k].run(argc - 1, argv + 1);
     fprintf(stderr, "placer: unknown verb '%s'\n", argv[1]);
     usage(stderr);
     return CLI_EXIT_BAD_INPUT;

@@ -11,24 +11,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROFILE_CLUSTER "examples/clusters/local-cpu.json"
 #define PROFILE_DEVICE "cpu0"
-#define PROFILE_CACHE "build/ort-cache"
 
 static const char *help =
     "usage: placer profile MODEL [-o profile.json] [--device-model NAME] [--repeat R]\n"
     "                      [--cluster C] [--json] [--dim N=V]... [--input NAME=SIZES]...\n"
+    "                      [--deadline T]\n"
     "  -o FILE        writes the measured times as placer-profile/1 (for --profile)\n"
     "  --device-model the model the times are for; default: that of cpu0 in the cluster\n"
-    "  --cluster C    the cluster whose cpu0 is this machine (default " PROFILE_CLUSTER ");\n"
-    "                 its cost model gives the estimates printed beside the times\n"
+    "  --cluster C    the cluster whose cpu0 is this machine (default: the local-cpu.json\n"
+    "                 placer ships); its cost model gives the estimates printed beside the times\n"
     "  --repeat R     timed requests after one warm-up (default 10); times are means\n"
+    "  --deadline T   the onnxruntime worker's time for one step (start, load, one request)\n"
+    "                 before it is taken as stalled and killed (default: $PLACER_ORT_DEADLINE,\n"
+    "                 else 60 s plus 60 s per GB of model)\n"
     "exit status: 0 done, 2 bad input or failure\n";
 
 typedef struct prof_opts {
     cli_common co;
     const char *out, *device_model;
     int repeat;
+    double deadline_s; /* 0: the library's default */
 } prof_opts;
 
 /* What was measured: the profile (op name -> seconds) and how the nodes matched. */
@@ -46,9 +49,10 @@ static double op_time(const pl_graph *g, const prof_ops *m, int i)
 /* Inflates the model, starts the worker, profiles, stops it. */
 static int measure(const prof_opts *o, pl_ort_node_time **t, int *n, pl_err *err)
 {
-    char inflated[4096];
-    if (pl_inflate_model(o->co.model, PROFILE_CACHE, inflated, sizeof inflated, err) < 0) return -1;
-    pl_ort *w = pl_ort_start(&(pl_ort_opts){.timeout_s = 600}, err);
+    char inflated[4096], cache[4096];
+    if (!cli_cache_dir("profile", cache, sizeof cache)) return pl_err_set(err, "no cache folder");
+    if (pl_inflate_model(o->co.model, cache, inflated, sizeof inflated, err) < 0) return -1;
+    pl_ort *w = pl_ort_start(&(pl_ort_opts){.timeout_s = o->deadline_s}, err);
     if (!w) return -1;
     int rc = pl_ort_profile(w, inflated, o->repeat, t, n, err);
     pl_ort_stop(w);
@@ -136,7 +140,9 @@ static void print_json(const prof_opts *o, const cli_ctx *x, int dev, const prof
 static int run(prof_opts *o)
 {
     cli_ctx x;
-    if (!o->co.cluster) o->co.cluster = PROFILE_CLUSTER;
+    char local[4096];
+    if (!o->co.cluster && !(o->co.cluster = cli_local_cluster("profile", local, sizeof local)))
+        return CLI_EXIT_BAD_INPUT;
     if (cli_ctx_open("profile", &o->co, &x)) return CLI_EXIT_BAD_INPUT;
     int dev = pl_cluster_find(x.c, PROFILE_DEVICE);
     if (dev < 0) dev = 0;
@@ -177,6 +183,10 @@ int cli_profile(int argc, char **argv)
         if (cli_opt(argc, argv, &i, "--device-model", &v)) {
             if (!v || !*v) return cli_fail("profile", "--device-model wants a name");
             o.device_model = v;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--deadline", &v)) {
+            if (cli_deadline("profile", v, &o.deadline_s) < 0) return CLI_EXIT_BAD_INPUT;
             continue;
         }
         if (cli_opt(argc, argv, &i, "--repeat", &v)) {

@@ -16,14 +16,18 @@
 
 static const char *help =
     "usage: placer run DIR [--repeat R] [--warmup W] [--sequential] [--cache DIR]\n"
-    "                      [--seed S] [--int-high H] [--trace FILE] [--json]\n"
+    "                      [--seed S] [--int-high H] [--trace FILE] [--json] [--deadline T]\n"
     "                      [--plan P (--cluster C | --catalog CAT --config NAME)\n"
     "                       [--cost-params F] [--profile F]...]\n"
     "  DIR            a folder written by `placer split` (manifest.json and the stage files)\n"
     "  --repeat R     timed requests (default 10), after W untimed ones (--warmup, default 2)\n"
     "  --sequential   one stage after the other on one thread, in the manifest's order\n"
     "                 (default: one thread per device, each stage as soon as its inputs are in)\n"
-    "  --cache DIR    where weightless stage files are inflated (default build/ort-cache)\n"
+    "  --cache DIR    where weightless stage files are inflated (default: $PLACER_CACHE,\n"
+    "                 else $XDG_CACHE_HOME/placer, else ~/.cache/placer; then /inflated)\n"
+    "  --deadline T   the onnxruntime worker's time for one step (start, loading a stage, one\n"
+    "                 request) before it is taken as stalled and killed (default:\n"
+    "                 $PLACER_ORT_DEADLINE, else 60 s plus 60 s per GB of model)\n"
     "  --seed S, --int-high H   random inputs: the seed (1); integers in [0, H) (default 2)\n"
     "  --trace FILE   the median request as a Chrome trace (Perfetto), one track per device\n"
     "  --plan P       with the cluster the split was made for: the simulator's prediction of\n"
@@ -36,6 +40,7 @@ typedef struct run_opts {
     const char *dir, *plan, *cache, *trace;
     int repeat, warmup, int_high;
     unsigned seed;
+    double deadline_s; /* 0: the library's default */
     bool sequential;
 } run_opts;
 
@@ -131,7 +136,7 @@ static int predict(const run_opts *o, const pl_split_manifest *m, prediction *p)
 static int measure(const run_opts *o, const pl_split_manifest *m, pl_ort_result *r)
 {
     pl_err err = {""};
-    pl_ort_opts oo = {.seed = o->seed, .int_high = o->int_high};
+    pl_ort_opts oo = {.seed = o->seed, .int_high = o->int_high, .timeout_s = o->deadline_s};
     cli_progress("run: inflating and loading %d stages\n", m->n);
     pl_ort *w = pl_ort_start(&oo, &err);
     int rc = w ? pl_ort_load_split(w, m, o->cache, o->sequential, &err) : -1;
@@ -352,7 +357,9 @@ static int parse(int argc, char **argv, run_opts *o)
             o->cache = v;
         else if (cli_opt(argc, argv, &i, "--trace", &v))
             o->trace = v;
-        else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
+        else if (cli_opt(argc, argv, &i, "--deadline", &v)) {
+            if (cli_deadline("run", v, &o->deadline_s) < 0) return -1;
+        } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
             if (cli_count("run", "--repeat", v, 1, 100000, &x) < 0) return -1;
             o->repeat = (int)x;
         } else if (cli_opt(argc, argv, &i, "--warmup", &v)) {
@@ -372,7 +379,8 @@ static int parse(int argc, char **argv, run_opts *o)
 
 int cli_run(int argc, char **argv)
 {
-    run_opts o = {.cache = "build/ort-cache", .repeat = 10, .warmup = 2, .seed = 1};
+    run_opts o = {.repeat = 10, .warmup = 2, .seed = 1};
+    char cache[4096];
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
     if (parse(argc, argv, &o) < 0) return CLI_EXIT_BAD_INPUT;
@@ -383,5 +391,7 @@ int cli_run(int argc, char **argv)
         return cli_fail("run", "--plan needs the cluster it was made for (--cluster or --catalog)");
     if (!o.plan && (o.co.cluster || o.co.catalog))
         return cli_fail("run", "a cluster without --plan predicts nothing: give --plan too");
+    if (!o.cache && !(o.cache = cli_cache_dir("run", cache, sizeof cache)))
+        return CLI_EXIT_BAD_INPUT;
     return run(&o);
 }

@@ -130,6 +130,74 @@ static void test_inflate_full_weights(void **state)
     assert_int_equal(files, 0); /* nothing written */
 }
 
+/* A weightless model (one float initializer of 1000 elements without data, its path into
+ * src) inflated into the cache folder dir; its entry's path into entry and its bytes into
+ * *bytes (malloc'd). */
+static void inflate_small(const char *dir, char *src, char *entry, char **bytes, size_t *len)
+{
+    Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
+    int64_t dims[] = {1000};
+    t.name = "w", t.n_dims = 1, t.dims = dims, t.data_type = 1, t.has_data_type = 1;
+    snprintf(src, 4096, "%s", one_initializer_model(&t));
+    pl_err err = {{0}};
+    assert_int_equal(pl_inflate_model(src, dir, entry, 4096, &err), 1);
+    *bytes = pl_read_file(entry, len, &err);
+    assert_non_null(*bytes);
+    assert_true(*len > 4000); /* 1000 floats of made-up values */
+}
+
+/* The entry is inflated again (1, with a warning) and holds exactly the bytes of the first
+ * inflation; the next call uses it (0). */
+static void expect_rebuilt(const char *src, const char *dir, const char *want, size_t want_len)
+{
+    char out[4096];
+    size_t len = 0;
+    pl_err err = {{0}};
+    assert_int_equal(pl_inflate_model(src, dir, out, sizeof out, &err), 1);
+    char *got = pl_read_file(out, &len, &err);
+    assert_non_null(got);
+    assert_int_equal(len, want_len);
+    assert_memory_equal(got, want, len);
+    free(got);
+    assert_int_equal(pl_inflate_model(src, dir, out, sizeof out, &err), 0);
+}
+
+/* A cache entry with flipped bytes is found out by its SHA-256 and rebuilt, never used (it
+ * was used as it was, and `placer run` printed a wrong checksum with exit 0). */
+static void test_cache_flipped_bytes_rebuilt(void **state)
+{
+    (void)state;
+    char dir[128], src[4096], entry[4096], *want;
+    size_t len;
+    snprintf(dir, sizeof dir, "%s/cache-flip", tmpdir);
+    inflate_small(dir, src, entry, &want, &len);
+    FILE *f = fopen(entry, "r+b");
+    assert_non_null(f);
+    fseek(f, (long)len - 100, SEEK_SET); /* inside the made-up floats */
+    fputc(want[len - 100] ^ 0x5a, f);
+    fclose(f);
+    expect_rebuilt(src, dir, want, len);
+    free(want);
+}
+
+/* A truncated entry (placer killed while writing it, before entries were renamed into place)
+ * is rebuilt, instead of failing every later run until deleted by hand. So is an entry whose
+ * recorded SHA-256 is missing. */
+static void test_cache_truncated_rebuilt(void **state)
+{
+    (void)state;
+    char dir[128], src[4096], entry[4096], side[4200], *want;
+    size_t len;
+    snprintf(dir, sizeof dir, "%s/cache-trunc", tmpdir);
+    inflate_small(dir, src, entry, &want, &len);
+    assert_int_equal(truncate(entry, (off_t)len / 2), 0);
+    expect_rebuilt(src, dir, want, len);
+    snprintf(side, sizeof side, "%s.sha256", entry);
+    assert_int_equal(unlink(side), 0);
+    expect_rebuilt(src, dir, want, len);
+    free(want);
+}
+
 /* Start once, three trials: one model load, three timed runs, latencies > 0, and the worker
  * process is gone after the trial worker is freed. */
 static void persistent(const char *model)
@@ -332,14 +400,99 @@ static void test_timeout_restarts(void **state)
         fake_worker("mute.js", "console.log(JSON.stringify({ok: true, ready: true}));\n"
                                "process.stdin.resume();\n");
     pl_err err = {{0}};
-    pl_ort *w = pl_ort_start(&(pl_ort_opts){.script = js, .timeout_s = 0.3}, &err);
+    pl_ort *w = pl_ort_start(&(pl_ort_opts){.script = js, .timeout_s = 2}, &err);
     if (!w) fail_msg("%s", err.msg);
     int pid = pl_ort_pid(w);
     long loads, runs;
     assert_int_equal(pl_ort_stats(w, &loads, &runs, &err), -1);
-    assert_contains(err.msg, "did not answer 'stats' within 0.3 s; restarted");
+    char want[160];
+    snprintf(want, sizeof want,
+             "onnxruntime worker (pid %d) stalled: nothing from it for 2 s in 'stats' (before "
+             "its first step)",
+             pid);
+    assert_contains(err.msg, want);
+    assert_contains(err.msg, "killed it; restarted");
     assert_true(gone(pid));
     pl_ort_stop(w);
+}
+
+/* A worker stopped (SIGSTOP) in the middle of a run: the run fails within one step's deadline
+ * with a message naming the worker and the request, the stopped worker is killed and reaped
+ * (no process left behind), and a fresh one has the model loaded again. */
+static void test_stalled_worker_killed(void **state)
+{
+    (void)state;
+    tu_require_ort();
+    pl_ort *w = start_loaded("models/rnnlm.onnx", &(pl_ort_opts){.timeout_s = 5});
+    int pid = pl_ort_pid(w);
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    pl_ort_result r;
+    pl_err err = {{0}};
+    assert_int_equal(pl_ort_run(w, 3, 1, &r, &err), -1);
+    char want[160];
+    snprintf(want, sizeof want,
+             "onnxruntime worker (pid %d) stalled: nothing from it for 5 s in 'run'", pid);
+    assert_contains(err.msg, want);
+    assert_contains(err.msg, "killed it; restarted");
+    assert_true(gone(pid)); /* killed and reaped: not even a zombie */
+    assert_true(pl_ort_pid(w) > 0 && pl_ort_pid(w) != pid);
+    if (pl_ort_run(w, 1, 0, &r, &err) < 0) fail_msg("%s", err.msg);
+    pl_ort_result_free(&r);
+    pl_ort_stop(w);
+}
+
+/* A fake worker that answers 'run' after `steps` steps of 0.3 s, each announced by a progress
+ * line: 8 steps take 2.4 s, longer than the 1.5 s deadline, but no step does. */
+static const char *slow_steps_worker(void)
+{
+    return fake_worker(
+        "steps.js",
+        "const say = (o) => console.log(JSON.stringify(o));\n"
+        "say({ok: true, ready: true});\n"
+        "require('readline').createInterface({input: process.stdin}).on('line', async (l) => {\n"
+        "  const m = JSON.parse(l);\n"
+        "  for (let i = 1; i <= 8; i++) {\n"
+        "    await new Promise((r) => setTimeout(r, 300));\n"
+        "    say({id: m.id, progress: `request ${i} of 8`});\n"
+        "  }\n"
+        "  if (m.op === 'stats') return say({ok: true, id: m.id, loads: 0, runs: 8});\n"
+        "});\n");
+}
+
+/* The deadline is per step: a request of many steps, each announced, is not a stall however
+ * long it takes in all (it was one deadline for the whole reply, and a long run was killed). */
+static void test_deadline_is_per_step(void **state)
+{
+    (void)state;
+    pl_err err = {{0}};
+    pl_ort *w = pl_ort_start(&(pl_ort_opts){.script = slow_steps_worker(), .timeout_s = 1.5}, &err);
+    if (!w) fail_msg("%s", err.msg);
+    long loads = -1, runs = -1;
+    if (pl_ort_stats(w, &loads, &runs, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(runs, 8);
+    assert_int_equal(pl_ort_restarts(w), 0);
+    pl_ort_stop(w);
+}
+
+/* $PLACER_ORT_DEADLINE sets the deadline when the caller does not; a bad value is refused. */
+static void test_deadline_from_environment(void **state)
+{
+    (void)state;
+    const char *js =
+        fake_worker("mute2.js", "console.log(JSON.stringify({ok: true, ready: true}));\n"
+                                "process.stdin.resume();\n");
+    pl_err err = {{0}};
+    setenv("PLACER_ORT_DEADLINE", "2500ms", 1);
+    pl_ort *w = pl_ort_start(&(pl_ort_opts){.script = js}, &err);
+    if (!w) fail_msg("%s", err.msg);
+    long loads, runs;
+    assert_int_equal(pl_ort_stats(w, &loads, &runs, &err), -1);
+    assert_contains(err.msg, "stalled: nothing from it for 2.5 s in 'stats'");
+    pl_ort_stop(w);
+    setenv("PLACER_ORT_DEADLINE", "-1", 1);
+    assert_null(pl_ort_start(&(pl_ort_opts){.script = js}, &err));
+    assert_contains(err.msg, "PLACER_ORT_DEADLINE='-1': wants a duration above 0");
+    unsetenv("PLACER_ORT_DEADLINE");
 }
 
 static void test_worker_error_is_reported(void **state)
@@ -378,6 +531,8 @@ int main(void)
         cmocka_unit_test(test_inflate_refuses_non_onnx),
         cmocka_unit_test(test_inflate_refuses_external_data),
         cmocka_unit_test(test_inflate_full_weights),
+        cmocka_unit_test(test_cache_flipped_bytes_rebuilt),
+        cmocka_unit_test(test_cache_truncated_rebuilt),
         cmocka_unit_test(test_persistent_rnnlm),
         cmocka_unit_test(test_persistent_resnet50),
         cmocka_unit_test(test_outputs_finite),
@@ -387,6 +542,9 @@ int main(void)
         cmocka_unit_test(test_malformed_reply_restarts),
         cmocka_unit_test(test_crash_mid_run_restarts),
         cmocka_unit_test(test_timeout_restarts),
+        cmocka_unit_test(test_stalled_worker_killed),
+        cmocka_unit_test(test_deadline_is_per_step),
+        cmocka_unit_test(test_deadline_from_environment),
         cmocka_unit_test(test_worker_error_is_reported),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

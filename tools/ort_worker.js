@@ -21,6 +21,11 @@
 //   {"op":"quit"}                             -> {"ok":true}, then exits
 //   any failure                               -> {"ok":false,"id":..,"error":"..."}
 //
+// While a request is under way, every step of it (a model loaded, one inference request
+// done, a trace read) is announced with {"id":..,"progress":"request 3 of 12"} before the
+// reply: placer gives each step, not the whole request, its deadline, so a long run of many
+// requests is not taken for a stall and a stalled one is found out within one step.
+//
 // Without "devices", stages run one after the other on the main thread, in the order given.
 // With "devices" (one name per stage), every device gets a worker thread of its own holding
 // its stages' sessions, and a stage runs as soon as its inputs have arrived: onnxruntime-node
@@ -54,6 +59,11 @@ function reply(obj) {
   process.stdout.write(JSON.stringify(obj) + '\n');
 }
 
+// One step of request `id` is done (see the top of the file); nothing for a device thread.
+function progress(id, what) {
+  if (isMainThread && id !== undefined) reply({id, progress: what});
+}
+
 // A small seeded generator (mulberry32): the same seed gives the same inputs in every run.
 function rng(seed) {
   let a = seed >>> 0;
@@ -84,9 +94,12 @@ async function openStage(p, opts) {
   return {path: p, session, inputs, outputs: session.outputNames};
 }
 
-async function openAll(paths, opts) {
+async function openAll(paths, opts, id) {
   const out = [];
-  for (const p of paths) out.push(await openStage(p, opts));
+  for (const p of paths) {
+    out.push(await openStage(p, opts));
+    progress(id, `model ${out.length} of ${paths.length} loaded`);
+  }
   return out;
 }
 
@@ -288,7 +301,7 @@ function wire(stages, devices, final) {
   });
 }
 
-async function loadThreads(paths, names, opts) {
+async function loadThreads(paths, names, opts, id) {
   const byName = new Map();
   paths.forEach((p, i) => {
     if (typeof names[i] !== 'string' || !names[i]) throw new Error(`"devices"[${i}] must be a device name`);
@@ -297,7 +310,10 @@ async function loadThreads(paths, names, opts) {
   });
   const next = [...byName.values()], set = paths.map((p, i) => ({path: p, device: names[i]}));
   try {
-    const answers = await Promise.all(next.map((d) => ask(d, {op: 'load', opts, stages: d.stages.map((i) => ({index: i, path: paths[i]}))}, 'loaded')));
+    let done = 0;
+    const loadOn = (d) => ask(d, {op: 'load', opts, stages: d.stages.map((i) => ({index: i, path: paths[i]}))}, 'loaded')
+      .then((a) => (progress(id, `device ${d.name} loaded (${++done} of ${next.length})`), a));
+    const answers = await Promise.all(next.map(loadOn));
     answers.forEach((a) => {
       loads += a.loads;
       for (const st of a.stages) Object.assign(set[st.index], {inputs: st.inputs, outputs: st.outputs});
@@ -332,8 +348,8 @@ async function load(msg) {
     throw new Error('"devices" must list one device name per model');
   const t0 = process.hrtime.bigint();
   let next, threads = null;
-  if (threaded) ({set: next, threads} = await loadThreads(msg.models, msg.devices, sessionOptions(msg)));
-  else next = await openAll(msg.models, sessionOptions(msg));
+  if (threaded) ({set: next, threads} = await loadThreads(msg.models, msg.devices, sessionOptions(msg), msg.id));
+  else next = await openAll(msg.models, sessionOptions(msg), msg.id);
   const final = finalOutputs(next);
   try {
     if (threads) wire(next, threads, final);
@@ -452,7 +468,10 @@ async function run(msg) {
   const repeat = msg.repeat > 0 ? msg.repeat : 1, warmup = msg.warmup > 0 ? msg.warmup : 0;
   const feeds = makeFeeds(msg);
   if (devices) sendFeeds(feeds);
-  for (let i = 0; i < warmup; i++) await runOnce(feeds);
+  for (let i = 0; i < warmup; i++) {
+    await runOnce(feeds);
+    progress(msg.id, `warm-up request ${i + 1} of ${warmup}`);
+  }
   const latency_s = [], stage_s = [], start_s = [], end_s = [];
   let last;
   for (let i = 0; i < repeat; i++) {
@@ -460,6 +479,7 @@ async function run(msg) {
     latency_s.push(last.latency);
     stage_s.push(last.times), start_s.push(last.start), end_s.push(last.end);
     runs++;
+    progress(msg.id, `timed request ${i + 1} of ${repeat}`);
   }
   const outputs = {};
   for (const o of finals) outputs[o] = summarize(last.values[o]);
@@ -506,10 +526,13 @@ async function compare(msg) {
     throw new Error('"reference" must be a path and "stages" a non-empty list of paths');
   const opts = sessionOptions(msg);
   const ref = await referenceSet(msg.reference, opts);
-  const set = await openAll(msg.stages, opts);
+  progress(msg.id, 'reference loaded');
+  const set = await openAll(msg.stages, opts, msg.id);
   try {
     const feeds = makeFeeds(msg, ref);
-    const want = await runOnce(feeds, ref), got = await runOnce(feeds, set);
+    const want = await runOnce(feeds, ref);
+    progress(msg.id, 'reference run');
+    const got = await runOnce(feeds, set);
     const outputs = {};
     for (const o of ref[0].outputs) outputs[o] = difference(o, want.values[o], got.values[o]);
     return {reference_s: want.latency, stages_s: got.latency, stage_s: got.times, outputs};
@@ -569,11 +592,13 @@ async function profile(msg) {
     const opts = Object.assign(sessionOptions(Object.assign({}, msg, {optimize: 'disabled'})),
                                {enableProfiling: true, profileFilePrefix: path.join(dir, 'trace')});
     const set = [await openStage(msg.model, opts)];
+    progress(msg.id, 'model loaded');
     const feeds = makeFeeds(msg, set), run_s = [];
     try {
       for (let i = 0; i < warmup + repeat; i++) {
         const r = await runOnce(feeds, set);
         if (i >= warmup) run_s.push(r.latency), runs++;
+        progress(msg.id, `request ${i + 1} of ${warmup + repeat}`);
       }
       set[0].session.endProfiling();
     } finally {

@@ -5,6 +5,8 @@ set -u
 build=${1:-build}
 cd "$(dirname "$0")/.."
 export PLACER_BIN="$build/placer"
+# the inflated-model cache of the verbs the tests run: the build tree's, not the user's
+export PLACER_CACHE="${PLACER_CACHE:-$PWD/build/ort-cache}"
 passed=0; failed=0; broken=()
 for t in "$build"/tests/test_*; do
   [ -x "$t" ] || continue

@@ -4,28 +4,48 @@
  * onnxruntime-node that `make deps` installs into build/npm): placer starts it once, loads the
  * model (or a set of stages) once, the expensive part, then runs many timed requests over a
  * pipe, one JSON message per line each way. A worker that crashes, answers garbage or does not
- * answer in time is killed with its process group, restarted, and reported as an error. */
+ * finish a step of a request within its deadline (pl_ort_opts.timeout_s) is killed with its
+ * process group (SIGKILL, reaped), restarted, and reported as an error naming its pid, the
+ * request and how far it got. */
 #ifndef PLACER_RUNTIME_H
 #define PLACER_RUNTIME_H
 
 #include "placer/common.h"
 
+/* placer's own files, found from the executable, never from the working directory
+ * (docs/runtime.md, "Files"): `installed` under the install prefix (PREFIX/bin/placer ->
+ * PREFIX/`installed`, e.g. "share/placer/catalogs/aws.json"), else `in_tree` under the source
+ * tree the library was built from (e.g. "catalogs/aws.json"). The path goes into out; -1 with
+ * both places named in err when neither exists. */
+int pl_own_file(const char *installed, const char *in_tree, char *out, size_t n, pl_err *err);
+/* The per-user cache folder `sub` (e.g. "inflated"): $PLACER_CACHE/sub, else
+ * $XDG_CACHE_HOME/placer/sub, else ~/.cache/placer/sub. Not created here. */
+int pl_cache_dir(const char *sub, char *out, size_t n, pl_err *err);
+
 /* Writes a copy of the ONNX file `src` whose weightless tensors (dims but no data) hold
- * made-up values of the right size, as cache_dir/<sha256 of src>.onnx, and puts that path in
- * out. A model without weightless tensors is not copied: out gets src itself. Returns 1 when
- * it wrote the file, 0 when it did not (already in the cache, or out is src), -1 on error.
- * src is read once, whole (its hash names the cache entry). Models with external data are
- * refused, and so is every model the ONNX reader (pl_onnx_load) refuses: nothing reaches
- * onnxruntime without passing it. */
+ * made-up values of the right size, as cache_dir/<sha256 of src>-inflate1.onnx (the name says
+ * all that shapes it: the source's content and the version of the made-up values), with its own
+ * SHA-256 beside it in <entry>.sha256, and puts that path in out. An entry is used only when
+ * its SHA-256 is the recorded one; a damaged entry (flipped bytes, truncated, no record) is
+ * rebuilt with a warning on stderr. Both files are written to a temporary name in cache_dir and
+ * renamed, so no reader sees half an entry. A model without weightless tensors is not copied:
+ * out gets src itself. Returns 1 when it wrote the entry, 0 when it did not (already in the
+ * cache and whole, or out is src), -1 on error. src is read once, whole (its hash names the
+ * entry); the entry is read once more to check it. Models with external data are refused, and so is every model the ONNX reader
+ * (pl_onnx_load) refuses: nothing reaches onnxruntime without passing it. */
 int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n, pl_err *err);
 
 typedef struct pl_ort_opts {
     const char *node;    /* NULL: $PLACER_NODE, else "node" (on PATH) */
-    const char *script;  /* NULL: $PLACER_ORT_WORKER, else "tools/ort_worker.js" */
+    const char *script;  /* NULL: $PLACER_ORT_WORKER, else placer's own (pl_own_file:
+                            lib/placer/ort_worker.js installed, tools/ort_worker.js in tree) */
     const char *modules; /* node_modules holding onnxruntime-node; NULL: $PLACER_ORT_MODULES,
-                            else "build/npm/node_modules" (relative paths: to the repo root,
-                            where placer and the tests run) */
-    double timeout_s;    /* for one reply (a load or a whole run); 0: 300 s */
+                            else placer's own (lib/placer/node_modules installed,
+                            build/npm/node_modules in tree) */
+    double timeout_s;    /* the deadline of one step of a request (starting, loading a model,
+                            one inference request; docs/runtime.md, "Deadlines"), after which
+                            the worker is taken as stalled, killed and restarted; 0:
+                            $PLACER_ORT_DEADLINE, else 60 s plus 60 s per GB of the models */
     int threads;         /* intra-op threads per session; 0: 1 */
     bool no_optimize;    /* graph optimisation "disabled" instead of "all" */
     int int_high;        /* random integer inputs are in [0, int_high); 0: 2 */

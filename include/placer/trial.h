@@ -70,8 +70,8 @@ const pl_graph *pl_trial_sim_graph(const pl_trial_worker *w);
 pl_trial_worker *pl_trial_table_new(const char *const *names, const double *latency_s, int n);
 
 /* The measuring worker (docs/runtime.md): start-up inflates the weightless model into
- * `cache_dir` (NULL: "build/ort-cache"), starts the onnxruntime worker process (`ort`; NULL:
- * defaults) and loads the model once; each trial runs it `warmup` (0: 1) times untimed and
+ * `cache_dir` (NULL: pl_cache_dir's "inflated"), starts the onnxruntime worker process (`ort`;
+ * NULL: defaults) and loads the model once; each trial runs it `warmup` (0: 1) times untimed and
  * `repeat` (0: 3) times timed on this machine's CPU and reports the median latency. The
  * cluster is not looked at: the model runs whole, on the local CPU, whatever the
  * configuration (running a plan's stages per device comes with `placer split`). */

@@ -180,7 +180,8 @@ static void file_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
     if (fwrite(data, 1, len, fb->f) != len) fb->failed = true;
 }
 
-/* Writes to a temporary name and renames, so a concurrent reader never sees half a file. */
+/* Writes to a temporary name in the same folder and renames, so that no reader (nor a
+ * later run, after placer was killed mid-write) ever sees half a file under the final name. */
 static int write_model(const Onnx__ModelProto *m, const char *out, pl_err *err)
 {
     char tmp[4200];
@@ -190,10 +191,31 @@ static int write_model(const Onnx__ModelProto *m, const char *out, pl_err *err)
     file_buffer fb = {{NULL}, f, false};
     fb.base.append = file_append;
     protobuf_c_message_pack_to_buffer(&m->base, &fb.base);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) fb.failed = true;
     if (fclose(f) != 0) fb.failed = true;
     if (fb.failed || rename(tmp, out) != 0) {
+        int e = errno;
         unlink(tmp);
-        return pl_err_set(err, "%s: cannot write: %s", out, strerror(errno));
+        return pl_err_set(err, "%s: cannot write: %s", out, strerror(e));
+    }
+    return 0;
+}
+
+/* The entry's own SHA-256 into its sidecar, out.sha256, the same way (temporary + rename).
+ * The sidecar comes after the entry: an entry without one is rebuilt, never trusted. */
+static int write_sidecar(const char *out, pl_err *err)
+{
+    char sha[65], side[4200], tmp[4300];
+    if (pl_sha256_file(out, sha, err) < 0) return -1;
+    snprintf(side, sizeof side, "%s.sha256", out);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", side, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    bool ok = f && fprintf(f, "%s\n", sha) == 65;
+    if (f && (fclose(f) != 0)) ok = false;
+    if (!ok || rename(tmp, side) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return pl_err_set(err, "%s: cannot write: %s", side, strerror(e));
     }
     return 0;
 }
@@ -216,12 +238,41 @@ static int inflate_buffer(const char *src, char *buf, size_t len, const char *ou
     return rc;
 }
 
+/* What is wrong with the cache entry `out` (NULL when it is whole: its SHA-256 is the one
+ * its sidecar recorded when it was written), into why. No entry at all is not damage. */
+static const char *damage(const char *out, bool *present, char *why, size_t n)
+{
+    char side[4200], want[80] = "", got[65];
+    *present = access(out, F_OK) == 0;
+    if (!*present) return NULL;
+    snprintf(side, sizeof side, "%s.sha256", out);
+    FILE *f = fopen(side, "r");
+    bool read = f && fgets(want, sizeof want, f);
+    if (f) fclose(f);
+    want[strcspn(want, "\n")] = 0;
+    if (!read || strlen(want) != 64)
+        return snprintf(why, n, "its recorded SHA-256 (<entry>.sha256) is missing or unreadable"),
+               why;
+    if (pl_sha256_file(out, got, NULL) < 0) return snprintf(why, n, "it cannot be read"), why;
+    if (strcmp(got, want))
+        return snprintf(why, n,
+                        "its SHA-256 is %.12s..., not the %.12s... recorded when it was "
+                        "written",
+                        got, want),
+               why;
+    return NULL;
+}
+
+/* The entry's name: what shapes it is the source's content (its SHA-256) and the inflation
+ * itself, versioned by INFLATE_KEY: change it whenever the made-up values change. */
+#define INFLATE_KEY "inflate1"
+
 int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n, pl_err *err)
 {
     /* Read once: the same bytes give the hash that names the cache entry and, on a miss, the
      * model to inflate. */
     size_t len = 0;
-    char *buf = pl_read_file(src, &len, err), sha[65];
+    char *buf = pl_read_file(src, &len, err), sha[65], why[256];
     if (!buf) return -1;
     /* Every model reaches onnxruntime through here: it must first pass the reader, which
      * refuses what the ONNX spec forbids (a Conv of stride 0 kills the worker with SIGFPE). */
@@ -229,14 +280,22 @@ int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n
     if (!g) return free(buf), -1;
     pl_graph_free(g);
     pl_sha256_buffer(buf, len, sha);
-    int rc = pl_mkdir_p(cache_dir, err), w = snprintf(out, n, "%s/%s.onnx", cache_dir, sha);
-    if (rc == 0 && (w < 0 || (size_t)w >= n))
+    int rc = pl_mkdir_p(cache_dir, err);
+    int w = snprintf(out, n, "%s/%s-%s.onnx", cache_dir, sha, INFLATE_KEY);
+    if (rc == 0 && (w < 0 || (size_t)w + 16 >= n)) /* room for the sidecar's name too */
         rc = pl_err_set(err, "%s: the cache path does not fit in %zu bytes", cache_dir, n);
-    bool cached = rc == 0 && access(out, R_OK) == 0;
-    if (rc == 0 && !cached)
+    bool present = false;
+    const char *bad = rc == 0 ? damage(out, &present, why, sizeof why) : NULL;
+    if (bad) /* a library has no other channel for a warning that is not an error */
+        fprintf(stderr, "warning: cache entry %s (for %s) is damaged: %s; rebuilding it\n", out,
+                src, bad);
+    bool cached = rc == 0 && present && !bad;
+    if (rc == 0 && !cached) {
         rc = inflate_buffer(src, buf, len, out, err);
-    else
+        if (rc == 1 && write_sidecar(out, err) < 0) rc = -1;
+    } else {
         free(buf);
+    }
     if (rc == 0 && !cached) { /* nothing to fill: src runs as it is */
         w = snprintf(out, n, "%s", src);
         if (w < 0 || (size_t)w >= n)

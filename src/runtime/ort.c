@@ -5,7 +5,14 @@
  * for the answer to a later request. When the worker dies, answers something that is not a
  * reply, or does not answer in time, the stream can no longer be trusted: the worker is killed,
  * started again with the same models loaded, and the request fails with a message that says
- * what happened. It is not retried: a trial whose worker crashed is not a measurement. */
+ * what happened. It is not retried: a trial whose worker crashed is not a measurement.
+ *
+ * "In time" is per step, not per request: the worker announces every step of a request (a
+ * model loaded, one inference request done) with a progress line, and each step has the
+ * deadline (docs/runtime.md, "Deadlines"): the caller's, else $PLACER_ORT_DEADLINE, else 60 s
+ * plus 60 s per GB of the models the step works on. A run of many requests is therefore never
+ * taken for a stall, and a stalled worker (stopped, deadlocked, swapping) is found out within
+ * one step's deadline, killed with SIGKILL and reaped. */
 #include "ort_internal.h"
 
 #include <jansson.h>
@@ -13,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct pl_ort {
     ort_proc p;
@@ -25,22 +33,67 @@ struct pl_ort {
     int restarts;
     bool restarting; /* a failure now is not restarted again */
     double load_s;
+    double deadline_s;   /* of one step; 0: scaled to the models (step_deadline) */
+    double loaded_bytes; /* of the loaded models' files: what a run's steps work on */
 };
 
-static char *pick(const char *given, const char *env, const char *dflt)
+/* Bytes of the files, for the default deadline (a file that cannot be read counts 0: the
+ * worker will say what is wrong with it). */
+static double bytes_of(const char *const *paths, int n)
 {
-    const char *e = getenv(env);
-    return pl_strdup(given ? given : e && *e ? e : dflt);
+    double sum = 0;
+    struct stat st;
+    for (int i = 0; i < n; i++)
+        if (paths[i] && stat(paths[i], &st) == 0) sum += (double)st.st_size;
+    return sum;
 }
 
-static int request(pl_ort *w, json_t *msg, const char *what, json_t **reply, pl_err *err);
+/* The deadline of one step that works on `bytes` of models: loading them, or one inference
+ * request. Loading a model and running it once both grow with its size; 60 s covers start-up
+ * and the zoo's models with a margin of fifty times for a busy machine (docs/runtime.md,
+ * "Deadlines", has the figures). */
+static double step_deadline(const pl_ort *w, double bytes)
+{
+    return w->deadline_s > 0 ? w->deadline_s : 60 + 60 * bytes / 1e9;
+}
+
+/* $PLACER_ORT_DEADLINE: seconds, as a bare number ("30") or a duration ("30s", "500ms"). */
+static int env_deadline(double *out, pl_err *err)
+{
+    const char *e = getenv("PLACER_ORT_DEADLINE");
+    if (!e || !*e) return 0;
+    char *end;
+    double v = strtod(e, &end);
+    if (*end && pl_parse_quantity(e, PL_UNIT_SECONDS, &v, NULL) < 0) v = NAN;
+    if (!(v > 0) || !isfinite(v))
+        return pl_err_set(err,
+                          "PLACER_ORT_DEADLINE='%s': wants a duration above 0 (30, 30s, "
+                          "500ms)",
+                          e);
+    *out = v;
+    return 0;
+}
+
+/* The caller's value, else the environment's, else placer's own file (pl_own_file); NULL
+ * with err set when even that is missing. */
+static char *pick(const char *given, const char *env, const char *installed, const char *in_tree,
+                  pl_err *err)
+{
+    const char *e = getenv(env);
+    if (given || (e && *e)) return pl_strdup(given ? given : e);
+    char path[4096];
+    return pl_own_file(installed, in_tree, path, sizeof path, err) < 0 ? NULL : pl_strdup(path);
+}
+
+static int request(pl_ort *w, json_t *msg, const char *what, double bytes, json_t **reply,
+                   pl_err *err);
 
 /* Waits for the greeting: the worker found onnxruntime-node and reads requests. */
 static int spawn(pl_ort *w, pl_err *err)
 {
     if (ort_proc_spawn(&w->p, w->node, w->script, w->modules, err) < 0) return -1;
     json_t *r = NULL;
-    int rc = request(w, NULL, "start", &r, err);
+    int rc = request(w, NULL, "start", 0, &r, err);
     json_decref(r);
     return rc;
 }
@@ -66,25 +119,48 @@ static int restart(pl_ort *w, const char *how, pl_err *err)
     return pl_err_set(err, "%s%s; restarting it failed too: %.400s", how, said, e.msg);
 }
 
-/* Reads the reply to `what` and checks that it is one: a JSON object with "ok", and our id. */
-static json_t *read_reply(pl_ort *w, long id, const char *what, pl_err *err)
+/* A progress line of request `id` (see the top of the file): its step into step. */
+static bool is_progress(json_t *r, long id, char *step, size_t n)
 {
-    char *line = NULL, how[160], msg[PL_ERR_MAX];
-    ort_line_rc rc = ort_proc_line(&w->p, w->o.timeout_s, &line);
-    if (rc == ORT_LINE_TIMEOUT) {
-        snprintf(msg, sizeof msg, "onnxruntime worker did not answer '%s' within %g s", what,
-                 w->o.timeout_s);
-        restart(w, msg, err);
-        return NULL;
+    json_t *pv = json_object_get(r, "progress"), *idv = json_object_get(r, "id");
+    if (!json_is_string(pv) || !json_is_integer(idv) || json_integer_value(idv) != id) return false;
+    snprintf(step, n, "after %s", json_string_value(pv));
+    return true;
+}
+
+/* The worker said nothing for a whole step: it is killed (restart() ends it with SIGKILL and
+ * reaps it) and the message says which worker, which request and how far it got. */
+static void stalled(pl_ort *w, const char *what, const char *step, double deadline, pl_err *err)
+{
+    char msg[PL_ERR_MAX];
+    snprintf(msg, sizeof msg,
+             "onnxruntime worker (pid %d) stalled: nothing from it for %g s in '%s' (%s), the "
+             "deadline of one step (--deadline, $PLACER_ORT_DEADLINE); killed it",
+             (int)w->p.pid, deadline, what, step);
+    restart(w, msg, err);
+}
+
+/* Reads the reply to `what` and checks that it is one: a JSON object with "ok", and our id.
+ * Progress lines before it restart the step's deadline. */
+static json_t *read_reply(pl_ort *w, long id, const char *what, double deadline, pl_err *err)
+{
+    char *line = NULL, how[160], msg[PL_ERR_MAX], step[160] = "before its first step";
+    json_t *r = NULL;
+    for (;;) {
+        ort_line_rc rc = ort_proc_line(&w->p, deadline, &line);
+        if (rc == ORT_LINE_TIMEOUT) return stalled(w, what, step, deadline, err), NULL;
+        if (rc == ORT_LINE_EOF) {
+            ort_proc_end(&w->p, 1.0, how, sizeof how); /* keeps the stderr tail */
+            snprintf(msg, sizeof msg, "onnxruntime worker %s while running '%s' (%s)", how, what,
+                     step);
+            restart(w, msg, err);
+            return NULL;
+        }
+        json_error_t je;
+        r = json_loads(line, 0, &je);
+        if (!is_progress(r, id, step, sizeof step)) break;
+        json_decref(r), free(line);
     }
-    if (rc == ORT_LINE_EOF) {
-        ort_proc_end(&w->p, 1.0, how, sizeof how); /* keeps the stderr tail */
-        snprintf(msg, sizeof msg, "onnxruntime worker %s while running '%s'", how, what);
-        restart(w, msg, err);
-        return NULL;
-    }
-    json_error_t je;
-    json_t *r = json_loads(line, 0, &je);
     json_t *okv = r ? json_object_get(r, "ok") : NULL, *idv = r ? json_object_get(r, "id") : NULL;
     bool good = json_is_object(r) && json_is_boolean(okv) &&
                 (id < 0 || (json_is_integer(idv) && json_integer_value(idv) == id));
@@ -106,7 +182,8 @@ static json_t *read_reply(pl_ort *w, long id, const char *what, pl_err *err)
 
 /* Sends msg (NULL: none, only read the greeting; consumed) with a fresh id and returns the
  * reply in *reply; -1 with err set when the worker failed or answered {"ok": false}. */
-static int request(pl_ort *w, json_t *msg, const char *what, json_t **reply, pl_err *err)
+static int request(pl_ort *w, json_t *msg, const char *what, double bytes, json_t **reply,
+                   pl_err *err)
 {
     *reply = NULL;
     if (w->p.pid <= 0 && (w->restarting || spawn(w, err) < 0)) return json_decref(msg), -1;
@@ -125,7 +202,7 @@ static int request(pl_ort *w, json_t *msg, const char *what, json_t **reply, pl_
             return restart(w, m, err);
         }
     }
-    json_t *r = read_reply(w, id, what, err);
+    json_t *r = read_reply(w, id, what, step_deadline(w, bytes), err);
     if (!r) return -1;
     if (!json_is_true(json_object_get(r, "ok"))) {
         const char *e = json_string_value(json_object_get(r, "error"));
@@ -137,18 +214,34 @@ static int request(pl_ort *w, json_t *msg, const char *what, json_t **reply, pl_
     return 0;
 }
 
+/* node, the worker script and its node_modules (docs/runtime.md, "Files"), and the deadline;
+ * -1 when one cannot be found or is wrong. */
+static int configure(pl_ort *w, pl_err *err)
+{
+    const char *node = getenv("PLACER_NODE");
+    w->node = pl_strdup(w->o.node ? w->o.node : node && *node ? node : "node");
+    w->script = pick(w->o.script, "PLACER_ORT_WORKER", "lib/placer/ort_worker.js",
+                     "tools/ort_worker.js", err);
+    w->modules = w->script ? pick(w->o.modules, "PLACER_ORT_MODULES", "lib/placer/node_modules",
+                                  "build/npm/node_modules", err)
+                           : NULL;
+    w->o.node = w->o.script = w->o.modules = NULL; /* the caller's strings are not kept */
+    if (!w->modules) return pl_err_prefix(err, "cannot start the onnxruntime worker");
+    w->deadline_s = w->o.timeout_s;
+    return w->deadline_s > 0 ? 0 : env_deadline(&w->deadline_s, err);
+}
+
 pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err)
 {
     pl_ort *w = pl_calloc(1, sizeof *w);
     if (o) w->o = *o;
-    w->node = pick(w->o.node, "PLACER_NODE", "node");
-    w->script = pick(w->o.script, "PLACER_ORT_WORKER", "tools/ort_worker.js");
-    w->modules = pick(w->o.modules, "PLACER_ORT_MODULES", "build/npm/node_modules");
-    w->o.node = w->o.script = w->o.modules = NULL; /* the caller's strings are not kept */
-    if (w->o.timeout_s <= 0) w->o.timeout_s = 300;
+    w->p = (ort_proc){.pid = -1, .in = -1, .out = -1, .e = -1};
+    if (configure(w, err) < 0) {
+        pl_ort_stop(w);
+        return NULL;
+    }
     if (w->o.threads <= 0) w->o.threads = 1;
     if (w->o.int_high <= 0) w->o.int_high = 2;
-    w->p = (ort_proc){.pid = -1, .in = -1, .out = -1, .e = -1};
     w->restarting = true; /* a worker that cannot start is not restarted */
     int rc = spawn(w, err);
     w->restarting = false;
@@ -205,8 +298,10 @@ int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devic
                             "threads", w->o.threads, "optimize", optimize_of(w)),
            *r = NULL;
     if (devices) json_object_set_new(msg, "devices", strings_json(devices, n));
-    int rc = request(w, msg, "load", &r, err);
+    double bytes = bytes_of(paths, n);
+    int rc = request(w, msg, "load", bytes, &r, err);
     if (rc == 0) w->load_s = json_number_value(json_object_get(r, "load_s"));
+    if (rc == 0) w->loaded_bytes = bytes;
     json_decref(r);
     if (rc < 0 || (const char *const *)w->paths == paths) return rc;
     forget_paths(w);
@@ -284,7 +379,7 @@ int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err)
                             "repeat", repeat, "warmup", warmup > 0 ? warmup : 0, "seed", seed_of(w),
                             "int_high", w->o.int_high),
            *rep = NULL;
-    int rc = request(w, msg, "run", &rep, err);
+    int rc = request(w, msg, "run", w->loaded_bytes, &rep, err);
     if (rc == 0 && read_result(rep, repeat, r) < 0) {
         pl_ort_result_free(r);
         rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'run': it lacks "
@@ -334,7 +429,7 @@ int pl_ort_compare(pl_ort *w, const char *reference, const char *const *stages, 
                             "int_high", w->o.int_high, "threads", w->o.threads, "optimize",
                             optimize_of(w)),
            *rep = NULL;
-    int rc = request(w, msg, "compare", &rep, err);
+    int rc = request(w, msg, "compare", bytes_of(&reference, 1) + bytes_of(stages, n), &rep, err);
     if (rc == 0 && read_compare(rep, r) < 0) {
         pl_ort_compare_result_free(r);
         rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'compare': it lacks "
@@ -389,7 +484,7 @@ int pl_ort_profile(pl_ort *w, const char *model, int repeat, pl_ort_node_time **
                             "repeat", repeat > 0 ? repeat : 1, "warmup", 1, "seed", seed_of(w),
                             "int_high", w->o.int_high, "threads", w->o.threads),
            *rep = NULL;
-    int rc = request(w, msg, "profile", &rep, err);
+    int rc = request(w, msg, "profile", bytes_of(&model, 1), &rep, err);
     if (rc == 0 && read_profile(rep, out, n) < 0) {
         pl_ort_node_times_free(*out, *n);
         *out = NULL, *n = 0;
@@ -411,7 +506,7 @@ void pl_ort_node_times_free(pl_ort_node_time *t, int n)
 int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err)
 {
     json_t *msg = json_pack("{s:s}", "op", "stats"), *rep = NULL;
-    int rc = request(w, msg, "stats", &rep, err);
+    int rc = request(w, msg, "stats", 0, &rep, err);
     if (rc == 0) {
         json_t *l = json_object_get(rep, "loads"), *n = json_object_get(rep, "runs");
         if (!json_is_integer(l) || !json_is_integer(n))

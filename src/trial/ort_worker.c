@@ -22,8 +22,10 @@ typedef struct ort_state {
 static int ort_start(pl_trial_worker *w, pl_err *err)
 {
     ort_state *s = w->state;
-    char path[4096];
-    if (pl_inflate_model(s->model_path, s->cache_dir, path, sizeof path, err) < 0) return -1;
+    char path[4096], cache[4096];
+    if (!s->cache_dir && pl_cache_dir("inflated", cache, sizeof cache, err) < 0) return -1;
+    const char *dir = s->cache_dir ? s->cache_dir : cache;
+    if (pl_inflate_model(s->model_path, dir, path, sizeof path, err) < 0) return -1;
     s->ort = pl_ort_start(&s->opts, err);
     if (!s->ort) return -1;
     const char *paths[] = {path};
@@ -57,7 +59,7 @@ pl_trial_worker *pl_trial_ort_new(const pl_trial_ort_opts *o)
 {
     ort_state *s = pl_calloc(1, sizeof *s);
     s->model_path = pl_strdup(o->model_path);
-    s->cache_dir = pl_strdup(o->cache_dir ? o->cache_dir : "build/ort-cache");
+    s->cache_dir = o->cache_dir ? pl_strdup(o->cache_dir) : NULL; /* NULL: pl_cache_dir's */
     if (o->ort) s->opts = *o->ort;
     s->repeat = o->repeat > 0 ? o->repeat : 3;
     s->warmup = o->warmup > 0 ? o->warmup : 1;
