@@ -180,44 +180,31 @@ static void file_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
     if (fwrite(data, 1, len, fb->f) != len) fb->failed = true;
 }
 
-/* Writes to a temporary name in the same folder and renames, so that no reader (nor a
- * later run, after placer was killed mid-write) ever sees half a file under the final name. */
+/* Through pl_out (temporary + rename), so that no reader (nor a later run, after placer was
+ * killed mid-write) ever sees half a file under the final name. */
 static int write_model(const Onnx__ModelProto *m, const char *out, pl_err *err)
 {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", out, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return pl_err_set(err, "%s: cannot create: %s", tmp, strerror(errno));
-    file_buffer fb = {{NULL}, f, false};
+    pl_out o;
+    if (pl_out_open(&o, out, err) < 0) return -1;
+    file_buffer fb = {{NULL}, o.f, false};
     fb.base.append = file_append;
     protobuf_c_message_pack_to_buffer(&m->base, &fb.base);
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) fb.failed = true;
-    if (fclose(f) != 0) fb.failed = true;
-    if (fb.failed || rename(tmp, out) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return pl_err_set(err, "%s: cannot write: %s", out, strerror(e));
+    if (fb.failed) {
+        pl_out_abort(&o);
+        return pl_err_set(err, "%s: cannot write the inflated model", out);
     }
-    return 0;
+    return pl_out_commit(&o, err);
 }
 
-/* The entry's own SHA-256 into its sidecar, out.sha256, the same way (temporary + rename).
- * The sidecar comes after the entry: an entry without one is rebuilt, never trusted. */
+/* The entry's own SHA-256 into its sidecar, out.sha256, the same way. The sidecar comes after
+ * the entry: an entry without one is rebuilt, never trusted. */
 static int write_sidecar(const char *out, pl_err *err)
 {
-    char sha[65], side[4200], tmp[4300];
+    char sha[65], side[4200], line[66];
     if (pl_sha256_file(out, sha, err) < 0) return -1;
     snprintf(side, sizeof side, "%s.sha256", out);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", side, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    bool ok = f && fprintf(f, "%s\n", sha) == 65;
-    if (f && (fclose(f) != 0)) ok = false;
-    if (!ok || rename(tmp, side) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return pl_err_set(err, "%s: cannot write: %s", side, strerror(e));
-    }
-    return 0;
+    snprintf(line, sizeof line, "%s\n", sha);
+    return pl_out_write_file(side, line, 65, err);
 }
 
 /* Inflates the model in buf (read from src) into out. Returns 1 when it wrote out, 0 when the
