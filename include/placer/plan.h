@@ -60,6 +60,12 @@ void pl_plan_set_xfer_priority(pl_plan *p, int n_edges, const double *prio);
  * (also when src < 0). A binary search: g->edges is sorted by src, dst, tensor. */
 int pl_plan_edge(const pl_graph *g, int src, int dst, int tensor);
 
+/* Colocation (pl_op::coloc): 0 when every class of g is on one device; else -1 with err set
+ * to "WHO: colocation class 'C' is split: op 'a' is on 'd0', op 'b' on 'd1'", naming the first
+ * split class in op order. The simulator and pl_place refuse such plans with it. */
+int pl_plan_check_coloc(const pl_graph *g, const pl_cluster *c, const int *dev, const char *who,
+                        pl_err *err);
+
 /* Writes placer-plan/1. `g`, `c` give names and identity; `g->path`/`c->path` are hashed. */
 int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const char *path,
                  pl_err *err);
