@@ -1,5 +1,6 @@
 /* place.c: the registry of placement algorithms, the timed entry point and the lower bound. */
 #include "algos.h"
+#include "sched.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -65,22 +66,25 @@ static int check_complete(const pl_algo *a, const pl_cost *k, const pl_plan *p, 
  * Every algorithm already keeps ops off devices where their time is infinite, so the second
  * plan keeps each class together, with the algorithm's own schedule and memory checks. */
 
-/* The device for class c (0-based): among those that can run all its ops, the one that ran
- * most of its time in `dev`, ties to the fastest for the whole class; -1 when none can. */
+/* The device for class c (0-based): among those that can run all its ops and hold their
+ * weights, the one that ran most of its time in `dev`, ties to the fastest for the whole
+ * class; -1 when none can. */
 static int pin_device(const pl_cost *k, int c, const int *dev)
 {
     int D = k->n_devs, best = -1;
     double *share = pl_calloc((size_t)D, sizeof *share),
-           *total = pl_calloc((size_t)D, sizeof *total);
+           *total = pl_calloc((size_t)D, sizeof *total), weights = 0;
     for (int i = 0; i < k->n_ops; i++) {
         if (k->g->ops[i].coloc != c + 1) continue;
         share[dev[i]] += pl_cost_op_s(k, i, dev[i]);
+        weights += k->weight_bytes[i];
         for (int d = 0; d < D; d++)
             total[d] += pl_cost_op_s(k, i, d);
     }
     for (int d = 0; d < D; d++)
-        if (isfinite(total[d]) && (best < 0 || share[d] > share[best] ||
-                                   (share[d] == share[best] && total[d] < total[best])))
+        if (isfinite(total[d]) && weights <= pk_dev_cap(k, d) &&
+            (best < 0 || share[d] > share[best] ||
+             (share[d] == share[best] && total[d] < total[best])))
             best = d;
     free(share), free(total);
     return best;
@@ -94,8 +98,10 @@ static int run_pinned(const pl_algo *a, const pl_cost *k, const pl_place_opts *o
     int *pin = pl_malloc((size_t)g->n_coloc * sizeof *pin), rc = 0;
     for (int c = 0; c < g->n_coloc && !rc; c++)
         if ((pin[c] = pin_device(k, c, out->dev)) < 0)
-            rc = pl_err_set(err, "%s: no device can run every op of colocation class '%s'", a->name,
-                            g->coloc_names[c]);
+            rc = pl_err_set(err,
+                            "%s: no device can run every op of colocation class '%s' and hold "
+                            "its weights",
+                            a->name, g->coloc_names[c]);
     pl_cost pinned = *k;
     size_t cells = (size_t)k->n_ops * k->n_devs;
     pinned.op_s = pl_malloc((cells ? cells : 1) * sizeof *pinned.op_s);
