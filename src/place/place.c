@@ -66,27 +66,40 @@ static int check_complete(const pl_algo *a, const pl_cost *k, const pl_plan *p, 
  * Every algorithm already keeps ops off devices where their time is infinite, so the second
  * plan keeps each class together, with the algorithm's own schedule and memory checks. */
 
+/* Is d better than best for a class (best < 0: none yet)? */
+static bool better(int d, int best, const double *share, const double *total)
+{
+    return best < 0 || share[d] > share[best] ||
+           (share[d] == share[best] && total[d] < total[best]);
+}
+
 /* The device for class c (0-based): among those that can run all its ops and hold their
  * weights, the one that ran most of its time in `dev`, ties to the fastest for the whole
- * class; -1 when none can. */
-static int pin_device(const pl_cost *k, int c, const int *dev)
+ * class; preferably one where it still fits beside the weights load[d] already there (the
+ * first plan's, as the pins move them), which the choice updates. -1 when none can. */
+static int pin_device(const pl_cost *k, int c, const int *dev, double *load)
 {
-    int D = k->n_devs, best = -1;
-    double *share = pl_calloc((size_t)D, sizeof *share),
-           *total = pl_calloc((size_t)D, sizeof *total), weights = 0;
+    int D = k->n_devs, fit = -1, any = -1;
+    double *share = pl_calloc((size_t)D * 3, sizeof *share), *total = share + D, *w_on = total + D;
+    double w = 0;
     for (int i = 0; i < k->n_ops; i++) {
         if (k->g->ops[i].coloc != c + 1) continue;
         share[dev[i]] += pl_cost_op_s(k, i, dev[i]);
-        weights += k->weight_bytes[i];
+        w_on[dev[i]] += k->weight_bytes[i];
+        w += k->weight_bytes[i];
         for (int d = 0; d < D; d++)
             total[d] += pl_cost_op_s(k, i, d);
     }
-    for (int d = 0; d < D; d++)
-        if (isfinite(total[d]) && weights <= pk_dev_cap(k, d) &&
-            (best < 0 || share[d] > share[best] ||
-             (share[d] == share[best] && total[d] < total[best])))
-            best = d;
-    free(share), free(total);
+    for (int d = 0; d < D; d++) {
+        if (!isfinite(total[d]) || w > pk_dev_cap(k, d)) continue;
+        if (better(d, any, share, total)) any = d;
+        if (load[d] - w_on[d] + w <= pk_dev_cap(k, d) && better(d, fit, share, total)) fit = d;
+    }
+    int best = fit >= 0 ? fit : any;
+    for (int d = 0; best >= 0 && d < D; d++)
+        load[d] -= w_on[d];
+    if (best >= 0) load[best] += w;
+    free(share);
     return best;
 }
 
@@ -96,8 +109,11 @@ static int run_pinned(const pl_algo *a, const pl_cost *k, const pl_place_opts *o
 {
     const pl_graph *g = k->g;
     int *pin = pl_malloc((size_t)g->n_coloc * sizeof *pin), rc = 0;
+    double *load = pl_calloc((size_t)k->n_devs, sizeof *load);
+    for (int i = 0; i < k->n_ops; i++)
+        load[out->dev[i]] += k->weight_bytes[i];
     for (int c = 0; c < g->n_coloc && !rc; c++)
-        if ((pin[c] = pin_device(k, c, out->dev)) < 0)
+        if ((pin[c] = pin_device(k, c, out->dev, load)) < 0)
             rc = pl_err_set(err,
                             "%s: no device can run every op of colocation class '%s' and hold "
                             "its weights",
@@ -113,7 +129,7 @@ static int run_pinned(const pl_algo *a, const pl_cost *k, const pl_place_opts *o
         pl_plan_clear_schedule(out);
         rc = a->run(&pinned, o, out, err);
     }
-    free(pinned.op_s), free(pin);
+    free(pinned.op_s), free(pin), free(load);
     return rc;
 }
 
