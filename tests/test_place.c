@@ -409,6 +409,16 @@ static void test_colocation_fork(void **state)
     assert_int_equal(pl_simulate(k, hand, &so, &r, &err), -1);
     assert_contains(err.msg, "colocation class 'bc' is split: op 'b' is on 'd0', op 'c' on 'd1'");
     pl_sim_result_free(&r);
+    /* the invariant checker refuses it too, given a run recorded for a plan that kept it */
+    hand->dev[pl_graph_find_op(g, "c")] = 0;
+    so.record = true;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(pl_simulate(k, hand, &so, &r, &err), 0);
+    hand->dev[pl_graph_find_op(g, "c")] = 1;
+    char why[256] = "";
+    assert_int_equal(pl_sim_check(k, hand, &so, &r, why, sizeof why), -1);
+    assert_contains(why, "colocation class 'bc' is split");
+    pl_sim_result_free(&r);
     pl_plan_free(hand), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
