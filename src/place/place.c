@@ -103,33 +103,58 @@ static int pin_device(const pl_cost *k, int c, const int *dev, double *load)
     return best;
 }
 
-/* The second run: k's table with every class confined to the device its pin gives. */
+/* Op i can run on device d only (its time elsewhere becomes infinite). */
+static void confine(pl_cost *pinned, int i, int d)
+{
+    for (int e = 0; e < pinned->n_devs; e++)
+        if (e != d) pinned->op_s[(size_t)i * pinned->n_devs + e] = INFINITY;
+}
+
+/* The second run: k's table with every class confined to the device its pin gives. When the
+ * algorithm's own placement does not fit around the pins (a greedy one may fill a pinned
+ * device first), a third run keeps every other op on its device of the first plan as well,
+ * so that only the classes move. */
 static int run_pinned(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out,
                       pl_err *err)
 {
     const pl_graph *g = k->g;
-    int *pin = pl_malloc((size_t)g->n_coloc * sizeof *pin), rc = 0;
+    int *pin = pl_malloc((size_t)g->n_coloc * sizeof *pin), *first = NULL;
     double *load = pl_calloc((size_t)k->n_devs, sizeof *load);
     for (int i = 0; i < k->n_ops; i++)
         load[out->dev[i]] += k->weight_bytes[i];
-    for (int c = 0; c < g->n_coloc && !rc; c++)
-        if ((pin[c] = pin_device(k, c, out->dev, load)) < 0)
-            rc = pl_err_set(err,
-                            "%s: no device can run every op of colocation class '%s' and hold "
-                            "its weights",
-                            a->name, g->coloc_names[c]);
+    for (int c = 0; c < g->n_coloc; c++)
+        if ((pin[c] = pin_device(k, c, out->dev, load)) < 0) {
+            free(pin), free(load);
+            return pl_err_set(err,
+                              "%s: no device can run every op of colocation class '%s' and hold "
+                              "its weights",
+                              a->name, g->coloc_names[c]);
+        }
     pl_cost pinned = *k;
     size_t cells = (size_t)k->n_ops * k->n_devs;
     pinned.op_s = pl_malloc((cells ? cells : 1) * sizeof *pinned.op_s);
     memcpy(pinned.op_s, k->op_s, cells * sizeof *pinned.op_s);
-    for (int i = 0; i < k->n_ops && !rc; i++)
-        for (int d = 0, c = g->ops[i].coloc - 1; c >= 0 && d < k->n_devs; d++)
-            if (d != pin[c]) pinned.op_s[(size_t)i * k->n_devs + d] = INFINITY;
-    if (!rc) {
+    first = pl_malloc((size_t)(k->n_ops + 1) * sizeof *first);
+    memcpy(first, out->dev, (size_t)k->n_ops * sizeof *first);
+    for (int i = 0; i < k->n_ops; i++)
+        if (g->ops[i].coloc) confine(&pinned, i, pin[g->ops[i].coloc - 1]);
+    pl_plan_clear_schedule(out);
+    int rc = a->run(&pinned, o, out, err);
+    if (rc < 0) {
+        pl_err why = *err;
+        for (int i = 0; i < k->n_ops; i++)
+            if (!g->ops[i].coloc) confine(&pinned, i, first[i]);
         pl_plan_clear_schedule(out);
-        rc = a->run(&pinned, o, out, err);
+        err->msg[0] = 0;
+        if ((rc = a->run(&pinned, o, out, err)) < 0)
+            *err = why;
+        else if (!err->msg[0])
+            pl_err_set(err,
+                       "%s: colocation classes moved to their pins, every other op kept its "
+                       "device of the first plan (a free placement did not fit around the pins)",
+                       a->name);
     }
-    free(pinned.op_s), free(pin), free(load);
+    free(pinned.op_s), free(pin), free(load), free(first);
     return rc;
 }
 
