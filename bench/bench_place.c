@@ -295,13 +295,10 @@ static int moirai(const char *dir)
         snprintf(path, sizeof path, "%s/%s.json", dir, cases[c].name);
         pl_graph *g;
         pl_cluster *cl;
-        double *pair;
         pl_err err = {""};
-        if (pl_moirai_load(path, &g, &cl, &pair, &err) < 0)
-            return fprintf(stderr, "%s\n", err.msg), 1;
+        if (pl_moirai_load(path, &g, &cl, &err) < 0) return fprintf(stderr, "%s\n", err.msg), 1;
         pl_cost *k = pl_cost_new(g, cl, NULL, NULL, 0, &err);
         if (!k) return fprintf(stderr, "%s\n", err.msg), 1;
-        k->pair_xfer_s = pair;
         moirai_row(t, k, "heft", limit, 0, cases[c].name);
         moirai_row(t, k, "getf", limit, 0, cases[c].name);
         moirai_row(t, k, "moirai", limit, cases[c].reference, cases[c].name);

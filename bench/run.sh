@@ -28,6 +28,9 @@ else
   echo "== MOIRAI instances: skipped ($moirai not found)"
 fi
 echo
+# the published instances converted to placer's formats and placed through the CLI
+/usr/bin/python3 bench/published.py "$build" "${PLACER_BENCHMARKS:-../shared/benchmarks}"
+echo
 echo "== moirai on the zoo, MOIRAI's inter- and intra-server clusters: gain over m-SCT, GETF, HEFT (PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_LIMIT:-60} s each; up to 20 minutes)"
 "$build/bench/bench_place" moirai-zoo examples/clusters/moirai-inter-server.json examples/clusters/moirai-intra-server.json -- models/*.onnx
 echo

@@ -21,13 +21,11 @@ typedef struct inst {
 static void inst_load(inst *x, const char *path, double mem_scale)
 {
     pl_err err = {{0}};
-    double *pair;
-    if (pl_moirai_load(path, &x->g, &x->c, &pair, &err) < 0) fail_msg("%s", err.msg);
+    if (pl_moirai_load(path, &x->g, &x->c, &err) < 0) fail_msg("%s", err.msg);
     for (int d = 0; d < x->c->n_devs; d++)
         x->c->devs[d].memory_bytes *= mem_scale;
     x->k = pl_cost_new(x->g, x->c, NULL, NULL, 0, &err);
     assert_non_null(x->k);
-    x->k->pair_xfer_s = pair;
 }
 
 static void inst_free(inst *x)
@@ -331,10 +329,8 @@ static void test_reader_refuses(void **state)
                       "\"untimed_edges\": []}";
     pl_graph *g;
     pl_cluster *c;
-    double *pair;
     pl_err err = {{0}};
-    assert_int_equal(pl_moirai_load(tu_tmpfile(bad, strlen(bad), ".json"), &g, &c, &pair, &err),
-                     -1);
+    assert_int_equal(pl_moirai_load(tu_tmpfile(bad, strlen(bad), ".json"), &g, &c, &err), -1);
     assert_non_null(strstr(err.msg, "no task"));
 }
 

@@ -246,13 +246,22 @@ static void test_random_is_seeded(void **state)
 
 /* A random DAG of n ops: each op reads the single output tensor of some earlier ops (shared,
  * so it is sent once per destination), times random per device model. */
+static char *random_graph_coloc(unsigned seed, int n, int n_devs, int coloc_every);
 static char *random_graph(unsigned seed, int n, int n_devs)
+{
+    return random_graph_coloc(seed, n, n_devs, 0);
+}
+
+/* The same, and with coloc_every > 0, every op n_i with i % coloc_every == 1 in colocation
+ * class "k". */
+static char *random_graph_coloc(unsigned seed, int n, int n_devs, int coloc_every)
 {
     srand(seed);
     sbuf b = {0};
     sb_printf(&b, "{\"format\": \"placer-taskgraph/1\", \"name\": \"r%u\", \"nodes\": [", seed);
     for (int i = 0; i < n; i++) {
-        sb_printf(&b, "%s{\"name\": \"n%d\", \"weight_bytes\": %d, \"times_s\": {", i ? "," : "", i,
+        sb_printf(&b, "%s{\"name\": \"n%d\", %s\"weight_bytes\": %d, \"times_s\": {", i ? "," : "",
+                  i, coloc_every > 0 && i % coloc_every == 1 ? "\"colocation\": \"k\", " : "",
                   rand() % 1000);
         for (int d = 0; d < n_devs; d++)
             sb_printf(&b, "%s\"m%d\": %.6f", d ? "," : "", d, 0.001 * (1 + rand() % 9));
@@ -321,6 +330,128 @@ static void test_lower_bound_brute_force(void **state)
 }
 
 /* The bound's two terms, on graphs where each one binds. */
+/* ---- colocation classes ---- */
+
+/* The best makespan of any placement that keeps every colocation class together (FIFO). */
+static double brute_force_coloc(const pl_cost *k, pl_contention cont)
+{
+    int n = k->n_ops, D = k->n_devs, total = 1;
+    for (int i = 0; i < n; i++)
+        total *= D;
+    pl_plan *p = pl_plan_new(n, D);
+    double best = INFINITY;
+    for (int code = 0; code < total; code++) {
+        for (int i = 0, x = code; i < n; i++, x /= D)
+            p->dev[i] = x % D;
+        pl_err e = {""};
+        if (pl_plan_check_coloc(k->g, k->c, p->dev, "brute", &e) == 0)
+            best = fmin(best, simulate(k, p, cont, false));
+    }
+    pl_plan_free(p);
+    return best;
+}
+
+/* Every op of class "k" on one device. */
+static void assert_class_together(const pl_graph *g, const pl_plan *p, const char *algo)
+{
+    int dev = -1;
+    for (int i = 0; i < g->n_ops; i++) {
+        if (!g->ops[i].coloc) continue;
+        if (dev >= 0 && p->dev[i] != dev) fail_msg("%s splits the colocation class", algo);
+        dev = p->dev[i];
+    }
+}
+
+/* A fork a -> {b, c} -> d on two equal devices: without a class, b and c run in parallel on
+ * the two devices (1 + 4 + 1 = 6 ms plus the transfers); with b and c in one class, every
+ * algorithm keeps them together (so no plan beats 1 + 4 + 4 + 1 = 10 ms), every plan is no
+ * better than brute force over the placements that keep the class, and a hand plan that
+ * splits the class is refused by the simulator, naming the class and the ops. */
+static void test_colocation_fork(void **state)
+{
+    (void)state;
+    const char *text =
+        "{\"format\": \"placer-taskgraph/1\", \"nodes\": ["
+        "{\"name\": \"a\", \"times_s\": {\"m0\": \"1 ms\", \"m1\": \"1 ms\"}},"
+        "{\"name\": \"b\", \"colocation\": \"bc\", \"times_s\": {\"m0\": \"4 ms\", \"m1\": \"4 "
+        "ms\"}},"
+        "{\"name\": \"c\", \"colocation\": \"bc\", \"times_s\": {\"m0\": \"4 ms\", \"m1\": \"4 "
+        "ms\"}},"
+        "{\"name\": \"d\", \"times_s\": {\"m0\": \"1 ms\", \"m1\": \"1 ms\"}}], \"edges\": ["
+        "{\"from\": \"a\", \"to\": \"b\", \"bytes\": \"1 kB\"}, {\"from\": \"a\", \"to\": \"c\", "
+        "\"bytes\": \"1 kB\"},"
+        "{\"from\": \"b\", \"to\": \"d\", \"bytes\": \"1 kB\"}, {\"from\": \"c\", \"to\": \"d\", "
+        "\"bytes\": \"1 kB\"}]}";
+    pl_graph *g = taskgraph(text);
+    assert_int_equal(g->n_coloc, 1);
+    assert_string_equal(g->coloc_names[0], "bc");
+    pl_cluster *c = labelled(2, 1e9);
+    pl_cost *k = cost(g, c);
+    for (size_t m = 0; m < sizeof MODELS / sizeof *MODELS; m++) {
+        double best = brute_force_coloc(k, MODELS[m]);
+        assert_true(best >= 0.010 - 1e-12);
+        for (int a = 0; a < N_ALL; a++) {
+            pl_err err = {""};
+            pl_plan *p = try_place(ALL[a], k, MODELS[m], 1, &err);
+            if (!p) fail_msg("%s refused: %s", ALL[a], err.msg);
+            assert_class_together(g, p, ALL[a]);
+            double ms = simulate(k, p, MODELS[m], true);
+            if (ms < best - 1e-12) fail_msg("%s: %.9g below brute force %.9g", ALL[a], ms, best);
+            pl_plan_free(p);
+        }
+    }
+    pl_plan *hand = pl_plan_new(k->n_ops, k->n_devs);
+    hand->dev[pl_graph_find_op(g, "c")] = 1;
+    pl_sim_opts so = {0};
+    pl_sim_result r;
+    memset(&r, 0, sizeof r);
+    pl_err err = {""};
+    assert_int_equal(pl_simulate(k, hand, &so, &r, &err), -1);
+    assert_contains(err.msg, "colocation class 'bc' is split: op 'b' is on 'd0', op 'c' on 'd1'");
+    pl_sim_result_free(&r);
+    /* the invariant checker refuses it too, given a run recorded for a plan that kept it */
+    hand->dev[pl_graph_find_op(g, "c")] = 0;
+    so.record = true;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(pl_simulate(k, hand, &so, &r, &err), 0);
+    hand->dev[pl_graph_find_op(g, "c")] = 1;
+    char why[256] = "";
+    assert_int_equal(pl_sim_check(k, hand, &so, &r, why, sizeof why), -1);
+    assert_contains(why, "colocation class 'bc' is split");
+    pl_sim_result_free(&r);
+    pl_plan_free(hand), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+/* Random DAGs with a class of every third op: every algorithm keeps it together under every
+ * contention model, and no plan beats brute force over the placements that keep it. */
+static void test_colocation_brute_force(void **state)
+{
+    (void)state;
+    for (unsigned seed = 1; seed <= 8; seed++) {
+        int n = 4 + seed % 3, D = 2 + seed % 2;
+        char *text = random_graph_coloc(seed, n, D, 3);
+        pl_graph *g = taskgraph(text);
+        pl_cluster *c = labelled(D, 1e9 * (1 + seed % 3));
+        pl_cost *k = cost(g, c);
+        pl_contention cont = MODELS[seed % 3];
+        double best = brute_force_coloc(k, cont);
+        for (int a = 0; a < N_ALL; a++) {
+            pl_err err = {""};
+            pl_plan *p = try_place(ALL[a], k, cont, seed, &err);
+            if (!p && strstr(err.msg, "colocation"))
+                fail_msg("seed %u: %s: %s", seed, ALL[a], err.msg);
+            if (!p) continue; /* memory; splitting is what is checked */
+            assert_class_together(g, p, ALL[a]);
+            double ms = simulate(k, p, cont, true);
+            if (ms < best - 1e-12)
+                fail_msg("seed %u: %s: %.9g below brute force %.9g", seed, ALL[a], ms, best);
+            pl_plan_free(p);
+        }
+        pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+        free(text);
+    }
+}
+
 static void test_lower_bound_terms(void **state)
 {
     (void)state;
@@ -786,6 +917,8 @@ int main(void)
         cmocka_unit_test(test_random_is_seeded),
         cmocka_unit_test(test_lower_bound_terms),
         cmocka_unit_test(test_lower_bound_brute_force),
+        cmocka_unit_test(test_colocation_fork),
+        cmocka_unit_test(test_colocation_brute_force),
         cmocka_unit_test(test_schedulers_find_fork_join_optimum),
         cmocka_unit_test(test_heft_reproduces_topcuoglu),
         cmocka_unit_test(test_getf_prefers_finish_over_start),

@@ -2,6 +2,8 @@
  * (each naming the JSON path), and a 50,000-node graph. */
 #include "testutil.h"
 
+#include "placer/sim.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,9 +316,53 @@ static const bad_case bad[] = {
      {"$.edges[0].bytes:", "unknown unit"}},
     {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1e20}]}",
      {"$.edges[0].bytes: 1e+20 bytes is more than 8 PiB"}},
+    /* per-device-pair transfer times */
+    {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": 3}]}",
+     {"t.json: $.edges[0].times_s: transfer times per device pair: a list of"}},
     {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": "
                  "{\"V100->K80\": 1}}]}",
-     {"t.json: $.edges[0].times_s: per-device-pair transfer times are not supported yet"}},
+     {"t.json: $.edges[0].times_s[\"V100->K80\"]: unknown field; the fields here are: devices, "
+      "matrix_s"}},
+    {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": "
+                 "[{\"from\": \"V100\", \"to\": \"K80\"}]}]}",
+     {"t.json: $.edges[0].times_s[0]: the field \"time_s\" is missing"}},
+    {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": "
+                 "[{\"from\": \"V100\", \"to\": \"K80\", \"time\": 1}]}]}",
+     {"t.json: $.edges[0].times_s[0].time: unknown field; did you mean \"time_s\"?"}},
+    {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": "
+                 "[{\"from\": \"\", \"to\": \"K80\", \"time_s\": 1}]}]}",
+     {"t.json: $.edges[0].times_s[0].from: the device name or model is empty"}},
+    {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": "
+                 "[{\"from\": \"V100\", \"to\": \"K80\", \"time_s\": -1}]}]}",
+     {"t.json: $.edges[0].times_s[0].time_s: -1 is negative"}},
+    {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": "
+                 "[{\"from\": \"V100\", \"to\": \"K80\", \"time_s\": \"3 GB\"}]}]}",
+     {"t.json: $.edges[0].times_s[0].time_s: \"3 GB\" is a size, not a time"}},
+    {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": "
+                 "{\"devices\": [\"x\", \"y\"], \"matrix_s\": [[0, 1]]}}]}",
+     {"t.json: $.edges[0].times_s.matrix_s: 1 rows for 2 devices"}},
+    {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": "
+                 "{\"devices\": [\"x\", \"y\"], \"matrix_s\": [[0, 1], [2]]}}]}",
+     {"t.json: $.edges[0].times_s.matrix_s[1]: a row of 2 times (one per device)"}},
+    {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": "
+                 "{\"devices\": [\"x\", \"\"], \"matrix_s\": [[0, 1], [2, 0]]}}]}",
+     {"t.json: $.edges[0].times_s.devices[1]: a device name or model (a non-empty string)"}},
+    {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"times_s\": "
+                 "{\"devices\": [\"x\", \"y\"], \"matrix_s\": [[0, \"1 kB\"], [2, 0]]}}]}",
+     {"t.json: $.edges[0].times_s.matrix_s[0][1]: \"1 kB\" is a size, not a time"}},
+    {HEAD NODES3
+     ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"tensor\": \"t\", "
+     "\"times_s\": [{\"from\": \"x\", \"to\": \"y\", \"time_s\": 1}]}, {\"from\": \"a\", "
+     "\"to\": \"c\", \"bytes\": 1, \"tensor\": \"t\", \"times_s\": []}]}",
+     {"t.json: $.edges[1].times_s: the transfer times of tensor \"t\" are already given by "
+      "$.edges[0]"}},
+    /* colocation classes */
+    {HEAD "\"nodes\": [{\"name\": \"a\", \"colocation\": \"\"}]}",
+     {"t.json: $.nodes[0].colocation: a colocation class name must not be empty"}},
+    {HEAD "\"nodes\": [{\"name\": \"a\", \"colocation\": 5}]}",
+     {"t.json: $.nodes[0].colocation: expected a string, got 5"}},
+    {HEAD "\"nodes\": [{\"name\": \"a\", \"colocate\": \"k\"}]}",
+     {"t.json: $.nodes[0].colocate: unknown field; did you mean \"colocation\"?"}},
     {HEAD NODES2 ", \"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": 1, \"tensor\": \"\"}]}",
      {"t.json: $.edges[0].tensor: a tensor name must not be empty"}},
     /* shared tensors */
@@ -358,6 +404,57 @@ static const bad_case bad[] = {
                  " {\"from\": \"c\", \"to\": \"a\", \"bytes\": 1}]}",
      {"t.json: $.edges: the graph has a cycle through 3 ops", "'a' -> 'b' -> 'c' -> 'a'"}},
 };
+
+/* Transfer times per device pair, as a list (by device model) and as a matrix (by device
+ * name), replace the estimate from bytes and links for those pairs only; colocation classes
+ * are read in order of first use. */
+static void test_pair_times_and_classes(void **state)
+{
+    (void)state;
+    pl_graph *g = load_text(
+        HEAD
+        "\"nodes\": [{\"name\": \"a\", \"times_s\": {\"m0\": \"1 ms\", \"m1\": \"1 ms\"}},"
+        "{\"name\": \"b\", \"colocation\": \"k2\", \"times_s\": {\"m0\": \"1 ms\", \"m1\": \"1 "
+        "ms\"}},"
+        "{\"name\": \"c\", \"colocation\": \"k1\", \"times_s\": {\"m0\": \"1 ms\", \"m1\": \"1 "
+        "ms\"}}],"
+        "\"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": \"1 MB\", \"tensor\": \"t1\", "
+        "\"times_s\": [{\"from\": \"m0\", \"to\": \"m1\", \"time_s\": \"3 ms\"}]},"
+        "{\"from\": \"a\", \"to\": \"c\", \"bytes\": \"1 MB\", \"tensor\": \"t2\", \"times_s\": "
+        "{\"devices\": [\"d0\", \"d1\"], \"matrix_s\": [[0, 0.007], [\"5 ms\", 0]]}},"
+        "{\"from\": \"c\", \"to\": \"b\", \"bytes\": \"2 MB\", \"tensor\": \"t3\"}]}");
+    assert_int_equal(g->n_coloc, 2);
+    assert_string_equal(g->coloc_names[0], "k2");
+    assert_int_equal(g->ops[op(g, "b")].coloc, 1);
+    assert_int_equal(g->ops[op(g, "c")].coloc, 2);
+    assert_int_equal(g->ops[op(g, "a")].coloc, 0);
+    pl_cluster *c = pl_cluster_new("two");
+    pl_cluster_add_device(c, "d0", PL_DEV_GPU, "m0");
+    pl_cluster_add_device(c, "d1", PL_DEV_GPU, "m1");
+    pl_cluster_set_link(c, 0, 1, 1e9, 0, true);
+    pl_err err = {""};
+    assert_int_equal(pl_cluster_finalize(c, &err), 0);
+    pl_cost *k = pl_cost_new(g, c, NULL, NULL, 0, &err);
+    assert_non_null(k);
+    int t1 = tensor(g, "t1"), t2 = tensor(g, "t2"), t3 = tensor(g, "t3");
+    assert_close(pl_cost_xfer_s(k, t1, 0, 1), 0.003, 1e-12);
+    assert_close(pl_cost_xfer_s(k, t1, 1, 0), 0.001, 1e-12); /* not given: 1 MB at 1 GB/s */
+    assert_close(pl_cost_xfer_s(k, t2, 0, 1), 0.007, 1e-12);
+    assert_close(pl_cost_xfer_s(k, t2, 1, 0), 0.005, 1e-12);
+    assert_true(pl_cost_xfer_s(k, t2, 1, 1) == 0);
+    assert_close(pl_cost_xfer_s(k, t3, 0, 1), 0.002, 1e-12);
+    /* the simulator takes them: a on d0 (0-1 ms), c on d0 (1-2 ms), b on d1 waits for t1
+     * (1 + 3 ms) and t3 (2 + 2 ms): 4-5 ms with unlimited links */
+    pl_plan *p = pl_plan_new(3, 2);
+    p->dev[op(g, "b")] = 1;
+    pl_sim_opts so = {.contention = PL_CONTENTION_NONE};
+    pl_sim_result r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(pl_simulate(k, p, &so, &r, &err), 0);
+    assert_close(r.makespan_s, 0.005, 1e-9);
+    pl_sim_result_free(&r);
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
 
 static void test_refusals(void **state)
 {
@@ -448,9 +545,13 @@ static void test_large(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_diamond),  cmocka_unit_test(test_transformer),
-        cmocka_unit_test(test_defaults), cmocka_unit_test(test_outputs_shared),
-        cmocka_unit_test(test_refusals), cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_diamond),
+        cmocka_unit_test(test_transformer),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_outputs_shared),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_pair_times_and_classes),
         cmocka_unit_test(test_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

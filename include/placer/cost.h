@@ -90,10 +90,10 @@ typedef struct pl_cost {
     unsigned char *given; /* [op * n_devs + dev]: 1 when the time was given, not estimated */
     double *weight_bytes; /* per op: bytes of the weights it reads */
     double *out_bytes;    /* per op: bytes of the tensors it writes (unknown sizes: 0) */
-    /* Optional given transfer times, [tensor * n_devs * n_devs + a * n_devs + b] seconds (or
-     * the instance's own time unit), replacing the route's estimate for every tensor; NULL
-     * when absent. Set by the caller after pl_cost_new (MOIRAI instances, pl_moirai_load);
-     * owned and freed by pl_cost_free. */
+    /* Given transfer times, [tensor * n_devs * n_devs + a * n_devs + b] seconds (or the
+     * instance's own time unit), from the graph's pl_xfer_time entries (task graphs, MOIRAI
+     * instances); a negative cell means none was given, so bytes and links time it. NULL
+     * when the graph gives none. */
     double *pair_xfer_s;
 } pl_cost;
 
@@ -147,11 +147,15 @@ static inline double pl_cost_op_s(const pl_cost *k, int op, int dev)
     return k->op_s[(size_t)op * k->n_devs + dev];
 }
 
-/* Seconds to send `tensor` from device a to b (0 when a == b; an unknown size counts 0). */
+/* Seconds to send `tensor` from device a to b (0 when a == b; an unknown size counts 0): the
+ * time the graph gives for the pair, else the route's time for the tensor's bytes. */
 static inline double pl_cost_xfer_s(const pl_cost *k, int tensor, int a, int b)
 {
     if (a == b) return 0;
-    if (k->pair_xfer_s) return k->pair_xfer_s[((size_t)tensor * k->n_devs + a) * k->n_devs + b];
+    if (k->pair_xfer_s) {
+        double s = k->pair_xfer_s[((size_t)tensor * k->n_devs + a) * k->n_devs + b];
+        if (s >= 0) return s;
+    }
     int64_t bytes = k->g->tensors[tensor].bytes;
     return pl_cluster_xfer_s(k->c, a, b, bytes > 0 ? (double)bytes : 0);
 }

@@ -149,6 +149,9 @@ typedef struct pl_op {
     double *time_s;
     int n_times;
     double extra_memory_bytes; /* working memory declared by a task graph; 0 for ONNX */
+    /* Colocation class (task graphs): 0 = none; c > 0: the ops of class c must share a
+     * device, and g->coloc_names[c - 1] names the class. */
+    int coloc;
     int cap_inputs, cap_outputs, cap_attrs;
 } pl_op;
 
@@ -157,6 +160,15 @@ typedef struct pl_edge {
     int src, dst;
     int tensor;
 } pl_edge;
+
+/* A given transfer time (task graphs): `tensor` sent from a device that `from` names to one
+ * that `to` names takes `s` seconds. A name is a device model or a device name, matched as
+ * for op times (pl_cost_new builds the per-pair table from these). */
+typedef struct pl_xfer_time {
+    int tensor;
+    char *from, *to;
+    double s;
+} pl_xfer_time;
 
 typedef struct pl_import_info {
     char format[16]; /* "onnx" or "json" */
@@ -187,6 +199,11 @@ struct pl_graph {
      * subgraphs forward theirs to the root graph */
     char **warnings;
     int n_warnings, n_warnings_stored;
+    pl_xfer_time *xfer_times; /* given transfer times, in file order */
+    int n_xfer_times, cap_xfer_times;
+    char **coloc_names; /* colocation classes (pl_op::coloc), in order of first use */
+    int n_coloc;
+    pl_strmap coloc_by_name; /* name -> class - 1 */
     /* ---- derived by pl_graph_finalize() ---- */
     int *topo;      /* op indices in a topological order (stable: file order on ties) */
     int *topo_pos;  /* topo_pos[op] = position of op in topo */
@@ -213,6 +230,12 @@ void pl_op_add_output(pl_graph *g, int op, int tensor);
 pl_attr *pl_op_add_attr(pl_graph *g, int op, const char *name, pl_attr_kind kind);
 void pl_op_add_subgraph(pl_graph *g, int op, const char *attr_name, pl_graph *sub);
 void pl_op_add_time(pl_graph *g, int op, const char *device_model, double seconds);
+/* Records that `tensor` takes `seconds` from a device named or modelled `from` to one named
+ * or modelled `to` (pl_xfer_time). */
+void pl_graph_add_xfer_time(pl_graph *g, int tensor, const char *from, const char *to,
+                            double seconds);
+/* Puts op in the colocation class `name`, created on first use. */
+void pl_op_set_coloc(pl_graph *g, int op, const char *name);
 void pl_graph_add_input(pl_graph *g, int tensor);
 void pl_graph_add_output(pl_graph *g, int tensor);
 /* Sets dtype and shape (dims copied; rank -1 = unknown) and recomputes bytes. */

@@ -66,9 +66,8 @@ void pl_op_memory(const pl_cost *k, double *ws, double *held, double *io_bytes);
  * "d0".."dK-1" with the file's memory as memory_bytes (in the instance's own unit, compared
  * as such), one op "tN" per task with its per-device times (keyed by device name) and its
  * memory as extra_memory_bytes, one zero-byte tensor per transfer and per untimed edge.
- * *pair_xfer_s (malloc'd) holds the transfers' device × device times in pl_cost's layout,
- * untimed edges 0: hand it to pl_cost::pair_xfer_s. */
-int pl_moirai_load(const char *path, pl_graph **g, pl_cluster **c, double **pair_xfer_s,
-                   pl_err *err);
+ * The transfers' device × device times are the graph's given transfer times
+ * (pl_graph_add_xfer_time), which pl_cost_new turns into its per-pair table. */
+int pl_moirai_load(const char *path, pl_graph **g, pl_cluster **c, pl_err *err);
 
 #endif

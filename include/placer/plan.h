@@ -61,13 +61,19 @@ void pl_plan_set_xfer_priority(pl_plan *p, int n_edges, const double *prio);
 int pl_plan_edge(const pl_graph *g, int src, int dst, int tensor);
 
 /* The plan checker every reader of a plan runs (pl_plan_load runs it, so no verb can skip
- * it; the simulator runs it on a plan built in code that deadlocks): 0 when the per-device
- * order can run, or when there is none; -1 when it deadlocks, naming the device, the op that
+ * it; the simulator runs it on a plan built in code that deadlocks): -1 when the plan splits a
+ * colocation class (pl_plan_check_coloc); 0 when the per-device order can run, or when there
+ * is none; -1 when it deadlocks, naming the device, the op that
  * waits forever, the tensor and the op it waits for ("the plan's order deadlocks: on device
  * 'gpu0', op 'b' waits forever for tensor 'x' from op 'a' on 'gpu0', which never runs (it is
  * listed after the op that needs it)"). A deadlock of the transfer order is the simulator's
  * to find (pl_simulate): nothing else follows that order. */
 int pl_plan_check(const pl_plan *p, const pl_graph *g, const pl_cluster *c, pl_err *err);
+/* Colocation (pl_op::coloc): 0 when every class of g is on one device; else -1 with err set
+ * to "WHO: colocation class 'C' is split: op 'a' is on 'd0', op 'b' on 'd1'", naming the first
+ * split class in op order. The simulator and pl_place refuse such plans with it. */
+int pl_plan_check_coloc(const pl_graph *g, const pl_cluster *c, const int *dev, const char *who,
+                        pl_err *err);
 
 /* Writes placer-plan/1. `g`, `c` give names and identity; `g->path`/`c->path` are hashed. */
 int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const char *path,

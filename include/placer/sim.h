@@ -70,7 +70,7 @@ void pl_sim_result_free(pl_sim_result *r);
 /* The invariants, checked on a recorded result: precedence (an op starts after its inputs
  * arrive), no overlap on a device, no overlap on a port/channel, a transfer starts after its
  * producer ends, the plan's order and transfer order kept, one transfer per edge under
- * opts.per_edge, memory within capacity (unless ignored). Returns 0,
+ * opts.per_edge, memory within capacity (unless ignored), colocation classes kept. Returns 0,
  * or -1 with the first violation described in `why`. */
 int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const pl_sim_result *r,
                  char *why, size_t n);

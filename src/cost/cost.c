@@ -259,6 +259,37 @@ static void match_profiles(table_ctx *x, const pl_profile *const *pr, int n)
     }
 }
 
+/* A device name or model in a task graph names device d (as own_time matches op times). */
+static bool names_device(const char *key, const pl_gpu_spec *key_spec, const pl_device *d,
+                         const pl_gpu_spec *dev_spec)
+{
+    return model_matches(key, key_spec, d, dev_spec) || strcasecmp(key, d->name) == 0;
+}
+
+/* The per-pair table from the graph's given transfer times: for each (tensor, a, b) the first
+ * entry in file order that names a and b; -1 (time it from bytes) where none does. */
+static void fill_pairs(pl_cost *k, const table_ctx *x)
+{
+    const pl_graph *g = k->g;
+    if (!g->n_xfer_times) return;
+    size_t D = (size_t)k->n_devs, cells = (size_t)g->n_tensors * D * D;
+    k->pair_xfer_s = pl_malloc((cells ? cells : 1) * sizeof *k->pair_xfer_s);
+    for (size_t i = 0; i < cells; i++)
+        k->pair_xfer_s[i] = -1;
+    for (int i = 0; i < g->n_xfer_times; i++) {
+        const pl_xfer_time *e = &g->xfer_times[i];
+        const pl_gpu_spec *from = pl_gpu_spec_find(e->from), *to = pl_gpu_spec_find(e->to);
+        for (size_t a = 0; a < D; a++) {
+            if (!names_device(e->from, from, &k->c->devs[a], x->dev_spec[a])) continue;
+            for (size_t b = 0; b < D; b++) {
+                double *cell = &k->pair_xfer_s[((size_t)e->tensor * D + a) * D + b];
+                if (*cell < 0 && names_device(e->to, to, &k->c->devs[b], x->dev_spec[b]))
+                    *cell = e->s;
+            }
+        }
+    }
+}
+
 pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
                      const pl_profile *const *profiles, int n_profiles, pl_err *err)
 {
@@ -292,6 +323,7 @@ pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_param
         fill_bytes(k, op, stamp);
     }
     free(stamp);
+    fill_pairs(k, &x);
     free(x.dev_profile), free(x.dev_spec), free(x.key_spec);
     return k;
 }

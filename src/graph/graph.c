@@ -62,6 +62,7 @@ pl_graph *pl_graph_new(const char *name)
     g->name = pl_strdup(name ? name : "");
     pl_strmap_init(&g->tensor_by_name);
     pl_strmap_init(&g->op_by_name);
+    pl_strmap_init(&g->coloc_by_name);
     return g;
 }
 
@@ -106,10 +107,17 @@ void pl_graph_free(pl_graph *g)
     for (int i = 0; i < g->n_warnings_stored; i++)
         free(g->warnings[i]);
     free(g->warnings);
+    for (int i = 0; i < g->n_xfer_times; i++)
+        free(g->xfer_times[i].from), free(g->xfer_times[i].to);
+    free(g->xfer_times);
+    for (int i = 0; i < g->n_coloc; i++)
+        free(g->coloc_names[i]);
+    free(g->coloc_names);
     free(g->ops), free(g->tensors), free(g->inputs), free(g->outputs);
     free(g->name), free(g->path);
     pl_strmap_free(&g->tensor_by_name);
     pl_strmap_free(&g->op_by_name);
+    pl_strmap_free(&g->coloc_by_name);
     free_derived(g);
     free(g);
 }
@@ -219,6 +227,26 @@ void pl_op_add_time(pl_graph *g, int op, const char *device_model, double second
     o->time_device[n - 1] = pl_strdup(device_model);
     o->time_s[n - 1] = seconds;
     o->n_times = n;
+}
+
+void pl_graph_add_xfer_time(pl_graph *g, int tensor, const char *from, const char *to,
+                            double seconds)
+{
+    pl_grow((void **)&g->xfer_times, &g->cap_xfer_times, g->n_xfer_times, sizeof *g->xfer_times);
+    g->xfer_times[g->n_xfer_times++] =
+        (pl_xfer_time){tensor, pl_strdup(from), pl_strdup(to), seconds};
+}
+
+void pl_op_set_coloc(pl_graph *g, int op, const char *name)
+{
+    int c = pl_strmap_get(&g->coloc_by_name, name);
+    if (c < 0) {
+        c = g->n_coloc++;
+        g->coloc_names = pl_realloc(g->coloc_names, (size_t)g->n_coloc * sizeof *g->coloc_names);
+        g->coloc_names[c] = pl_strdup(name);
+        pl_strmap_put(&g->coloc_by_name, g->coloc_names[c], c);
+    }
+    g->ops[op].coloc = c + 1;
 }
 
 void pl_graph_add_input(pl_graph *g, int tensor)

@@ -30,6 +30,7 @@ typedef struct {
     int64_t bytes;
     int decl; /* the declaring edge index; for TG_WEIGHT, the node index */
     bool output;
+    int times_edge; /* 1 + the edge that gave the tensor's transfer times; 0: none yet */
 } tg_tensor;
 
 /* One read of a tensor by a node (to = -1: taken as a graph output), to find repeated edges. */
@@ -57,10 +58,12 @@ typedef struct {
 
 static const char *const top_fields[] = {"format", "name",  "producer", "description",
                                          "nodes",  "edges", NULL};
-static const char *const node_fields[] = {"name",         "type",         "class",
-                                          "flops",        "moved_bytes",  "times_s",
-                                          "weight_bytes", "memory_bytes", NULL};
-static const char *const edge_fields[] = {"from", "to", "bytes", "tensor", NULL};
+static const char *const node_fields[] = {"name",        "type",    "class",        "flops",
+                                          "moved_bytes", "times_s", "weight_bytes", "memory_bytes",
+                                          "colocation",  NULL};
+static const char *const edge_fields[] = {"from", "to", "bytes", "tensor", "times_s", NULL};
+static const char *const pair_fields[] = {"from", "to", "time_s", NULL};
+static const char *const matrix_fields[] = {"devices", "matrix_s", NULL};
 
 /* ---- tensors ---- */
 
@@ -176,10 +179,24 @@ static int read_weights(tg_loader *L, const pl_json *node, int op, pl_err *err)
     size_t n = strlen(name) + sizeof ":weights";
     char *tname = pl_malloc(n);
     snprintf(tname, n, "%s:weights", name);
-    int t = new_tensor(L, tname, (tg_tensor){TG_WEIGHT, -1, bytes, op, false});
+    int t = new_tensor(L, tname, (tg_tensor){TG_WEIGHT, -1, bytes, op, false, 0});
     free(tname);
     L->g->tensors[t].flags |= PL_TENSOR_WEIGHT;
     L->weights[op] = t;
+    return 0;
+}
+
+/* "colocation": "name": the node must share a device with every node of that class. */
+static int read_coloc(tg_loader *L, const pl_json *node, int op, pl_err *err)
+{
+    const char *cls;
+    int rc = pl_json_opt_string(node, "colocation", &cls, err);
+    if (rc <= 0) return rc;
+    if (!*cls) {
+        pl_json at = pl_json_at(node, "colocation");
+        return pl_json_fail(&at, err, "a colocation class name must not be empty");
+    }
+    pl_op_set_coloc(L->g, op, cls);
     return 0;
 }
 
@@ -198,7 +215,7 @@ static int read_node(tg_loader *L, const pl_json *nodes, int i, pl_err *err)
     double mem = 0;
     if (pl_json_opt_quantity(&node, "memory_bytes", PL_UNIT_BYTES, &mem, err) < 0) return -1;
     L->g->ops[op].extra_memory_bytes = mem;
-    if (read_cost(L, &node, op, err) < 0) return -1;
+    if (read_cost(L, &node, op, err) < 0 || read_coloc(L, &node, op, err) < 0) return -1;
     return read_weights(L, &node, op, err);
 }
 
@@ -289,7 +306,7 @@ static int edge_tensor(tg_loader *L, const tg_edge *e, pl_err *err)
         rc = check_shared(L, e, t, err);
     } else {
         tg_kind kind = e->from >= 0 ? TG_PRODUCED : TG_INPUT;
-        t = new_tensor(L, name, (tg_tensor){kind, e->from, e->bytes, e->index, false});
+        t = new_tensor(L, name, (tg_tensor){kind, e->from, e->bytes, e->index, false, 0});
         if (e->from >= 0)
             pl_op_add_output(L->g, e->from, t);
         else
@@ -301,13 +318,6 @@ static int edge_tensor(tg_loader *L, const tg_edge *e, pl_err *err)
 
 static int read_edge_fields(tg_loader *L, const pl_json *edge, tg_edge *e, pl_err *err)
 {
-    if (pl_json_has(edge, "times_s")) {
-        /* reserved for per-device-pair transfer times: refused rather than ignored */
-        pl_json at = pl_json_at(edge, "times_s");
-        return pl_json_fail(&at, err,
-                            "per-device-pair transfer times are not supported yet; give the "
-                            "edge's \"bytes\"");
-    }
     double v;
     pl_json at = pl_json_at(edge, "bytes");
     if (pl_json_check_fields(edge, edge_fields, err) < 0 ||
@@ -331,6 +341,79 @@ static int read_edge_fields(tg_loader *L, const pl_json *edge, tg_edge *e, pl_er
     return 0;
 }
 
+/* A device name or model in a transfer time: a non-empty string. */
+static int read_device_key(const pl_json *obj, const char *field, const char **out, pl_err *err)
+{
+    if (pl_json_string(obj, field, out, err) < 0) return -1;
+    if (**out) return 0;
+    pl_json at = pl_json_at(obj, field);
+    return pl_json_fail(&at, err, "the device name or model is empty");
+}
+
+/* "times_s": [{"from": "V100", "to": "K80", "time_s": "2 ms"}, ...] */
+static int read_pair_list(tg_loader *L, const pl_json *list, int t, pl_err *err)
+{
+    for (size_t i = 0; i < pl_json_len(list); i++) {
+        pl_json p = pl_json_index(list, i);
+        const char *from, *to;
+        double s;
+        if (pl_json_check_fields(&p, pair_fields, err) < 0 ||
+            read_device_key(&p, "from", &from, err) < 0 ||
+            read_device_key(&p, "to", &to, err) < 0 ||
+            pl_json_quantity(&p, "time_s", PL_UNIT_SECONDS, &s, err) < 0)
+            return -1;
+        pl_graph_add_xfer_time(L->g, t, from, to, s);
+    }
+    return 0;
+}
+
+/* "times_s": {"devices": ["d0", "d1"], "matrix_s": [[0, 3], [2, 0]]}: row = sender. */
+static int read_pair_matrix(tg_loader *L, const pl_json *obj, int t, pl_err *err)
+{
+    pl_json devs, rows;
+    if (pl_json_check_fields(obj, matrix_fields, err) < 0 ||
+        pl_json_array(obj, "devices", &devs, err) < 0 ||
+        pl_json_array(obj, "matrix_s", &rows, err) < 0)
+        return -1;
+    size_t n = pl_json_len(&devs);
+    if (!n) return pl_json_fail(&devs, err, "the matrix needs at least one device");
+    if (pl_json_len(&rows) != n)
+        return pl_json_fail(&rows, err, "%zu rows for %zu devices", pl_json_len(&rows), n);
+    for (size_t a = 0; a < n; a++) {
+        pl_json row = pl_json_index(&rows, a), from = pl_json_index(&devs, a);
+        if (!json_is_string(from.v) || !*json_string_value(from.v))
+            return pl_json_fail(&from, err, "a device name or model (a non-empty string)");
+        if (!json_is_array(row.v) || pl_json_len(&row) != n)
+            return pl_json_fail(&row, err, "a row of %zu times (one per device)", n);
+        for (size_t b = 0; b < n; b++) {
+            pl_json cell = pl_json_index(&row, b), to = pl_json_index(&devs, b);
+            double s;
+            if (pl_json_quantity(&cell, NULL, PL_UNIT_SECONDS, &s, err) < 0) return -1;
+            pl_graph_add_xfer_time(L->g, t, json_string_value(from.v), json_string_value(to.v), s);
+        }
+    }
+    return 0;
+}
+
+/* An edge's "times_s": the transfer times of its tensor per device pair (a list or a matrix),
+ * given once per tensor. */
+static int read_xfer_times(tg_loader *L, const pl_json *edge, int t, pl_err *err)
+{
+    if (!pl_json_has(edge, "times_s")) return 0;
+    pl_json at = pl_json_at(edge, "times_s");
+    if (L->tensors[t].times_edge)
+        return pl_json_fail(&at, err,
+                            "the transfer times of tensor \"%.60s\" are already given by "
+                            "$.edges[%d]: give them once per tensor",
+                            L->g->tensors[t].name, L->tensors[t].times_edge - 1);
+    L->tensors[t].times_edge = (int)(edge->index + 1);
+    if (json_is_array(at.v)) return read_pair_list(L, &at, t, err);
+    if (json_is_object(at.v)) return read_pair_matrix(L, &at, t, err);
+    return pl_json_fail(&at, err,
+                        "transfer times per device pair: a list of {\"from\", \"to\", "
+                        "\"time_s\"} or {\"devices\": [...], \"matrix_s\": [[...]]}");
+}
+
 static int read_edge(tg_loader *L, const pl_json *edges, int i, pl_err *err)
 {
     pl_json edge = pl_json_index(edges, (size_t)i);
@@ -345,7 +428,7 @@ static int read_edge(tg_loader *L, const pl_json *edges, int i, pl_err *err)
     }
     pl_grow((void **)&L->reads, &L->cap_reads, L->n_reads, sizeof *L->reads);
     L->reads[L->n_reads++] = (tg_read){t, e.to, i};
-    return 0;
+    return read_xfer_times(L, &edge, t, err);
 }
 
 static int cmp_read(const void *a, const void *b)

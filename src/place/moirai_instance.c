@@ -1,5 +1,7 @@
 /* moirai_instance.c: reads MOIRAI's benchmark instances (../shared/benchmarks/README.md) into
- * a graph, a cluster and a per-tensor transfer-time table (docs/moirai.md).
+ * a graph and a cluster (docs/moirai.md). Each transfer's device × device times become the
+ * graph's given transfer times (pl_graph_add_xfer_time, keyed by device name), exactly as a
+ * placer-taskgraph/1 file gives them, so the cost model has one source of transfer times.
  *
  * Times and memories stay in the instance's own units: the cost table and the simulator only
  * add and compare them, so "seconds" and "bytes" are labels here. Each transfer becomes its
@@ -113,13 +115,33 @@ static int edge_tensor(rd *r, int a, int b, const char *name)
     return t;
 }
 
-/* Transfers first (tensors 0..n_x-1), so the pair table's rows are the transfers in file
- * order; untimed edges after them keep zero rows. */
-static int read_edges(rd *r, json_t *root, double **pair, int *n_edges)
+/* A transfer's D × D matrix as given times of tensor t; the diagonal (same device) is no
+ * transfer at all. */
+static int read_matrix(rd *r, json_t *m, int t, int i)
+{
+    int D = r->D;
+    if ((int)json_array_size(m) != D) return bad(r, "a transfer's time is not D x D", i);
+    for (int p = 0; p < D; p++) {
+        json_t *row = json_array_get(m, p);
+        if ((int)json_array_size(row) != D) return bad(r, "a transfer's time is not D x D", i);
+        for (int q = 0; q < D; q++) {
+            double s;
+            char a[32], b[32];
+            if (num(r, json_array_get(row, q), &s, "bad transfer time", i) < 0) return -1;
+            if (p == q) continue;
+            snprintf(a, sizeof a, "d%d", p), snprintf(b, sizeof b, "d%d", q);
+            pl_graph_add_xfer_time(r->g, t, a, b, s);
+        }
+    }
+    return 0;
+}
+
+/* Transfers first (tensors 0..n_x-1), then untimed edges, which carry zero bytes and no
+ * given time (so they cost nothing on the instance's free links). */
+static int read_edges(rd *r, json_t *root, int *n_edges)
 {
     json_t *xs = json_object_get(root, "transfers"), *un = json_object_get(root, "untimed_edges");
-    int nx = (int)json_array_size(xs), nu = (int)json_array_size(un), D = r->D;
-    *pair = pl_calloc((size_t)(nx + nu) * D * D + 1, sizeof **pair);
+    int nx = (int)json_array_size(xs), nu = (int)json_array_size(un);
     for (int i = 0; i < nx; i++) {
         json_t *x = json_array_get(xs, i), *m = json_object_get(x, "time");
         int a = task_op(r, json_object_get(x, "src"), i), b;
@@ -128,16 +150,7 @@ static int read_edges(rd *r, json_t *root, double **pair, int *n_edges)
         snprintf(name, sizeof name, "x%lld",
                  (long long)json_integer_value(json_object_get(x, "id")));
         if (edge_tensor(r, a, b, name) != i) return bad(r, "a transfer id is repeated", i);
-        if ((int)json_array_size(m) != D) return bad(r, "a transfer's time is not D x D", i);
-        for (int p = 0; p < D; p++) {
-            json_t *row = json_array_get(m, p);
-            if ((int)json_array_size(row) != D) return bad(r, "a transfer's time is not D x D", i);
-            for (int q = 0; q < D; q++)
-                if (num(r, json_array_get(row, q), &(*pair)[((size_t)i * D + p) * D + q],
-                        "bad transfer time", i) < 0)
-                    return -1;
-            (*pair)[((size_t)i * D + p) * D + p] = 0; /* same device: no transfer */
-        }
+        if (read_matrix(r, m, i, i) < 0) return -1;
     }
     for (int i = 0; i < nu; i++) {
         json_t *e = json_array_get(un, i);
@@ -175,7 +188,7 @@ static int check_succ(rd *r, json_t *tasks, int n_edges)
                                           n_edges, listed);
 }
 
-static int read_all(rd *r, json_t *root, pl_cluster *c, double **pair)
+static int read_all(rd *r, json_t *root, pl_cluster *c)
 {
     if (read_devices(r, root, c) < 0) return -1;
     json_t *tasks = json_object_get(root, "tasks");
@@ -183,31 +196,29 @@ static int read_all(rd *r, json_t *root, pl_cluster *c, double **pair)
     for (size_t i = 0; i < json_array_size(tasks); i++)
         if (read_task(r, json_array_get(tasks, i), (int)i) < 0) return -1;
     int n_edges = 0;
-    if (read_edges(r, root, pair, &n_edges) < 0) return -1;
+    if (read_edges(r, root, &n_edges) < 0) return -1;
     if (pl_graph_finalize(r->g, r->path, r->err) < 0) return -1;
     return check_succ(r, tasks, n_edges);
 }
 
-int pl_moirai_load(const char *path, pl_graph **g, pl_cluster **c, double **pair_xfer_s,
-                   pl_err *err)
+int pl_moirai_load(const char *path, pl_graph **g, pl_cluster **c, pl_err *err)
 {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
-    *g = NULL, *c = NULL, *pair_xfer_s = NULL;
+    *g = NULL, *c = NULL;
     if (!root) return pl_err_set(err, "%s:%d: %s", path, je.line, je.text);
     json_t *name = json_object_get(root, "name");
     rd r = {path, err, pl_graph_new(json_is_string(name) ? json_string_value(name) : path),
             0,    -1,  NULL};
     pl_cluster *cl = pl_cluster_new(json_is_string(name) ? json_string_value(name) : path);
-    double *pair = NULL;
-    int rc = read_all(&r, root, cl, &pair);
+    int rc = read_all(&r, root, cl);
     json_decref(root);
     free(r.op_of_id);
     if (rc < 0) {
-        pl_graph_free(r.g), pl_cluster_free(cl), free(pair);
+        pl_graph_free(r.g), pl_cluster_free(cl);
         return -1;
     }
     r.g->path = pl_strdup(path);
-    *g = r.g, *c = cl, *pair_xfer_s = pair;
+    *g = r.g, *c = cl;
     return 0;
 }

@@ -85,7 +85,126 @@ static int check_complete(const pl_algo *a, const pl_cost *k, const pl_plan *p, 
             return pl_err_set(err, "%s: op '%s' placed on %s, which cannot run it", a->name,
                               k->g->ops[v].name, k->c->devs[d].name);
     }
-    return 0;
+    return pl_plan_check_coloc(k->g, k->c, p->dev, a->name, err);
+}
+
+/* ---- colocation classes (pl_op::coloc, docs/placement.md) ----
+ * Every algorithm honours them through the same two steps, so that none has to know about
+ * them: it first runs as if there were no classes; when its plan splits a class, every class
+ * is pinned to the device that ran the largest share of its time in that plan, and the
+ * algorithm runs again on a cost table in which a class's ops can run on that device only.
+ * Every algorithm already keeps ops off devices where their time is infinite, so the second
+ * plan keeps each class together, with the algorithm's own schedule and memory checks. */
+
+/* Is d better than best for a class (best < 0: none yet)? */
+static bool better(int d, int best, const double *share, const double *total)
+{
+    return best < 0 || share[d] > share[best] ||
+           (share[d] == share[best] && total[d] < total[best]);
+}
+
+/* The device for class c (0-based): among those that can run all its ops and hold their
+ * weights, the one that ran most of its time in `dev`, ties to the fastest for the whole
+ * class; preferably one where it still fits beside the weights load[d] already there (the
+ * first plan's, as the pins move them), which the choice updates. -1 when none can. */
+static int pin_device(const pl_cost *k, int c, const int *dev, double *load)
+{
+    int D = k->n_devs, fit = -1, any = -1;
+    double *share = pl_calloc((size_t)D * 3, sizeof *share), *total = share + D, *w_on = total + D;
+    double w = 0;
+    for (int i = 0; i < k->n_ops; i++) {
+        if (k->g->ops[i].coloc != c + 1) continue;
+        share[dev[i]] += pl_cost_op_s(k, i, dev[i]);
+        w_on[dev[i]] += k->weight_bytes[i];
+        w += k->weight_bytes[i];
+        for (int d = 0; d < D; d++)
+            total[d] += pl_cost_op_s(k, i, d);
+    }
+    for (int d = 0; d < D; d++) {
+        if (!isfinite(total[d]) || w > pk_dev_cap(k, d)) continue;
+        if (better(d, any, share, total)) any = d;
+        if (load[d] - w_on[d] + w <= pk_dev_cap(k, d) && better(d, fit, share, total)) fit = d;
+    }
+    int best = fit >= 0 ? fit : any;
+    for (int d = 0; best >= 0 && d < D; d++)
+        load[d] -= w_on[d];
+    if (best >= 0) load[best] += w;
+    free(share);
+    return best;
+}
+
+/* Op i can run on device d only (its time elsewhere becomes infinite). */
+static void confine(pl_cost *pinned, int i, int d)
+{
+    for (int e = 0; e < pinned->n_devs; e++)
+        if (e != d) pinned->op_s[(size_t)i * pinned->n_devs + e] = INFINITY;
+}
+
+/* The second run: k's table with every class confined to the device its pin gives. When the
+ * algorithm's own placement does not fit around the pins (a greedy one may fill a pinned
+ * device first), a third run keeps every other op on its device of the first plan as well,
+ * so that only the classes move. */
+static int run_pinned(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out,
+                      pl_err *err)
+{
+    const pl_graph *g = k->g;
+    int *pin = pl_malloc((size_t)g->n_coloc * sizeof *pin), *first = NULL;
+    double *load = pl_calloc((size_t)k->n_devs, sizeof *load);
+    for (int i = 0; i < k->n_ops; i++)
+        load[out->dev[i]] += k->weight_bytes[i];
+    for (int c = 0; c < g->n_coloc; c++)
+        if ((pin[c] = pin_device(k, c, out->dev, load)) < 0) {
+            free(pin), free(load);
+            return pl_err_set(err,
+                              "%s: no device can run every op of colocation class '%s' and hold "
+                              "its weights",
+                              a->name, g->coloc_names[c]);
+        }
+    pl_cost pinned = *k;
+    size_t cells = (size_t)k->n_ops * k->n_devs;
+    pinned.op_s = pl_malloc((cells ? cells : 1) * sizeof *pinned.op_s);
+    memcpy(pinned.op_s, k->op_s, cells * sizeof *pinned.op_s);
+    first = pl_malloc((size_t)(k->n_ops + 1) * sizeof *first);
+    memcpy(first, out->dev, (size_t)k->n_ops * sizeof *first);
+    for (int i = 0; i < k->n_ops; i++)
+        if (g->ops[i].coloc) confine(&pinned, i, pin[g->ops[i].coloc - 1]);
+    pl_plan_clear_schedule(out);
+    int rc = a->run(&pinned, o, out, err);
+    if (rc < 0) {
+        pl_err why = *err;
+        for (int i = 0; i < k->n_ops; i++)
+            if (!g->ops[i].coloc) confine(&pinned, i, first[i]);
+        pl_plan_clear_schedule(out);
+        err->msg[0] = 0;
+        if ((rc = a->run(&pinned, o, out, err)) < 0)
+            *err = why;
+        else if (!err->msg[0])
+            pl_err_set(err,
+                       "%s: colocation classes moved to their pins, every other op kept its "
+                       "device of the first plan (a free placement did not fit around the pins)",
+                       a->name);
+    }
+    free(pinned.op_s), free(pin), free(load), free(first);
+    return rc;
+}
+
+/* Runs a on k, honouring k's colocation classes. With a time limit, each run gets half. */
+static int run_algo(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out,
+                    pl_err *err)
+{
+    if (!k->g->n_coloc) return a->run(k, o, out, err);
+    pl_place_opts half = *o;
+    half.time_limit_s = o->time_limit_s / 2;
+    /* the same graph without its classes, read-only, so that the simulator inside an
+     * algorithm judges its candidates as if there were none */
+    pl_graph free_g = *k->g;
+    free_g.n_coloc = 0;
+    pl_cost free_k = *k;
+    free_k.g = &free_g;
+    if (a->run(&free_k, &half, out, err) < 0) return -1;
+    pl_err quiet = {{0}};
+    if (pl_plan_check_coloc(k->g, k->c, out->dev, a->name, &quiet) == 0) return 0;
+    return run_pinned(a, k, &half, out, err);
 }
 
 int pl_place_precheck(const pl_cost *k, pl_err *err)
@@ -106,7 +225,7 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
     /* a stale order, priority or transfer order would survive an algorithm that sets none */
     pl_plan_clear_schedule(out);
     double t0 = pl_now();
-    int rc = a->run(k, o, out, err);
+    int rc = run_algo(a, k, o, out, err);
     out->search_s = pl_now() - t0;
     snprintf(out->algo, sizeof out->algo, "%s", a->name);
     out->contention = o->contention;

@@ -66,8 +66,9 @@ static int explain(const pl_plan *p, const pl_graph *g, const pl_cluster *c, con
 
 int pl_plan_check(const pl_plan *p, const pl_graph *g, const pl_cluster *c, pl_err *err)
 {
-    if (!p->order) return 0;
     PL_ASSERT(p->n_ops == g->n_ops && p->n_devs == c->n_devs);
+    if (pl_plan_check_coloc(g, c, p->dev, "plan", err) < 0) return -1;
+    if (!p->order) return 0;
     bool *done = pl_calloc(g->n_ops ? g->n_ops : 1, sizeof *done);
     int rc = runnable(p, g, done) == g->n_ops ? 0 : explain(p, g, c, done, err);
     free(done);

@@ -120,3 +120,26 @@ void pl_plan_set_order(pl_plan *p, const int *seq)
         p->order[fill[p->dev[seq[k]]]++] = seq[k];
     free(fill);
 }
+
+int pl_plan_check_coloc(const pl_graph *g, const pl_cluster *c, const int *dev, const char *who,
+                        pl_err *err)
+{
+    if (!g->n_coloc) return 0;
+    int *first = pl_malloc((size_t)g->n_coloc * sizeof *first), rc = 0;
+    for (int k = 0; k < g->n_coloc; k++)
+        first[k] = -1;
+    for (int i = 0; i < g->n_ops && !rc; i++) {
+        int k = g->ops[i].coloc - 1;
+        if (k < 0) continue;
+        int f = first[k];
+        if (f < 0)
+            first[k] = i;
+        else if (dev[f] != dev[i])
+            rc = pl_err_set(
+                err, "%s: colocation class '%s' is split: op '%s' is on '%s', op '%s' on '%s'", who,
+                g->coloc_names[k], g->ops[f].name, c->devs[dev[f]].name, g->ops[i].name,
+                c->devs[dev[i]].name);
+    }
+    free(first);
+    return rc;
+}

@@ -371,6 +371,9 @@ int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const
         return chk_fail(&c, "the plan does not match the model and cluster");
     if (r->requests > 0 && r->requests != c.K)
         return chk_fail(&c, "the result is for %d requests, the options say %d", r->requests, c.K);
+    pl_err coloc = {""};
+    if (pl_plan_check_coloc(c.g, k->c, p->dev, "plan", &coloc) < 0)
+        return chk_fail(&c, "%s", coloc.msg);
     index_xfers(&c);
     c.is_out = pl_calloc(c.g->n_tensors + 1, 1);
     for (int i = 0; i < c.g->n_outputs; i++)

@@ -29,7 +29,7 @@ static int check_shape(const pl_cost *k, const pl_plan *p, pl_err *err)
                               "nothing to estimate from)",
                               k->g->ops[i].name, k->c->devs[d].name, k->c->devs[d].model);
     }
-    return 0;
+    return pl_plan_check_coloc(k->g, k->c, p->dev, "simulate", err);
 }
 
 static int check_order_entry(const pl_cost *k, const pl_plan *p, int d, int op, char *seen,
