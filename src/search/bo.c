@@ -191,21 +191,36 @@ typedef int (*proposer)(searcher *S, int *cands);
  * untried configuration does is the worst answer there is.
  *
  * The surrogate is sure of what it saw, not of what it assumed (a trend, fixed length scales,
- * an amplitude from a handful of points): next to a trial it can predict a spread of a few per
- * cent and be 1.5x off. So the spread is floored at STOP_SIGMA in ln latency (one standard
- * deviation is a factor 1.22; a 1 % tail, 2.33 of them, a factor 1.6), and no stop comes before
- * STOP_MIN_RUNS trials have run. Both were measured on bench_search (the doc). */
+ * an amplitude from a handful of points): away from its trials it can predict a spread of a
+ * few per cent and be 1.5x off. So the spread is floored at STOP_SIGMA in ln latency (one
+ * standard deviation is a factor 1.22; a 1 % tail, 2.33 of them, a factor 1.6), less near a
+ * trial, and no stop comes before STOP_MIN_RUNS trials have run. All measured on bench_search
+ * (the doc). */
 enum { STOP_MIN_RUNS = 3 };
 static const double STOP_SIGMA = 0.2, STOP_PROB = 0.01;
+/* The floor shrinks near a trial that ran, to STOP_NEAR_MIN of itself at distance 0 (in the
+ * scaled features), and is whole from STOP_NEAR_DIST on: what a model misses grows with the
+ * distance from its data, and a near twin of a trial (the same GPUs from another cloud) is
+ * predicted from that trial. */
+static const double STOP_NEAR_DIST = 0.5, STOP_NEAR_MIN = 0.25;
 
-/* P(latency(k) < limit(k)) under the surrogate, its spread floored at STOP_SIGMA. */
+static double stop_floor(const searcher *S, int k)
+{
+    double d2 = INFINITY;
+    for (int i = 0; i < S->r->n_trials; i++)
+        if (S->r->trials[i].runs)
+            d2 = fmin(d2, dist2(feat_of(S, k), feat_of(S, S->r->trials[i].config)));
+    return STOP_SIGMA * fmin(1, fmax(STOP_NEAR_MIN, sqrt(d2) / STOP_NEAR_DIST));
+}
+
+/* P(latency(k) < limit(k)) under the surrogate, its spread floored (stop_floor). */
 static double prob_better(const searcher *S, const surrogate *m, int k)
 {
     double mu, sigma;
     surrogate_predict(S, m, k, &mu, &sigma);
     double limit = S->o->slo_s, price_per_s = S->cat->configs[k].price_usd_per_hour / 3600;
     if (isfinite(m->best_cost) && price_per_s > 0) limit = fmin(limit, m->best_cost / price_per_s);
-    return pl_prob_meets(mu, fmax(sigma, STOP_SIGMA), limit);
+    return pl_prob_meets(mu, fmax(sigma, stop_floor(S, k)), limit);
 }
 
 /* Whether BO may stop now; if so, the reason is written. */
