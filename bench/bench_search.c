@@ -5,10 +5,11 @@
  * For each model and catalogue, every configuration is placed once with the same worker
  * `placer deploy` uses (the in-process simulator, moirai with 1 s per trial); the strategies
  * are then replayed against that table (a table worker), 20 seeds for the randomised ones, at
- * SLOs of 1.2× and 2× the fastest latency. Measured: trials until the optimum (the exhaustive
- * answer) is tried, the search running with no early stop; catalogue size + 1 when a strategy
- * ends without it (LCF stops at its first configuration meeting the SLO); and the cost regret
- * after 6 trials. */
+ * SLOs of 1.2× and 2× the fastest latency. Every search runs as `placer deploy` runs it, with
+ * its default stop rule (BO's early stop, LCF's first feasible), and BO once more with no early
+ * stop. Measured: trials until the optimum (the exhaustive answer) is tried, catalogue size + 1
+ * when a strategy ends without it; how often the optimum is tried before the search ends, and
+ * after how many trials it ends; the cost regret after 6 trials and of the answer. */
 #include "placer/report.h"
 #include "placer/search.h"
 
@@ -26,9 +27,12 @@ typedef struct table {
 } table;
 
 typedef struct stats {
-    double trials_sum, regret_sum;
-    int runs, within6, no_feasible6, regret_n;
+    double trials_sum, regret_sum, ended_sum, answer_regret_sum;
+    int runs, within6, no_feasible6, regret_n, found;
 } stats;
+
+/* The rows of the summary: every strategy, then BO with no early stop. */
+enum { BO_NO_STOP = PL_SEARCH_COUNT, N_RUNS };
 
 static const char *base(const char *p)
 {
@@ -107,14 +111,14 @@ enum { FIT_N = 40, FIT_REPS = 20 };
 static void time_gp_fit(void)
 {
     double X[FIT_N * PL_N_FEATURES], y[FIT_N];
-    unsigned rng = 7;
+    uint64_t rng = 7;
     for (int i = 0; i < FIT_N; i++) {
         double s = 0;
         for (int f = 0; f < PL_N_FEATURES; f++) {
-            X[i * PL_N_FEATURES + f] = rand_r(&rng) / (RAND_MAX + 1.0);
+            X[i * PL_N_FEATURES + f] = pl_rng_uniform(&rng);
             s += (f + 1) * X[i * PL_N_FEATURES + f];
         }
-        y[i] = -0.3 * s + 0.2 * sin(3 * X[i * PL_N_FEATURES]) + 0.01 * rand_r(&rng) / RAND_MAX;
+        y[i] = -0.3 * s + 0.2 * sin(3 * X[i * PL_N_FEATURES]) + 0.01 * pl_rng_uniform(&rng);
     }
     double t0 = pl_now();
     for (unsigned r = 1; r <= FIT_REPS; r++) {
@@ -143,11 +147,12 @@ static int optimum(const table *t, double slo)
     return best;
 }
 
-static void one_run(const table *t, pl_search_strategy s, unsigned seed, double slo, int opt,
-                    stats *st)
+/* One search, with the default stop rule unless `no_stop` (then BO runs the whole catalogue). */
+static void one_run(const table *t, pl_search_strategy s, bool no_stop, unsigned seed, double slo,
+                    int opt, stats *st)
 {
     pl_trial_worker *w = pl_trial_table_new(t->names, t->lat, t->cat->n);
-    pl_search_opts o = {.strategy = s, .slo_s = slo, .seed = seed, .min_gain = -1};
+    pl_search_opts o = {.strategy = s, .slo_s = slo, .seed = seed, .stop_prob = no_stop ? -1 : 0};
     pl_search_result r;
     pl_err err = {""};
     if (pl_search_run(t->cat, w, &o, NULL, NULL, &r, &err) < 0) {
@@ -162,6 +167,10 @@ static void one_run(const table *t, pl_search_strategy s, unsigned seed, double 
     }
     double opt_cost = t->cat->configs[opt].price_usd_per_hour / 3600 * t->lat[opt];
     st->trials_sum += at, st->runs++, st->within6 += at <= BUDGET;
+    st->found += at <= r.n_trials, st->ended_sum += r.n_trials;
+    /* the answer is the trial at the optimum's cost when found; a search that ends with nothing
+     * feasible (LCF cannot, the others only by a stop) counts as 100 % */
+    st->answer_regret_sum += r.best >= 0 ? r.trials[r.best].cost_usd / opt_cost - 1 : 1;
     if (isfinite(best6))
         st->regret_sum += best6 / opt_cost - 1, st->regret_n++;
     else
@@ -175,14 +184,23 @@ static bool randomised(pl_search_strategy s)
     return s != PL_SEARCH_LCF && s != PL_SEARCH_EXHAUSTIVE;
 }
 
-/* Totals over the rows, per strategy. */
+/* Totals over the rows, per strategy (and BO with no early stop). */
 typedef struct total {
     double mean_trials_sum; /* sum over rows of the row's mean */
     int rows;
     stats all; /* every run of every row */
 } total;
 
-/* One table row: a model, a catalogue, an SLO; trials to the optimum per strategy. */
+static void add(stats *a, const stats *b)
+{
+    a->trials_sum += b->trials_sum, a->regret_sum += b->regret_sum;
+    a->ended_sum += b->ended_sum, a->answer_regret_sum += b->answer_regret_sum;
+    a->runs += b->runs, a->within6 += b->within6, a->no_feasible6 += b->no_feasible6;
+    a->regret_n += b->regret_n, a->found += b->found;
+}
+
+/* One table row: a model, a catalogue, an SLO; trials to the optimum per strategy, and for BO
+ * how often it tried the optimum before its stop and when it stopped. */
 static void row(pl_table *tb, const table *t, const char *model, double factor, total *tot)
 {
     double fastest = INFINITY;
@@ -190,33 +208,39 @@ static void row(pl_table *tb, const table *t, const char *model, double factor, 
         if (!t->cat->configs[k].retired) fastest = fmin(fastest, t->lat[k]);
     double slo = factor * fastest;
     int opt = optimum(t, slo);
-    char cells[PL_SEARCH_COUNT][24];
-    for (int s = 0; s < PL_SEARCH_COUNT; s++) {
+    char cells[N_RUNS][24];
+    stats bo = {0};
+    for (int s = 0; s < N_RUNS; s++) {
         stats st = {0};
-        for (unsigned seed = 1; seed <= (randomised(s) ? SEEDS : 1); seed++)
-            one_run(t, (pl_search_strategy)s, seed, slo, opt, &st);
+        pl_search_strategy strat = s == BO_NO_STOP ? PL_SEARCH_BO : (pl_search_strategy)s;
+        for (unsigned seed = 1; seed <= (randomised(strat) ? SEEDS : 1); seed++)
+            one_run(t, strat, s == BO_NO_STOP, seed, slo, opt, &st);
         snprintf(cells[s], sizeof cells[s], "%.1f", st.trials_sum / st.runs);
         tot[s].mean_trials_sum += st.trials_sum / st.runs, tot[s].rows++;
-        tot[s].all.runs += st.runs, tot[s].all.within6 += st.within6;
-        tot[s].all.regret_sum += st.regret_sum, tot[s].all.regret_n += st.regret_n;
-        tot[s].all.no_feasible6 += st.no_feasible6;
+        add(&tot[s].all, &st);
+        if (s == PL_SEARCH_BO) bo = st;
     }
-    pl_table_row(tb, "%s|%s|%.1fx (%.3f ms)|%s|%s|%s|%s|%s|%s|%s", base(model), t->cat->name,
-                 factor, slo * 1e3, t->cat->configs[opt].name, cells[0], cells[1], cells[2],
-                 cells[3], cells[4], cells[5]);
+    pl_table_row(tb, "%s|%s|%.1fx (%.3f ms)|%s|%s|%d/%d|%.1f|%s|%s|%s|%s|%s|%s", base(model),
+                 t->cat->name, factor, slo * 1e3, t->cat->configs[opt].name, cells[0], bo.found,
+                 bo.runs, bo.ended_sum / bo.runs, cells[BO_NO_STOP], cells[1], cells[2], cells[3],
+                 cells[4], cells[5]);
 }
 
 static void summary(const total *tot)
 {
-    pl_table *t =
-        pl_table_new("strategy|>mean trials to the optimum|>optimum within 6 trials|>mean "
-                     "cost regret after 6|>runs with nothing feasible in 6");
-    for (int s = 0; s < PL_SEARCH_COUNT; s++) {
+    pl_table *t = pl_table_new(
+        "strategy|>mean trials to the optimum|>optimum within 6 trials|>optimum tried before "
+        "the end|>mean trials at the end|>mean cost regret after 6|>mean regret of the "
+        "answer|>runs with nothing feasible in 6");
+    for (int s = 0; s < N_RUNS; s++) {
         const total *x = &tot[s];
-        pl_table_row(t, "%s|%.2f|%.0f%%|%.1f%%|%d of %d", pl_search_strategy_name(s),
-                     x->mean_trials_sum / x->rows, 100.0 * x->all.within6 / x->all.runs,
-                     x->all.regret_n ? 100 * x->all.regret_sum / x->all.regret_n : 0,
-                     x->all.no_feasible6, x->all.runs);
+        const stats *a = &x->all;
+        pl_table_row(t, "%s|%.2f|%.0f%%|%.1f%% (%d of %d)|%.2f|%.1f%%|%.1f%%|%d of %d",
+                     s == BO_NO_STOP ? "bo, no early stop" : pl_search_strategy_name(s),
+                     x->mean_trials_sum / x->rows, 100.0 * a->within6 / a->runs,
+                     100.0 * a->found / a->runs, a->found, a->runs, a->ended_sum / a->runs,
+                     a->regret_n ? 100 * a->regret_sum / a->regret_n : 0,
+                     100 * a->answer_regret_sum / a->runs, a->no_feasible6, a->runs);
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
@@ -231,11 +255,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_search CATALOG... -- MODEL...\n");
         return 2;
     }
-    total tot[PL_SEARCH_COUNT] = {{0}};
+    total tot[N_RUNS] = {{0}};
     int n_models = argc - sep - 1;
     pl_trial_worker **workers = calloc(n_models, sizeof *workers);
-    pl_table *tb =
-        pl_table_new("model|catalogue|SLO|optimum|>bo|>lcf|>uniform|>ga|>de|>exhaustive");
+    pl_table *tb = pl_table_new("model|catalogue|SLO|optimum|>bo|>bo found|>bo ends at|>bo no "
+                                "stop|>lcf|>uniform|>ga|>de|>exhaustive");
     for (int c = 1; c < sep; c++) {
         pl_err err = {""};
         pl_catalog *cat = pl_catalog_load(argv[c], &err);
@@ -250,7 +274,8 @@ int main(int argc, char **argv)
         pl_catalog_free(cat);
     }
     printf("trials until the exhaustive optimum is tried (mean over %d seeds for bo, uniform, ga, "
-           "de; no early stop; catalogue size + 1 when never)\n",
+           "de; default stop rules; catalogue size + 1 when never); for bo, the runs that tried "
+           "the optimum before stopping and the mean trials at the stop\n",
            SEEDS);
     pl_table_print(tb, stdout);
     pl_table_free(tb);

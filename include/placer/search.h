@@ -83,8 +83,10 @@ typedef struct pl_search_opts {
     int budget_trials; /* 0: no limit on trials (but see budget_s) */
     double budget_s;   /* 0: no limit on search seconds (constraint 2f) */
     unsigned seed;
-    double min_gain;      /* bo: stop when the best acquisition < min_gain × the best cost
-                             found (0: the default, 1e-3; negative: never, run the budget) */
+    double stop_prob;     /* bo stops early once no untried configuration is, with probability
+                             stop_prob or more under the surrogate (its spread floored), both
+                             within the SLO and cheaper than the best found (docs/search.md;
+                             0: the default, 0.01; negative: never, run the budget) */
     int init_trials;      /* bo/ga/de: random trials before the model is used (0: default 2) */
     bool include_retired; /* consider configurations marked retired */
 } pl_search_opts;

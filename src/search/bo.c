@@ -19,7 +19,6 @@ typedef struct surrogate {
     pl_gp gp;
     bool ok;          /* a GP was fitted (at least two trials ran) */
     int n;            /* the trials that ran when it was fitted; -1 before the first fit */
-    unsigned seed;    /* the seed of that fit (pl_gp_fit's starts, from FIT_FROM trials on) */
     double a, b;      /* the trend: ln latency ≈ a + b · capability (docs/search.md) */
     double best_cost; /* the cheapest trial meeting the SLO; INFINITY before one does */
 } surrogate;
@@ -73,7 +72,7 @@ static void surrogate_free(surrogate *m)
 }
 
 /* Fits the surrogate to the trials that ran, unless it already is: a trial where the model did
- * not run adds no data, and the same data with the same seed gives the same fit. */
+ * not run adds no data, and the same data with the search's seed gives the same fit. */
 static int surrogate_update(searcher *S, surrogate *m, pl_err *err)
 {
     const pl_search_result *r = S->r;
@@ -81,9 +80,9 @@ static int surrogate_update(searcher *S, surrogate *m, pl_err *err)
     int runs = 0;
     for (int i = 0; i < r->n_trials; i++)
         runs += r->trials[i].runs;
-    if (runs == m->n && (runs < FIT_FROM || S->seed == m->seed)) return 0;
+    if (runs == m->n) return 0;
     surrogate_free(m);
-    m->n = runs, m->seed = S->seed, m->a = m->b = 0;
+    m->n = runs, m->a = m->b = 0;
     int n = 0;
     double *X = pl_malloc(((size_t)r->n_trials * PL_N_FEATURES + 1) * sizeof *X);
     double *y = pl_malloc((r->n_trials + 1) * sizeof *y);
@@ -115,15 +114,23 @@ static double feasibility_acq(const searcher *S, int k, double mu, double sigma)
     return p - 1e-9 * S->cat->configs[k].price_usd_per_hour;
 }
 
+/* The surrogate's prediction of ln latency on configuration k: the trend plus the GP's mean,
+ * and the predictive spread of a new trial: the latent variance plus the noise the fit found
+ * (trials are not exact repeats: placement searches and measurements vary). */
+static void surrogate_predict(const searcher *S, const surrogate *m, int k, double *mu,
+                              double *sigma)
+{
+    double var;
+    pl_gp_predict(&m->gp, feat_of(S, k), mu, &var);
+    *mu += m->a + m->b * S->capability[k];
+    *sigma = sqrt(fmax(var, 0) + m->gp.h.noise_var);
+}
+
 /* Constrained EI of candidate k: P(latency <= SLO) × EI on its cost (eq. 7). */
 static double surrogate_acq(const searcher *S, const surrogate *m, int k)
 {
-    double mu, var;
-    pl_gp_predict(&m->gp, feat_of(S, k), &mu, &var);
-    mu += m->a + m->b * S->capability[k];
-    /* the predictive spread of a new trial: the latent variance plus the noise the fit found
-     * (trials are not exact repeats: placement searches and measurements vary) */
-    double sigma = sqrt(fmax(var, 0) + m->gp.h.noise_var);
+    double mu, sigma;
+    surrogate_predict(S, m, k, &mu, &sigma);
     if (S->r->best < 0) return feasibility_acq(S, k, mu, sigma);
     double price_per_s = S->cat->configs[k].price_usd_per_hour / 3600;
     return pl_prob_meets(mu, sigma, S->o->slo_s) *
@@ -174,13 +181,70 @@ static int initial(searcher *S, int n_default, pl_err *err)
 /* A proposer fills `cands` (untried configurations) for the surrogate to score. */
 typedef int (*proposer)(searcher *S, int *cands);
 
+/* ---- When BO stops early (docs/search.md "When BO stops") ----
+ *
+ * A configuration's cost is its price (known) × its latency (not), so "within the SLO and
+ * cheaper than the best found" is one event on the latency alone: latency < limit(k) =
+ * min(SLO, best cost / price per second). BO may stop only when, for every untried
+ * configuration, the surrogate gives that event a probability under stop_prob (1 %). Before
+ * anything meets the SLO it does not stop early: answering "nothing meets the SLO" while an
+ * untried configuration does is the worst answer there is.
+ *
+ * The surrogate is sure of what it saw, not of what it assumed (a trend, fixed length scales,
+ * an amplitude from a handful of points): away from its trials it can predict a spread of a
+ * few per cent and be 1.5x off. So the spread is floored at STOP_SIGMA in ln latency (one
+ * standard deviation is a factor 1.22; a 1 % tail, 2.33 of them, a factor 1.6), less near a
+ * trial, and no stop comes before STOP_MIN_RUNS trials have run. All measured on bench_search
+ * (the doc). */
+enum { STOP_MIN_RUNS = 3 };
+static const double STOP_SIGMA = 0.2, STOP_PROB = 0.01;
+/* The floor shrinks near a trial that ran, to STOP_NEAR_MIN of itself at distance 0 (in the
+ * scaled features), and is whole from STOP_NEAR_DIST on: what a model misses grows with the
+ * distance from its data, and a near twin of a trial (the same GPUs from another cloud) is
+ * predicted from that trial. */
+static const double STOP_NEAR_DIST = 0.5, STOP_NEAR_MIN = 0.25;
+
+static double stop_floor(const searcher *S, int k)
+{
+    double d2 = INFINITY;
+    for (int i = 0; i < S->r->n_trials; i++)
+        if (S->r->trials[i].runs)
+            d2 = fmin(d2, dist2(feat_of(S, k), feat_of(S, S->r->trials[i].config)));
+    return STOP_SIGMA * fmin(1, fmax(STOP_NEAR_MIN, sqrt(d2) / STOP_NEAR_DIST));
+}
+
+/* P(latency(k) < limit(k)) under the surrogate, its spread floored (stop_floor). */
+static double prob_better(const searcher *S, const surrogate *m, int k)
+{
+    double mu, sigma;
+    surrogate_predict(S, m, k, &mu, &sigma);
+    double limit = S->o->slo_s, price_per_s = S->cat->configs[k].price_usd_per_hour / 3600;
+    if (isfinite(m->best_cost) && price_per_s > 0) limit = fmin(limit, m->best_cost / price_per_s);
+    return pl_prob_meets(mu, fmax(sigma, stop_floor(S, k)), limit);
+}
+
+/* Whether BO may stop now; if so, the reason is written. */
+static bool should_stop(searcher *S, const surrogate *m)
+{
+    double eps = S->o->stop_prob > 0 ? S->o->stop_prob : STOP_PROB;
+    if (S->o->stop_prob < 0 || m->n < STOP_MIN_RUNS || S->r->best < 0) return false;
+    double pmax = 0;
+    for (int k = 0; k < S->cat->n && pmax < eps; k++)
+        if (S->cand[k] && !S->tried[k]) pmax = fmax(pmax, prob_better(S, m, k));
+    if (pmax >= eps) return false;
+    snprintf(S->r->stop_reason, sizeof S->r->stop_reason,
+             "no untried configuration is likely within the SLO and cheaper (at most %.2g%%)",
+             100 * pmax);
+    return true;
+}
+
 /* One model-based step: fit (when the data changed), score what the proposer offers, try the
- * best. Returns 1 when the search should stop (the acquisition says nothing worthwhile is
- * left), -1 on error. */
+ * best. Returns 1 when the search should stop (may_stop: BO's rule above), -1 on error. */
 static int step(searcher *S, surrogate *m, proposer propose, bool may_stop, pl_err *err)
 {
     if (surrogate_update(S, m, err) < 0) return -1;
     if (!m->ok) return search_trial(S, search_random_untried(S), NAN, err) < 0 ? -1 : 0;
+    if (may_stop && should_stop(S, m)) return 1;
     int *cands = pl_malloc((S->cat->n + POP_CHILDREN + 1) * sizeof *cands);
     int nc = propose(S, cands), pick = -1;
     double best = -1;
@@ -189,16 +253,6 @@ static int step(searcher *S, surrogate *m, proposer propose, bool may_stop, pl_e
         if (a > best) best = a, pick = cands[i];
     }
     free(cands);
-    double gain = S->o->min_gain > 0 ? S->o->min_gain : 1e-3;
-    may_stop &= S->o->min_gain >= 0;
-    if (may_stop && S->r->best >= 0 && best < gain * S->r->trials[S->r->best].cost_usd) {
-        double pct = 100 * best / S->r->trials[S->r->best].cost_usd;
-        snprintf(S->r->stop_reason, sizeof S->r->stop_reason,
-                 pct < 1e-3 ? "expected improvement negligible (under 0.001%% of the best cost)"
-                            : "expected improvement negligible (%.2g%% of the best cost)",
-                 pct);
-        return 1;
-    }
     if (pick < 0) pick = search_random_untried(S);
     return search_trial(S, pick, best, err) < 0 ? -1 : 0;
 }
@@ -234,7 +288,7 @@ int search_bo(searcher *S, pl_err *err)
 
 static double uniform01(searcher *S)
 {
-    return rand_r(&S->seed) / (RAND_MAX + 1.0);
+    return pl_rng_uniform(&S->rng);
 }
 
 /* Measured quality of a trial for parent selection: its cost, or worse than any cost when
@@ -246,7 +300,7 @@ static double badness(const pl_trial_record *t)
 
 static int tournament(searcher *S, int n)
 {
-    int a = rand_r(&S->seed) % n, b = rand_r(&S->seed) % n;
+    int a = pl_rng_below(&S->rng, n), b = pl_rng_below(&S->rng, n);
     return badness(&S->r->trials[a]) <= badness(&S->r->trials[b]) ? a : b;
 }
 
@@ -289,10 +343,10 @@ static int de_children(searcher *S, int *cands)
     for (int c = 0; c < POP_CHILDREN && np >= 3; c++) {
         const pl_trial_record *tr = S->r->trials;
         const double *t = feat_of(S, tr[c % np].config),
-                     *a = feat_of(S, tr[rand_r(&S->seed) % np].config),
-                     *b = feat_of(S, tr[rand_r(&S->seed) % np].config),
-                     *d = feat_of(S, tr[rand_r(&S->seed) % np].config);
-        int keep = rand_r(&S->seed) % PL_N_FEATURES;
+                     *a = feat_of(S, tr[pl_rng_below(&S->rng, np)].config),
+                     *b = feat_of(S, tr[pl_rng_below(&S->rng, np)].config),
+                     *d = feat_of(S, tr[pl_rng_below(&S->rng, np)].config);
+        int keep = pl_rng_below(&S->rng, PL_N_FEATURES);
         double x[PL_N_FEATURES];
         for (int f = 0; f < PL_N_FEATURES; f++)
             x[f] = f == keep || uniform01(S) < 0.9 ? a[f] + 0.8 * (b[f] - d[f]) : t[f];

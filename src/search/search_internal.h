@@ -17,7 +17,8 @@ typedef struct searcher {
     double *F;          /* pl_catalog_features, n × PL_N_FEATURES */
     double *capability; /* per configuration, the mean of its row of F (the surrogate's trend) */
     double t0;
-    unsigned seed;
+    unsigned seed; /* the search's seed: the GP fits' (a fit depends only on its data and it) */
+    uint64_t rng;  /* the random draws (pl_rng_*), seeded from it */
 } searcher;
 
 /* Runs configuration `k` as the next trial (acquisition `acq`, NAN if none). */

@@ -61,7 +61,7 @@ static void record(searcher *S, int k, double acq, pl_trial_out *out)
 
 int search_trial(searcher *S, int k, double acq, pl_err *err)
 {
-    pl_trial_out out;
+    pl_trial_out out = {.latency_s = INFINITY}; /* freed below even if the worker fails */
     long before = S->w->trials;
     double t0 = pl_now();
     if (pl_trial_run(S->w, S->cat->configs[k].cluster, &out, err) < 0) {
@@ -92,7 +92,7 @@ bool search_can_go_on(searcher *S)
 int search_random_untried(searcher *S)
 {
     if (S->n_left == 0) return -1;
-    int pick = rand_r(&S->seed) % S->n_left;
+    int pick = pl_rng_below(&S->rng, S->n_left);
     for (int k = 0; k < S->cat->n; k++)
         if (S->cand[k] && !S->tried[k] && pick-- == 0) return k;
     return -1;
@@ -130,7 +130,7 @@ static int search_simple(searcher *S, pl_err *err)
     pl_search_strategy st = S->o->strategy;
     if (st == PL_SEARCH_LCF && n > 0) qsort_r(order, n, sizeof *order, by_price, (void *)S->cat);
     for (int i = n - 1; st == PL_SEARCH_UNIFORM && i > 0; i--) {
-        int j = rand_r(&S->seed) % (i + 1), t = order[i];
+        int j = pl_rng_below(&S->rng, i + 1), t = order[i];
         order[i] = order[j], order[j] = t;
     }
     int rc = run_order(S, order, n, st == PL_SEARCH_LCF, err);
@@ -156,6 +156,7 @@ static void searcher_init(searcher *S, const pl_catalog *cat, const pl_search_op
         S->capability[k] /= PL_N_FEATURES;
     }
     S->seed = o->seed ? o->seed : 1;
+    S->rng = S->seed;
     S->t0 = pl_now();
 }
 

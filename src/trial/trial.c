@@ -16,8 +16,9 @@ int pl_trial_start(pl_trial_worker *w, pl_err *err)
 
 int pl_trial_run(pl_trial_worker *w, const pl_cluster *c, pl_trial_out *out, pl_err *err)
 {
-    if (pl_trial_start(w, err) < 0) return -1;
+    /* set before anything can fail: the caller may free out->plan on any return */
     *out = (pl_trial_out){.latency_s = 1.0 / 0.0};
+    if (pl_trial_start(w, err) < 0) return -1;
     double t0 = pl_now();
     int rc = w->ops->trial(w, c, out, err);
     w->trial_s += pl_now() - t0;
