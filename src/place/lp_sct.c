@@ -243,10 +243,18 @@ static void lp_csc(const lp *L, int **start, int **index, double **value)
     *start = st, *index = ix, *value = v;
 }
 
-/* Runs in the solver's child process (solve.h). */
+typedef struct clp_job {
+    Clp_Simplex *m;
+    double limit_s;
+} clp_job;
+
+/* Runs in the solver's child process (solve.h). The limit is set here: Clp stores it as an
+ * absolute process CPU time, and the child's CPU clock starts again from zero. */
 static void clp_child(void *ctx, lp_answer *a)
 {
-    Clp_Simplex *m = ctx;
+    clp_job *job = ctx;
+    Clp_Simplex *m = job->m;
+    Clp_setMaximumSeconds(m, job->limit_s);
     Clp_initialSolve(m);
     a->obj = INFINITY, a->bound = -INFINITY;
     if (Clp_isProvenOptimal(m)) {
@@ -273,10 +281,10 @@ static lp_sct_status lp_solve(const lp *L, int ne, double time_limit_s, double *
     Clp_loadProblem(m, L->n_cols, L->n_rows, st, ix, v, L->collb, L->colub, L->obj, L->rowlb,
                     L->rowub);
     free(st), free(ix), free(v);
-    Clp_setMaximumSeconds(m, time_limit_s);
+    clp_job job = {m, time_limit_s};
     lp_answer a = {.n = L->n_cols, .x = pl_malloc((L->n_cols + 1) * sizeof *a.x)};
     lp_sct_status s = LP_SCT_FAILED;
-    if (lp_solve_isolated(clp_child, m, time_limit_s, 0, &a, why, cap) < 0)
+    if (lp_solve_isolated(clp_child, &job, time_limit_s, 0, &a, why, cap) < 0)
         s = LP_SCT_CRASHED;
     else if (a.status == LP_ANS_OPTIMAL) {
         s = LP_SCT_OPTIMAL;
