@@ -76,6 +76,9 @@ static _Noreturn void child(pid_t parent, int fd, lp_solve_fn solve, void *ctx, 
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    /* nor its descriptors: a worker's socket held open here would hide its end of file */
+    if (fd > 3) close_range(3, (unsigned)fd - 1, 0);
+    close_range((unsigned)fd + 1, ~0U, 0);
     inject_fault(fd);
     solve(ctx, a);
     wire_head h = {ANS_MAGIC, (int32_t)a->status, a->n, a->obj, a->bound};
