@@ -183,6 +183,26 @@ static void test_sct_lp_picks_heavy_child(void **state)
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* The LP solver crashes (fault injected in its child process, src/place/solve.h): the
+ * favourites come from the greedy matching, m-sct says why, and its plan is valid. */
+static void test_sct_solver_crash(void **state)
+{
+    (void)state;
+    pl_graph *g = heavy_fork();
+    pl_cluster *c = cluster(4, 10e9, 0, 0);
+    pl_cost *k = cost(g, c);
+    pl_err err;
+    setenv("PLACER_TEST_SOLVER_FAULT", "segv", 1);
+    pl_plan *p = place("m-sct", k, 10, &err);
+    unsetenv("PLACER_TEST_SOLVER_FAULT");
+    if (!strstr(err.msg, "m-sct: warning: the LP solver crashed (SIGSEGV) after "))
+        fail_msg("no warning: '%s'", err.msg);
+    /* the heaviest pair is the greedy matching's first favourite */
+    assert_int_equal(p->dev[op(g, "b")], p->dev[op(g, "a")]);
+    simulate_checked(k, p, "heavy fork, LP solver crashed");
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
 /* Each op has at most one favourite child and is the favourite of at most one parent. */
 static void assert_matching(const pl_graph *g, const int *fav)
 {
@@ -609,6 +629,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sct_lp_picks_heavy_child),
+        cmocka_unit_test(test_sct_solver_crash),
         cmocka_unit_test(test_sct_fallback_is_a_matching),
         cmocka_unit_test(test_sct_time_limit_warns),
         cmocka_unit_test(test_sct_tiny_bounds),

@@ -415,6 +415,12 @@ MODELS: Dict[str, Spec] = {
     "resnext50_32x4d": Spec(
         lambda: torchvision.models.resnext50_32x4d(weights=None), image(224), ["image"],
         ["logits"], ["/conv1/Conv", "/layer2/layer2.0/conv2/Conv"], BN_NOTE),
+    "mobilenet_v3_large": Spec(
+        lambda: torchvision.models.mobilenet_v3_large(weights=None), image(224), ["image"],
+        ["logits"],
+        ["/features/features.0/features.0.0/Conv",
+         "/features/features.2/block/block.1/block.1.0/Conv", "/classifier/classifier.0/Gemm"],
+        BN_NOTE),
     "vgg19": Spec(
         lambda: torchvision.models.vgg19(weights=None), image(224), ["image"], ["logits"],
         ["/features/features.0/Conv", "/features/features.34/Conv",

@@ -16,6 +16,7 @@
  * makespan row: every other op's end is bounded by a successor's start. */
 #include "lp_sct.h"
 #include "lp_common.h"
+#include "solve.h"
 
 #include <Clp_C_Interface.h>
 #include <float.h>
@@ -25,8 +26,9 @@
 
 const char *lp_sct_status_name(lp_sct_status s)
 {
-    static const char *names[] = {"optimal", "trivial", "too big", "time limit", "failed"};
-    return s >= LP_SCT_OPTIMAL && s <= LP_SCT_FAILED ? names[s] : "?";
+    static const char *names[] = {"optimal",    "trivial", "too big",
+                                  "time limit", "failed",  "solver crashed"};
+    return s >= LP_SCT_OPTIMAL && s <= LP_SCT_CRASHED ? names[s] : "?";
 }
 
 /* Distinct (producer, consumer) pairs, CSR by producer, with the mean time to move all the
@@ -241,11 +243,35 @@ static void lp_csc(const lp *L, int **start, int **index, double **value)
     *start = st, *index = ix, *value = v;
 }
 
+typedef struct clp_job {
+    Clp_Simplex *m;
+    double limit_s;
+} clp_job;
+
+/* Runs in the solver's child process (solve.h). The limit is set here: Clp stores it as an
+ * absolute process CPU time, and the child's CPU clock starts again from zero. */
+static void clp_child(void *ctx, lp_answer *a)
+{
+    clp_job *job = ctx;
+    Clp_Simplex *m = job->m;
+    Clp_setMaximumSeconds(m, job->limit_s);
+    Clp_initialSolve(m);
+    a->obj = INFINITY, a->bound = -INFINITY;
+    if (Clp_isProvenOptimal(m)) {
+        a->status = LP_ANS_OPTIMAL;
+        memcpy(a->x, Clp_getColSolution(m), a->n * sizeof *a->x);
+        a->obj = a->bound = Clp_objectiveValue(m);
+    } else /* status 3: stopped on iterations or time */
+        a->status = Clp_status(m) == 3 ? LP_ANS_STOPPED : LP_ANS_FAILED;
+}
+
 /* Solves with Clp, the LP engine of the CBC distribution. Not through Cbc_solve: CBC 2.10's
  * C interface runs a pure LP through CbcMain1, whose time limit only bounds branch-and-bound
- * (measured: a 5 s limit, a 70 s solve), while Clp's simplex checks its own limit. On
- * success copies x (E values) out and returns the objective in LP units. */
-static lp_sct_status lp_solve(const lp *L, int ne, double time_limit_s, double *x, double *obj)
+ * (measured: a 5 s limit, a 70 s solve), while Clp's simplex checks its own limit. In a
+ * child process (solve.h): a solver crash or stall is a failure with a reason in `why`. On
+ * success copies x (the first ne columns) out and returns the objective in LP units. */
+static lp_sct_status lp_solve(const lp *L, int ne, double time_limit_s, double *x, double *obj,
+                              char *why, size_t cap)
 {
     int *st, *ix;
     double *v;
@@ -255,16 +281,18 @@ static lp_sct_status lp_solve(const lp *L, int ne, double time_limit_s, double *
     Clp_loadProblem(m, L->n_cols, L->n_rows, st, ix, v, L->collb, L->colub, L->obj, L->rowlb,
                     L->rowub);
     free(st), free(ix), free(v);
-    Clp_setMaximumSeconds(m, time_limit_s);
-    Clp_initialSolve(m);
+    clp_job job = {m, time_limit_s};
+    lp_answer a = {.n = L->n_cols, .x = pl_malloc((L->n_cols + 1) * sizeof *a.x)};
     lp_sct_status s = LP_SCT_FAILED;
-    if (Clp_isProvenOptimal(m)) {
+    if (lp_solve_isolated(clp_child, &job, time_limit_s, 0, &a, why, cap) < 0)
+        s = LP_SCT_CRASHED;
+    else if (a.status == LP_ANS_OPTIMAL) {
         s = LP_SCT_OPTIMAL;
-        memcpy(x, Clp_getColSolution(m), ne * sizeof *x);
-        *obj = Clp_objectiveValue(m);
-    } else if (Clp_status(m) == 3) { /* stopped on iterations or time */
+        memcpy(x, a.x, ne * sizeof *x);
+        *obj = a.obj;
+    } else if (a.status == LP_ANS_STOPPED)
         s = LP_SCT_TIME_LIMIT;
-    }
+    free(a.x);
     Clp_deleteModel(m);
     return s;
 }
@@ -355,7 +383,7 @@ static void solve_contracted(const pl_cost *k, const pairs *P, const chains *C, 
     double *x = pl_malloc(E.n * sizeof *x), obj = 0;
     info->build_s = pl_now() - t0;
     t0 = pl_now();
-    info->status = lp_solve(&L, E.n, time_limit_s, x, &obj);
+    info->status = lp_solve(&L, E.n, time_limit_s, x, &obj, info->why, sizeof info->why);
     info->solve_s = pl_now() - t0;
     if (info->status == LP_SCT_OPTIMAL) {
         info->lp_makespan_s = obj * unit;

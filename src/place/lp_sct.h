@@ -19,7 +19,8 @@ typedef enum {
     LP_SCT_TRIVIAL,    /* one device, or no edge between chains: no LP needed */
     LP_SCT_TOO_BIG,    /* over max_nodes: greedy favourites */
     LP_SCT_TIME_LIMIT, /* the solver hit the time limit: greedy favourites */
-    LP_SCT_FAILED      /* the solver gave up (numerical trouble): greedy favourites */
+    LP_SCT_FAILED,     /* the solver gave up (numerical trouble): greedy favourites */
+    LP_SCT_CRASHED     /* the solver crashed, stalled or sent garbage (solve.h): greedy */
 } lp_sct_status;
 
 const char *lp_sct_status_name(lp_sct_status s);
@@ -34,6 +35,7 @@ typedef struct lp_sct_info {
     int n_favorites;         /* ops with a favourite child */
     double lp_makespan_s;    /* LP optimum, seconds (SCT model: not a bound on a plan) */
     double build_s, solve_s; /* wall time to build the LP and to solve it */
+    char why[160];           /* LP_SCT_CRASHED: what went wrong, and when */
 } lp_sct_info;
 
 /* Fills fav_child[op] (-1: none) so that each op has at most one favourite child and is the

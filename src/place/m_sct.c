@@ -499,6 +499,11 @@ static void report_path(const lp_sct_info *info, double limit_s, pl_err *err)
                 "m-sct: warning: LP not solved within %g s (%d chains, %d edges): favourite "
                 "children by greedy heaviest-communication matching",
                 limit_s, info->n_chains, info->n_lp_edges);
+    else if (info->status == LP_SCT_CRASHED)
+        lp_warn(err,
+                "m-sct: warning: the LP solver %s: favourite children by greedy "
+                "heaviest-communication matching",
+                info->why);
     else if (info->status == LP_SCT_FAILED)
         lp_warn(err, "m-sct: warning: the LP solver gave up: favourite children by greedy "
                      "heaviest-communication matching");

@@ -11,6 +11,7 @@
 #include "algos.h"
 #include "moirai_ls.h"
 #include "sched.h"
+#include "solve.h"
 
 #include <Cbc_C_Interface.h>
 #include <math.h>
@@ -569,30 +570,76 @@ typedef struct outcome {
     double obj, bound, sim, cbc_s, build_s;
     char source[64]; /* which part found the plan now in `out` */
     char status_buf[96];
+    char warning[400]; /* the solver failed (solve.h): said first in the note */
     pl_ls_stats ls;
 } outcome;
 
-/* Uses the MILP's plan unless its simulation is worse than the warm start's. */
-static int finish(milp *P, const start *w, pl_plan *out, pl_err *err, outcome *r)
+typedef struct cbc_job {
+    Cbc_Model *m;
+    double limit_s;
+} cbc_job;
+
+/* Runs in the solver's child process (solve.h): solves and reports what CBC has. The limit
+ * is set here, on the child's clocks (Clp, under CBC, keeps absolute CPU times), and counts
+ * wall-clock time as placer's limits do: CBC's default, CPU time, runs slower than the wall
+ * clock on a loaded machine (a 1.6 s limit took 4.8 s under a load of 10 on 2 cores). */
+static void cbc_child(void *ctx, lp_answer *a)
 {
-    Cbc_Model *m = P->m;
-    int has = Cbc_numberSavedSolutions(m) > 0 || Cbc_isProvenOptimal(m);
-    r->obj = has ? Cbc_getObjValue(m) : INFINITY, r->bound = Cbc_getBestPossibleObjValue(m);
-    r->status = Cbc_isProvenOptimal(m) ? "optimal" : has ? "feasible" : "no solution";
-    if (Cbc_isProvenInfeasible(m) && !w->plan)
+    cbc_job *job = ctx;
+    Cbc_Model *m = job->m;
+    Cbc_setMaximumSeconds(m, job->limit_s);
+    Cbc_setParameter(m, "timeMode", "elapsed");
+    Cbc_solve(m);
+    bool opt = Cbc_isProvenOptimal(m), has = opt || Cbc_numberSavedSolutions(m) > 0;
+    a->status = opt                         ? LP_ANS_OPTIMAL
+                : has                       ? LP_ANS_FEASIBLE
+                : Cbc_isProvenInfeasible(m) ? LP_ANS_INFEASIBLE
+                                            : LP_ANS_STOPPED;
+    a->obj = has ? Cbc_getObjValue(m) : INFINITY;
+    a->bound = Cbc_getBestPossibleObjValue(m);
+    if (has) memcpy(a->x, Cbc_getColSolution(m), a->n * sizeof *a->x);
+}
+
+/* The solver failed (crash, stall, garbage: `why`): no MILP answer, the warm start stays. */
+static int solver_failed(const pl_cost *k, const start *w, const char *why, pl_plan *out,
+                         pl_err *err, outcome *r)
+{
+    if (!w->plan)
+        return pl_err_set(err,
+                          "moirai: the MILP solver %s and no heuristic plan meets memory (5): "
+                          "no plan",
+                          why);
+    snprintf(r->warning, sizeof r->warning,
+             "warning: the MILP solver %s; using the best plan found so far (heuristic %s)", why,
+             w->name);
+    pl_plan_assign(out, w->plan);
+    r->status = "no MILP answer (solver failed)";
+    r->obj = INFINITY, r->bound = pl_lower_bound(k), r->sim = w->makespan;
+    snprintf(r->source, sizeof r->source, "warm start %s", w->name);
+    return 0;
+}
+
+/* Uses the MILP's plan unless its simulation is worse than the warm start's. */
+static int finish(milp *P, const start *w, const lp_answer *a, pl_plan *out, pl_err *err,
+                  outcome *r)
+{
+    bool opt = a->status == LP_ANS_OPTIMAL, has = opt || a->status == LP_ANS_FEASIBLE;
+    r->obj = has ? a->obj : INFINITY, r->bound = a->bound;
+    r->status = opt ? "optimal" : has ? "feasible" : "no solution";
+    if (a->status == LP_ANS_INFEASIBLE && !w->plan)
         return pl_err_set(err, "moirai: infeasible: no placement meets device memory (5)");
     r->sim = INFINITY;
     snprintf(r->source, sizeof r->source, "milp");
     if (has) {
-        read_plan(P, Cbc_getColSolution(m), out);
+        read_plan(P, a->x, out);
         r->sim = pk_sim_makespan(P->k, out, &MILP_SIM, false);
     }
     if (!(r->sim <= w->makespan)) {
         if (!w->plan) return pl_err_set(err, "moirai: CBC found no plan in %.1f s", r->cbc_s);
         pl_plan_assign(out, w->plan);
-        r->status = Cbc_isProvenOptimal(m) ? "optimal (its plan simulates worse: warm start kept)"
-                    : has                  ? "feasible (its plan simulates worse: warm start kept)"
-                                           : "no solution (warm start kept)";
+        r->status = opt   ? "optimal (its plan simulates worse: warm start kept)"
+                    : has ? "feasible (its plan simulates worse: warm start kept)"
+                          : "no solution (warm start kept)";
         r->sim = w->makespan;
         snprintf(r->source, sizeof r->source, "warm start %s", w->name);
     }
@@ -630,11 +677,11 @@ static void note(pl_err *err, const milp *P, const outcome *r, double warm)
     double gap = ref > 0 ? (ref - r->bound) / ref : 0;
     pl_err_set(
         err,
-        "moirai: %s, MILP objective %.6g, bound %.6g, gap %.4g, simulated %.6g "
+        "moirai: %s%s%s, MILP objective %.6g, bound %.6g, gap %.4g, simulated %.6g "
         "(warm start %.6g), %d binaries, %d rows, build %.2f s, CBC %.2f s, local search %ld "
         "simulations %.2f s; final plan: %s",
-        r->status, r->obj, r->bound, gap, r->sim, warm, P->n_bin, P->n_rows, r->build_s, r->cbc_s,
-        r->ls.evals, r->ls.secs, r->source);
+        r->warning, r->warning[0] ? "; " : "", r->status, r->obj, r->bound, gap, r->sim, warm,
+        P->n_bin, P->n_rows, r->build_s, r->cbc_s, r->ls.evals, r->ls.secs, r->source);
 }
 /* No MILP (too big to solve in time): the warm start, for the local search to improve. */
 static int skip_milp(const pl_cost *k, const start *w, double rows, pl_plan *out, pl_err *err,
@@ -654,22 +701,47 @@ static int skip_milp(const pl_cost *k, const start *w, double rows, pl_plan *out
     return 0;
 }
 
-/* Builds and solves the MILP in a third of what is left of the limit, then picks its plan or
- * the warm start (finish). */
+/* One CBC solve in a child process (solve.h), its limit a third of what is left before
+ * `end`. CBC overruns its limit (preprocessing and the root LP do not look at the clock):
+ * its answer is awaited until `end`, or a grace past its limit when that is later. */
+static bool cbc_solve(milp *P, double end, lp_answer *a, char *why, size_t cap)
+{
+    cbc_job job = {P->m, fmax(1, (end - pl_now()) / 3)};
+    return lp_solve_isolated(cbc_child, &job, job.limit_s, end - pl_now(), a, why, cap) == 0;
+}
+
+/* Builds and solves the MILP, then picks its plan or the warm start (finish). CBC 2.10 can
+ * crash when its clock runs out in the root LP of the preprocessed model (docs/moirai.md):
+ * a failed solve is tried once more without preprocessing when the time left allows, and a
+ * second failure keeps the warm start (solver_failed). */
 static int solve_milp(milp *P, const start *w, pairs *op, pairs *fp, const pl_place_opts *o,
                       double left, pl_plan *out, pl_err *err, outcome *r)
 {
     P->m = Cbc_newModel();
     Cbc_setLogLevel(P->m, 0);
-    double t0 = pl_now();
+    double t0 = pl_now(), end = t0 + left;
     build(P, w, op, fp);
     r->build_s = pl_now() - t0;
-    Cbc_setMaximumSeconds(P->m, fmax(1, (left - (pl_now() - t0)) / 3));
     Cbc_setAllowableFractionGap(P->m, o && o->rel_gap > 0 ? o->rel_gap : 1e-6);
     double t1 = pl_now();
-    Cbc_solve(P->m);
+    char why[320], again[160];
+    lp_answer a = {.n = P->ncols, .x = pl_malloc((P->ncols + 1) * sizeof *a.x)};
+    bool ok = cbc_solve(P, end, &a, why, sizeof why);
+    if (!ok && end - pl_now() >= 2) { /* the shortest limit, 1 s, and as much for CBC's overrun */
+        Cbc_setParameter(P->m, "preprocess", "off");
+        size_t n = strlen(why);
+        if (cbc_solve(P, end, &a, again, sizeof again))
+            ok = true, snprintf(r->warning, sizeof r->warning,
+                                "warning: the MILP solver %s; solved again without CBC's "
+                                "preprocessing",
+                                why);
+        else
+            snprintf(why + n, sizeof why - n, ", and again without preprocessing (%s)", again);
+    }
     r->cbc_s = pl_now() - t1;
-    return finish(P, w, out, err, r);
+    int rc = ok ? finish(P, w, &a, out, err, r) : solver_failed(P->k, w, why, out, err, r);
+    free(a.x);
+    return rc;
 }
 
 /* The MILP gets a third of what is left after building it (on small instances it proves its
