@@ -110,9 +110,13 @@ int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
         return cli_fail(verb, "give --cluster FILE or --catalog CAT --config NAME, not both");
     if (o->catalog && !o->config)
         return cli_fail(verb, "--catalog wants --config NAME: which configuration?");
-    if (!o->cluster && !o->catalog)
-        return cli_fail(verb, "which cluster? give --cluster FILE (examples/clusters/) or "
-                              "--catalog CAT --config NAME");
+    if (!o->cluster && !o->catalog) {
+        char dir[4096];
+        return cli_fail(verb,
+                        "which cluster? give --cluster FILE (examples in %s/) or --catalog CAT "
+                        "--config NAME",
+                        cli_own_dir("share/placer/clusters", "examples/clusters", dir, sizeof dir));
+    }
     pl_err err = {""};
     pl_load_opts lo = {.dims = (const char **)o->dims,
                        .n_dims = o->n_dims,

@@ -90,8 +90,12 @@ static int parse(int argc, char **argv, deploy_args *a)
     if (!a->co.model) return cli_fail("deploy", "which model? (placer deploy --help)"), -1;
     if (a->co.config || a->co.cluster)
         return cli_fail("deploy", "deploy chooses the configuration: give --catalog only"), -1;
-    if (!a->co.catalog)
-        return cli_fail("deploy", "which catalogue? give --catalog FILE (catalogs/)"), -1;
+    if (!a->co.catalog) {
+        char dir[4096];
+        return cli_fail("deploy", "which catalogue? give --catalog FILE (shipped ones in %s/)",
+                        cli_own_dir("share/placer/catalogs", "catalogs", dir, sizeof dir)),
+               -1;
+    }
     if (!(a->so.slo_s > 0)) return cli_fail("deploy", "give the latency SLO: --slo 50ms"), -1;
     /* cli_common_opt takes --profile for every verb, but a trial prices each configuration with
      * the cost model alone: refused rather than ignored in silence */

@@ -16,6 +16,13 @@ const char *cli_local_cluster(const char *verb, char *buf, size_t n)
     return NULL;
 }
 
+const char *cli_own_dir(const char *installed, const char *in_tree, char *buf, size_t n)
+{
+    if (pl_own_file(installed, in_tree, buf, n, NULL) == 0) return buf;
+    snprintf(buf, n, "%s", in_tree);
+    return buf;
+}
+
 const char *cli_cache_dir(const char *verb, char *buf, size_t n)
 {
     pl_err err = {""};
