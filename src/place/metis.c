@@ -242,13 +242,13 @@ typedef struct repair {
     const pl_cost *k;
     const ugraph *u;
     int *dev;
-    lp_mem mem;
+    pk_mem_track mem;
     double *conn; /* scratch: bytes from one op to each device */
 } repair;
 
 static bool over(const repair *R, int d)
 {
-    return lp_mem_used(&R->mem, d) > pk_dev_cap(R->k, d);
+    return pk_mem_used(&R->mem, d) > pk_dev_cap(R->k, d);
 }
 
 static void connections(const repair *R, int op)
@@ -265,7 +265,7 @@ static int best_target(const repair *R, int op, int from)
     connections(R, op);
     for (int e = 0; e < R->k->n_devs; e++) {
         if (e == from || !isfinite(pl_cost_op_s(R->k, op, e))) continue;
-        if (!lp_mem_fits(&R->mem, op, e, pk_dev_cap(R->k, e))) continue;
+        if (!pk_mem_fits(&R->mem, op, e)) continue;
         if (best < 0 || R->conn[e] > R->conn[best]) best = e;
     }
     return best;
@@ -275,10 +275,10 @@ static int best_target(const repair *R, int op, int from)
 static void move(repair *R, int op, int to)
 {
     int from = R->dev[op];
-    lp_mem_remove(&R->mem, op, from);
-    lp_mem_add(&R->mem, op, to);
+    pk_mem_remove(&R->mem, op, from);
+    pk_mem_add(&R->mem, op, to);
     R->dev[op] = to;
-    if (R->mem.ws_bytes[op] >= R->mem.ws_max_bytes[from]) lp_mem_recompute_ws(&R->mem, R->dev);
+    if (R->mem.op_ws[op] >= R->mem.wsmax[from]) pk_mem_recompute_ws(&R->mem, R->dev);
 }
 
 /* Ops on d ranked by bytes newly cut per byte freed (moving an op frees the weights only it
@@ -288,8 +288,8 @@ static int rank_candidates(repair *R, int d, int *ops, double *key)
     int n = 0;
     for (int i = 0; i < R->k->n_ops; i++) {
         if (R->dev[i] != d) continue;
-        double freed = lp_mem_freed(&R->mem, i, d);
-        if (R->mem.ws_bytes[i] >= R->mem.ws_max_bytes[d]) freed += 1;
+        double freed = pk_mem_freed(&R->mem, i, d);
+        if (R->mem.op_ws[i] >= R->mem.wsmax[d]) freed += 1;
         if (freed <= 0) continue;
         connections(R, i);
         double cut = R->conn[d];
@@ -336,7 +336,7 @@ static int fail_full(const repair *R, int d, pl_err *err)
     return pl_err_set(err,
                       "metis: device '%s' needs %s of static memory but has %s, and no op "
                       "can move to a device with room",
-                      R->k->c->devs[d].name, pl_fmt_bytes(lp_mem_used(&R->mem, d), a, sizeof a),
+                      R->k->c->devs[d].name, pl_fmt_bytes(pk_mem_used(&R->mem, d), a, sizeof a),
                       pl_fmt_bytes(pk_dev_cap(R->k, d), b, sizeof b));
 }
 
@@ -345,9 +345,9 @@ static int repair_memory(const pl_cost *k, const ugraph *u, int *dev, int *n_mov
     repair R = {k, u, dev, {0}, pl_malloc(k->n_devs * sizeof(double))};
     int *ops = pl_malloc((k->n_ops ? k->n_ops : 1) * sizeof *ops);
     double *key = pl_malloc((k->n_ops ? k->n_ops : 1) * sizeof *key);
-    lp_mem_init(&R.mem, k);
+    pk_mem_init(&R.mem, k);
     for (int i = 0; i < k->n_ops; i++)
-        lp_mem_add(&R.mem, i, dev[i]);
+        pk_mem_add(&R.mem, i, dev[i]);
     int rc = evict_unrunnable(&R, err);
     *n_moved = 0;
     for (int d = 0; d < k->n_devs && rc == 0; d++) {
@@ -357,7 +357,7 @@ static int repair_memory(const pl_cost *k, const ugraph *u, int *dev, int *n_mov
             if (m == 0) rc = fail_full(&R, d, err);
         }
     }
-    lp_mem_free(&R.mem), free(R.conn), free(ops), free(key);
+    pk_mem_free(&R.mem), free(R.conn), free(ops), free(key);
     return rc;
 }
 
