@@ -368,6 +368,7 @@ static void warn_unknown_types(ir_root *R, pl_graph *g)
 
 int pl_graph_infer(pl_graph *g, pl_err *err)
 {
+    PL_ASSERT(g && g->topo); /* finalized */
     ir_root R;
     root_init(&R, g, err);
     int rc = ir_infer_graph(&R, NULL, g, err);

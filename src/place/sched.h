@@ -101,11 +101,11 @@ typedef struct pk_sched {
 
 void pk_sched_init(pk_sched *s, const pl_cost *k, pl_contention cont);
 void pk_sched_free(pk_sched *s);
-/* When every input of op v can be on device d (v's predecessors are all committed),
- * including the transfers it would need, modelled with the contention in force. */
+/* When every input of op v can be on device d (v's predecessors must all be committed:
+ * PL_ASSERT), including the transfers it would need, modelled with the contention in force. */
 double pk_sched_ready(const pk_sched *s, int v, int d);
-/* Places v on d starting at `start` (>= pk_sched_ready(s, v, d)): records its transfers,
- * memory and times. */
+/* Places v (not yet placed, its predecessors committed: PL_ASSERT) on d starting at `start`
+ * (>= pk_sched_ready(s, v, d)): records its transfers, memory and times. */
 void pk_sched_commit(pk_sched *s, int v, int d, double start);
 /* Sets the plan's placement, and its per-device order from the commit sequence, or with
  * by_start from the ops sorted by start time (ties by topological position). */
