@@ -16,7 +16,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TLIB    := $(BUILD)/tests/testutil.o
 LIB     := $(BUILD)/libplacer.a
 
-.PHONY: all deps test asan demo bench fuzz clean format models
+.PHONY: all deps test asan demo bench fuzz fuzz-build clean format models
 all: $(BUILD)/placer
 
 deps:
@@ -71,8 +71,12 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
+# LDLIBS passed down: the fuzz targets link what the library links.
 fuzz: deps
-	@tools/fuzz.sh
+	@LDLIBS='$(LDLIBS)' tools/fuzz.sh
+
+fuzz-build: deps
+	@LDLIBS='$(LDLIBS)' FUZZ_SECONDS=0 tools/fuzz.sh
 
 models:
 	/usr/bin/python3 tools/export_models.py
