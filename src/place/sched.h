@@ -139,8 +139,9 @@ double pk_mean_xfer_s(const pl_cost *k, pk_route r, int tensor);
  * by simulation (expert, moirai) score a candidate. */
 double pk_sim_makespan(const pl_cost *k, const pl_plan *p, const pl_sim_opts *so, bool fail_on_oom);
 
-/* Upward rank (HEFT): mean time of the op over devices that can run it, plus the largest
- * (mean transfer time + rank) over its successors. */
+/* Upward rank (HEFT), the one every list scheduler uses: mean time of the op over devices that
+ * can run it, plus the largest over its successors of (mean transfer time of all the tensors it
+ * sends that successor + its rank): Topcuoglu's c(i,j) is the data of the edge i→j. */
 void pk_upward_rank(const pl_cost *k, double *rank);
 
 #endif
