@@ -18,7 +18,7 @@ LIB     := $(BUILD)/libplacer.a
 
 PREFIX  ?= /usr/local
 
-.PHONY: all deps test asan demo bench fuzz clean format models install
+.PHONY: all deps test asan demo bench fuzz fuzz-build clean format models install
 all: $(BUILD)/placer
 
 deps:
@@ -73,8 +73,12 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
+# LDLIBS passed down: the fuzz targets link what the library links.
 fuzz: deps
-	@tools/fuzz.sh
+	@LDLIBS='$(LDLIBS)' tools/fuzz.sh
+
+fuzz-build: deps
+	@LDLIBS='$(LDLIBS)' FUZZ_SECONDS=0 tools/fuzz.sh
 
 # The command, library, headers, onnxruntime worker, catalogues and example clusters under
 # $(DESTDIR)$(PREFIX) (tools/install.sh says where each goes; docs/runtime.md, "Files").

@@ -131,13 +131,13 @@ static void brute_closure(int n, const int *off, const int *adj, unsigned char *
 
 static void check_random_dag(unsigned seed, int n, double p, size_t cap)
 {
-    srand(seed);
+    uint64_t rng = seed;
     /* edges only from lower to higher index under a random relabelling: a DAG */
     int *perm = malloc(n * sizeof *perm);
     for (int i = 0; i < n; i++)
         perm[i] = i;
     for (int i = n - 1; i > 0; i--) {
-        int j = rand() % (i + 1), t = perm[i];
+        int j = pl_rng_below(&rng, i + 1), t = perm[i];
         perm[i] = perm[j], perm[j] = t;
     }
     int *off = calloc(n + 1, sizeof *off), *adj = malloc((size_t)n * n * sizeof *adj), m = 0;
@@ -145,13 +145,13 @@ static void check_random_dag(unsigned seed, int n, double p, size_t cap)
     unsigned char *has = calloc((size_t)n * n, 1);
     for (int a = 0; a < n; a++)
         for (int b = a + 1; b < n; b++)
-            if (rand() < p * RAND_MAX) has[(size_t)perm[a] * n + perm[b]] = 1, cnt[perm[a]]++;
+            if (pl_rng_uniform(&rng) < p) has[(size_t)perm[a] * n + perm[b]] = 1, cnt[perm[a]]++;
     for (int v = 0; v < n; v++)
         off[v + 1] = off[v] + cnt[v];
     for (int v = 0; v < n; v++)
         for (int w = 0; w < n; w++)
             if (has[(size_t)v * n + w]) adj[m++] = w;
-    int *topo = malloc(n * sizeof *topo);
+    int *topo = calloc(n, sizeof *topo); /* calloc: gcc -O1 cannot see the loop below fills it */
     for (int a = 0; a < n; a++)
         topo[a] = perm[a];
     unsigned char *closure = malloc((size_t)n * n);

@@ -195,17 +195,17 @@ static double brute_force(const pl_cost *k)
 /* A random MOIRAI-format instance: n tasks in topological order, edges i -> j (i < j) with
  * probability 1/2, a quarter of them untimed (a plain precedence: the simulator's zero-time
  * transfers hold no port), the others timed with a random asymmetric matrix. */
-static const char *random_instance(unsigned *seed, int n, int D, bool tight_memory)
+static const char *random_instance(uint64_t *seed, int n, int D, bool tight_memory)
 {
     static char buf[16384];
     size_t len = 0;
     int id[8], next = 0, mem[8], total = 0;
     bool edge[8][8] = {{false}};
     for (int i = 0; i < n; i++)
-        id[i] = next++, mem[i] = 1 + rand_r(seed) % 4, total += mem[i];
+        id[i] = next++, mem[i] = 1 + pl_rng_below(seed, 4), total += mem[i];
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++)
-            edge[i][j] = rand_r(seed) % 2;
+            edge[i][j] = pl_rng_below(seed, 2);
     len += snprintf(buf + len, sizeof buf - len, "{\"name\": \"rnd\", \"devices\": [");
     for (int d = 0; d < D; d++)
         len += snprintf(buf + len, sizeof buf - len, "%s{\"id\": %d, \"memory\": %d}", d ? "," : "",
@@ -215,8 +215,8 @@ static const char *random_instance(unsigned *seed, int n, int D, bool tight_memo
         len += snprintf(buf + len, sizeof buf - len, "%s{\"id\": %d, \"time\": [", i ? "," : "",
                         id[i]);
         for (int d = 0; d < D; d++)
-            len +=
-                snprintf(buf + len, sizeof buf - len, "%s%d", d ? "," : "", 1 + rand_r(seed) % 9);
+            len += snprintf(buf + len, sizeof buf - len, "%s%d", d ? "," : "",
+                            1 + pl_rng_below(seed, 9));
         len += snprintf(buf + len, sizeof buf - len, "], \"memory\": %d, \"succ\": [", mem[i]);
         for (int j = i + 1, first = 1; j < n; j++)
             if (edge[i][j])
@@ -231,7 +231,7 @@ static const char *random_instance(unsigned *seed, int n, int D, bool tight_memo
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
             if (!edge[i][j]) continue;
-            if (rand_r(seed) % 4 == 0) {
+            if (pl_rng_below(seed, 4) == 0) {
                 ul += snprintf(untimed + ul, sizeof untimed - ul, "%s[%d, %d]", ul ? "," : "",
                                id[i], id[j]);
                 continue;
@@ -243,7 +243,7 @@ static const char *random_instance(unsigned *seed, int n, int D, bool tight_memo
                 len += snprintf(buf + len, sizeof buf - len, "%s[", a ? "," : "");
                 for (int c = 0; c < D; c++)
                     len += snprintf(buf + len, sizeof buf - len, "%s%d", c ? "," : "",
-                                    a == c ? 0 : 1 + rand_r(seed) % 5);
+                                    a == c ? 0 : 1 + pl_rng_below(seed, 5));
                 len += snprintf(buf + len, sizeof buf - len, "]");
             }
             len += snprintf(buf + len, sizeof buf - len, "]}");
@@ -257,7 +257,7 @@ static const char *random_instance(unsigned *seed, int n, int D, bool tight_memo
  * ports with the MILP's op and transfer orders, makes exactly the MILP's objective. */
 static void check_random(int n, int D, bool tight, int count, unsigned seed0)
 {
-    unsigned seed = seed0;
+    uint64_t seed = seed0;
     for (int t = 0; t < count; t++) {
         inst x;
         const char *path = random_instance(&seed, n, D, tight);
@@ -341,7 +341,7 @@ static void test_reader_refuses(void **state)
 static void test_ls_never_worse(void **state)
 {
     (void)state;
-    unsigned seed = 5;
+    uint64_t seed = 5;
     for (int t = 0; t < 8; t++) {
         inst x;
         inst_load(&x, random_instance(&seed, 8, 3, t % 2), 1);

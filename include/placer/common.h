@@ -131,9 +131,10 @@ static inline double pl_rng_uniform(uint64_t *s)
 {
     return (double)(pl_rng_next(s) >> 11) * 0x1.0p-53;
 }
-/* Uniform in [0, n) for n > 0 (the modulo bias is below 2^-32 for any n placer uses). */
+/* Uniform in [0, n) for n > 0 (PL_ASSERT; the modulo bias is below 2^-32 for any n placer uses). */
 static inline int pl_rng_below(uint64_t *s, int n)
 {
+    PL_ASSERT(n > 0);
     return (int)(pl_rng_next(s) % (uint64_t)n);
 }
 

@@ -129,6 +129,7 @@ double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *pro
 int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
                  const pl_device *d, const pl_cost_params *start, pl_calib_result *r, pl_err *err)
 {
+    PL_ASSERT(n >= 0 && (n == 0 || (graphs && profiles)) && d && r);
     memset(r, 0, sizeof *r);
     if (start)
         r->params = *start;

@@ -386,6 +386,7 @@ static void warn_unknown_types(ir_root *R, pl_graph *g)
 
 static int infer_root(pl_graph *g, bool check, pl_err *err)
 {
+    PL_ASSERT(g && g->topo); /* finalized */
     ir_root R;
     root_init(&R, g, err);
     R.check = check;

@@ -53,7 +53,7 @@ typedef struct sct {
     int *col_ep;     /* per device: bumped when transfers change what ops there can see */
     int *fit_ver;    /* [op * D + dev]: mem_ver + 1 when known to fit; -1 never fits */
     int *mem_ver;
-    lp_mem mem;
+    pk_mem_track mem;
     undo *log;
     int n_log;
     int *rem_t, *rem_src; /* scratch: remote inputs of one op */
@@ -176,8 +176,7 @@ static bool fits(sct *S, int op, int d)
     size_t i = (size_t)op * S->D + d;
     if (S->fit_ver[i] < 0) return false;
     if (S->fit_ver[i] == S->mem_ver[d] + 1) return true;
-    bool ok =
-        isfinite(pl_cost_op_s(S->k, op, d)) && lp_mem_fits(&S->mem, op, d, pk_dev_cap(S->k, d));
+    bool ok = isfinite(pl_cost_op_s(S->k, op, d)) && pk_mem_fits(&S->mem, op, d);
     S->fit_ver[i] = ok ? S->mem_ver[d] + 1 : -1; /* memory only grows: "no" is final */
     return ok;
 }
@@ -393,7 +392,7 @@ static void commit(sct *S, pick p)
     S->end_s[c] = S->avail_s[d] = start + pl_cost_op_s(S->k, c, d);
     S->last[d] = c;
     S->seq[S->n_seq++] = c;
-    lp_mem_add(&S->mem, c, d);
+    pk_mem_add(&S->mem, c, d);
     S->mem_ver[d]++;
     if (n_x > 0) { /* ports: a send port is shared by every destination */
         for (int e = 0; e < S->D; e++)
@@ -432,10 +431,10 @@ static void sct_init(sct *S, const pl_cost *k, pl_contention cont, const int *fa
     S->log = pl_malloc((3 * (size_t)max_in + 1) * sizeof *S->log);
     S->rem_t = pl_malloc(max_in * sizeof(int)), S->rem_src = pl_malloc(max_in * sizeof(int));
     S->rem_at = pl_malloc(max_in * sizeof(double));
-    lp_mem_init(&S->mem, k);
+    pk_mem_init(&S->mem, k);
     S->pend = pl_calloc(D, sizeof *S->pend), S->free_h = pl_calloc(D, sizeof *S->free_h);
     S->rank = pl_malloc(n * sizeof *S->rank);
-    lp_upward_rank(k, S->rank);
+    pk_upward_rank(k, S->rank);
     for (size_t d = 0; d < D; d++)
         S->last[d] = -1;
     for (int i = 0; i < S->n; i++) {
@@ -456,7 +455,7 @@ static void sct_free(sct *S)
     for (int d = 0; d < S->D; d++)
         pl_heap_free(&S->pend[d]), pl_heap_free(&S->free_h[d]);
     free(S->pend), free(S->free_h), pl_heap_free(&S->urg);
-    lp_mem_free(&S->mem);
+    pk_mem_free(&S->mem);
 }
 
 /* No candidate fits anywhere: name the first one and what it would need. */
@@ -464,15 +463,15 @@ static int no_room(sct *S, pl_err *err)
 {
     int op = S->cand[0], best = 0;
     for (int d = 1; d < S->D; d++)
-        if (pk_dev_cap(S->k, d) - lp_mem_used(&S->mem, d) >
-            pk_dev_cap(S->k, best) - lp_mem_used(&S->mem, best))
+        if (pk_dev_cap(S->k, d) - pk_mem_used(&S->mem, d) >
+            pk_dev_cap(S->k, best) - pk_mem_used(&S->mem, best))
             best = d;
     char a[32], b[32];
     return pl_err_set(err,
                       "m-sct: no device can hold op '%s' (%d of %d ops placed): on '%s', the "
                       "roomiest, it would need %s of %s",
                       S->g->ops[op].name, S->n_seq, S->n, S->k->c->devs[best].name,
-                      pl_fmt_bytes(lp_mem_need(&S->mem, op, best), a, sizeof a),
+                      pl_fmt_bytes(pk_mem_need(&S->mem, op, best), a, sizeof a),
                       pl_fmt_bytes(pk_dev_cap(S->k, best), b, sizeof b));
 }
 

@@ -92,6 +92,17 @@ static void io_base(pk_mem_track *m)
     }
 }
 
+/* Per op: its distinct weights, an upper bound of what it can add to any device. */
+static void own_weights(const pl_graph *g, double *w)
+{
+    for (int v = 0; v < g->n_ops; v++) {
+        const pl_op *o = &g->ops[v];
+        for (int i = 0; i < o->n_inputs + o->n_outputs; i++)
+            if (pk_is_weight(g, touched(o, i)) && !touched_before(o, i))
+                w[v] += pk_tensor_bytes(g, touched(o, i));
+    }
+}
+
 void pk_mem_init(pk_mem_track *m, const pl_cost *k)
 {
     const pl_graph *g = k->g;
@@ -106,12 +117,12 @@ void pk_mem_init(pk_mem_track *m, const pl_cost *k)
     m->held = pl_calloc(m->nd + 1, sizeof *m->held);
     m->op_ws = pl_malloc((g->n_ops + 1) * sizeof *m->op_ws);
     working_sets(g, m->op_ws);
+    m->op_weights = pl_calloc(g->n_ops + 1, sizeof *m->op_weights);
+    own_weights(g, m->op_weights);
     m->wid = pl_malloc((g->n_tensors + 1) * sizeof *m->wid);
-    int n_w = 0;
     for (int t = 0; t < g->n_tensors; t++)
-        m->wid[t] = pk_is_weight(g, t) ? n_w++ : -1;
-    m->words = (m->nd + 63) / 64;
-    m->present = pl_calloc((size_t)n_w * m->words + 1, sizeof *m->present);
+        m->wid[t] = pk_is_weight(g, t) ? m->n_w++ : -1;
+    m->refs = pl_calloc((size_t)m->n_w * m->nd + 1, sizeof *m->refs);
     m->op_held = pl_calloc(g->n_ops + 1, sizeof *m->op_held);
     if (k->c->io_device < 0) held_outputs(g, m->op_held);
     io_base(m);
@@ -119,27 +130,24 @@ void pk_mem_init(pk_mem_track *m, const pl_cost *k)
 
 void pk_mem_free(pk_mem_track *m)
 {
-    free(m->cap), free(m->wsum), free(m->wsmax), free(m->op_ws), free(m->wid);
-    free(m->held), free(m->op_held);
-    free(m->present);
+    free(m->cap), free(m->wsum), free(m->wsmax), free(m->op_ws), free(m->op_weights);
+    free(m->wid), free(m->held), free(m->op_held), free(m->refs);
     memset(m, 0, sizeof *m);
 }
 
 void pk_mem_reset(pk_mem_track *m)
 {
-    int n_w = 0;
-    for (int t = 0; t < m->k->g->n_tensors; t++)
-        n_w += m->wid[t] >= 0;
     memset(m->wsum, 0, m->nd * sizeof *m->wsum);
     memset(m->wsmax, 0, m->nd * sizeof *m->wsmax);
     memset(m->held, 0, m->nd * sizeof *m->held);
     io_base(m);
-    memset(m->present, 0, ((size_t)n_w * m->words + 1) * sizeof *m->present);
+    memset(m->refs, 0, ((size_t)m->n_w * m->nd + 1) * sizeof *m->refs);
 }
 
-static bool present(const pk_mem_track *m, int t, int d)
+/* Ops on d touching weight tensor t (each touch counted: Mul(w, w) holds two). */
+static int *refs(const pk_mem_track *m, int t, int d)
 {
-    return m->present[(size_t)m->wid[t] * m->words + d / 64] >> (d % 64) & 1;
+    return &m->refs[(size_t)m->wid[t] * m->nd + d];
 }
 
 double pk_mem_new_weights(const pk_mem_track *m, int op, int d)
@@ -149,7 +157,7 @@ double pk_mem_new_weights(const pk_mem_track *m, int op, int d)
     double w = 0;
     for (int i = 0; i < o->n_inputs + o->n_outputs; i++) {
         int t = touched(o, i);
-        if (t >= 0 && m->wid[t] >= 0 && !present(m, t, d) && !touched_before(o, i))
+        if (t >= 0 && m->wid[t] >= 0 && *refs(m, t, d) == 0 && !touched_before(o, i))
             w += pk_tensor_bytes(g, t);
     }
     return w;
@@ -161,23 +169,63 @@ double pk_mem_need(const pk_mem_track *m, int op, int d)
            fmax(m->wsmax[d], m->op_ws[op]);
 }
 
+/* O(1) when even all of op's weights would fit, which is the common case. */
 bool pk_mem_fits(const pk_mem_track *m, int op, int d)
 {
-    return pk_mem_need(m, op, d) <= m->cap[d];
+    PL_ASSERT(op >= 0 && op < m->k->n_ops && d >= 0 && d < m->nd);
+    double bound = pk_mem_used(m, d) + m->op_weights[op] + m->op_held[op] +
+                   fmax(0, m->op_ws[op] - m->wsmax[d]);
+    return bound <= m->cap[d] || pk_mem_need(m, op, d) <= m->cap[d];
 }
 
 void pk_mem_add(pk_mem_track *m, int op, int d)
 {
     const pl_graph *g = m->k->g;
     const pl_op *o = &g->ops[op];
+    PL_ASSERT(op >= 0 && op < g->n_ops && d >= 0 && d < m->nd);
     for (int i = 0; i < o->n_inputs + o->n_outputs; i++) {
         int t = touched(o, i);
-        if (t < 0 || m->wid[t] < 0 || present(m, t, d)) continue;
-        m->present[(size_t)m->wid[t] * m->words + d / 64] |= 1ull << (d % 64);
-        m->wsum[d] += pk_tensor_bytes(g, t);
+        if (t < 0 || m->wid[t] < 0) continue;
+        if ((*refs(m, t, d))++ == 0) m->wsum[d] += pk_tensor_bytes(g, t);
     }
     m->wsmax[d] = fmax(m->wsmax[d], m->op_ws[op]);
     m->held[d] += m->op_held[op];
+}
+
+void pk_mem_remove(pk_mem_track *m, int op, int d)
+{
+    const pl_graph *g = m->k->g;
+    const pl_op *o = &g->ops[op];
+    for (int i = 0; i < o->n_inputs + o->n_outputs; i++) {
+        int t = touched(o, i);
+        if (t < 0 || m->wid[t] < 0) continue;
+        PL_ASSERT(*refs(m, t, d) > 0); /* op was added to d */
+        if (--(*refs(m, t, d)) == 0) m->wsum[d] -= pk_tensor_bytes(g, t);
+    }
+    m->held[d] -= m->op_held[op];
+}
+
+double pk_mem_freed(const pk_mem_track *m, int op, int d)
+{
+    const pl_graph *g = m->k->g;
+    const pl_op *o = &g->ops[op];
+    double w = m->op_held[op];
+    for (int i = 0; i < o->n_inputs + o->n_outputs; i++) {
+        int t = touched(o, i);
+        if (t < 0 || m->wid[t] < 0 || touched_before(o, i)) continue;
+        int uses = 0; /* this op's own references to t */
+        for (int j = 0; j < o->n_inputs + o->n_outputs; j++)
+            uses += touched(o, j) == t;
+        if (*refs(m, t, d) == uses) w += pk_tensor_bytes(g, t);
+    }
+    return w;
+}
+
+void pk_mem_recompute_ws(pk_mem_track *m, const int *dev)
+{
+    memset(m->wsmax, 0, m->nd * sizeof *m->wsmax);
+    for (int v = 0; v < m->k->n_ops; v++)
+        m->wsmax[dev[v]] = fmax(m->wsmax[dev[v]], m->op_ws[v]);
 }
 
 void pl_plan_static_memory(const pl_cost *k, const int *dev, double *out)

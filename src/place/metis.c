@@ -4,7 +4,8 @@
  * The op DAG is made undirected (edges symmetrised, the tensors between two ops merged into
  * one edge weighted by their bytes); a vertex weighs its mean time over the devices. METIS
  * splits it into one part per device with target weights proportional to each device's speed,
- * recursive bisection up to 8 devices and k-way above (METIS's own advice). Parts go to
+ * by recursive bisection, each bisection a METIS call (below: why not METIS's own recursion,
+ * nor its k-way, which starts from that recursion). Parts go to
  * devices by index; when devices differ in speed, the heaviest part goes to the fastest
  * device. Then memory is checked as place.h describes it and over-full devices shed ops to
  * devices with room, fewest bytes cut per byte freed first; if that cannot help, the call
@@ -13,13 +14,11 @@
 #include "algos.h"
 #include "lp_common.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <metis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* METIS sums weights in 32-bit integers: keep each total well below 2^31. */
 #define VWGT_TOTAL 5e8
@@ -130,50 +129,111 @@ static void device_speeds(const pl_cost *k, double *speed)
     }
 }
 
-static int mute_stdout(void)
+/* ---- recursive bisection ----
+ * METIS prints "***Cannot bisect a graph with 0 vertices!" with printf, whatever
+ * METIS_OPTION_DBGLVL says, when its own recursive bisection (METIS_PartGraphRecursive with more
+ * than 2 parts, and METIS_PartGraphKway's initial partitioning) reaches a branch that an
+ * earlier bisection left empty; rnnlm on nvlink-8gpu does. That would land in the middle of
+ * --json output, and no option turns it off. So we run the recursion ourselves and ask METIS
+ * only for bisections of non-empty graphs, the one call that never prints (every other message
+ * of METIS 5.1 is under a debug level, which stays 0): an empty branch is a part left empty,
+ * as METIS would leave it, without a word on stdout. */
+
+typedef struct bisector {
+    const ugraph *u;
+    const double *target; /* per part: its share of the total weight */
+    unsigned seed;
+    idx_t *part;
+    int *local; /* vertex → index in the subgraph being split, -1 outside */
+} bisector;
+
+/* The subgraph induced by vs[0..n) in METIS's CSR form, into the arrays given. */
+static void induce(const bisector *B, const int *vs, int n, idx_t *xadj, idx_t *adj, idx_t *vw,
+                   idx_t *aw)
 {
-    fflush(stdout);
-    int saved = dup(STDOUT_FILENO), null = open("/dev/null", O_WRONLY);
-    if (saved >= 0 && null >= 0) dup2(null, STDOUT_FILENO);
-    if (null >= 0) close(null);
-    return saved;
+    const ugraph *u = B->u;
+    int m = 0;
+    xadj[0] = 0;
+    for (int i = 0; i < n; i++) {
+        int v = vs[i];
+        vw[i] = u->vwgt[v];
+        for (idx_t q = u->xadj[v]; q < u->xadj[v + 1]; q++)
+            if (B->local[u->adjncy[q]] >= 0)
+                adj[m] = B->local[u->adjncy[q]], aw[m++] = u->adjwgt[q];
+        xadj[i + 1] = m;
+    }
 }
 
-static void unmute_stdout(int saved)
+/* side[i] in {0, 1} for vs[0..n), n >= 2: a METIS bisection with target shares w0 and w1. */
+static int bisect(const bisector *B, const int *vs, int n, double w0, double w1, idx_t *side,
+                  pl_err *err)
 {
-    if (saved < 0) return;
-    fflush(stdout);
-    dup2(saved, STDOUT_FILENO);
-    close(saved);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        B->local[vs[i]] = i, m += B->u->xadj[vs[i] + 1] - B->u->xadj[vs[i]];
+    idx_t *xadj = pl_malloc((n + 1) * sizeof *xadj), *vw = pl_malloc(n * sizeof *vw);
+    idx_t *adj = pl_malloc((m ? m : 1) * sizeof *adj), *aw = pl_malloc((m ? m : 1) * sizeof *aw);
+    induce(B, vs, n, xadj, adj, vw, aw);
+    for (int i = 0; i < n; i++)
+        B->local[vs[i]] = -1;
+    idx_t nv = n, ncon = 1, two = 2, cut = 0, opts[METIS_NOPTIONS];
+    real_t tp[2] = {(real_t)(w0 / (w0 + w1)), (real_t)(w1 / (w0 + w1))}, ub = 1.03f;
+    METIS_SetDefaultOptions(opts);
+    opts[METIS_OPTION_SEED] = (idx_t)(B->seed & 0x7fffffff);
+    opts[METIS_OPTION_NUMBERING] = 0;
+    opts[METIS_OPTION_DBGLVL] = 0;
+    int rc = METIS_PartGraphRecursive(&nv, &ncon, xadj, adj, vw, NULL, aw, &two, tp, &ub, opts,
+                                      &cut, side);
+    free(xadj), free(adj), free(vw), free(aw);
+    if (rc != METIS_OK)
+        return pl_err_set(err, "metis: METIS failed (code %d) bisecting %d ops", rc, n);
+    return 0;
+}
+
+/* Splits vs[0..n) into parts p0 .. p0+np-1: the first np/2 parts on one side (METIS's own
+ * split), each side weighted by its parts' targets; vs is reordered. */
+static int split_parts(const bisector *B, int *vs, int n, int p0, int np, pl_err *err)
+{
+    if (n == 0) return 0; /* parts left empty */
+    if (np == 1) {
+        for (int i = 0; i < n; i++)
+            B->part[vs[i]] = p0;
+        return 0;
+    }
+    int nl = np / 2, n0 = 0;
+    double w0 = 0, w1 = 0;
+    for (int p = 0; p < np; p++)
+        *(p < nl ? &w0 : &w1) += B->target[p0 + p];
+    idx_t *side = pl_calloc(n, sizeof *side);
+    int rc = n == 1 ? (side[0] = w1 > w0, 0) : bisect(B, vs, n, w0, w1, side, err);
+    int *tmp = pl_malloc(n * sizeof *tmp);
+    for (int i = 0; i < n; i++) /* side 0 first, both in their former order */
+        if (side[i] == 0) tmp[n0++] = vs[i];
+    for (int i = 0, j = n0; i < n; i++)
+        if (side[i] != 0) tmp[j++] = vs[i];
+    memcpy(vs, tmp, n * sizeof *vs);
+    free(tmp), free(side);
+    if (rc == 0) rc = split_parts(B, vs, n0, p0, nl, err);
+    if (rc == 0) rc = split_parts(B, vs + n0, n - n0, p0 + nl, np - nl, err);
+    return rc;
 }
 
 /* Splits into P parts with target weights proportional to the speeds given. */
 static int partition(const ugraph *u, int P, const double *speed, unsigned seed, idx_t *part,
                      pl_err *err)
 {
-    idx_t nv = u->n, ncon = 1, nparts = P, cut = 0, opts[METIS_NOPTIONS];
-    real_t *tp = pl_malloc(P * sizeof *tp), ub = 1.03f;
-    double ssum = 0;
+    double ssum = 0, *target = pl_malloc(P * sizeof *target);
     for (int d = 0; d < P; d++)
         ssum += speed[d];
     for (int d = 0; d < P; d++)
-        tp[d] = (real_t)(speed[d] / ssum);
-    METIS_SetDefaultOptions(opts);
-    opts[METIS_OPTION_SEED] = (idx_t)(seed & 0x7fffffff);
-    opts[METIS_OPTION_NUMBERING] = 0;
-    /* METIS prints warnings ("Cannot bisect a graph with 0 vertices!" when a small graph is
-     * split into many parts) on stdout, where they would corrupt --json output: silence it. */
-    int saved = mute_stdout();
-    int rc = P <= 8 ? METIS_PartGraphRecursive(&nv, &ncon, u->xadj, u->adjncy, u->vwgt, NULL,
-                                               u->adjwgt, &nparts, tp, &ub, opts, &cut, part)
-                    : METIS_PartGraphKway(&nv, &ncon, u->xadj, u->adjncy, u->vwgt, NULL, u->adjwgt,
-                                          &nparts, tp, &ub, opts, &cut, part);
-    unmute_stdout(saved);
-    free(tp);
-    if (rc != METIS_OK)
-        return pl_err_set(err, "metis: METIS failed (code %d) on %d ops into %d parts", rc, u->n,
-                          P);
-    return 0;
+        target[d] = speed[d] / ssum;
+    bisector B = {u, target, seed, part, pl_malloc((u->n ? u->n : 1) * sizeof(int))};
+    int *vs = pl_malloc((u->n ? u->n : 1) * sizeof *vs);
+    for (int i = 0; i < u->n; i++)
+        vs[i] = i, B.local[i] = -1;
+    int rc = split_parts(&B, vs, u->n, 0, P, err);
+    free(vs), free(B.local), free(target);
+    return rc;
 }
 
 static _Thread_local const double *sort_key; /* qsort has no context argument */
@@ -185,8 +245,8 @@ static int by_key_desc(const void *a, const void *b)
     return p - q;
 }
 
-/* METIS cannot give every part two ops below 2 ops per device (it prints "Cannot bisect" and
- * leaves parts empty), so a small graph uses only its n/2 fastest devices. Fills active[] in
+/* Below 2 ops per device a bisection cannot give every part two ops and leaves parts empty,
+ * so a small graph uses only its n/2 fastest devices. Fills active[] in
  * index order and their speeds; returns how many. */
 static int pick_devices(const double *speed, int D, int n, int *active, double *aspeed)
 {
@@ -242,13 +302,13 @@ typedef struct repair {
     const pl_cost *k;
     const ugraph *u;
     int *dev;
-    lp_mem mem;
+    pk_mem_track mem;
     double *conn; /* scratch: bytes from one op to each device */
 } repair;
 
 static bool over(const repair *R, int d)
 {
-    return lp_mem_used(&R->mem, d) > pk_dev_cap(R->k, d);
+    return pk_mem_used(&R->mem, d) > pk_dev_cap(R->k, d);
 }
 
 static void connections(const repair *R, int op)
@@ -265,7 +325,7 @@ static int best_target(const repair *R, int op, int from)
     connections(R, op);
     for (int e = 0; e < R->k->n_devs; e++) {
         if (e == from || !isfinite(pl_cost_op_s(R->k, op, e))) continue;
-        if (!lp_mem_fits(&R->mem, op, e, pk_dev_cap(R->k, e))) continue;
+        if (!pk_mem_fits(&R->mem, op, e)) continue;
         if (best < 0 || R->conn[e] > R->conn[best]) best = e;
     }
     return best;
@@ -275,10 +335,10 @@ static int best_target(const repair *R, int op, int from)
 static void move(repair *R, int op, int to)
 {
     int from = R->dev[op];
-    lp_mem_remove(&R->mem, op, from);
-    lp_mem_add(&R->mem, op, to);
+    pk_mem_remove(&R->mem, op, from);
+    pk_mem_add(&R->mem, op, to);
     R->dev[op] = to;
-    if (R->mem.ws_bytes[op] >= R->mem.ws_max_bytes[from]) lp_mem_recompute_ws(&R->mem, R->dev);
+    if (R->mem.op_ws[op] >= R->mem.wsmax[from]) pk_mem_recompute_ws(&R->mem, R->dev);
 }
 
 /* Ops on d ranked by bytes newly cut per byte freed (moving an op frees the weights only it
@@ -288,8 +348,8 @@ static int rank_candidates(repair *R, int d, int *ops, double *key)
     int n = 0;
     for (int i = 0; i < R->k->n_ops; i++) {
         if (R->dev[i] != d) continue;
-        double freed = lp_mem_freed(&R->mem, i, d);
-        if (R->mem.ws_bytes[i] >= R->mem.ws_max_bytes[d]) freed += 1;
+        double freed = pk_mem_freed(&R->mem, i, d);
+        if (R->mem.op_ws[i] >= R->mem.wsmax[d]) freed += 1;
         if (freed <= 0) continue;
         connections(R, i);
         double cut = R->conn[d];
@@ -336,7 +396,7 @@ static int fail_full(const repair *R, int d, pl_err *err)
     return pl_err_set(err,
                       "metis: device '%s' needs %s of static memory but has %s, and no op "
                       "can move to a device with room",
-                      R->k->c->devs[d].name, pl_fmt_bytes(lp_mem_used(&R->mem, d), a, sizeof a),
+                      R->k->c->devs[d].name, pl_fmt_bytes(pk_mem_used(&R->mem, d), a, sizeof a),
                       pl_fmt_bytes(pk_dev_cap(R->k, d), b, sizeof b));
 }
 
@@ -345,9 +405,9 @@ static int repair_memory(const pl_cost *k, const ugraph *u, int *dev, int *n_mov
     repair R = {k, u, dev, {0}, pl_malloc(k->n_devs * sizeof(double))};
     int *ops = pl_malloc((k->n_ops ? k->n_ops : 1) * sizeof *ops);
     double *key = pl_malloc((k->n_ops ? k->n_ops : 1) * sizeof *key);
-    lp_mem_init(&R.mem, k);
+    pk_mem_init(&R.mem, k);
     for (int i = 0; i < k->n_ops; i++)
-        lp_mem_add(&R.mem, i, dev[i]);
+        pk_mem_add(&R.mem, i, dev[i]);
     int rc = evict_unrunnable(&R, err);
     *n_moved = 0;
     for (int d = 0; d < k->n_devs && rc == 0; d++) {
@@ -357,7 +417,7 @@ static int repair_memory(const pl_cost *k, const ugraph *u, int *dev, int *n_mov
             if (m == 0) rc = fail_full(&R, d, err);
         }
     }
-    lp_mem_free(&R.mem), free(R.conn), free(ops), free(key);
+    pk_mem_free(&R.mem), free(R.conn), free(ops), free(key);
     return rc;
 }
 

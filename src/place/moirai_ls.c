@@ -30,7 +30,7 @@ typedef struct ls {
     double *used, *cap; /* static memory (5) of cur per device */
     int grp[MAX_GROUP], old[MAX_GROUP], ng;
     int *crit, *tmp_crit, ncrit, ntmp;
-    unsigned seed;
+    uint64_t rng; /* pl_rng_*: the project's one seeded generator */
     long evals;
     pl_sim_opts judge; /* contention and per-edge as the caller judges plans; memory ignored */
 } ls;
@@ -78,14 +78,14 @@ static void keep_crit(ls *L)
 
 static int pick_op(ls *L)
 {
-    if (L->ncrit > 0 && rand_r(&L->seed) % 2) return L->crit[rand_r(&L->seed) % L->ncrit];
-    return rand_r(&L->seed) % L->n;
+    if (L->ncrit > 0 && pl_rng_below(&L->rng, 2)) return L->crit[pl_rng_below(&L->rng, L->ncrit)];
+    return pl_rng_below(&L->rng, L->n);
 }
 
 /* A random device other than `not` that runs every op of the group, or -1. */
 static int pick_dev(ls *L, int not )
 {
-    int d0 = rand_r(&L->seed) % L->D;
+    int d0 = pl_rng_below(&L->rng, L->D);
     for (int t = 0; t < L->D; t++) {
         int d = (d0 + t) % L->D;
         bool ok = d != not ;
@@ -155,7 +155,7 @@ static bool swap_ops(ls *L, int i, int j)
 /* Applies one random move; false when the move drawn is not allowed (nothing changed). */
 static bool random_move(ls *L)
 {
-    int op = pick_op(L), kind = rand_r(&L->seed) % 3;
+    int op = pick_op(L), kind = pl_rng_below(&L->rng, 3);
     if (kind == 1) return swap_ops(L, op, pick_op(L));
     if (kind == 0)
         L->ng = 1, L->grp[0] = op;
@@ -180,9 +180,9 @@ static void restart(ls *L)
         int d = L->cur->dev[i], b = L->best_dev[i];
         L->used[d] -= mem(L, i), L->used[b] += mem(L, i), L->cur->dev[i] = b;
     }
-    int kicks = 2 + rand_r(&L->seed) % (2 + L->n / 20);
+    int kicks = 2 + pl_rng_below(&L->rng, 2 + L->n / 20);
     for (int t = 0; t < kicks; t++) {
-        L->ng = 1, L->grp[0] = rand_r(&L->seed) % L->n;
+        L->ng = 1, L->grp[0] = pl_rng_below(&L->rng, L->n);
         int d = pick_dev(L, L->cur->dev[L->grp[0]]);
         if (d >= 0) move_group(L, d);
     }
@@ -224,7 +224,7 @@ static void ls_init(ls *L, const pl_cost *k, const pl_plan *p, double p_ms, unsi
                     const pl_sim_opts *judge)
 {
     int n = k->n_ops, D = k->n_devs;
-    *L = (ls){.k = k, .n = n, .D = D, .seed = seed ? seed : 1, .best_ms = p_ms};
+    *L = (ls){.k = k, .n = n, .D = D, .rng = seed, .best_ms = p_ms};
     L->judge = (pl_sim_opts){.contention = judge ? judge->contention : PL_CONTENTION_PORTS,
                              .per_edge = judge && judge->per_edge,
                              .ignore_memory = true};

@@ -197,8 +197,19 @@ static double plan_inputs(const pk_sched *s, int v, int d, xrec *recs, int *n_re
     return ready;
 }
 
+#ifdef PL_CHECKS
+/* v's predecessors all committed (the contract in sched.h). */
+static bool preds_committed(const pk_sched *s, int v)
+{
+    for (int i = s->g->pred_off[v]; i < s->g->pred_off[v + 1]; i++)
+        if (s->dev[s->g->pred[i]] < 0) return false;
+    return true;
+}
+#endif
+
 double pk_sched_ready(const pk_sched *s, int v, int d)
 {
+    PL_ASSERT(v >= 0 && v < s->n && d >= 0 && d < s->nd && preds_committed(s, v));
     return plan_inputs(s, v, d, NULL, NULL);
 }
 
@@ -216,6 +227,7 @@ static void reserve(pk_sched *s, const xrec *r, int d)
 
 void pk_sched_commit(pk_sched *s, int v, int d, double start)
 {
+    PL_ASSERT(v >= 0 && v < s->n && d >= 0 && d < s->nd && s->dev[v] < 0 && preds_committed(s, v));
     const pl_op *o = &s->g->ops[v];
     xrec stack[32], *recs = o->n_inputs <= 32 ? stack : pl_malloc(o->n_inputs * sizeof *recs);
     int n = 0;

@@ -16,20 +16,23 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* ---- static memory (docs/placement.md) ---- */
+/* ---- static memory (docs/placement.md) ----
+ * The one tracker every algorithm uses: weights reference-counted per device, so that "does op
+ * v still fit on d?" costs O(inputs of v) and a repair (metis) can take ops away again. */
 
 typedef struct pk_mem_track {
     const pl_cost *k;
     int nd;
-    double *cap;       /* per device; a device without a size is taken as unlimited */
-    double *wsum;      /* per device: distinct weights resident */
-    double *wsmax;     /* per device: largest working set of its ops */
-    double *held;      /* per device: graph inputs and outputs held there */
-    double *op_ws;     /* per op: its working set (a property of the graph) */
-    double *op_held;   /* per op: its graph outputs, held where it runs (no I/O device) */
-    int *wid;          /* tensor → dense weight index, -1 for activations */
-    int words;         /* 64-bit words per weight in `present` */
-    uint64_t *present; /* [wid * words + d / 64], bit d % 64: weight resident on d */
+    double *cap;        /* per device; a device without a size is taken as unlimited */
+    double *wsum;       /* per device: distinct weights resident */
+    double *wsmax;      /* per device: largest working set of its ops (removal keeps it) */
+    double *held;       /* per device: graph inputs and outputs held there */
+    double *op_ws;      /* per op: its working set (a property of the graph) */
+    double *op_held;    /* per op: its graph outputs, held where it runs (no I/O device) */
+    double *op_weights; /* per op: its distinct weights (a bound of what it can add) */
+    int *wid;           /* tensor → dense weight index, -1 for activations */
+    int n_w;            /* weights in the graph */
+    int *refs;          /* [wid * nd + d]: touches of the weight by the ops on d */
 } pk_mem_track;
 
 void pk_mem_init(pk_mem_track *m, const pl_cost *k);
@@ -41,6 +44,13 @@ double pk_mem_new_weights(const pk_mem_track *m, int op, int d);
 double pk_mem_need(const pk_mem_track *m, int op, int d);
 bool pk_mem_fits(const pk_mem_track *m, int op, int d);
 void pk_mem_add(pk_mem_track *m, int op, int d);
+/* Takes op (added to d before) off d. d's largest working set is not lowered: call
+ * pk_mem_recompute_ws when it matters. */
+void pk_mem_remove(pk_mem_track *m, int op, int d);
+/* Bytes moving op off d frees for sure: the weights only it touches there, its held outputs. */
+double pk_mem_freed(const pk_mem_track *m, int op, int d);
+/* Every device's largest working set again, from the placement dev (after removals). */
+void pk_mem_recompute_ws(pk_mem_track *m, const int *dev);
 static inline double pk_mem_used(const pk_mem_track *m, int d)
 {
     return m->wsum[d] + m->held[d] + m->wsmax[d];
@@ -91,11 +101,11 @@ typedef struct pk_sched {
 
 void pk_sched_init(pk_sched *s, const pl_cost *k, pl_contention cont);
 void pk_sched_free(pk_sched *s);
-/* When every input of op v can be on device d (v's predecessors are all committed),
- * including the transfers it would need, modelled with the contention in force. */
+/* When every input of op v can be on device d (v's predecessors must all be committed:
+ * PL_ASSERT), including the transfers it would need, modelled with the contention in force. */
 double pk_sched_ready(const pk_sched *s, int v, int d);
-/* Places v on d starting at `start` (>= pk_sched_ready(s, v, d)): records its transfers,
- * memory and times. */
+/* Places v (not yet placed, its predecessors committed: PL_ASSERT) on d starting at `start`
+ * (>= pk_sched_ready(s, v, d)): records its transfers, memory and times. */
 void pk_sched_commit(pk_sched *s, int v, int d, double start);
 /* Sets the plan's placement, and its per-device order from the commit sequence, or with
  * by_start from the ops sorted by start time (ties by topological position). */
@@ -129,8 +139,9 @@ double pk_mean_xfer_s(const pl_cost *k, pk_route r, int tensor);
  * by simulation (expert, moirai) score a candidate. */
 double pk_sim_makespan(const pl_cost *k, const pl_plan *p, const pl_sim_opts *so, bool fail_on_oom);
 
-/* Upward rank (HEFT): mean time of the op over devices that can run it, plus the largest
- * (mean transfer time + rank) over its successors. */
+/* Upward rank (HEFT), the one every list scheduler uses: mean time of the op over devices that
+ * can run it, plus the largest over its successors of (mean transfer time of all the tensors it
+ * sends that successor + its rank): Topcuoglu's c(i,j) is the data of the edge i→j. */
 void pk_upward_rank(const pl_cost *k, double *rank);
 
 #endif

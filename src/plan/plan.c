@@ -90,6 +90,7 @@ void pl_plan_set_xfer_priority(pl_plan *p, int n_edges, const double *prio)
 
 int pl_plan_edge(const pl_graph *g, int src, int dst, int tensor)
 {
+    PL_ASSERT(g->topo); /* finalized: edges derived and sorted */
     int lo = 0, hi = g->n_edges - 1;
     while (src >= 0 && lo <= hi) {
         int mid = lo + (hi - lo) / 2;
