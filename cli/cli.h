@@ -40,7 +40,13 @@ typedef struct cli_common {
     pl_contention contention;
     bool contention_set;
     bool json;
+    unsigned refuse; /* CLI_NO_*: shared options this verb has no use for (set before parsing) */
 } cli_common;
+
+/* Shared options a verb may refuse, so that none is accepted and then ignored in silence. */
+#define CLI_NO_CONTENTION (1u << 0)
+#define CLI_NO_PROFILE (1u << 1)
+#define CLI_NO_COST_PARAMS (1u << 2)
 
 /* What those options load: model, cluster, profiles and the cost table. */
 typedef struct cli_ctx {

@@ -29,6 +29,15 @@ static int push(const char *verb, const char *opt, const char *v, const char **l
     return 1;
 }
 
+/* True, after saying so, when the verb has no use for the shared option `opt`. */
+static bool refused(const char *verb, const cli_common *o, unsigned bit, const char *opt)
+{
+    if (!(o->refuse & bit)) return false;
+    cli_fail(verb, "%s has no effect on placer %s, so it is refused (placer %s --help)", opt, verb,
+             verb);
+    return true;
+}
+
 int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o)
 {
     const char *v;
@@ -38,15 +47,20 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
     if (cli_opt(argc, argv, i, "--catalog", &v))
         return one(verb, "--catalog", v, "a catalogue file", &o->catalog);
     if (cli_opt(argc, argv, i, "--cost-params", &v))
-        return one(verb, "--cost-params", v, "a placer-cost-params/1 file", &o->cost_params);
+        return refused(verb, o, CLI_NO_COST_PARAMS, "--cost-params")
+                   ? -1
+                   : one(verb, "--cost-params", v, "a placer-cost-params/1 file", &o->cost_params);
     if (cli_opt(argc, argv, i, "--config", &v))
         return one(verb, "--config", v, "a configuration name", &o->config);
     if (cli_opt(argc, argv, i, "--dim", &v)) return push(verb, "--dim", v, o->dims, &o->n_dims);
     if (cli_opt(argc, argv, i, "--input", &v))
         return push(verb, "--input", v, o->shapes, &o->n_shapes);
     if (cli_opt(argc, argv, i, "--profile", &v))
-        return push(verb, "--profile", v, o->profiles, &o->n_profiles);
+        return refused(verb, o, CLI_NO_PROFILE, "--profile")
+                   ? -1
+                   : push(verb, "--profile", v, o->profiles, &o->n_profiles);
     if (cli_opt(argc, argv, i, "--contention", &v)) {
+        if (refused(verb, o, CLI_NO_CONTENTION, "--contention")) return -1;
         if (!v || pl_contention_parse(v, &o->contention) < 0)
             return cli_fail(verb, "--contention wants ports, pair or none"), -1;
         return o->contention_set = true, 1;

@@ -171,7 +171,7 @@ static int run(prof_opts *o)
 
 int cli_profile(int argc, char **argv)
 {
-    prof_opts o = {.repeat = 10};
+    prof_opts o = {.repeat = 10, .co.refuse = CLI_NO_CONTENTION}; /* it measures, one device */
     const char *v;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;

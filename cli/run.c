@@ -18,7 +18,7 @@ static const char *help =
     "usage: placer run DIR [--repeat R] [--warmup W] [--sequential] [--cache DIR]\n"
     "                      [--seed S] [--int-high H] [--trace FILE] [--json] [--deadline T]\n"
     "                      [--plan P (--cluster C | --catalog CAT --config NAME)\n"
-    "                       [--cost-params F] [--profile F]...]\n"
+    "                       [--cost-params F] [--profile F]... [--contention ports|pair|none]]\n"
     "  DIR            a folder written by `placer split` (manifest.json and the stage files)\n"
     "  --repeat R     timed requests (default 10), after W untimed ones (--warmup, default 2)\n"
     "  --sequential   one stage after the other on one thread, in the manifest's order\n"
@@ -99,11 +99,14 @@ static int predict(const run_opts *o, const pl_split_manifest *m, prediction *p)
     if (cli_ctx_open("run", &co, &x)) return -1;
     pl_err err = {""};
     pl_stages s = {0};
-    pl_sim_opts so = {0};
     pl_sim_result r = {0};
     const char *sha = pl_graph_sha256(x.g, &err);
     pl_plan *plan =
         sha && !strcmp(sha, m->model_sha256) ? pl_plan_load(o->plan, x.g, x.c, &err) : NULL;
+    /* the prediction under the plan's contention, as simulate, unless --contention says */
+    pl_sim_opts so = {.contention = co.contention_set ? co.contention
+                                    : plan            ? plan->contention
+                                                      : 0};
     int rc = -1;
     if (sha && strcmp(sha, m->model_sha256))
         cli_fail("run",

@@ -97,7 +97,8 @@ static int run(const cli_common *co, const char *plan, const char *dir, pl_split
 
 int cli_split(int argc, char **argv)
 {
-    cli_common co = {0};
+    /* a split follows the plan: nothing here is priced or simulated */
+    cli_common co = {.refuse = CLI_NO_CONTENTION | CLI_NO_PROFILE | CLI_NO_COST_PARAMS};
     const char *plan = NULL, *dir = NULL, *v;
     pl_split_cut cut = PL_SPLIT_FEWEST;
     for (int i = 1; i < argc; i++) {

@@ -239,6 +239,15 @@ static void test_flag_values(void **state)
                       "unknown option '--requests'");
     tu_expect_refusal("deploy " RNN " --catalog " TESTBED " --slo 1s --requests 4",
                       "unknown option '--requests'");
+    /* shared options a verb has no use for are refused, not taken and ignored */
+    tu_expect_refusal("split " RNN " --plan x.json -o d --contention none",
+                      "--contention has no effect on placer split");
+    tu_expect_refusal("split " RNN " --plan x.json -o d --profile p.json",
+                      "--profile has no effect on placer split");
+    tu_expect_refusal("split " RNN " --plan x.json -o d --cost-params c.json",
+                      "--cost-params has no effect on placer split");
+    tu_expect_refusal("profile " RNN " --contention pair",
+                      "--contention has no effect on placer profile");
     /* a seed beyond the library's unsigned would be cut silently */
     tu_expect_refusal("place " RNN " --cluster " LOCAL " --seed 4294967296", "--seed");
     /* the --dim binding parser: an overflow is refused, not saturated */
