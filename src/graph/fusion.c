@@ -137,6 +137,9 @@ static int pick(fu_state *s, const match *m, const char *type, bool sibling)
         for (int k = 0; k < n; k++) {
             if (ts[k] < 0) continue;
             const pl_tensor *t = &g->tensors[ts[k]];
+            /* ops that share only a weight are not one kernel's siblings; a weight shared by
+             * thousands of ops (a tied embedding) would make every match scan them all */
+            if (sibling && (t->flags & PL_TENSOR_WEIGHT)) continue;
             for (int i = 0; i < t->n_consumers; i++) {
                 int c = t->consumers[i];
                 if ((best < 0 || g->topo_pos[c] < g->topo_pos[best]) &&
