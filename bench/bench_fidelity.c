@@ -1,6 +1,6 @@
 /* bench_fidelity.c: how far the cost model's predictions are from onnxruntime on this CPU.
  *
- *   bench_fidelity MODEL...
+ *   bench_fidelity [--one-core] MODEL...
  *
  * For each model: the measured single-request latency (onnxruntime, one intra-op thread,
  * median of 5 after a warm-up, graph optimisation on as placer runs models), the cost model's
@@ -10,13 +10,15 @@
  * examples/clusters/local-cpu.json (one core). The latency with graph optimisation off is shown too
  * (not used for the errors): it is the graph the cost model prices and the profiles time, node for
  * node, so the gap between the two measurements is what onnxruntime's fusions and layout changes
- * gain (docs/calibrate.md, "Fidelity").
+ * gain (docs/calibrate.md, "Fidelity"). Each prediction is made twice, with the cost model's
+ * runtime fusion (the default, docs/cost.md "Runtime fusion") and without it (the graph as
+ * written, op by op), on the same measurements.
  *
  * Then the same for a two-core plan: HEFT on local-cpu.json with the leave-one-out efficiencies,
  * split with the schedule cut (docs/split.md) and run on two device threads (docs/runtime.md,
  * "Running a split"), against the simulator's makespan of that plan; plus the measured hand-off
  * between the cores (a stage's start minus the end of the stage on the other core it waited
- * for, when nothing else held it back). */
+ * for, when nothing else held it back). --one-core stops after the one-core table. */
 #include "placer/calib.h"
 #include "placer/place.h"
 #include "placer/report.h"
@@ -175,10 +177,24 @@ static void summary(double *v, int n, double *median, double *worst)
     *worst = n ? v[n - 1] : 0;
 }
 
+/* The single-device prediction of a table made like k's without runtime fusion. */
+static double unfused(const pl_cost *k, pl_err *err)
+{
+    pl_cost_params p = k->params;
+    p.runtime_fusion = PL_FUSION_NONE;
+    pl_cost *u = pl_cost_new(k->g, k->c, &p, NULL, 0, err);
+    double s = u ? predicted_by(u, "single", NULL) : -1;
+    pl_cost_free(u);
+    return s;
+}
+
 int main(int argc, char **argv)
 {
+    bool one_core = argc > 1 && !strcmp(argv[1], "--one-core");
+    if (one_core) argv++, argc--;
     int n = argc - 1;
-    if (n < 2 || n > MAX_MODELS) return fprintf(stderr, "usage: bench_fidelity MODEL...\n"), 2;
+    if (n < 2 || n > MAX_MODELS)
+        return fprintf(stderr, "usage: bench_fidelity [--one-core] MODEL...\n"), 2;
     pl_err err = {""};
     pl_cluster *c = pl_cluster_load(CLUSTER, &err);
     /* w_off also profiles, as `placer profile` does (its timeout) */
@@ -204,8 +220,10 @@ int main(int argc, char **argv)
     pl_ort_stop(w_off);
     pl_table *t =
         pl_table_new("model|>measured ms|>opt. off ms|>default ms|>error|>calibrated (others) "
-                     "ms|>error|>fitted dense|>fitted memory");
+                     "ms|>error|>no fusion: default ms|>error|>calibrated ms|>error|>fitted "
+                     "dense|>fitted memory");
     double e_def[MAX_MODELS], e_cal[MAX_MODELS], e_off[MAX_MODELS], e_two[MAX_MODELS];
+    double e_def_nf[MAX_MODELS], e_cal_nf[MAX_MODELS];
     double hand[MAX_MODELS];
     int n_hand = 0;
     pl_table *t2 =
@@ -225,12 +243,22 @@ int main(int argc, char **argv)
         pl_cost *kc = kd ? pl_cost_new(g[m], c, &cr.params, NULL, 0, &err) : NULL;
         if (!kc) return fprintf(stderr, "%s\n", err.msg), 1;
         double pd = predicted_by(kd, "single", NULL), pc = predicted_by(kc, "single", NULL);
+        double pd_nf = unfused(kd, &err), pc_nf = unfused(kc, &err);
+        if (pd_nf < 0 || pc_nf < 0) return fprintf(stderr, "%s\n", err.msg), 1;
         e_def[m] = fabs(pd - meas[m]) / meas[m], e_cal[m] = fabs(pc - meas[m]) / meas[m];
-        e_off[m] = fabs(pc - meas_off[m]) / meas_off[m];
-        pl_table_row(t, "%s|%.2f|%.2f|%.2f|%+.0f%%|%.2f|%+.0f%%|%.3f|%.3f", base(argv[m + 1]),
-                     meas[m] * 1e3, meas_off[m] * 1e3, pd * 1e3, 100 * (pd - meas[m]) / meas[m],
-                     pc * 1e3, 100 * (pc - meas[m]) / meas[m],
-                     cr.params.eff_compute[PL_CLASS_DENSE], cr.params.eff_memory);
+        e_def_nf[m] = fabs(pd_nf - meas[m]) / meas[m];
+        e_cal_nf[m] = fabs(pc_nf - meas[m]) / meas[m];
+        e_off[m] = fabs(pc_nf - meas_off[m]) / meas_off[m];
+        pl_table_row(
+            t, "%s|%.2f|%.2f|%.2f|%+.0f%%|%.2f|%+.0f%%|%.2f|%+.0f%%|%.2f|%+.0f%%|%.3f|%.3f",
+            base(argv[m + 1]), meas[m] * 1e3, meas_off[m] * 1e3, pd * 1e3,
+            100 * (pd - meas[m]) / meas[m], pc * 1e3, 100 * (pc - meas[m]) / meas[m], pd_nf * 1e3,
+            100 * (pd_nf - meas[m]) / meas[m], pc_nf * 1e3, 100 * (pc_nf - meas[m]) / meas[m],
+            cr.params.eff_compute[PL_CLASS_DENSE], cr.params.eff_memory);
+        if (one_core) {
+            pl_cost_free(kd), pl_cost_free(kc);
+            continue;
+        }
         two_core tc = {0};
         int rc = two_cores(w, argv[m + 1], kc, &tc, &err);
         pl_cost_free(kd), pl_cost_free(kc);
@@ -244,20 +272,33 @@ int main(int argc, char **argv)
                      100 * (tc.predicted_s - tc.measured_s) / tc.measured_s, tc.overlap,
                      meas[m] / tc.measured_s, pc / tc.predicted_s);
     }
-    pl_ort_stop(w);
+    if (!one_core) pl_ort_stop(w);
     double med_def, worst_def, med_cal, worst_cal, med_off, worst_off, med_two, worst_two;
     summary(e_def, n, &med_def, &worst_def), summary(e_cal, n, &med_cal, &worst_cal);
-    summary(e_off, n, &med_off, &worst_off), summary(e_two, n, &med_two, &worst_two);
+    summary(e_off, n, &med_off, &worst_off);
+    double med_dnf, worst_dnf, med_cnf, worst_cnf;
+    summary(e_def_nf, n, &med_dnf, &worst_dnf), summary(e_cal_nf, n, &med_cnf, &worst_cnf);
     printf("single-device latency on this CPU (one core): measured with onnxruntime vs predicted; "
            "calibrated = efficiencies fitted on the other models' profiles\n");
     pl_table_print(t, stdout);
     printf("relative error: default median %.0f%%, worst %.0f%%; calibrated median %.0f%%, worst "
            "%.0f%% (targets: median under 15%%, worst under 30%%)\n",
            100 * med_def, 100 * worst_def, 100 * med_cal, 100 * worst_cal);
-    printf("calibrated against the latency with graph optimisation off (the graph as priced and "
-           "profiled): median %.0f%%, worst %.0f%%\n",
+    printf("without runtime fusion (the graph as written, op by op): default median %.0f%%, worst "
+           "%.0f%%; calibrated median %.0f%%, worst %.0f%%\n",
+           100 * med_dnf, 100 * worst_dnf, 100 * med_cnf, 100 * worst_cnf);
+    printf("calibrated without fusion against the latency with graph optimisation off (the graph "
+           "as profiled): median %.0f%%, worst %.0f%%\n",
            100 * med_off, 100 * worst_off);
     pl_table_free(t);
+    if (one_core) {
+        pl_ort_stop(w), pl_table_free(t2);
+        for (int m = 0; m < n; m++)
+            pl_graph_free(g[m]), pl_profile_free(prof[m]);
+        pl_cluster_free(c);
+        return 0;
+    }
+    summary(e_two, n, &med_two, &worst_two);
     printf("\ntwo cores: HEFT's plan on local-cpu.json (leave-one-out efficiencies), cut by the "
            "schedule, one onnxruntime thread per core; measured (median of 5) vs the simulator\n");
     pl_table_print(t2, stdout);

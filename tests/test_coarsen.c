@@ -194,6 +194,30 @@ static void test_partial_match_released(void **state)
     pl_graph_free(g);
 }
 
+/* A sibling is an op reading what the group reads (the tanh GELU's x); sharing only a weight
+ * does not make one: a = A(x, W), b = B(u, W), c = C(a, b) stays three ops under the rule
+ * A, B, C (b is not of the kernel that reads x), and becomes one when b reads x. */
+static void test_sibling_not_through_weight(void **state)
+{
+    (void)state;
+    pl_fusion_rules *r = rules1("A", "B", "C");
+    pl_coarsen_opts o = {.rules = r};
+    for (int via_x = 0; via_x < 2; via_x++) {
+        pl_graph *g = graph_x();
+        pl_graph_add_input(g, pl_graph_tensor(g, "u"));
+        weight(g, "W");
+        op(g, "a", "A", "x,W", "a");
+        op(g, "b", "B", via_x ? "x,W" : "u,W", "b");
+        op(g, "c", "C", "a,b", "y");
+        done(g, "y");
+        pl_coarsening *c = run(g, &o);
+        assert_int_equal(c->coarse->n_ops, via_x ? 1 : 3);
+        pl_coarsening_free(c);
+        pl_graph_free(g);
+    }
+    pl_fusion_rules_free(r);
+}
+
 /* A and B both read x, but B also reads what A feeds through W: grouping A with B would make
  * the edge A -> W -> B a cycle. The fusion is refused and the result is still a DAG. */
 static void test_cycle_refused(void **state)
@@ -407,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_direct_connection_fuses),
         cmocka_unit_test(test_multi_input_fuses),
         cmocka_unit_test(test_multi_output_not_fused),
+        cmocka_unit_test(test_sibling_not_through_weight),
         cmocka_unit_test(test_partial_match_released),
         cmocka_unit_test(test_cycle_refused),
         cmocka_unit_test(test_control_never_fused),

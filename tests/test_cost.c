@@ -7,6 +7,8 @@
 
 #include "placer/calib.h"
 #include "placer/cost.h"
+#include "placer/plan.h"
+#include "placer/sim.h"
 
 #include <jansson.h>
 
@@ -445,6 +447,12 @@ static void test_params_file(void **state)
     assert_close(p.eff_compute[PL_CLASS_REDUCTION], def.eff_compute[PL_CLASS_REDUCTION], 1e-12);
     assert_close(p.eff_memory, 0.35, 1e-12);
     assert_string_equal(p.device_model, "local-epyc-core"); /* what --cost-params checks */
+    assert_int_equal(p.runtime_fusion, PL_FUSION_ORT);      /* the default */
+    const char *none = "{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}, "
+                       "\"eff_memory\": 0.5, \"runtime_fusion\": \"none\"}";
+    if (pl_cost_params_load(tu_tmpfile(none, strlen(none), ".json"), &p, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(p.runtime_fusion, PL_FUSION_NONE);
     const char *bad[][2] = {
         {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {\"dense\": 1.5}, "
          "\"eff_memory\": 0.5}",
@@ -453,6 +461,9 @@ static void test_params_file(void **state)
          "\"eff_memory\": 0.5}",
          "unknown op class"},
         {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}}", "eff_memory"},
+        {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}, \"eff_memory\": 0.5, "
+         "\"runtime_fusion\": \"tensorrt\"}",
+         "runtime_fusion: runtime fusion is \"ort\" or \"none\""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err.msg[0] = 0;
@@ -703,6 +714,250 @@ static void test_calib_fit_weighted(void **state)
     pl_cluster_free(c);
 }
 
+/* ---- runtime fusion (docs/cost.md, "Runtime fusion") ---- */
+
+static const int64_t act[4] = {1, 64, 56, 56}; /* 802,816 bytes in fp32 */
+
+static pl_graph *finish(pl_graph *g)
+{
+    pl_err err = {""};
+    if (pl_graph_finalize(g, g->name, &err) < 0 || pl_graph_infer(g, &err) < 0)
+        fail_msg("%s", err.msg);
+    return g;
+}
+
+/* X -> Conv (conv_graph's) -> c, then `tail` ops (BatchNormalization, Add with the graph
+ * input R, Relu), each reading the one before; the last writes Y. */
+static pl_graph *conv_chain(const char *const *tail, int n)
+{
+    pl_graph *g = pl_graph_new("chain");
+    int x = shaped(g, "X", PL_DT_FLOAT, 4, act, 0);
+    int w = shaped(g, "W", PL_DT_FLOAT, 4, (int64_t[]){64, 64, 3, 3}, PL_TENSOR_WEIGHT);
+    int r = shaped(g, "R", PL_DT_FLOAT, 4, act, 0);
+    pl_graph_add_input(g, x), pl_graph_add_input(g, r);
+    int prev = pl_graph_tensor(g, "c");
+    int conv = op_io(g, "conv", "Conv", 2, (int[]){x, w}, prev);
+    attr_ints(g, conv, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%d", i);
+        int out = pl_graph_tensor(g, i == n - 1 ? "Y" : name);
+        if (!strcmp(tail[i], "BatchNormalization")) {
+            int in[5] = {prev};
+            for (int j = 1; j < 5; j++) {
+                snprintf(name, sizeof name, "bn%d", j);
+                in[j] = shaped(g, name, PL_DT_FLOAT, 1, (int64_t[]){64}, PL_TENSOR_WEIGHT);
+            }
+            op_io(g, "bn", tail[i], 5, in, out);
+        } else if (!strcmp(tail[i], "Add")) {
+            op_io(g, "add", tail[i], 2, (int[]){prev, r}, out);
+        } else {
+            op_io(g, "relu", tail[i], 1, &prev, out);
+        }
+        prev = out;
+    }
+    pl_graph_add_output(g, prev);
+    return finish(g);
+}
+
+static pl_cost *cost_fusion(const pl_graph *g, const pl_cluster *c, pl_runtime_fusion f)
+{
+    pl_cost_params p;
+    pl_cost_params_default(&p);
+    p.runtime_fusion = f;
+    pl_err err = {""};
+    pl_cost *k = pl_cost_new(g, c, &p, NULL, 0, &err);
+    if (!k) fail_msg("%s", err.msg);
+    return k;
+}
+
+/* V100 fp32: dense 15.7e12 × 0.6 = 9.42e12 FLOP/s, elementwise 15.7e12 × 0.25 = 3.925e12,
+ * memory 900e9 × 0.7 = 630e9 B/s, launch 5 us. */
+#define V100_EW 3.925e12
+#define V100_BW 630e9
+#define CONV_S (5e-6 + 231211008.0 / 9.42e12) /* test_roofline_conv_v100: 29.5447 us */
+
+/* ConvBNFusion + ConvActivationFusion: Conv -> BatchNormalization -> Relu is one kernel. The
+ * Conv keeps its 29.5447 us; the BN is folded into its weights: 0; the Relu costs its
+ * arithmetic only, 200,704 FLOPs / 3.925e12 = 51.1 ns, no launch, no pass over the 802,816
+ * bytes: 29.5958 us for the three, not 29.5447 + BN + 7.5486 us as three kernels (the default
+ * is on). Off: every op at its own estimate, the Relu 5 us + 2 × 802,816 / 630e9 = 7.5486 us. */
+static void test_fusion_conv_bn_relu(void **state)
+{
+    (void)state;
+    pl_graph *g = conv_chain((const char *[]){"BatchNormalization", "Relu"}, 2);
+    pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB"}, 1);
+    int conv = pl_graph_find_op(g, "conv"), bn = pl_graph_find_op(g, "bn"),
+        relu = pl_graph_find_op(g, "relu");
+    assert_close(g->ops[relu].flops, 200704.0, 1e-12);
+    pl_cost *k = cost_of(g, c, NULL);
+    assert_close(pl_cost_op_s(k, conv, 0), CONV_S, 1e-12);
+    assert_true(pl_cost_op_s(k, bn, 0) == 0);
+    assert_close(pl_cost_op_s(k, relu, 0), 200704.0 / V100_EW, 1e-12);
+    assert_close(pl_cost_op_s(k, conv, 0) + pl_cost_op_s(k, bn, 0) + pl_cost_op_s(k, relu, 0),
+                 29.5958e-6, 1e-5);
+    assert_int_equal(k->fused_root[bn], conv), assert_int_equal(k->fused_root[relu], conv);
+    assert_int_equal(k->fused_prev[relu], bn), assert_int_equal(k->fused_root[conv], -1);
+    pl_cost_free(k);
+    k = cost_fusion(g, c, PL_FUSION_NONE);
+    assert_null(k->fused_root);
+    assert_close(pl_cost_op_s(k, relu, 0), 7.5486e-6, 1e-5);
+    for (int op = 0; op < g->n_ops; op++)
+        assert_close(pl_cost_op_s(k, op, 0),
+                     pl_cost_estimate(&g->ops[op], g, &c->devs[0], &k->params), 1e-12);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* Conv -> Add(residual R) -> Relu (NchwcTransformer's Conv+Sum+Relu): the Add reads R, which
+ * the kernel reads for it alone: max(200,704 / 3.925e12 = 51.1 ns, 802,816 / 630e9 =
+ * 1.27431 us) = 1.27431 us, no launch; the Relu 51.1 ns. */
+static void test_fusion_conv_add_relu(void **state)
+{
+    (void)state;
+    pl_graph *g = conv_chain((const char *[]){"Add", "Relu"}, 2);
+    pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB"}, 1);
+    pl_cost *k = cost_of(g, c, NULL);
+    assert_close(pl_cost_op_s(k, pl_graph_find_op(g, "conv"), 0), CONV_S, 1e-12);
+    assert_close(pl_cost_op_s(k, pl_graph_find_op(g, "add"), 0), 802816.0 / V100_BW, 1e-12);
+    assert_close(pl_cost_op_s(k, pl_graph_find_op(g, "relu"), 0), 200704.0 / V100_EW, 1e-12);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* MatMulAddFusion: A 128 x 768 by a 768 x 768 weight, + a bias of 768 (3,072 bytes). The Add:
+ * max(98,304 / 3.925e12 = 25.05 ns, 3,072 / 630e9 = 4.88 ns) = 25.05 ns; off it is a kernel of
+ * its own: 5 us + (393,216 × 2 + 3,072) / 630e9 = 6.2531 us. */
+static void test_fusion_matmul_add(void **state)
+{
+    (void)state;
+    pl_graph *g = pl_graph_new("mm");
+    int a = shaped(g, "A", PL_DT_FLOAT, 2, (int64_t[]){128, 768}, 0);
+    int w = shaped(g, "W", PL_DT_FLOAT, 2, (int64_t[]){768, 768}, PL_TENSOR_WEIGHT);
+    int b = shaped(g, "B", PL_DT_FLOAT, 1, (int64_t[]){768}, PL_TENSOR_WEIGHT);
+    int m = pl_graph_tensor(g, "M"), y = pl_graph_tensor(g, "Y");
+    pl_graph_add_input(g, a);
+    op_io(g, "mm", "MatMul", 2, (int[]){a, w}, m);
+    int add = op_io(g, "add", "Add", 2, (int[]){m, b}, y);
+    pl_graph_add_output(g, y);
+    finish(g);
+    pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB"}, 1);
+    pl_cost *k = cost_of(g, c, NULL);
+    assert_close(pl_cost_op_s(k, add, 0), 98304.0 / V100_EW, 1e-12);
+    pl_cost_free(k);
+    k = cost_fusion(g, c, PL_FUSION_NONE);
+    assert_close(pl_cost_op_s(k, add, 0), 5e-6 + (2 * 393216.0 + 3072) / V100_BW, 1e-12);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* LayerNormFusion on x 128 x 768 (393,216 bytes): ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
+ * Div, Mul(gamma), Add(beta). The first ReduceMean keeps its own price (it reads x and writes
+ * the 512-byte mean); the Sub reads x too, but the kernel has read it already: 98,304 FLOPs /
+ * 3.925e12 = 25.05 ns; the last Add reads beta (3,072 bytes) and writes the result, 393,216 -
+ * 512 bytes more than the first op wrote: max(25.05 ns, 395,776 / 630e9 = 628.2 ns). */
+static void test_fusion_layernorm(void **state)
+{
+    (void)state;
+    pl_graph *g = pl_graph_new("ln");
+    int x = shaped(g, "x", PL_DT_FLOAT, 2, (int64_t[]){128, 768}, 0);
+    pl_graph_add_input(g, x);
+    int two = shaped(g, "two", PL_DT_FLOAT, 0, NULL, PL_TENSOR_WEIGHT);
+    int eps = shaped(g, "eps", PL_DT_FLOAT, 0, NULL, PL_TENSOR_WEIGHT);
+    int gam = shaped(g, "gamma", PL_DT_FLOAT, 1, (int64_t[]){768}, PL_TENSOR_WEIGHT);
+    int bet = shaped(g, "beta", PL_DT_FLOAT, 1, (int64_t[]){768}, PL_TENSOR_WEIGHT);
+    const char *name[] = {"m", "d", "p", "v", "ve", "s", "n", "gd", "y"};
+    int t[9];
+    for (int i = 0; i < 9; i++)
+        t[i] = pl_graph_tensor(g, name[i]);
+    int mean = op_io(g, "mean", "ReduceMean", 1, &x, t[0]);
+    int sub = op_io(g, "sub", "Sub", 2, (int[]){x, t[0]}, t[1]);
+    op_io(g, "pow", "Pow", 2, (int[]){t[1], two}, t[2]);
+    int var = op_io(g, "var", "ReduceMean", 1, &t[2], t[3]);
+    attr_ints(g, mean, "axes", 1, (int64_t[]){-1}), attr_ints(g, var, "axes", 1, (int64_t[]){-1});
+    op_io(g, "addeps", "Add", 2, (int[]){t[3], eps}, t[4]);
+    op_io(g, "sqrt", "Sqrt", 1, &t[4], t[5]);
+    op_io(g, "div", "Div", 2, (int[]){t[1], t[5]}, t[6]);
+    op_io(g, "mul", "Mul", 2, (int[]){t[6], gam}, t[7]);
+    int last = op_io(g, "addb", "Add", 2, (int[]){t[7], bet}, t[8]);
+    pl_graph_add_output(g, t[8]);
+    finish(g);
+    pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB"}, 1);
+    pl_cost *k = cost_of(g, c, NULL);
+    for (int op = 1; op < g->n_ops; op++)
+        assert_int_equal(k->fused_root[op], mean);
+    assert_close(pl_cost_op_s(k, mean, 0),
+                 pl_cost_estimate(&g->ops[mean], g, &c->devs[0], &k->params), 1e-12);
+    assert_close(pl_cost_op_s(k, sub, 0), 98304.0 / V100_EW, 1e-12);
+    assert_close(pl_cost_op_s(k, last, 0), 395776.0 / V100_BW, 1e-12);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* GeluFusion, erf form, on x 128 x 3072 (1,572,864 bytes): Div(x, √2), Erf, Add(1), Mul(x, .),
+ * Mul(0.5). The first Mul reads x again, which the kernel has read for the Div: its
+ * arithmetic only, 393,216 / 3.925e12 = 100.2 ns (not 1,572,864 / 630e9 = 2.497 us). */
+static void test_fusion_gelu(void **state)
+{
+    (void)state;
+    pl_graph *g = pl_graph_new("gelu");
+    int x = shaped(g, "x", PL_DT_FLOAT, 2, (int64_t[]){128, 3072}, 0);
+    pl_graph_add_input(g, x);
+    int k2 = shaped(g, "sqrt2", PL_DT_FLOAT, 0, NULL, PL_TENSOR_WEIGHT);
+    int one = shaped(g, "one", PL_DT_FLOAT, 0, NULL, PL_TENSOR_WEIGHT);
+    int half = shaped(g, "half", PL_DT_FLOAT, 0, NULL, PL_TENSOR_WEIGHT);
+    int a = pl_graph_tensor(g, "a"), b = pl_graph_tensor(g, "b"), c1 = pl_graph_tensor(g, "c1");
+    int d = pl_graph_tensor(g, "d"), y = pl_graph_tensor(g, "y");
+    int div = op_io(g, "div", "Div", 2, (int[]){x, k2}, a);
+    op_io(g, "erf", "Erf", 1, &a, b);
+    op_io(g, "add", "Add", 2, (int[]){b, one}, c1);
+    int mx = op_io(g, "mulx", "Mul", 2, (int[]){x, c1}, d);
+    op_io(g, "half", "Mul", 2, (int[]){d, half}, y);
+    pl_graph_add_output(g, y);
+    finish(g);
+    pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB"}, 1);
+    pl_cost *k = cost_of(g, c, NULL);
+    assert_int_equal(k->fused_root[mx], div);
+    assert_close(pl_cost_op_s(k, mx, 0), 393216.0 / V100_EW, 1e-12);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* The runtime of each device fuses only what that device holds: Conv -> BN -> Relu with the
+ * Relu on the second V100 runs it as a kernel of its own (7.5486 us, the unfused price), in
+ * the simulator as in pl_cost_op_placed_s; all on one device, 51.1 ns. */
+static void test_fusion_lost_across_devices(void **state)
+{
+    (void)state;
+    pl_graph *g = conv_chain((const char *[]){"BatchNormalization", "Relu"}, 2);
+    pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB", "V100-SXM2-16GB"}, 2);
+    int relu = pl_graph_find_op(g, "relu");
+    pl_cost *k = cost_of(g, c, NULL);
+    pl_plan *p = pl_plan_new(g->n_ops, 2);
+    for (int split = 0; split < 2; split++) {
+        p->dev[relu] = split;
+        double want = split ? 7.5486e-6 : 200704.0 / V100_EW;
+        assert_close(pl_cost_op_placed_s(k, relu, p->dev), want, 1e-5);
+        pl_sim_opts so = {.record = true};
+        pl_sim_result r = {0};
+        pl_err err = {""};
+        char why[256] = "";
+        if (pl_simulate(k, p, &so, &r, &err) < 0) fail_msg("%s", err.msg);
+        if (pl_sim_check(k, p, &so, &r, why, sizeof why) < 0) fail_msg("%s", why);
+        assert_close(r.op_end_s[relu] - r.op_start_s[relu], want, 1e-5);
+        pl_sim_result_free(&r);
+    }
+    pl_plan_free(p);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -724,6 +979,12 @@ int main(void)
         cmocka_unit_test(test_calib_fit_weighted),
         cmocka_unit_test(test_calib_matches_estimate),
         cmocka_unit_test(test_bytes_partial_reads),
+        cmocka_unit_test(test_fusion_conv_bn_relu),
+        cmocka_unit_test(test_fusion_conv_add_relu),
+        cmocka_unit_test(test_fusion_matmul_add),
+        cmocka_unit_test(test_fusion_layernorm),
+        cmocka_unit_test(test_fusion_gelu),
+        cmocka_unit_test(test_fusion_lost_across_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,26 +18,11 @@
 
 #include "placer/graph.h"
 
-/* ---- fusion rules ---- */
-typedef struct pl_fusion_rule {
-    char **types; /* op types, in the order the fused kernel runs them */
-    int n;
-} pl_fusion_rule;
-
-typedef struct pl_fusion_rules {
-    pl_fusion_rule *rules;
-    int n;
-} pl_fusion_rules;
-
-/* The built-in rules (docs/coarsen.md lists them and the runtime fusion each stands for). */
-pl_fusion_rules *pl_fusion_rules_default(void);
+/* ---- fusion rules: pl_fusion_rule(s) and the built-in set are graph.h's ---- */
 /* A placer-fusion-rules/1 file: {"format": "placer-fusion-rules/1",
  * "rules": [["Conv", "Relu"], ...]}. Each rule has at least two types. */
 pl_fusion_rules *pl_fusion_rules_load(const char *path, pl_err *err);
 pl_fusion_rules *pl_fusion_rules_parse(const char *buf, size_t len, const char *name, pl_err *err);
-/* Appends a rule (types copied). */
-void pl_fusion_rules_add(pl_fusion_rules *r, const char *const *types, int n);
-void pl_fusion_rules_free(pl_fusion_rules *r);
 
 /* ---- options: a zeroed struct runs fusion (default rules) and colocation, no chains ---- */
 typedef struct pl_coarsen_opts {

@@ -5,7 +5,9 @@
  *
  * A given time replaces the estimate, first match wins: the op's own times from a task graph
  * (matched on device model, then device name), then a measured profile for the device's
- * model. A time of INFINITY means the op cannot run on that device. Everything is computed
+ * model. A time of INFINITY means the op cannot run on that device. An estimated op that the
+ * runtime fuses into an earlier op's kernel costs only its share of that kernel
+ * (pl_cost_params.runtime_fusion; docs/cost.md, "Runtime fusion"). Everything is computed
  * once into an n_ops × n_devs table, so algorithms and the simulator read it in O(1). */
 #ifndef PLACER_COST_H
 #define PLACER_COST_H
@@ -15,6 +17,12 @@
 
 #include <math.h>
 
+/* Which runtime's fusions the table prices (docs/cost.md, "Runtime fusion"). */
+typedef enum pl_runtime_fusion {
+    PL_FUSION_NONE = 0, /* every op its own kernel: the graph as written */
+    PL_FUSION_ORT = 1,  /* onnxruntime's, graph optimisation on (the default) */
+} pl_runtime_fusion;
+
 typedef struct pl_cost_params {
     double eff_compute[PL_CLASS_COUNT]; /* fraction of peak FLOP/s reached, per op class */
     double eff_memory;                  /* fraction of peak memory bandwidth reached */
@@ -22,13 +30,21 @@ typedef struct pl_cost_params {
      * "" for the defaults and for a file that names none. Not used by the cost table: callers
      * check it against their clusters (pl_cost_model_check) before trusting the fit. */
     char device_model[64];
+    /* PL_FUSION_ORT (default): an op that onnxruntime fuses into the kernel of an op before
+     * it (pl_fusion_match with the built-in rules) costs no launch and no second pass over
+     * the intermediate, only its own arithmetic and the inputs the kernel reads in addition;
+     * a BatchNormalization folded into its Conv costs 0. PL_FUSION_NONE: the graph as written,
+     * op by op. */
+    pl_runtime_fusion runtime_fusion;
 } pl_cost_params;
 
+/* "none" or "ort" */
+const char *pl_runtime_fusion_name(pl_runtime_fusion f);
 /* Documented defaults (docs/cost.md). */
 void pl_cost_params_default(pl_cost_params *p);
 /* Reads placer-cost-params/1 (as `placer calibrate -o` writes it, docs/calibrate.md): the
- * defaults, then the file's eff_compute per class name and eff_memory, each in (0, 1], and its
- * device_model (at most 63 bytes). */
+ * defaults, then the file's eff_compute per class name and eff_memory, each in (0, 1], its
+ * device_model (at most 63 bytes) and runtime_fusion ("ort" or "none"). */
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err);
 /* An efficiency is a fraction of a peak: in (0, 1], never above the peak. */
 static inline bool pl_cost_eff_valid(double e)
@@ -95,6 +111,13 @@ typedef struct pl_cost {
      * instances); a negative cell means none was given, so bytes and links time it. NULL
      * when the graph gives none. */
     double *pair_xfer_s;
+    /* Runtime fusion (params.runtime_fusion; NULL when no op is fused). For an op fused into
+     * an earlier op's kernel, fused_root[op] is that kernel's first op and fused_prev[op] the
+     * member whose result it takes (its latest producer in the kernel); -1 for other ops.
+     * op_s holds the fused price, which holds only when op runs on the device of both;
+     * unfused_s the op's price as a kernel of its own (pl_cost_op_placed_s). */
+    int *fused_root, *fused_prev;
+    double *unfused_s; /* [op * n_devs + dev] */
 } pl_cost;
 
 /* Builds the table. `profiles` may be NULL. Fails when a profile names the wrong model file
@@ -145,6 +168,19 @@ int pl_cost_model_check(const char *what, const char *model, const pl_cluster *c
 static inline double pl_cost_op_s(const pl_cost *k, int op, int dev)
 {
     return k->op_s[(size_t)op * k->n_devs + dev];
+}
+
+/* The op's time in a placement (dev_of[op] for every op): its table time, except that an op
+ * fused into a kernel (fused_root) runs as a kernel of its own, at its unfused price, when
+ * that kernel's first op or the member it takes its input from is on another device: the
+ * runtime on each device fuses only what it holds (docs/cost.md, "Runtime fusion"). */
+static inline double pl_cost_op_placed_s(const pl_cost *k, int op, const int *dev_of)
+{
+    int d = dev_of[op];
+    if (k->fused_root && k->fused_root[op] >= 0 &&
+        (dev_of[k->fused_root[op]] != d || dev_of[k->fused_prev[op]] != d))
+        return k->unfused_s[(size_t)op * k->n_devs + d];
+    return pl_cost_op_s(k, op, d);
 }
 
 /* Seconds to send `tensor` from device a to b (0 when a == b; an unknown size counts 0): the

@@ -322,6 +322,33 @@ bool pl_reach_query(const pl_reach *r, int from, int to);
 int pl_reach_chains(const pl_reach *r); /* number of chains (0 when in DFS mode) */
 void pl_reach_free(pl_reach *r);
 
+/* ---- fusion (docs/coarsen.md, "Fusion rules"; docs/cost.md, "Runtime fusion") ----
+ * A rule is an ordered list of op types, the order in which a runtime's fused kernel runs
+ * them. The coarsening groups the matches (coarsen.h); the cost model prices each match as
+ * one kernel (cost.h). Rule files (placer-fusion-rules/1) are read by coarsen.h. */
+typedef struct pl_fusion_rule {
+    char **types; /* op types, in the order the fused kernel runs them */
+    int n;
+} pl_fusion_rule;
+
+typedef struct pl_fusion_rules {
+    pl_fusion_rule *rules;
+    int n;
+} pl_fusion_rules;
+
+/* The built-in rules (docs/coarsen.md lists them and the runtime fusion each stands for). */
+pl_fusion_rules *pl_fusion_rules_default(void);
+/* Appends a rule (types copied). */
+void pl_fusion_rules_add(pl_fusion_rules *r, const char *const *types, int n);
+void pl_fusion_rules_free(pl_fusion_rules *r);
+/* Matches rules r over g, as one fused kernel each (docs/coarsen.md, "Fusion rules"): from
+ * each op in topological order the longest valid match wins. root_of[op] (n_ops entries) is
+ * the first op of the kernel op belongs to; op itself when it is a kernel's root or unfused.
+ * rule_count (may be NULL; r->n entries, zeroed by the caller) counts the matches per rule.
+ * reach may be NULL (then g's is built). */
+void pl_fusion_match(const pl_graph *g, const pl_fusion_rules *r, const pl_reach *reach,
+                     int *root_of, int *rule_count);
+
 /* ---- summary (what `placer inspect` prints) ---- */
 typedef struct pl_type_count {
     const char *type; /* points into the graph */

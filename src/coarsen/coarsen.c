@@ -53,6 +53,17 @@ static void summarize_fused(pl_coarsening *c, const pl_fusion_rules *r, const in
     pl_sort(c->fused, (size_t)c->n_fused, sizeof *c->fused, cmp_fused);
 }
 
+/* The fusion pass: the first, so every op is still a group of its own; the matcher is the
+ * graph module's, the one the cost model prices fused kernels with. */
+static void fuse(cs_state *s, const pl_fusion_rules *r)
+{
+    int *root_of = pl_malloc(((size_t)s->g->n_ops + 1) * sizeof *root_of);
+    pl_fusion_match(s->g, r, s->reach, root_of, s->rule_count);
+    for (int op = 0; op < s->g->n_ops; op++)
+        if (root_of[op] != op) cs_union(s, root_of[op], op);
+    free(root_of);
+}
+
 static void run_passes(cs_state *s, const pl_coarsen_opts *o, pl_coarsening *c)
 {
     pl_fusion_rules *own = o->rules ? NULL : pl_fusion_rules_default();
@@ -60,7 +71,7 @@ static void run_passes(cs_state *s, const pl_coarsen_opts *o, pl_coarsening *c)
     s->rule_count = pl_calloc((size_t)r->n + 1, sizeof(int));
     int before = s->n_groups;
     if (!o->no_fuse) {
-        cs_fuse(s, r);
+        fuse(s, r);
         record(c, "fuse", before, s->n_groups);
         summarize_fused(c, r, s->rule_count);
     }

@@ -25,7 +25,6 @@ typedef struct cs_state {
 bool cs_is_feeder_type(const char *type);
 int cs_find(cs_state *s, int op);
 void cs_union(cs_state *s, int a, int b);
-void cs_fuse(cs_state *s, const pl_fusion_rules *r);
 void cs_colocate(cs_state *s);
 void cs_chain(cs_state *s, int target);
 /* Builds the coarse graph and the mapping from the final groups. */

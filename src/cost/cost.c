@@ -1,5 +1,5 @@
 /* cost.c: the roofline estimate and the op × device time table (design.md §5, docs/cost.md). */
-#include "placer/cost.h"
+#include "cost_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +20,12 @@ void pl_cost_params_default(pl_cost_params *p)
     p->eff_compute[PL_CLASS_UNKNOWN] = 0.3;
     p->eff_memory = 0.7;
     p->device_model[0] = 0;
+    p->runtime_fusion = PL_FUSION_ORT;
+}
+
+const char *pl_runtime_fusion_name(pl_runtime_fusion f)
+{
+    return f == PL_FUSION_ORT ? "ort" : "none";
 }
 
 /* A Constant op's value is a weight (graph.h): runtimes materialise it at load time like an
@@ -170,6 +176,9 @@ int pl_cost_params_check(const pl_cost_params *p, pl_err *err)
                               pl_op_class_name((pl_op_class)c), p->eff_compute[c]);
     if (!pl_cost_eff_valid(p->eff_memory))
         return pl_err_set(err, "cost model: memory efficiency is %g, not in (0, 1]", p->eff_memory);
+    if (p->runtime_fusion != PL_FUSION_NONE && p->runtime_fusion != PL_FUSION_ORT)
+        return pl_err_set(err, "cost model: runtime fusion %d is neither none (0) nor ort (1)",
+                          (int)p->runtime_fusion);
     return 0;
 }
 
@@ -323,6 +332,7 @@ pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_param
         fill_bytes(k, op, stamp);
     }
     free(stamp);
+    pl_cost_fuse(k); /* after out_bytes, which the fused prices read */
     fill_pairs(k, &x);
     free(x.dev_profile), free(x.dev_spec), free(x.key_spec);
     return k;
@@ -333,5 +343,6 @@ void pl_cost_free(pl_cost *k)
     if (!k) return;
     free(k->op_s), free(k->given), free(k->weight_bytes), free(k->out_bytes);
     free(k->pair_xfer_s);
+    free(k->fused_root), free(k->fused_prev), free(k->unfused_s);
     free(k);
 }

@@ -4,7 +4,8 @@
  *   {"format": "placer-cost-params/1", "device_model": "local-epyc-core",
  *    "eff_compute": {"dense": 1.0, "elementwise": 0.093, ...}, "eff_memory": 1.0, ...}
  *
- * Classes the file leaves out keep their defaults; the fit's statistics (samples, errors) are
+ * Classes the file leaves out keep their defaults, and so does runtime_fusion ("ort" or
+ * "none", docs/cost.md "Runtime fusion"); the fit's statistics (samples, errors) are
  * accepted and ignored. */
 #include "placer/cost.h"
 #include "placer/json.h"
@@ -12,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const fields[] = {"format",   "device_model",  "eff_compute", "eff_memory",
-                                     "samples",  "class_samples", "before",      "after",
-                                     "producer", "description",   NULL};
+static const char *const fields[] = {"format",   "device_model",  "eff_compute",    "eff_memory",
+                                     "samples",  "class_samples", "before",         "after",
+                                     "producer", "description",   "runtime_fusion", NULL};
 
 /* A class name as pl_op_class_name gives it, or -1. */
 static int class_of(const char *name)
@@ -60,6 +61,23 @@ static int read_model(const pl_json *root, pl_cost_params *p, pl_err *err)
     return 0;
 }
 
+/* "ort" or "none"; absent: the default. */
+static int read_fusion(const pl_json *root, pl_cost_params *p, pl_err *err)
+{
+    const char *f = NULL;
+    if (pl_json_opt_string(root, "runtime_fusion", &f, err) < 0) return -1;
+    if (!f) return 0;
+    if (!strcmp(f, "ort"))
+        p->runtime_fusion = PL_FUSION_ORT;
+    else if (!strcmp(f, "none"))
+        p->runtime_fusion = PL_FUSION_NONE;
+    else {
+        pl_json at = pl_json_at(root, "runtime_fusion");
+        return pl_json_fail(&at, err, "runtime fusion is \"ort\" or \"none\"");
+    }
+    return 0;
+}
+
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
 {
     pl_json_doc *doc = pl_json_open(path, err);
@@ -68,7 +86,8 @@ int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
     pl_json root = pl_json_root(doc);
     int rc = pl_json_check_format(&root, "placer-cost-params/1", err) < 0 ||
                      pl_json_check_fields(&root, fields, err) < 0 ||
-                     read_model(&root, p, err) < 0 || read_compute(&root, p, err) < 0 ||
+                     read_model(&root, p, err) < 0 || read_fusion(&root, p, err) < 0 ||
+                     read_compute(&root, p, err) < 0 ||
                      read_eff(&root, "eff_memory", &p->eff_memory, err) < 0 ||
                      pl_cost_params_check(p, err) < 0
                  ? -1

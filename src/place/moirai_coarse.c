@@ -75,7 +75,11 @@ static void heuristics(const pl_cost *k, const pl_place_opts *o, best *b, pl_err
  * (they run one after the other), not a roofline of the summed FLOPs. */
 static pl_cost *coarse_cost(const pl_cost *k, const pl_coarsening *co, pl_err *err)
 {
-    pl_cost *kc = pl_cost_new(co->coarse, k->c, &k->params, NULL, 0, err);
+    /* the members' times below already price the runtime's fusions (k's table): the coarse
+     * graph is not matched again */
+    pl_cost_params p = k->params;
+    p.runtime_fusion = PL_FUSION_NONE;
+    pl_cost *kc = pl_cost_new(co->coarse, k->c, &p, NULL, 0, err);
     if (!kc) return NULL;
     int D = k->n_devs;
     for (int c = 0; c < kc->n_ops; c++)

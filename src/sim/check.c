@@ -191,7 +191,7 @@ static int check_ops(chk *c)
         for (int op = 0; op < c->n; op++) {
             size_t inst = (size_t)r * c->n + op;
             double s = c->r->op_start_s[inst], e = c->r->op_end_s[inst];
-            double want = pl_cost_op_s(c->k, op, c->p->dev[op]);
+            double want = pl_cost_op_placed_s(c->k, op, c->p->dev);
             if (!(s >= 0) || !isfinite(e))
                 return chk_fail(c, "op '%s' never runs (request %d)", op_name(c, op), r);
             if (!chk_eq(e - s, want))
