@@ -16,9 +16,13 @@
  *
  * Then the same for a two-core plan: HEFT on local-cpu.json with the leave-one-out efficiencies,
  * split with the schedule cut (docs/split.md) and run on two device threads (docs/runtime.md,
- * "Running a split"), against the simulator's makespan of that plan; plus the measured hand-off
- * between the cores (a stage's start minus the end of the stage on the other core it waited
- * for, when nothing else held it back). --one-core stops after the one-core table. */
+ * "Running a split"), against the simulator's makespan of that plan, with the stage costs of
+ * local-cpu.json (docs/simulator.md, "Stages") and without them (as before they existed); plus
+ * the measured hand-off between the cores (a stage's start minus the end of the stage on the
+ * other core it waited for, when nothing else held it back). Last, the default algorithm's
+ * plan (`placer place` without --algo: HEFT, or the single-device plan when that is predicted
+ * faster, docs/placement.md "Plans that pay"): its measured speed-up is HEFT's, or 1 when it is
+ * the single-device plan (the one-core latency). --one-core stops after the one-core table. */
 #include "placer/calib.h"
 #include "placer/place.h"
 #include "placer/report.h"
@@ -76,12 +80,13 @@ static pl_profile *profiled(pl_ort *w, const char *model, const pl_graph *g,
     return p;
 }
 
-/* The makespan of `algo`'s plan on table k; the plan itself in *plan_out when asked for. */
-static double predicted_by(const pl_cost *k, const char *algo, pl_plan **plan_out)
+/* The makespan of `algo`'s plan on table k (`pays`: pl_place_opts.single_if_faster, as
+ * `placer place` without --algo); the plan itself in *plan_out when asked for. */
+static double predicted_by(const pl_cost *k, const char *algo, bool pays, pl_plan **plan_out)
 {
     pl_err err = {""};
     pl_plan *p = pl_plan_new(k->g->n_ops, k->c->n_devs);
-    pl_place_opts po = {0};
+    pl_place_opts po = {.single_if_faster = pays};
     pl_sim_opts so = {0};
     pl_sim_result r = {0};
     double ms = -1;
@@ -102,6 +107,8 @@ static double predicted_by(const pl_cost *k, const char *algo, pl_plan **plan_ou
 typedef struct two_core {
     int stages, devices;
     double measured_s, predicted_s, overlap; /* overlap: stages' own times / latency */
+    double before_s;                         /* the prediction without stage costs */
+    bool default_one; /* the default algorithm's plan is the single-device plan */
     double handoff_s; /* median hand-off between the cores, -1 when no stage waited for one */
 } two_core;
 
@@ -133,14 +140,35 @@ static double handoff(const pl_stages *s, const pl_ort_result *r)
     return med;
 }
 
+/* p's makespan on table k with the cluster's stage costs taken out. */
+static double without_stage_costs(const pl_cost *k, const pl_plan *p)
+{
+    pl_cluster c = *k->c;
+    pl_device devs[8];
+    pl_cost kb = *k;
+    if (c.n_devs > 8) return -1;
+    for (int d = 0; d < c.n_devs; d++)
+        devs[d] = c.devs[d], devs[d].stage_overhead_s = 0, devs[d].stage_copy_Bps = 0;
+    c.devs = devs, kb.c = &c;
+    pl_sim_opts so = {0};
+    pl_sim_result r = {0};
+    pl_err err = {""};
+    double ms = pl_simulate(&kb, p, &so, &r, &err) == 0 ? r.makespan_s : -1;
+    pl_sim_result_free(&r);
+    return ms;
+}
+
 /* HEFT's plan on table k, cut by the schedule, written and run on two device threads. */
 static int two_cores(pl_ort *w, const char *model, const pl_cost *k, two_core *out, pl_err *err)
 {
     const pl_graph *g = k->g;
     const pl_cluster *c = k->c;
-    pl_plan *p = NULL;
-    out->predicted_s = predicted_by(k, "heft", &p);
+    pl_plan *p = NULL, *dflt = NULL;
+    out->predicted_s = predicted_by(k, "heft", false, &p);
     if (!p) return pl_err_set(err, "%s: no HEFT plan", model);
+    out->before_s = without_stage_costs(k, p);
+    if (predicted_by(k, "heft", true, &dflt) >= 0) out->default_one = !strcmp(dflt->algo, "single");
+    pl_plan_free(dflt);
     char dir[512];
     snprintf(dir, sizeof dir, "build/bench/fidelity/split-%s", base(model));
     const char *names[] = {c->devs[0].name, c->devs[1].name};
@@ -183,7 +211,7 @@ static double unfused(const pl_cost *k, pl_err *err)
     pl_cost_params p = k->params;
     p.runtime_fusion = PL_FUSION_NONE;
     pl_cost *u = pl_cost_new(k->g, k->c, &p, NULL, 0, err);
-    double s = u ? predicted_by(u, "single", NULL) : -1;
+    double s = u ? predicted_by(u, "single", false, NULL) : -1;
     pl_cost_free(u);
     return s;
 }
@@ -226,9 +254,11 @@ int main(int argc, char **argv)
     double e_def_nf[MAX_MODELS], e_cal_nf[MAX_MODELS];
     double hand[MAX_MODELS];
     int n_hand = 0;
-    pl_table *t2 =
-        pl_table_new("model|>stages|>cores used|>measured ms|>predicted ms|>error|>stages "
-                     "at once|>speed-up measured|>speed-up predicted");
+    pl_table *t2 = pl_table_new(
+        "model|>stages|>measured ms|>predicted ms|>error|>without stage costs ms|>error|>stages "
+        "at once|>speed-up measured|>predicted|>without stage costs|default plan|>speed-up "
+        "measured|>predicted");
+    int same_side = 0, same_side_before = 0, default_side = 0, default_ok = 0;
     for (int m = 0; m < n; m++) {
         const pl_graph *gs[MAX_MODELS];
         const pl_profile *ps[MAX_MODELS];
@@ -242,7 +272,11 @@ int main(int argc, char **argv)
         pl_cost *kd = pl_cost_new(g[m], c, NULL, NULL, 0, &err);
         pl_cost *kc = kd ? pl_cost_new(g[m], c, &cr.params, NULL, 0, &err) : NULL;
         if (!kc) return fprintf(stderr, "%s\n", err.msg), 1;
-        double pd = predicted_by(kd, "single", NULL), pc = predicted_by(kc, "single", NULL);
+        pl_plan *one = NULL;
+        double pd = predicted_by(kd, "single", false, NULL);
+        double pc = predicted_by(kc, "single", false, &one);
+        double pc0 = one ? without_stage_costs(kc, one) : -1; /* as before stage costs */
+        pl_plan_free(one);
         double pd_nf = unfused(kd, &err), pc_nf = unfused(kc, &err);
         if (pd_nf < 0 || pc_nf < 0) return fprintf(stderr, "%s\n", err.msg), 1;
         e_def[m] = fabs(pd - meas[m]) / meas[m], e_cal[m] = fabs(pc - meas[m]) / meas[m];
@@ -267,10 +301,15 @@ int main(int argc, char **argv)
                 tc.measured_s * 1e3, tc.predicted_s * 1e3);
         e_two[m] = fabs(tc.predicted_s - tc.measured_s) / tc.measured_s;
         if (tc.handoff_s >= 0) hand[n_hand++] = tc.handoff_s;
-        pl_table_row(t2, "%s|%d|%d|%.2f|%.2f|%+.0f%%|%.2f|%.2f|%.2f", base(argv[m + 1]), tc.stages,
-                     tc.devices, tc.measured_s * 1e3, tc.predicted_s * 1e3,
-                     100 * (tc.predicted_s - tc.measured_s) / tc.measured_s, tc.overlap,
-                     meas[m] / tc.measured_s, pc / tc.predicted_s);
+        double sm = meas[m] / tc.measured_s, sp = pc / tc.predicted_s, sb = pc0 / tc.before_s;
+        double dm = tc.default_one ? 1 : sm, dp = tc.default_one ? 1 : sp;
+        same_side += (sm > 1) == (sp > 1), same_side_before += (sm > 1) == (sb > 1);
+        default_side += (dm > 1) == (dp > 1), default_ok += dm >= 1 / 1.05;
+        pl_table_row(t2, "%s|%d|%.2f|%.2f|%+.0f%%|%.2f|%+.0f%%|%.2f|%.2f|%.2f|%.2f|%s|%.2f|%.2f",
+                     base(argv[m + 1]), tc.stages, tc.measured_s * 1e3, tc.predicted_s * 1e3,
+                     100 * (tc.predicted_s - tc.measured_s) / tc.measured_s, tc.before_s * 1e3,
+                     100 * (tc.before_s - tc.measured_s) / tc.measured_s, tc.overlap, sm, sp, sb,
+                     tc.default_one ? "single" : "heft", dm, dp);
     }
     if (!one_core) pl_ort_stop(w);
     double med_def, worst_def, med_cal, worst_cal, med_off, worst_off, med_two, worst_two;
@@ -300,9 +339,15 @@ int main(int argc, char **argv)
     }
     summary(e_two, n, &med_two, &worst_two);
     printf("\ntwo cores: HEFT's plan on local-cpu.json (leave-one-out efficiencies), cut by the "
-           "schedule, one onnxruntime thread per core; measured (median of 5) vs the simulator\n");
+           "schedule, one onnxruntime thread per core; measured (median of 5) vs the simulator, "
+           "with and without the stage costs; then the default algorithm's plan\n");
     pl_table_print(t2, stdout);
     pl_table_free(t2);
+    printf(
+        "HEFT's speed-up predicted on the same side of 1.0 as measured: %d of %d models (%d "
+        "without stage costs); the default plan's: %d of %d, and its measured latency within 1.05x "
+        "of one core's: %d of %d\n",
+        same_side, n, same_side_before, default_side, n, default_ok, n);
     printf("relative error: median %.0f%%, worst %.0f%% (targets: median under 15%%, worst under "
            "30%%); hand-off between the cores: median over models %.3f ms\n",
            100 * med_two, 100 * worst_two, n_hand ? 1e3 * pl_median(hand, n_hand) : -1.0);

@@ -79,7 +79,8 @@ void *cli_devices_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
 void cli_print_links(const cli_ctx *x, const pl_sim_result *r);
 void *cli_links_json(const cli_ctx *x, const pl_sim_result *r);
 /* Runs algorithm `a` and simulates its plan under `so` (so->record is honoured). On success
- * *plan is the plan (with predicted_makespan_s set) and r the result. -2 with err set when no
+ * *plan is the plan (with predicted_makespan_s set), r the result and err the algorithm's
+ * note, already shown on stderr ("" when none). -2 with err set when no
  * plan can fit at all (pl_place_precheck: exit status 1), -1 on any other failure. */
 int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, const pl_sim_opts *so,
                  pl_plan **plan, pl_sim_result *r, pl_err *err);

@@ -269,12 +269,14 @@ int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, co
         fprintf(stderr, "placer: note: %s%s%s\n", named ? "" : a->name, named ? "" : ": ",
                 err->msg);
     }
+    pl_err note = *err;
     if (rc < 0 || pl_simulate(x->k, *plan, so, r, err) < 0) {
         pl_plan_free(*plan);
         *plan = NULL;
         return -1;
     }
     (*plan)->predicted_makespan_s = r->makespan_s;
+    *err = note; /* the algorithm's note, "" when none */
     return 0;
 }
 

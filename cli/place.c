@@ -11,7 +11,9 @@ static const char *help =
     "usage: placer place MODEL --cluster C [--algo A] [-o plan.json] [--trace t.json] [--json]\n"
     "                        [--contention ports|pair|none] [--seed N] [--time-limit 60s]\n"
     "                        [--profile P]... [--dim N=V]... [--input NAME=SIZES]...\n"
-    "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random\n"
+    "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random,\n"
+    "                 moirai; the default and moirai return the best single-device plan instead\n"
+    "                 when it is predicted faster (with a note)\n"
     "  -o FILE        write the plan (placer-plan/1) for `placer simulate`\n"
     "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
     "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n"
@@ -40,7 +42,7 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
 }
 
 static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,
-                       const char *check, const char *out)
+                       const char *check, const char *out, const char *note)
 {
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:s, s:o}", "format",
                           "placer-place/1", "model", x->g->path ? x->g->path : "", "cluster",
@@ -51,13 +53,14 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                           (json_t *)cli_devices_json(x, p, r));
     json_object_set_new(o, "links", (json_t *)cli_links_json(x, r));
     if (out) json_object_set_new(o, "plan", json_string(out));
+    if (*note) json_object_set_new(o, "note", json_string(note));
     pl_json_print(o, stdout);
 }
 
 int cli_place(int argc, char **argv)
 {
     cli_common co = {0};
-    const char *algo = "heft", *out = NULL, *trace = NULL, *v;
+    const char *algo = NULL, *out = NULL, *trace = NULL, *v;
     pl_place_opts po = {0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
@@ -80,8 +83,12 @@ int cli_place(int argc, char **argv)
         else
             return cli_fail("place", "unknown option '%s'\n%s", argv[i], help);
     }
-    const pl_algo *a = algo ? pl_algo_find(algo) : NULL;
-    if (!a) return cli_fail("place", "unknown algorithm '%s'\n%s", algo ? algo : "", help);
+    /* plans that pay: the default algorithm and moirai never return a plan predicted slower
+     * than the best single-device plan (pl_place_opts.single_if_faster) */
+    po.single_if_faster = !algo || !strcmp(algo, "moirai");
+    if (!algo) algo = "heft";
+    const pl_algo *a = pl_algo_find(algo);
+    if (!a) return cli_fail("place", "unknown algorithm '%s'\n%s", algo, help);
     cli_ctx x;
     if (cli_ctx_open("place", &co, &x)) return CLI_EXIT_BAD_INPUT;
     pl_sim_opts so = {.contention = co.contention, .record = true};
@@ -96,6 +103,8 @@ int cli_place(int argc, char **argv)
         status = rc == -2 ? CLI_EXIT_INFEASIBLE : CLI_EXIT_BAD_INPUT; /* cli.h */
         goto done;
     }
+    char note[sizeof err.msg];
+    snprintf(note, sizeof note, "%s", err.msg); /* cli_run_algo leaves the algorithm's note */
     char why[512] = "ok";
     pl_sim_check(x.k, p, &so, &r, why, sizeof why);
     if ((out && pl_plan_save(p, x.g, x.c, out, &err) < 0) ||
@@ -103,7 +112,7 @@ int cli_place(int argc, char **argv)
         status = cli_fail("place", "%s", err.msg);
     else {
         if (co.json)
-            print_json(&x, p, &r, pl_lower_bound(x.k), why, out);
+            print_json(&x, p, &r, pl_lower_bound(x.k), why, out, note);
         else
             print_text(&x, p, &r, pl_lower_bound(x.k), why);
         status = r.oom ? CLI_EXIT_INFEASIBLE : CLI_EXIT_OK; /* cli.h: a plan that does not fit */

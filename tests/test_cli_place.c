@@ -88,6 +88,50 @@ static void test_compare_lists_every_algorithm(void **state)
 
 /* moirai says in its note whether it coarsened (and which part found the plan); with
  * --no-coarsen it solves the model's own graph. Both plans pass the invariant checker. */
+/* Plans that pay: on two cores whose every stage costs 20 ms (a session run, as the simulator
+ * charges it; HEFT's list schedule does not see it), HEFT cuts inception_v3 into dozens of
+ * stages and is predicted far slower than the whole model on one core. `place` without --algo
+ * returns the single-device plan, with a note on stderr and in the JSON; `--algo heft` asks for
+ * HEFT's plan and gets it. */
+static const char SLOW_STAGES[] =
+    "{\"format\": \"placer-cluster/1\", \"name\": \"slow-stages\", \"devices\": [{\"name\": "
+    "\"cpu\", \"count\": 2, \"kind\": \"cpu\", \"model\": \"core\", \"memory_bytes\": \"8 GiB\", "
+    "\"peak_flops_per_s\": \"110 GFLOP/s\", \"mem_bandwidth_Bps\": \"74 GB/s\", "
+    "\"stage_overhead_s\": \"20 ms\"}], \"links\": [{\"from\": \"cpu0\", \"to\": \"cpu1\", "
+    "\"bandwidth_Bps\": \"10 GB/s\", \"latency_s\": \"0.3 ms\", \"both_ways\": true}]}";
+
+static void test_default_never_slower_than_one_device(void **state)
+{
+    (void)state;
+    char cluster[256], args[1024];
+    snprintf(cluster, sizeof cluster, "%s", tu_tmpfile(SLOW_STAGES, strlen(SLOW_STAGES), ".json"));
+    snprintf(args, sizeof args, "place models/inception_v3.onnx --cluster %s --json", cluster);
+    json_t *d = run_json(args);
+    snprintf(args, sizeof args, "place models/inception_v3.onnx --cluster %s --algo single --json",
+             cluster);
+    json_t *one = run_json(args);
+    snprintf(args, sizeof args, "place models/inception_v3.onnx --cluster %s --algo heft --json",
+             cluster);
+    json_t *heft = run_json(args);
+    assert_string_equal(json_string_value(json_object_get(d, "algorithm")), "single");
+    double ms = json_real_value(json_object_get(d, "makespan_s"));
+    assert_close(ms, json_real_value(json_object_get(one, "makespan_s")), 1e-12);
+    assert_string_equal(json_string_value(json_object_get(heft, "algorithm")), "heft");
+    assert_true(json_real_value(json_object_get(heft, "makespan_s")) > 2 * ms);
+    assert_contains(json_string_value(json_object_get(d, "note")),
+                    "heft: its plan is predicted at ");
+    assert_null(json_object_get(heft, "note"));
+    json_decref(d), json_decref(one), json_decref(heft);
+    char *out = NULL;
+    snprintf(args, sizeof args, "place models/inception_v3.onnx --cluster %s", cluster);
+    assert_int_equal(tu_run(args, &out), 0);
+    assert_contains(out, "placer: note: heft: its plan is predicted at ");
+    assert_contains(out, "the single-device plan is returned instead");
+    assert_contains(out, "algorithm   single");
+    free(out);
+    remove(cluster);
+}
+
 static void test_moirai_coarsen_switch(void **state)
 {
     (void)state;
@@ -146,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_throughput_mode),
         cmocka_unit_test(test_compare_lists_every_algorithm),
         cmocka_unit_test(test_moirai_coarsen_switch),
+        cmocka_unit_test(test_default_never_slower_than_one_device),
         cmocka_unit_test(test_catalog_config_and_clean_json),
         cmocka_unit_test(test_refusals),
     };

@@ -493,6 +493,54 @@ static void test_schedulers_find_fork_join_optimum(void **state)
     pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* ---- plans that pay (pl_place_opts.single_if_faster) ---- */
+
+static pl_plan *place_paying(const char *name, const pl_cost *k, bool pays, pl_err *err)
+{
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    pl_place_opts o = {.single_if_faster = pays};
+    err->msg[0] = 0;
+    if (pl_place(pl_algo_find(name), k, &o, p, err) < 0) fail_msg("%s: %s", name, err->msg);
+    return p;
+}
+
+/* The fork a(1 ms) → b(4), c(4) → d(1) with 100 kB tensors. Over a 10 MB/s link a transfer
+ * takes 10 ms, so any split pays at least two of them: METIS cuts it into [a, b] on d0 and
+ * [c, d] on d1 (x → d1 over [1, 11], c [11, 15], b's result waits for d0's send port: → d1
+ * over [11, 21], d [21, 22]: 22 ms), while the whole model on d0 takes 1 + 4 + 4 + 1 = 10 ms: the
+ * single-device plan comes back, with a note. At 1 GB/s (0.1 ms) HEFT's split, 6.1 ms, pays and is
+ * kept. */
+static void test_single_if_faster(void **state)
+{
+    (void)state;
+    pl_graph *g = taskgraph(DIAMOND);
+    pl_cluster *slow = labelled(2, 1e7), *fast = labelled(2, 1e9);
+    pl_cost *k = cost(g, slow);
+    pl_err err;
+    pl_plan *p = place_paying("metis", k, false, &err);
+    assert_true(p->dev[0] != p->dev[3]); /* split */
+    assert_close(simulate(k, p, PL_CONTENTION_PORTS, true), 0.022, 1e-9);
+    pl_plan_free(p);
+    p = place_paying("metis", k, true, &err);
+    for (int v = 0; v < k->n_ops; v++)
+        assert_int_equal(p->dev[v], 0);
+    assert_string_equal(p->algo, "single");
+    assert_close(simulate(k, p, PL_CONTENTION_PORTS, true), 0.010, 1e-9);
+    assert_contains(err.msg, "metis: its plan is predicted at 22 ms, slower than the whole "
+                             "model on 'd0' (10 ms): the single-device plan is returned instead");
+    pl_plan_free(p);
+    pl_cost_free(k);
+
+    k = cost(g, fast);
+    p = place_paying("heft", k, true, &err);
+    assert_string_equal(p->algo, "heft");
+    assert_true(p->dev[1] != p->dev[2]); /* b and c apart */
+    assert_close(simulate(k, p, PL_CONTENTION_PORTS, true), 0.0061, 1e-9);
+    assert_string_equal(err.msg, "");
+    pl_plan_free(p);
+    pl_cost_free(k), pl_cluster_free(slow), pl_cluster_free(fast), pl_graph_free(g);
+}
+
 /* Topcuoglu, Hariri and Wu (2002), Fig. 2: ten tasks on three processors, HEFT's schedule has
  * makespan 80. Transfer costs are the edge weights: bytes at 1 byte/s. */
 static const int TOPC_W[10][3] = {{14, 16, 9},  {13, 19, 18}, {11, 13, 19}, {13, 8, 17},
@@ -929,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_memory_forces_a_split),
         cmocka_unit_test(test_tight_memory_places_or_names_the_op),
         cmocka_unit_test(test_zoo_on_every_cluster),
+        cmocka_unit_test(test_single_if_faster),
         cmocka_unit_test(test_heft_and_etf_place_50k_ops_fast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -197,6 +197,87 @@ static void test_chain_two_devices(void **state)
     fx_free(f);
 }
 
+/* ---- stages (docs/simulator.md, "Stages") ---- */
+
+/* Every device: 0.25 s per stage, and a stage's inputs and outputs copied at 4000 B/s (1000 B:
+ * 0.25 s). */
+static void stage_costs(fx *f)
+{
+    for (int d = 0; d < f->c->n_devs; d++)
+        f->c->devs[d].stage_overhead_s = 0.25, f->c->devs[d].stage_copy_Bps = 4000;
+}
+
+/* a(1) → x → b(2) → y → c(3) → z, a graph output, on two devices, all on gpu0. */
+static fx *stage_chain(void)
+{
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "y");
+    op(f, "c", "y", "z");
+    pl_graph_add_output(f->g, tensor(f, "z"));
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 2), set_time(f, "c", 3);
+    return f;
+}
+
+/* a(1)@gpu0 → x → b(2)@gpu1 → y → c(3)@gpu0 → z, a graph output. Cut as split --cut schedule
+ * cuts it: [a] (sends x), [b], [c] (receives y): three stages. [a] gives out x: 0.25 + 0.25,
+ * a [0, 1.5]; x [1.5, 3]; [b] takes x, gives y: 0.25 + 0.5, b [3, 5.75]; y [5.75, 7.25]; [c]
+ * takes y, gives z: 0.75, c [7.25, 11]. Without stage costs 1 + 1.5 + 2 + 1.5 + 3 = 9. */
+static void test_stage_chain_two_devices(void **state)
+{
+    (void)state;
+    fx *f = stage_chain();
+    place(f, "b", 1);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 9, 1e-12);
+    stage_costs(f);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "a", 0), 1.5, 1e-12);
+    assert_close(start(f, "b", 0), 3, 1e-12);
+    assert_close(end(f, "b", 0), 5.75, 1e-12);
+    assert_close(start(f, "c", 0), 7.25, 1e-12);
+    assert_close(r->makespan_s, 11, 1e-12);
+    assert_close(r->busy_s[1], 2.75, 1e-12);
+    double extra[3];
+    assert_true(pl_sim_stage_s(f->k, f->p, extra));
+    assert_close(extra[id(f, "a")], 0.5, 1e-12);
+    assert_close(extra[id(f, "b")], 0.75, 1e-12);
+    assert_close(extra[id(f, "c")], 0.75, 1e-12);
+    fx_free(f);
+}
+
+/* The same chain on gpu0 alone is one stage: it gives out z only, 0.25 + 0.25 on a. A fork
+ * a → x → {b@gpu1, d@gpu0}, d after a on gpu0: a sends x, so d begins a stage of its own
+ * (cut after a send) although it receives nothing: [a] 0.25 + 0.25 (x out), a [0, 1.5];
+ * [d] takes x (from [a]) and gives w (a graph output): 0.25 + 0.5, d [1.5, 3.25];
+ * [b] 0.25 + 0.25 (x in; y read by nothing, not an output), x [1.5, 3], b [3, 5.5]. */
+static void test_stage_cuts(void **state)
+{
+    (void)state;
+    fx *f = stage_chain();
+    stage_costs(f);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 6.5, 1e-12);
+    assert_close(start(f, "b", 0), 1.5, 1e-12);
+    fx_free(f);
+
+    f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "b", "x", "y");
+    op(f, "d", "x", "w");
+    pl_graph_add_output(f->g, tensor(f, "w"));
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 2), set_time(f, "d", 1);
+    place(f, "b", 1);
+    stage_costs(f);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "a", 0), 1.5, 1e-12);
+    assert_close(start(f, "d", 0), 1.5, 1e-12);
+    assert_close(end(f, "d", 0), 3.25, 1e-12);
+    assert_close(start(f, "b", 0), 3, 1e-12);
+    assert_close(r->makespan_s, 5.5, 1e-12);
+    fx_free(f);
+}
+
 /* Diamond: a(1)@0 → x → b(2)@0 and c(3)@1; d(1)@0 reads y (from b) and z (from c).
  * x → gpu1 [1, 2.5]; b [1, 3]; c [2.5, 5.5]; z → gpu0 [5.5, 7]; d [7, 8]. Path a, c, d. */
 static void test_diamond(void **state)
@@ -1078,20 +1159,36 @@ static void test_speed_50k(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chain_one_device),  cmocka_unit_test(test_chain_two_devices),
-        cmocka_unit_test(test_diamond),           cmocka_unit_test(test_fork_join_contention),
-        cmocka_unit_test(test_pair_serialises),   cmocka_unit_test(test_pair_vs_ports),
-        cmocka_unit_test(test_sent_once),         cmocka_unit_test(test_per_edge),
-        cmocka_unit_test(test_xfer_order_strict), cmocka_unit_test(test_xfer_order_deadlock),
-        cmocka_unit_test(test_zero_time_xfer),    cmocka_unit_test(test_checker_xfer_order),
-        cmocka_unit_test(test_memory_one_device), cmocka_unit_test(test_memory_two_devices),
-        cmocka_unit_test(test_memory_taskgraph),  cmocka_unit_test(test_oom),
-        cmocka_unit_test(test_order_deadlock),    cmocka_unit_test(test_priority_vs_fifo),
-        cmocka_unit_test(test_order_strict),      cmocka_unit_test(test_throughput_pipeline),
-        cmocka_unit_test(test_io_device),         cmocka_unit_test(test_constant_resident),
-        cmocka_unit_test(test_refusals),          cmocka_unit_test(test_checker_catches),
-        cmocka_unit_test(test_checker_overlap),   cmocka_unit_test(test_trace),
-        cmocka_unit_test(test_random_graphs),     cmocka_unit_test(test_speed_50k),
+        cmocka_unit_test(test_chain_one_device),
+        cmocka_unit_test(test_chain_two_devices),
+        cmocka_unit_test(test_stage_chain_two_devices),
+        cmocka_unit_test(test_stage_cuts),
+        cmocka_unit_test(test_diamond),
+        cmocka_unit_test(test_fork_join_contention),
+        cmocka_unit_test(test_pair_serialises),
+        cmocka_unit_test(test_pair_vs_ports),
+        cmocka_unit_test(test_sent_once),
+        cmocka_unit_test(test_per_edge),
+        cmocka_unit_test(test_xfer_order_strict),
+        cmocka_unit_test(test_xfer_order_deadlock),
+        cmocka_unit_test(test_zero_time_xfer),
+        cmocka_unit_test(test_checker_xfer_order),
+        cmocka_unit_test(test_memory_one_device),
+        cmocka_unit_test(test_memory_two_devices),
+        cmocka_unit_test(test_memory_taskgraph),
+        cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_order_deadlock),
+        cmocka_unit_test(test_priority_vs_fifo),
+        cmocka_unit_test(test_order_strict),
+        cmocka_unit_test(test_throughput_pipeline),
+        cmocka_unit_test(test_io_device),
+        cmocka_unit_test(test_constant_resident),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_checker_catches),
+        cmocka_unit_test(test_checker_overlap),
+        cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_speed_50k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -418,6 +418,40 @@ static void test_schedule_cut(void **state)
     remove(path);
 }
 
+/* The simulator charges a stage's cost on the stages `--cut schedule` writes, no others: on
+ * HEFT's plan of inception_v3 on local-cpu.json (a stage overhead on each core), exactly one op
+ * of each stage carries a charge, at least the overhead, and no op outside a stage does. */
+static void test_schedule_cut_is_what_the_simulator_charges(void **state)
+{
+    (void)state;
+    const char *cluster = "examples/clusters/local-cpu.json";
+    pl_graph *g = tu_load("models/inception_v3.onnx");
+    pl_plan *p = tu_plan(g, cluster, "heft");
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load(cluster, &err);
+    assert_non_null(c);
+    assert_true(c->devs[0].stage_overhead_s > 0);
+    pl_cost *k = pl_cost_new(g, c, NULL, NULL, 0, &err);
+    assert_non_null(k);
+    pl_stages s;
+    assert_int_equal(pl_split_stages_by(g, p, PL_SPLIT_SCHEDULE, &s, &err), 0);
+    assert_true(s.n > 10);
+    double *extra = calloc(g->n_ops, sizeof *extra);
+    assert_true(pl_sim_stage_s(k, p, extra));
+    int *charged = calloc(s.n, sizeof *charged);
+    for (int op = 0; op < g->n_ops; op++) {
+        if (extra[op] == 0) continue;
+        assert_true(s.stage_of[op] >= 0);
+        assert_true(extra[op] >= c->devs[p->dev[op]].stage_overhead_s);
+        charged[s.stage_of[op]]++;
+    }
+    for (int j = 0; j < s.n; j++)
+        assert_int_equal(charged[j], 1);
+    free(charged), free(extra);
+    pl_stages_free(&s);
+    pl_cost_free(k), pl_cluster_free(c), pl_plan_free(p), pl_graph_free(g);
+}
+
 /* A per-device order that runs d (which waits for b) before a (which b waits for): the stage
  * {d, a} and b's would wait for each other. Refused, not written. */
 static void test_schedule_cycle(void **state)
@@ -761,6 +795,7 @@ int main(void)
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_schedule_cut),
         cmocka_unit_test(test_schedule_cycle),
+        cmocka_unit_test(test_schedule_cut_is_what_the_simulator_charges),
         cmocka_unit_test(test_manifest_errors),
         cmocka_unit_test(test_manifest_hashes),
         cmocka_unit_test(test_resplit_fails_whole),

@@ -7,10 +7,18 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
                      them) / its kernel time, for several sizes (in cache: L2/L3; in L3; in DRAM)
   launch_overhead_s  end-to-end latency of a chain of N one-element Relu ops minus that of a
                      chain of 1, divided by N - 1: what each extra node costs beyond any work
+  stage_overhead_s   the same chain cut into N one-op stages on one device thread (as `placer
+                     run` runs a split, docs/runtime.md) minus the chain as one stage, divided
+                     by N - 1: what each extra stage costs (session run, feeding its inputs,
+                     taking its outputs); the same stages alternating between two device
+                     threads add the hand-off of each tensor between the cores (the link's
+                     latency)
 
 Usage (from the repository root, after `make deps`):
 
-    /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json]
+    /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json] [--stages-only]
+
+--stages-only measures the stage overhead and the hand-off alone (a minute).
 
 Kernel times come from the persistent worker (tools/ort_worker.js, op "profile": graph
 optimisation disabled, one intra-op thread, the same settings as `placer profile`), so the
@@ -72,13 +80,23 @@ def add_model(d, n):
                 [vi("C", F32, [n])]), 3.0 * 4 * n
 
 
-def chain_model(d, k):
-    """k Relu ops in a row on a one-element tensor: nearly no work, so each costs its dispatch."""
+def chain_model(d, k, n=1):
+    """k Relu ops in a row on an n-element tensor (n = 1: nearly no work, so each costs its
+    dispatch)."""
     names = ["X"] + [f"t{i}" for i in range(1, k)] + ["Y"]
     nodes = [helper.make_node("Relu", [names[i]], [names[i + 1]], name=f"relu{i}")
              for i in range(k)]
     vi = helper.make_tensor_value_info
-    return save(d, f"chain{k}", nodes, [vi("X", F32, [1])], [vi("Y", F32, [1])])
+    return save(d, f"chain{k}x{n}", nodes, [vi("X", F32, [n])], [vi("Y", F32, [n])])
+
+
+def stage_models(d, k, n=1):
+    """chain_model(k, n) cut into k models of one Relu each, stage i reading t_i, making t_i+1."""
+    names = ["X"] + [f"t{i}" for i in range(1, k)] + ["Y"]
+    vi = helper.make_tensor_value_info
+    return [save(d, f"stage{i}x{n}", [helper.make_node("Relu", [names[i]], [names[i + 1]],
+                                                   name=f"relu{i}")],
+                 [vi(names[i], F32, [n])], [vi(names[i + 1], F32, [n])]) for i in range(k)]
 
 
 class Worker:
@@ -99,6 +117,8 @@ class Worker:
         self.p.stdin.write(json.dumps(msg) + "\n")
         self.p.stdin.flush()
         r = json.loads(self.p.stdout.readline())
+        while "progress" in r:  # a load of many models reports its progress first
+            r = json.loads(self.p.stdout.readline())
         if not r.get("ok"):
             sys.exit("ort worker: " + r.get("error", "?"))
         return r
@@ -117,6 +137,15 @@ class Worker:
                                             "warmup": 3})["latency_s"])
                 for _ in range(trials)]
 
+    def threaded_s(self, models, devices, repeat, trials):
+        """Per trial, the median latency of `repeat` requests of `models` loaded as the stages
+        of a split, each on its device thread (optimisation on, as `placer run` loads them)."""
+        self.ask({"op": "load", "models": models, "devices": devices, "threads": 1,
+                  "optimize": "all"})
+        return [statistics.median(self.ask({"op": "run", "inputs": "random", "repeat": repeat,
+                                            "warmup": 3})["latency_s"])
+                for _ in range(trials)]
+
     def close(self):
         self.ask({"op": "quit"})
         self.p.wait()
@@ -127,11 +156,36 @@ def best_rate(w, model, node, work, trials, repeat):
     return work / min(w.kernel_s(model, node, repeat) for _ in range(trials))
 
 
-def measure(trials):
+def measure_stages(w, d, trials, out):
+    """Per-stage overhead and hand-off (module docstring), medians over the trials, for
+    tensors of 4 B, 64 KiB and 1 MiB between the stages."""
+    k = 41
+    out["stage_overhead_us"], out["handoff_us"] = {}, {}
+    for n in (1, 16384, 262144):
+        whole, stages = chain_model(d, k, n), stage_models(d, k, n)
+        one = w.threaded_s([whole], ["cpu0"], 50, trials)
+        same = w.threaded_s(stages, ["cpu0"] * k, 50, trials)
+        alt = w.threaded_s(stages, [f"cpu{i % 2}" for i in range(k)], 50, trials)
+        size = f"{4 * n} B"
+        out["stage_overhead_us"][size] = statistics.median(
+            [(s - o) / (k - 1) for s, o in zip(same, one)]) * 1e6
+        out["handoff_us"][size] = statistics.median(
+            [(a - s) / (k - 1) for a, s in zip(alt, same)]) * 1e6
+    # the fixed part is the cost with one-element tensors; each 1 MiB stage takes in and gives
+    # out 1 MiB, so the rest of its cost is 2 MiB at the copy rate
+    fixed, big = out["stage_overhead_us"]["4 B"], out["stage_overhead_us"]["1048576 B"]
+    out["stage_fixed_us"] = fixed
+    out["stage_copy_gbps"] = 2 * 2**20 / ((big - fixed) * 1e-6) / 1e9
+
+
+def measure(trials, stages_only=False):
     d = tempfile.mkdtemp(prefix="placer-measure-")
     w = Worker()
     out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
     try:
+        measure_stages(w, d, trials, out)
+        if stages_only:
+            return out
         # a BERT-base feed-forward layer (128 tokens), rnnlm's decoder (the zoo's largest
         # MatMul: 35 x 20 tokens, 650 -> 10,000) and a square one
         for m, k, n in ((128, 768, 3072), (700, 650, 10000), (1024, 1024, 1024)):
@@ -158,6 +212,8 @@ def measure(trials):
     finally:
         w.close()
         shutil.rmtree(d, ignore_errors=True)
+    if stages_only:
+        return out
     out["peak_gflops"] = max(out["matmul_gflops"].values())
     out["bandwidth_gbps"] = max(out["add_gbps"].values())
     return out
@@ -167,10 +223,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=7)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--stages-only", action="store_true")
     a = ap.parse_args()
-    r = measure(a.trials)
+    r = measure(a.trials, a.stages_only)
     if a.json:
         print(json.dumps(r, indent=1))
+        return
+    for size, v in r["stage_overhead_us"].items():
+        print(f"per-stage overhead, {size:>9s} tensors  {v:7.1f} us  "
+              f"hand-off between two threads {r['handoff_us'][size]:7.1f} us")
+    print(f"=> stage_overhead_s {r['stage_fixed_us']:.1f} us, stage_copy_Bps "
+          f"{r['stage_copy_gbps']:.1f} GB/s (2 MiB in and out of a 1 MiB stage over its cost "
+          f"beyond the fixed part)")
+    if a.stages_only:
         return
     for n, v in r["matmul_gflops"].items():
         print(f"MatMul {n:25s} {v:7.1f} GFLOP/s (W an initializer)")

@@ -60,6 +60,11 @@ typedef struct pl_device {
     double peak_flops_per_s[PL_PREC_COUNT];
     double mem_bandwidth_Bps;
     double launch_overhead_s;
+    /* What running a stage costs beyond its ops (docs/simulator.md, "Stages"): a fixed
+     * stage_overhead_s per stage (a session run), and the bytes the stage takes in and gives
+     * out at stage_copy_Bps; 0 when not given (not charged). */
+    double stage_overhead_s;
+    double stage_copy_Bps;
 } pl_device;
 
 typedef struct pl_cluster {

@@ -15,6 +15,13 @@ typedef struct pl_place_opts {
     pl_contention contention; /* the simulator model to target */
     double rel_gap;           /* MILPs: stop at this relative gap; 0 = the algorithm's default */
     bool no_coarsen;          /* moirai: solve the model's own graph, not its GCOF coarsening */
+    /* Plans that pay (docs/placement.md): after the algorithm, simulate its plan and every
+     * single-device plan (the whole model on one device that can run every op, no order, as
+     * the `single` algorithm leaves it) that fits in memory, under `contention`; return the fastest
+     * single-device plan instead when it is predicted faster, with a note in err. `placer place`
+     * sets it for its default algorithm and for moirai. Algorithms that pl_place runs inside
+     * another never see it. */
+    bool single_if_faster;
 } pl_place_opts;
 
 typedef int (*pl_place_fn)(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
@@ -40,7 +47,8 @@ int pl_algo_parse_list(const char *text, const char *what, const pl_algo **out, 
  * to tell "no feasible answer" (exit status 1) from a failure (2). */
 int pl_place_precheck(const pl_cost *k, pl_err *err);
 
-/* Runs an algorithm and times it (plan->search_s, plan->algo). On success an algorithm may
+/* Runs an algorithm and times it (plan->search_s, plan->algo: "single" when
+ * o->single_if_faster replaced the algorithm's plan). On success an algorithm may
  * leave a note in err->msg (e.g. which path m-SCT took when its LP was too big): callers
  * clear err before and show a non-empty message after a successful run as a note. */
 int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);

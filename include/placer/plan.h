@@ -75,6 +75,24 @@ int pl_plan_check(const pl_plan *p, const pl_graph *g, const pl_cluster *c, pl_e
 int pl_plan_check_coloc(const pl_graph *g, const pl_cluster *c, const int *dev, const char *who,
                         pl_err *err);
 
+/* ---- stages by the schedule (docs/split.md, `--cut schedule`) ----
+ * The one definition of where a device's run of ops is cut into onnxruntime sessions, shared
+ * by `placer split --cut schedule` and the simulator's per-stage overhead. */
+
+/* True when op is a Constant node (default domain, no inputs). */
+bool pl_plan_is_const(const pl_graph *g, int op);
+/* True for a Constant that something reads: its value is copied into every reading stage,
+ * never sent, so it belongs to no stage and neither sends nor receives. */
+bool pl_plan_copied_const(const pl_graph *g, int op);
+/* Cuts each device's run (the plan's per-device order, else topological order) before every
+ * op that receives a tensor from an op on another device and after every op that sends one to
+ * another device (copied Constants do neither). Returns the number of stages; stage_of[op] is
+ * op's stage (-1 for copied Constants); stages are numbered device by device, each device's in
+ * the order they run. When given (room for g->n_ops), dev_of[s] is stage s's device and
+ * first[s] the op it begins with. */
+int pl_plan_schedule_stages(const pl_graph *g, const pl_plan *p, int *stage_of, int *dev_of,
+                            int *first);
+
 /* Writes placer-plan/1. `g`, `c` give names and identity; `g->path`/`c->path` are hashed. */
 int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const char *path,
                  pl_err *err);

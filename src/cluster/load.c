@@ -71,6 +71,8 @@ static const char *const device_fields[] = {"name",
                                             "peak_flops_per_s",
                                             "mem_bandwidth_Bps",
                                             "launch_overhead_s",
+                                            "stage_overhead_s",
+                                            "stage_copy_Bps",
                                             "description",
                                             "source",
                                             NULL};
@@ -119,6 +121,23 @@ static int read_peaks(const pl_json *d, double peaks[PL_PREC_COUNT], pl_err *err
     return fp32;
 }
 
+/* The cost of a stage beyond its ops (docs/clusters.md): optional, 0 when absent. */
+static int read_stage_figures(const pl_json *d, pl_device *t, pl_err *err)
+{
+    if (pl_json_opt_quantity(d, "stage_overhead_s", PL_UNIT_SECONDS, &t->stage_overhead_s, err) <
+            0 ||
+        pl_json_check_range(d, "stage_overhead_s", t->stage_overhead_s, 0, LAUNCH_MAX,
+                            PL_UNIT_SECONDS, "a stage overhead", "write e.g. \"15 us\"", err) < 0)
+        return -1;
+    int bw =
+        pl_json_opt_quantity(d, "stage_copy_Bps", PL_UNIT_BYTES_PER_S, &t->stage_copy_Bps, err);
+    if (bw < 0) return -1;
+    return bw ? pl_json_check_range(d, "stage_copy_Bps", t->stage_copy_Bps, MEMBW_MIN, MEMBW_MAX,
+                                    PL_UNIT_BYTES_PER_S, "a stage copy bandwidth",
+                                    "write e.g. \"9 GB/s\"", err)
+              : 0;
+}
+
 /* The figures a device gives itself, over what it inherited. `full` says whether it gave
  * all of them (needed when the model is not in the table). */
 static int read_figures(const pl_json *d, pl_device *t, bool *full, pl_err *err)
@@ -142,6 +161,7 @@ static int read_figures(const pl_json *d, pl_device *t, bool *full, pl_err *err)
         pl_json_check_range(d, "launch_overhead_s", t->launch_overhead_s, 0, LAUNCH_MAX,
                             PL_UNIT_SECONDS, "a launch overhead", "write e.g. \"5 us\"", err) < 0)
         return -1;
+    if (read_stage_figures(d, t, err) < 0) return -1;
     *full = mem && fp32 && bw;
     return 0;
 }
@@ -206,6 +226,8 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     memcpy(dev->peak_flops_per_s, t->peak_flops_per_s, sizeof t->peak_flops_per_s);
     dev->mem_bandwidth_Bps = t->mem_bandwidth_Bps;
     dev->launch_overhead_s = t->launch_overhead_s;
+    dev->stage_overhead_s = t->stage_overhead_s;
+    dev->stage_copy_Bps = t->stage_copy_Bps;
     return 0;
 }
 

@@ -207,6 +207,56 @@ static int run_algo(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, 
     return run_pinned(a, k, &half, out, err);
 }
 
+/* ---- plans that pay (pl_place_opts.single_if_faster, docs/placement.md) ---- */
+
+/* The predicted makespan of p under contention c, or INFINITY when it cannot run or does not
+ * fit in memory. */
+static double predicted_s(const pl_cost *k, const pl_plan *p, pl_contention c)
+{
+    pl_sim_opts so = {.contention = c};
+    pl_sim_result r = {0};
+    pl_err e = {{0}};
+    double ms = pl_simulate(k, p, &so, &r, &e) == 0 && !r.oom ? r.makespan_s : INFINITY;
+    pl_sim_result_free(&r);
+    return ms;
+}
+
+/* Appends `what` to the note in err (an algorithm's own note stays). */
+static void add_note(pl_err *err, const char *what)
+{
+    size_t n = strlen(err->msg);
+    snprintf(err->msg + n, sizeof err->msg - n, "%s%s", n ? "; " : "", what);
+}
+
+/* Replaces out by the fastest single-device plan when that is predicted faster than out. */
+static void keep_single_if_faster(const pl_algo *a, const pl_cost *k, pl_contention c, pl_plan *out,
+                                  pl_err *err)
+{
+    double mine = predicted_s(k, out, c), best = INFINITY;
+    int best_d = -1;
+    pl_plan *one = pl_plan_new(k->n_ops, k->n_devs);
+    for (int d = 0; d < k->n_devs; d++) {
+        bool runs = true;
+        for (int v = 0; v < k->n_ops; v++)
+            one->dev[v] = d, runs &= isfinite(pl_cost_op_s(k, v, d));
+        double t = runs ? predicted_s(k, one, c) : INFINITY;
+        if (t < best) best = t, best_d = d;
+    }
+    if (best_d >= 0 && best < mine) {
+        for (int v = 0; v < k->n_ops; v++)
+            one->dev[v] = best_d;
+        pl_plan_assign(out, one);
+        snprintf(out->algo, sizeof out->algo, "single");
+        char note[sizeof err->msg];
+        snprintf(note, sizeof note,
+                 "%s: its plan is predicted at %.4g ms, slower than the whole model on '%s' "
+                 "(%.4g ms): the single-device plan is returned instead",
+                 a->name, mine * 1e3, k->c->devs[best_d].name, best * 1e3);
+        add_note(err, note);
+    }
+    pl_plan_free(one);
+}
+
 int pl_place_precheck(const pl_cost *k, pl_err *err)
 {
     return pk_precheck(k, err);
@@ -224,13 +274,17 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
                           a->name, out->n_ops, out->n_devs, k->n_ops, k->n_devs);
     /* a stale order, priority or transfer order would survive an algorithm that sets none */
     pl_plan_clear_schedule(out);
+    pl_place_opts inner = *o;
+    inner.single_if_faster = false; /* for the algorithm and any it runs inside */
     double t0 = pl_now();
-    int rc = run_algo(a, k, o, out, err);
-    out->search_s = pl_now() - t0;
+    int rc = run_algo(a, k, &inner, out, err);
     snprintf(out->algo, sizeof out->algo, "%s", a->name);
+    if (rc == 0) rc = check_complete(a, k, out, err);
+    if (rc == 0 && o->single_if_faster) keep_single_if_faster(a, k, o->contention, out, err);
+    out->search_s = pl_now() - t0;
     out->contention = o->contention;
     out->predicted_makespan_s = 0;
-    return rc < 0 ? -1 : check_complete(a, k, out, err);
+    return rc < 0 ? -1 : 0;
 }
 
 /* Longest path with every op at its fastest and transfers free: an op waits for the ops whose

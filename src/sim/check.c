@@ -191,7 +191,7 @@ static int check_ops(chk *c)
         for (int op = 0; op < c->n; op++) {
             size_t inst = (size_t)r * c->n + op;
             double s = c->r->op_start_s[inst], e = c->r->op_end_s[inst];
-            double want = pl_cost_op_placed_s(c->k, op, c->p->dev);
+            double want = pl_cost_op_placed_s(c->k, op, c->p->dev) + c->stage[op];
             if (!(s >= 0) || !isfinite(e))
                 return chk_fail(c, "op '%s' never runs (request %d)", op_name(c, op), r);
             if (!chk_eq(e - s, want))
@@ -381,6 +381,8 @@ int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const
     size_t nspan = (size_t)c.n * c.K + r->n_xfers + 1;
     span *v = pl_malloc(nspan * sizeof *v);
     c.req_end = pl_calloc(c.K + 1, sizeof *c.req_end);
+    c.stage = pl_malloc((c.n + 1) * sizeof *c.stage);
+    pl_sim_stage_s(k, p, c.stage);
     int rc = check_xfers(&c);
     if (rc == 0) rc = check_ops(&c);
     if (rc == 0) rc = check_devices(&c, v);
@@ -391,6 +393,6 @@ int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const
     if (rc == 0) rc = check_makespan(&c);
     if (rc == 0) rc = chk_memory(&c);
     if (rc == 0 && why && n) snprintf(why, n, "ok");
-    free(v), free(c.xs), free(c.req_end), free(c.is_out);
+    free(v), free(c.xs), free(c.req_end), free(c.is_out), free(c.stage);
     return rc;
 }

@@ -21,6 +21,7 @@ typedef struct chk {
     chk_xref *xs;    /* transfers sorted by (request, tensor, to, reader) */
     char *is_out;    /* per tensor: a graph output */
     double *req_end; /* per request: last op end or output return */
+    double *stage;   /* per op: its stage's cost (pl_sim_stage_s), part of its time */
     char *why;
     size_t why_n;
 } chk;

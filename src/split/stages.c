@@ -12,19 +12,13 @@
 
 bool pl_split_is_const(const pl_graph *g, int op)
 {
-    const pl_op *o = &g->ops[op];
-    return o->n_inputs == 0 && o->n_subgraphs == 0 && !strcmp(o->type, "Constant") && !*o->domain;
+    return pl_plan_is_const(g, op);
 }
 
 /* Constants that something reads are placed later, by their first reader. */
 static bool placed_later(const pl_graph *g, int op)
 {
-    if (!pl_split_is_const(g, op)) return false;
-    for (int k = 0; k < g->ops[op].n_outputs; k++) {
-        int t = g->ops[op].outputs[k];
-        if (t >= 0 && g->tensors[t].n_consumers) return true;
-    }
-    return false;
+    return pl_plan_copied_const(g, op);
 }
 
 /* ---- the stage graph as bit sets: adj[u] (direct successors) and reach[u] (closure) ---- */
@@ -148,56 +142,12 @@ static int level_stages(const pl_graph *g, const pl_plan *p, int *stage0, int **
     return n;
 }
 
-/* ---- step 1, by the schedule: segments of each device's run between communications ---- */
+/* ---- step 1, by the schedule: the plan module's cut (pl_plan_schedule_stages) ---- */
 
-/* Whether op reads (receives) from, or writes (sends) to, an op on another device; Constants
- * that are copied into their readers do neither. */
-static bool crosses(const pl_graph *g, const pl_plan *p, int op, bool sends)
-{
-    const int *off = sends ? g->succ_off : g->pred_off, *adj = sends ? g->succ : g->pred;
-    for (int e = off[op]; e < off[op + 1]; e++)
-        if (!placed_later(g, adj[e]) && p->dev[adj[e]] != p->dev[op]) return true;
-    return false;
-}
-
-/* Each device's ops in the order they run: the plan's, else topological. */
-static int *run_order(const pl_graph *g, const pl_plan *p, int d, int *n)
-{
-    int *ops = pl_malloc((g->n_ops ? g->n_ops : 1) * sizeof *ops);
-    *n = 0;
-    if (p->order)
-        for (int k = p->order_off[d]; k < p->order_off[d + 1]; k++)
-            ops[(*n)++] = p->order[k];
-    else
-        for (int k = 0; k < g->n_ops; k++)
-            if (p->dev[g->topo[k]] == d) ops[(*n)++] = g->topo[k];
-    return ops;
-}
-
-/* A stage is a run of consecutive ops of one device that receives only before its first op
- * and sends only after its last one: a new stage starts at an op that receives from another
- * device, and after an op that sends to one. So a tensor leaves when the op making it ends and
- * work that does not wait for it is not held back, as in the simulator. */
 static int schedule_stages(const pl_graph *g, const pl_plan *p, int *stage0, int **dev_of)
 {
-    int n = 0;
     *dev_of = pl_malloc((g->n_ops ? g->n_ops : 1) * sizeof **dev_of);
-    for (int op = 0; op < g->n_ops; op++)
-        stage0[op] = -1;
-    for (int d = 0; d < p->n_devs; d++) {
-        int m, *ops = run_order(g, p, d, &m);
-        bool open = false;
-        for (int k = 0; k < m; k++) {
-            int op = ops[k];
-            if (placed_later(g, op)) continue;
-            if (open && crosses(g, p, op, false)) open = false;
-            if (!open) (*dev_of)[n++] = d, open = true;
-            stage0[op] = n - 1;
-            if (crosses(g, p, op, true)) open = false;
-        }
-        free(ops);
-    }
-    return n;
+    return pl_plan_schedule_stages(g, p, stage0, *dev_of, NULL);
 }
 
 static void sgraph_init(sgraph *sg, const pl_graph *g, const int *stage0, int n, int *dev)
