@@ -14,6 +14,10 @@
 static const char *help =
     "usage: placer calibrate PROFILE... --model M [--model M2]... [--cluster C]\n"
     "                        [--device NAME] [-o params.json] [--json]\n"
+    "       placer calibrate --machine [--cluster C] [--device NAME] [--json]\n"
+    "  --machine      measures this machine now (a fixed set of zoo models, about 10 s) and\n"
+    "                 (re)writes the calibration every verb uses for a cluster's\n"
+    "                 \"this_machine\" device; prints where (docs/calibrate.md)\n"
     "  PROFILE        placer-profile/1 files (from `placer profile`); each is matched to the\n"
     "                 --model whose sha256 it names (or the only one given)\n"
     "  --cluster C    where the profiled device is (default: the local-cpu.json placer ships)\n"
@@ -25,7 +29,7 @@ typedef struct calib_opts {
     const char *profiles[CLI_MAX_LIST], *models[CLI_MAX_LIST];
     int n_profiles, n_models;
     const char *cluster, *device, *out;
-    bool json;
+    bool json, machine;
 } calib_opts;
 
 typedef struct calib_in {
@@ -69,22 +73,6 @@ static void free_inputs(const calib_opts *o, calib_in *in)
     pl_cluster_free(in->c);
 }
 
-static json_t *params_json(const pl_calib_result *r, const pl_device *d)
-{
-    json_t *eff = json_object();
-    for (int c = 0; c < PL_CLASS_COUNT; c++)
-        json_object_set_new(eff, pl_op_class_name(c), json_real(r->params.eff_compute[c]));
-    json_t *samples = json_object();
-    for (int c = 0; c < PL_CLASS_COUNT; c++)
-        json_object_set_new(samples, pl_op_class_name(c), json_integer(r->class_samples[c]));
-    return json_pack("{s:s, s:s, s:o, s:f, s:i, s:o, s:{s:f, s:f}, s:{s:f, s:f}}", "format",
-                     "placer-cost-params/1", "device_model", d->model, "eff_compute", eff,
-                     "eff_memory", r->params.eff_memory, "samples", r->n_samples, "class_samples",
-                     samples, "before", "median_rel_error", r->median_before, "worst_rel_error",
-                     r->worst_before, "after", "median_rel_error", r->median_after,
-                     "worst_rel_error", r->worst_after);
-}
-
 static void print_text(const pl_calib_result *r, const pl_device *d)
 {
     pl_cost_params def;
@@ -118,7 +106,7 @@ static int run(const calib_opts *o)
         pl_calib_fit(in.pg, (const pl_profile *const *)in.p, o->n_profiles, d, NULL, &r, &err) < 0)
         status = cli_fail("calibrate", "%s", err.msg);
     if (!status) {
-        json_t *j = params_json(&r, d);
+        json_t *j = pl_calib_json(&r, d->model, NULL, NULL);
         if (o->out && pl_json_save(j, o->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER, &err) < 0)
             status = cli_fail("calibrate", "%s", err.msg);
         else if (o->json)
@@ -131,6 +119,42 @@ static int run(const calib_opts *o)
     return status;
 }
 
+static void progress(const char *step)
+{
+    fprintf(stderr, "placer calibrate: measuring %s\n", step);
+}
+
+/* --machine: the measurement cli_cost_params makes on first use, made now. */
+static int run_machine(const calib_opts *o)
+{
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load(o->cluster, &err);
+    if (!c) return cli_fail("calibrate", "%s", err.msg);
+    int dev = pl_cluster_find(c, o->device ? o->device : "cpu0");
+    for (int k = 0; dev < 0 && !o->device && k < c->n_devs; k++)
+        if (c->devs[k].this_machine) dev = k;
+    int status = 0;
+    char cpu[256], path[4096];
+    pl_calib_result r;
+    pl_cpu_model(cpu, sizeof cpu);
+    if (dev < 0)
+        status = cli_fail("calibrate", "no device '%s' in %s", o->device ? o->device : "cpu0",
+                          o->cluster);
+    else if (pl_machine_calib_path(cpu, path, sizeof path, &err) < 0 ||
+             pl_machine_calibrate(&c->devs[dev], path, progress, &r, &err) < 0)
+        status = cli_fail("calibrate", "%s", err.msg);
+    else if (o->json) {
+        json_t *j = pl_calib_json(&r, c->devs[dev].model, cpu, NULL);
+        json_object_set_new(j, "written", json_string(path));
+        pl_json_print(j, stdout);
+    } else {
+        print_text(&r, &c->devs[dev]);
+        printf("\nCPU '%s': written %s\n", cpu, path);
+    }
+    pl_cluster_free(c);
+    return status;
+}
+
 int cli_calibrate(int argc, char **argv)
 {
     calib_opts o = {0};
@@ -139,6 +163,8 @@ int cli_calibrate(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         if (!strcmp(argv[i], "--json"))
             o.json = true;
+        else if (!strcmp(argv[i], "--machine"))
+            o.machine = true;
         else if (cli_opt(argc, argv, &i, "--model", &v) && v && o.n_models < CLI_MAX_LIST)
             o.models[o.n_models++] = v;
         else if (cli_opt(argc, argv, &i, "--cluster", &v) && v)
@@ -152,10 +178,12 @@ int cli_calibrate(int argc, char **argv)
         else
             return cli_fail("calibrate", "bad option '%s'\n%s", argv[i], help);
     }
-    if (!o.n_profiles || !o.n_models)
+    if (o.machine && (o.n_profiles || o.n_models || o.out))
+        return cli_fail("calibrate", "--machine measures this machine: no PROFILE, --model or -o");
+    if (!o.machine && (!o.n_profiles || !o.n_models))
         return cli_fail("calibrate", "give PROFILE files and --model\n%s", help);
     char local[4096];
     if (!o.cluster && !(o.cluster = cli_local_cluster("calibrate", local, sizeof local)))
         return CLI_EXIT_BAD_INPUT;
-    return run(&o);
+    return o.machine ? run_machine(&o) : run(&o);
 }

@@ -40,6 +40,7 @@ typedef struct cli_common {
     pl_contention contention;
     bool contention_set;
     bool json;
+    bool no_calibration; /* --no-calibration: this machine's devices at the default efficiencies */
     unsigned refuse; /* CLI_NO_*: shared options this verb has no use for (set before parsing) */
 } cli_common;
 
@@ -61,7 +62,11 @@ typedef struct cli_ctx {
 /* Consumes argv[*i] when it is a shared option (or the model path); returns 1 when consumed,
  * 0 when not, -1 after printing a usage error. */
 int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o);
-/* The cost parameters --cost-params names, else the defaults; -1 after printing the error.
+/* The cost parameters --cost-params names; without it, when a cluster has a device with
+ * "this_machine", the calibration cached for this machine's CPU (measured now, once, when
+ * absent, corrupt or for another CPU: docs/calibrate.md, "Calibrated by default"), unless
+ * --no-calibration or PLACER_CALIBRATION=off, in which case a note on stderr says the
+ * prediction is uncalibrated; else the defaults. -1 after printing the error.
  * Efficiencies are fitted to one device model: a file whose device_model matches no device of
  * the clusters c[0..n_c) (deploy: every configuration of its catalogue) is refused, naming the
  * file, its model and the clusters' models; when only some devices have that model, a warning

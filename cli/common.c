@@ -1,6 +1,7 @@
 /* common.c: what the verbs that run a model on a cluster share: options, loading, the
  * per-device table. */
 #include "cli.h"
+#include "placer/calib.h"
 #include "placer/catalog.h"
 #include "placer/report.h"
 
@@ -42,6 +43,7 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
 {
     const char *v;
     if (!strcmp(argv[*i], "--json")) return o->json = true, 1;
+    if (!strcmp(argv[*i], "--no-calibration")) return o->no_calibration = true, 1;
     if (cli_opt(argc, argv, i, "--cluster", &v))
         return one(verb, "--cluster", v, "a cluster file", &o->cluster);
     if (cli_opt(argc, argv, i, "--catalog", &v))
@@ -90,11 +92,67 @@ static int check_params_model(const char *verb, const char *path, const char *mo
     return 0;
 }
 
+/* The first device of the clusters that is this machine, NULL when none. */
+static const pl_device *this_machine(const pl_cluster *const *c, int n_c)
+{
+    for (int k = 0; k < n_c; k++)
+        for (int d = 0; d < c[k]->n_devs; d++)
+            if (c[k]->devs[d].this_machine) return &c[k]->devs[d];
+    return NULL;
+}
+
+static void progress(const char *step)
+{
+    fprintf(stderr, "placer: measuring this machine once (docs/calibrate.md): %s\n", step);
+}
+
+/* This machine's calibration into *out: the cache's, else measured now and cached. 1 when
+ * used; 0, after a warning, when neither works (the defaults stay). */
+static int machine_params(const char *verb, const pl_device *d, pl_cost_params *out)
+{
+    char cpu[256], path[4096];
+    pl_err err = {""};
+    pl_cpu_model(cpu, sizeof cpu);
+    if (pl_machine_calib_path(cpu, path, sizeof path, &err) < 0) {
+        fprintf(stderr, "placer %s: warning: no calibration: %s\n", verb, err.msg);
+        return 0;
+    }
+    int rc = pl_machine_calib_load(path, cpu, d->model, out, &err);
+    if (rc > 0) return 1;
+    if (rc < 0)
+        fprintf(stderr, "placer %s: warning: the cached calibration is refused and rebuilt: %s\n",
+                verb, err.msg);
+    pl_calib_result r;
+    if (pl_machine_calibrate(d, path, progress, &r, &err) < 0) {
+        fprintf(stderr, "placer %s: warning: this machine could not be measured: %s\n", verb,
+                err.msg);
+        pl_cost_params_default(out);
+        return 0;
+    }
+    fprintf(stderr, "placer: calibration of '%s' cached in %s\n", cpu, path);
+    *out = r.params;
+    snprintf(out->device_model, sizeof out->device_model, "%s", d->model);
+    return 1;
+}
+
 int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *const *c, int n_c,
                     pl_cost_params *out)
 {
     pl_err err = {""};
     pl_cost_params_default(out);
+    const pl_device *me = o->cost_params ? NULL : this_machine(c, n_c);
+    if (me) {
+        const char *env = getenv("PLACER_CALIBRATION");
+        bool off = o->no_calibration || (env && !strcmp(env, "off"));
+        if (!off && machine_params(verb, me, out)) return 0;
+        fprintf(stderr,
+                "placer %s: note: uncalibrated: %s (this machine) is priced with the default "
+                "efficiencies (%s); see docs/calibrate.md\n",
+                verb, me->name,
+                off ? (o->no_calibration ? "--no-calibration" : "PLACER_CALIBRATION=off")
+                    : "the measurement failed");
+        return 0;
+    }
     if (!o->cost_params) return 0;
     if (pl_cost_params_load(o->cost_params, out, &err) < 0)
         return cli_fail(verb, "%s", err.msg), -1;

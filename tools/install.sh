@@ -10,6 +10,8 @@
 #   share/placer/catalogs/*.json    the cloud catalogues (--catalog)
 #   share/placer/clusters/*.json    the example clusters (--cluster; local-cpu.json is the
 #                                   default of profile and calibrate)
+#   share/placer/models/*.onnx      the zoo models that measure this machine once
+#                                   (docs/calibrate.md, "Calibrated by default")
 # Files are copied to a temporary name and renamed, so a placer running from the same prefix
 # never reads half a file.
 set -euo pipefail
@@ -31,13 +33,17 @@ put() {
 }
 
 install -d "$dest/bin" "$dest/lib/placer" "$dest/include/placer" \
-  "$dest/share/placer/catalogs" "$dest/share/placer/clusters"
+  "$dest/share/placer/catalogs" "$dest/share/placer/clusters" "$dest/share/placer/models"
 put 755 "$build/placer" "$dest/bin"
 put 644 "$build/libplacer.a" "$dest/lib"
 for h in include/placer/*.h; do put 644 "$h" "$dest/include/placer"; done
 put 644 tools/ort_worker.js "$dest/lib/placer"
 for c in catalogs/*.json; do put 644 "$c" "$dest/share/placer/catalogs"; done
 for c in examples/clusters/*.json; do put 644 "$c" "$dest/share/placer/clusters"; done
+# keep in step with MACHINE_MODELS in src/calib/machine.c
+for m in mobilenet_v3_large resnet50 transformer rnnlm; do
+  put 644 "models/$m.onnx" "$dest/share/placer/models"
+done
 
 # onnxruntime-node ships binaries for six platforms (236 MB); only this one's is installed
 # (about 32 MB). It needs nothing else at run time but onnxruntime-common.

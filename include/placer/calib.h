@@ -27,4 +27,30 @@ int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profile
 double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
                      const pl_device *d, const pl_cost_params *p, pl_err *err);
 
+/* ---- Calibrated by default: this machine measured once (docs/calibrate.md) ---- */
+
+/* This machine's CPU model, the "model name" line of /proc/cpuinfo ("unknown CPU" when there is
+ * none). */
+void pl_cpu_model(char *out, size_t n);
+/* Where the calibration of CPU model `cpu` is cached: pl_cache_dir("calibration")/NAME.json,
+ * NAME being `cpu` with every character other than a letter, digit, '-' or '.' made '_'. */
+int pl_machine_calib_path(const char *cpu, char *out, size_t n, pl_err *err);
+/* The cached calibration at `path` into *p when it is for CPU model `cpu` and device model
+ * `device_model`. 1 when used; 0 when absent (err says so); -1 with err set when it cannot be
+ * used: unreadable, corrupt (pl_cost_params_load's checks: format, fields, efficiencies in
+ * (0, 1]), with no "cpu_model", or for another CPU or device model. */
+int pl_machine_calib_load(const char *path, const char *cpu, const char *device_model,
+                          pl_cost_params *p, pl_err *err);
+/* The fit as placer-cost-params/1 (a jansson object, to json_decref): device_model, the
+ * efficiencies and the fit's statistics; `cpu` and `measured` (a date) are added when not NULL. */
+struct json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const char *cpu,
+                             const char *measured);
+/* Measures this machine: profiles a fixed set of zoo models in onnxruntime (mobilenet_v3_large,
+ * resnet50, transformer, rnnlm, from placer's own files; $PLACER_CALIBRATION_MODELS, paths
+ * separated by ':', replaces the set), fits the efficiencies of device d (pl_calib_fit) and
+ * writes them, with this CPU's model and the date, to `path` (through pl_out). `progress`, when
+ * not NULL, is told each step. */
+int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(const char *step),
+                         pl_calib_result *r, pl_err *err);
+
 #endif

@@ -65,6 +65,10 @@ typedef struct pl_device {
      * out at stage_copy_Bps; 0 when not given (not charged). */
     double stage_overhead_s;
     double stage_copy_Bps;
+    /* The file says this device is this machine's CPU ("this_machine": true): the verbs price
+     * it with the calibration cached for this machine's CPU model (docs/calibrate.md,
+     * "Calibrated by default"). */
+    bool this_machine;
 } pl_device;
 
 typedef struct pl_cluster {

@@ -73,6 +73,7 @@ static const char *const device_fields[] = {"name",
                                             "launch_overhead_s",
                                             "stage_overhead_s",
                                             "stage_copy_Bps",
+                                            "this_machine",
                                             "description",
                                             "source",
                                             NULL};
@@ -228,6 +229,7 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     dev->launch_overhead_s = t->launch_overhead_s;
     dev->stage_overhead_s = t->stage_overhead_s;
     dev->stage_copy_Bps = t->stage_copy_Bps;
+    dev->this_machine = t->this_machine;
     return 0;
 }
 
@@ -240,7 +242,9 @@ static int read_device(reader *r, const pl_json *d)
     if (pl_json_check_fields(d, device_fields, r->err) < 0 ||
         pl_json_string(d, "name", &name, r->err) < 0 ||
         pl_json_opt_string(d, "host", &host, r->err) < 0 ||
-        pl_json_opt_int(d, "count", &count, r->err) < 0 || read_template(d, &t, &model, r->err) < 0)
+        pl_json_opt_int(d, "count", &count, r->err) < 0 ||
+        pl_json_opt_bool(d, "this_machine", &t.this_machine, r->err) < 0 ||
+        read_template(d, &t, &model, r->err) < 0)
         return -1;
     if (count < 1 || count > NODES_MAX) {
         pl_json at = pl_json_at(d, "count");

@@ -5,17 +5,19 @@
  *    "eff_compute": {"dense": 1.0, "elementwise": 0.093, ...}, "eff_memory": 1.0, ...}
  *
  * Classes the file leaves out keep their defaults, and so does runtime_fusion ("ort" or
- * "none", docs/cost.md "Runtime fusion"); the fit's statistics (samples, errors) are
- * accepted and ignored. */
+ * "none", docs/cost.md "Runtime fusion"); the fit's statistics (samples, errors), and the
+ * CPU model and date of a machine calibration (src/calib/machine.c), are accepted and ignored
+ * here. */
 #include "placer/cost.h"
 #include "placer/json.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const char *const fields[] = {"format",   "device_model",  "eff_compute",    "eff_memory",
-                                     "samples",  "class_samples", "before",         "after",
-                                     "producer", "description",   "runtime_fusion", NULL};
+static const char *const fields[] = {
+    "format",         "device_model", "eff_compute", "eff_memory", "samples",
+    "class_samples",  "before",       "after",       "producer",   "description",
+    "runtime_fusion", "cpu_model",    "measured",    NULL};
 
 /* A class name as pl_op_class_name gives it, or -1. */
 static int class_of(const char *name)

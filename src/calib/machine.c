@@ -1,0 +1,203 @@
+/* machine.c: calibrated by default (include/placer/calib.h, docs/calibrate.md). This machine
+ * is measured once, with the profile and fit that `placer profile` and `placer calibrate` use,
+ * and the fit is cached per CPU model, so that a cluster describing this machine is priced
+ * with its own efficiencies without a calibration step by the user. */
+#include "placer/calib.h"
+#include "placer/json.h"
+#include "placer/runtime.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MACHINE_MODELS_MAX 16
+#define MACHINE_REPEAT 10 /* timed requests per model, as `placer profile` */
+
+/* The zoo models measured: a convolution net of each kind, an attention model and a
+ * recurrent one, so that every op class with time in the zoo has samples; about 10 s here.
+ * tools/install.sh installs the same list. */
+static const char *const machine_models[] = {"mobilenet_v3_large", "resnet50", "transformer",
+                                             "rnnlm", NULL};
+
+void pl_cpu_model(char *out, size_t n)
+{
+    snprintf(out, n, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) || !colon) continue;
+        char *v = colon + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        v[strcspn(v, "\n")] = 0;
+        if (*v) snprintf(out, n, "%s", v);
+        break;
+    }
+    fclose(f);
+}
+
+int pl_machine_calib_path(const char *cpu, char *out, size_t n, pl_err *err)
+{
+    char dir[4096], name[256];
+    if (pl_cache_dir("calibration", dir, sizeof dir, err) < 0) return -1;
+    size_t k = 0;
+    for (; cpu[k] && k < sizeof name - 1; k++) {
+        unsigned char c = (unsigned char)cpu[k];
+        name[k] = isalnum(c) || c == '-' || c == '.' ? (char)c : '_';
+    }
+    name[k] = 0;
+    int w = snprintf(out, n, "%s/%s.json", dir, name);
+    if (w < 0 || (size_t)w >= n) return pl_err_set(err, "the cache folder's path is too long");
+    return 0;
+}
+
+/* The entry's "cpu_model" (pl_cost_params_load has checked the rest). */
+static int entry_cpu(const char *path, char *cpu, size_t n, pl_err *err)
+{
+    pl_json_doc *doc = pl_json_open(path, err);
+    if (!doc) return -1;
+    pl_json root = pl_json_root(doc);
+    const char *s;
+    int rc = pl_json_string(&root, "cpu_model", &s, err);
+    if (rc == 0) snprintf(cpu, n, "%s", s);
+    pl_json_close(doc);
+    return rc < 0 ? -1 : 0;
+}
+
+int pl_machine_calib_load(const char *path, const char *cpu, const char *device_model,
+                          pl_cost_params *p, pl_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return pl_err_set(err, "%s: no such file", path), 0;
+    fclose(f);
+    char got[256];
+    if (pl_cost_params_load(path, p, err) < 0 || entry_cpu(path, got, sizeof got, err) < 0)
+        return -1;
+    if (strcmp(got, cpu))
+        return pl_err_set(err, "%s: measured on CPU '%s', but this machine's is '%s'", path, got,
+                          cpu);
+    if (strcmp(p->device_model, device_model))
+        return pl_err_set(err, "%s: fitted for device model '%s', but the cluster's is '%s'", path,
+                          p->device_model, device_model);
+    return 1;
+}
+
+json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const char *cpu,
+                      const char *measured)
+{
+    json_t *eff = json_object();
+    for (int c = 0; c < PL_CLASS_COUNT; c++)
+        json_object_set_new(eff, pl_op_class_name(c), json_real(r->params.eff_compute[c]));
+    json_t *samples = json_object();
+    for (int c = 0; c < PL_CLASS_COUNT; c++)
+        json_object_set_new(samples, pl_op_class_name(c), json_integer(r->class_samples[c]));
+    json_t *j =
+        json_pack("{s:s, s:s}", "format", "placer-cost-params/1", "device_model", device_model);
+    if (cpu) json_object_set_new(j, "cpu_model", json_string(cpu));
+    if (measured) json_object_set_new(j, "measured", json_string(measured));
+    json_object_set_new(j, "eff_compute", eff);
+    json_object_set_new(j, "eff_memory", json_real(r->params.eff_memory));
+    json_object_set_new(j, "samples", json_integer(r->n_samples));
+    json_object_set_new(j, "class_samples", samples);
+    json_object_set_new(j, "before",
+                        json_pack("{s:f, s:f}", "median_rel_error", r->median_before,
+                                  "worst_rel_error", r->worst_before));
+    json_object_set_new(j, "after",
+                        json_pack("{s:f, s:f}", "median_rel_error", r->median_after,
+                                  "worst_rel_error", r->worst_after));
+    return j;
+}
+
+/* The models to measure, into paths[] (each a malloc'd string); how many, -1 on error. */
+static int model_paths(char **paths, pl_err *err)
+{
+    const char *env = getenv("PLACER_CALIBRATION_MODELS");
+    int n = 0;
+    if (env && *env) {
+        for (const char *s = env; *s && n < MACHINE_MODELS_MAX;) {
+            size_t len = strcspn(s, ":");
+            if (len) paths[n++] = pl_strndup(s, len);
+            s += len + (s[len] == ':');
+        }
+        return n;
+    }
+    for (; machine_models[n]; n++) {
+        char inst[256], tree[256], path[4096];
+        snprintf(inst, sizeof inst, "share/placer/models/%s.onnx", machine_models[n]);
+        snprintf(tree, sizeof tree, "models/%s.onnx", machine_models[n]);
+        if (pl_own_file(inst, tree, path, sizeof path, err) < 0) {
+            for (int k = 0; k < n; k++)
+                free(paths[k]);
+            return -1;
+        }
+        paths[n] = pl_strdup(path);
+    }
+    return n;
+}
+
+/* One model's profile on this machine, as `placer profile` measures it. */
+static pl_profile *profile_one(pl_ort *w, const char *model, const pl_graph *g,
+                               const char *device_model, pl_err *err)
+{
+    char cache[4096], inflated[4096];
+    pl_ort_node_time *t = NULL;
+    int n = 0;
+    pl_profile_match m;
+    if (pl_cache_dir("inflated", cache, sizeof cache, err) < 0 ||
+        pl_inflate_model(model, cache, inflated, sizeof inflated, err) < 0 ||
+        pl_ort_profile(w, inflated, MACHINE_REPEAT, &t, &n, err) < 0)
+        return NULL;
+    pl_profile *p = pl_profile_from_node_times(g, t, n, device_model, &m, err);
+    pl_ort_node_times_free(t, n);
+    return p;
+}
+
+static int save(const pl_calib_result *r, const pl_device *d, const char *path, pl_err *err)
+{
+    char cpu[256], date[32], dir[4096];
+    pl_cpu_model(cpu, sizeof cpu);
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    if (slash && pl_mkdir_p(dir, err) < 0) return -1;
+    json_t *j = pl_calib_json(r, d->model, cpu, date);
+    int rc = pl_json_save(j, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
+    json_decref(j);
+    return rc;
+}
+
+int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(const char *step),
+                         pl_calib_result *r, pl_err *err)
+{
+    char *paths[MACHINE_MODELS_MAX];
+    pl_graph *g[MACHINE_MODELS_MAX] = {0};
+    pl_profile *p[MACHINE_MODELS_MAX] = {0};
+    int n = model_paths(paths, err), rc = n > 0 ? 0 : -1;
+    if (n == 0) pl_err_set(err, "PLACER_CALIBRATION_MODELS names no model");
+    pl_ort *w = rc == 0 ? pl_ort_start(&(pl_ort_opts){0}, err) : NULL;
+    if (rc == 0 && !w) rc = -1;
+    for (int k = 0; rc == 0 && k < n; k++) {
+        if (progress) progress(paths[k]);
+        if (!(g[k] = pl_graph_load(paths[k], NULL, err)) ||
+            !(p[k] = profile_one(w, paths[k], g[k], d->model, err)))
+            rc = pl_err_prefix(err, "measuring %s", paths[k]);
+    }
+    if (w) pl_ort_stop(w);
+    if (rc == 0)
+        rc = pl_calib_fit((const pl_graph *const *)g, (const pl_profile *const *)p, n, d, NULL, r,
+                          err);
+    if (rc == 0) rc = save(r, d, path, err);
+    for (int k = 0; k < (n > 0 ? n : 0); k++) {
+        pl_graph_free(g[k]);
+        pl_profile_free(p[k]);
+        free(paths[k]);
+    }
+    return rc;
+}

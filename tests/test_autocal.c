@@ -1,0 +1,195 @@
+/* test_autocal.c: calibrated by default (docs/calibrate.md): the cache of this machine's
+ * calibration is used when valid, refused and rebuilt when for another CPU or corrupt, and a
+ * prediction made without it says "uncalibrated". */
+#include "testutil.h"
+
+#include "placer/calib.h"
+#include "placer/cluster.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOCAL "examples/clusters/local-cpu.json"
+
+static char cache[256], entry[4096], cpu[256];
+
+/* A fresh PLACER_CACHE for each test, and the path of this machine's entry in it. */
+static int setup(void **state)
+{
+    (void)state;
+    if (tu_mkdtemp(cache, sizeof cache, "autocal") < 0) return -1;
+    setenv("PLACER_CACHE", cache, 1);
+    unsetenv("PLACER_CALIBRATION");
+    unsetenv("PLACER_CALIBRATION_MODELS");
+    pl_cpu_model(cpu, sizeof cpu);
+    pl_err err;
+    if (pl_machine_calib_path(cpu, entry, sizeof entry, &err) < 0) return -1;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/calibration", cache);
+    return pl_mkdir_p(dir, &err);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return tu_rmtree(cache);
+}
+
+/* An entry measured on CPU `on`, dense efficiency 0.5, memory 0.3 (not the defaults). */
+static void write_entry(const char *path, const char *on)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"format\": \"placer-cost-params/1\", \"device_model\": \"local-epyc-core\",\n"
+            " \"cpu_model\": \"%s\", \"measured\": \"2026-11-25T00:00:00Z\",\n"
+            " \"eff_compute\": {\"dense\": 0.5, \"elementwise\": 0.1}, \"eff_memory\": 0.3}\n",
+            on);
+    fclose(f);
+}
+
+/* The "makespan_s" of `place --json` with extra arguments; the whole output in *out. */
+static double makespan(const char *extra, char **out)
+{
+    char args[4096];
+    snprintf(args, sizeof args, "place models/resnet50.onnx --cluster %s --json %s", LOCAL, extra);
+    int rc = tu_run(args, out);
+    assert_int_equal(rc, 0);
+    const char *m = strstr(*out, "\"makespan_s\":");
+    assert_non_null(m);
+    return atof(m + strlen("\"makespan_s\":"));
+}
+
+static void test_this_machine_field(void **state)
+{
+    (void)state;
+    pl_err err;
+    pl_cluster *c = pl_cluster_load(LOCAL, &err);
+    assert_non_null(c);
+    assert_true(c->devs[0].this_machine && c->devs[1].this_machine);
+    pl_cluster_free(c);
+    c = pl_cluster_load("examples/clusters/nvlink-8gpu.json", &err);
+    assert_non_null(c);
+    assert_false(c->devs[0].this_machine);
+    pl_cluster_free(c);
+}
+
+/* The library's verdicts: absent 0, valid 1, other CPU / device model / corrupt -1. */
+static void test_load_verdicts(void **state)
+{
+    (void)state;
+    pl_cost_params p;
+    pl_err err;
+    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), 0);
+    write_entry(entry, cpu);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), 1);
+    assert_close(p.eff_compute[PL_CLASS_DENSE], 0.5, 1e-12);
+    assert_close(p.eff_memory, 0.3, 1e-12);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, "other-core", &p, &err), -1);
+    assert_contains(err.msg, "device model 'local-epyc-core'");
+    write_entry(entry, "Other CPU 9000");
+    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), -1);
+    assert_contains(err.msg, "measured on CPU 'Other CPU 9000'");
+    /* corrupt: bytes flipped, and a value out of range */
+    FILE *f = fopen(entry, "r+");
+    assert_non_null(f);
+    fputs("\x01\xff", f);
+    fclose(f);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), -1);
+    f = fopen(entry, "w");
+    fprintf(f,
+            "{\"format\": \"placer-cost-params/1\", \"cpu_model\": \"%s\", \"eff_compute\": {}, "
+            "\"eff_memory\": 7}",
+            cpu);
+    fclose(f);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), -1);
+    assert_contains(err.msg, "(0, 1]");
+}
+
+/* A valid entry prices exactly as the same file given with --cost-params, silently. */
+static void test_cache_used(void **state)
+{
+    (void)state;
+    write_entry(entry, cpu);
+    char *a, *b, *c, args[4200];
+    double cached = makespan("", &a);
+    snprintf(args, sizeof args, "--cost-params %s", entry);
+    double given = makespan(args, &b);
+    setenv("PLACER_CALIBRATION", "off", 1);
+    double off = makespan("", &c);
+    assert_close(cached, given, 1e-12);
+    assert_true(fabs(cached - off) > 1e-3 * off); /* the entry is not the defaults */
+    assert_null(strstr(a, "uncalibrated"));
+    assert_null(strstr(a, "measuring"));
+    free(a), free(b), free(c);
+}
+
+/* Calibration off (the variable, or --no-calibration): the output says "uncalibrated"; a
+ * cluster with no device of this machine never mentions it. */
+static void test_uncalibrated_note(void **state)
+{
+    (void)state;
+    char *a, *b, *c;
+    setenv("PLACER_CALIBRATION", "off", 1);
+    makespan("", &a);
+    assert_contains(a, "uncalibrated");
+    unsetenv("PLACER_CALIBRATION");
+    setenv("PLACER_CALIBRATION_MODELS", "/nonexistent.onnx", 1); /* must not be measured */
+    makespan("--no-calibration", &b);
+    assert_contains(b, "uncalibrated");
+    assert_int_equal(
+        tu_run("place models/resnet50.onnx --cluster examples/clusters/nvlink-8gpu.json", &c), 0);
+    assert_null(strstr(c, "calibrat"));
+    free(a), free(b), free(c);
+}
+
+/* An entry for another CPU, or corrupt, is refused with a warning and measured again (one
+ * small model, PLACER_CALIBRATION_MODELS), and the new entry is this CPU's. */
+static void rebuilt(const char *why)
+{
+    tu_require_ort();
+    setenv("PLACER_CALIBRATION_MODELS", "models/rnnlm.onnx", 1);
+    char *a;
+    makespan("", &a);
+    assert_contains(a, "refused and rebuilt");
+    assert_contains(a, why);
+    assert_contains(a, "measuring this machine once");
+    assert_null(strstr(a, "uncalibrated"));
+    pl_cost_params p;
+    pl_err err;
+    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), 1);
+    free(a);
+}
+
+static void test_rebuilt_other_cpu(void **state)
+{
+    (void)state;
+    write_entry(entry, "Other CPU 9000");
+    rebuilt("measured on CPU 'Other CPU 9000'");
+}
+
+static void test_rebuilt_corrupt(void **state)
+{
+    (void)state;
+    write_entry(entry, cpu);
+    FILE *f = fopen(entry, "r+");
+    assert_non_null(f);
+    fseek(f, 40, SEEK_SET);
+    fputs("\x7f\x00\xfe", f);
+    fclose(f);
+    rebuilt(entry);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_this_machine_field, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_verdicts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cache_used, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_uncalibrated_note, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rebuilt_other_cpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rebuilt_corrupt, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
