@@ -73,6 +73,10 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
  * says the fit is applied to the others too (the cost model has one set of efficiencies). */
 int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *const *c, int n_c,
                     pl_cost_params *out);
+/* How the last cli_cost_params priced, for the "calibration" field of the JSON outputs:
+ * "cost-params" (--cost-params), "this-machine" (the cached fit of this machine) or
+ * "uncalibrated" (the default efficiencies). */
+const char *cli_calibration(void);
 /* Loads everything; prints the error and returns CLI_EXIT_BAD_INPUT on failure. */
 int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x);
 void cli_ctx_close(cli_ctx *x);

@@ -135,16 +135,24 @@ static int machine_params(const char *verb, const pl_device *d, pl_cost_params *
     return 1;
 }
 
+static const char *calibration = "uncalibrated";
+
+const char *cli_calibration(void)
+{
+    return calibration;
+}
+
 int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *const *c, int n_c,
                     pl_cost_params *out)
 {
     pl_err err = {""};
     pl_cost_params_default(out);
+    calibration = o->cost_params ? "cost-params" : "uncalibrated";
     const pl_device *me = o->cost_params ? NULL : this_machine(c, n_c);
     if (me) {
         const char *env = getenv("PLACER_CALIBRATION");
         bool off = o->no_calibration || (env && !strcmp(env, "off"));
-        if (!off && machine_params(verb, me, out)) return 0;
+        if (!off && machine_params(verb, me, out)) return calibration = "this-machine", 0;
         fprintf(stderr,
                 "placer %s: note: uncalibrated: %s (this machine) is priced with the default "
                 "efficiencies (%s); see docs/calibrate.md\n",

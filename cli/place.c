@@ -52,6 +52,7 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                           "search_s", p->search_s, "fits", !r->oom, "invariants", check, "devices",
                           (json_t *)cli_devices_json(x, p, r));
     json_object_set_new(o, "links", (json_t *)cli_links_json(x, r));
+    json_object_set_new(o, "calibration", json_string(cli_calibration()));
     if (out) json_object_set_new(o, "plan", json_string(out));
     if (*note) json_object_set_new(o, "note", json_string(note));
     pl_json_print(o, stdout);

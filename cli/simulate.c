@@ -108,6 +108,7 @@ int cli_simulate(int argc, char **argv)
             !r.oom, "invariants", why, "devices", (json_t *)cli_devices_json(&x, p, &r));
         json_object_set_new(o, "per_edge", json_boolean(so.per_edge));
         json_object_set_new(o, "links", (json_t *)cli_links_json(&x, &r));
+        json_object_set_new(o, "calibration", json_string(cli_calibration()));
         if (so.requests > 1) {
             json_object_set_new(o, "requests", json_integer(so.requests));
             json_object_set_new(o, "period_s", json_real(r.period_s));

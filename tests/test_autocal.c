@@ -122,6 +122,9 @@ static void test_cache_used(void **state)
     assert_true(fabs(cached - off) > 1e-3 * off); /* the entry is not the defaults */
     assert_null(strstr(a, "uncalibrated"));
     assert_null(strstr(a, "measuring"));
+    assert_contains(a, "\"calibration\": \"this-machine\"");
+    assert_contains(b, "\"calibration\": \"cost-params\"");
+    assert_contains(c, "\"calibration\": \"uncalibrated\"");
     free(a), free(b), free(c);
 }
 
