@@ -41,7 +41,7 @@ put 644 tools/ort_worker.js "$dest/lib/placer"
 for c in catalogs/*.json; do put 644 "$c" "$dest/share/placer/catalogs"; done
 for c in examples/clusters/*.json; do put 644 "$c" "$dest/share/placer/clusters"; done
 # keep in step with MACHINE_MODELS in src/calib/machine.c
-for m in mobilenet_v3_large resnet50 transformer rnnlm; do
+for m in mobilenet_v3_large resnet50 transformer rnnlm nmt_seq2seq bert_base; do
   put 644 "models/$m.onnx" "$dest/share/placer/models"
 done
 

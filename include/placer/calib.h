@@ -46,10 +46,10 @@ int pl_machine_calib_load(const char *path, const char *cpu, const char *device_
 struct json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const char *cpu,
                              const char *measured);
 /* Measures this machine: profiles a fixed set of zoo models in onnxruntime (mobilenet_v3_large,
- * resnet50, transformer, rnnlm, from placer's own files; $PLACER_CALIBRATION_MODELS, paths
- * separated by ':', replaces the set), fits the efficiencies of device d (pl_calib_fit) and
- * writes them, with this CPU's model and the date, to `path` (through pl_out). `progress`, when
- * not NULL, is told each step. */
+ * resnet50, transformer, rnnlm, nmt_seq2seq, bert_base, from placer's own files;
+ * $PLACER_CALIBRATION_MODELS, paths separated by ':', replaces the set), fits the efficiencies of
+ * device d (pl_calib_fit) and writes them, with this CPU's model and the date, to `path` (through
+ * pl_out). `progress`, when not NULL, is told each step. */
 int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(const char *step),
                          pl_calib_result *r, pl_err *err);
 
