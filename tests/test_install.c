@@ -30,11 +30,7 @@ static void verb(const char *args, const char *needle)
 static int setup(void **state)
 {
     (void)state;
-    if (access(TU_ORT_PKG, R_OK) != 0) {
-        fprintf(stderr, "onnxruntime-node is not installed (%s is missing): run `make deps`\n",
-                TU_ORT_PKG);
-        return -1;
-    }
+    if (tu_ort_setup() < 0) return -1;
     if (tu_mkdtemp(stage, sizeof stage, "placer-destdir") < 0 ||
         tu_mkdtemp(cwd, sizeof cwd, "placer-elsewhere") < 0)
         return -1;

@@ -453,11 +453,7 @@ static void test_cli_stalled_worker(void **state)
 static int setup(void **state)
 {
     (void)state;
-    if (access(TU_ORT_PKG, R_OK) != 0) {
-        fprintf(stderr, "onnxruntime-node is not installed (%s is missing): run `make deps`\n",
-                TU_ORT_PKG);
-        return -1;
-    }
+    if (tu_ort_setup() < 0) return -1;
     pl_err err = {""};
     worker = pl_ort_start(&(pl_ort_opts){.timeout_s = 600}, &err);
     if (!worker) fprintf(stderr, "%s\n", err.msg);

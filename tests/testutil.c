@@ -86,6 +86,14 @@ void tu_expect_refusal(const char *args, const char *needle)
     free(out);
 }
 
+int tu_ort_setup(void)
+{
+    if (access(TU_ORT_PKG, R_OK) == 0) return 0;
+    fprintf(stderr, "onnxruntime-node is not installed (%s is missing): run `make deps`\n",
+            TU_ORT_PKG);
+    return -1;
+}
+
 void tu_require_ort(void)
 {
     if (access(TU_ORT_PKG, R_OK) != 0)

@@ -32,6 +32,8 @@ void tu_expect_refusal(const char *args, const char *needle);
 /* Fails the test, saying to run `make deps`, when onnxruntime-node is not installed. */
 #define TU_ORT_PKG "build/npm/node_modules/onnxruntime-node/package.json"
 void tu_require_ort(void);
+/* The same for a group setup: -1 after saying so when it is missing, else 0. */
+int tu_ort_setup(void);
 /* tu_run that must exit 0 and print one JSON document, which it returns (json_decref it). */
 struct json_t *tu_run_json(const char *args);
 /* A fresh directory /tmp/PREFIX-XXXXXX into buf (0, or -1); and its removal with its files. */
