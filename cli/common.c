@@ -148,7 +148,9 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
     pl_err err = {""};
     pl_cost_params_default(out);
     calibration = o->cost_params ? "cost-params" : "uncalibrated";
-    const pl_device *me = o->cost_params ? NULL : this_machine(c, n_c);
+    /* a verb that prices nothing (split) must not pay for measuring this machine */
+    const pl_device *me =
+        o->cost_params || (o->refuse & CLI_NO_COST_PARAMS) ? NULL : this_machine(c, n_c);
     if (me) {
         const char *env = getenv("PLACER_CALIBRATION");
         bool off = o->no_calibration || (env && !strcmp(env, "off"));

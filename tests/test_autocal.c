@@ -144,7 +144,24 @@ static void test_uncalibrated_note(void **state)
     assert_int_equal(
         tu_run("place models/resnet50.onnx --cluster examples/clusters/nvlink-8gpu.json", &c), 0);
     assert_null(strstr(c, "calibrat"));
-    free(a), free(b), free(c);
+    /* split prices nothing: it never measures this machine (the measurement would fail here
+     * and say so), nor calls its output uncalibrated */
+    char dir[256], args[1024], *d, *e;
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-autocal"), 0);
+    snprintf(args, sizeof args,
+             "place models/rnnlm.onnx --cluster examples/clusters/local-cpu.json --algo single "
+             "--no-calibration -o %s/p.json",
+             dir);
+    assert_int_equal(tu_run(args, &d), 0);
+    snprintf(args, sizeof args,
+             "split models/rnnlm.onnx --cluster examples/clusters/local-cpu.json --plan %s/p.json "
+             "-o %s/split",
+             dir, dir);
+    assert_int_equal(tu_run(args, &e), 0);
+    assert_null(strstr(e, "calibrat"));
+    assert_null(strstr(e, "measur"));
+    assert_int_equal(tu_rmtree(dir), 0);
+    free(a), free(b), free(c), free(d), free(e);
 }
 
 /* An entry for another CPU, or corrupt, is refused with a warning and measured again (one
