@@ -261,11 +261,6 @@ int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n
     size_t len = 0;
     char *buf = pl_read_file(src, &len, err), sha[65], why[256];
     if (!buf) return -1;
-    /* Every model reaches onnxruntime through here: it must first pass the reader, which
-     * refuses what the ONNX spec forbids (a Conv of stride 0 kills the worker with SIGFPE). */
-    pl_graph *g = pl_onnx_load_buffer(buf, len, src, NULL, err);
-    if (!g) return free(buf), -1;
-    pl_graph_free(g);
     pl_sha256_buffer(buf, len, sha);
     int rc = pl_mkdir_p(cache_dir, err);
     int w = snprintf(out, n, "%s/%s-%s.onnx", cache_dir, sha, INFLATE_KEY);
@@ -277,7 +272,14 @@ int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n
         fprintf(stderr, "warning: cache entry %s (for %s) is damaged: %s; rebuilding it\n", out,
                 src, bad);
     bool cached = rc == 0 && present && !bad;
+    /* Every model reaches onnxruntime through here: it must first pass the reader, which
+     * refuses what the ONNX spec forbids (a Conv of stride 0 kills the worker with SIGFPE). A
+     * whole cache entry was made from a source that passed it (the entry is named by the
+     * source's hash), so only a miss pays for a second parse of a possibly large model. */
     if (rc == 0 && !cached) {
+        pl_graph *g = pl_onnx_load_buffer(buf, len, src, NULL, err);
+        if (!g) return free(buf), -1;
+        pl_graph_free(g);
         rc = inflate_buffer(src, buf, len, out, err);
         if (rc == 1 && write_sidecar(out, err) < 0) rc = -1;
     } else {
