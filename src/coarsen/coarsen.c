@@ -91,7 +91,6 @@ static void run_passes(cs_state *s, const pl_coarsen_opts *o, pl_coarsening *c)
 
 int pl_coarsen(const pl_graph *g, const pl_coarsen_opts *o, pl_coarsening **out, pl_err *err)
 {
-    PL_ASSERT(g && g->topo); /* finalized */
     static const pl_coarsen_opts dflt;
     *out = NULL;
     if (!o) o = &dflt;

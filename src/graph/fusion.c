@@ -1,7 +1,9 @@
 /* fusion.c: the fused kernels a runtime makes of a graph, matched by fusion rules (ordered
  * op-type lists). The coarsening's fusion pass (MOIRAI Algorithm 1, GCOF; docs/coarsen.md)
  * groups them and the cost model prices them as one kernel (docs/cost.md, "Runtime fusion"):
- * both call pl_fusion_match, so a rule means the same group to both.
+ * both call pl_fusion_match, so a rule means the same group to both. The cost model always
+ * prices the built-in rules (what onnxruntime fuses); a coarsening given its own rule file
+ * (pl_coarsen_opts) groups by those instead, and its groups need not be fused kernels.
  *
  * From each ungrouped op in topological order, every rule starting with its type is matched
  * greedily: element k is an ungrouped op of that type that reads a tensor the partial group
