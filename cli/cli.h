@@ -115,8 +115,6 @@ const char *cli_cache_dir(const char *verb, char *buf, size_t n);
 /* Where placer's own folder is (catalogues, example clusters), for hints in messages: the
  * installed or in-tree path, else `in_tree` as given. */
 const char *cli_own_dir(const char *installed, const char *in_tree, char *buf, size_t n);
-/* --deadline: a duration above 0 for the onnxruntime worker's steps; -1 after the error. */
-int cli_deadline(const char *verb, const char *v, double *out);
 /* Progress on stderr, only when it is a terminal. */
 void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -30,10 +30,3 @@ const char *cli_cache_dir(const char *verb, char *buf, size_t n)
     cli_fail(verb, "no --cache given, and %s", err.msg);
     return NULL;
 }
-
-int cli_deadline(const char *verb, const char *v, double *out)
-{
-    if (cli_seconds(verb, "--deadline", v, out) < 0) return -1;
-    if (!(*out > 0)) return cli_fail(verb, "--deadline wants a duration above 0, such as 60s"), -1;
-    return 0;
-}

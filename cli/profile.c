@@ -50,7 +50,7 @@ static double op_time(const pl_graph *g, const prof_ops *m, int i)
 static int measure(const prof_opts *o, pl_ort_node_time **t, int *n, pl_err *err)
 {
     char inflated[4096], cache[4096];
-    if (!cli_cache_dir("profile", cache, sizeof cache)) return pl_err_set(err, "no cache folder");
+    if (pl_cache_dir("inflated", cache, sizeof cache, err) < 0) return -1;
     if (pl_inflate_model(o->co.model, cache, inflated, sizeof inflated, err) < 0) return -1;
     pl_ort *w = pl_ort_start(&(pl_ort_opts){.timeout_s = o->deadline_s}, err);
     if (!w) return -1;
@@ -186,7 +186,8 @@ int cli_profile(int argc, char **argv)
             continue;
         }
         if (cli_opt(argc, argv, &i, "--deadline", &v)) {
-            if (cli_deadline("profile", v, &o.deadline_s) < 0) return CLI_EXIT_BAD_INPUT;
+            if (cli_seconds("profile", "--deadline", v, &o.deadline_s) < 0)
+                return CLI_EXIT_BAD_INPUT;
             continue;
         }
         if (cli_opt(argc, argv, &i, "--repeat", &v)) {

@@ -361,7 +361,7 @@ static int parse(int argc, char **argv, run_opts *o)
         else if (cli_opt(argc, argv, &i, "--trace", &v))
             o->trace = v;
         else if (cli_opt(argc, argv, &i, "--deadline", &v)) {
-            if (cli_deadline("run", v, &o->deadline_s) < 0) return -1;
+            if (cli_seconds("run", "--deadline", v, &o->deadline_s) < 0) return -1;
         } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
             if (cli_count("run", "--repeat", v, 1, 100000, &x) < 0) return -1;
             o->repeat = (int)x;

@@ -46,7 +46,7 @@ static void check_stages(const pl_graph *g, const pl_stages *s)
         int t = g->edges[e].tensor, a = s->stage_of[g->edges[e].src];
         int b = s->stage_of[g->edges[e].dst];
         if (s->maker[t] < 0) { /* a Constant: copied into its readers */
-            assert_true(pl_split_is_const(g, g->edges[e].src));
+            assert_true(pl_plan_is_const(g, g->edges[e].src));
             continue;
         }
         if (a > b)
@@ -154,7 +154,7 @@ static void check_files(const pl_graph *g, const pl_stages *s, const char *dir)
     }
     for (int op = 0; op < g->n_ops; op++) { /* each op once, plus its documented copies */
         int copies = copies_of(stages, g->ops[op].name);
-        if (copies) assert_true(pl_split_is_const(g, op));
+        if (copies) assert_true(pl_plan_is_const(g, op));
         if (counts[op] != 1 + copies)
             fail_msg("op '%s' is in %d stage files, expected %d", g->ops[op].name, counts[op],
                      1 + copies);

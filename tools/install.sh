@@ -23,6 +23,10 @@ mods=build/npm/node_modules
 for f in "$build/placer" "$build/libplacer.a" "$mods/onnxruntime-node/package.json"; do
   [ -e "$f" ] || { echo "install: $f is missing: run \`make deps\` and \`make\` first" >&2; exit 2; }
 done
+# node names the platform whose onnxruntime binaries are kept: asked before anything is copied,
+# so that a missing node leaves the prefix as it was
+command -v node >/dev/null || { echo "install: node is not on PATH: run \`make deps\` first" >&2; exit 2; }
+plat=$(node -p 'process.platform + "/" + process.arch')
 
 # put MODE SRC DIR: SRC into DIR under its own name.
 put() {
@@ -47,7 +51,6 @@ done
 
 # onnxruntime-node ships binaries for six platforms (236 MB); only this one's is installed
 # (about 32 MB). It needs nothing else at run time but onnxruntime-common.
-plat=$(node -p 'process.platform + "/" + process.arch')
 excl=()
 for d in "$mods"/onnxruntime-node/bin/napi-v*/*/*; do
   case "$d" in */"$plat") ;; *) excl+=("--exclude=${d#"$mods"/}") ;; esac

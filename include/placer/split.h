@@ -53,8 +53,6 @@ int pl_split_stages_by(const pl_graph *g, const pl_plan *p, pl_split_cut cut, pl
 void pl_stages_free(pl_stages *s);
 /* How many distinct devices the stages run on. */
 int pl_stages_devices(const pl_stages *s);
-/* True when op is a Constant node (no inputs), which stages copy instead of sending. */
-bool pl_split_is_const(const pl_graph *g, int op);
 /* The stages (indices, ascending) other than the maker that read tensor t; returns the count
  * and fills `to` (room for s->n). */
 int pl_split_readers(const pl_graph *g, const pl_stages *s, int t, int *to);

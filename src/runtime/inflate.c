@@ -71,7 +71,7 @@ static uint64_t name_seed(const char *name)
 /* Uniform in [-0.05, 0.05). */
 static double small_uniform(uint64_t *s)
 {
-    return ((double)(pl_rng_next(s) >> 11) / 9007199254740992.0 - 0.5) * 0.1;
+    return (pl_rng_uniform(s) - 0.5) * 0.1;
 }
 
 /* float -> IEEE half by truncation; values here are tiny and normal or zero. */

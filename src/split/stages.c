@@ -10,17 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool pl_split_is_const(const pl_graph *g, int op)
-{
-    return pl_plan_is_const(g, op);
-}
-
-/* Constants that something reads are placed later, by their first reader. */
-static bool placed_later(const pl_graph *g, int op)
-{
-    return pl_plan_copied_const(g, op);
-}
-
 /* ---- the stage graph as bit sets: adj[u] (direct successors) and reach[u] (closure) ---- */
 
 typedef struct sgraph {
@@ -119,7 +108,7 @@ static int level_stages(const pl_graph *g, const pl_plan *p, int *stage0, int **
         int op = g->topo[k];
         for (int e = g->pred_off[op]; e < g->pred_off[op + 1]; e++) {
             int q = g->pred[e];
-            if (placed_later(g, q)) continue;
+            if (pl_plan_copied_const(g, q)) continue;
             int l = level[q] + (p->dev[q] != p->dev[op]);
             level[op] = l > level[op] ? l : level[op];
         }
@@ -131,7 +120,7 @@ static int level_stages(const pl_graph *g, const pl_plan *p, int *stage0, int **
     *dev_of = pl_malloc((g->n_ops ? g->n_ops : 1) * sizeof **dev_of);
     for (int k = 0; k < g->n_ops; k++) { /* numbered in topological order of first op */
         int op = g->topo[k], *slot = &id[level[op] * p->n_devs + p->dev[op]];
-        if (placed_later(g, op)) {
+        if (pl_plan_copied_const(g, op)) {
             stage0[op] = -1;
             continue;
         }
@@ -218,7 +207,7 @@ static void place_consts(const pl_graph *g, pl_stages *s, stage_caps *cap)
     int *seen = pl_malloc((s->n ? s->n : 1) * sizeof *seen);
     for (int k = 0; k < g->n_ops; k++) {
         int op = g->topo[k];
-        if (!placed_later(g, op)) continue;
+        if (!pl_plan_copied_const(g, op)) continue;
         int home = -1;
         for (int j = 0; j < s->n; j++)
             seen[j] = 0;
@@ -281,7 +270,7 @@ static void fill_io(const pl_graph *g, pl_stages *s)
 {
     for (int t = 0; t < g->n_tensors; t++) {
         int p = g->tensors[t].producer;
-        s->maker[t] = p < 0 || pl_split_is_const(g, p) ? -1 : s->stage_of[p];
+        s->maker[t] = p < 0 || pl_plan_is_const(g, p) ? -1 : s->stage_of[p];
     }
     stage_caps *cap = pl_calloc(s->n ? s->n : 1, sizeof *cap);
     place_consts(g, s, cap);
