@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const ALL[] = {"single", "expert", "m-topo", "m-etf",  "m-sct",
                                   "heft",   "getf",   "metis",  "random", "moirai"};
@@ -420,6 +421,51 @@ static void test_colocation_fork(void **state)
     assert_contains(why, "colocation class 'bc' is split");
     pl_sim_result_free(&r);
     pl_plan_free(hand), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+/* A stand-in algorithm that uses all the time it is given: it splits the class 'bc' (b on d0,
+ * c on d1) on its first run, fails its second (the pinned one), and places everything on d0
+ * on its third; each run's end (start + its limit) is recorded. */
+static double stub_end[4];
+static int stub_calls;
+
+static int stub_run(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    int call = stub_calls++;
+    stub_end[call] = pl_now() + o->time_limit_s;
+    struct timespec ts = {0, (long)(o->time_limit_s * 1e9)};
+    nanosleep(&ts, NULL);
+    for (int i = 0; i < k->n_ops; i++)
+        out->dev[i] = call == 0 && !strcmp(k->g->ops[i].name, "c") ? 1 : 0;
+    return call == 1 ? pl_err_set(err, "stub: no room") : 0;
+}
+
+/* With classes, the (up to three) runs share the time limit: none may run past it. */
+static void test_colocation_time_limit(void **state)
+{
+    (void)state;
+    const char *text = "{\"format\": \"placer-taskgraph/1\", \"nodes\": ["
+                       "{\"name\": \"b\", \"colocation\": \"bc\", \"times_s\": {\"m0\": \"1 ms\", "
+                       "\"m1\": \"1 ms\"}},"
+                       "{\"name\": \"c\", \"colocation\": \"bc\", \"times_s\": {\"m0\": \"1 ms\", "
+                       "\"m1\": \"1 ms\"}}],"
+                       "\"edges\": []}";
+    pl_graph *g = taskgraph(text);
+    pl_cluster *c = labelled(2, 1e9);
+    pl_cost *k = cost(g, c);
+    pl_algo stub = {"stub", stub_run, "test"};
+    pl_place_opts o = {.time_limit_s = 0.2};
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    pl_err err = {""};
+    stub_calls = 0;
+    double end = pl_now() + o.time_limit_s;
+    assert_int_equal(pl_place(&stub, k, &o, p, &err), 0);
+    assert_int_equal(stub_calls, 3);
+    for (int i = 0; i < 3; i++)
+        if (stub_end[i] > end + 0.05)
+            fail_msg("run %d given until %.3f s past the limit", i, stub_end[i] - end);
+    assert_class_together(g, p, "stub");
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
 /* Random DAGs with a class of every third op: every algorithm keeps it together under every
@@ -966,6 +1012,7 @@ int main(void)
         cmocka_unit_test(test_lower_bound_terms),
         cmocka_unit_test(test_lower_bound_brute_force),
         cmocka_unit_test(test_colocation_fork),
+        cmocka_unit_test(test_colocation_time_limit),
         cmocka_unit_test(test_colocation_brute_force),
         cmocka_unit_test(test_schedulers_find_fork_join_optimum),
         cmocka_unit_test(test_heft_reproduces_topcuoglu),

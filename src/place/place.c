@@ -144,8 +144,17 @@ static void confine(pl_cost *pinned, int i, int d)
  * algorithm's own placement does not fit around the pins (a greedy one may fill a pinned
  * device first), a third run keeps every other op on its device of the first plan as well,
  * so that only the classes move. */
-static int run_pinned(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out,
-                      pl_err *err)
+/* The options of a later run: with a time limit, what is left of it by `end` (never 0, which
+ * would mean the algorithm's own default). */
+static pl_place_opts remaining(const pl_place_opts *o, double end)
+{
+    pl_place_opts r = *o;
+    if (end > 0) r.time_limit_s = fmax(end - pl_now(), 1e-3);
+    return r;
+}
+
+static int run_pinned(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, double end,
+                      pl_plan *out, pl_err *err)
 {
     const pl_graph *g = k->g;
     int *pin = pl_malloc((size_t)g->n_coloc * sizeof *pin), *first = NULL;
@@ -169,14 +178,16 @@ static int run_pinned(const pl_algo *a, const pl_cost *k, const pl_place_opts *o
     for (int i = 0; i < k->n_ops; i++)
         if (g->ops[i].coloc) confine(&pinned, i, pin[g->ops[i].coloc - 1]);
     pl_plan_clear_schedule(out);
-    int rc = a->run(&pinned, o, out, err);
+    pl_place_opts left = remaining(o, end);
+    int rc = a->run(&pinned, &left, out, err);
     if (rc < 0) {
         pl_err why = *err;
         for (int i = 0; i < k->n_ops; i++)
             if (!g->ops[i].coloc) confine(&pinned, i, first[i]);
         pl_plan_clear_schedule(out);
         err->msg[0] = 0;
-        if ((rc = a->run(&pinned, o, out, err)) < 0)
+        left = remaining(o, end);
+        if ((rc = a->run(&pinned, &left, out, err)) < 0)
             *err = why;
         else if (!err->msg[0])
             pl_err_set(err,
@@ -188,11 +199,14 @@ static int run_pinned(const pl_algo *a, const pl_cost *k, const pl_place_opts *o
     return rc;
 }
 
-/* Runs a on k, honouring k's colocation classes. With a time limit, each run gets half. */
+/* Runs a on k, honouring k's colocation classes. With a time limit, the free run gets half of
+ * it and the runs after it share what is left, so that all of them together keep the limit;
+ * without one, each run takes the algorithm's default. */
 static int run_algo(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out,
                     pl_err *err)
 {
     if (!k->g->n_coloc) return a->run(k, o, out, err);
+    double end = o->time_limit_s > 0 ? pl_now() + o->time_limit_s : 0;
     pl_place_opts half = *o;
     half.time_limit_s = o->time_limit_s / 2;
     /* the same graph without its classes, read-only, so that the simulator inside an
@@ -204,7 +218,7 @@ static int run_algo(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, 
     if (a->run(&free_k, &half, out, err) < 0) return -1;
     pl_err quiet = {{0}};
     if (pl_plan_check_coloc(k->g, k->c, out->dev, a->name, &quiet) == 0) return 0;
-    return run_pinned(a, k, &half, out, err);
+    return run_pinned(a, k, o, end, out, err);
 }
 
 /* ---- plans that pay (pl_place_opts.single_if_faster, docs/placement.md) ---- */
