@@ -727,7 +727,8 @@ static int solve_milp(milp *P, const start *w, pairs *op, pairs *fp, const pl_pl
     char why[320], again[160];
     lp_answer a = {.n = P->ncols, .x = pl_malloc((P->ncols + 1) * sizeof *a.x)};
     bool ok = cbc_solve(P, end, &a, why, sizeof why);
-    if (!ok && end - pl_now() >= 2) { /* the shortest limit, 1 s, and as much for CBC's overrun */
+    /* a retry only when the shortest limit, 1 s, and the wait the parent allows past it fit */
+    if (!ok && end - pl_now() >= 1 + lp_solve_grace_s(1)) {
         Cbc_setParameter(P->m, "preprocess", "off");
         size_t n = strlen(why);
         if (cbc_solve(P, end, &a, again, sizeof again))
