@@ -140,7 +140,7 @@ static int run_machine(const calib_opts *o)
     if (dev < 0)
         status = cli_fail("calibrate", "no device '%s' in %s", o->device ? o->device : "cpu0",
                           o->cluster);
-    else if (pl_machine_calib_path(cpu, path, sizeof path, &err) < 0 ||
+    else if (pl_machine_calib_path(cpu, c->devs[dev].model, path, sizeof path, &err) < 0 ||
              pl_machine_calibrate(&c->devs[dev], path, progress, &r, &err) < 0)
         status = cli_fail("calibrate", "%s", err.msg);
     else if (o->json) {

@@ -113,7 +113,7 @@ static int machine_params(const char *verb, const pl_device *d, pl_cost_params *
     char cpu[256], path[4096];
     pl_err err = {""};
     pl_cpu_model(cpu, sizeof cpu);
-    if (pl_machine_calib_path(cpu, path, sizeof path, &err) < 0) {
+    if (pl_machine_calib_path(cpu, d->model, path, sizeof path, &err) < 0) {
         fprintf(stderr, "placer %s: warning: no calibration: %s\n", verb, err.msg);
         return 0;
     }

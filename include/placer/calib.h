@@ -32,9 +32,12 @@ double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *pro
 /* This machine's CPU model, the "model name" line of /proc/cpuinfo ("unknown CPU" when there is
  * none). */
 void pl_cpu_model(char *out, size_t n);
-/* Where the calibration of CPU model `cpu` is cached: pl_cache_dir("calibration")/NAME.json,
- * NAME being `cpu` with every character other than a letter, digit, '-' or '.' made '_'. */
-int pl_machine_calib_path(const char *cpu, char *out, size_t n, pl_err *err);
+/* Where the calibration of CPU model `cpu`, fitted for device model `device_model`, is cached:
+ * pl_cache_dir("calibration")/CPU__DEVICE.json, each with every character other than a letter,
+ * digit, '-' or '.' made '_'. One entry per device model, so that two clusters describing this
+ * CPU under different names do not rebuild each other's entry. */
+int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, size_t n,
+                          pl_err *err);
 /* The cached calibration at `path` into *p when it is for CPU model `cpu` and device model
  * `device_model`. 1 when used; 0 when absent (err says so); -1 with err set when it cannot be
  * used: unreadable, corrupt (pl_cost_params_load's checks: format, fields, efficiencies in

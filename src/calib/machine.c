@@ -43,17 +43,24 @@ void pl_cpu_model(char *out, size_t n)
     fclose(f);
 }
 
-int pl_machine_calib_path(const char *cpu, char *out, size_t n, pl_err *err)
+/* s with every character other than a letter, digit, '-' or '.' made '_', into name. */
+static void file_safe(const char *s, char *name, size_t n)
 {
-    char dir[4096], name[256];
-    if (pl_cache_dir("calibration", dir, sizeof dir, err) < 0) return -1;
     size_t k = 0;
-    for (; cpu[k] && k < sizeof name - 1; k++) {
-        unsigned char c = (unsigned char)cpu[k];
+    for (; s[k] && k < n - 1; k++) {
+        unsigned char c = (unsigned char)s[k];
         name[k] = isalnum(c) || c == '-' || c == '.' ? (char)c : '_';
     }
     name[k] = 0;
-    int w = snprintf(out, n, "%s/%s.json", dir, name);
+}
+
+int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, size_t n,
+                          pl_err *err)
+{
+    char dir[4096], a[128], b[128];
+    if (pl_cache_dir("calibration", dir, sizeof dir, err) < 0) return -1;
+    file_safe(cpu, a, sizeof a), file_safe(device_model, b, sizeof b);
+    int w = snprintf(out, n, "%s/%s__%s.json", dir, a, b);
     if (w < 0 || (size_t)w >= n) return pl_err_set(err, "the cache folder's path is too long");
     return 0;
 }
