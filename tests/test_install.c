@@ -6,6 +6,7 @@
  * install is staged with DESTDIR, so the installed tree is also shown to be relocatable.
  * Needs onnxruntime-node from `make deps`. */
 #include "testutil.h"
+#include "placer/calib.h"
 
 #include <libgen.h>
 #include <stdio.h>
@@ -75,6 +76,13 @@ static void test_layout(void **state)
     for (size_t k = 0; k < sizeof files / sizeof *files; k++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", prefix, files[k]);
+        if (access(path, R_OK) != 0) fail_msg("%s was not installed", path);
+    }
+    /* what calibrating this machine measures must be there, or an installed placer would price
+     * with the defaults */
+    for (const char *const *m = pl_machine_model_names(); *m; m++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/share/placer/models/%s.onnx", prefix, *m);
         if (access(path, R_OK) != 0) fail_msg("%s was not installed", path);
     }
 }

@@ -44,7 +44,7 @@ for h in include/placer/*.h; do put 644 "$h" "$dest/include/placer"; done
 put 644 tools/ort_worker.js "$dest/lib/placer"
 for c in catalogs/*.json; do put 644 "$c" "$dest/share/placer/catalogs"; done
 for c in examples/clusters/*.json; do put 644 "$c" "$dest/share/placer/clusters"; done
-# keep in step with MACHINE_MODELS in src/calib/machine.c
+# keep in step with machine_models in src/calib/machine.c (test_install checks each is installed)
 for m in mobilenet_v3_large resnet50 transformer rnnlm nmt_seq2seq bert_base; do
   put 644 "models/$m.onnx" "$dest/share/placer/models"
 done

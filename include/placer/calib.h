@@ -32,6 +32,9 @@ double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *pro
 /* This machine's CPU model, the "model name" line of /proc/cpuinfo ("unknown CPU" when there is
  * none). */
 void pl_cpu_model(char *out, size_t n);
+/* The zoo models this machine is measured on (names without ".onnx", NULL-terminated); an
+ * install puts them in share/placer/models. */
+const char *const *pl_machine_model_names(void);
 /* Where the calibration of CPU model `cpu`, fitted for device model `device_model`, is cached:
  * pl_cache_dir("calibration")/CPU__DEVICE.json, each with every character other than a letter,
  * digit, '-' or '.' made '_'. One entry per device model, so that two clusters describing this

@@ -24,6 +24,11 @@
 static const char *const machine_models[] = {
     "mobilenet_v3_large", "resnet50", "transformer", "rnnlm", "nmt_seq2seq", "bert_base", NULL};
 
+const char *const *pl_machine_model_names(void)
+{
+    return machine_models;
+}
+
 void pl_cpu_model(char *out, size_t n)
 {
     snprintf(out, n, "unknown CPU");
