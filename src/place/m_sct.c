@@ -458,28 +458,12 @@ static void sct_free(sct *S)
     pk_mem_free(&S->mem);
 }
 
-/* No candidate fits anywhere: name the first one and what it would need. */
-static int no_room(sct *S, pl_err *err)
-{
-    int op = S->cand[0], best = 0;
-    for (int d = 1; d < S->D; d++)
-        if (pk_dev_cap(S->k, d) - pk_mem_used(&S->mem, d) >
-            pk_dev_cap(S->k, best) - pk_mem_used(&S->mem, best))
-            best = d;
-    char a[32], b[32];
-    return pl_err_set(err,
-                      "m-sct: no device can hold op '%s' (%d of %d ops placed): on '%s', the "
-                      "roomiest, it would need %s of %s",
-                      S->g->ops[op].name, S->n_seq, S->n, S->k->c->devs[best].name,
-                      pl_fmt_bytes(pk_mem_need(&S->mem, op, best), a, sizeof a),
-                      pl_fmt_bytes(pk_dev_cap(S->k, best), b, sizeof b));
-}
-
 static int schedule(sct *S, pl_err *err)
 {
     while (S->n_seq < S->n) {
         pick p = choose(S);
-        if (p.op < 0) return no_room(S, err);
+        if (p.op < 0) /* no candidate fits anywhere: name the first one */
+            return pk_no_room(S->k, &S->mem, "m-sct", S->cand[0], err);
         commit(S, p);
     }
     return 0;
