@@ -375,6 +375,32 @@ static const double intra_gbps[4][4] = {{0, 1170.04, 626.10, 610.56},
                                         {630.43, 609.82, 0, 571.96},
                                         {622.67, 575.08, 581.35, 0}};
 
+/* Two cores of one host share 120 GB/s; a third device on the same host gives none, a fourth
+ * on another host its own: two domains, and the devices without the figure in none. */
+static void test_shared_memory(void **state)
+{
+    (void)state;
+    pl_cluster *c = load_text(
+        "{\"format\": \"placer-cluster/1\", \"devices\": ["
+        "{\"name\": \"cpu\", \"count\": 2, \"kind\": \"cpu\", \"model\": \"core\", "
+        "\"host\": \"vm\", \"memory_bytes\": \"8 GiB\", \"peak_flops_per_s\": \"100 GFLOP/s\", "
+        "\"mem_bandwidth_Bps\": \"74 GB/s\", \"host_mem_bandwidth_Bps\": \"120 GB/s\"},"
+        "{\"name\": \"g\", \"model\": \"T4\", \"host\": \"vm\"},"
+        "{\"name\": \"h\", \"model\": \"T4\", \"host\": \"other\", "
+        "\"host_mem_bandwidth_Bps\": \"400 GB/s\"}],"
+        "\"links\": [{\"from\": \"cpu0\", \"to\": \"cpu1\", \"bandwidth_Bps\": \"10 GB/s\", "
+        "\"both_ways\": true}, {\"from\": \"cpu0\", \"to\": \"g\", \"bandwidth_Bps\": "
+        "\"10 GB/s\", \"both_ways\": true}, {\"from\": \"cpu0\", \"to\": \"h\", "
+        "\"bandwidth_Bps\": \"10 GB/s\", \"both_ways\": true}]}");
+    assert_close(c->devs[1].host_mem_bandwidth_Bps, 120 * GBps, 1e-12);
+    assert_true(c->devs[2].host_mem_bandwidth_Bps == 0);
+    int dom[4];
+    assert_int_equal(pl_cluster_mem_domains(c, dom), 2);
+    assert_int_equal(dom[0], 0), assert_int_equal(dom[1], 0);
+    assert_int_equal(dom[2], -1), assert_int_equal(dom[3], 1);
+    pl_cluster_free(c);
+}
+
 static void check_matrix(const char *path, const double gbps[4][4])
 {
     pl_err err = {""};
@@ -629,6 +655,25 @@ static const struct {
     {HEAD TWO_GPUS ", \"link\": []}", {"$.link: ", "unknown field", "links"}},
     {HEAD TWO_GPUS ", \"io_device\": \"c\"" LINK("\"1 GB/s\""),
      {"$.io_device: ", "unknown device \"c\""}},
+    /* a shared memory bandwidth (docs/clusters.md): a host, at least the device's own, one
+     * figure per host */
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host_mem_bandwidth_Bps\": "
+          "\"400 GB/s\"}]}",
+     {"bad.json: $.devices[0].host_mem_bandwidth_Bps: ", "device \"a\"", "no \"host\""}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": \"100 GB/s\"}]}",
+     {"bad.json: $.devices[0].host_mem_bandwidth_Bps: ",
+      "device \"a\": 100 GB/s is below its "
+      "own mem_bandwidth_Bps (320 GB/s)",
+      "at least what one device draws alone"}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": \"400 GB/s\"}, {\"name\": \"b\", \"model\": \"T4\", "
+          "\"host\": \"h\", \"host_mem_bandwidth_Bps\": \"500 GB/s\"}]" LINK("\"1 GB/s\""),
+     {"bad.json: $.devices[1].host_mem_bandwidth_Bps: ",
+      "device \"b\" gives 500 GB/s, device \"a\" 400 GB/s", "host \"h\" share one memory"}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": 400}]}",
+     {"$.devices[0].host_mem_bandwidth_Bps: ", "unit"}},
     {HEAD TWO_GPUS ", \"links\": [{\"from\": \"a\", \"to\": \"b\", \"bandwidth_Bps\": \"1 GB/s\"",
      {"bad.json: line "}},
 };
@@ -655,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_moirai_tables),   cmocka_unit_test(test_examples_load),
         cmocka_unit_test(test_load_file),       cmocka_unit_test(test_parse_embedded),
         cmocka_unit_test(test_doc_example),     cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_shared_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -197,6 +197,104 @@ static void test_chain_two_devices(void **state)
     fx_free(f);
 }
 
+/* ---- shared memory (docs/simulator.md, "Shared memory") ---- */
+
+/* Devices 0 and 1 at 1000 B/s of memory each, no launch cost, eff_memory 1: an op moving B
+ * bytes has a memory term of B / 1000 s. Device d sits on hosts[d] and shares `shared` B/s
+ * there (0: gives none). */
+static void share_memory(fx *f, const char *h0, const char *h1, double shared)
+{
+    const char *hosts[2] = {h0, h1};
+    for (int d = 0; d < 2; d++) {
+        pl_device *v = &f->c->devs[d];
+        free(v->host);
+        v->host = strdup(hosts[d]);
+        v->mem_bandwidth_Bps = 1000, v->launch_overhead_s = 0;
+        v->host_mem_bandwidth_Bps = shared;
+    }
+    f->k->params.eff_memory = 1;
+}
+
+/* a: nothing → x on gpu0, moving 1000 B; b: nothing → y on gpu1, moving 2000 B; independent. */
+static fx *share_pair(double ta, double tb)
+{
+    fx *f = fx_new();
+    int a = op(f, "a", "", "x"), b = op(f, "b", "", "y");
+    f->g->ops[a].bytes_moved = 1000, f->g->ops[b].bytes_moved = 2000;
+    build(f, 2);
+    set_time(f, "a", ta), set_time(f, "b", tb);
+    place(f, "b", 1);
+    return f;
+}
+
+/* Memory-bound: a 1 s moving 1000 B (memory term 1 s), b 2 s moving 2000 B (2 s); each draws
+ * 1000 B/s alone. Host h shares 1500 B/s: together they ask 2000, factor 4/3, so each runs at
+ * 3/4 of its speed alone: a ends at 4/3; b has then done 1 s of its 2 and does the rest
+ * alone: 4/3 + 1 = 7/3. Without the shared figure: a 1, b 2. */
+static void test_share_memory_bound(void **state)
+{
+    (void)state;
+    fx *f = share_pair(1, 2);
+    share_memory(f, "h", "h", 0);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 2, 1e-12);
+    share_memory(f, "h", "h", 1500);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "a", 0), 4.0 / 3, 1e-12);
+    assert_close(end(f, "b", 0), 7.0 / 3, 1e-12);
+    assert_close(r->makespan_s, 7.0 / 3, 1e-12);
+    assert_close(r->busy_s[0], 4.0 / 3, 1e-12);
+    assert_close(r->busy_s[1], 7.0 / 3, 1e-12);
+    assert_int_equal(r->events, 2); /* the moved end events are not counted */
+    /* the checker re-integrates: a recorded as running 1 s did 3/4 s of its work */
+    f->r.op_end_s[id(f, "a")] = 1;
+    char why[512];
+    assert_int_equal(pl_sim_check(f->k, f->p, &(pl_sim_opts){0}, &f->r, why, sizeof why), -1);
+    assert_non_null(strstr(why, "op 'a' runs for 1 s on 'gpu0', which shares its memory"));
+    fx_free(f);
+}
+
+/* Compute-bound: a and b 4 s each moving 1000 and 2000 B (memory terms 1 and 2 s): they draw
+ * 250 and 500 B/s, 750 < 1500: factor 1, both as alone. With 600 B/s shared: factor 1.25,
+ * memory terms 1.25 and 2.5 s, still under 4 s: unchanged. With 150 B/s: factor 5, memory terms
+ * 5 and 10 s: a runs at 4/5 until it ends at 5; b has done 4 s of work at 4/10 rate... b's
+ * rate is 4/10: by 5 it has done 2 s, then alone (factor 500/150 = 10/3, memory term 20/3 s,
+ * rate 4/(20/3) = 0.6) the 2 s left take 10/3: b ends at 25/3. */
+static void test_share_compute_bound(void **state)
+{
+    (void)state;
+    fx *f = share_pair(4, 4);
+    share_memory(f, "h", "h", 1500);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 4, 1e-12);
+    share_memory(f, "h", "h", 600);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 4, 1e-12);
+    share_memory(f, "h", "h", 150);
+    sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "a", 0), 5, 1e-12);
+    assert_close(end(f, "b", 0), 25.0 / 3, 1e-12);
+    fx_free(f);
+}
+
+/* Devices of two hosts, or a device that gives no shared figure, share nothing: the
+ * memory-bound pair of test_share_memory_bound runs as alone (a 1, b 2). */
+static void test_share_domains(void **state)
+{
+    (void)state;
+    fx *f = share_pair(1, 2);
+    share_memory(f, "h0", "h1", 1500);
+    sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "a", 0), 1, 1e-12);
+    assert_close(end(f, "b", 0), 2, 1e-12);
+    share_memory(f, "h", "h", 1500);
+    f->c->devs[1].host_mem_bandwidth_Bps = 0;
+    int dom[2];
+    assert_int_equal(pl_cluster_mem_domains(f->c, dom), 1);
+    assert_int_equal(dom[0], 0), assert_int_equal(dom[1], -1);
+    sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "a", 0), 1, 1e-12);
+    assert_close(end(f, "b", 0), 2, 1e-12);
+    fx_free(f);
+}
+
 /* ---- stages (docs/simulator.md, "Stages") ---- */
 
 /* Every device: 0.25 s per stage, and a stage's inputs and outputs copied at 4000 B/s (1000 B:
@@ -1039,7 +1137,23 @@ static void random_xfer_order(fx *f, const int *seq)
     free(pos), free(pr);
 }
 
-static void random_case(unsigned seed)
+/* Devices on two hosts sharing their memory, at random figures (`shared`), so that the
+ * checker re-derives every stretched op from the recorded overlaps. */
+static void random_share(fx *f, unsigned *s)
+{
+    for (int d = 0; d < f->c->n_devs; d++) {
+        pl_device *v = &f->c->devs[d];
+        free(v->host);
+        v->host = strdup(lcg_next(s) % 3 ? "h0" : "h1");
+        v->mem_bandwidth_Bps = 500 + lcg_next(s) % 1000;
+        v->launch_overhead_s = (lcg_next(s) % 3) * 0.1;
+        v->host_mem_bandwidth_Bps = lcg_next(s) % 4 ? 300 + lcg_next(s) % 1500 : 0;
+    }
+    for (int i = 0; i < f->g->n_ops; i++)
+        f->g->ops[i].bytes_moved = lcg_next(s) % 3000;
+}
+
+static void random_case(unsigned seed, bool shared)
 {
     unsigned s = seed;
     fx *f = fx_new();
@@ -1102,7 +1216,10 @@ static void random_case(unsigned seed)
     }
     free(seq);
     pl_contention cont = (pl_contention)(lcg_next(&s) % 3);
-    sim_opts(f, cont, 1 + lcg_next(&s) % 3, lcg_next(&s) % 2);
+    int requests = 1 + lcg_next(&s) % 3;
+    bool per_edge = lcg_next(&s) % 2;
+    if (shared) random_share(f, &s);
+    sim_opts(f, cont, requests, per_edge);
     fx_free(f);
 }
 
@@ -1110,7 +1227,7 @@ static void test_random_graphs(void **state)
 {
     (void)state;
     for (unsigned seed = 1; seed <= 2000; seed++)
-        random_case(seed);
+        random_case(seed, false), random_case(seed, true);
 }
 
 /* ---- speed ---- */
@@ -1161,6 +1278,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_one_device),
         cmocka_unit_test(test_chain_two_devices),
+        cmocka_unit_test(test_share_memory_bound),
+        cmocka_unit_test(test_share_compute_bound),
+        cmocka_unit_test(test_share_domains),
         cmocka_unit_test(test_stage_chain_two_devices),
         cmocka_unit_test(test_stage_cuts),
         cmocka_unit_test(test_diamond),

@@ -56,6 +56,10 @@ typedef struct pl_device {
     pl_dev_kind kind;
     char *model; /* "V100-SXM2-16GB"; profiles and task-graph times match on it */
     char *host;  /* "" when not given */
+    /* The memory bandwidth this device shares with the other devices of its host that give
+     * one (docs/simulator.md, "Shared memory"): their memory-bound work is stretched while
+     * they run at once. 0 when not given (nothing shared). */
+    double host_mem_bandwidth_Bps;
     double memory_bytes;
     double peak_flops_per_s[PL_PREC_COUNT];
     double mem_bandwidth_Bps;
@@ -100,6 +104,11 @@ pl_cluster *pl_cluster_parse(const struct pl_json *obj, pl_err *err);
 int pl_cluster_read_link_figures(const struct pl_json *l, double *bw, double *lat, pl_err *err);
 void pl_cluster_free(pl_cluster *c);
 int pl_cluster_find(const pl_cluster *c, const char *device_name); /* -1 if absent */
+/* The shared memory systems (docs/simulator.md, "Shared memory"): dom[d] is the index of the
+ * domain of device d, or -1 when d gives no host_mem_bandwidth_Bps; devices giving one with
+ * the same host share a domain, numbered in order of their first device. Returns the number
+ * of domains (0: nothing shared). dom holds n_devs entries. */
+int pl_cluster_mem_domains(const pl_cluster *c, int *dom);
 
 /* ---- building in code (tests, synthetic benchmarks) ---- */
 pl_cluster *pl_cluster_new(const char *name);

@@ -43,6 +43,19 @@ int pl_cluster_find(const pl_cluster *c, const char *device_name)
     return -1;
 }
 
+int pl_cluster_mem_domains(const pl_cluster *c, int *dom)
+{
+    int n = 0;
+    for (int d = 0; d < c->n_devs; d++) {
+        dom[d] = -1;
+        if (!(c->devs[d].host_mem_bandwidth_Bps > 0)) continue;
+        for (int e = 0; e < d && dom[d] < 0; e++)
+            if (dom[e] >= 0 && strcmp(c->devs[e].host, c->devs[d].host) == 0) dom[d] = dom[e];
+        if (dom[d] < 0) dom[d] = n++;
+    }
+    return n;
+}
+
 /* Copies the route matrices from stride `from` to stride `to` (the first n rows/columns);
  * new entries are "no link" (bandwidth 0, hops 0). */
 static void restride(pl_cluster *c, int n, int from, int to)

@@ -67,6 +67,7 @@ static const char *const device_fields[] = {"name",
                                             "kind",
                                             "model",
                                             "host",
+                                            "host_mem_bandwidth_Bps",
                                             "memory_bytes",
                                             "peak_flops_per_s",
                                             "mem_bandwidth_Bps",
@@ -139,6 +140,17 @@ static int read_stage_figures(const pl_json *d, pl_device *t, pl_err *err)
               : 0;
 }
 
+/* The memory bandwidth the device shares with its host's (check_shared): optional. */
+static int read_shared(const pl_json *d, pl_device *t, pl_err *err)
+{
+    int rc = pl_json_opt_quantity(d, "host_mem_bandwidth_Bps", PL_UNIT_BYTES_PER_S,
+                                  &t->host_mem_bandwidth_Bps, err);
+    if (rc <= 0) return rc;
+    return pl_json_check_range(d, "host_mem_bandwidth_Bps", t->host_mem_bandwidth_Bps, MEMBW_MIN,
+                               MEMBW_MAX, PL_UNIT_BYTES_PER_S, "a shared memory bandwidth",
+                               "write e.g. \"120 GB/s\"", err);
+}
+
 /* The figures a device gives itself, over what it inherited. `full` says whether it gave
  * all of them (needed when the model is not in the table). */
 static int read_figures(const pl_json *d, pl_device *t, bool *full, pl_err *err)
@@ -209,6 +221,40 @@ static int read_template(const pl_json *d, pl_device *t, const char **model, pl_
     return unknown_model(d, given, err);
 }
 
+/* host_mem_bandwidth_Bps (docs/clusters.md): optional. The devices of one host that give it
+ * share one memory system, so it needs a host, the same figure on each of them, and at least
+ * the device's own mem_bandwidth_Bps (one device alone cannot draw more than the memory it
+ * shares). Checked on device k once it is added. */
+static int check_shared(reader *r, const pl_json *d, int k)
+{
+    const pl_device *v = &r->c->devs[k];
+    if (!(v->host_mem_bandwidth_Bps > 0)) return 0;
+    pl_json at = pl_json_at(d, "host_mem_bandwidth_Bps");
+    if (!*v->host)
+        return pl_json_fail(&at, r->err,
+                            "device \"%s\" gives a shared memory bandwidth but no \"host\": the "
+                            "devices of one host share it, so name the host",
+                            v->name);
+    if (v->host_mem_bandwidth_Bps < v->mem_bandwidth_Bps)
+        return pl_json_fail(&at, r->err,
+                            "device \"%s\": %.4g GB/s is below its own mem_bandwidth_Bps "
+                            "(%.4g GB/s): the memory its host shares must carry at least what "
+                            "one device draws alone",
+                            v->name, v->host_mem_bandwidth_Bps / 1e9, v->mem_bandwidth_Bps / 1e9);
+    for (int e = 0; e < k; e++) {
+        const pl_device *u = &r->c->devs[e];
+        if (u->host_mem_bandwidth_Bps > 0 && strcmp(u->host, v->host) == 0 &&
+            u->host_mem_bandwidth_Bps != v->host_mem_bandwidth_Bps)
+            return pl_json_fail(&at, r->err,
+                                "device \"%s\" gives %.4g GB/s, device \"%s\" %.4g GB/s: the "
+                                "devices of host \"%s\" share one memory system, so they must "
+                                "give the same figure",
+                                v->name, v->host_mem_bandwidth_Bps / 1e9, u->name,
+                                u->host_mem_bandwidth_Bps / 1e9, v->host);
+    }
+    return 0;
+}
+
 static int add_one(reader *r, const pl_json *d, const char *name, const pl_device *t,
                    const char *model, const char *host)
 {
@@ -230,7 +276,8 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     dev->stage_overhead_s = t->stage_overhead_s;
     dev->stage_copy_Bps = t->stage_copy_Bps;
     dev->this_machine = t->this_machine;
-    return 0;
+    dev->host_mem_bandwidth_Bps = t->host_mem_bandwidth_Bps;
+    return check_shared(r, d, k);
 }
 
 /* One entry of "devices": one device, or `count` of them named NAME0, NAME1, ... */
@@ -244,7 +291,7 @@ static int read_device(reader *r, const pl_json *d)
         pl_json_opt_string(d, "host", &host, r->err) < 0 ||
         pl_json_opt_int(d, "count", &count, r->err) < 0 ||
         pl_json_opt_bool(d, "this_machine", &t.this_machine, r->err) < 0 ||
-        read_template(d, &t, &model, r->err) < 0)
+        read_template(d, &t, &model, r->err) < 0 || read_shared(d, &t, r->err) < 0)
         return -1;
     if (count < 1 || count > NODES_MAX) {
         pl_json at = pl_json_at(d, "count");

@@ -22,6 +22,8 @@ typedef struct chk {
     char *is_out;    /* per tensor: a graph output */
     double *req_end; /* per request: last op end or output return */
     double *stage;   /* per op: its stage's cost (pl_sim_stage_s), part of its time */
+    int *dom;        /* per device: its shared-memory domain, or -1 (check_share.c) */
+    int n_dom;
     char *why;
     size_t why_n;
 } chk;
@@ -41,6 +43,9 @@ int chk_reader(const chk *c, int t, int op);
 int chk_src_dev(const chk *c, int t);
 
 int chk_memory(chk *c);
+/* check_share.c: ops on devices that share memory ran for their time stretched as the
+ * recorded overlaps say (docs/simulator.md, "Shared memory"). */
+int chk_share(chk *c);
 /* check_xorder.c: each port or channel kept the plan's transfer order. */
 int chk_xorder(chk *c);
 const char *chk_dev_name(const chk *c, int d);

@@ -272,6 +272,7 @@ int sim_prep(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, sim_stati
     find_t0(s);
     build_readers(s);
     build_order(s);
+    sim_share_prep(k, p, s->dur, &s->share);
     return sim_xorder(s, err);
 }
 
@@ -282,6 +283,7 @@ void sim_static_free(sim_static *s)
     free(s->wait0), free(s->order_pos), free(s->order_next), free(s->slots), free(s->copies);
     free(s->copy_refs), free(s->rd_off), free(s->rd), free(s->holds), free(s->t0);
     free(s->weights);
+    sim_share_free(&s->share);
     sim_xorder_free(s);
     memset(s, 0, sizeof *s);
 }

@@ -39,6 +39,13 @@ typedef struct ev_ctx {
     double *cur;       /* per device: bytes held now */
     bool *mem_dirty;
     int *dirty, n_dirty;
+    /* Shared memory (s->share.n_dom > 0): per device of a domain, the op instance it runs
+     * (-1: idle), its progress left in seconds of its time alone as of `since`, the rate it
+     * progresses at, and its end as things stand; per domain, whether its set of running ops
+     * changed at this instant. */
+    int *run_inst;
+    double *left, *rate, *since, *end_at;
+    bool *dom_dirty;
 } ev_ctx;
 
 /* ---- memory ---- */
@@ -140,6 +147,67 @@ static void request_started(ev_ctx *x, int r)
     if (x->now < x->run->req_start[r]) x->run->req_start[r] = x->now;
 }
 
+/* ---- shared memory (docs/simulator.md, "Shared memory") ---- */
+
+/* A device of a domain starts or ends an op: its domain is re-rated once this instant's
+ * starts are known (share_rerate). An op starts at the rate of running alone. */
+static void share_start(ev_ctx *x, int d, int inst, double end)
+{
+    x->run_inst[d] = inst, x->left[d] = x->s->dur[inst % x->n], x->rate[d] = 1;
+    x->since[d] = x->now, x->end_at[d] = end;
+    x->dom_dirty[x->s->share.dom[d]] = true;
+}
+
+/* An end event that a re-rating has moved is stale: the op ends at its latest end only. */
+static bool share_stale(const ev_ctx *x, int inst, double at)
+{
+    int d = x->s->p->dev[inst % x->n];
+    return x->s->share.n_dom && x->s->share.dom[d] >= 0 &&
+           (x->run_inst[d] != inst || at != x->end_at[d]);
+}
+
+static void share_end(ev_ctx *x, int d, int inst)
+{
+    x->run_inst[d] = -1;
+    x->dom_dirty[x->s->share.dom[d]] = true;
+    x->run->busy[d] += x->run->op_end[inst] - x->run->op_start[inst];
+}
+
+/* Device d's op goes on at factor f from now: what it did since the last change is booked at
+ * the old rate, and its end moves (a new event; the old one goes stale). Unchanged rates
+ * keep their end to the bit. */
+static void share_set_rate(ev_ctx *x, int d, double f)
+{
+    const sim_static *s = x->s;
+    int inst = x->run_inst[d], op = inst % x->n;
+    double dur = s->dur[op], t = sim_share_time(&s->share, op, dur, f);
+    double rate = t > dur ? dur / t : 1;
+    if (rate == x->rate[d]) return;
+    x->left[d] -= (x->now - x->since[d]) * x->rate[d];
+    if (x->left[d] < 0) x->left[d] = 0;
+    x->since[d] = x->now, x->rate[d] = rate;
+    x->end_at[d] = x->run->op_end[inst] = x->now + x->left[d] / rate;
+    pl_heap_push(&x->events, (pl_heap_item){x->end_at[d], EV_OP_END, 0, inst});
+}
+
+/* Every domain whose running set changed this instant: the factor from the summed demand of
+ * its running ops (in device order, so the sum is the same bits every run), applied to each. */
+static void share_rerate(ev_ctx *x)
+{
+    const sim_share *m = &x->s->share;
+    for (int i = 0; i < m->n_dom; i++) {
+        if (!x->dom_dirty[i]) continue;
+        x->dom_dirty[i] = false;
+        double demand = 0;
+        for (int j = m->dom_off[i]; j < m->dom_off[i + 1]; j++)
+            if (x->run_inst[m->dom_dev[j]] >= 0)
+                demand += m->demand[x->run_inst[m->dom_dev[j]] % x->n];
+        double f = sim_share_factor(m, i, demand);
+        for (int j = m->dom_off[i]; j < m->dom_off[i + 1]; j++)
+            if (x->run_inst[m->dom_dev[j]] >= 0) share_set_rate(x, m->dom_dev[j], f);
+    }
+}
+
 /* ---- ops ---- */
 
 static void start_op(ev_ctx *x, int d)
@@ -150,7 +218,10 @@ static void start_op(ev_ctx *x, int d)
     x->run->op_start[inst] = x->now, x->run->op_end[inst] = end;
     x->run->dev_prev[inst] = x->dev_last[d];
     x->dev_last[d] = inst, x->dev_busy[d] = true;
-    x->run->busy[d] += s->dur[op];
+    if (s->share.n_dom && s->share.dom[d] >= 0)
+        share_start(x, d, inst, end); /* its busy time is booked when it ends */
+    else
+        x->run->busy[d] += s->dur[op];
     request_started(x, r);
     for (int k = s->out_off[op]; k < s->out_off[op + 1]; k++)
         copy_alloc(x, s->out[k]);
@@ -181,6 +252,7 @@ static void end_op(ev_ctx *x, int inst)
     int r = inst / x->n, op = inst % x->n, d = s->p->dev[op];
     x->dev_busy[d] = false;
     x->run->done++;
+    if (s->share.n_dom && s->share.dom[d] >= 0) share_end(x, d, inst);
     for (int i = s->in_off[op]; i < s->in_off[op + 1]; i++)
         copy_release(x, r, s->in[i].copy);
     if (s->extra[op] > 0) mem_add(x, d, -s->extra[op]);
@@ -284,6 +356,7 @@ static void dispatch(ev_ctx *x)
     dispatch_xfers(x);
     for (int d = 0; d < x->D; d++)
         if (!x->dev_busy[d] && x->ready[d].n) start_op(x, d);
+    if (x->s->share.n_dom) share_rerate(x);
 }
 
 /* ---- set-up ---- */
@@ -336,6 +409,16 @@ static void ctx_init(ev_ctx *x)
     x->dirty = pl_malloc((x->D + 1) * sizeof *x->dirty);
     for (int d = 0; d < x->D; d++)
         x->cur[d] = s->weights[d], mem_add(x, d, 0);
+    if (s->share.n_dom) {
+        x->run_inst = pl_malloc((x->D + 1) * sizeof *x->run_inst);
+        for (int d = 0; d < x->D; d++)
+            x->run_inst[d] = -1;
+        x->left = pl_calloc(x->D + 1, sizeof *x->left);
+        x->rate = pl_calloc(x->D + 1, sizeof *x->rate);
+        x->since = pl_calloc(x->D + 1, sizeof *x->since);
+        x->end_at = pl_calloc(x->D + 1, sizeof *x->end_at);
+        x->dom_dirty = pl_calloc(s->share.n_dom + 1, sizeof *x->dom_dirty);
+    }
     for (int r = 0; r < x->K; r++) {
         for (int op = 0; op < x->n; op++)
             x->missing[r * x->n + op] = s->wait0[op] + (r > 0);
@@ -356,6 +439,8 @@ static void ctx_free(ev_ctx *x)
     free(x->recv_busy), free(x->pair_busy), free(x->dev_last), free(x->missing), free(x->refs);
     free(x->slot_missing);
     free(x->req_left), free(x->cur), free(x->mem_dirty), free(x->dirty);
+    free(x->run_inst), free(x->left), free(x->rate), free(x->since), free(x->end_at);
+    free(x->dom_dirty);
 }
 
 /* Time 0: graph inputs are where they start (their copies held), inputs kept on the I/O
@@ -376,6 +461,7 @@ static void start_requests(ev_ctx *x)
 
 static void handle(ev_ctx *x, pl_heap_item ev)
 {
+    if ((int)ev.b == EV_OP_END && share_stale(x, ev.id, ev.a)) return;
     x->run->events++;
     if ((int)ev.b == EV_OP_END)
         end_op(x, ev.id);

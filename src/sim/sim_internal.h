@@ -12,6 +12,38 @@
 
 /* ---- the static structure of a plan ---- */
 
+/* Memory shared by the devices of one host (docs/simulator.md, "Shared memory"). An op alone
+ * takes dur = fixed + body (fixed: its launch and stage charge); its memory term mem_s <= body
+ * is what contention stretches: with the domain's demand over its bandwidth at f >= 1, the
+ * op's time is dur + max(0, mem_s * f - body). Its demand is the bandwidth it draws alone,
+ * mem_s * bandwidth / dur. */
+typedef struct sim_share {
+    int n_dom;
+    int *dom;     /* per device: its domain, or -1 */
+    int *dom_off; /* CSR over domains: their devices, in index order */
+    int *dom_dev;
+    double *dom_Bps; /* per domain: the shared bandwidth times eff_memory */
+    double *mem_s;   /* per op, on its device */
+    double *body_s;  /* per op: its time less launch and stage charge */
+    double *demand;  /* per op: B/s drawn alone */
+} sim_share;
+
+/* The domains and the per-op terms for plan p (dur[op]: each op's time alone). n_dom stays 0
+ * (nothing allocated) when no device shares its memory. */
+void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_share *m);
+void sim_share_free(sim_share *m);
+/* The contention factor of domain `dom` given the summed demand of the ops running in it. */
+static inline double sim_share_factor(const sim_share *m, int dom, double demand)
+{
+    return demand > m->dom_Bps[dom] ? demand / m->dom_Bps[dom] : 1;
+}
+/* Op's time under factor f (its time alone when f is 1). */
+static inline double sim_share_time(const sim_share *m, int op, double dur, double f)
+{
+    double over = m->mem_s[op] * f - m->body_s[op];
+    return over > 0 ? dur + over : dur;
+}
+
 /* A transfer of one tensor to one device (made once per request); under opts.per_edge, of
  * one tensor to one reading op. */
 typedef struct sim_slot {
@@ -80,6 +112,7 @@ typedef struct sim_static {
     int *rank;
     int *port_prev, *port_next;
     int *slot_wait0; /* releases a slot waits for: its data, its port predecessors */
+    sim_share share; /* memory shared between devices (memshare.c); n_dom 0 when none */
 } sim_static;
 
 int sim_prep(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, sim_static *s, pl_err *err);
