@@ -13,12 +13,19 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
                      taking its outputs); the same stages alternating between two device
                      threads add the hand-off of each tensor between the cores (the link's
                      latency)
+  host_mem_bandwidth_Bps  two independent chains run alone on one device thread, then both at
+                     once on two (cpu0, cpu1): each chain's slowdown, for memory-bound Add
+                     chains (in L2, beyond it) and compute-bound MatMul chains; two cores
+                     moving memory at once share 2 / slowdown of one core's bandwidth
+                     (docs/simulator.md, "Shared memory")
 
 Usage (from the repository root, after `make deps`):
 
     /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json] [--stages-only]
+                                          [--contention-only]
 
 --stages-only measures the stage overhead and the hand-off alone (a minute).
+--contention-only measures the slowdown of two cores running at once alone (a minute).
 
 Kernel times come from the persistent worker (tools/ort_worker.js, op "profile": graph
 optimisation disabled, one intra-op thread, the same settings as `placer profile`), so the
@@ -151,6 +158,73 @@ class Worker:
         self.p.wait()
 
 
+def add_chain(d, tag, k, n):
+    """k Adds in a row on n floats, each adding its input to itself (memory-bound: 12 bytes
+    moved per 1 FLOP)."""
+    names = [f"X{tag}"] + [f"a{tag}{i}" for i in range(k)]
+    nodes = [helper.make_node("Add", [names[i], names[i]], [names[i + 1]]) for i in range(k)]
+    vi = helper.make_tensor_value_info
+    return save(d, f"add{tag}{k}x{n}", nodes, [vi(names[0], F32, [n])], [vi(names[-1], F32, [n])])
+
+
+def mlp_chain(d, tag, k, m, c):
+    """k MatMul + Relu layers on an m x c input with c x c weights (compute-bound)."""
+    rng = np.random.default_rng(1)
+    inits = [numpy_helper.from_array(rng.random((c, c), dtype=np.float32) * 0.01, f"W{tag}{i}")
+             for i in range(k)]
+    names, nodes = [f"X{tag}"], []
+    for i in range(k):
+        nodes += [helper.make_node("MatMul", [names[-1], f"W{tag}{i}"], [f"h{tag}{i}"]),
+                  helper.make_node("Relu", [f"h{tag}{i}"], [f"r{tag}{i}"])]
+        names.append(f"r{tag}{i}")
+    vi = helper.make_tensor_value_info
+    return save(d, f"mlp{tag}{k}x{m}x{c}", nodes, [vi(names[0], F32, [m, c])],
+                [vi(names[-1], F32, [m, c])], inits)
+
+
+def conv_chain(d, tag, k, c, hw):
+    """k padded 3x3 convolutions c -> c channels on 1 x c x hw x hw (a CNN's body)."""
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(rng.random((c, c, 3, 3), dtype=np.float32) * 0.01,
+                                     f"W{tag}{i}") for i in range(k)]
+    names = [f"X{tag}"] + [f"c{tag}{i}" for i in range(k)]
+    nodes = [helper.make_node("Conv", [names[i], f"W{tag}{i}"], [names[i + 1]], pads=[1, 1, 1, 1])
+             for i in range(k)]
+    vi = helper.make_tensor_value_info
+    return save(d, f"conv{tag}{k}x{c}x{hw}", nodes, [vi(names[0], F32, [1, c, hw, hw])],
+                [vi(names[-1], F32, [1, c, hw, hw])], inits)
+
+
+CONTENTION_CASES = (  # name, builder of one chain (tag -> path), memory-bound
+    ("Add 30 x 4 MiB (beyond L2)", lambda d, t: add_chain(d, t, 30, 1 << 20), True),
+    ("Add 300 x 64 KiB (in L2)", lambda d, t: add_chain(d, t, 300, 1 << 14), True),
+    ("MatMul 12 x 128x768, W 2.3 MB", lambda d, t: mlp_chain(d, t, 12, 128, 768), False),
+    ("MatMul 6 x 64x1536, W 9 MB", lambda d, t: mlp_chain(d, t, 6, 64, 1536), False),
+    ("Conv 3x3 4 x 64x56x56", lambda d, t: conv_chain(d, t, 4, 64, 56), False),
+)
+
+
+def measure_contention(w, d, trials, out):
+    """Each chain of CONTENTION_CASES alone on cpu0, then two copies at once on cpu0 and cpu1
+    (two stages on their device threads): per trial, the pair's latency over the one's,
+    alternating the two so that a disturbance hits both alike; medians over the trials. The
+    shared bandwidth, as a multiple of one core's, is 2 / the beyond-L2 Add chain's slowdown:
+    two memory-bound chains at once get that much between them."""
+    out["contention"] = {}
+    for name, make, _ in CONTENTION_CASES:
+        a, b = make(d, "a"), make(d, "b")
+        one, both = [], []
+        for _ in range(trials):
+            one += w.threaded_s([a], ["cpu0"], 20, 1)
+            both += w.threaded_s([a, b], ["cpu0", "cpu1"], 20, 1)
+        out["contention"][name] = {
+            "alone_ms": statistics.median(one) * 1e3, "both_ms": statistics.median(both) * 1e3,
+            "slowdown": statistics.median([p / o for p, o in zip(both, one)]),
+            "slowdown_of_min": min(both) / min(one),
+            "slowdown_trials": [p / o for p, o in zip(both, one)]}
+    out["host_mem_share"] = 2 / out["contention"][CONTENTION_CASES[0][0]]["slowdown"]
+
+
 def best_rate(w, model, node, work, trials, repeat):
     """work / the smallest of `trials` mean kernel times: a disturbance only slows a kernel."""
     return work / min(w.kernel_s(model, node, repeat) for _ in range(trials))
@@ -178,11 +252,16 @@ def measure_stages(w, d, trials, out):
     out["stage_copy_gbps"] = 2 * 2**20 / ((big - fixed) * 1e-6) / 1e9
 
 
-def measure(trials, stages_only=False):
+def measure(trials, stages_only=False, contention_only=False):
     d = tempfile.mkdtemp(prefix="placer-measure-")
     w = Worker()
     out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
     try:
+        if contention_only:
+            out["loadavg_before"] = os.getloadavg()[0]
+            measure_contention(w, d, trials, out)
+            out["loadavg_after"] = os.getloadavg()[0]
+            return out
         measure_stages(w, d, trials, out)
         if stages_only:
             return out
@@ -219,16 +298,29 @@ def measure(trials, stages_only=False):
     return out
 
 
+def print_contention(r):
+    for name, v in r["contention"].items():
+        print(f"{name:32s} alone {v['alone_ms']:7.2f} ms, both at once {v['both_ms']:7.2f} ms: "
+              f"slowdown {v['slowdown']:.3f}, of the minimums {v['slowdown_of_min']:.3f} (trials: "
+              f"{', '.join(f'{x:.3f}' for x in v['slowdown_trials'])})")
+    print(f"=> host_mem_bandwidth_Bps {r['host_mem_share']:.2f} x mem_bandwidth_Bps "
+          f"(2 / the beyond-L2 Add chain's slowdown; median over {r['trials']} trials; load "
+          f"average {r['loadavg_before']:.2f} before, {r['loadavg_after']:.2f} after)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=7)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--stages-only", action="store_true")
+    ap.add_argument("--contention-only", action="store_true")
     a = ap.parse_args()
-    r = measure(a.trials, a.stages_only)
+    r = measure(a.trials, a.stages_only, a.contention_only)
     if a.json:
         print(json.dumps(r, indent=1))
         return
+    if a.contention_only:
+        return print_contention(r)
     for size, v in r["stage_overhead_us"].items():
         print(f"per-stage overhead, {size:>9s} tensors  {v:7.1f} us  "
               f"hand-off between two threads {r['handoff_us'][size]:7.1f} us")

@@ -11,7 +11,10 @@
  * resident on its device for the whole run; an activation lives from its producer's start
  * until its last reader on that device ends and its sends end; a received copy lives from
  * the start of its transfer to the end of its last reader. Makespan = end of the last op
- * (plus returning outputs to the I/O device, if any). */
+ * (plus returning outputs to the I/O device, if any). Devices of one host that give
+ * host_mem_bandwidth_Bps share it: while ops run on several of them at once, each one's memory
+ * term stretches by the factor their summed demand exceeds it, re-rated whenever one starts
+ * or ends there (docs/simulator.md, "Shared memory"); recorded times are the stretched ones. */
 #ifndef PLACER_SIM_H
 #define PLACER_SIM_H
 
