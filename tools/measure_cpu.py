@@ -204,23 +204,48 @@ CONTENTION_CASES = (  # name, builder of one chain (tag -> path), memory-bound
 )
 
 
+def cpu_ticks(w):
+    """(wall ticks, the machine's busy ticks summed over its CPUs, this script's and its
+    worker's ticks), from /proc: to tell how much else ran during a measurement."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    own = sum(os.times()[:2]) * os.sysconf("SC_CLK_TCK")
+    with open(f"/proc/{w.p.pid}/stat") as f:
+        own += sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+    return os.times()[4] * os.sysconf("SC_CLK_TCK"), sum(v) - v[3] - v[4], own
+
+
+def others_cpus(a, b):
+    """How many CPUs other processes kept busy, on average, between two cpu_ticks: 0 is a
+    quiet machine; the measurement itself runs on up to two."""
+    return max(0.0, ((b[1] - a[1]) - (b[2] - a[2])) / max(1e-9, b[0] - a[0]))
+
+
+def fastest_s(w, models, devices, repeat):
+    """The fastest of `repeat` requests of `models` loaded as stages on their device threads
+    (optimisation on, as `placer run` loads them): a disturbance only slows a request down."""
+    w.ask({"op": "load", "models": models, "devices": devices, "threads": 1, "optimize": "all"})
+    return min(w.ask({"op": "run", "inputs": "random", "repeat": repeat, "warmup": 3})["latency_s"])
+
+
 def measure_contention(w, d, trials, out):
     """Each chain of CONTENTION_CASES alone on cpu0, then two copies at once on cpu0 and cpu1
-    (two stages on their device threads): per trial, the pair's latency over the one's,
-    alternating the two so that a disturbance hits both alike; medians over the trials. The
-    shared bandwidth, as a multiple of one core's, is 2 / the beyond-L2 Add chain's slowdown:
-    two memory-bound chains at once get that much between them."""
+    (two stages on their device threads), alternating trial by trial so that the machine's
+    drift hits both alike. Each trial keeps its fastest request, and the slowdown is the
+    fastest pair over the fastest one: contention slows every request, a disturbance (the
+    machine is shared) only some, so the minimum keeps the one and sheds the other, as the
+    peaks do. The shared bandwidth, as a multiple of one core's, is 2 / the beyond-L2 Add
+    chain's slowdown: two memory-bound chains at once get that much between them."""
     out["contention"] = {}
     for name, make, _ in CONTENTION_CASES:
         a, b = make(d, "a"), make(d, "b")
         one, both = [], []
         for _ in range(trials):
-            one += w.threaded_s([a], ["cpu0"], 20, 1)
-            both += w.threaded_s([a, b], ["cpu0", "cpu1"], 20, 1)
+            one.append(fastest_s(w, [a], ["cpu0"], 20))
+            both.append(fastest_s(w, [a, b], ["cpu0", "cpu1"], 20))
         out["contention"][name] = {
-            "alone_ms": statistics.median(one) * 1e3, "both_ms": statistics.median(both) * 1e3,
-            "slowdown": statistics.median([p / o for p, o in zip(both, one)]),
-            "slowdown_of_min": min(both) / min(one),
+            "alone_ms": min(one) * 1e3, "both_ms": min(both) * 1e3,
+            "slowdown": min(both) / min(one),
             "slowdown_trials": [p / o for p, o in zip(both, one)]}
     out["host_mem_share"] = 2 / out["contention"][CONTENTION_CASES[0][0]]["slowdown"]
 
@@ -258,9 +283,9 @@ def measure(trials, stages_only=False, contention_only=False):
     out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
     try:
         if contention_only:
-            out["loadavg_before"] = os.getloadavg()[0]
+            before = cpu_ticks(w)
             measure_contention(w, d, trials, out)
-            out["loadavg_after"] = os.getloadavg()[0]
+            out["others_cpus"] = others_cpus(before, cpu_ticks(w))
             return out
         measure_stages(w, d, trials, out)
         if stages_only:
@@ -301,11 +326,11 @@ def measure(trials, stages_only=False, contention_only=False):
 def print_contention(r):
     for name, v in r["contention"].items():
         print(f"{name:32s} alone {v['alone_ms']:7.2f} ms, both at once {v['both_ms']:7.2f} ms: "
-              f"slowdown {v['slowdown']:.3f}, of the minimums {v['slowdown_of_min']:.3f} (trials: "
+              f"slowdown {v['slowdown']:.3f} (per trial: "
               f"{', '.join(f'{x:.3f}' for x in v['slowdown_trials'])})")
     print(f"=> host_mem_bandwidth_Bps {r['host_mem_share']:.2f} x mem_bandwidth_Bps "
-          f"(2 / the beyond-L2 Add chain's slowdown; median over {r['trials']} trials; load "
-          f"average {r['loadavg_before']:.2f} before, {r['loadavg_after']:.2f} after)")
+          f"(2 / the beyond-L2 Add chain's slowdown; fastest of {r['trials']} trials; other "
+          f"processes kept {r['others_cpus']:.2f} CPUs busy meanwhile)")
 
 
 def main():
