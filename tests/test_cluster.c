@@ -384,7 +384,8 @@ static void test_shared_memory(void **state)
         "{\"format\": \"placer-cluster/1\", \"devices\": ["
         "{\"name\": \"cpu\", \"count\": 2, \"kind\": \"cpu\", \"model\": \"core\", "
         "\"host\": \"vm\", \"memory_bytes\": \"8 GiB\", \"peak_flops_per_s\": \"100 GFLOP/s\", "
-        "\"mem_bandwidth_Bps\": \"74 GB/s\", \"host_mem_bandwidth_Bps\": \"120 GB/s\"},"
+        "\"mem_bandwidth_Bps\": \"74 GB/s\", \"host_mem_bandwidth_Bps\": \"120 GB/s\", "
+        "\"private_cache_bytes\": \"1 MiB\"},"
         "{\"name\": \"g\", \"model\": \"T4\", \"host\": \"vm\"},"
         "{\"name\": \"h\", \"model\": \"T4\", \"host\": \"other\", "
         "\"host_mem_bandwidth_Bps\": \"400 GB/s\"}],"
@@ -394,6 +395,8 @@ static void test_shared_memory(void **state)
         "\"bandwidth_Bps\": \"10 GB/s\", \"both_ways\": true}]}");
     assert_close(c->devs[1].host_mem_bandwidth_Bps, 120 * GBps, 1e-12);
     assert_true(c->devs[2].host_mem_bandwidth_Bps == 0);
+    assert_close(c->devs[1].private_cache_bytes, 1048576, 1e-12);
+    assert_true(c->devs[3].private_cache_bytes == 0);
     int dom[4];
     assert_int_equal(pl_cluster_mem_domains(c, dom), 2);
     assert_int_equal(dom[0], 0), assert_int_equal(dom[1], 0);
@@ -674,6 +677,12 @@ static const struct {
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
           "\"host_mem_bandwidth_Bps\": 400}]}",
      {"$.devices[0].host_mem_bandwidth_Bps: ", "unit"}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"private_cache_bytes\": "
+          "\"1 MiB\"}]}",
+     {"bad.json: $.devices[0].private_cache_bytes: ", "needs \"host_mem_bandwidth_Bps\""}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"private_cache_bytes\": \"1 B\"}]}",
+     {"$.devices[0].private_cache_bytes: ", "a private cache"}},
     {HEAD TWO_GPUS ", \"links\": [{\"from\": \"a\", \"to\": \"b\", \"bandwidth_Bps\": \"1 GB/s\"",
      {"bad.json: line "}},
 };

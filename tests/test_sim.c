@@ -274,6 +274,27 @@ static void test_share_compute_bound(void **state)
     fx_free(f);
 }
 
+/* A private cache of 1500 B on each device: a and b both 3 s moving 3000 B (memory term 3 s,
+ * memory-bound), half of it beyond the cache: 1.5 s private, 1.5 s shared, each drawing
+ * 1.5 * 1000 / 3 = 500 B/s. Host h shares 750 B/s: factor 1000/750 = 4/3, memory terms
+ * 1.5 + 1.5 * 4/3 = 3.5 s, both end at 3.5. Without the cache every byte is shared: 1000 B/s
+ * each, factor 8/3, 3 * 8/3 = 8 s. Moving 1500 B or less (in the cache), nothing stretches. */
+static void test_share_private_cache(void **state)
+{
+    (void)state;
+    fx *f = share_pair(3, 3);
+    f->g->ops[id(f, "a")].bytes_moved = f->g->ops[id(f, "b")].bytes_moved = 3000;
+    share_memory(f, "h", "h", 750);
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 8, 1e-12);
+    f->c->devs[0].private_cache_bytes = f->c->devs[1].private_cache_bytes = 1500;
+    sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "a", 0), 3.5, 1e-12);
+    assert_close(end(f, "b", 0), 3.5, 1e-12);
+    f->g->ops[id(f, "a")].bytes_moved = f->g->ops[id(f, "b")].bytes_moved = 1500;
+    assert_close(sim(f, PL_CONTENTION_PORTS, 1)->makespan_s, 3, 1e-12);
+    fx_free(f);
+}
+
 /* Devices of two hosts, or a device that gives no shared figure, share nothing: the
  * memory-bound pair of test_share_memory_bound runs as alone (a 1, b 2). */
 static void test_share_domains(void **state)
@@ -1148,6 +1169,7 @@ static void random_share(fx *f, unsigned *s)
         v->mem_bandwidth_Bps = 500 + lcg_next(s) % 1000;
         v->launch_overhead_s = (lcg_next(s) % 3) * 0.1;
         v->host_mem_bandwidth_Bps = lcg_next(s) % 4 ? 300 + lcg_next(s) % 1500 : 0;
+        v->private_cache_bytes = lcg_next(s) % 2 ? lcg_next(s) % 2000 : 0;
     }
     for (int i = 0; i < f->g->n_ops; i++)
         f->g->ops[i].bytes_moved = lcg_next(s) % 3000;
@@ -1280,6 +1302,7 @@ int main(void)
         cmocka_unit_test(test_chain_two_devices),
         cmocka_unit_test(test_share_memory_bound),
         cmocka_unit_test(test_share_compute_bound),
+        cmocka_unit_test(test_share_private_cache),
         cmocka_unit_test(test_share_domains),
         cmocka_unit_test(test_stage_chain_two_devices),
         cmocka_unit_test(test_stage_cuts),

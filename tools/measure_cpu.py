@@ -221,6 +221,20 @@ def others_cpus(a, b):
     return max(0.0, ((b[1] - a[1]) - (b[2] - a[2])) / max(1e-9, b[0] - a[0]))
 
 
+def private_cache_bytes():
+    """The L2 of cpu0 when no other CPU shares it (a core's own cache), else 0 (sysfs)."""
+    base = "/sys/devices/system/cpu/cpu0/cache/index2/"
+    try:
+        with open(base + "size") as f, open(base + "shared_cpu_list") as g:
+            size, shared = f.read().strip(), g.read().strip()
+    except OSError:
+        return 0
+    if shared != "0":
+        return 0
+    mult = {"K": 1 << 10, "M": 1 << 20}.get(size[-1], 1)
+    return int(size.rstrip("KM")) * mult
+
+
 def fastest_s(w, models, devices, repeat):
     """The fastest of `repeat` requests of `models` loaded as stages on their device threads
     (optimisation on, as `placer run` loads them): a disturbance only slows a request down."""
@@ -247,7 +261,16 @@ def measure_contention(w, d, trials, out):
             "alone_ms": min(one) * 1e3, "both_ms": min(both) * 1e3,
             "slowdown": min(both) / min(one),
             "slowdown_trials": [p / o for p, o in zip(both, one)]}
-    out["host_mem_share"] = 2 / out["contention"][CONTENTION_CASES[0][0]]["slowdown"]
+    # the model (docs/simulator.md, "Shared memory"): an op moving B bytes draws the part
+    # beyond the core's private cache, phi = 1 - L2 / B, from the shared memory, and its memory
+    # term becomes (1 - phi) + phi * f; two such chains at once: f = 2 phi / share, so the
+    # measured slowdown s = 1 + phi (f - 1) gives share = 2 phi / (1 + (s - 1) / phi), in
+    # units of one core's bandwidth
+    l2 = private_cache_bytes()
+    phi = max(0.0, 1 - l2 / (3 * 4 * (1 << 20)))  # an Add of the first case moves 3 x 4 MiB
+    s = out["contention"][CONTENTION_CASES[0][0]]["slowdown"]
+    out["private_cache_bytes"] = l2
+    out["host_mem_share"] = 2 * phi / (1 + (s - 1) / phi) if phi > 0 else 2 / s
 
 
 def best_rate(w, model, node, work, trials, repeat):
@@ -328,8 +351,9 @@ def print_contention(r):
         print(f"{name:32s} alone {v['alone_ms']:7.2f} ms, both at once {v['both_ms']:7.2f} ms: "
               f"slowdown {v['slowdown']:.3f} (per trial: "
               f"{', '.join(f'{x:.3f}' for x in v['slowdown_trials'])})")
-    print(f"=> host_mem_bandwidth_Bps {r['host_mem_share']:.2f} x mem_bandwidth_Bps "
-          f"(2 / the beyond-L2 Add chain's slowdown; fastest of {r['trials']} trials; other "
+    print(f"=> private_cache_bytes {r['private_cache_bytes']} (this core's L2), "
+          f"host_mem_bandwidth_Bps {r['host_mem_share']:.2f} x mem_bandwidth_Bps "
+          f"(from the beyond-L2 Add chain's slowdown; fastest of {r['trials']} trials; other "
           f"processes kept {r['others_cpus']:.2f} CPUs busy meanwhile)")
 
 

@@ -60,6 +60,10 @@ typedef struct pl_device {
      * one (docs/simulator.md, "Shared memory"): their memory-bound work is stretched while
      * they run at once. 0 when not given (nothing shared). */
     double host_mem_bandwidth_Bps;
+    /* The cache the device keeps to itself (a core's L2), with host_mem_bandwidth_Bps: an op
+     * moving B bytes draws only the part beyond it, max(0, 1 - private_cache_bytes / B), from
+     * the shared memory. 0 when not given: every byte is shared. */
+    double private_cache_bytes;
     double memory_bytes;
     double peak_flops_per_s[PL_PREC_COUNT];
     double mem_bandwidth_Bps;

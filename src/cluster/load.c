@@ -21,6 +21,8 @@
 #define MEMBW_MIN 1e6  /* 1 MB/s */
 #define MEMBW_MAX 1e14 /* 100 TB/s */
 #define LAUNCH_MAX 1.0 /* s */
+#define CACHE_MIN 1e3  /* 1 kB: a core's L2 or the like */
+#define CACHE_MAX 1e10 /* 10 GB */
 /* Devices plus switches in one file: the reader's matrices are nodes x nodes. Larger
  * synthetic clusters are built in code. */
 #define NODES_MAX 1024
@@ -68,6 +70,7 @@ static const char *const device_fields[] = {"name",
                                             "model",
                                             "host",
                                             "host_mem_bandwidth_Bps",
+                                            "private_cache_bytes",
                                             "memory_bytes",
                                             "peak_flops_per_s",
                                             "mem_bandwidth_Bps",
@@ -140,15 +143,29 @@ static int read_stage_figures(const pl_json *d, pl_device *t, pl_err *err)
               : 0;
 }
 
-/* The memory bandwidth the device shares with its host's (check_shared): optional. */
-static int read_shared(const pl_json *d, pl_device *t, pl_err *err)
+/* The memory bandwidth the device shares with its host's, and the cache it keeps to itself
+ * (check_shared): optional. A private cache means nothing without a shared memory. */
+static int read_shared(const pl_json *d, const char *name, pl_device *t, pl_err *err)
 {
     int rc = pl_json_opt_quantity(d, "host_mem_bandwidth_Bps", PL_UNIT_BYTES_PER_S,
                                   &t->host_mem_bandwidth_Bps, err);
-    if (rc <= 0) return rc;
-    return pl_json_check_range(d, "host_mem_bandwidth_Bps", t->host_mem_bandwidth_Bps, MEMBW_MIN,
-                               MEMBW_MAX, PL_UNIT_BYTES_PER_S, "a shared memory bandwidth",
-                               "write e.g. \"120 GB/s\"", err);
+    if (rc < 0 || (rc && pl_json_check_range(d, "host_mem_bandwidth_Bps", t->host_mem_bandwidth_Bps,
+                                             MEMBW_MIN, MEMBW_MAX, PL_UNIT_BYTES_PER_S,
+                                             "a shared memory bandwidth", "write e.g. \"120 GB/s\"",
+                                             err) < 0))
+        return -1;
+    int cache =
+        pl_json_opt_quantity(d, "private_cache_bytes", PL_UNIT_BYTES, &t->private_cache_bytes, err);
+    if (cache <= 0) return cache;
+    pl_json at = pl_json_at(d, "private_cache_bytes");
+    if (!rc)
+        return pl_json_fail(&at, err,
+                            "device \"%s\": a private cache needs \"host_mem_bandwidth_Bps\": "
+                            "it says which bytes an op keeps off the memory its host shares",
+                            name);
+    return pl_json_check_range(d, "private_cache_bytes", t->private_cache_bytes, CACHE_MIN,
+                               CACHE_MAX, PL_UNIT_BYTES, "a private cache", "write e.g. \"1 MiB\"",
+                               err);
 }
 
 /* The figures a device gives itself, over what it inherited. `full` says whether it gave
@@ -277,6 +294,7 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     dev->stage_copy_Bps = t->stage_copy_Bps;
     dev->this_machine = t->this_machine;
     dev->host_mem_bandwidth_Bps = t->host_mem_bandwidth_Bps;
+    dev->private_cache_bytes = t->private_cache_bytes;
     return check_shared(r, d, k);
 }
 
@@ -291,7 +309,7 @@ static int read_device(reader *r, const pl_json *d)
         pl_json_opt_string(d, "host", &host, r->err) < 0 ||
         pl_json_opt_int(d, "count", &count, r->err) < 0 ||
         pl_json_opt_bool(d, "this_machine", &t.this_machine, r->err) < 0 ||
-        read_template(d, &t, &model, r->err) < 0 || read_shared(d, &t, r->err) < 0)
+        read_template(d, &t, &model, r->err) < 0 || read_shared(d, name, &t, r->err) < 0)
         return -1;
     if (count < 1 || count > NODES_MAX) {
         pl_json at = pl_json_at(d, "count");

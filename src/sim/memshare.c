@@ -33,9 +33,11 @@ static void share_domains(const pl_cost *k, sim_share *m)
 }
 
 /* An op's memory term: the bytes it moves at its device's bandwidth (as the cost model's
- * roofline), at most its body (its time less launch and stage charge): a given (profiled) or fused
- * time may be shorter than the bytes alone suggest, and what it does not spend on memory cannot
- * stretch. */
+ * roofline), at most its body (its time less launch and stage charge): a given (profiled) or
+ * fused time may be shorter than the bytes alone suggest, and what it does not spend on
+ * memory cannot stretch. Of it, the share of the bytes beyond the device's private cache is
+ * drawn from the shared memory: measured here, chains of Adds on tensors that fit a core's L2
+ * do not slow each other, larger ones do. */
 static void share_op(const pl_cost *k, int op, const int *dev_of, double dur, sim_share *m)
 {
     const pl_device *dv = &k->c->devs[dev_of[op]];
@@ -45,8 +47,11 @@ static void share_op(const pl_cost *k, int op, const int *dev_of, double dur, si
     double body = pl_cost_op_placed_s(k, op, dev_of) - dv->launch_overhead_s;
     m->body_s[op] = body > 0 ? body : 0;
     double mem = bw > 0 && t.bytes > 0 ? t.bytes / bw : 0;
-    m->mem_s[op] = mem < m->body_s[op] ? mem : m->body_s[op];
-    m->demand[op] = dur > 0 ? m->mem_s[op] * bw / dur : 0;
+    if (mem > m->body_s[op]) mem = m->body_s[op];
+    double beyond = t.bytes > dv->private_cache_bytes ? 1 - dv->private_cache_bytes / t.bytes : 0;
+    m->shared_s[op] = mem * beyond;
+    m->private_s[op] = mem - m->shared_s[op];
+    m->demand[op] = dur > 0 ? m->shared_s[op] * bw / dur : 0;
 }
 
 void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_share *m)
@@ -58,7 +63,8 @@ void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_s
     m->dom = dom;
     share_domains(k, m);
     size_t n = (size_t)k->n_ops + 1;
-    m->mem_s = pl_calloc(n, sizeof *m->mem_s);
+    m->private_s = pl_calloc(n, sizeof *m->private_s);
+    m->shared_s = pl_calloc(n, sizeof *m->shared_s);
     m->body_s = pl_calloc(n, sizeof *m->body_s);
     m->demand = pl_calloc(n, sizeof *m->demand);
     for (int op = 0; op < k->n_ops; op++)
@@ -68,6 +74,6 @@ void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_s
 void sim_share_free(sim_share *m)
 {
     free(m->dom), free(m->dom_off), free(m->dom_dev), free(m->dom_Bps);
-    free(m->mem_s), free(m->body_s), free(m->demand);
+    free(m->private_s), free(m->shared_s), free(m->body_s), free(m->demand);
     memset(m, 0, sizeof *m);
 }

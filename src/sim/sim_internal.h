@@ -13,19 +13,20 @@
 /* ---- the static structure of a plan ---- */
 
 /* Memory shared by the devices of one host (docs/simulator.md, "Shared memory"). An op alone
- * takes dur = fixed + body (fixed: its launch and stage charge); its memory term mem_s <= body
- * is what contention stretches: with the domain's demand over its bandwidth at f >= 1, the
- * op's time is dur + max(0, mem_s * f - body). Its demand is the bandwidth it draws alone,
- * mem_s * bandwidth / dur. */
+ * takes dur = fixed + body (fixed: its launch and stage charge); its memory term, at most
+ * body, is private_s + shared_s, shared_s the part for the bytes beyond its device's private
+ * cache: contention stretches that part. With the domain's demand over its bandwidth at
+ * f >= 1, the op's time is dur + max(0, private_s + shared_s * f - body). Its demand is the
+ * shared bandwidth it draws alone, shared_s * bandwidth / dur. */
 typedef struct sim_share {
     int n_dom;
     int *dom;     /* per device: its domain, or -1 */
     int *dom_off; /* CSR over domains: their devices, in index order */
     int *dom_dev;
-    double *dom_Bps; /* per domain: the shared bandwidth times eff_memory */
-    double *mem_s;   /* per op, on its device */
-    double *body_s;  /* per op: its time less launch and stage charge */
-    double *demand;  /* per op: B/s drawn alone */
+    double *dom_Bps;              /* per domain: the shared bandwidth times eff_memory */
+    double *private_s, *shared_s; /* per op, on its device */
+    double *body_s;               /* per op: its time less launch and stage charge */
+    double *demand;               /* per op: B/s drawn alone */
 } sim_share;
 
 /* The domains and the per-op terms for plan p (dur[op]: each op's time alone). n_dom stays 0
@@ -40,7 +41,7 @@ static inline double sim_share_factor(const sim_share *m, int dom, double demand
 /* Op's time under factor f (its time alone when f is 1). */
 static inline double sim_share_time(const sim_share *m, int op, double dur, double f)
 {
-    double over = m->mem_s[op] * f - m->body_s[op];
+    double over = m->private_s[op] + m->shared_s[op] * f - m->body_s[op];
     return over > 0 ? dur + over : dur;
 }
 
