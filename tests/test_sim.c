@@ -245,6 +245,25 @@ static void test_share_memory_bound(void **state)
     assert_close(r->busy_s[0], 4.0 / 3, 1e-12);
     assert_close(r->busy_s[1], 7.0 / 3, 1e-12);
     assert_int_equal(r->events, 2); /* the moved end events are not counted */
+    /* the trace shows a's real duration, 4/3 s (trace times are in microseconds) */
+    char path[256];
+    snprintf(path, sizeof path, "%s", tu_tmpfile("", 0, ".json"));
+    pl_err err = {""};
+    if (pl_sim_trace_write(f->k, f->p, &f->r, path, &err) < 0) fail_msg("%s", err.msg);
+    json_t *root = json_load_file(path, 0, NULL), *e;
+    size_t i;
+    int seen = 0;
+    json_array_foreach(json_object_get(root, "traceEvents"), i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        if (strcmp(name, "a") || strcmp(ph, "X")) continue;
+        assert_close(json_number_value(json_object_get(e, "dur")), 4e6 / 3, 1e-6);
+        seen++;
+    }
+    assert_int_equal(seen, 1);
+    json_decref(root);
+    remove(path);
     /* the checker re-integrates: a recorded as running 1 s did 3/4 s of its work */
     f->r.op_end_s[id(f, "a")] = 1;
     char why[512];
