@@ -760,6 +760,17 @@ static void test_stale_temporaries(void **state)
     for (int k = 0; k < 4; k++)
         if ((access(path[k], F_OK) == 0) != (k > 0))
             fail_msg("%s: %s", path[k], k ? "removed, but it is not stale" : "stale, still there");
+    /* an output whose own name holds ".tmp.": its temporaries are found by the last one */
+    char stale[400], args[1024], *out;
+    snprintf(stale, sizeof stale, "%s/.a.tmp.b.tmp.4194305", dir);
+    assert_int_equal(mkdir(stale, 0700), 0);
+    snprintf(args, sizeof args,
+             "split models/resnet50.onnx --cluster " INTRA " --plan %s/p.json -o %s/a.tmp.b "
+             ">/dev/null",
+             dir, dir);
+    assert_int_equal(tu_run(args, &out), 0);
+    free(out);
+    if (access(stale, F_OK) == 0) fail_msg("%s: stale, still there", stale);
     rmdir_all(dir);
     free(dir);
 }
