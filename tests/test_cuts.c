@@ -66,15 +66,17 @@ static double simulate(const pl_cost *k, const pl_plan *p, bool *oom)
     return ms;
 }
 
-/* A hand-made plan as an algorithm: op i on device stub_dev[i], no order (first ready first
- * served), so that pl_place's post-pass is what is tested. */
-static const int *stub_dev;
+/* A hand-made plan as an algorithm: op i on device stub_dev[i], each device's ops in the order
+ * of stub_seq when given, else no order (first ready first served), so that pl_place's
+ * post-pass is what is tested. */
+static const int *stub_dev, *stub_seq;
 
 static int stub_run(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
 {
     (void)o, (void)err;
     for (int i = 0; i < k->n_ops; i++)
         out->dev[i] = stub_dev[i];
+    if (stub_seq) pl_plan_set_order(out, stub_seq);
     return 0;
 }
 
@@ -232,6 +234,44 @@ static void test_merges_stay_in_memory(void **state)
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* a (1 ms) feeds s (0.1 ms) and c (1 ms) on d0, s feeds r (0.1 ms) on d1, where a stage costs
+ * nothing; a, s, c run on d0 only, r on d1 only. In the order a, s, c, d0's run is cut after
+ * s (it sends): [a s] 0-1.6 (a pays 0.5), [c] 1.6-3.1; r 1.6-1.7: 3.1 ms. No op can change
+ * device, but c can join a's stage by running before s: [a c s] 0-2.6, r 2.6-2.7: 2.7 ms, two
+ * stages. */
+static const char REORDER[] =
+    "{\"format\": \"placer-taskgraph/1\", \"name\": \"reorder\", \"nodes\": ["
+    "{\"name\": \"a\", \"times_s\": {\"m0\": \"1 ms\"}},"
+    "{\"name\": \"s\", \"times_s\": {\"m0\": \"0.1 ms\"}},"
+    "{\"name\": \"c\", \"times_s\": {\"m0\": \"1 ms\"}},"
+    "{\"name\": \"r\", \"times_s\": {\"m1\": \"0.1 ms\"}}],"
+    "\"edges\": [{\"from\": \"a\", \"to\": \"s\", \"bytes\": 0},"
+    "{\"from\": \"a\", \"to\": \"c\", \"bytes\": 0}, {\"from\": \"s\", \"to\": \"r\", \"bytes\": "
+    "0}]}";
+
+static void test_reorder_joins_a_stage_on_its_device(void **state)
+{
+    (void)state;
+    pl_graph *g = taskgraph(REORDER);
+    pl_cluster *c = cluster(2, 1e9, 0.5e-3, 0);
+    c->devs[1].stage_overhead_s = 0;
+    pl_cost *k = cost(g, c);
+    static const int dev[] = {0, 0, 0, 1}, seq[] = {0, 1, 2, 3}; /* a s c r */
+    stub_dev = dev, stub_seq = seq;
+    pl_algo stub = {"stub", stub_run, "test"};
+    pl_plan *fine = place(&stub, k, true, 0), *p = place(&stub, k, false, 0);
+    stub_seq = NULL;
+    assert_close(simulate(k, fine, NULL), 3.1e-3, 1e-9);
+    assert_close(simulate(k, p, NULL), 2.7e-3, 1e-9);
+    assert_int_equal(p->stages_before, 3);
+    assert_int_equal(p->stages_after, 2);
+    static const int order0[] = {0, 2, 1}; /* a c s */
+    assert_non_null(p->order);
+    assert_int_equal(p->order_off[1] - p->order_off[0], 3);
+    assert_memory_equal(p->order + p->order_off[0], order0, sizeof order0);
+    pl_plan_free(fine), pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
 /* ---- properties over seeded random graphs ---- */
 
 /* A random DAG of n ops (pl_rng, seeded): times 1-9 ms per device, 0-999 weight bytes, each
@@ -364,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_chain_merges_into_one_stage),
         cmocka_unit_test(test_fork_keeps_one_branch_per_device),
         cmocka_unit_test(test_merges_stay_in_memory),
+        cmocka_unit_test(test_reorder_joins_a_stage_on_its_device),
         cmocka_unit_test(test_never_slower_random),
         cmocka_unit_test(test_no_stage_costs_no_change),
         cmocka_unit_test(test_cli_reports_cuts),

@@ -13,7 +13,9 @@
  * block in their own order, right after the last op they read from (to join a producer's
  * stage) or right before the first op that reads from them (to join a consumer's), in a
  * global sequence of the plan merged from its devices' orders by simulated start time;
- * without an order, only their device changes. */
+ * without an order, only their device changes. With an order the neighbour may be on the
+ * stage's own device: HEFT often runs, between an op and the op that reads its result, an op
+ * that sends elsewhere, which cuts the two apart; moving the reader up joins them. */
 #include "cuts.h"
 #include "sched.h"
 
@@ -126,7 +128,9 @@ static void gather_block(cut_state *s, int st)
     }
 }
 
-/* The devices of the stages the block reads from (prod) and feeds (cons), other than its own. */
+/* The devices of the stages the block reads from (prod) and feeds (cons). Its own device
+ * counts when the stage is cut from one there (the op between them sends elsewhere): moving
+ * the block in its device's order, next to that stage, can join them. */
 static void neighbours(cut_state *s)
 {
     const pl_graph *g = s->k->g;
@@ -137,11 +141,11 @@ static void neighbours(cut_state *s)
         int v = s->block[i];
         for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
             int u = g->pred[e];
-            if (!s->in_block[u] && s->stage_of[u] >= 0 && dev[u] != dev[v]) s->prod[dev[u]] = true;
+            if (!s->in_block[u] && s->stage_of[u] >= 0) s->prod[dev[u]] = true;
         }
         for (int e = g->succ_off[v]; e < g->succ_off[v + 1]; e++) {
             int w = g->succ[e];
-            if (!s->in_block[w] && s->stage_of[w] >= 0 && dev[w] != dev[v]) s->cons[dev[w]] = true;
+            if (!s->in_block[w] && s->stage_of[w] >= 0) s->cons[dev[w]] = true;
         }
     }
 }
@@ -246,7 +250,8 @@ static bool try_stage(cut_state *s, int st)
         for (int m = 0; m < 2 && s->evals < s->budget; m++) {
             bool after = m == 0;
             if (!(after ? s->prod[b] : s->cons[b])) continue;
-            if (!after && !s->cur->order && s->prod[b]) continue; /* the same move */
+            if (!s->cur->order && (b == s->sdev[st] || (!after && s->prod[b])))
+                continue; /* no move, or the same move */
             if (make_candidate(s, b, after) < 0) continue;
             double t = evaluate(s, s->cand, s->try_s);
             int n = t <= best ? pl_plan_schedule_stages(s->k->g, s->cand, s->tmp, NULL, NULL) : 0;

@@ -7,7 +7,7 @@
 
 /* Simulations the pass may run (its own first one included): enough for two tries of every
  * stage of the finest zoo plan (208 stages on local-cpu.json) and a few merges after. */
-#define PK_CUT_EVALS 600
+#define PK_CUT_EVALS 1000
 
 /* True when some device of k's cluster charges for a stage (stage_overhead_s or
  * stage_copy_Bps > 0): only then can merging stages change a prediction. */
