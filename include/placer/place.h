@@ -28,7 +28,8 @@ typedef struct pl_place_opts {
      * compares), within memory and colocation classes, in at most a few hundred simulations;
      * plan->stages_before and stages_after say what it did. true keeps the algorithm's cuts
      * as they are (`placer place --fine-cuts`). Algorithms that pl_place runs inside another
-     * never coarsen: their caller's plan is coarsened once, at the end. */
+     * (moirai's heuristics and warm starts) coarsen too, unless told not to, so that moirai,
+     * which keeps the best plan it has seen, is never worse than a merged heuristic. */
     bool fine_cuts;
 } pl_place_opts;
 

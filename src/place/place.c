@@ -291,7 +291,6 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
     pl_plan_clear_schedule(out);
     pl_place_opts inner = *o;
     inner.single_if_faster = false; /* for the algorithm and any it runs inside */
-    inner.fine_cuts = true;
     double t0 = pl_now();
     int rc = run_algo(a, k, &inner, out, err);
     snprintf(out->algo, sizeof out->algo, "%s", a->name);
