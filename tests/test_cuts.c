@@ -38,22 +38,6 @@ static pl_cluster *cluster(int n, double bw, double overhead, double mem)
     return c;
 }
 
-static pl_graph *taskgraph(const char *text)
-{
-    pl_err err = {""};
-    pl_graph *g = pl_taskgraph_load_buffer(text, strlen(text), "t.json", NULL, &err);
-    if (!g) fail_msg("task graph refused: %s\n%s", err.msg, text);
-    return g;
-}
-
-static pl_cost *cost(const pl_graph *g, const pl_cluster *c)
-{
-    pl_err err = {""};
-    pl_cost *k = pl_cost_new(g, c, NULL, NULL, 0, &err);
-    if (!k) fail_msg("cost: %s", err.msg);
-    return k;
-}
-
 static double simulate(const pl_cost *k, const pl_plan *p, bool *oom)
 {
     pl_sim_opts so = {.contention = PL_CONTENTION_PORTS};
@@ -119,9 +103,9 @@ static const char CHAIN[] = "{\"format\": \"placer-taskgraph/1\", \"name\": \"ch
 static void test_chain_merges_into_one_stage(void **state)
 {
     (void)state;
-    pl_graph *g = taskgraph(CHAIN);
+    pl_graph *g = tu_taskgraph(CHAIN);
     pl_cluster *c = cluster(2, 1e9, 0.5e-3, 0);
-    pl_cost *k = cost(g, c);
+    pl_cost *k = tu_cost(g, c);
     static const int alternate[] = {0, 1, 0, 1, 0};
     stub_dev = alternate;
     pl_algo stub = {"stub", stub_run, "test"};
@@ -168,9 +152,9 @@ static const char FORK[] = "{\"format\": \"placer-taskgraph/1\", \"name\": \"for
 static void test_fork_keeps_one_branch_per_device(void **state)
 {
     (void)state;
-    pl_graph *g = taskgraph(FORK);
+    pl_graph *g = tu_taskgraph(FORK);
     pl_cluster *c = cluster(2, 1e9, 0.5e-3, 0);
-    pl_cost *k = cost(g, c);
+    pl_cost *k = tu_cost(g, c);
     static const int across[] = {0, 0, 1, 0, 1, 1, 1, 0}; /* s a1 a2 a3 b1 b2 b3 j */
     stub_dev = across;
     pl_algo stub = {"stub", stub_run, "test"};
@@ -213,9 +197,9 @@ static const char CHAIN_W[] =
 static void test_merges_stay_in_memory(void **state)
 {
     (void)state;
-    pl_graph *g = taskgraph(CHAIN_W);
+    pl_graph *g = tu_taskgraph(CHAIN_W);
     pl_cluster *c = cluster(3, 1e9, 0.5e-3, 2500);
-    pl_cost *k = cost(g, c);
+    pl_cost *k = tu_cost(g, c);
     static const int spread[] = {0, 1, 0, 1, 2};
     stub_dev = spread;
     pl_algo stub = {"stub", stub_run, "test"};
@@ -252,10 +236,10 @@ static const char REORDER[] =
 static void test_reorder_joins_a_stage_on_its_device(void **state)
 {
     (void)state;
-    pl_graph *g = taskgraph(REORDER);
+    pl_graph *g = tu_taskgraph(REORDER);
     pl_cluster *c = cluster(2, 1e9, 0.5e-3, 0);
     c->devs[1].stage_overhead_s = 0;
-    pl_cost *k = cost(g, c);
+    pl_cost *k = tu_cost(g, c);
     static const int dev[] = {0, 0, 0, 1}, seq[] = {0, 1, 2, 3}; /* a s c r */
     stub_dev = dev, stub_seq = seq;
     pl_algo stub = {"stub", stub_run, "test"};
@@ -321,11 +305,11 @@ static void test_never_slower_random(void **state)
         int n = 8 + pl_rng_below(&r, 20), D = 2 + pl_rng_below(&r, 2);
         bool coloc = seed % 3 == 0;
         char *text = random_graph(seed, n, D, coloc);
-        pl_graph *g = taskgraph(text);
+        pl_graph *g = tu_taskgraph(text);
         double mem = seed % 4 == 1 ? 1000.0 * n / D + 1e6 : 0;
         pl_cluster *c =
             cluster(D, 1e7 * (1 + pl_rng_below(&r, 100)), 1e-4 * (1 + pl_rng_below(&r, 20)), mem);
-        pl_cost *k = cost(g, c);
+        pl_cost *k = tu_cost(g, c);
         for (int a = 0; a < N_ALGOS; a++) {
             const pl_algo *al = pl_algo_find(ALGOS[a]);
             pl_plan *fine = place(al, k, true, (unsigned)seed),
@@ -354,9 +338,9 @@ static void test_no_stage_costs_no_change(void **state)
     (void)state;
     for (uint64_t seed = 1; seed <= 6; seed++) {
         char *text = random_graph(seed, 12, 2, false);
-        pl_graph *g = taskgraph(text);
+        pl_graph *g = tu_taskgraph(text);
         pl_cluster *c = cluster(2, 1e8, 0, 0);
-        pl_cost *k = cost(g, c);
+        pl_cost *k = tu_cost(g, c);
         for (int a = 0; a < N_ALGOS; a++) {
             const pl_algo *al = pl_algo_find(ALGOS[a]);
             pl_plan *fine = place(al, k, true, (unsigned)seed),
