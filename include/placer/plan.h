@@ -38,6 +38,11 @@ typedef struct pl_plan {
     pl_contention contention;    /* the model the plan was made and predicted under */
     double search_s;             /* how long the algorithm took */
     double predicted_makespan_s; /* filled by whoever simulated it; 0 when unknown */
+    /* Coarser cuts (pl_place, docs/placement.md "Plans that pay"): the stages
+     * (pl_plan_schedule_stages) of the algorithm's plan and of the plan the pass left, the
+     * simulations it ran and how long it took; all 0 when it did not run. Not saved. */
+    int stages_before, stages_after, cut_simulations;
+    double cut_s;
 } pl_plan;
 
 pl_plan *pl_plan_new(int n_ops, int n_devs); /* every op on device 0, no order, no priority */
