@@ -148,7 +148,8 @@ static double without_stage_costs(const pl_cost *k, const pl_plan *p)
     pl_cost kb = *k;
     if (c.n_devs > 8) return -1;
     for (int d = 0; d < c.n_devs; d++)
-        devs[d] = c.devs[d], devs[d].stage_overhead_s = 0, devs[d].stage_copy_Bps = 0;
+        devs[d] = c.devs[d], devs[d].stage_overhead_s = 0, devs[d].stage_copy_Bps = 0,
+        devs[d].stage_tensor_s = 0;
     c.devs = devs, kb.c = &c;
     pl_sim_opts so = {0};
     pl_sim_result r = {0};

@@ -117,7 +117,7 @@ static int machine_params(const char *verb, const pl_device *d, pl_cost_params *
         fprintf(stderr, "placer %s: warning: no calibration: %s\n", verb, err.msg);
         return 0;
     }
-    int rc = pl_machine_calib_load(path, cpu, d->model, out, &err);
+    int rc = pl_machine_calib_load(path, cpu, d, out, &err);
     if (rc > 0) return 1;
     if (rc < 0)
         fprintf(stderr, "placer %s: warning: the cached calibration is refused and rebuilt: %s\n",
