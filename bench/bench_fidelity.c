@@ -512,11 +512,13 @@ static int parse(int argc, char **argv, args *a)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--one-core"))
             a->one_core = true;
-        else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--runs")) {
             long long v;
-            if (pl_parse_int(argv[++i], 1, MAX_RUNS, &v) < 0) return -1;
+            if (i + 1 == argc || pl_parse_int(argv[++i], 1, MAX_RUNS, &v) < 0) return -1;
             a->runs = (int)v;
-        } else
+        } else if (argv[i][0] == '-')
+            return -1;
+        else
             a->models[a->n++] = argv[i];
     }
     return a->n >= 2 && a->n <= MAX_MODELS ? 0 : -1;
