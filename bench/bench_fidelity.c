@@ -323,7 +323,17 @@ typedef struct figures {
     double one_med, one_worst, loo_med, loo_worst, two_med, two_worst;
     double nf_med, nf_worst, off_med, off_worst; /* unfused vs optimisation on; vs off */
     int one_ok, two_ok, side_ok, slow_ok;        /* models meeting the per-model targets */
+    int one_at, two_at;                          /* the models with the worst errors */
 } figures;
+
+/* The index of v[0..n)'s largest value. */
+static int largest(const double *v, int n)
+{
+    int k = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[k]) k = i;
+    return k;
+}
 
 /* The median and worst of v[0..n) (sorting v). */
 static void summary(double *v, int n, double *median, double *worst)
@@ -348,6 +358,7 @@ static figures figures_of(const row *rows, int n, int runs, int run, bool two_co
         f.side_ok += r->dflt.whole || (x.speedup > 1) == (x.pred_speedup > 1);
         f.slow_ok += x.two_s <= 1.05 * x.one_s;
     }
+    f.one_at = largest(e1, n), f.two_at = two_cores ? largest(e2, n) : 0;
     summary(e1, n, &f.one_med, &f.one_worst), summary(el, n, &f.loo_med, &f.loo_worst);
     summary(enf, n, &f.nf_med, &f.nf_worst), summary(eoff, n, &f.off_med, &f.off_worst);
     if (two_cores) summary(e2, n, &f.two_med, &f.two_worst);
@@ -438,20 +449,21 @@ static void print_two_cores(const row *rows, int n, int runs)
     pl_table_free(t);
 }
 
-static void print_run(const figures *f, int run, int n, bool two_cores)
+static void print_run(const figures *f, const row *rows, int run, int n, bool two_cores)
 {
     if (run < 0)
         printf("table (medians over the runs):");
     else
         printf("run %d:", run + 1);
-    printf(" one core median %.0f%%, worst %.0f%% (%d of %d within 25%%); leave-one-out median "
-           "%.0f%%, worst %.0f%%",
-           100 * f->one_med, 100 * f->one_worst, f->one_ok, n, 100 * f->loo_med,
-           100 * f->loo_worst);
+    printf(" one core median %.0f%%, worst %.0f%% (%s; %d of %d within 25%%); leave-one-out "
+           "median %.0f%%, worst %.0f%%",
+           100 * f->one_med, 100 * f->one_worst, base(rows[f->one_at].path), f->one_ok, n,
+           100 * f->loo_med, 100 * f->loo_worst);
     if (two_cores)
-        printf("; two cores median %.0f%%, worst %.0f%% (%d of %d within 25%%); speed-up on the "
-               "same side of 1.0: %d of %d; default plan within 1.05x of one core: %d of %d",
-               100 * f->two_med, 100 * f->two_worst, f->two_ok, n, f->side_ok, n, f->slow_ok, n);
+        printf("; two cores median %.0f%%, worst %.0f%% (%s; %d of %d within 25%%); speed-up on "
+               "the same side of 1.0: %d of %d; default plan within 1.05x of one core: %d of %d",
+               100 * f->two_med, 100 * f->two_worst, base(rows[f->two_at].path), f->two_ok, n,
+               f->side_ok, n, f->slow_ok, n);
     printf("\n");
 }
 
@@ -599,9 +611,9 @@ int main(int argc, char **argv)
                nh ? 1e3 * pl_median(hand, nh) : -1.0, nh);
     }
     printf("\n");
-    print_run(&med, -1, a.n, two);
+    print_run(&med, rows, -1, a.n, two);
     for (int run = 0; run < a.runs; run++)
-        print_run(&f[run], run, a.n, two);
+        print_run(&f[run], rows, run, a.n, two);
     print_acceptance(f, a.runs, a.n, two);
     for (int m = 0; m < a.n; m++) {
         pl_graph_free(rows[m].g), pl_profile_free(rows[m].prof);
