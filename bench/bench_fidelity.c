@@ -248,8 +248,10 @@ static double one_core(const pl_cost *k, bool unfused, pl_err *err)
     return s;
 }
 
-/* Row m's one-core prediction with efficiencies fitted on the other rows' profiles. */
-static double leave_one_out(row *rows, int n, int m, const pl_cluster *c, pl_err *err)
+/* Row m's one-core prediction with efficiencies fitted on the other rows' profiles, as
+ * pl_machine_calibrate fits them (the Conv ratio it measures besides the fit: `conv_ratio`). */
+static double leave_one_out(row *rows, int n, int m, const pl_cluster *c, double conv_ratio,
+                            pl_err *err)
 {
     const pl_graph *gs[MAX_MODELS];
     const pl_profile *ps[MAX_MODELS];
@@ -258,6 +260,7 @@ static double leave_one_out(row *rows, int n, int m, const pl_cluster *c, pl_err
         if (j != m) gs[k] = rows[j].g, ps[k++] = rows[j].prof;
     pl_calib_result cr;
     if (pl_calib_fit(gs, ps, k, &c->devs[0], NULL, &cr, err) < 0) return -1;
+    cr.params.runtime_conv_ratio = conv_ratio;
     pl_cost *kc = pl_cost_new(rows[m].g, c, &cr.params, NULL, 0, err);
     double s = kc ? one_core(kc, false, err) : -1;
     pl_cost_free(kc);
@@ -273,7 +276,7 @@ static int predict(row *rows, int n, int m, const pl_cluster *c, const pl_cost_p
     int rc = k ? 0 : -1;
     if (rc == 0 &&
         ((r->pd_s = one_core(k, false, err)) < 0 || (r->nf_s = one_core(k, true, err)) < 0 ||
-         (r->loo_s = leave_one_out(rows, n, m, c, err)) < 0))
+         (r->loo_s = leave_one_out(rows, n, m, c, dflt->runtime_conv_ratio, err)) < 0))
         rc = -1;
     if (rc == 0 && two_cores) rc = plan_prepare(r, k, true, "", &r->dflt, err);
     r->heft_is_dflt = rc == 0 && two_cores && !r->dflt.whole;
@@ -405,9 +408,10 @@ static void default_settings(const pl_cluster *c, pl_cost_params *p, char *what,
     if (rc == 0)
         snprintf(what, n, "UNCALIBRATED (%s)", err.msg);
     else
-        snprintf(what, n, "this machine's calibration, %s %s (dense %.3f, memory %.3f)",
+        snprintf(what, n,
+                 "this machine's calibration, %s %s (dense %.3f, memory %.3f, Conv as run %.3f)",
                  rc == 1 ? "cached in" : "measured now into", path, p->eff_compute[PL_CLASS_DENSE],
-                 p->eff_memory);
+                 p->eff_memory, p->runtime_conv_ratio);
 }
 
 /* ---- printing ---- */

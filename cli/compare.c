@@ -10,8 +10,9 @@
 
 static const char *help =
     "usage: placer compare MODEL --cluster C [--algos a,b,...] [--json] [--contention X]\n"
-    "                      [--seed N] [--time-limit 60s] [--profile P]...\n"
+    "                      [--seed N] [--time-limit 60s] [--profile P]... [--fine-cuts]\n"
     "  --algos LIST   comma-separated algorithms (default: all)\n"
+    "  --fine-cuts    keep each algorithm's cuts: do not merge stages (docs/placement.md)\n"
     "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
     "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n"
     "exit status: 0 done, 1 no placement fits in memory, 2 bad input or failure\n";
@@ -155,6 +156,8 @@ int cli_compare(int argc, char **argv)
                 return CLI_EXIT_BAD_INPUT;
         } else if (!strcmp(argv[i], "--no-coarsen"))
             po.no_coarsen = true;
+        else if (!strcmp(argv[i], "--fine-cuts"))
+            po.fine_cuts = true;
         else
             return cli_fail("compare", "unknown option '%s'\n%s", argv[i], help);
     }

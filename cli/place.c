@@ -11,9 +11,12 @@ static const char *help =
     "usage: placer place MODEL --cluster C [--algo A] [-o plan.json] [--trace t.json] [--json]\n"
     "                        [--contention ports|pair|none] [--seed N] [--time-limit 60s]\n"
     "                        [--profile P]... [--dim N=V]... [--input NAME=SIZES]...\n"
+    "                        [--fine-cuts]\n"
     "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random,\n"
     "                 moirai; the default and moirai return the best single-device plan instead\n"
     "                 when it is predicted faster (with a note)\n"
+    "  --fine-cuts    keep the algorithm's cuts: do not merge stages where the cluster charges\n"
+    "                 for them (stage_overhead_s, stage_copy_Bps; docs/placement.md)\n"
     "  -o FILE        write the plan (placer-plan/1) for `placer simulate`\n"
     "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
     "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n"
@@ -36,7 +39,11 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                x->c->devs[r->oom_dev].name, r->oom_excess_bytes);
     else
         printf("%-11s fits on every device\n", "memory");
-    printf("%-11s %s\n\n", "invariants", check);
+    printf("%-11s %s\n", "invariants", check);
+    if (p->cut_simulations)
+        printf("%-11s %d, merged from %d in %d simulations (%.3f s)\n", "stages", p->stages_after,
+               p->stages_before, p->cut_simulations, p->cut_s);
+    printf("\n");
     cli_print_devices(x, p, r);
     cli_print_links(x, r);
 }
@@ -54,6 +61,11 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     json_object_set_new(o, "links", (json_t *)cli_links_json(x, r));
     json_object_set_new(o, "calibration", json_string(cli_calibration()));
     if (out) json_object_set_new(o, "plan", json_string(out));
+    if (p->cut_simulations) /* coarser cuts ran (docs/placement.md, "Plans that pay") */
+        json_object_set_new(o, "cuts",
+                            json_pack("{s:i, s:i, s:i, s:f}", "stages_before", p->stages_before,
+                                      "stages_after", p->stages_after, "simulations",
+                                      p->cut_simulations, "time_s", p->cut_s));
     if (*note) json_object_set_new(o, "note", json_string(note));
     pl_json_print(o, stdout);
 }
@@ -81,6 +93,8 @@ int cli_place(int argc, char **argv)
                 return CLI_EXIT_BAD_INPUT;
         } else if (!strcmp(argv[i], "--no-coarsen"))
             po.no_coarsen = true;
+        else if (!strcmp(argv[i], "--fine-cuts"))
+            po.fine_cuts = true;
         else
             return cli_fail("place", "unknown option '%s'\n%s", argv[i], help);
     }

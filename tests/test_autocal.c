@@ -5,6 +5,7 @@
 
 #include "placer/calib.h"
 #include "placer/cluster.h"
+#include "placer/runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,8 @@
 
 #define LOCAL "examples/clusters/local-cpu.json"
 
-static char cache[256], entry[4096], cpu[256];
+static char cache[256], entry[4096], cpu[256], key[512];
+static pl_cluster *local;
 
 /* A fresh PLACER_CACHE for each test, and the path of this machine's entry in it. */
 static int setup(void **state)
@@ -24,6 +26,8 @@ static int setup(void **state)
     unsetenv("PLACER_CALIBRATION_MODELS");
     pl_cpu_model(cpu, sizeof cpu);
     pl_err err;
+    if (!(local = pl_cluster_load(LOCAL, &err))) return -1;
+    pl_machine_fit_key(&local->devs[0], key, sizeof key);
     if (pl_machine_calib_path(cpu, "local-epyc-core", entry, sizeof entry, &err) < 0) return -1;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/calibration", cache);
@@ -33,20 +37,28 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    pl_cluster_free(local);
     return tu_rmtree(cache);
 }
 
-/* An entry measured on CPU `on`, dense efficiency 0.5, memory 0.3 (not the defaults). */
-static void write_entry(const char *path, const char *on)
+/* An entry measured on CPU `on`, fitted for `fit` (the device's key as it is: `key`), dense
+ * efficiency 0.5, memory 0.3 (not the defaults). */
+static void write_entry_for(const char *path, const char *on, const char *fit)
 {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fprintf(f,
             "{\"format\": \"placer-cost-params/1\", \"device_model\": \"local-epyc-core\",\n"
             " \"cpu_model\": \"%s\", \"measured\": \"2026-11-25T00:00:00Z\",\n"
+            " \"fitted_for\": \"%s\",\n"
             " \"eff_compute\": {\"dense\": 0.5, \"elementwise\": 0.1}, \"eff_memory\": 0.3}\n",
-            on);
+            on, fit);
     fclose(f);
+}
+
+static void write_entry(const char *path, const char *on)
+{
+    write_entry_for(path, on, key);
 }
 
 /* The "makespan_s" of `place --json` with extra arguments; the whole output in *out. */
@@ -81,29 +93,42 @@ static void test_load_verdicts(void **state)
     (void)state;
     pl_cost_params p;
     pl_err err;
-    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), 0);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &local->devs[0], &p, &err), 0);
     write_entry(entry, cpu);
-    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), 1);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &local->devs[0], &p, &err), 1);
     assert_close(p.eff_compute[PL_CLASS_DENSE], 0.5, 1e-12);
     assert_close(p.eff_memory, 0.3, 1e-12);
-    assert_int_equal(pl_machine_calib_load(entry, cpu, "other-core", &p, &err), -1);
+    pl_device other = local->devs[0];
+    other.model = "other-core";
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &other, &p, &err), -1);
     assert_contains(err.msg, "device model 'local-epyc-core'");
+    /* fitted with other figures of the device, or by a placer whose cost model had other
+     * terms (no key at all): the efficiencies would price wrongly */
+    other = local->devs[0];
+    other.mem_bandwidth_Bps *= 2;
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &other, &p, &err), -1);
+    assert_contains(err.msg, "but device cpu0 is now");
+    assert_contains(err.msg, "memory 1.48e+11 B/s");
+    write_entry_for(entry, cpu, "");
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &local->devs[0], &p, &err), -1);
+    assert_contains(err.msg, "fitted for \"(an older placer)\"");
+    write_entry(entry, cpu);
     write_entry(entry, "Other CPU 9000");
-    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), -1);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &local->devs[0], &p, &err), -1);
     assert_contains(err.msg, "measured on CPU 'Other CPU 9000'");
     /* corrupt: bytes flipped, and a value out of range */
     FILE *f = fopen(entry, "r+");
     assert_non_null(f);
     fputs("\x01\xff", f);
     fclose(f);
-    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), -1);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &local->devs[0], &p, &err), -1);
     f = fopen(entry, "w");
     fprintf(f,
             "{\"format\": \"placer-cost-params/1\", \"cpu_model\": \"%s\", \"eff_compute\": {}, "
             "\"eff_memory\": 7}",
             cpu);
     fclose(f);
-    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), -1);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &local->devs[0], &p, &err), -1);
     assert_contains(err.msg, "(0, 1]");
 }
 
@@ -180,7 +205,7 @@ static void rebuilt(const char *why)
     assert_null(strstr(a, "uncalibrated"));
     pl_cost_params p;
     pl_err err;
-    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &p, &err), 1);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &local->devs[0], &p, &err), 1);
     free(a);
 }
 
@@ -242,7 +267,7 @@ static void test_machine_params(void **state)
     assert_contains(refused.msg, "measured on CPU 'Other CPU 9000'");
     assert_string_equal(p.device_model, "local-epyc-core");
     pl_cost_params q;
-    assert_int_equal(pl_machine_calib_load(entry, cpu, "local-epyc-core", &q, &err), 1);
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &c->devs[0], &q, &err), 1);
     assert_close(q.eff_memory, p.eff_memory, 1e-12); /* what was cached is what was returned */
     /* corrupt: rebuilt the same way; then the new entry is used as it is */
     FILE *f = fopen(entry, "r+");
@@ -257,6 +282,44 @@ static void test_machine_params(void **state)
     pl_cluster_free(c);
 }
 
+/* runtime_conv_ratio from profiles: resnet50's Conv ops at 1 ms each with optimisation off;
+ * as run, one NCHWc Conv node per Conv (named after its output, as onnxruntime names them) at
+ * 0.5 ms, a Relu and a node nested in a body that do not count: 0.5. No Conv at all: 1. */
+static void test_conv_ratio_measured(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_graph *g = pl_graph_load("models/resnet50.onnx", NULL, &err), *r = NULL;
+    assert_non_null(g);
+    pl_ort_node_time *off = calloc(g->n_ops, sizeof *off), *on = calloc(g->n_ops + 2, sizeof *on);
+    int n_off = 0, n_on = 0;
+    for (int op = 0; op < g->n_ops; op++) {
+        if (strcmp(g->ops[op].type, "Conv")) continue;
+        off[n_off] = (pl_ort_node_time){
+            .name = g->ops[op].name, .node_index = op, .mean_s = 1e-3, .count = 1};
+        snprintf(off[n_off].op_type, sizeof off[n_off].op_type, "Conv");
+        on[n_on] = off[n_off++];
+        on[n_on++].mean_s = 0.5e-3;
+    }
+    on[n_on] = (pl_ort_node_time){.name = "relu_nchwc", .mean_s = 1, .count = 1};
+    snprintf(on[n_on++].op_type, sizeof on->op_type, "Relu");
+    on[n_on] = (pl_ort_node_time){.name = "body_conv", .mean_s = 1, .count = 1, .nested = true};
+    snprintf(on[n_on++].op_type, sizeof on->op_type, "Conv");
+    pl_profile *p = pl_profile_from_node_times(g, off, n_off, "local-epyc-core", NULL, &err);
+    assert_non_null(p);
+    const pl_graph *gs[1] = {g};
+    const pl_profile *ps[1] = {p};
+    const pl_ort_node_time *ons[1] = {on};
+    assert_close(pl_machine_conv_ratio(gs, ps, ons, &n_on, 1), 0.5, 1e-12);
+    r = pl_graph_load("models/rnnlm.onnx", NULL, &err);
+    assert_non_null(r);
+    gs[0] = r, n_on = 0;
+    assert_close(pl_machine_conv_ratio(gs, ps, ons, &n_on, 1), 1, 0);
+    pl_profile_free(p);
+    free(off), free(on);
+    pl_graph_free(g), pl_graph_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +330,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rebuilt_other_cpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebuilt_corrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_machine_params, setup, teardown),
+        cmocka_unit_test(test_conv_ratio_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

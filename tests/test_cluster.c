@@ -318,7 +318,8 @@ static void test_inheritance(void **state)
         "  {\"name\": \"big\", \"model\": \"V100-SXM2-16GB\", \"memory_bytes\": \"32 GiB\",\n"
         "   \"peak_flops_per_s\": {\"fp16\": \"100 TFLOP/s\"}, \"description\": \"d\"},\n"
         "  {\"name\": \"gpu\", \"count\": 3, \"model\": \"a100\", \"launch_overhead_s\": \"8 "
-        "us\",\n   \"stage_overhead_s\": \"15 us\", \"stage_copy_Bps\": \"9 GB/s\"},\n"
+        "us\",\n   \"stage_overhead_s\": \"15 us\", \"stage_copy_Bps\": \"9 GB/s\",\n"
+        "   \"stage_tensor_s\": \"3 us\"},\n"
         "  {\"name\": \"acc\", \"kind\": \"accel\", \"model\": \"my-npu\", \"memory_bytes\": "
         "\"8 GiB\",\n"
         "   \"peak_flops_per_s\": \"50 TFLOP/s\", \"mem_bandwidth_Bps\": \"200 GB/s\"},\n"
@@ -350,8 +351,10 @@ static void test_inheritance(void **state)
         assert_close(g->launch_overhead_s, 8e-6, 1e-12);
         assert_close(g->stage_overhead_s, 15e-6, 1e-12);
         assert_close(g->stage_copy_Bps, 9e9, 1e-12);
+        assert_close(g->stage_tensor_s, 3e-6, 1e-12);
     }
-    assert_true(big->stage_overhead_s == 0 && big->stage_copy_Bps == 0); /* not given: 0 */
+    assert_true(big->stage_overhead_s == 0 && big->stage_copy_Bps == 0 &&
+                big->stage_tensor_s == 0); /* not given: 0 */
     const pl_device *acc = &c->devs[pl_cluster_find(c, "acc")];
     assert_int_equal(acc->kind, PL_DEV_ACCEL);
     assert_string_equal(acc->model, "my-npu");
@@ -555,6 +558,14 @@ static const struct {
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"stage_copy_Bps\": \"2 "
           "ms\"}]}",
      {"$.devices[0].stage_copy_Bps: "}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"stage_tensor_s\": \"3\"}]}",
+     {"bad.json: $.devices[0].stage_tensor_s: ", "unit"}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"stage_tensor_s\": \"-3 "
+          "us\"}]}",
+     {"bad.json: $.devices[0].stage_tensor_s: ", "negative"}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"stage_tensor_s\": \"3 "
+          "min\"}]}",
+     {"bad.json: $.devices[0].stage_tensor_s: ", "a stage's cost per tensor", "3 us"}},
     {HEAD "\"usd_per_hour\": \"3.06\", \"devices\": [{\"name\": \"a\", \"model\": \"T4\"}]}",
      {"bad.json: $.usd_per_hour: ", "unit"}},
     /* models and devices */

@@ -453,7 +453,19 @@ static void test_params_file(void **state)
     if (pl_cost_params_load(tu_tmpfile(none, strlen(none), ".json"), &p, &err) < 0)
         fail_msg("%s", err.msg);
     assert_int_equal(p.runtime_fusion, PL_FUSION_NONE);
+    assert_close(p.runtime_conv_ratio, 1, 0); /* the default: no knowledge */
+    const char *ratio = "{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}, "
+                        "\"eff_memory\": 0.5, \"runtime_conv_ratio\": 0.8}";
+    if (pl_cost_params_load(tu_tmpfile(ratio, strlen(ratio), ".json"), &p, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_close(p.runtime_conv_ratio, 0.8, 1e-12);
     const char *bad[][2] = {
+        {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}, \"eff_memory\": 0.5, "
+         "\"runtime_conv_ratio\": 0}",
+         "runtime_conv_ratio: the Conv time ratio must be in (0, 4]"},
+        {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}, \"eff_memory\": 0.5, "
+         "\"runtime_conv_ratio\": 4.5}",
+         "runtime_conv_ratio: the Conv time ratio must be in (0, 4]"},
         {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {\"dense\": 1.5}, "
          "\"eff_memory\": 0.5}",
          "eff_compute.dense"},
@@ -810,6 +822,36 @@ static void test_fusion_conv_bn_relu(void **state)
     pl_graph_free(g);
 }
 
+/* runtime_conv_ratio: with onnxruntime's fusion, a Conv costs its estimate times the ratio
+ * (0.8 x 29.5447 us = 23.6358 us), the BN still 0 and the Relu its 51.1 ns; with no runtime
+ * fusion (the graph as written, not onnxruntime's layout) the ratio does not apply. */
+static void test_conv_ratio(void **state)
+{
+    (void)state;
+    pl_graph *g = conv_chain((const char *[]){"BatchNormalization", "Relu"}, 2);
+    pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB"}, 1);
+    int conv = pl_graph_find_op(g, "conv"), relu = pl_graph_find_op(g, "relu");
+    pl_cost_params p;
+    pl_cost_params_default(&p);
+    p.runtime_conv_ratio = 0.8;
+    pl_err err = {""};
+    pl_cost *k = pl_cost_new(g, c, &p, NULL, 0, &err);
+    assert_non_null(k);
+    assert_close(pl_cost_op_s(k, conv, 0), 0.8 * CONV_S, 1e-12);
+    assert_close(pl_cost_op_s(k, relu, 0), 200704.0 / V100_EW, 1e-12);
+    pl_cost_free(k);
+    p.runtime_fusion = PL_FUSION_NONE;
+    k = pl_cost_new(g, c, &p, NULL, 0, &err);
+    assert_non_null(k);
+    assert_close(pl_cost_op_s(k, conv, 0), CONV_S, 1e-12);
+    pl_cost_free(k);
+    p.runtime_conv_ratio = 0; /* built in code, not read: pl_cost_new checks it */
+    assert_null(pl_cost_new(g, c, &p, NULL, 0, &err));
+    assert_contains(err.msg, "Conv time ratio is 0, not in (0, 4]");
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* Conv -> Add(residual R) -> Relu (NchwcTransformer's Conv+Sum+Relu): the Add reads R, which
  * the kernel reads for it alone: max(200,704 / 3.925e12 = 51.1 ns, 802,816 / 630e9 =
  * 1.27431 us) = 1.27431 us, no launch; the Relu 51.1 ns. */
@@ -985,6 +1027,7 @@ int main(void)
         cmocka_unit_test(test_fusion_layernorm),
         cmocka_unit_test(test_fusion_gelu),
         cmocka_unit_test(test_fusion_lost_across_devices),
+        cmocka_unit_test(test_conv_ratio),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -95,18 +95,12 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
 
 static pl_graph *taskgraph(const char *text)
 {
-    pl_err err = {""};
-    pl_graph *g = pl_taskgraph_load_buffer(text, strlen(text), "t.json", NULL, &err);
-    if (!g) fail_msg("task graph refused: %s\n%s", err.msg, text);
-    return g;
+    return tu_taskgraph(text);
 }
 
 static pl_cost *cost(const pl_graph *g, const pl_cluster *c)
 {
-    pl_err err = {""};
-    pl_cost *k = pl_cost_new(g, c, NULL, NULL, 0, &err);
-    if (!k) fail_msg("cost: %s", err.msg);
-    return k;
+    return tu_cost(g, c);
 }
 
 /* Places with `name`; NULL (and the message in *why) when the algorithm refuses. */

@@ -97,10 +97,7 @@ static pl_cluster *cluster(int n, double bw_Bps, int small, double mem_bytes)
 
 static pl_cost *cost(const pl_graph *g, const pl_cluster *c)
 {
-    pl_err err = {""};
-    pl_cost *k = pl_cost_new(g, c, NULL, NULL, 0, &err);
-    if (!k) fail_msg("cost: %s", err.msg);
-    return k;
+    return tu_cost(g, c);
 }
 
 /* Runs an algorithm through the registry; the plan must be complete. err gets warnings. */

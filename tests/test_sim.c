@@ -278,6 +278,80 @@ static void test_stage_cuts(void **state)
     fx_free(f);
 }
 
+/* Several tensors per stage, 0.1 s for each a stage takes in or gives out (stage_tensor_s)
+ * on top of stage_costs. Graph input in, weight w; a(1)@gpu0 reads in, w and makes x1, x2;
+ * b(2)@gpu1 reads x1, x2 and makes y1, y2; c(3)@gpu0 reads y1, y2, x1 and makes z, a graph
+ * output. Stages [a] (sends), [b], [c] (receives). [a] takes in (w is a weight, not fed) and
+ * gives x1, x2: 0.25 + 3 x 0.1 + 3000 / 4000 = 1.3; [b] takes x1, x2 and gives y1, y2: 0.25 +
+ * 0.4 + 1 = 1.65; [c] takes y1, y2 and x1 (from [a], an earlier stage of its device) and
+ * gives z: 1.65. No contention: a [0, 2.3]; x1, x2 [2.3, 3.8]; b [3.8, 7.45]; y1, y2
+ * [7.45, 8.95]; c [8.95, 13.6]. Without the per-tensor part 1.0, 1.25, 1.25: 12.45. */
+static void test_stage_tensor_cost(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "in,w", "x1,x2");
+    op(f, "b", "x1,x2", "y1,y2");
+    op(f, "c", "y1,y2,x1", "z");
+    pl_graph_add_input(f->g, tensor(f, "in"));
+    f->g->tensors[tensor(f, "w")].flags |= PL_TENSOR_WEIGHT;
+    pl_graph_add_output(f->g, tensor(f, "z"));
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 2), set_time(f, "c", 3);
+    place(f, "b", 1);
+    stage_costs(f);
+    for (int d = 0; d < f->c->n_devs; d++)
+        f->c->devs[d].stage_tensor_s = 0.1;
+    double extra[3];
+    assert_true(pl_sim_stage_s(f->k, f->p, extra));
+    assert_close(extra[id(f, "a")], 1.3, 1e-12);
+    assert_close(extra[id(f, "b")], 1.65, 1e-12);
+    assert_close(extra[id(f, "c")], 1.65, 1e-12);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_NONE, 1);
+    assert_close(start(f, "b", 0), 3.8, 1e-12);
+    assert_close(start(f, "c", 0), 8.95, 1e-12);
+    assert_close(r->makespan_s, 13.6, 1e-12);
+    fx_free(f); /* the per-tensor part alone also turns the stage costs on */
+    f = stage_chain();
+    for (int d = 0; d < f->c->n_devs; d++)
+        f->c->devs[d].stage_tensor_s = 0.1;
+    assert_close(sim(f, PL_CONTENTION_NONE, 1)->makespan_s, 6.1, 1e-12); /* gives out z */
+    fx_free(f);
+}
+
+/* A stage is priced for the tensors its stage file lists (pl_plan_stage_io), each once.
+ * a(1)@gpu0 makes x; p@gpu0 (x → u), q@gpu1 (x, kv → w), r@gpu0 (x, u → v); k a Constant
+ * whose value kv is a graph output, as are v and w. Stages [a] (sends x), [p, r] (x from [a]
+ * on the same device: no cut at r), [q]. [a] gives x: 0.25 + 0.25. [p, r] takes x once
+ * although q, on another stage, reads it between p and r in op order, and gives v: 0.25 +
+ * 0.5. k is held by its first reader's stage, [q], which also gives its value out: [q] takes
+ * x, gives w and kv: 0.25 + 0.75. */
+static void test_stage_io_is_the_split_files(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "", "x");
+    op(f, "p", "x", "u");
+    int k = tu_op(f->g, "k", "Constant", "", "kv");
+    set_bytes(f, "kv", 1000);
+    op(f, "q", "x,kv", "w");
+    op(f, "r", "x,u", "v");
+    pl_graph_add_output(f->g, tensor(f, "kv"));
+    pl_graph_add_output(f->g, tensor(f, "v"));
+    pl_graph_add_output(f->g, tensor(f, "w"));
+    build(f, 2);
+    place(f, "q", 1);
+    f->p->dev[k] = 1;
+    stage_costs(f);
+    double extra[5];
+    assert_true(pl_sim_stage_s(f->k, f->p, extra));
+    assert_close(extra[id(f, "a")], 0.5, 1e-12);
+    assert_close(extra[id(f, "p")], 0.75, 1e-12);
+    assert_close(extra[id(f, "q")], 1, 1e-12);
+    assert_true(extra[id(f, "r")] == 0 && extra[k] == 0);
+    fx_free(f);
+}
+
 /* Diamond: a(1)@0 → x → b(2)@0 and c(3)@1; d(1)@0 reads y (from b) and z (from c).
  * x → gpu1 [1, 2.5]; b [1, 3]; c [2.5, 5.5]; z → gpu0 [5.5, 7]; d [7, 8]. Path a, c, d. */
 static void test_diamond(void **state)
@@ -1163,6 +1237,8 @@ int main(void)
         cmocka_unit_test(test_chain_two_devices),
         cmocka_unit_test(test_stage_chain_two_devices),
         cmocka_unit_test(test_stage_cuts),
+        cmocka_unit_test(test_stage_tensor_cost),
+        cmocka_unit_test(test_stage_io_is_the_split_files),
         cmocka_unit_test(test_diamond),
         cmocka_unit_test(test_fork_join_contention),
         cmocka_unit_test(test_pair_serialises),

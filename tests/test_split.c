@@ -452,6 +452,85 @@ static void test_schedule_cut_is_what_the_simulator_charges(void **state)
     pl_cost_free(k), pl_cluster_free(c), pl_plan_free(p), pl_graph_free(g);
 }
 
+/* Per manifest stage: how many tensors it lists as inputs and outputs, and their bytes. */
+static void manifest_io(const char *dir, int n, double *count, double *bytes)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    json_t *man = json_load_file(path, 0, NULL), *stages = json_object_get(man, "stages");
+    assert_int_equal(json_array_size(stages), n);
+    for (int j = 0; j < n; j++) {
+        const char *keys[] = {"inputs", "outputs"};
+        count[j] = bytes[j] = 0;
+        for (int k = 0; k < 2; k++) {
+            json_t *ts = json_object_get(json_array_get(stages, j), keys[k]), *t;
+            size_t i;
+            json_array_foreach(ts, i, t)
+            {
+                json_int_t b = json_integer_value(json_object_get(t, "bytes"));
+                count[j]++, bytes[j] += b > 0 ? (double)b : 0;
+            }
+        }
+    }
+    json_decref(man);
+}
+
+/* The simulator's charge per stage, stage_overhead_s + stage_tensor_s x tensors + bytes /
+ * stage_copy_Bps, by the split's stage numbering (each stage's charge is on one op). */
+static void charged(pl_cost *k, pl_cluster *c, const pl_plan *p, const pl_stages *s,
+                    double tensor_s, double copy_Bps, double *per_stage)
+{
+    for (int d = 0; d < c->n_devs; d++)
+        c->devs[d].stage_overhead_s = 1000, c->devs[d].stage_tensor_s = tensor_s,
+        c->devs[d].stage_copy_Bps = copy_Bps;
+    double *extra = calloc(k->g->n_ops, sizeof *extra);
+    assert_true(pl_sim_stage_s(k, p, extra));
+    for (int j = 0; j < s->n; j++)
+        per_stage[j] = -1;
+    for (int op = 0; op < k->g->n_ops; op++) {
+        if (extra[op] == 0) continue;
+        assert_true(per_stage[s->stage_of[op]] < 0); /* one charge per stage */
+        per_stage[s->stage_of[op]] = extra[op] - 1000;
+    }
+    free(extra);
+}
+
+/* The simulator prices each stage for exactly the tensors `split --cut schedule` writes into
+ * its manifest, count and bytes (pl_plan_stage_io, the one routine): on HEFT's plan of
+ * nmt_seq2seq on local-cpu.json, whose stages take in and give out up to dozens of tensors. */
+static void test_simulator_prices_the_manifest(void **state)
+{
+    (void)state;
+    const char *model = "models/nmt_seq2seq.onnx", *cluster = "examples/clusters/local-cpu.json";
+    pl_graph *g = tu_load(model);
+    pl_plan *p = tu_plan(g, cluster, "heft");
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load(cluster, &err);
+    assert_non_null(c);
+    pl_cost *k = pl_cost_new(g, c, NULL, NULL, 0, &err);
+    assert_non_null(k);
+    pl_stages s;
+    assert_int_equal(pl_split_stages_by(g, p, PL_SPLIT_SCHEDULE, &s, &err), 0);
+    char *dir = tmpdir();
+    if (pl_split_write(model, g, &s, NULL, dir, &err) < 0) fail_msg("%s", err.msg);
+    double *count = calloc(s.n, sizeof *count), *bytes = calloc(s.n, sizeof *bytes);
+    double *got = calloc(s.n, sizeof *got), most = 0;
+    manifest_io(dir, s.n, count, bytes);
+    charged(k, c, p, &s, 1, 0, got); /* 1 s per tensor, bytes free: the count */
+    for (int j = 0; j < s.n; j++) {
+        assert_close(got[j], count[j], 1e-9);
+        most = count[j] > most ? count[j] : most;
+    }
+    assert_true(s.n > 10 && most >= 20);
+    charged(k, c, p, &s, 0, 1, got); /* 1 B/s: the bytes */
+    for (int j = 0; j < s.n; j++)
+        assert_close(got[j], bytes[j], 1e-9);
+    rmdir_all(dir);
+    free(dir), free(got), free(bytes), free(count);
+    pl_stages_free(&s);
+    pl_cost_free(k), pl_cluster_free(c), pl_plan_free(p), pl_graph_free(g);
+}
+
 /* A per-device order that runs d (which waits for b) before a (which b waits for): the stage
  * {d, a} and b's would wait for each other. Refused, not written. */
 static void test_schedule_cycle(void **state)
@@ -681,6 +760,17 @@ static void test_stale_temporaries(void **state)
     for (int k = 0; k < 4; k++)
         if ((access(path[k], F_OK) == 0) != (k > 0))
             fail_msg("%s: %s", path[k], k ? "removed, but it is not stale" : "stale, still there");
+    /* an output whose own name holds ".tmp.": its temporaries are found by the last one */
+    char stale[400], args[1024], *out;
+    snprintf(stale, sizeof stale, "%s/.a.tmp.b.tmp.4194305", dir);
+    assert_int_equal(mkdir(stale, 0700), 0);
+    snprintf(args, sizeof args,
+             "split models/resnet50.onnx --cluster " INTRA " --plan %s/p.json -o %s/a.tmp.b "
+             ">/dev/null",
+             dir, dir);
+    assert_int_equal(tu_run(args, &out), 0);
+    free(out);
+    if (access(stale, F_OK) == 0) fail_msg("%s: stale, still there", stale);
     rmdir_all(dir);
     free(dir);
 }
@@ -796,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_schedule_cut),
         cmocka_unit_test(test_schedule_cycle),
         cmocka_unit_test(test_schedule_cut_is_what_the_simulator_charges),
+        cmocka_unit_test(test_simulator_prices_the_manifest),
         cmocka_unit_test(test_manifest_errors),
         cmocka_unit_test(test_manifest_hashes),
         cmocka_unit_test(test_resplit_fails_whole),

@@ -160,13 +160,28 @@ int tu_op(pl_graph *g, const char *name, const char *type, const char *ins, cons
     return o;
 }
 
+pl_graph *tu_taskgraph(const char *text)
+{
+    pl_err err = {""};
+    pl_graph *g = pl_taskgraph_load_buffer(text, strlen(text), "t.json", NULL, &err);
+    if (!g) fail_msg("task graph refused: %s\n%s", err.msg, text);
+    return g;
+}
+
+pl_cost *tu_cost(const pl_graph *g, const pl_cluster *c)
+{
+    pl_err err = {""};
+    pl_cost *k = pl_cost_new(g, c, NULL, NULL, 0, &err);
+    if (!k) fail_msg("cost: %s", err.msg);
+    return k;
+}
+
 pl_plan *tu_plan(const pl_graph *g, const char *cluster, const char *algo)
 {
     pl_err err = {""};
     pl_cluster *c = pl_cluster_load(cluster, &err);
     if (!c) fail_msg("%s", err.msg);
-    pl_cost *k = pl_cost_new(g, c, NULL, NULL, 0, &err);
-    if (!k) fail_msg("%s", err.msg);
+    pl_cost *k = tu_cost(g, c);
     pl_plan *p = pl_plan_new(g->n_ops, c->n_devs);
     pl_place_opts po = {0};
     if (pl_place(pl_algo_find(algo), k, &po, p, &err) < 0) fail_msg("%s: %s", algo, err.msg);

@@ -41,6 +41,13 @@ int tu_mkdtemp(char *buf, size_t n, const char *prefix);
 int tu_rmtree(const char *dir);
 /* The edge index of tensor `tensor` read by op `dst` (finalized graph); fails when none. */
 int tu_edge(const pl_graph *g, const char *tensor, const char *dst);
+/* A task graph (placer-taskgraph/1 JSON text, named "t.json") that must load; and the cost
+ * table of g on c with default parameters, which must build. Both fail the test with the
+ * reader's message. */
+struct pl_cluster;
+struct pl_cost;
+pl_graph *tu_taskgraph(const char *text);
+struct pl_cost *tu_cost(const pl_graph *g, const struct pl_cluster *c);
 /* A plan for g by algorithm `algo` on the cluster file `cluster` (default cost parameters). */
 struct pl_plan *tu_plan(const pl_graph *g, const char *cluster, const char *algo);
 /* Writes `len` bytes to a fresh temporary file and returns its path (static buffer). */

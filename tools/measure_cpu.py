@@ -8,17 +8,19 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
   launch_overhead_s  end-to-end latency of a chain of N one-element Relu ops minus that of a
                      chain of 1, divided by N - 1: what each extra node costs beyond any work
   stage_overhead_s   the same chain cut into N one-op stages on one device thread (as `placer
-                     run` runs a split, docs/runtime.md) minus the chain as one stage, divided
-                     by N - 1: what each extra stage costs (session run, feeding its inputs,
-                     taking its outputs); the same stages alternating between two device
-                     threads add the hand-off of each tensor between the cores (the link's
-                     latency)
+  stage_tensor_s     run` runs a split, docs/runtime.md) minus the chain as one stage, divided
+  stage_copy_Bps     by N - 1: what each extra stage costs (session run, feeding its inputs,
+                     taking its outputs); with 1, 4 and 16 chains side by side (a stage taking
+                     in and giving out that many tensors) a least-squares line gives the fixed
+                     part and the part per tensor; with 1 MiB tensors, the copy rate; the same
+                     stages alternating between two device threads add the hand-off of each
+                     tensor between the cores (the link's latency)
 
 Usage (from the repository root, after `make deps`):
 
     /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json] [--stages-only]
 
---stages-only measures the stage overhead and the hand-off alone (a minute).
+--stages-only measures the stage costs and the hand-off alone (half a minute).
 
 Kernel times come from the persistent worker (tools/ort_worker.js, op "profile": graph
 optimisation disabled, one intra-op thread, the same settings as `placer profile`), so the
@@ -80,23 +82,33 @@ def add_model(d, n):
                 [vi("C", F32, [n])]), 3.0 * 4 * n
 
 
-def chain_model(d, k, n=1):
+def chain_names(k, width):
+    """Step i's tensors of `width` side-by-side chains of k ops: names[i][j], i in 0..k."""
+    steps = ["X"] + [f"t{i}" for i in range(1, k)] + ["Y"]
+    return [[s] if width == 1 else [f"{s}_{j}" for j in range(width)] for s in steps]
+
+
+def relus(names, i):
+    """Step i of the chains: one Relu per chain, names[i][j] -> names[i + 1][j]."""
+    return [helper.make_node("Relu", [a], [b], name=f"relu{i}" + (f"_{j}" if j else ""))
+            for j, (a, b) in enumerate(zip(names[i], names[i + 1]))]
+
+
+def chain_model(d, k, n=1, width=1):
     """k Relu ops in a row on an n-element tensor (n = 1: nearly no work, so each costs its
-    dispatch)."""
-    names = ["X"] + [f"t{i}" for i in range(1, k)] + ["Y"]
-    nodes = [helper.make_node("Relu", [names[i]], [names[i + 1]], name=f"relu{i}")
-             for i in range(k)]
-    vi = helper.make_tensor_value_info
-    return save(d, f"chain{k}x{n}", nodes, [vi("X", F32, [n])], [vi("Y", F32, [n])])
+    dispatch); `width` such chains side by side."""
+    names, vi = chain_names(k, width), helper.make_tensor_value_info
+    return save(d, f"chain{k}x{n}w{width}", [x for i in range(k) for x in relus(names, i)],
+                [vi(x, F32, [n]) for x in names[0]], [vi(x, F32, [n]) for x in names[k]])
 
 
-def stage_models(d, k, n=1):
-    """chain_model(k, n) cut into k models of one Relu each, stage i reading t_i, making t_i+1."""
-    names = ["X"] + [f"t{i}" for i in range(1, k)] + ["Y"]
-    vi = helper.make_tensor_value_info
-    return [save(d, f"stage{i}x{n}", [helper.make_node("Relu", [names[i]], [names[i + 1]],
-                                                   name=f"relu{i}")],
-                 [vi(names[i], F32, [n])], [vi(names[i + 1], F32, [n])]) for i in range(k)]
+def stage_models(d, k, n=1, width=1):
+    """chain_model(k, n, width) cut into k models of one step each: stage i takes the `width`
+    tensors t_i and gives out the `width` tensors t_i+1."""
+    names, vi = chain_names(k, width), helper.make_tensor_value_info
+    return [save(d, f"stage{i}x{n}w{width}", relus(names, i),
+                 [vi(x, F32, [n]) for x in names[i]], [vi(x, F32, [n]) for x in names[i + 1]])
+            for i in range(k)]
 
 
 class Worker:
@@ -171,11 +183,29 @@ def measure_stages(w, d, trials, out):
             [(s - o) / (k - 1) for s, o in zip(same, one)]) * 1e6
         out["handoff_us"][size] = statistics.median(
             [(a - s) / (k - 1) for a, s in zip(alt, same)]) * 1e6
-    # the fixed part is the cost with one-element tensors; each 1 MiB stage takes in and gives
-    # out 1 MiB, so the rest of its cost is 2 MiB at the copy rate
-    fixed, big = out["stage_overhead_us"]["4 B"], out["stage_overhead_us"]["1048576 B"]
-    out["stage_fixed_us"] = fixed
-    out["stage_copy_gbps"] = 2 * 2**20 / ((big - fixed) * 1e-6) / 1e9
+    # each 1 MiB stage takes in and gives out one tensor, as the 4 B one does, and 1 MiB more
+    # each way: the difference is 2 MiB at the copy rate
+    small, big = out["stage_overhead_us"]["4 B"], out["stage_overhead_us"]["1048576 B"]
+    out["stage_copy_gbps"] = 2 * 2**20 / ((big - small) * 1e-6) / 1e9
+    measure_stage_tensors(w, d, trials, k, out)
+
+
+def measure_stage_tensors(w, d, trials, k, out):
+    """The fixed and per-tensor parts of a stage: the same chain with w = 1, 4, 16 one-element
+    tensors side by side, each stage taking in w and giving out w, costs fixed + 2 w x
+    per-tensor per stage; least squares over the three medians (residuals kept)."""
+    out["stage_tensors_us"] = {1: out["stage_overhead_us"]["4 B"]}
+    for width in (4, 16):
+        whole, stages = chain_model(d, k, 1, width), stage_models(d, k, 1, width)
+        one = w.threaded_s([whole], ["cpu0"], 50, trials)
+        same = w.threaded_s(stages, ["cpu0"] * k, 50, trials)
+        out["stage_tensors_us"][width] = statistics.median(
+            [(s - o) / (k - 1) for s, o in zip(same, one)]) * 1e6
+    x = [2 * width for width in out["stage_tensors_us"]]
+    y = list(out["stage_tensors_us"].values())
+    per_tensor, fixed = np.polyfit(x, y, 1)
+    out["stage_fixed_us"], out["stage_tensor_us"] = fixed, per_tensor
+    out["stage_fit_residuals_us"] = [b - (fixed + per_tensor * a) for a, b in zip(x, y)]
 
 
 def measure(trials, stages_only=False):
@@ -232,9 +262,14 @@ def main():
     for size, v in r["stage_overhead_us"].items():
         print(f"per-stage overhead, {size:>9s} tensors  {v:7.1f} us  "
               f"hand-off between two threads {r['handoff_us'][size]:7.1f} us")
-    print(f"=> stage_overhead_s {r['stage_fixed_us']:.1f} us, stage_copy_Bps "
-          f"{r['stage_copy_gbps']:.1f} GB/s (2 MiB in and out of a 1 MiB stage over its cost "
-          f"beyond the fixed part)")
+    for width, v in r["stage_tensors_us"].items():
+        print(f"per-stage overhead, {width:>2} one-element tensors in and {width:>2} out  "
+              f"{v:7.1f} us")
+    print(f"=> stage_overhead_s {r['stage_fixed_us']:.1f} us, stage_tensor_s "
+          f"{r['stage_tensor_us']:.2f} us (least squares of the above on 2 x tensors, residuals "
+          f"{', '.join(f'{e:+.1f}' for e in r['stage_fit_residuals_us'])} us), stage_copy_Bps "
+          f"{r['stage_copy_gbps']:.1f} GB/s (2 MiB in and out of a 1 MiB stage over the cost of "
+          f"a 4 B one)")
     if a.stages_only:
         return
     for n, v in r["matmul_gflops"].items():

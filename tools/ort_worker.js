@@ -14,7 +14,8 @@
 //    "optimize":..}                           -> {"ok":true,"id":3,"reference_s":..,"stages_s":..,
 //                                                 "stage_s":[..],
 //                                                 "outputs":{name:{max_rel,max_abs,finite,dims}}}
-//   {"op":"profile","id":4,"model":path,"repeat":R,"warmup":W,"seed":S,"int_high":H,"threads":1}
+//   {"op":"profile","id":4,"model":path,"repeat":R,"warmup":W,"seed":S,"int_high":H,"threads":1,
+//    "optimize":"all"|"disabled" (default "disabled": the nodes are the ONNX file's)}
 //                                             -> {"ok":true,"id":4,"runs":R,"run_s":[..R],
 //                                                 "nodes":[{name,node_index,op_type,nested,mean_s,count}]}
 //   {"op":"stats"}                            -> {"ok":true,"loads":N,"runs":M}
@@ -589,7 +590,7 @@ async function profile(msg) {
   const repeat = msg.repeat > 0 ? msg.repeat : 10, warmup = msg.warmup >= 0 ? msg.warmup : 1;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'placer-prof-'));
   try {
-    const opts = Object.assign(sessionOptions(Object.assign({}, msg, {optimize: 'disabled'})),
+    const opts = Object.assign(sessionOptions(Object.assign({}, msg, {optimize: msg.optimize === 'all' ? 'all' : 'disabled'})),
                                {enableProfiling: true, profileFilePrefix: path.join(dir, 'trace')});
     const set = [await openStage(msg.model, opts)];
     progress(msg.id, 'model loaded');

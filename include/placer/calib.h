@@ -41,12 +41,20 @@ const char *const *pl_machine_model_names(void);
  * CPU under different names do not rebuild each other's entry. */
 int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, size_t n,
                           pl_err *err);
-/* The cached calibration at `path` into *p when it is for CPU model `cpu` and device model
- * `device_model`. 1 when used; 0 when absent (err says so); -1 with err set when it cannot be
- * used: unreadable, corrupt (pl_cost_params_load's checks: format, fields, efficiencies in
- * (0, 1]), with no "cpu_model", or for another CPU or device model. */
-int pl_machine_calib_load(const char *path, const char *cpu, const char *device_model,
-                          pl_cost_params *p, pl_err *err);
+/* The version of what a cached fit holds: a new cost-model term that the fit sees, or a new
+ * figure measured with it, makes older entries stale, so the number goes up with each.
+ * 2: the Conv time under onnxruntime's optimised layout (runtime_conv_ratio). */
+#define PL_MACHINE_COST_MODEL 2
+/* What a cached fit holds for: the cost model's number and the figures of device d that the
+ * efficiencies are fractions of ("fitted_for" in the entry). */
+void pl_machine_fit_key(const pl_device *d, char *out, size_t n);
+/* The cached calibration at `path` into *p when it is for CPU model `cpu` and device d. 1
+ * when used; 0 when absent (err says so); -1 with err set when it cannot be used: unreadable,
+ * corrupt (pl_cost_params_load's checks: format, fields, efficiencies in (0, 1]), with no
+ * "cpu_model", for another CPU or device model, or fitted for another cost model or other
+ * figures of d (pl_machine_fit_key). */
+int pl_machine_calib_load(const char *path, const char *cpu, const pl_device *d, pl_cost_params *p,
+                          pl_err *err);
 /* The fit as placer-cost-params/1 (a jansson object, to json_decref): device_model, the
  * efficiencies and the fit's statistics; `cpu` and `measured` (a date) are added when not NULL. */
 struct json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const char *cpu,
@@ -54,8 +62,16 @@ struct json_t *pl_calib_json(const pl_calib_result *r, const char *device_model,
 /* Measures this machine: profiles a fixed set of zoo models in onnxruntime (mobilenet_v3_large,
  * resnet50, transformer, rnnlm, nmt_seq2seq, bert_base, from placer's own files;
  * $PLACER_CALIBRATION_MODELS, paths separated by ':', replaces the set), fits the efficiencies of
- * device d (pl_calib_fit) and writes them, with this CPU's model and the date, to `path` (through
+ * device d (pl_calib_fit), measures runtime_conv_ratio (the models with a Conv profiled again with
+ * optimisation on, pl_machine_conv_ratio) and writes them, with this CPU's model, the date and
+ * pl_machine_fit_key, to `path` (through
  * pl_out). `progress`, when not NULL, is told each step. */
+struct pl_ort_node_time;
+/* runtime_conv_ratio from n models: Σ of the Conv (and FusedConv) node times of their
+ * optimised profiles on[k] (pl_ort_profile_optimized) over Σ of their Conv ops' times in the
+ * optimisation-off profiles off[k]; 1 when they have no Conv; at most PL_CONV_RATIO_MAX. */
+double pl_machine_conv_ratio(const pl_graph *const *g, const pl_profile *const *off,
+                             const struct pl_ort_node_time *const *on, const int *n_on, int n);
 int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(const char *step),
                          pl_calib_result *r, pl_err *err);
 /* This machine's calibration for device d, as every verb gets it (docs/calibrate.md): the entry

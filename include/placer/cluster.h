@@ -61,10 +61,12 @@ typedef struct pl_device {
     double mem_bandwidth_Bps;
     double launch_overhead_s;
     /* What running a stage costs beyond its ops (docs/simulator.md, "Stages"): a fixed
-     * stage_overhead_s per stage (a session run), and the bytes the stage takes in and gives
-     * out at stage_copy_Bps; 0 when not given (not charged). */
+     * stage_overhead_s per stage (a session run), stage_tensor_s per tensor the stage takes in
+     * or gives out, and those tensors' bytes at stage_copy_Bps; 0 when not given (not
+     * charged). */
     double stage_overhead_s;
     double stage_copy_Bps;
+    double stage_tensor_s;
     /* The file says this device is this machine's CPU ("this_machine": true): the verbs price
      * it with the calibration cached for this machine's CPU model (docs/calibrate.md,
      * "Calibrated by default"). */

@@ -36,7 +36,13 @@ typedef struct pl_cost_params {
      * a BatchNormalization folded into its Conv costs 0. PL_FUSION_NONE: the graph as written,
      * op by op. */
     pl_runtime_fusion runtime_fusion;
+    /* With PL_FUSION_ORT, a Conv's time is its roofline estimate times this ratio: onnxruntime
+     * runs Conv in its blocked NCHWc layout, whose kernels are faster than the ones a profile
+     * with optimisation off times and the efficiencies are fitted to. Measured by the machine
+     * calibration (docs/calibrate.md); 1 by default (no knowledge), in (0, PL_CONV_RATIO_MAX]. */
+    double runtime_conv_ratio;
 } pl_cost_params;
+#define PL_CONV_RATIO_MAX 4.0
 
 /* "none" or "ort" */
 const char *pl_runtime_fusion_name(pl_runtime_fusion f);
@@ -44,7 +50,8 @@ const char *pl_runtime_fusion_name(pl_runtime_fusion f);
 void pl_cost_params_default(pl_cost_params *p);
 /* Reads placer-cost-params/1 (as `placer calibrate -o` writes it, docs/calibrate.md): the
  * defaults, then the file's eff_compute per class name and eff_memory, each in (0, 1], its
- * device_model (at most 63 bytes) and runtime_fusion ("ort" or "none"). */
+ * device_model (at most 63 bytes), runtime_fusion ("ort" or "none") and runtime_conv_ratio
+ * (in (0, PL_CONV_RATIO_MAX]). */
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err);
 /* An efficiency is a fraction of a peak: in (0, 1], never above the peak. */
 static inline bool pl_cost_eff_valid(double e)

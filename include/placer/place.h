@@ -22,6 +22,15 @@ typedef struct pl_place_opts {
      * sets it for its default algorithm and for moirai. Algorithms that pl_place runs inside
      * another never see it. */
     bool single_if_faster;
+    /* Coarser cuts (docs/placement.md, "Plans that pay"): when the cluster charges for stages
+     * (a device with stage_overhead_s or stage_copy_Bps), pl_place merges the algorithm's
+     * stages while the simulated makespan under `contention` falls (before single_if_faster
+     * compares), within memory and colocation classes, in at most a few hundred simulations;
+     * plan->stages_before and stages_after say what it did. true keeps the algorithm's cuts
+     * as they are (`placer place --fine-cuts`). Algorithms that pl_place runs inside another
+     * (moirai's heuristics and warm starts) coarsen too, unless told not to, so that moirai,
+     * which keeps the best plan it has seen, is never worse than a merged heuristic. */
+    bool fine_cuts;
 } pl_place_opts;
 
 typedef int (*pl_place_fn)(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
@@ -47,10 +56,10 @@ int pl_algo_parse_list(const char *text, const char *what, const pl_algo **out, 
  * to tell "no feasible answer" (exit status 1) from a failure (2). */
 int pl_place_precheck(const pl_cost *k, pl_err *err);
 
-/* Runs an algorithm and times it (plan->search_s, plan->algo: "single" when
- * o->single_if_faster replaced the algorithm's plan). On success an algorithm may
- * leave a note in err->msg (e.g. which path m-SCT took when its LP was too big): callers
- * clear err before and show a non-empty message after a successful run as a note. */
+/* Runs an algorithm, coarsens its cuts (unless o->fine_cuts) and times it all (plan->search_s,
+ * plan->algo: "single" when o->single_if_faster replaced the algorithm's plan). On success an
+ * algorithm may leave a note in err->msg (e.g. which path m-SCT took when its LP was too big):
+ * callers clear err before and show a non-empty message after a successful run as a note. */
 int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 
 /* max(longest path with every op on its fastest device and free communication,

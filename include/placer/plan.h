@@ -38,6 +38,11 @@ typedef struct pl_plan {
     pl_contention contention;    /* the model the plan was made and predicted under */
     double search_s;             /* how long the algorithm took */
     double predicted_makespan_s; /* filled by whoever simulated it; 0 when unknown */
+    /* Coarser cuts (pl_place, docs/placement.md "Plans that pay"): the stages
+     * (pl_plan_schedule_stages) of the algorithm's plan and of the plan the pass left, the
+     * simulations it ran and how long it took; all 0 when it did not run. Not saved. */
+    int stages_before, stages_after, cut_simulations;
+    double cut_s;
 } pl_plan;
 
 pl_plan *pl_plan_new(int n_ops, int n_devs); /* every op on device 0, no order, no priority */
@@ -92,6 +97,29 @@ bool pl_plan_copied_const(const pl_graph *g, int op);
  * first[s] the op it begins with. */
 int pl_plan_schedule_stages(const pl_graph *g, const pl_plan *p, int *stage_of, int *dev_of,
                             int *first);
+
+/* What a stage takes in and gives out: exactly the inputs and outputs of its stage file
+ * (docs/split.md), so what `placer split` writes and what the simulator prices per stage
+ * (docs/simulator.md, "Stages") are the same tensors. */
+typedef struct pl_stage_io {
+    int *inputs; /* tensors it is fed: graph inputs and other stages' results its ops read that
+                    are neither weights nor Constant values; each once, in the order its ops
+                    (topological order) first read them */
+    int n_inputs;
+    int *outputs; /* results of its ops that another stage reads, and graph outputs; in
+                     topological order of the ops making them */
+    int n_outputs;
+} pl_stage_io;
+
+/* The inputs and outputs of each of the n stages of a cut (any cut: the schedule's or the
+ * split's merged one). stage_of[op] is op's stage in [0, n); a copied Constant
+ * (pl_plan_copied_const) may be -1, and is then set to the stage of its first reader in
+ * topological order, which holds it (and gives out its value only when it is a graph output);
+ * other ops at -1 are in no stage (a plan naming no valid device for them). Fills io[0..n)
+ * (malloc'd arrays, NULL when empty): the caller frees each array, or hands them on
+ * (pl_stage_io_free frees them all). */
+void pl_plan_stage_io(const pl_graph *g, int *stage_of, int n, pl_stage_io *io);
+void pl_stage_io_free(pl_stage_io *io, int n);
 
 /* Writes placer-plan/1. `g`, `c` give names and identity; `g->path`/`c->path` are hashed. */
 int pl_plan_save(const pl_plan *p, const pl_graph *g, const pl_cluster *c, const char *path,

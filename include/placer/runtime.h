@@ -31,8 +31,9 @@ int pl_cache_dir(const char *sub, char *out, size_t n, pl_err *err);
  * renamed, so no reader sees half an entry. A model without weightless tensors is not copied:
  * out gets src itself. Returns 1 when it wrote the entry, 0 when it did not (already in the
  * cache and whole, or out is src), -1 on error. src is read once, whole (its hash names the
- * entry); the entry is read once more to check it. Models with external data are refused, and so is every model the ONNX reader
- * (pl_onnx_load) refuses: nothing reaches onnxruntime without passing it. */
+ * entry); the entry is read once more to check it. Models with external data are refused, and so is
+ * every model the ONNX reader (pl_onnx_load) refuses: nothing reaches onnxruntime without passing
+ * it. */
 int pl_inflate_model(const char *src, const char *cache_dir, char *out, size_t n, pl_err *err);
 
 typedef struct pl_ort_opts {
@@ -144,6 +145,11 @@ void pl_ort_node_times_free(pl_ort_node_time *t, int n);
  * stays loaded. */
 int pl_ort_profile(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out, int *n,
                    pl_err *err);
+/* The same with graph optimisation on, as a run executes the model: the nodes are then
+ * onnxruntime's (fused kernels, NCHWc convolutions named after their output tensor), not the
+ * file's, so the times do not map to ops one to one (pl_machine_calibrate uses their op types). */
+int pl_ort_profile_optimized(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out,
+                             int *n, pl_err *err);
 /* What the worker process counts: model loads and timed runs since it started. */
 int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err);
 int pl_ort_pid(const pl_ort *w);       /* the worker's process id (its process group too) */

@@ -69,8 +69,9 @@ void pl_sim_result_free(pl_sim_result *r);
 
 /* What each stage of plan p costs beyond its ops, per op (n_ops entries): a stage being a run
  * of ops cut as `placer split --cut schedule` cuts it (pl_plan_schedule_stages), the op it
- * begins with gets its device's stage_overhead_s plus the bytes the stage takes in and gives
- * out over stage_copy_Bps; every other op 0. The simulator adds it to the op's time
+ * begins with gets its device's stage_overhead_s, plus stage_tensor_s per tensor the stage
+ * takes in or gives out (pl_plan_stage_io: its stage file's inputs and outputs), plus their
+ * bytes over stage_copy_Bps; every other op 0. The simulator adds it to the op's time
  * (docs/simulator.md, "Stages"). Returns false, all zeros, when no device of the cluster gives
  * a stage cost. p must cover k's ops and devices. */
 bool pl_sim_stage_s(const pl_cost *k, const pl_plan *p, double *extra);

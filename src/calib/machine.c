@@ -70,34 +70,51 @@ int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, 
     return 0;
 }
 
-/* The entry's "cpu_model" (pl_cost_params_load has checked the rest). */
-static int entry_cpu(const char *path, char *cpu, size_t n, pl_err *err)
+void pl_machine_fit_key(const pl_device *d, char *out, size_t n)
+{
+    snprintf(out, n, "cost model %d; fp32 %.6g FLOP/s; memory %.6g B/s; launch %.6g s",
+             PL_MACHINE_COST_MODEL, d->peak_flops_per_s[PL_PREC_FP32], d->mem_bandwidth_Bps,
+             d->launch_overhead_s);
+}
+
+/* The entry's "cpu_model" and "fitted_for" (pl_cost_params_load has checked the rest); the
+ * key is "" when the entry has none (written before it existed). */
+static int entry_keys(const char *path, char *cpu, size_t n, char *key, size_t nk, pl_err *err)
 {
     pl_json_doc *doc = pl_json_open(path, err);
     if (!doc) return -1;
     pl_json root = pl_json_root(doc);
-    const char *s;
+    const char *s, *k = "";
     int rc = pl_json_string(&root, "cpu_model", &s, err);
     if (rc == 0) snprintf(cpu, n, "%s", s);
+    if (rc == 0 && pl_json_opt_string(&root, "fitted_for", &k, err) < 0) rc = -1;
+    if (rc == 0) snprintf(key, nk, "%s", k);
     pl_json_close(doc);
     return rc < 0 ? -1 : 0;
 }
 
-int pl_machine_calib_load(const char *path, const char *cpu, const char *device_model,
-                          pl_cost_params *p, pl_err *err)
+int pl_machine_calib_load(const char *path, const char *cpu, const pl_device *d, pl_cost_params *p,
+                          pl_err *err)
 {
     FILE *f = fopen(path, "r");
     if (!f) return pl_err_set(err, "%s: no such file", path), 0;
     fclose(f);
-    char got[256];
-    if (pl_cost_params_load(path, p, err) < 0 || entry_cpu(path, got, sizeof got, err) < 0)
+    char got[256], key[512], want[512];
+    if (pl_cost_params_load(path, p, err) < 0 ||
+        entry_keys(path, got, sizeof got, key, sizeof key, err) < 0)
         return -1;
     if (strcmp(got, cpu))
         return pl_err_set(err, "%s: measured on CPU '%s', but this machine's is '%s'", path, got,
                           cpu);
-    if (strcmp(p->device_model, device_model))
+    if (strcmp(p->device_model, d->model))
         return pl_err_set(err, "%s: fitted for device model '%s', but the cluster's is '%s'", path,
-                          p->device_model, device_model);
+                          p->device_model, d->model);
+    /* efficiencies are fractions of the figures they were fitted with, under the cost model's
+     * terms of the time: with other figures or terms they would price wrongly */
+    pl_machine_fit_key(d, want, sizeof want);
+    if (strcmp(key, want))
+        return pl_err_set(err, "%s: fitted for \"%s\", but device %s is now \"%s\"", path,
+                          *key ? key : "(an older placer)", d->name, want);
     return 1;
 }
 
@@ -116,6 +133,8 @@ json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const 
     if (measured) json_object_set_new(j, "measured", json_string(measured));
     json_object_set_new(j, "eff_compute", eff);
     json_object_set_new(j, "eff_memory", json_real(r->params.eff_memory));
+    if (r->params.runtime_conv_ratio != 1)
+        json_object_set_new(j, "runtime_conv_ratio", json_real(r->params.runtime_conv_ratio));
     json_object_set_new(j, "samples", json_integer(r->n_samples));
     json_object_set_new(j, "class_samples", samples);
     json_object_set_new(j, "before",
@@ -171,6 +190,93 @@ static pl_profile *profile_one(pl_ort *w, const char *model, const pl_graph *g,
     return p;
 }
 
+/* Conv kernel time: Σ over nodes of type Conv (the NCHWc ones keep the type) or FusedConv in
+ * the optimised profile `on`, and over g's Conv ops in the optimisation-off profile `off`. */
+static void conv_sums(const pl_graph *g, const pl_profile *off, const pl_ort_node_time *on,
+                      int n_on, double *sum_on, double *sum_off)
+{
+    for (int i = 0; i < n_on; i++)
+        if (!on[i].nested &&
+            (!strcmp(on[i].op_type, "Conv") || !strcmp(on[i].op_type, "FusedConv")))
+            *sum_on += on[i].mean_s;
+    for (int op = 0; op < g->n_ops; op++) {
+        double t = strcmp(g->ops[op].type, "Conv") ? -1 : pl_profile_lookup(off, g->ops[op].name);
+        if (t > 0) *sum_off += t;
+    }
+}
+
+double pl_machine_conv_ratio(const pl_graph *const *g, const pl_profile *const *off,
+                             const pl_ort_node_time *const *on, const int *n_on, int n)
+{
+    double sum_on = 0, sum_off = 0;
+    for (int k = 0; k < n; k++)
+        conv_sums(g[k], off[k], on[k], n_on[k], &sum_on, &sum_off);
+    if (!(sum_on > 0 && sum_off > 0)) return 1;
+    double r = sum_on / sum_off;
+    return r > PL_CONV_RATIO_MAX ? PL_CONV_RATIO_MAX : r;
+}
+
+static bool has_conv(const pl_graph *g)
+{
+    for (int op = 0; op < g->n_ops; op++)
+        if (!strcmp(g->ops[op].type, "Conv")) return true;
+    return false;
+}
+
+/* The models' Conv time under the runtime's layout over the profiled one (runtime_conv_ratio):
+ * each model with a Conv profiled again with optimisation on. */
+static int conv_ratio(pl_ort *w, char *const *paths, pl_graph *const *g, pl_profile *const *p,
+                      int n, void (*progress)(const char *step), double *ratio, pl_err *err)
+{
+    pl_ort_node_time *on[MACHINE_MODELS_MAX] = {0};
+    int n_on[MACHINE_MODELS_MAX] = {0}, rc = 0;
+    char cache[4096], inflated[4096];
+    for (int k = 0; rc == 0 && k < n; k++) {
+        if (!has_conv(g[k])) continue;
+        if (progress) progress("Conv kernels as run (optimisation on)");
+        rc =
+            pl_cache_dir("inflated", cache, sizeof cache, err) < 0 ||
+                    pl_inflate_model(paths[k], cache, inflated, sizeof inflated, err) < 0 ||
+                    pl_ort_profile_optimized(w, inflated, MACHINE_REPEAT, &on[k], &n_on[k], err) < 0
+                ? pl_err_prefix(err, "measuring %s", paths[k])
+                : 0;
+    }
+    if (rc == 0)
+        *ratio = pl_machine_conv_ratio((const pl_graph *const *)g, (const pl_profile *const *)p,
+                                       (const pl_ort_node_time *const *)on, n_on, n);
+    for (int k = 0; k < n; k++)
+        pl_ort_node_times_free(on[k], n_on[k]);
+    return rc;
+}
+
+/* A fit that misses one of its own models' time by more than this factor is no fit: the
+ * profiles were disturbed (another program running, the machine swapping). */
+#define FIT_SANE 2.0
+
+/* Each model's time under the fit (the ops its profile times, each at its estimate) against
+ * the profile's: -1 with err naming the model when a ratio is beyond FIT_SANE. */
+static int check_fit(char *const *paths, pl_graph *const *g, pl_profile *const *p, int n,
+                     const pl_device *d, const pl_cost_params *fit, pl_err *err)
+{
+    for (int k = 0; k < n; k++) {
+        double est = 0, meas = 0;
+        for (int op = 0; op < g[k]->n_ops; op++) {
+            double t = pl_profile_lookup(p[k], g[k]->ops[op].name);
+            if (!(t > 0) || !strcmp(g[k]->ops[op].type, "Constant")) continue;
+            meas += t;
+            est += pl_cost_estimate(&g[k]->ops[op], g[k], d, fit);
+        }
+        double r = meas > 0 ? est / meas : 1;
+        if (r > FIT_SANE || r < 1 / FIT_SANE)
+            return pl_err_set(err,
+                              "the fit prices %s at %.2fx its measured time: the measurements "
+                              "were disturbed (is another program busy on this machine?); "
+                              "nothing cached, run `placer calibrate --machine` when it is idle",
+                              paths[k], r);
+    }
+    return 0;
+}
+
 static int save(const pl_calib_result *r, const pl_device *d, const char *path, pl_err *err)
 {
     char cpu[256], date[32], dir[4096];
@@ -181,7 +287,10 @@ static int save(const pl_calib_result *r, const pl_device *d, const char *path, 
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
     if (slash && pl_mkdir_p(dir, err) < 0) return -1;
+    char key[512];
+    pl_machine_fit_key(d, key, sizeof key);
     json_t *j = pl_calib_json(r, d->model, cpu, date);
+    json_object_set_new(j, "fitted_for", json_string(key));
     int rc = pl_json_save(j, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
     json_decref(j);
     return rc;
@@ -203,10 +312,14 @@ int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(
             !(p[k] = profile_one(w, paths[k], g[k], d->model, err)))
             rc = pl_err_prefix(err, "measuring %s", paths[k]);
     }
+    double ratio = 1;
+    if (rc == 0) rc = conv_ratio(w, paths, g, p, n, progress, &ratio, err);
     if (w) pl_ort_stop(w);
     if (rc == 0)
         rc = pl_calib_fit((const pl_graph *const *)g, (const pl_profile *const *)p, n, d, NULL, r,
                           err);
+    if (rc == 0) rc = check_fit(paths, g, p, n, d, &r->params, err);
+    if (rc == 0) r->params.runtime_conv_ratio = ratio;
     if (rc == 0) rc = save(r, d, path, err);
     for (int k = 0; k < (n > 0 ? n : 0); k++) {
         pl_graph_free(g[k]);
@@ -227,7 +340,7 @@ int pl_machine_params(const pl_device *d, void (*progress)(const char *step), pl
     if (pl_machine_calib_path(cpu, d->model, entry, sizeof entry, &e) < 0)
         return pl_err_set(err, "no calibration: %s", e.msg), 0;
     if (path) snprintf(path, n, "%s", entry);
-    int rc = pl_machine_calib_load(entry, cpu, d->model, out, &e);
+    int rc = pl_machine_calib_load(entry, cpu, d, out, &e);
     if (rc > 0) return 1;
     if (rc < 0 && refused) *refused = e;
     pl_calib_result r;

@@ -73,6 +73,7 @@ static const char *const device_fields[] = {"name",
                                             "launch_overhead_s",
                                             "stage_overhead_s",
                                             "stage_copy_Bps",
+                                            "stage_tensor_s",
                                             "this_machine",
                                             "description",
                                             "source",
@@ -129,6 +130,10 @@ static int read_stage_figures(const pl_json *d, pl_device *t, pl_err *err)
             0 ||
         pl_json_check_range(d, "stage_overhead_s", t->stage_overhead_s, 0, LAUNCH_MAX,
                             PL_UNIT_SECONDS, "a stage overhead", "write e.g. \"15 us\"", err) < 0)
+        return -1;
+    if (pl_json_opt_quantity(d, "stage_tensor_s", PL_UNIT_SECONDS, &t->stage_tensor_s, err) < 0 ||
+        pl_json_check_range(d, "stage_tensor_s", t->stage_tensor_s, 0, LAUNCH_MAX, PL_UNIT_SECONDS,
+                            "a stage's cost per tensor", "write e.g. \"3 us\"", err) < 0)
         return -1;
     int bw =
         pl_json_opt_quantity(d, "stage_copy_Bps", PL_UNIT_BYTES_PER_S, &t->stage_copy_Bps, err);
@@ -229,6 +234,7 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     dev->launch_overhead_s = t->launch_overhead_s;
     dev->stage_overhead_s = t->stage_overhead_s;
     dev->stage_copy_Bps = t->stage_copy_Bps;
+    dev->stage_tensor_s = t->stage_tensor_s;
     dev->this_machine = t->this_machine;
     return 0;
 }

@@ -219,7 +219,11 @@ static void remove_stale(const char *tmp)
 {
     const char *slash = strrchr(tmp, '/'), *base = slash ? slash + 1 : tmp;
     size_t dir_len = slash ? (size_t)(slash - tmp) + 1 : 0;
-    size_t prefix = (size_t)(strstr(base, ".tmp.") - base) + 5; /* ".NAME.tmp." */
+    /* ".NAME.tmp.": NAME may hold ".tmp." itself, so the last one ends the prefix */
+    const char *last = strstr(base, ".tmp."), *next;
+    while ((next = strstr(last + 1, ".tmp.")))
+        last = next;
+    size_t prefix = (size_t)(last - base) + 5;
     char *dir = dir_len ? pl_strndup(tmp, dir_len) : pl_strdup("./");
     DIR *d = opendir(dir);
     struct dirent *e;

@@ -21,6 +21,7 @@ void pl_cost_params_default(pl_cost_params *p)
     p->eff_memory = 0.7;
     p->device_model[0] = 0;
     p->runtime_fusion = PL_FUSION_ORT;
+    p->runtime_conv_ratio = 1;
 }
 
 const char *pl_runtime_fusion_name(pl_runtime_fusion f)
@@ -70,7 +71,10 @@ double pl_cost_estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
 {
     pl_cost_terms t;
     pl_cost_terms_of(op, g, d, &t);
-    return pl_cost_terms_s(&t, p->eff_compute[t.cls], p->eff_memory);
+    double s = pl_cost_terms_s(&t, p->eff_compute[t.cls], p->eff_memory);
+    /* the runtime's layout, not the profiled one (pl_cost_params.runtime_conv_ratio) */
+    if (p->runtime_fusion == PL_FUSION_ORT && !strcmp(op->type, "Conv")) s *= p->runtime_conv_ratio;
+    return s;
 }
 
 /* ---- given times ---- */
@@ -176,6 +180,9 @@ int pl_cost_params_check(const pl_cost_params *p, pl_err *err)
                               pl_op_class_name((pl_op_class)c), p->eff_compute[c]);
     if (!pl_cost_eff_valid(p->eff_memory))
         return pl_err_set(err, "cost model: memory efficiency is %g, not in (0, 1]", p->eff_memory);
+    if (!(p->runtime_conv_ratio > 0 && p->runtime_conv_ratio <= PL_CONV_RATIO_MAX))
+        return pl_err_set(err, "cost model: the Conv time ratio is %g, not in (0, %g]",
+                          p->runtime_conv_ratio, PL_CONV_RATIO_MAX);
     if (p->runtime_fusion != PL_FUSION_NONE && p->runtime_fusion != PL_FUSION_ORT)
         return pl_err_set(err, "cost model: runtime fusion %d is neither none (0) nor ort (1)",
                           (int)p->runtime_fusion);

@@ -14,10 +14,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const fields[] = {
-    "format",         "device_model", "eff_compute", "eff_memory", "samples",
-    "class_samples",  "before",       "after",       "producer",   "description",
-    "runtime_fusion", "cpu_model",    "measured",    NULL};
+static const char *const fields[] = {"format",      "device_model",   "eff_compute",
+                                     "eff_memory",  "samples",        "class_samples",
+                                     "before",      "after",          "producer",
+                                     "description", "runtime_fusion", "cpu_model",
+                                     "measured",    "fitted_for",     "runtime_conv_ratio",
+                                     NULL};
 
 /* A class name as pl_op_class_name gives it, or -1. */
 static int class_of(const char *name)
@@ -80,6 +82,16 @@ static int read_fusion(const pl_json *root, pl_cost_params *p, pl_err *err)
     return 0;
 }
 
+/* Optional; absent: the default 1. */
+static int read_conv_ratio(const pl_json *root, pl_cost_params *p, pl_err *err)
+{
+    int rc = pl_json_opt_number(root, "runtime_conv_ratio", &p->runtime_conv_ratio, err);
+    if (rc <= 0) return rc;
+    if (p->runtime_conv_ratio > 0 && p->runtime_conv_ratio <= PL_CONV_RATIO_MAX) return 0;
+    pl_json at = pl_json_at(root, "runtime_conv_ratio");
+    return pl_json_fail(&at, err, "the Conv time ratio must be in (0, %g]", PL_CONV_RATIO_MAX);
+}
+
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
 {
     pl_json_doc *doc = pl_json_open(path, err);
@@ -89,7 +101,7 @@ int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
     int rc = pl_json_check_format(&root, "placer-cost-params/1", err) < 0 ||
                      pl_json_check_fields(&root, fields, err) < 0 ||
                      read_model(&root, p, err) < 0 || read_fusion(&root, p, err) < 0 ||
-                     read_compute(&root, p, err) < 0 ||
+                     read_conv_ratio(&root, p, err) < 0 || read_compute(&root, p, err) < 0 ||
                      read_eff(&root, "eff_memory", &p->eff_memory, err) < 0 ||
                      pl_cost_params_check(p, err) < 0
                  ? -1

@@ -1,5 +1,6 @@
 /* place.c: the registry of placement algorithms, the timed entry point and the lower bound. */
 #include "algos.h"
+#include "cuts.h"
 #include "sched.h"
 
 #include <math.h>
@@ -294,6 +295,9 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
     int rc = run_algo(a, k, &inner, out, err);
     snprintf(out->algo, sizeof out->algo, "%s", a->name);
     if (rc == 0) rc = check_complete(a, k, out, err);
+    out->stages_before = out->stages_after = out->cut_simulations = 0, out->cut_s = 0;
+    if (rc == 0 && !o->fine_cuts && pk_cuts_apply(k))
+        pk_coarsen_cuts(k, o->contention, PK_CUT_EVALS, out);
     if (rc == 0 && o->single_if_faster) keep_single_if_faster(a, k, o->contention, out, err);
     out->search_s = pl_now() - t0;
     out->contention = o->contention;

@@ -74,3 +74,109 @@ int pl_plan_schedule_stages(const pl_graph *g, const pl_plan *p, int *stage_of, 
     free(ops);
     return n;
 }
+
+/* ---- what each stage takes in and gives out (the split's stage files, the simulator's
+ * per-stage charge) ---- */
+
+/* A copied Constant is held by the stage of its first reader in topological order (the others
+ * copy it); only a graph output makes that stage give its value out. */
+static void home_consts(const pl_graph *g, int *stage_of)
+{
+    for (int op = 0; op < g->n_ops; op++) {
+        if (stage_of[op] >= 0 || !pl_plan_copied_const(g, op)) continue;
+        int home = -1;
+        for (int o = 0; o < g->ops[op].n_outputs; o++) {
+            int t = g->ops[op].outputs[o];
+            for (int c = 0; t >= 0 && c < g->tensors[t].n_consumers; c++) {
+                int r = g->tensors[t].consumers[c];
+                if (home < 0 || g->topo_pos[r] < g->topo_pos[home]) home = r;
+            }
+        }
+        stage_of[op] = stage_of[home];
+    }
+}
+
+/* Whether a stage is fed t by the runtime: not a weight, and a graph input or the result of an
+ * op that is not a Constant (whose value every reading stage holds itself). */
+static bool fed(const pl_graph *g, int t)
+{
+    const pl_tensor *tp = &g->tensors[t];
+    if (tp->producer < 0) return !(tp->flags & PL_TENSOR_WEIGHT);
+    return !pl_plan_is_const(g, tp->producer);
+}
+
+/* Whether stage s gives out t, a result of one of its ops: a graph output, or a non-Constant
+ * result that an op of another stage reads. */
+static bool given_out(const pl_graph *g, const int *stage_of, int s, int t)
+{
+    const pl_tensor *tp = &g->tensors[t];
+    if (tp->flags & PL_TENSOR_OUTPUT) return true;
+    if (pl_plan_is_const(g, tp->producer)) return false;
+    for (int c = 0; c < tp->n_consumers; c++)
+        if (stage_of[tp->consumers[c]] != s) return true;
+    return false;
+}
+
+static void io_push(int **a, int *n, int *cap, int v)
+{
+    pl_grow((void **)a, cap, *n, sizeof **a);
+    (*a)[(*n)++] = v;
+}
+
+/* The ops of each stage, stage by stage, each stage's in topological order: ops[off[s] ..
+ * off[s + 1]). */
+static int *ops_by_stage(const pl_graph *g, const int *stage_of, int n, int *off)
+{
+    int *ops = pl_malloc((g->n_ops + 1) * sizeof *ops);
+    memset(off, 0, ((size_t)n + 1) * sizeof *off);
+    for (int op = 0; op < g->n_ops; op++) {
+        PL_ASSERT(stage_of[op] < n);
+        if (stage_of[op] >= 0) off[stage_of[op] + 1]++;
+    }
+    for (int s = 0; s < n; s++)
+        off[s + 1] += off[s];
+    int *at = pl_malloc(((size_t)n + 1) * sizeof *at);
+    memcpy(at, off, ((size_t)n + 1) * sizeof *at);
+    for (int k = 0; k < g->n_ops; k++)
+        if (stage_of[g->topo[k]] >= 0) ops[at[stage_of[g->topo[k]]]++] = g->topo[k];
+    free(at);
+    return ops;
+}
+
+/* Stage s's inputs and outputs from its ops (topological order); mark[t] == s once s took t. */
+static void one_stage_io(const pl_graph *g, const int *stage_of, int s, const int *ops, int m,
+                         int *mark, pl_stage_io *io)
+{
+    int cap_in = 0, cap_out = 0;
+    for (int k = 0; k < m; k++) {
+        const pl_op *o = &g->ops[ops[k]];
+        for (int i = 0; i < o->n_inputs; i++) {
+            int t = o->inputs[i], p;
+            if (t < 0 || mark[t] == s || !fed(g, t)) continue;
+            mark[t] = s, p = g->tensors[t].producer;
+            if (p < 0 || stage_of[p] != s) io_push(&io->inputs, &io->n_inputs, &cap_in, t);
+        }
+        for (int i = 0; i < o->n_outputs; i++)
+            if (o->outputs[i] >= 0 && given_out(g, stage_of, s, o->outputs[i]))
+                io_push(&io->outputs, &io->n_outputs, &cap_out, o->outputs[i]);
+    }
+}
+
+void pl_plan_stage_io(const pl_graph *g, int *stage_of, int n, pl_stage_io *io)
+{
+    home_consts(g, stage_of);
+    memset(io, 0, (size_t)n * sizeof *io);
+    int *off = pl_malloc(((size_t)n + 1) * sizeof *off), *ops = ops_by_stage(g, stage_of, n, off);
+    int *mark = pl_malloc((g->n_tensors + 1) * sizeof *mark);
+    for (int t = 0; t < g->n_tensors; t++)
+        mark[t] = -1;
+    for (int s = 0; s < n; s++)
+        one_stage_io(g, stage_of, s, ops + off[s], off[s + 1] - off[s], mark, &io[s]);
+    free(mark), free(ops), free(off);
+}
+
+void pl_stage_io_free(pl_stage_io *io, int n)
+{
+    for (int s = 0; s < n; s++)
+        free(io[s].inputs), free(io[s].outputs);
+}

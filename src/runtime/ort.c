@@ -476,13 +476,14 @@ static int read_profile(json_t *rep, pl_ort_node_time **out, int *n)
     return 0;
 }
 
-int pl_ort_profile(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out, int *n,
-                   pl_err *err)
+static int profile(pl_ort *w, const char *model, int repeat, bool optimized, pl_ort_node_time **out,
+                   int *n, pl_err *err)
 {
     *out = NULL, *n = 0;
-    json_t *msg = json_pack("{s:s, s:s?, s:i, s:i, s:I, s:i, s:i}", "op", "profile", "model", model,
-                            "repeat", repeat > 0 ? repeat : 1, "warmup", 1, "seed", seed_of(w),
-                            "int_high", w->o.int_high, "threads", w->o.threads),
+    json_t *msg = json_pack("{s:s, s:s?, s:i, s:i, s:I, s:i, s:i, s:s}", "op", "profile", "model",
+                            model, "repeat", repeat > 0 ? repeat : 1, "warmup", 1, "seed",
+                            seed_of(w), "int_high", w->o.int_high, "threads", w->o.threads,
+                            "optimize", optimized ? "all" : "disabled"),
            *rep = NULL;
     int rc = request(w, msg, "profile", bytes_of(&model, 1), &rep, err);
     if (rc == 0 && read_profile(rep, out, n) < 0) {
@@ -493,6 +494,18 @@ int pl_ort_profile(pl_ort *w, const char *model, int repeat, pl_ort_node_time **
     }
     json_decref(rep);
     return rc;
+}
+
+int pl_ort_profile(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out, int *n,
+                   pl_err *err)
+{
+    return profile(w, model, repeat, false, out, n, err);
+}
+
+int pl_ort_profile_optimized(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out,
+                             int *n, pl_err *err)
+{
+    return profile(w, model, repeat, true, out, n, err);
 }
 
 void pl_ort_node_times_free(pl_ort_node_time *t, int n)

@@ -192,7 +192,7 @@ static int *stage_order(const sgraph *sg, const int *first, int *n_out)
 /* The capacities of one stage's arrays while fill_io builds them (pl_stage keeps only the
  * counts: the arrays are plain malloc'd blocks, freed by pl_stages_free). */
 typedef struct stage_caps {
-    int ops, consts, inputs, outputs, weights;
+    int ops, consts, weights;
 } stage_caps;
 
 static void push(int **a, int *n, int *cap, int v)
@@ -201,25 +201,21 @@ static void push(int **a, int *n, int *cap, int v)
     (*a)[(*n)++] = v;
 }
 
-/* A Constant something reads goes to the stage of its first reader; other readers copy it. */
-static void place_consts(const pl_graph *g, pl_stages *s, stage_caps *cap)
+/* A Constant something reads is held by one stage (pl_plan_stage_io's choice: its first
+ * reader's); the other reading stages copy it. */
+static void copy_consts(const pl_graph *g, pl_stages *s, stage_caps *cap)
 {
     int *seen = pl_malloc((s->n ? s->n : 1) * sizeof *seen);
     for (int k = 0; k < g->n_ops; k++) {
         int op = g->topo[k];
         if (!pl_plan_copied_const(g, op)) continue;
-        int home = -1;
         for (int j = 0; j < s->n; j++)
             seen[j] = 0;
         for (int o = 0; o < g->ops[op].n_outputs; o++) {
             int t = g->ops[op].outputs[o];
-            for (int c = 0; t >= 0 && c < g->tensors[t].n_consumers; c++) {
-                int r = g->tensors[t].consumers[c], st = s->stage_of[r];
-                if (home < 0 || g->topo_pos[r] < g->topo_pos[home]) home = r;
-                seen[st] = 1;
-            }
+            for (int c = 0; t >= 0 && c < g->tensors[t].n_consumers; c++)
+                seen[s->stage_of[g->tensors[t].consumers[c]]] = 1;
         }
-        s->stage_of[op] = s->stage_of[home];
         for (int j = 0; j < s->n; j++)
             if (seen[j] && j != s->stage_of[op])
                 push(&s->st[j].consts, &s->st[j].n_consts, &cap[j].consts, op);
@@ -232,58 +228,43 @@ static bool is_weight(const pl_tensor *t)
     return (t->flags & PL_TENSOR_WEIGHT) && t->producer < 0;
 }
 
-/* Inputs and weights of stage j, from the ops it owns and the Constants it copies. */
-static void stage_reads(const pl_graph *g, pl_stages *s, stage_caps *cap, int j, const int *ops,
-                        int n, int *mark)
+/* Weights of stage j, from the ops it owns (Constants, copied or not, read none). */
+static void stage_weights(const pl_graph *g, pl_stages *s, stage_caps *cap, int j, int *mark)
 {
     pl_stage *st = &s->st[j];
-    for (int k = 0; k < n; k++)
-        for (int i = 0; i < g->ops[ops[k]].n_inputs; i++) {
-            int t = g->ops[ops[k]].inputs[i];
-            if (t < 0 || mark[t] == j + 1) continue;
+    for (int k = 0; k < st->n_ops; k++)
+        for (int i = 0; i < g->ops[st->ops[k]].n_inputs; i++) {
+            int t = g->ops[st->ops[k]].inputs[i];
+            if (t < 0 || mark[t] == j + 1 || !is_weight(&g->tensors[t])) continue;
             mark[t] = j + 1;
-            const pl_tensor *tn = &g->tensors[t];
-            if (is_weight(tn))
-                push(&st->weights, &st->n_weights, &cap[j].weights, t);
-            else if (tn->producer < 0 || (s->maker[t] >= 0 && s->maker[t] != j))
-                push(&st->inputs, &st->n_inputs, &cap[j].inputs, t);
+            push(&st->weights, &st->n_weights, &cap[j].weights, t);
         }
 }
 
-static void stage_sends(const pl_graph *g, pl_stages *s, stage_caps *cap, int j)
-{
-    pl_stage *st = &s->st[j];
-    for (int k = 0; k < st->n_ops; k++) {
-        const pl_op *o = &g->ops[st->ops[k]];
-        for (int i = 0; i < o->n_outputs; i++) {
-            int t = o->outputs[i];
-            if (t < 0) continue;
-            bool send = g->tensors[t].flags & PL_TENSOR_OUTPUT;
-            for (int c = 0; !send && s->maker[t] >= 0 && c < g->tensors[t].n_consumers; c++)
-                send = s->stage_of[g->tensors[t].consumers[c]] != j;
-            if (send) push(&st->outputs, &st->n_outputs, &cap[j].outputs, t);
-        }
-    }
-}
-
+/* Inputs and outputs are the plan module's (pl_plan_stage_io), the tensors the simulator
+ * prices each stage for; the rest is the split's own. */
 static void fill_io(const pl_graph *g, pl_stages *s)
 {
     for (int t = 0; t < g->n_tensors; t++) {
         int p = g->tensors[t].producer;
         s->maker[t] = p < 0 || pl_plan_is_const(g, p) ? -1 : s->stage_of[p];
     }
+    pl_stage_io *io = pl_malloc((s->n ? s->n : 1) * sizeof *io);
+    pl_plan_stage_io(g, s->stage_of, s->n, io); /* also homes the copied Constants */
+    for (int j = 0; j < s->n; j++) {
+        s->st[j].inputs = io[j].inputs, s->st[j].n_inputs = io[j].n_inputs;
+        s->st[j].outputs = io[j].outputs, s->st[j].n_outputs = io[j].n_outputs;
+    }
+    free(io);
     stage_caps *cap = pl_calloc(s->n ? s->n : 1, sizeof *cap);
-    place_consts(g, s, cap);
+    copy_consts(g, s, cap);
     for (int k = 0; k < g->n_ops; k++) {
         int op = g->topo[k], j = s->stage_of[op];
         push(&s->st[j].ops, &s->st[j].n_ops, &cap[j].ops, op);
     }
     int *mark = pl_calloc(g->n_tensors ? g->n_tensors : 1, sizeof *mark);
-    for (int j = 0; j < s->n; j++) {
-        stage_reads(g, s, cap, j, s->st[j].ops, s->st[j].n_ops, mark);
-        stage_reads(g, s, cap, j, s->st[j].consts, s->st[j].n_consts, mark);
-        stage_sends(g, s, cap, j);
-    }
+    for (int j = 0; j < s->n; j++)
+        stage_weights(g, s, cap, j, mark);
     free(mark), free(cap);
 }
 

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""measure_splits.py: what a stage of a real split costs on this CPU, beyond what the
+micro-benchmarks of tools/measure_cpu.py charge (docs/simulator.md, "Stages").
+
+For each model: HEFT's plan on examples/clusters/local-cpu.json with the finest cuts
+(`--fine-cuts`) and the single-device plan, each split by the schedule (`placer split --cut
+schedule`) and run one stage after the other on one thread (`placer run --sequential`, graph
+optimisation on, 10 requests), alternately, `--trials` times. The split's excess over the whole
+model, less what the cluster's stage_copy_Bps and stage_tensor_s already charge for the bytes
+and tensors the stages take in and give out, divided by the extra stages, is what each stage
+costs beyond them: the session run itself, and what no micro-benchmark of one-op stages sees,
+such as weights each stage reads from its own copy instead of from the cache, and fusions lost
+at the cuts. stage_overhead_s is set to the median over the models.
+
+Usage (from the repository root, after `make`; the other core idle):
+
+    /usr/bin/python3 tools/measure_splits.py [--trials T] [--json] MODEL...
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import shutil
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLUSTER = os.path.join(ROOT, "examples", "clusters", "local-cpu.json")
+UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "GB/s": 1e9, "MB/s": 1e6}
+
+
+def placer(*args):
+    """build/placer with args, calibration off (plans and runs need none); its stdout."""
+    env = dict(os.environ, PLACER_CALIBRATION="off")
+    r = subprocess.run([os.path.join(ROOT, "build", "placer"), *args], capture_output=True,
+                       text=True, env=env)
+    if r.returncode:
+        sys.exit(f"placer {' '.join(args)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def split_of(d, model, algo, tag):
+    """`model` placed by `algo` (finest cuts) and split by the schedule into d/tag."""
+    plan, out = os.path.join(d, f"{tag}.plan.json"), os.path.join(d, tag)
+    fine = ["--fine-cuts"] if "--fine-cuts" in placer("place", "--help") else []
+    placer("place", model, "--cluster", CLUSTER, "--algo", algo, "-o", plan, *fine)
+    placer("split", model, "--cluster", CLUSTER, "--plan", plan, "--cut", "schedule", "-o", out)
+    return out
+
+
+def stage_io(split):
+    """Stages, tensors taken in or given out, and their bytes, from a split's manifest."""
+    m = json.load(open(os.path.join(split, "manifest.json")))
+    ends = sum(len(s["inputs"]) + len(s["outputs"]) for s in m["stages"])
+    nbytes = sum(x["bytes"] for s in m["stages"] for x in s["inputs"] + s["outputs"])
+    return len(m["stages"]), ends, nbytes
+
+
+def device_figure(dev, field):
+    if field not in dev:
+        return 0.0
+    num, unit = dev[field].split()
+    return float(num) * UNITS[unit]
+
+
+def measure(models, trials):
+    dev = json.load(open(CLUSTER))["devices"][0]
+    copy_bps, tensor_s = device_figure(dev, "stage_copy_Bps"), device_figure(dev, "stage_tensor_s")
+    d = tempfile.mkdtemp(prefix="placer-splits-")
+    out = {"trials": trials, "models": {}}
+    try:
+        for model in models:
+            fine, whole = split_of(d, model, "heft", "fine"), split_of(d, model, "single", "whole")
+            (n, ends, nbytes), (n1, ends1, nbytes1) = stage_io(fine), stage_io(whole)
+            if n <= n1:
+                continue
+            runs = {fine: [], whole: []}
+            for _ in range(trials):
+                for split in (fine, whole):
+                    r = json.loads(placer("run", split, "--sequential", "--repeat", "10", "--json"))
+                    runs[split].append(r["latency_median_s"])
+            split_s, whole_s = statistics.median(runs[fine]), statistics.median(runs[whole])
+            charged = ((nbytes - nbytes1) / copy_bps if copy_bps else 0) + (ends - ends1) * tensor_s
+            out["models"][os.path.basename(model)] = {
+                "stages": n, "split_ms": split_s * 1e3, "whole_ms": whole_s * 1e3,
+                "charged_ms": charged * 1e3,
+                "per_stage_us": (split_s - whole_s - charged) / (n - n1) * 1e6}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    per = [m["per_stage_us"] for m in out["models"].values()]
+    out["median_per_stage_us"] = statistics.median(per) if per else None
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("models", nargs="+")
+    a = ap.parse_args()
+    r = measure(a.models, a.trials)
+    if a.json:
+        print(json.dumps(r, indent=1))
+        return
+    for m, x in r["models"].items():
+        print(f"{m:28s} {x['stages']:4d} stages: split {x['split_ms']:8.2f} ms, whole "
+              f"{x['whole_ms']:8.2f} ms, copies and tensors charged {x['charged_ms']:7.2f} ms: "
+              f"{x['per_stage_us']:7.1f} us per extra stage")
+    if r["median_per_stage_us"] is not None:
+        print(f"=> median {r['median_per_stage_us']:.1f} us per stage beyond the copies and "
+              f"tensors charged (stage_overhead_s)")
+
+
+if __name__ == "__main__":
+    main()
