@@ -480,7 +480,7 @@ static void accept_rate(const char *what, const figures *f, int runs, size_t off
         double v = *(const double *)((const char *)&f[r] + off);
         lo = fmin(lo, v), hi = fmax(hi, v), met += v <= target;
     }
-    printf("  %-42s <= %2.0f%%: runs %3.0f%% .. %3.0f%%   %s (met in %d of %d runs)\n", what,
+    printf("  %-42s <= %2.0f%%: runs %5.1f%% .. %5.1f%%   %s (met in %d of %d runs)\n", what,
            100 * target, 100 * lo, 100 * hi, met == runs ? "PASS" : "FAIL", met, runs);
 }
 
