@@ -44,5 +44,5 @@ echo
 echo "== measured trials on this CPU (onnxruntime): a persistent worker against a fresh one per trial"
 "$build/bench/bench_runtime" 5 models/rnnlm.onnx models/resnet50.onnx models/bert_base.onnx
 echo
-echo "== fidelity: the cost model against onnxruntime on this CPU (one core, then two: HEFT split by the schedule on two device threads; calibrated leave-one-out)"
-"$build/bench/bench_fidelity" models/*.onnx
+echo "== fidelity: the cost model against onnxruntime on this CPU, default settings (this machine's cached calibration), issue 13's acceptance; one core, then the default plan on two (three runs; about 4 minutes)"
+"$build/bench/bench_fidelity" --runs 3 models/*.onnx

@@ -106,32 +106,22 @@ static void progress(const char *step)
     fprintf(stderr, "placer: measuring this machine once (docs/calibrate.md): %s\n", step);
 }
 
-/* This machine's calibration into *out: the cache's, else measured now and cached. 1 when
- * used; 0, after a warning, when neither works (the defaults stay). */
+/* This machine's calibration into *out (pl_machine_params), saying what happened. 1 when
+ * used; 0, after a warning, when neither the cache nor a measurement works (the defaults stay). */
 static int machine_params(const char *verb, const pl_device *d, pl_cost_params *out)
 {
     char cpu[256], path[4096];
-    pl_err err = {""};
-    pl_cpu_model(cpu, sizeof cpu);
-    if (pl_machine_calib_path(cpu, d->model, path, sizeof path, &err) < 0) {
-        fprintf(stderr, "placer %s: warning: no calibration: %s\n", verb, err.msg);
-        return 0;
-    }
-    int rc = pl_machine_calib_load(path, cpu, d, out, &err);
-    if (rc > 0) return 1;
-    if (rc < 0)
+    pl_err refused = {""}, err = {""};
+    int rc = pl_machine_params(d, progress, out, path, sizeof path, &refused, &err);
+    if (refused.msg[0])
         fprintf(stderr, "placer %s: warning: the cached calibration is refused and rebuilt: %s\n",
-                verb, err.msg);
-    pl_calib_result r;
-    if (pl_machine_calibrate(d, path, progress, &r, &err) < 0) {
-        fprintf(stderr, "placer %s: warning: this machine could not be measured: %s\n", verb,
-                err.msg);
-        pl_cost_params_default(out);
+                verb, refused.msg);
+    if (rc == 0) {
+        fprintf(stderr, "placer %s: warning: %s\n", verb, err.msg);
         return 0;
     }
-    fprintf(stderr, "placer: calibration of '%s' cached in %s\n", cpu, path);
-    *out = r.params;
-    snprintf(out->device_model, sizeof out->device_model, "%s", d->model);
+    pl_cpu_model(cpu, sizeof cpu);
+    if (rc == 2) fprintf(stderr, "placer: calibration of '%s' cached in %s\n", cpu, path);
     return 1;
 }
 

@@ -227,6 +227,61 @@ static void test_rebuilt_corrupt(void **state)
     rebuilt("unable to decode");
 }
 
+/* pl_machine_params, the routine every verb and bench_fidelity get this machine's calibration
+ * from: a valid entry is used as it is (1); a corrupt one, or one for another CPU, is refused,
+ * says why and is measured again (2, one small model) into an entry this CPU's; when nothing
+ * can be measured, 0 with the defaults and the reason. */
+static void test_machine_params(void **state)
+{
+    (void)state;
+    pl_cluster *c = pl_cluster_load(LOCAL, &(pl_err){""});
+    assert_non_null(c);
+    pl_cost_params p, dflt;
+    pl_cost_params_default(&dflt);
+    pl_err refused, err;
+    char path[4096];
+    /* nothing cached and nothing measurable: the defaults, and why */
+    setenv("PLACER_CALIBRATION_MODELS", "/nonexistent.onnx", 1);
+    assert_int_equal(pl_machine_params(&c->devs[0], NULL, &p, path, sizeof path, &refused, &err),
+                     0);
+    assert_contains(err.msg, "this machine could not be measured: ");
+    assert_contains(err.msg, "/nonexistent.onnx");
+    assert_string_equal(refused.msg, "");
+    assert_close(p.eff_memory, dflt.eff_memory, 0);
+    /* a valid entry: used, not measured (the models named cannot be) */
+    write_entry(entry, cpu);
+    assert_int_equal(pl_machine_params(&c->devs[0], NULL, &p, path, sizeof path, &refused, &err),
+                     1);
+    assert_string_equal(path, entry);
+    assert_string_equal(refused.msg, "");
+    assert_close(p.eff_compute[PL_CLASS_DENSE], 0.5, 1e-12);
+    assert_close(p.eff_memory, 0.3, 1e-12);
+    /* another CPU's entry with nothing measurable: refused, and the defaults, not its values */
+    write_entry(entry, "Other CPU 9000");
+    assert_int_equal(pl_machine_params(&c->devs[0], NULL, &p, NULL, 0, &refused, &err), 0);
+    assert_contains(refused.msg, "measured on CPU 'Other CPU 9000'");
+    assert_close(p.eff_memory, dflt.eff_memory, 0);
+    tu_require_ort();
+    setenv("PLACER_CALIBRATION_MODELS", "models/rnnlm.onnx", 1);
+    assert_int_equal(pl_machine_params(&c->devs[0], NULL, &p, NULL, 0, &refused, &err), 2);
+    assert_contains(refused.msg, "measured on CPU 'Other CPU 9000'");
+    assert_string_equal(p.device_model, "local-epyc-core");
+    pl_cost_params q;
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &c->devs[0], &q, &err), 1);
+    assert_close(q.eff_memory, p.eff_memory, 1e-12); /* what was cached is what was returned */
+    /* corrupt: rebuilt the same way; then the new entry is used as it is */
+    FILE *f = fopen(entry, "r+");
+    assert_non_null(f);
+    assert_int_equal(fwrite("\xfe\xff\x00", 1, 3, f), 3);
+    fclose(f);
+    assert_int_equal(pl_machine_params(&c->devs[0], NULL, &p, NULL, 0, &refused, &err), 2);
+    assert_contains(refused.msg, "unable to decode");
+    setenv("PLACER_CALIBRATION_MODELS", "/nonexistent.onnx", 1);
+    assert_int_equal(pl_machine_params(&c->devs[0], NULL, &p, NULL, 0, &refused, &err), 1);
+    assert_string_equal(refused.msg, "");
+    pl_cluster_free(c);
+}
+
 /* runtime_conv_ratio from profiles: resnet50's Conv ops at 1 ms each with optimisation off;
  * as run, one NCHWc Conv node per Conv (named after its output, as onnxruntime names them) at
  * 0.5 ms, a Relu and a node nested in a body that do not count: 0.5. No Conv at all: 1. */
@@ -274,6 +329,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_uncalibrated_note, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebuilt_other_cpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebuilt_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_machine_params, setup, teardown),
         cmocka_unit_test(test_conv_ratio_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -74,5 +74,15 @@ double pl_machine_conv_ratio(const pl_graph *const *g, const pl_profile *const *
                              const struct pl_ort_node_time *const *on, const int *n_on, int n);
 int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(const char *step),
                          pl_calib_result *r, pl_err *err);
+/* This machine's calibration for device d, as every verb gets it (docs/calibrate.md): the entry
+ * cached at pl_machine_calib_path(pl_cpu_model, d->model) when pl_machine_calib_load takes it
+ * (1); else measured now with pl_machine_calibrate and cached there (2); an entry that was
+ * there but refused (corrupt, another CPU or device model) is so rebuilt, and `refused` (may be
+ * NULL) gets why ("" when nothing was refused). 0 with err set when neither works ("no
+ * calibration: ..." when the cache has no path, "this machine could not be measured: ..."):
+ * *out is then the defaults (pl_cost_params_default). `path` (may be NULL) gets the entry's
+ * path, n bytes at most; `progress` as pl_machine_calibrate's. */
+int pl_machine_params(const pl_device *d, void (*progress)(const char *step), pl_cost_params *out,
+                      char *path, size_t n, pl_err *refused, pl_err *err);
 
 #endif

@@ -328,3 +328,27 @@ int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(
     }
     return rc;
 }
+
+int pl_machine_params(const pl_device *d, void (*progress)(const char *step), pl_cost_params *out,
+                      char *path, size_t n, pl_err *refused, pl_err *err)
+{
+    char cpu[256], entry[4096];
+    pl_err e = {""};
+    if (refused) refused->msg[0] = 0;
+    pl_cost_params_default(out);
+    pl_cpu_model(cpu, sizeof cpu);
+    if (pl_machine_calib_path(cpu, d->model, entry, sizeof entry, &e) < 0)
+        return pl_err_set(err, "no calibration: %s", e.msg), 0;
+    if (path) snprintf(path, n, "%s", entry);
+    int rc = pl_machine_calib_load(entry, cpu, d, out, &e);
+    if (rc > 0) return 1;
+    if (rc < 0 && refused) *refused = e;
+    pl_calib_result r;
+    if (pl_machine_calibrate(d, entry, progress, &r, &e) < 0) {
+        pl_cost_params_default(out); /* a refused entry may have been read into it */
+        return pl_err_set(err, "this machine could not be measured: %s", e.msg), 0;
+    }
+    *out = r.params;
+    snprintf(out->device_model, sizeof out->device_model, "%s", d->model);
+    return 2;
+}
