@@ -124,7 +124,7 @@ static pl_profile *profiled(pl_ort *w, const char *model, const pl_graph *g,
 static double placed(const pl_cost *k, const char *algo, bool pays, pl_plan **plan, pl_err *err)
 {
     pl_plan *p = pl_plan_new(k->g->n_ops, k->c->n_devs);
-    pl_place_opts po = {.single_if_faster = pays};
+    pl_place_opts po = {.single_if_faster = pays, .min_gain = pays ? PL_MIN_GAIN_DEFAULT : 0};
     pl_sim_opts so = {0};
     pl_sim_result r = {0};
     double ms = -1;

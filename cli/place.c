@@ -11,10 +11,12 @@ static const char *help =
     "usage: placer place MODEL --cluster C [--algo A] [-o plan.json] [--trace t.json] [--json]\n"
     "                        [--contention ports|pair|none] [--seed N] [--time-limit 60s]\n"
     "                        [--profile P]... [--dim N=V]... [--input NAME=SIZES]...\n"
-    "                        [--fine-cuts]\n"
+    "                        [--fine-cuts] [--min-gain F]\n"
     "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random,\n"
     "                 moirai; the default and moirai return the best single-device plan instead\n"
-    "                 when it is predicted faster (with a note)\n"
+    "                 unless their plan is predicted at least F faster (with a note)\n"
+    "  --min-gain F   that fraction, in [0, 1) (default 0.05: a smaller predicted gain is within\n"
+    "                 the predictions' error; docs/placement.md, \"Plans that pay\")\n"
     "  --fine-cuts    keep the algorithm's cuts: do not merge stages where the cluster charges\n"
     "                 for them (stage_overhead_s, stage_copy_Bps; docs/placement.md)\n"
     "  -o FILE        write the plan (placer-plan/1) for `placer simulate`\n"
@@ -75,6 +77,7 @@ int cli_place(int argc, char **argv)
     cli_common co = {0};
     const char *algo = NULL, *out = NULL, *trace = NULL, *v;
     pl_place_opts po = {0};
+    bool min_gain_given = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         int rc = cli_common_opt("place", argc, argv, &i, &co);
@@ -95,12 +98,22 @@ int cli_place(int argc, char **argv)
             po.no_coarsen = true;
         else if (!strcmp(argv[i], "--fine-cuts"))
             po.fine_cuts = true;
-        else
+        else if (cli_opt(argc, argv, &i, "--min-gain", &v)) {
+            char *end = NULL;
+            po.min_gain = v ? strtod(v, &end) : -1;
+            if (!v || end == v || *end || !(po.min_gain >= 0 && po.min_gain < 1))
+                return cli_fail("place",
+                                "--min-gain wants a fraction in [0, 1), such as 0.05; "
+                                "got '%s'",
+                                v ? v : "");
+            min_gain_given = true;
+        } else
             return cli_fail("place", "unknown option '%s'\n%s", argv[i], help);
     }
     /* plans that pay: the default algorithm and moirai never return a plan predicted slower
      * than the best single-device plan (pl_place_opts.single_if_faster) */
     po.single_if_faster = !algo || !strcmp(algo, "moirai");
+    if (!min_gain_given) po.min_gain = PL_MIN_GAIN_DEFAULT;
     if (!algo) algo = "heft";
     const pl_algo *a = pl_algo_find(algo);
     if (!a) return cli_fail("place", "unknown algorithm '%s'\n%s", algo, help);

@@ -629,14 +629,14 @@ static void test_calib_fit(void **state)
 
 /* The brute-force objective and errors, from pl_cost_estimate on every timed op. */
 static double brute_loss(const pl_graph *g, const pl_profile *pr, const pl_device *d,
-                         const pl_cost_params *p, double *median, double *worst)
+                         const pl_cost_params *p, double profiler_s, double *median, double *worst)
 {
     double sum = 0, *e = calloc(g->n_ops + 1, sizeof *e);
     int n = 0;
     for (int i = 0; i < g->n_ops; i++) {
         double m = pl_profile_lookup(pr, g->ops[i].name);
         if (!(m > 0) || !strcmp(g->ops[i].type, "Constant")) continue;
-        double est = pl_cost_estimate(&g->ops[i], g, d, p);
+        double est = pl_cost_estimate(&g->ops[i], g, d, p) + profiler_s;
         double r = log(est > 0 ? est : 1e-12) - log(m);
         sum += m * r * r;
         e[n++] = fabs(est - m) / m;
@@ -645,6 +645,74 @@ static double brute_loss(const pl_graph *g, const pl_profile *pr, const pl_devic
     *worst = n ? e[n - 1] : 0;
     free(e);
     return sum;
+}
+
+/* A placer-profile/1 of g on c's first device with made-up times: time(g, device, op), an op
+ * skipped where it is negative. */
+static pl_profile *made_up_profile(const pl_graph *g, const pl_cluster *c,
+                                   double (*time)(const pl_graph *, const pl_device *, int))
+{
+    size_t cap = 64 + (size_t)g->n_ops * 300, len = 0;
+    char *text = malloc(cap);
+    len += (size_t)snprintf(text, cap,
+                            "{\"format\": \"placer-profile/1\", \"device_model\": \"%s\", "
+                            "\"times_s\": {",
+                            c->devs[0].model);
+    int k = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        double t = time(g, &c->devs[0], i);
+        if (t < 0) continue;
+        len += (size_t)snprintf(text + len, cap - len, "%s\"%s\": %.17g", k++ ? ", " : "",
+                                g->ops[i].name, t);
+    }
+    snprintf(text + len, cap - len, "}}");
+    pl_err err = {""};
+    pl_profile *pr = profile_text(text, &err);
+    free(text);
+    if (!pr) fail_msg("%s", err.msg);
+    return pr;
+}
+
+/* 1 us to 0.1 ms, every op, Constants too */
+static double spread_time(const pl_graph *g, const pl_device *d, int i)
+{
+    (void)g, (void)d;
+    return 1e-6 * (1 + (i * 37) % 100);
+}
+
+/* The default estimate plus 3 us of profiler; Constants not timed. */
+static double profiled_time(const pl_graph *g, const pl_device *d, int i)
+{
+    if (!strcmp(g->ops[i].type, "Constant")) return -1;
+    pl_cost_params def;
+    pl_cost_params_default(&def);
+    return pl_cost_estimate(&g->ops[i], g, d, &def) + 3e-6;
+}
+
+/* A profile is each op's time plus the profiler's own per node: made from the default
+ * estimates plus 3 us on every op of bert_base, the fit finds the 3 us (to its grid's 3 %)
+ * and keeps the efficiencies that made the times, instead of bending them to absorb it. */
+static void test_calib_profiler(void **state)
+{
+    (void)state;
+    pl_graph *g = tu_load("models/bert_base.onnx");
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    if (!c) fail_msg("%s", err.msg);
+    pl_cost_params def;
+    pl_cost_params_default(&def);
+    pl_profile *pr = made_up_profile(g, c, profiled_time);
+    const pl_graph *gs[] = {g};
+    const pl_profile *ps[] = {pr};
+    pl_calib_result r;
+    if (pl_calib_fit(gs, ps, 1, &c->devs[0], NULL, &r, &err) < 0) fail_msg("%s", err.msg);
+    assert_close(r.profiler_s, 3e-6, 0.03);
+    assert_close(r.params.eff_compute[PL_CLASS_DENSE], def.eff_compute[PL_CLASS_DENSE], 0.03);
+    assert_close(r.params.eff_memory, def.eff_memory, 0.03);
+    assert_true(r.median_after < 0.01);
+    pl_profile_free(pr);
+    pl_cluster_free(c);
+    pl_graph_free(g);
 }
 
 /* The fit takes each op's estimate apart once (pl_cost_terms) instead of calling
@@ -658,19 +726,7 @@ static void test_calib_matches_estimate(void **state)
     pl_err err = {""};
     pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
     if (!c) fail_msg("%s", err.msg);
-    size_t cap = 64 + (size_t)g->n_ops * 300, len = 0;
-    char *text = malloc(cap);
-    len += (size_t)snprintf(text, cap,
-                            "{\"format\": \"placer-profile/1\", \"device_model\": \"%s\", "
-                            "\"times_s\": {",
-                            c->devs[0].model);
-    for (int i = 0; i < g->n_ops; i++) /* 1 us to 0.1 ms, every op, Constants too */
-        len += (size_t)snprintf(text + len, cap - len, "%s\"%s\": %.17g", i ? ", " : "",
-                                g->ops[i].name, 1e-6 * (1 + (i * 37) % 100));
-    snprintf(text + len, cap - len, "}}");
-    pl_profile *pr = profile_text(text, &err);
-    free(text);
-    if (!pr) fail_msg("%s", err.msg);
+    pl_profile *pr = made_up_profile(g, c, spread_time);
     const pl_graph *gs[] = {g};
     const pl_profile *ps[] = {pr};
     pl_calib_result r;
@@ -678,11 +734,12 @@ static void test_calib_matches_estimate(void **state)
     pl_cost_params def;
     pl_cost_params_default(&def);
     double med, worst;
-    assert_true(pl_calib_loss(gs, ps, 1, &c->devs[0], &def, &err) ==
-                brute_loss(g, pr, &c->devs[0], &def, &med, &worst));
+    assert_true(pl_calib_loss(gs, ps, 1, &c->devs[0], &def, 0, &err) ==
+                brute_loss(g, pr, &c->devs[0], &def, 0, &med, &worst));
     assert_true(med == r.median_before && worst == r.worst_before);
-    assert_true(pl_calib_loss(gs, ps, 1, &c->devs[0], &r.params, &err) ==
-                brute_loss(g, pr, &c->devs[0], &r.params, &med, &worst));
+    assert_true(r.profiler_s > 0); /* made-up times of 1 us and up: a floor the fit finds */
+    assert_true(pl_calib_loss(gs, ps, 1, &c->devs[0], &r.params, r.profiler_s, &err) ==
+                brute_loss(g, pr, &c->devs[0], &r.params, r.profiler_s, &med, &worst));
     assert_true(med == r.median_after && worst == r.worst_after);
     assert_true(r.n_samples > 100 && r.class_samples[PL_CLASS_DENSE] > 0);
     pl_profile_free(pr);
@@ -1020,6 +1077,7 @@ int main(void)
         cmocka_unit_test(test_calib_fit),
         cmocka_unit_test(test_calib_fit_weighted),
         cmocka_unit_test(test_calib_matches_estimate),
+        cmocka_unit_test(test_calib_profiler),
         cmocka_unit_test(test_bytes_partial_reads),
         cmocka_unit_test(test_fusion_conv_bn_relu),
         cmocka_unit_test(test_fusion_conv_add_relu),

@@ -535,13 +535,19 @@ static void test_schedulers_find_fork_join_optimum(void **state)
 
 /* ---- plans that pay (pl_place_opts.single_if_faster) ---- */
 
-static pl_plan *place_paying(const char *name, const pl_cost *k, bool pays, pl_err *err)
+static pl_plan *place_gaining(const char *name, const pl_cost *k, bool pays, double min_gain,
+                              pl_err *err)
 {
     pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
-    pl_place_opts o = {.single_if_faster = pays};
+    pl_place_opts o = {.single_if_faster = pays, .min_gain = min_gain};
     err->msg[0] = 0;
     if (pl_place(pl_algo_find(name), k, &o, p, err) < 0) fail_msg("%s: %s", name, err->msg);
     return p;
+}
+
+static pl_plan *place_paying(const char *name, const pl_cost *k, bool pays, pl_err *err)
+{
+    return place_gaining(name, k, pays, 0, err);
 }
 
 /* The fork a(1 ms) → b(4), c(4) → d(1) with 100 kB tensors. Over a 10 MB/s link a transfer
@@ -577,6 +583,16 @@ static void test_single_if_faster(void **state)
     assert_true(p->dev[1] != p->dev[2]); /* b and c apart */
     assert_close(simulate(k, p, PL_CONTENTION_PORTS, true), 0.0061, 1e-9);
     assert_string_equal(err.msg, "");
+    pl_plan_free(p);
+    /* a gain of 39 % is kept when 35 % is asked for, not when 40 % is: 6.1 > 10 x 0.6 */
+    p = place_gaining("heft", k, true, 0.35, &err);
+    assert_string_equal(p->algo, "heft");
+    pl_plan_free(p);
+    p = place_gaining("heft", k, true, 0.40, &err);
+    assert_string_equal(p->algo, "single");
+    assert_contains(err.msg, "heft: its plan is predicted at 6.1 ms, faster than the whole model "
+                             "on 'd0' (10 ms) by less than 40 %: the single-device plan is "
+                             "returned instead");
     pl_plan_free(p);
     pl_cost_free(k), pl_cluster_free(slow), pl_cluster_free(fast), pl_graph_free(g);
 }

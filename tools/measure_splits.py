@@ -85,12 +85,35 @@ def measure(models, trials):
             out["models"][os.path.basename(model)] = {
                 "stages": n, "split_ms": split_s * 1e3, "whole_ms": whole_s * 1e3,
                 "charged_ms": charged * 1e3,
-                "per_stage_us": (split_s - whole_s - charged) / (n - n1) * 1e6}
+                "per_stage_us": (split_s - whole_s - charged) / (n - n1) * 1e6,
+                "extra_stages": n - n1, "extra_bytes": nbytes - nbytes1,
+                "extra_tensors": ends - ends1, "excess_ms": (split_s - whole_s) * 1e3}
     finally:
         shutil.rmtree(d, ignore_errors=True)
     per = [m["per_stage_us"] for m in out["models"].values()]
     out["median_per_stage_us"] = statistics.median(per) if per else None
+    out["fit"] = fit(out["models"].values(), tensor_s)
     return out
+
+
+def fit(models, tensor_s):
+    """Least squares over the models of excess - tensors x stage_tensor_s = stages x a + bytes
+    / B: the fixed part of a stage (a) and the copy rate (B) that real splits show."""
+    rows = [(m["extra_stages"], m["extra_bytes"], m["excess_ms"] / 1e3 - m["extra_tensors"] *
+             tensor_s) for m in models]
+    if len(rows) < 2:
+        return None
+    s11 = sum(a * a for a, _, _ in rows)
+    s12 = sum(a * b for a, b, _ in rows)
+    s22 = sum(b * b for _, b, _ in rows)
+    y1 = sum(a * y for a, _, y in rows)
+    y2 = sum(b * y for _, b, y in rows)
+    det = s11 * s22 - s12 * s12
+    if det == 0:
+        return None
+    a, inv_b = (y1 * s22 - y2 * s12) / det, (s11 * y2 - s12 * y1) / det
+    return {"stage_us": a * 1e6, "copy_gbps": 1 / inv_b / 1e9 if inv_b > 0 else None,
+            "residual_ms": [(y - a * n - inv_b * b) * 1e3 for n, b, y in rows]}
 
 
 def main():
@@ -107,6 +130,12 @@ def main():
         print(f"{m:28s} {x['stages']:4d} stages: split {x['split_ms']:8.2f} ms, whole "
               f"{x['whole_ms']:8.2f} ms, copies and tensors charged {x['charged_ms']:7.2f} ms: "
               f"{x['per_stage_us']:7.1f} us per extra stage")
+    f = r["fit"]
+    if f:
+        rate = f"{f['copy_gbps']:.1f} GB/s" if f["copy_gbps"] else "no positive rate"
+        print(f"=> least squares over the models, the tensors at stage_tensor_s: "
+              f"{f['stage_us']:.1f} us per stage and bytes in and out at {rate} (residuals "
+              f"{', '.join(f'{x:+.1f}' for x in f['residual_ms'])} ms)")
     if r["median_per_stage_us"] is not None:
         print(f"=> median {r['median_per_stage_us']:.1f} us per stage beyond the copies and "
               f"tensors charged (stage_overhead_s)")

@@ -145,6 +145,7 @@ function postTensor(port, m, handOver) {
 // ("feeds") and are kept as tensors for every request of it.
 function deviceThread() {
   let mine = [], feeds = new Map(), values = new Map(), next = 0, req = -1, early = new Map();
+  let times = []; // this request's {stage, start, end}, sent to the main thread in one message
   const post = (m) => parentPort.postMessage(m);
   async function pump() {
     while (next < mine.length && mine[next].inputs.every((i) => values.has(i.name))) {
@@ -159,8 +160,11 @@ function deviceThread() {
         if (keep) values.set(o, out[o]);
         to.forEach((port, k) => postTensor(port, {op: 'tensor', req, name: o, tensor: pack(out[o])}, k === to.length - 1 && !keep));
       }
-      // After the outputs: the main thread hears of them before it hears the stage is done.
-      post({op: 'done', req, stage: s.index, start, end});
+      // The times go to the main thread once, with the thread's last stage, after the
+      // outputs: a message per stage would wake the main thread once per stage, and on a
+      // machine with a core per device thread it can only run by taking one from them.
+      times.push({stage: s.index, start, end});
+      if (next === mine.length) post({op: 'done', req, stages: times}), (times = []);
     }
   }
   async function handleThread(m) {
@@ -179,7 +183,7 @@ function deviceThread() {
     } else if (m.op === 'feeds') {
       feeds = new Map(Object.entries(m.feeds).map(([name, t]) => [name, unpack(t)]));
     } else if (m.op === 'run') {
-      req = m.req, next = 0, values = new Map(feeds);
+      req = m.req, next = 0, values = new Map(feeds), times = [];
       for (const [name, t] of early.get(req) || []) values.set(name, unpack(t));
       early = new Map();
       await pump();
@@ -252,10 +256,11 @@ function threadMessage(d, m) {
   if (m.op === 'done') stageDone(m);
 }
 
+// A device thread's stages of the request, all run.
 function stageDone(m) {
   const c = current;
-  c.start[m.stage] = m.start, c.end[m.stage] = m.end;
-  if (--c.remaining > 0) return;
+  for (const t of m.stages) c.start[t.stage] = t.start, c.end[t.stage] = t.end;
+  if ((c.remaining -= m.stages.length) > 0) return;
   current = null;
   const rel = (t) => Number(t - c.t0) / 1e9;
   c.resolve({latency: rel(process.hrtime.bigint()), times: c.start.map((t, i) => Number(c.end[i] - t) / 1e9),

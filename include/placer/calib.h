@@ -14,6 +14,10 @@ typedef struct pl_calib_result {
     int class_samples[PL_CLASS_COUNT];  /* of them, per class */
     double median_before, worst_before; /* relative error |est - meas| / meas, start params */
     double median_after, worst_after;   /* the same with the fitted ones */
+    /* The profiler's own time per node, fitted beside the efficiencies (0 to 20 us): a
+     * profile times each node with the profiler's bookkeeping in it, which a run without the
+     * profiler does not pay, so it is not part of the cost model (docs/calibrate.md). */
+    double profiler_s;
 } pl_calib_result;
 
 /* Fits to profiles[k] measured on graphs[k] (k < n), estimating on device `d` (the device the
@@ -22,10 +26,11 @@ typedef struct pl_calib_result {
  * its graph. The median error is pl_median's (the mean of the middle two of an even count). */
 int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
                  const pl_device *d, const pl_cost_params *start, pl_calib_result *r, pl_err *err);
-/* What the fit minimises, at `p`: Σ measured · (log estimate − log measured)² over the same
- * ops; -1 with err set where pl_calib_fit fails. */
+/* What the fit minimises, at `p` and a profiler time per node `profiler_s`: Σ measured ·
+ * (log (estimate + profiler_s) − log measured)² over the same ops; -1 with err set where
+ * pl_calib_fit fails. */
 double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
-                     const pl_device *d, const pl_cost_params *p, pl_err *err);
+                     const pl_device *d, const pl_cost_params *p, double profiler_s, pl_err *err);
 
 /* ---- Calibrated by default: this machine measured once (docs/calibrate.md) ---- */
 
@@ -59,6 +64,15 @@ int pl_machine_calib_load(const char *path, const char *cpu, const pl_device *d,
  * efficiencies and the fit's statistics; `cpu` and `measured` (a date) are added when not NULL. */
 struct json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const char *cpu,
                              const char *measured);
+struct pl_ort_node_time;
+/* runtime_conv_ratio from n models: Σ of the Conv (and FusedConv) node times of their
+ * optimised profiles on[k] (pl_ort_profile_optimized), each less the fit's profiler time per
+ * node, over Σ of the estimates of their Conv ops under the fitted efficiencies `fit` on
+ * device d; 1 when they have no Conv; at most PL_CONV_RATIO_MAX. What the efficiencies were
+ * fitted to (Conv kernels profiled with optimisation off, in NCHW) against what runs. */
+double pl_machine_conv_ratio(const pl_graph *const *g, const struct pl_ort_node_time *const *on,
+                             const int *n_on, int n, const pl_device *d, const pl_cost_params *fit,
+                             double profiler_s);
 /* Measures this machine: profiles a fixed set of zoo models in onnxruntime (mobilenet_v3_large,
  * resnet50, transformer, rnnlm, nmt_seq2seq, bert_base, from placer's own files;
  * $PLACER_CALIBRATION_MODELS, paths separated by ':', replaces the set), fits the efficiencies of
@@ -66,12 +80,6 @@ struct json_t *pl_calib_json(const pl_calib_result *r, const char *device_model,
  * optimisation on, pl_machine_conv_ratio) and writes them, with this CPU's model, the date and
  * pl_machine_fit_key, to `path` (through
  * pl_out). `progress`, when not NULL, is told each step. */
-struct pl_ort_node_time;
-/* runtime_conv_ratio from n models: Σ of the Conv (and FusedConv) node times of their
- * optimised profiles on[k] (pl_ort_profile_optimized) over Σ of their Conv ops' times in the
- * optimisation-off profiles off[k]; 1 when they have no Conv; at most PL_CONV_RATIO_MAX. */
-double pl_machine_conv_ratio(const pl_graph *const *g, const pl_profile *const *off,
-                             const struct pl_ort_node_time *const *on, const int *n_on, int n);
 int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(const char *step),
                          pl_calib_result *r, pl_err *err);
 /* This machine's calibration for device d, as every verb gets it (docs/calibrate.md): the entry

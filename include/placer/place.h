@@ -22,6 +22,12 @@ typedef struct pl_place_opts {
      * sets it for its default algorithm and for moirai. Algorithms that pl_place runs inside
      * another never see it. */
     bool single_if_faster;
+    /* With single_if_faster: the algorithm's plan is kept only when predicted at least this
+     * fraction faster than the best single-device plan (0: any gain). A smaller predicted gain
+     * is within the error of the predictions that would rank them (docs/calibrate.md,
+     * "Fidelity"), and a split costs the user a split. `placer place` uses
+     * PL_MIN_GAIN_DEFAULT (`--min-gain`). */
+    double min_gain;
     /* Coarser cuts (docs/placement.md, "Plans that pay"): when the cluster charges for stages
      * (a device with stage_overhead_s or stage_copy_Bps), pl_place merges the algorithm's
      * stages while the simulated makespan under `contention` falls (before single_if_faster
@@ -32,6 +38,7 @@ typedef struct pl_place_opts {
      * which keeps the best plan it has seen, is never worse than a merged heuristic. */
     bool fine_cuts;
 } pl_place_opts;
+#define PL_MIN_GAIN_DEFAULT 0.05
 
 typedef int (*pl_place_fn)(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 

@@ -27,6 +27,7 @@ typedef struct fit {
     int n;
     int *by_class[PL_CLASS_COUNT]; /* indices of each class's samples, in sample order */
     int n_class[PL_CLASS_COUNT];
+    double profiler_s; /* the profiler's own time per node, fitted beside the efficiencies */
 } fit;
 
 static void fit_free(fit *f)
@@ -68,15 +69,16 @@ static int collect(const pl_graph *const *graphs, const pl_profile *const *profi
     return 0;
 }
 
-static double estimate(const sample *s, const pl_cost_params *p)
+/* What the profile should show for the sample: the op's estimate plus the profiler's time. */
+static double estimate(const fit *f, const sample *s, const pl_cost_params *p)
 {
-    return pl_cost_terms_s(&s->t, p->eff_compute[s->t.cls], p->eff_memory);
+    return pl_cost_terms_s(&s->t, p->eff_compute[s->t.cls], p->eff_memory) + f->profiler_s;
 }
 
 /* measured · (log estimate − log measured)² */
-static double term(const sample *s, const pl_cost_params *p)
+static double term(const fit *f, const sample *s, const pl_cost_params *p)
 {
-    double e = estimate(s, p);
+    double e = estimate(f, s, p);
     double r = log(e > 0 ? e : 1e-12) - log(s->measured_s);
     return s->measured_s * r * r;
 }
@@ -88,10 +90,10 @@ static double loss(const fit *f, const pl_cost_params *p, int cls)
     double sum = 0;
     if (cls < 0)
         for (int i = 0; i < f->n; i++)
-            sum += term(&f->s[i], p);
+            sum += term(f, &f->s[i], p);
     else
         for (int j = 0; j < f->n_class[cls]; j++)
-            sum += term(&f->s[f->by_class[cls][j]], p);
+            sum += term(f, &f->s[f->by_class[cls][j]], p);
     return sum;
 }
 
@@ -99,7 +101,7 @@ static void errors(const fit *f, const pl_cost_params *p, double *median, double
 {
     double *e = pl_calloc(f->n ? f->n : 1, sizeof *e);
     for (int i = 0; i < f->n; i++)
-        e[i] = fabs(estimate(&f->s[i], p) - f->s[i].measured_s) / f->s[i].measured_s;
+        e[i] = fabs(estimate(f, &f->s[i], p) - f->s[i].measured_s) / f->s[i].measured_s;
     *median = pl_median(e, f->n); /* sorts e */
     *worst = f->n ? e[f->n - 1] : 0;
     free(e);
@@ -117,10 +119,22 @@ static void search(const fit *f, pl_cost_params *p, double *x, int cls)
     *x = keep;
 }
 
-double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
-                     const pl_device *d, const pl_cost_params *p, pl_err *err)
+/* The profiler's time per node: 0, or a grid of 0.05 to 20 us (log-spaced); as search. */
+static void search_profiler(fit *f, const pl_cost_params *p)
 {
-    fit f = {0};
+    double best = loss(f, p, -1), keep = f->profiler_s;
+    for (int g = -1; g < GRID; g++) {
+        f->profiler_s = g < 0 ? 0 : 5e-8 * pow(400, (double)g / (GRID - 1));
+        double l = loss(f, p, -1);
+        if (l < best) best = l, keep = f->profiler_s;
+    }
+    f->profiler_s = keep;
+}
+
+double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
+                     const pl_device *d, const pl_cost_params *p, double profiler_s, pl_err *err)
+{
+    fit f = {.profiler_s = profiler_s};
     double l = collect(graphs, profiles, n, d, &f, err) < 0 ? -1 : loss(&f, p, -1);
     fit_free(&f);
     return l;
@@ -148,8 +162,10 @@ int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profile
         search(&f, &r->params, &r->params.eff_memory, -1);
         for (int c = 0; c < PL_CLASS_COUNT; c++)
             if (r->class_samples[c]) search(&f, &r->params, &r->params.eff_compute[c], c);
+        search_profiler(&f, &r->params);
     }
     errors(&f, &r->params, &r->median_after, &r->worst_after);
+    r->profiler_s = f.profiler_s;
     fit_free(&f);
     return 0;
 }

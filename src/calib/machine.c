@@ -133,6 +133,7 @@ json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const 
     if (measured) json_object_set_new(j, "measured", json_string(measured));
     json_object_set_new(j, "eff_compute", eff);
     json_object_set_new(j, "eff_memory", json_real(r->params.eff_memory));
+    json_object_set_new(j, "profiler_overhead_s", json_real(r->profiler_s));
     if (r->params.runtime_conv_ratio != 1)
         json_object_set_new(j, "runtime_conv_ratio", json_real(r->params.runtime_conv_ratio));
     json_object_set_new(j, "samples", json_integer(r->n_samples));
@@ -190,29 +191,31 @@ static pl_profile *profile_one(pl_ort *w, const char *model, const pl_graph *g,
     return p;
 }
 
-/* Conv kernel time: Σ over nodes of type Conv (the NCHWc ones keep the type) or FusedConv in
- * the optimised profile `on`, and over g's Conv ops in the optimisation-off profile `off`. */
-static void conv_sums(const pl_graph *g, const pl_profile *off, const pl_ort_node_time *on,
-                      int n_on, double *sum_on, double *sum_off)
+/* Conv time: Σ over nodes of type Conv (the NCHWc ones keep the type) or FusedConv in the
+ * optimised profile `on`, less the profiler's time per node; and Σ of the estimates of g's
+ * Conv ops under the fit (no ratio: that is what is measured). */
+static void conv_sums(const pl_graph *g, const pl_ort_node_time *on, int n_on, const pl_device *d,
+                      const pl_cost_params *fit, double profiler_s, double *sum_on, double *sum_est)
 {
     for (int i = 0; i < n_on; i++)
         if (!on[i].nested &&
             (!strcmp(on[i].op_type, "Conv") || !strcmp(on[i].op_type, "FusedConv")))
-            *sum_on += on[i].mean_s;
-    for (int op = 0; op < g->n_ops; op++) {
-        double t = strcmp(g->ops[op].type, "Conv") ? -1 : pl_profile_lookup(off, g->ops[op].name);
-        if (t > 0) *sum_off += t;
-    }
+            *sum_on += on[i].mean_s > profiler_s ? on[i].mean_s - profiler_s : 0;
+    pl_cost_params p = *fit;
+    p.runtime_conv_ratio = 1;
+    for (int op = 0; op < g->n_ops; op++)
+        if (!strcmp(g->ops[op].type, "Conv")) *sum_est += pl_cost_estimate(&g->ops[op], g, d, &p);
 }
 
-double pl_machine_conv_ratio(const pl_graph *const *g, const pl_profile *const *off,
-                             const pl_ort_node_time *const *on, const int *n_on, int n)
+double pl_machine_conv_ratio(const pl_graph *const *g, const struct pl_ort_node_time *const *on,
+                             const int *n_on, int n, const pl_device *d, const pl_cost_params *fit,
+                             double profiler_s)
 {
-    double sum_on = 0, sum_off = 0;
+    double sum_on = 0, sum_est = 0;
     for (int k = 0; k < n; k++)
-        conv_sums(g[k], off[k], on[k], n_on[k], &sum_on, &sum_off);
-    if (!(sum_on > 0 && sum_off > 0)) return 1;
-    double r = sum_on / sum_off;
+        conv_sums(g[k], on[k], n_on[k], d, fit, profiler_s, &sum_on, &sum_est);
+    if (!(sum_on > 0 && sum_est > 0)) return 1;
+    double r = sum_on / sum_est;
     return r > PL_CONV_RATIO_MAX ? PL_CONV_RATIO_MAX : r;
 }
 
@@ -223,10 +226,11 @@ static bool has_conv(const pl_graph *g)
     return false;
 }
 
-/* The models' Conv time under the runtime's layout over the profiled one (runtime_conv_ratio):
- * each model with a Conv profiled again with optimisation on. */
-static int conv_ratio(pl_ort *w, char *const *paths, pl_graph *const *g, pl_profile *const *p,
-                      int n, void (*progress)(const char *step), double *ratio, pl_err *err)
+/* The models' Conv time as run over the fit's estimate of it (runtime_conv_ratio): each model
+ * with a Conv profiled again with optimisation on. */
+static int conv_ratio(pl_ort *w, char *const *paths, pl_graph *const *g, int n, const pl_device *d,
+                      const pl_calib_result *fit, void (*progress)(const char *step), double *ratio,
+                      pl_err *err)
 {
     pl_ort_node_time *on[MACHINE_MODELS_MAX] = {0};
     int n_on[MACHINE_MODELS_MAX] = {0}, rc = 0;
@@ -242,38 +246,41 @@ static int conv_ratio(pl_ort *w, char *const *paths, pl_graph *const *g, pl_prof
                 : 0;
     }
     if (rc == 0)
-        *ratio = pl_machine_conv_ratio((const pl_graph *const *)g, (const pl_profile *const *)p,
-                                       (const pl_ort_node_time *const *)on, n_on, n);
+        *ratio =
+            pl_machine_conv_ratio((const pl_graph *const *)g, (const pl_ort_node_time *const *)on,
+                                  n_on, n, d, &fit->params, fit->profiler_s);
     for (int k = 0; k < n; k++)
         pl_ort_node_times_free(on[k], n_on[k]);
     return rc;
 }
 
-/* A fit that misses one of its own models' time by more than this factor is no fit: the
- * profiles were disturbed (another program running, the machine swapping). */
-#define FIT_SANE 2.0
+/* A fit that misses the profiles' total time by more than this factor is no fit: the
+ * profiles were disturbed (another program running, the machine swapping). The total, not
+ * each model's: the fit weighs ops by their time, so a model of many tiny ops (mobilenet's
+ * 15 ms of hard-swish pieces, profiled off) may sit at half its time in a sound fit. */
+#define FIT_SANE 1.5
 
-/* Each model's time under the fit (the ops its profile times, each at its estimate) against
- * the profile's: -1 with err naming the model when a ratio is beyond FIT_SANE. */
-static int check_fit(char *const *paths, pl_graph *const *g, pl_profile *const *p, int n,
-                     const pl_device *d, const pl_cost_params *fit, pl_err *err)
+/* The models' time under the fit (the ops their profiles time, each at its estimate) against
+ * the profiles': -1 with err when the ratio is beyond FIT_SANE. */
+static int check_fit(pl_graph *const *g, pl_profile *const *p, int n, const pl_device *d,
+                     const pl_calib_result *fit, pl_err *err)
 {
-    for (int k = 0; k < n; k++) {
-        double est = 0, meas = 0;
+    double est = 0, meas = 0;
+    for (int k = 0; k < n; k++)
         for (int op = 0; op < g[k]->n_ops; op++) {
             double t = pl_profile_lookup(p[k], g[k]->ops[op].name);
             if (!(t > 0) || !strcmp(g[k]->ops[op].type, "Constant")) continue;
             meas += t;
-            est += pl_cost_estimate(&g[k]->ops[op], g[k], d, fit);
+            est += pl_cost_estimate(&g[k]->ops[op], g[k], d, &fit->params) + fit->profiler_s;
         }
-        double r = meas > 0 ? est / meas : 1;
-        if (r > FIT_SANE || r < 1 / FIT_SANE)
-            return pl_err_set(err,
-                              "the fit prices %s at %.2fx its measured time: the measurements "
-                              "were disturbed (is another program busy on this machine?); "
-                              "nothing cached, run `placer calibrate --machine` when it is idle",
-                              paths[k], r);
-    }
+    double r = meas > 0 ? est / meas : 1;
+    if (r > FIT_SANE || r < 1 / FIT_SANE)
+        return pl_err_set(err,
+                          "the fit prices the measured models at %.2fx their measured time: the "
+                          "measurements were disturbed (is another program busy on this "
+                          "machine?); nothing cached, run `placer calibrate --machine` when it "
+                          "is idle",
+                          r);
     return 0;
 }
 
@@ -312,13 +319,13 @@ int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(
             !(p[k] = profile_one(w, paths[k], g[k], d->model, err)))
             rc = pl_err_prefix(err, "measuring %s", paths[k]);
     }
-    double ratio = 1;
-    if (rc == 0) rc = conv_ratio(w, paths, g, p, n, progress, &ratio, err);
-    if (w) pl_ort_stop(w);
     if (rc == 0)
         rc = pl_calib_fit((const pl_graph *const *)g, (const pl_profile *const *)p, n, d, NULL, r,
                           err);
-    if (rc == 0) rc = check_fit(paths, g, p, n, d, &r->params, err);
+    if (rc == 0) rc = check_fit(g, p, n, d, r, err);
+    double ratio = 1;
+    if (rc == 0) rc = conv_ratio(w, paths, g, n, d, r, progress, &ratio, err);
+    if (w) pl_ort_stop(w);
     if (rc == 0) r->params.runtime_conv_ratio = ratio;
     if (rc == 0) rc = save(r, d, path, err);
     for (int k = 0; k < (n > 0 ? n : 0); k++) {

@@ -14,11 +14,22 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const fields[] = {"format",      "device_model",   "eff_compute",
-                                     "eff_memory",  "samples",        "class_samples",
-                                     "before",      "after",          "producer",
-                                     "description", "runtime_fusion", "cpu_model",
-                                     "measured",    "fitted_for",     "runtime_conv_ratio",
+static const char *const fields[] = {"format",
+                                     "device_model",
+                                     "eff_compute",
+                                     "eff_memory",
+                                     "samples",
+                                     "class_samples",
+                                     "before",
+                                     "after",
+                                     "producer",
+                                     "description",
+                                     "runtime_fusion",
+                                     "cpu_model",
+                                     "measured",
+                                     "fitted_for",
+                                     "runtime_conv_ratio",
+                                     "profiler_overhead_s",
                                      NULL};
 
 /* A class name as pl_op_class_name gives it, or -1. */

@@ -243,9 +243,10 @@ static void add_note(pl_err *err, const char *what)
     snprintf(err->msg + n, sizeof err->msg - n, "%s%s", n ? "; " : "", what);
 }
 
-/* Replaces out by the fastest single-device plan when that is predicted faster than out. */
-static void keep_single_if_faster(const pl_algo *a, const pl_cost *k, pl_contention c, pl_plan *out,
-                                  pl_err *err)
+/* Replaces out by the fastest single-device plan unless out is predicted at least min_gain
+ * faster than it. */
+static void keep_single_if_faster(const pl_algo *a, const pl_cost *k, pl_contention c,
+                                  double min_gain, pl_plan *out, pl_err *err)
 {
     double mine = predicted_s(k, out, c), best = INFINITY;
     int best_d = -1;
@@ -257,16 +258,18 @@ static void keep_single_if_faster(const pl_algo *a, const pl_cost *k, pl_content
         double t = runs ? predicted_s(k, one, c) : INFINITY;
         if (t < best) best = t, best_d = d;
     }
-    if (best_d >= 0 && best < mine) {
+    if (best_d >= 0 && mine > best * (1 - min_gain)) {
         for (int v = 0; v < k->n_ops; v++)
             one->dev[v] = best_d;
         pl_plan_assign(out, one);
         snprintf(out->algo, sizeof out->algo, "single");
-        char note[sizeof err->msg];
+        char note[sizeof err->msg], gain[64] = "";
+        if (mine < best) snprintf(gain, sizeof gain, " by less than %.3g %%", 100 * min_gain);
         snprintf(note, sizeof note,
-                 "%s: its plan is predicted at %.4g ms, slower than the whole model on '%s' "
-                 "(%.4g ms): the single-device plan is returned instead",
-                 a->name, mine * 1e3, k->c->devs[best_d].name, best * 1e3);
+                 "%s: its plan is predicted at %.4g ms, %s the whole model on '%s' (%.4g ms)%s: "
+                 "the single-device plan is returned instead",
+                 a->name, mine * 1e3, mine < best ? "faster than" : "slower than",
+                 k->c->devs[best_d].name, best * 1e3, gain);
         add_note(err, note);
     }
     pl_plan_free(one);
@@ -298,7 +301,8 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
     out->stages_before = out->stages_after = out->cut_simulations = 0, out->cut_s = 0;
     if (rc == 0 && !o->fine_cuts && pk_cuts_apply(k))
         pk_coarsen_cuts(k, o->contention, PK_CUT_EVALS, out);
-    if (rc == 0 && o->single_if_faster) keep_single_if_faster(a, k, o->contention, out, err);
+    if (rc == 0 && o->single_if_faster)
+        keep_single_if_faster(a, k, o->contention, o->min_gain, out, err);
     out->search_s = pl_now() - t0;
     out->contention = o->contention;
     out->predicted_makespan_s = 0;
