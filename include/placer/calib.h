@@ -18,6 +18,9 @@ typedef struct pl_calib_result {
      * profile times each node with the profiler's bookkeeping in it, which a run without the
      * profiler does not pay, so it is not part of the cost model (docs/calibrate.md). */
     double profiler_s;
+    /* Σ of the fitted estimates (profiler time included) over Σ of the measured times: near 1
+     * for a sound fit; far from it when the profiles were disturbed (pl_machine_calibrate). */
+    double total_ratio;
 } pl_calib_result;
 
 /* Fits to profiles[k] measured on graphs[k] (k < n), estimating on device `d` (the device the

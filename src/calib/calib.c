@@ -166,6 +166,10 @@ int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profile
     }
     errors(&f, &r->params, &r->median_after, &r->worst_after);
     r->profiler_s = f.profiler_s;
+    double est = 0, meas = 0;
+    for (int i = 0; i < f.n; i++)
+        est += estimate(&f, &f.s[i], &r->params), meas += f.s[i].measured_s;
+    r->total_ratio = meas > 0 ? est / meas : 1;
     fit_free(&f);
     return 0;
 }

@@ -260,20 +260,10 @@ static int conv_ratio(pl_ort *w, char *const *paths, pl_graph *const *g, int n, 
  * 15 ms of hard-swish pieces, profiled off) may sit at half its time in a sound fit. */
 #define FIT_SANE 1.5
 
-/* The models' time under the fit (the ops their profiles time, each at its estimate) against
- * the profiles': -1 with err when the ratio is beyond FIT_SANE. */
-static int check_fit(pl_graph *const *g, pl_profile *const *p, int n, const pl_device *d,
-                     const pl_calib_result *fit, pl_err *err)
+/* -1 with err when the fit's total misses the profiles' by more than FIT_SANE. */
+static int check_fit(const pl_calib_result *fit, pl_err *err)
 {
-    double est = 0, meas = 0;
-    for (int k = 0; k < n; k++)
-        for (int op = 0; op < g[k]->n_ops; op++) {
-            double t = pl_profile_lookup(p[k], g[k]->ops[op].name);
-            if (!(t > 0) || !strcmp(g[k]->ops[op].type, "Constant")) continue;
-            meas += t;
-            est += pl_cost_estimate(&g[k]->ops[op], g[k], d, &fit->params) + fit->profiler_s;
-        }
-    double r = meas > 0 ? est / meas : 1;
+    double r = fit->total_ratio;
     if (r > FIT_SANE || r < 1 / FIT_SANE)
         return pl_err_set(err,
                           "the fit prices the measured models at %.2fx their measured time: the "
@@ -322,7 +312,7 @@ int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(
     if (rc == 0)
         rc = pl_calib_fit((const pl_graph *const *)g, (const pl_profile *const *)p, n, d, NULL, r,
                           err);
-    if (rc == 0) rc = check_fit(g, p, n, d, r, err);
+    if (rc == 0) rc = check_fit(r, err);
     double ratio = 1;
     if (rc == 0) rc = conv_ratio(w, paths, g, n, d, r, progress, &ratio, err);
     if (w) pl_ort_stop(w);
