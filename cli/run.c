@@ -123,10 +123,17 @@ static int predict(const run_opts *o, const pl_split_manifest *m, prediction *p)
                  o->plan, m->model_path, s.n, o->dir, m->n);
     else {
         p->have = true, p->makespan_s = r.makespan_s;
+        /* each stage as the simulator prices it: its ops as placed (fusion lost at cuts) and
+         * the stage's charges (docs/simulator.md, "Stages") */
         p->stage_s = pl_calloc(s.n, sizeof *p->stage_s);
+        double *extra = pl_calloc((size_t)x.g->n_ops + 1, sizeof *extra);
+        pl_sim_stage_s(x.k, plan, extra);
         for (int j = 0; j < s.n; j++)
-            for (int k = 0; k < s.st[j].n_ops; k++)
-                p->stage_s[j] += pl_cost_op_s(x.k, s.st[j].ops[k], s.st[j].dev);
+            for (int k = 0; k < s.st[j].n_ops; k++) {
+                int op = s.st[j].ops[k];
+                p->stage_s[j] += pl_cost_op_placed_s(x.k, op, plan->dev) + extra[op];
+            }
+        free(extra);
         rc = 0;
     }
     pl_sim_result_free(&r);

@@ -345,6 +345,16 @@ static void stage_costs(fx *f)
         f->c->devs[d].stage_overhead_s = 0.25, f->c->devs[d].stage_copy_Bps = 4000;
 }
 
+/* The stage charges pl_sim_stage_s puts on ops a, b and c, the graph's three. */
+static void assert_charges(fx *f, double a, double b, double c)
+{
+    double extra[3];
+    assert_true(pl_sim_stage_s(f->k, f->p, extra));
+    assert_close(extra[id(f, "a")], a, 1e-12);
+    assert_close(extra[id(f, "b")], b, 1e-12);
+    assert_close(extra[id(f, "c")], c, 1e-12);
+}
+
 /* a(1) → x → b(2) → y → c(3) → z, a graph output, on two devices, all on gpu0. */
 static fx *stage_chain(void)
 {
@@ -376,11 +386,7 @@ static void test_stage_chain_two_devices(void **state)
     assert_close(start(f, "c", 0), 7.25, 1e-12);
     assert_close(r->makespan_s, 11, 1e-12);
     assert_close(r->busy_s[1], 2.75, 1e-12);
-    double extra[3];
-    assert_true(pl_sim_stage_s(f->k, f->p, extra));
-    assert_close(extra[id(f, "a")], 0.5, 1e-12);
-    assert_close(extra[id(f, "b")], 0.75, 1e-12);
-    assert_close(extra[id(f, "c")], 0.75, 1e-12);
+    assert_charges(f, 0.5, 0.75, 0.75);
     fx_free(f);
 }
 
@@ -440,11 +446,7 @@ static void test_stage_tensor_cost(void **state)
     stage_costs(f);
     for (int d = 0; d < f->c->n_devs; d++)
         f->c->devs[d].stage_tensor_s = 0.1;
-    double extra[3];
-    assert_true(pl_sim_stage_s(f->k, f->p, extra));
-    assert_close(extra[id(f, "a")], 1.3, 1e-12);
-    assert_close(extra[id(f, "b")], 1.65, 1e-12);
-    assert_close(extra[id(f, "c")], 1.65, 1e-12);
+    assert_charges(f, 1.3, 1.65, 1.65);
     const pl_sim_result *r = sim(f, PL_CONTENTION_NONE, 1);
     assert_close(start(f, "b", 0), 3.8, 1e-12);
     assert_close(start(f, "c", 0), 8.95, 1e-12);
@@ -454,6 +456,58 @@ static void test_stage_tensor_cost(void **state)
     for (int d = 0; d < f->c->n_devs; d++)
         f->c->devs[d].stage_tensor_s = 0.1;
     assert_close(sim(f, PL_CONTENTION_NONE, 1)->makespan_s, 6.1, 1e-12); /* gives out z */
+    fx_free(f);
+}
+
+/* A weight read by ops of several stages is copied into each, and an op reading a copy first in
+ * its stage, though not first in the model, reads it cold: its compute and the copy's bytes at
+ * the cost model's memory rate one after the other, less its price (docs/simulator.md,
+ * "Stages"). a(1)@gpu0, b(2)@gpu1, c(3)@gpu0 each read w (2000 B), chained by x and y; peak 1
+ * FLOP/s at efficiency 1, memory 1000 B/s at efficiency 0.5: 4 s per copy. a, 1 FLOP, reads w
+ * first; b, 2 FLOPs (compute-bound), pays 2 + 4 - 2 = 4; c, 1 FLOP in its 3 s (memory-bound),
+ * 1 + 4 - 3 = 2. [a] 0.25 + 0.25 (x out), a [0, 1.5], x [1.5, 3]; b 0.25 + 0.5 + 4, [3, 9.75];
+ * y [9.75, 11.25]; c 0.25 + 0.5 (y in, z out) + 2, [11.25, 17]. On gpu0 alone one stage reads
+ * w once: 6 + 0.25 + 0.25 (z out) = 6.5. */
+static void test_stage_copied_weights(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    op(f, "a", "w", "x");
+    op(f, "b", "x,w", "y");
+    op(f, "c", "y,w", "z");
+    set_bytes(f, "w", 2000);
+    f->g->tensors[tensor(f, "w")].flags |= PL_TENSOR_WEIGHT;
+    pl_graph_add_output(f->g, tensor(f, "z"));
+    build(f, 2);
+    set_time(f, "a", 1), set_time(f, "b", 2), set_time(f, "c", 3);
+    f->g->ops[id(f, "a")].flops = 1, f->g->ops[id(f, "b")].flops = 2;
+    f->g->ops[id(f, "c")].flops = 1;
+    stage_costs(f);
+    f->k->params.eff_memory = 0.5;
+    for (int c = 0; c < PL_CLASS_COUNT; c++)
+        f->k->params.eff_compute[c] = 1;
+    for (int d = 0; d < f->c->n_devs; d++) {
+        f->c->devs[d].mem_bandwidth_Bps = 1000, f->c->devs[d].launch_overhead_s = 0;
+        for (int q = 0; q < PL_PREC_COUNT; q++)
+            f->c->devs[d].peak_flops_per_s[q] = 1;
+    }
+    assert_close(sim(f, PL_CONTENTION_NONE, 1)->makespan_s, 6.5, 1e-12);
+    place(f, "b", 1);
+    assert_charges(f, 0.5, 4.75, 2.75);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "b", 0), 9.75, 1e-12);
+    assert_close(r->makespan_s, 17, 1e-12);
+    int stage_of[3], dev[3], first[3];
+    int ns = pl_plan_schedule_stages(f->g, f->p, stage_of, dev, first);
+    assert_int_equal(ns, 3);
+    pl_stage_io io[3];
+    pl_plan_stage_io(f->g, stage_of, ns, io);
+    double held = 0, copied = 0;
+    for (int s = 0; s < ns; s++)
+        held += io[s].weight_bytes, copied += io[s].copied_weight_bytes;
+    assert_close(held, 6000, 0);
+    assert_close(copied, 4000, 0);
+    pl_stage_io_free(io, ns);
     fx_free(f);
 }
 
@@ -1398,6 +1452,7 @@ int main(void)
         cmocka_unit_test(test_share_private_cache),
         cmocka_unit_test(test_share_domains),
         cmocka_unit_test(test_stage_chain_two_devices),
+        cmocka_unit_test(test_stage_copied_weights),
         cmocka_unit_test(test_stage_cuts),
         cmocka_unit_test(test_stage_tensor_cost),
         cmocka_unit_test(test_stage_io_is_the_split_files),

@@ -452,8 +452,10 @@ static void test_schedule_cut_is_what_the_simulator_charges(void **state)
     pl_cost_free(k), pl_cluster_free(c), pl_plan_free(p), pl_graph_free(g);
 }
 
-/* Per manifest stage: how many tensors it lists as inputs and outputs, and their bytes. */
-static void manifest_io(const char *dir, int n, double *count, double *bytes)
+/* Per manifest stage: how many tensors it lists as inputs and outputs, and their bytes; and
+ * the sums of its weight_bytes and copied_weight_bytes over the stages. */
+static void manifest_io(const char *dir, int n, double *count, double *bytes, double *held,
+                        double *copied)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
@@ -462,6 +464,10 @@ static void manifest_io(const char *dir, int n, double *count, double *bytes)
     for (int j = 0; j < n; j++) {
         const char *keys[] = {"inputs", "outputs"};
         count[j] = bytes[j] = 0;
+        json_t *st = json_array_get(stages, j);
+        assert_true(json_is_integer(json_object_get(st, "weight_bytes")));
+        *held += (double)json_integer_value(json_object_get(st, "weight_bytes"));
+        *copied += (double)json_integer_value(json_object_get(st, "copied_weight_bytes"));
         for (int k = 0; k < 2; k++) {
             json_t *ts = json_object_get(json_array_get(stages, j), keys[k]), *t;
             size_t i;
@@ -476,13 +482,15 @@ static void manifest_io(const char *dir, int n, double *count, double *bytes)
 }
 
 /* The simulator's charge per stage, stage_overhead_s + stage_tensor_s x tensors + bytes /
- * stage_copy_Bps, by the split's stage numbering (each stage's charge is on one op). */
+ * stage_copy_Bps, by the split's stage numbering (each stage's charge is on one op). Weight
+ * copies read cold, charged to the ops reading them (tests/test_sim.c), are left out: without a
+ * memory bandwidth nothing is charged for them. */
 static void charged(pl_cost *k, pl_cluster *c, const pl_plan *p, const pl_stages *s,
                     double tensor_s, double copy_Bps, double *per_stage)
 {
     for (int d = 0; d < c->n_devs; d++)
         c->devs[d].stage_overhead_s = 1000, c->devs[d].stage_tensor_s = tensor_s,
-        c->devs[d].stage_copy_Bps = copy_Bps;
+        c->devs[d].stage_copy_Bps = copy_Bps, c->devs[d].mem_bandwidth_Bps = 0;
     double *extra = calloc(k->g->n_ops, sizeof *extra);
     assert_true(pl_sim_stage_s(k, p, extra));
     for (int j = 0; j < s->n; j++)
@@ -515,7 +523,8 @@ static void test_simulator_prices_the_manifest(void **state)
     if (pl_split_write(model, g, &s, NULL, dir, &err) < 0) fail_msg("%s", err.msg);
     double *count = calloc(s.n, sizeof *count), *bytes = calloc(s.n, sizeof *bytes);
     double *got = calloc(s.n, sizeof *got), most = 0;
-    manifest_io(dir, s.n, count, bytes);
+    double held = 0, copied = 0, distinct = 0;
+    manifest_io(dir, s.n, count, bytes, &held, &copied);
     charged(k, c, p, &s, 1, 0, got); /* 1 s per tensor, bytes free: the count */
     for (int j = 0; j < s.n; j++) {
         assert_close(got[j], count[j], 1e-9);
@@ -525,6 +534,15 @@ static void test_simulator_prices_the_manifest(void **state)
     charged(k, c, p, &s, 0, 1, got); /* 1 B/s: the bytes */
     for (int j = 0; j < s.n; j++)
         assert_close(got[j], bytes[j], 1e-9);
+    /* the weights each stage holds: every initializer read counted once in the first stage
+     * holding it, the others' copies as copied */
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pl_tensor *w = &g->tensors[t];
+        if ((w->flags & PL_TENSOR_WEIGHT) && w->producer < 0 && w->n_consumers > 0 && w->bytes > 0)
+            distinct += (double)w->bytes;
+    }
+    assert_true(copied > 0); /* the decoder's steps share their weights across stages */
+    assert_close(held - copied, distinct, 0.5);
     rmdir_all(dir);
     free(dir), free(got), free(bytes), free(count);
     pl_stages_free(&s);

@@ -109,6 +109,10 @@ typedef struct pl_stage_io {
     int *outputs; /* results of its ops that another stage reads, and graph outputs; in
                      topological order of the ops making them */
     int n_outputs;
+    /* Bytes of the initializers its ops read (its stage file holds a copy of each), and of
+     * those that a lower-numbered stage holds too: a weight read by several stages is copied
+     * into each, and the simulator charges every copy but one (docs/simulator.md, "Stages"). */
+    double weight_bytes, copied_weight_bytes;
 } pl_stage_io;
 
 /* The inputs and outputs of each of the n stages of a cut (any cut: the schedule's or the

@@ -33,6 +33,8 @@ typedef struct pl_stage {
     int n_outputs;
     int *weights; /* initializers its ops read (shared ones appear in every reader) */
     int n_weights;
+    double weight_bytes, copied_weight_bytes; /* pl_stage_io's: its weights' bytes, and those
+                                                 an earlier stage holds too */
 } pl_stage;
 
 typedef struct pl_stages {

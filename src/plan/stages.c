@@ -143,17 +143,35 @@ static int *ops_by_stage(const pl_graph *g, const int *stage_of, int n, int *off
     return ops;
 }
 
+/* Counts initializer t, read by stage s, in io's weight bytes; held[t] is the first stage
+ * (stages are visited in number order) that holds it, -1 before. */
+static void held_weight(const pl_graph *g, int t, int s, int *held, pl_stage_io *io)
+{
+    const pl_tensor *tp = &g->tensors[t];
+    if (!(tp->flags & PL_TENSOR_WEIGHT) || tp->producer >= 0 || tp->bytes <= 0) return;
+    io->weight_bytes += (double)tp->bytes;
+    if (held[t] >= 0)
+        io->copied_weight_bytes += (double)tp->bytes;
+    else
+        held[t] = s;
+}
+
 /* Stage s's inputs and outputs from its ops (topological order); mark[t] == s once s took t. */
 static void one_stage_io(const pl_graph *g, const int *stage_of, int s, const int *ops, int m,
-                         int *mark, pl_stage_io *io)
+                         int *mark, int *held, pl_stage_io *io)
 {
     int cap_in = 0, cap_out = 0;
     for (int k = 0; k < m; k++) {
         const pl_op *o = &g->ops[ops[k]];
         for (int i = 0; i < o->n_inputs; i++) {
             int t = o->inputs[i], p;
-            if (t < 0 || mark[t] == s || !fed(g, t)) continue;
-            mark[t] = s, p = g->tensors[t].producer;
+            if (t < 0 || mark[t] == s) continue;
+            mark[t] = s;
+            if (!fed(g, t)) {
+                held_weight(g, t, s, held, io);
+                continue;
+            }
+            p = g->tensors[t].producer;
             if (p < 0 || stage_of[p] != s) io_push(&io->inputs, &io->n_inputs, &cap_in, t);
         }
         for (int i = 0; i < o->n_outputs; i++)
@@ -168,11 +186,12 @@ void pl_plan_stage_io(const pl_graph *g, int *stage_of, int n, pl_stage_io *io)
     memset(io, 0, (size_t)n * sizeof *io);
     int *off = pl_malloc(((size_t)n + 1) * sizeof *off), *ops = ops_by_stage(g, stage_of, n, off);
     int *mark = pl_malloc((g->n_tensors + 1) * sizeof *mark);
+    int *held = pl_malloc((g->n_tensors + 1) * sizeof *held);
     for (int t = 0; t < g->n_tensors; t++)
-        mark[t] = -1;
+        mark[t] = held[t] = -1;
     for (int s = 0; s < n; s++)
-        one_stage_io(g, stage_of, s, ops + off[s], off[s + 1] - off[s], mark, &io[s]);
-    free(mark), free(ops), free(off);
+        one_stage_io(g, stage_of, s, ops + off[s], off[s + 1] - off[s], mark, held, &io[s]);
+    free(held), free(mark), free(ops), free(off);
 }
 
 void pl_stage_io_free(pl_stage_io *io, int n)

@@ -254,6 +254,8 @@ static void fill_io(const pl_graph *g, pl_stages *s)
     for (int j = 0; j < s->n; j++) {
         s->st[j].inputs = io[j].inputs, s->st[j].n_inputs = io[j].n_inputs;
         s->st[j].outputs = io[j].outputs, s->st[j].n_outputs = io[j].n_outputs;
+        s->st[j].weight_bytes = io[j].weight_bytes;
+        s->st[j].copied_weight_bytes = io[j].copied_weight_bytes;
     }
     free(io);
     stage_caps *cap = pl_calloc(s->n ? s->n : 1, sizeof *cap);
