@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "placer/cluster.h"
 #include "placer/common.h"
@@ -77,7 +78,7 @@ int pl_codec_parse(const char *name);
 
 /* What a codec does to a tensor, per byte of the raw tensor. */
 typedef struct pl_codec_cost {
-    double ratio;        /* raw bytes / encoded bytes (>= 1 for the codecs here) */
+    double ratio;          /* raw bytes / encoded bytes (>= 1 for the codecs here) */
     double encode_s_per_B; /* seconds to encode one raw byte */
     double decode_s_per_B; /* seconds to decode back one raw byte */
 } pl_codec_cost;
@@ -100,5 +101,144 @@ int pl_codec_measure(pl_codec c, const float *x, size_t n, int reps, pl_codec_co
  * cost model's dense efficiency, per raw byte, and `ratio`. */
 void pl_codec_ae_cost(const int64_t *dims, int rank, double ratio, const pl_device *d,
                       const pl_cost_params *p, pl_codec_cost *out);
+
+/* ---- the partitioning (src/serverless/layers.c, elim.c, mopar.c) ---- */
+
+/* A layer: a group of ops that the runtime runs as one (the coarsening's fusion groups, with
+ * the Constants that feed only them), MOPAR's unit of partitioning. */
+typedef struct pl_sl_layer {
+    int *ops; /* the graph's ops, topological order (NULL for hand-made layers) */
+    int n_ops;
+    double mem_mb;    /* Eq. (1)-(3): the most activation memory its ops hold at once, MB
+                         (what they read and write; ops at the same depth of the layer count
+                         together, as parallel branches) */
+    double weight_mb; /* its weights, MB: resident in the function that holds the layer */
+    double t1_s;      /* its time on one whole vCPU (the cost model) */
+    double par_s;     /* of t1_s, the time of its dominant ops that η sub-slices divide */
+    double out_bytes; /* bytes its ops write: η sub-slices' partial results are gathered (t_a) */
+    int n_dominant;   /* its dominant ops: the fewest ops covering 80 % of its memory */
+} pl_sl_layer;
+
+/* A tensor between layers: made by layer `from`, read by the layers `to` (each later). */
+typedef struct pl_sl_tensor {
+    double bytes;
+    int from;
+    int *to;
+    int n_to;
+} pl_sl_tensor;
+
+/* The layer graph: layers in topological order (every tensor goes from a lower index to higher
+ * ones), and the tensors between them. */
+typedef struct pl_sl_graph {
+    pl_sl_layer *layers;
+    int n;
+    pl_sl_tensor *tensors;
+    int n_tensors;
+    int n_before;   /* layers before elimination */
+    int node_elims; /* layers merged by node elimination */
+    int edge_elims; /* edges merged by edge elimination */
+} pl_sl_graph;
+
+/* A layer graph of g: ops grouped by the coarsening's fusion and colocation passes, each
+ * layer's activation memory by Eq. (1)-(3), its weights, and its time on one vCPU of pf from
+ * the cost model with
+ * `params` (NULL: defaults). Graph inputs and outputs are the request's and response's and
+ * cross no cut. */
+pl_sl_graph *pl_sl_from_graph(const pl_graph *g, const pl_platform *pf,
+                              const pl_cost_params *params, pl_err *err);
+/* An empty layer graph of n layers and t tensors (for tests and tools); tensors' `to`
+ * arrays are the caller's to malloc. */
+pl_sl_graph *pl_sl_new(int n, int n_tensors);
+void pl_sl_free(pl_sl_graph *sg);
+
+/* MOPAR's graph simplification (Algorithm 1, lines 2-6) to a fixed point: node elimination
+ * merges a layer with one layer before it and one after into the one after when their memory
+ * (weights + activations) differs by at most `threshold` (0.05) of its own; edge elimination merges
+ * the tensors two layers then exchange into one edge. Counts both in sg. */
+void pl_sl_eliminate(pl_sl_graph *sg, double threshold);
+
+typedef enum {
+    PL_SL_MOPAR,      /* Eq. (6): least cost, latency no worse than unsplit */
+    PL_SL_UNSPLIT,    /* the whole model as one function */
+    PL_SL_UNIFORM,    /* MOPAR's slice count, equal layers per slice */
+    PL_SL_LATENCY_DP, /* MOPAR's slice count, least latency (AlpaServe-like DP) */
+    PL_SL_ALGO_COUNT
+} pl_sl_algo;
+const char *pl_sl_algo_name(pl_sl_algo a);
+int pl_sl_algo_parse(const char *name); /* -1 when unknown */
+
+typedef struct pl_sl_opts {
+    double threshold;         /* node elimination's memory similarity (0: 0.05) */
+    bool no_elim;             /* skip the simplification */
+    bool shm;                 /* cut tensors through shared memory (else the store) */
+    double latency_slack;     /* MOPAR's latency bound: the unsplit model's x (1 + slack); 0, the
+                                 paper's, allows no slower plan */
+    pl_codec codec;           /* how cut tensors are compressed */
+    pl_codec_cost codec_cost; /* its ratio and times (PL_CODEC_NONE: 1, 0, 0) */
+} pl_sl_opts;
+
+typedef struct pl_sl_slice {
+    int first, last;  /* layers [first, last] */
+    double mem_mb;    /* the function's memory size */
+    bool raised;      /* raised to a whole vCPU's above what the slice needs */
+    int eta;          /* parallel degree */
+    double compute_s; /* its layers' time on its vCPUs at degree eta (Eq. 5's t_p + t_a) */
+    double comm_s;    /* reading its inputs and writing its outputs (with the codec) */
+    double time_s;    /* compute_s + comm_s */
+    double billed_s;  /* time_s rounded up to the billing granularity */
+    double gb_s;      /* memory (GB) x billed_s */
+    double usd;       /* its bill per request (memory, request, store) */
+    double in_bytes, out_bytes; /* cut tensors read and written, raw */
+} pl_sl_slice;
+
+typedef struct pl_sl_plan {
+    pl_sl_algo algo;
+    pl_sl_slice *slices;
+    int n;
+    double latency_s; /* the slices one after the other (Eq. 5) */
+    double usd;       /* per request */
+    double gb_s;      /* per request */
+    double bytes_moved;
+} pl_sl_plan;
+
+/* The plan of algorithm a on the (simplified) layer graph sg. `k` is the slice count for
+ * UNIFORM and LATENCY_DP (0: what MOPAR chooses). Fails when a layer needs more memory than
+ * the platform allows. */
+int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, pl_sl_algo a,
+                    int k, pl_sl_plan *out, pl_err *err);
+/* Prices the partition whose slices end at layers ends[0] < ... < ends[n - 1] = sg->n - 1:
+ * the one pricing every algorithm uses. Slice k's memory is what it needs (MOPAR's), or, when
+ * raise[k] (raise may be NULL: none), at least one whole vCPU's (λ): below one vCPU a
+ * function's CPU share follows its memory, so the bill per unit of work is the same and the
+ * slice runs faster. -1 when a slice does not fit. */
+int pl_sl_price(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, const int *ends,
+                const bool *raise, int n, pl_sl_plan *out);
+void pl_sl_plan_free(pl_sl_plan *p);
+
+/* ---- serving a trace (src/serverless/serve.c) ---- */
+
+/* A diurnal trace: the request rate moves between rps_min and rps_max as a sine of period
+ * period_s (lowest at 0), for duration_s; arrivals are Poisson at that rate (or evenly spaced
+ * when !poisson). Each function keeps an instance warm for keep_alive_s after its last use. */
+typedef struct pl_sl_serve_opts {
+    double duration_s, period_s, rps_min, rps_max, keep_alive_s;
+    bool poisson;
+    uint64_t seed;
+} pl_sl_serve_opts;
+
+typedef struct pl_sl_serve_result {
+    long requests;
+    double p50_s, p95_s, p99_s; /* request latency, arrival to the last slice's end */
+    double mem_gb_avg;          /* memory of the live instances (busy or warm), time-averaged */
+    double mem_gb_per_100rps;   /* mem_gb_avg per 100 requests per second of the trace */
+    long instances, cold_starts;
+    double busy_gb_s; /* billed: memory x busy time, over the trace */
+} pl_sl_serve_result;
+
+/* Serves the trace with plan p on platform pf: every request runs the slices one after the
+ * other; a slice takes the warm idle instance of its function freed last, else starts one
+ * (cold_start_s first). Deterministic for a seed. */
+void pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_opts *o,
+                 pl_sl_serve_result *r);
 
 #endif

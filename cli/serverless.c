@@ -1,0 +1,391 @@
+/* serverless.c: `placer serverless MODEL --platform P`: the model cut into serverless functions
+ * by MOPAR and its baselines, side by side (docs/serverless.md). */
+#include "cli.h"
+#include "placer/report.h"
+#include "placer/serverless.h"
+#include "placer/split.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help =
+    "usage: placer serverless MODEL --platform P [--algo mopar|unsplit|uniform|latency-dp]\n"
+    "                         [--codec none|fp16|zstd|ae] [--ae-ratio R] [--shm]\n"
+    "                         [--threshold X] [--no-elim] [--latency-slack F] [--json] [-o DIR]\n"
+    "                         [--serve [--trace T] [--keep-alive T] [--rps MIN:MAX]]\n"
+    "                         [--dim N=V]... [--input NAME=SIZES]... [--cost-params F]\n"
+    "  --platform P   a placer-platform/1 file (examples/platforms/aws-lambda.json, "
+    "openfaas.json)\n"
+    "  --algo A       print only A's plan (default: MOPAR and every baseline side by side)\n"
+    "  --codec C      how tensors crossing a cut are compressed (default none): fp16 and zstd\n"
+    "                 are measured on this machine, ae is MOPAR's auto-encoder, modelled\n"
+    "  --ae-ratio R   the auto-encoder's compression ratio (default 8)\n"
+    "  --shm          cut tensors through shared memory (the platform must offer it), not the\n"
+    "                 store\n"
+    "  --threshold X  node elimination's memory similarity (default 0.05)\n"
+    "  --no-elim      no graph simplification before the DP\n"
+    "  --latency-slack F  MOPAR may be up to F (a fraction) slower than unsplit (default 0)\n"
+    "  --serve        also replays a diurnal trace (MOPAR's: 250 to 1,250 requests a second) on\n"
+    "                 every plan: latency percentiles, memory per 100 requests a second\n"
+    "  --trace T      the trace's length, one period of its sine (default 600s)\n"
+    "  --keep-alive T how long an idle instance stays warm (default 60s)\n"
+    "  --rps MIN:MAX  the trace's lowest and highest rate (default 250:1250)\n"
+    "  -o DIR         writes the plan's slices (MOPAR's, or --algo's) as one runnable ONNX file\n"
+    "                 each and a manifest (docs/split.md)\n"
+    "exit status: 0 done, 2 bad input or failure\n";
+
+typedef struct sl_args {
+    cli_common co;
+    const char *platform, *dir;
+    int algo; /* -1: all */
+    pl_sl_opts so;
+    double ae_ratio;
+    bool serve;
+    pl_sl_serve_opts serve_o;
+} sl_args;
+
+/* ---- the codec's figures ---- */
+
+/* Measures fp16 or zstd on a tensor like the cut tensors (1 Mi floats, ReLU-like: half zeros),
+ * or models the auto-encoder on the largest cut tensor's shape. */
+static int codec_figures(const pl_graph *g, const pl_platform *pf, const pl_cost_params *p,
+                         sl_args *a, pl_err *err)
+{
+    pl_sl_opts *so = &a->so;
+    so->codec_cost = (pl_codec_cost){1, 0, 0};
+    if (so->codec == PL_CODEC_NONE) return 0;
+    if (so->codec == PL_CODEC_AE) {
+        int64_t dims[4] = {1, 64, 56, 56};
+        int rank = 4;
+        double most = 0;
+        for (int t = 0; t < g->n_tensors; t++)
+            if (g->tensors[t].producer >= 0 && g->tensors[t].bytes > most && g->tensors[t].rank > 0)
+                most = (double)g->tensors[t].bytes, rank = g->tensors[t].rank,
+                memcpy(dims, g->tensors[t].dims, (size_t)(rank < 4 ? rank : 4) * sizeof *dims);
+        pl_codec_ae_cost(dims, rank < 4 ? rank : 4, a->ae_ratio, &pf->vcpu->devs[0], p,
+                         &so->codec_cost);
+        return 0;
+    }
+    size_t n = (size_t)1 << 20;
+    float *x = pl_malloc(n * sizeof *x);
+    uint64_t s = 1;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (i & 1) ? (float)(pl_rng_uniform(&s) * 4) : 0.0f;
+    int rc = pl_codec_measure(so->codec, x, n, 5, &so->codec_cost, err);
+    free(x);
+    return rc;
+}
+
+/* ---- output ---- */
+
+static json_t *plan_json(const pl_graph *g, const pl_sl_graph *sg, const pl_sl_plan *p)
+{
+    json_t *slices = json_array();
+    for (int k = 0; k < p->n; k++) {
+        const pl_sl_slice *s = &p->slices[k];
+        json_t *ops = json_array();
+        for (int l = s->first; l <= s->last; l++)
+            for (int m = 0; m < sg->layers[l].n_ops; m++)
+                json_array_append_new(ops, json_string(g->ops[sg->layers[l].ops[m]].name));
+        json_array_append_new(
+            slices,
+            json_pack("{s:i, s:i, s:f, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
+                      "first_layer", s->first, "last_layer", s->last, "memory_mb", s->mem_mb, "eta",
+                      s->eta, "compute_s", s->compute_s, "comm_s", s->comm_s, "time_s", s->time_s,
+                      "billed_s", s->billed_s, "gb_s", s->gb_s, "usd", s->usd, "in_bytes",
+                      s->in_bytes, "out_bytes", s->out_bytes, "ops", ops));
+    }
+    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:o}", "algo", pl_sl_algo_name(p->algo),
+                     "latency_s", p->latency_s, "usd_per_request", p->usd, "usd_per_million",
+                     p->usd * 1e6, "gb_s_per_request", p->gb_s, "bytes_moved", p->bytes_moved,
+                     "slices", slices);
+}
+
+static void print_plans(const pl_sl_plan *plans, int n, const pl_sl_plan *unsplit)
+{
+    pl_table *t = pl_table_new("algorithm|>slices|>latency ms|>USD per request|>USD per million|"
+                               ">GB-s per request|>moved|>cost vs unsplit");
+    for (int a = 0; a < n; a++) {
+        const pl_sl_plan *p = &plans[a];
+        char b[32];
+        if (!p->n) {
+            pl_table_row(t, "%s|-|-|-|-|-|-|-", pl_sl_algo_name(p->algo));
+            continue;
+        }
+        pl_table_row(t, "%s|%d|%.3f|%.4g|%.2f|%.4f|%s|%.3fx", pl_sl_algo_name(p->algo), p->n,
+                     p->latency_s * 1e3, p->usd, p->usd * 1e6, p->gb_s,
+                     pl_fmt_bytes(p->bytes_moved, b, sizeof b),
+                     unsplit && unsplit->usd > 0 ? unsplit->usd / p->usd : NAN);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+static void print_slices(const pl_platform *pf, const pl_sl_graph *sg, const pl_sl_plan *p)
+{
+    printf("\n%s's slices\n", pl_sl_algo_name(p->algo));
+    pl_table *t = pl_table_new("slice|layers|>ops|>memory MB|>vCPUs|>eta|>compute ms|>comm ms|"
+                               ">billed ms|>GB-s|>USD");
+    for (int k = 0; k < p->n; k++) {
+        const pl_sl_slice *s = &p->slices[k];
+        int ops = 0;
+        for (int l = s->first; l <= s->last; l++)
+            ops += sg->layers[l].n_ops;
+        pl_table_row(t, "%d|%d-%d|%d|%.0f|%.2f|%d|%.3f|%.3f|%.0f|%.5f|%.4g", k, s->first, s->last,
+                     ops, s->mem_mb, pl_platform_vcpus(pf, s->mem_mb), s->eta, s->compute_s * 1e3,
+                     s->comm_s * 1e3, s->billed_s * 1e3, s->gb_s, s->usd);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+/* ---- serving a trace ---- */
+
+static json_t *serve_json(const pl_sl_serve_result *r)
+{
+    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:f}", "requests",
+                     (json_int_t)r->requests, "p50_s", r->p50_s, "p95_s", r->p95_s, "p99_s",
+                     r->p99_s, "mem_gb_avg", r->mem_gb_avg, "mem_gb_per_100rps",
+                     r->mem_gb_per_100rps, "instances", (json_int_t)r->instances, "cold_starts",
+                     (json_int_t)r->cold_starts, "busy_gb_s", r->busy_gb_s);
+}
+
+static void print_serve(const sl_args *a, const pl_sl_plan *plans, const pl_sl_serve_result *res)
+{
+    const pl_sl_serve_opts *o = &a->serve_o;
+    printf("\nserving a diurnal trace: %.0f to %.0f requests a second over %.0f s (Poisson, seed "
+           "%llu), instances warm for %.0f s after use\n",
+           o->rps_min, o->rps_max, o->duration_s, (unsigned long long)o->seed, o->keep_alive_s);
+    pl_table *t = pl_table_new("algorithm|>requests|>P50 ms|>P95 ms|>P99 ms|>memory GB|"
+                               ">GB per 100 rps|>instances|>cold starts");
+    for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
+        if (plans[k].n)
+            pl_table_row(t, "%s|%ld|%.1f|%.1f|%.1f|%.1f|%.3f|%ld|%ld", pl_sl_algo_name(k),
+                         res[k].requests, res[k].p50_s * 1e3, res[k].p95_s * 1e3,
+                         res[k].p99_s * 1e3, res[k].mem_gb_avg, res[k].mem_gb_per_100rps,
+                         res[k].instances, res[k].cold_starts);
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+/* ---- the slices as a split ---- */
+
+static int write_split(const char *model, const pl_graph *g, const pl_sl_graph *sg,
+                       const pl_sl_plan *p, const char *dir, pl_err *err)
+{
+    pl_plan *plan = pl_plan_new(g->n_ops, p->n);
+    for (int k = 0; k < p->n; k++)
+        for (int l = p->slices[k].first; l <= p->slices[k].last; l++)
+            for (int m = 0; m < sg->layers[l].n_ops; m++)
+                plan->dev[sg->layers[l].ops[m]] = k;
+    char(*names)[32] = pl_calloc((size_t)p->n + 1, sizeof *names);
+    const char **np = pl_calloc((size_t)p->n + 1, sizeof *np);
+    for (int k = 0; k < p->n; k++)
+        snprintf(names[k], sizeof names[k], "function_%d", k), np[k] = names[k];
+    pl_stages s = {0};
+    int rc = pl_split_stages_by(g, plan, PL_SPLIT_FEWEST, &s, err) < 0 ||
+                     pl_split_write(model, g, &s, np, dir, err) < 0
+                 ? -1
+                 : 0;
+    pl_stages_free(&s);
+    free(np), free(names);
+    pl_plan_free(plan);
+    return rc;
+}
+
+/* ---- the verb ---- */
+
+static json_t *result_json(const sl_args *a, const pl_graph *g, const pl_platform *pf,
+                           const pl_sl_graph *sg, const pl_sl_plan *plans, int n,
+                           const pl_sl_serve_result *res)
+{
+    json_t *algos = json_array();
+    for (int k = 0; k < n; k++)
+        if (plans[k].n) {
+            json_t *j = plan_json(g, sg, &plans[k]);
+            if (a->serve) json_object_set_new(j, "serving", serve_json(&res[k]));
+            json_array_append_new(algos, j);
+        }
+    return json_pack("{s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i}, s:{s:s, s:f, s:f, s:f}, s:o}",
+                     "format", "placer-serverless/1", "model", a->co.model, "platform", pf->name,
+                     "layers", "before", sg->n_before, "after", sg->n, "node_eliminations",
+                     sg->node_elims, "edge_eliminations", sg->edge_elims, "codec", "name",
+                     pl_codec_name(a->so.codec), "ratio", a->so.codec_cost.ratio, "encode_s_per_B",
+                     a->so.codec_cost.encode_s_per_B, "decode_s_per_B",
+                     a->so.codec_cost.decode_s_per_B, "algorithms", algos);
+}
+
+/* Every algorithm (or the one asked for) on sg; uniform on the unsimplified layers `raw`, with
+ * MOPAR's slice count. */
+static int make_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph *sg,
+                      const pl_sl_graph *raw, pl_sl_plan *plans, pl_err *err)
+{
+    int k = 0;
+    for (int al = 0; al < PL_SL_ALGO_COUNT; al++) {
+        plans[al].algo = al;
+        bool want = a->algo < 0 || a->algo == al;
+        if (!want && !(al == PL_SL_MOPAR && a->algo >= 0)) continue;
+        const pl_sl_graph *on = al == PL_SL_UNIFORM ? raw : sg;
+        if (pl_sl_plan_make(on, pf, &a->so, al, k, &plans[al], err) < 0) return -1;
+        if (al == PL_SL_MOPAR) k = plans[al].n;
+        if (!want) pl_sl_plan_free(&plans[al]), plans[al].algo = al;
+    }
+    return 0;
+}
+
+static int run(sl_args *a)
+{
+    pl_err err = {""};
+    pl_load_opts lo = {.dims = (const char **)a->co.dims,
+                       .n_dims = a->co.n_dims,
+                       .input_shapes = (const char **)a->co.shapes,
+                       .n_input_shapes = a->co.n_shapes};
+    pl_graph *g = pl_graph_load(a->co.model, &lo, &err);
+    pl_platform *pf = g ? pl_platform_load(a->platform, &err) : NULL;
+    if (!g || !pf) {
+        pl_graph_free(g);
+        return cli_fail("serverless", "%s", err.msg);
+    }
+    cli_print_warnings(g);
+    pl_cost_params params;
+    pl_sl_graph *sg = NULL, *raw = NULL;
+    pl_sl_plan plans[PL_SL_ALGO_COUNT] = {0};
+    int status = CLI_EXIT_BAD_INPUT;
+    if (cli_cost_params("serverless", &a->co, (const pl_cluster *const *)&pf->vcpu, 1, &params) < 0)
+        goto out;
+    if (codec_figures(g, pf, &params, a, &err) < 0 ||
+        !(sg = pl_sl_from_graph(g, pf, &params, &err)) ||
+        !(raw = pl_sl_from_graph(g, pf, &params, &err))) {
+        cli_fail("serverless", "%s", err.msg);
+        goto out;
+    }
+    if (!a->so.no_elim) pl_sl_eliminate(sg, a->so.threshold);
+    if (make_plans(a, pf, sg, raw, plans, &err) < 0) {
+        cli_fail("serverless", "%s: %s", a->co.model, err.msg);
+        goto out;
+    }
+    const pl_sl_plan *shown = &plans[a->algo >= 0 ? a->algo : PL_SL_MOPAR];
+    if (a->dir && write_split(a->co.model, g, shown->algo == PL_SL_UNIFORM ? raw : sg, shown,
+                              a->dir, &err) < 0) {
+        cli_fail("serverless", "%s", err.msg);
+        goto out;
+    }
+    pl_sl_serve_result res[PL_SL_ALGO_COUNT] = {0};
+    for (int k = 0; k < PL_SL_ALGO_COUNT && a->serve; k++)
+        if (plans[k].n) pl_sl_serve(&plans[k], pf, &a->serve_o, &res[k]);
+    if (a->co.json)
+        pl_json_print(result_json(a, g, pf, sg, plans, PL_SL_ALGO_COUNT, res), stdout);
+    else {
+        printf("%-10s %s (%d ops): %d layers, %d after simplification (%d node, %d edge "
+               "eliminations)\n%-10s %s, cut tensors %s through %s\n\n",
+               "model", a->co.model, g->n_ops, sg->n_before, sg->n, sg->node_elims, sg->edge_elims,
+               "platform", pf->name, pl_codec_name(a->so.codec),
+               a->so.shm && pf->shm.present ? "shared memory" : "the store");
+        print_plans(plans, PL_SL_ALGO_COUNT, plans[PL_SL_UNSPLIT].n ? &plans[PL_SL_UNSPLIT] : NULL);
+        print_slices(pf, shown->algo == PL_SL_UNIFORM ? raw : sg, shown);
+        if (a->serve) print_serve(a, plans, res);
+        if (a->dir) printf("\nwritten    %s (one ONNX file per function, manifest.json)\n", a->dir);
+    }
+    status = 0;
+out:
+    for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
+        pl_sl_plan_free(&plans[k]);
+    pl_sl_free(sg), pl_sl_free(raw);
+    pl_platform_free(pf);
+    pl_graph_free(g);
+    return status;
+}
+
+/* 0, 1 when help was printed, else an error was (cli_fail's status or -1). */
+static int parse(int argc, char **argv, sl_args *a)
+{
+    const char *v;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 1;
+        int rc = cli_common_opt("serverless", argc, argv, &i, &a->co);
+        if (rc < 0) return -1;
+        if (rc) continue;
+        if (cli_opt(argc, argv, &i, "--platform", &v))
+            a->platform = v;
+        else if (cli_opt(argc, argv, &i, "-o", &v))
+            a->dir = v;
+        else if (cli_opt(argc, argv, &i, "--algo", &v)) {
+            if (!v || (a->algo = pl_sl_algo_parse(v)) < 0)
+                return cli_fail("serverless", "--algo wants mopar, unsplit, uniform or latency-dp");
+        } else if (cli_opt(argc, argv, &i, "--codec", &v)) {
+            int c = v ? pl_codec_parse(v) : -1;
+            if (c < 0) return cli_fail("serverless", "--codec wants none, fp16, zstd or ae");
+            a->so.codec = c;
+        } else if (cli_opt(argc, argv, &i, "--ae-ratio", &v)) {
+            long r;
+            if (cli_count("serverless", "--ae-ratio", v, 1, 1024, &r) < 0) return -1;
+            a->ae_ratio = (double)r;
+        } else if (cli_opt(argc, argv, &i, "--threshold", &v)) {
+            char *end = NULL;
+            a->so.threshold = v ? strtod(v, &end) : -1;
+            if (!v || *end || !(a->so.threshold >= 0 && a->so.threshold <= 1))
+                return cli_fail("serverless", "--threshold: '%s' is not a fraction in [0, 1]",
+                                v ? v : "");
+        } else if (cli_opt(argc, argv, &i, "--latency-slack", &v)) {
+            char *end = NULL;
+            a->so.latency_slack = v ? strtod(v, &end) : -1;
+            if (!v || *end || !(a->so.latency_slack >= 0 && a->so.latency_slack <= 100))
+                return cli_fail("serverless", "--latency-slack: '%s' is not a fraction >= 0",
+                                v ? v : "");
+        } else if (cli_opt(argc, argv, &i, "--trace", &v)) {
+            if (cli_seconds("serverless", "--trace", v, &a->serve_o.duration_s) < 0) return -1;
+            a->serve_o.period_s = a->serve_o.duration_s;
+        } else if (cli_opt(argc, argv, &i, "--keep-alive", &v)) {
+            if (cli_seconds("serverless", "--keep-alive", v, &a->serve_o.keep_alive_s) < 0)
+                return -1;
+        } else if (cli_opt(argc, argv, &i, "--rps", &v)) {
+            double lo, hi;
+            char tail;
+            if (!v || sscanf(v, "%lf:%lf%c", &lo, &hi, &tail) != 2 || !(lo > 0) || !(hi >= lo) ||
+                hi > 1e6)
+                return cli_fail("serverless",
+                                "--rps wants MIN:MAX, 0 < MIN <= MAX <= 1e6, not "
+                                "'%s'",
+                                v ? v : "");
+            a->serve_o.rps_min = lo, a->serve_o.rps_max = hi;
+        } else if (!strcmp(argv[i], "--serve"))
+            a->serve = true;
+        else if (!strcmp(argv[i], "--shm"))
+            a->so.shm = true;
+        else if (!strcmp(argv[i], "--no-elim"))
+            a->so.no_elim = true;
+        else
+            return cli_fail("serverless", "unknown option '%s'\n%s", argv[i], help);
+    }
+    if (!a->co.model) return cli_fail("serverless", "which model? give MODEL\n%s", help);
+    if (!a->platform)
+        return cli_fail("serverless",
+                        "which platform? give --platform P (examples in "
+                        "examples/platforms/)\n%s",
+                        help);
+    if (a->co.cluster || a->co.catalog)
+        return cli_fail("serverless", "a function's CPU is the platform's: no --cluster or "
+                                      "--catalog");
+    return 0;
+}
+
+int cli_serverless(int argc, char **argv)
+{
+    sl_args a = {.co = {.refuse = CLI_NO_CONTENTION | CLI_NO_PROFILE},
+                 .algo = -1,
+                 .ae_ratio = 8,
+                 .serve_o = {.duration_s = 600,
+                             .period_s = 600,
+                             .rps_min = 250,
+                             .rps_max = 1250,
+                             .keep_alive_s = 60,
+                             .poisson = true,
+                             .seed = 1}};
+    a.so.threshold = 0.05;
+    int rc = parse(argc, argv, &a); /* 1: help printed; -1 or 2 (cli_fail's): refused */
+    if (rc) return rc == 1 ? 0 : CLI_EXIT_BAD_INPUT;
+    return run(&a);
+}

@@ -1,0 +1,425 @@
+/* mopar.c: slices of a layer graph as serverless functions, priced, and the partitions MOPAR
+ * and its baselines choose (docs/serverless.md, "Partitioning").
+ *
+ * Every algorithm's partition is priced by the one routine, pl_sl_price: a slice is a function
+ * whose memory is its layers' weights, its most memory-hungry layer's activations and the
+ * runtime's, rounded to a size the
+ * platform allows, or raised to a whole vCPU's (below one vCPU the CPU share follows the memory,
+ * so raising costs nothing per unit of work and runs faster; MOPAR's paper keeps the memory
+ * at the need); its CPU is that memory's share of vCPUs; its time is its layers' on that
+ * CPU at its parallel degree, plus reading its inputs and writing its outputs through the
+ * store or shared memory; its bill is the platform's for that memory and time. MOPAR minimises
+ * the summed bill (Eq. 6) with the latency no worse than the unsplit model's: a DP over the
+ * layers in topological order keeping, at each layer, every partition of the layers before it
+ * (with each slice's memory option) that no other beats on both bill and latency. */
+#include "placer/serverless.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const algo_names[PL_SL_ALGO_COUNT] = {"mopar", "unsplit", "uniform",
+                                                         "latency-dp"};
+
+const char *pl_sl_algo_name(pl_sl_algo a)
+{
+    return a >= 0 && a < PL_SL_ALGO_COUNT ? algo_names[a] : "?";
+}
+
+int pl_sl_algo_parse(const char *name)
+{
+    for (int a = 0; a < PL_SL_ALGO_COUNT; a++)
+        if (!strcmp(name, algo_names[a])) return a;
+    return -1;
+}
+
+/* ---- pricing one slice ---- */
+
+/* The transport cut tensors take. */
+static const pl_transport *transport(const pl_platform *pf, const pl_sl_opts *o)
+{
+    if (o->shm && pf->shm.present) return &pf->shm;
+    return pf->store.present ? &pf->store : &pf->shm;
+}
+
+static double ratio_of(const pl_sl_opts *o)
+{
+    return o->codec_cost.ratio >= 1 ? o->codec_cost.ratio : 1;
+}
+
+/* Seconds to move one tensor of `bytes` raw bytes one way (a write or a read), with the codec's
+ * encoding (`enc`) or decoding time. */
+static double move_s(const pl_transport *x, const pl_sl_opts *o, double bytes, bool enc)
+{
+    double per_B = enc ? o->codec_cost.encode_s_per_B : o->codec_cost.decode_s_per_B;
+    double wire = x->bandwidth_Bps > 0 ? bytes / ratio_of(o) / x->bandwidth_Bps : 0;
+    return x->latency_s + wire + bytes * per_B;
+}
+
+/* The cut tensors slice [i, j] reads (made before i, read in it) and writes (made in it, read
+ * after j): their count, raw bytes and transfer time. */
+typedef struct slice_io {
+    int n_in, n_out;
+    double in_bytes, out_bytes, comm_s;
+} slice_io;
+
+static void io_of(const pl_sl_graph *sg, const pl_transport *x, const pl_sl_opts *o, int i, int j,
+                  slice_io *io)
+{
+    memset(io, 0, sizeof *io);
+    for (int t = 0; t < sg->n_tensors; t++) {
+        const pl_sl_tensor *tp = &sg->tensors[t];
+        bool read_in = false, read_after = false;
+        for (int k = 0; k < tp->n_to; k++)
+            read_in |= tp->to[k] >= i && tp->to[k] <= j, read_after |= tp->to[k] > j;
+        if (tp->from < i && read_in)
+            io->n_in++, io->in_bytes += tp->bytes, io->comm_s += move_s(x, o, tp->bytes, false);
+        if (tp->from >= i && tp->from <= j && read_after)
+            io->n_out++, io->out_bytes += tp->bytes, io->comm_s += move_s(x, o, tp->bytes, true);
+    }
+}
+
+/* Layers [i, j]'s compute time on a function of `mb` MB at degree eta: the dominant ops' part
+ * divided among eta sub-slices (each vCPU beyond the first adding parallel_eff of one), the
+ * gathering of their partial outputs (Eq. 5's t_a: (eta - 1) / eta of the layers' output bytes
+ * copied at the vCPU's memory bandwidth), all at the function's share of a vCPU. */
+static double compute_s(const pl_sl_graph *sg, const pl_platform *pf, int i, int j, double mb,
+                        int eta)
+{
+    double t = 0, par = 0, out = 0;
+    for (int k = i; k <= j; k++)
+        t += sg->layers[k].t1_s, par += sg->layers[k].par_s, out += sg->layers[k].out_bytes;
+    double speed = 1 + (eta - 1) * pf->parallel_eff;
+    double bw = pf->vcpu && pf->vcpu->n_devs ? pf->vcpu->devs[0].mem_bandwidth_Bps : 0;
+    double agg = eta > 1 && bw > 0 ? (eta - 1.0) / eta * out / bw : 0;
+    double share = fmin(pl_platform_vcpus(pf, mb), 1);
+    return share > 0 ? (t - par + par / speed + agg) / share : INFINITY;
+}
+
+/* The function's memory for layers [i, j]: their weights, resident, the most activation
+ * memory one of them holds (Eq. 1 over the slice's chain of layers) and the runtime's, or at
+ * least a whole vCPU's when `raise`; -1 when beyond the platform's largest size. */
+static double memory_of(const pl_sl_graph *sg, const pl_platform *pf, int i, int j, bool raise)
+{
+    double act = 0, weights = 0;
+    for (int k = i; k <= j; k++)
+        act = fmax(act, sg->layers[k].mem_mb), weights += sg->layers[k].weight_mb;
+    double need = weights + act + pf->runtime_base_mb;
+    if (raise) need = fmax(need, pf->mb_per_vcpu);
+    return pl_platform_round_mb(pf, need);
+}
+
+/* Whether raising slice [i, j] to a whole vCPU changes its memory (it needs less). */
+static bool can_raise(const pl_sl_graph *sg, const pl_platform *pf, int i, int j)
+{
+    double a = memory_of(sg, pf, i, j, false), b = memory_of(sg, pf, i, j, true);
+    return a >= 0 && b > a;
+}
+
+/* Prices slice [i, j] into s, its degree the fastest of 1 .. floor(memory / λ) (Algorithm 1,
+ * step 3; the memory is never raised for a degree). -1 when it does not fit. */
+static int price_slice(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, int i,
+                       int j, bool raise, pl_sl_slice *s)
+{
+    memset(s, 0, sizeof *s);
+    s->first = i, s->last = j, s->mem_mb = memory_of(sg, pf, i, j, raise);
+    s->raised = raise && can_raise(sg, pf, i, j);
+    if (s->mem_mb < 0) return -1;
+    int max_eta = (int)fmax(1, floor(pl_platform_vcpus(pf, s->mem_mb) + 1e-9));
+    s->eta = 1, s->compute_s = compute_s(sg, pf, i, j, s->mem_mb, 1);
+    for (int eta = 2; eta <= max_eta; eta++) {
+        double c = compute_s(sg, pf, i, j, s->mem_mb, eta);
+        if (c < s->compute_s) s->eta = eta, s->compute_s = c;
+    }
+    const pl_transport *x = transport(pf, o);
+    slice_io io;
+    io_of(sg, x, o, i, j, &io);
+    s->comm_s = io.comm_s, s->in_bytes = io.in_bytes, s->out_bytes = io.out_bytes;
+    s->time_s = s->compute_s + s->comm_s;
+    s->billed_s = pl_platform_billed_s(pf, s->time_s);
+    s->gb_s = s->mem_mb / 1024 * s->billed_s;
+    double moved_gb = (io.in_bytes + io.out_bytes) / ratio_of(o) / 1e9;
+    s->usd = pl_platform_usd(pf, s->mem_mb, s->time_s) + moved_gb * x->usd_per_gb;
+    return 0;
+}
+
+int pl_sl_price(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, const int *ends,
+                const bool *raise, int n, pl_sl_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->slices = pl_calloc((size_t)n + 1, sizeof *out->slices);
+    out->n = n;
+    for (int k = 0, first = 0; k < n; first = ends[k++] + 1) {
+        pl_sl_slice *s = &out->slices[k];
+        if (price_slice(sg, pf, o, first, ends[k], raise && raise[k], s) < 0)
+            return pl_sl_plan_free(out), -1;
+        out->latency_s += s->time_s, out->usd += s->usd, out->gb_s += s->gb_s;
+        out->bytes_moved += s->in_bytes + s->out_bytes;
+    }
+    return 0;
+}
+
+void pl_sl_plan_free(pl_sl_plan *p)
+{
+    free(p->slices);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- every slice priced once ---- */
+
+/* cell(i, j, r) for 0 <= i <= j < n: the bill and time of slice [i, j] with its memory as it
+ * needs (r = 0) or raised to a whole vCPU (r = 1); fits == false when it does not fit (or, r =
+ * 1, when raising changes nothing). */
+typedef struct cell {
+    double usd, time_s;
+    bool fits;
+} cell;
+
+typedef struct table {
+    int n;
+    cell *c; /* [(i * n + j) * 2 + r] */
+} table;
+
+static void table_build(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                        table *tb)
+{
+    int n = sg->n;
+    tb->n = n;
+    tb->c = pl_calloc((size_t)n * n * 2 + 1, sizeof *tb->c);
+    for (int i = 0; i < n; i++)
+        for (int j = i; j < n; j++) {
+            for (int r = 0; r < 2; r++) {
+                pl_sl_slice s;
+                cell *c = &tb->c[((size_t)i * n + j) * 2 + r];
+                c->fits =
+                    (!r || can_raise(sg, pf, i, j)) && price_slice(sg, pf, o, i, j, r, &s) == 0;
+                c->usd = s.usd, c->time_s = s.time_s;
+            }
+            if (!tb->c[((size_t)i * n + j) * 2].fits) break; /* longer slices need more */
+        }
+}
+
+static const cell *at(const table *tb, int i, int j, int r)
+{
+    return &tb->c[((size_t)i * tb->n + j) * 2 + r];
+}
+
+/* ---- MOPAR: least bill, latency at most the bound (Eq. 6) ---- */
+
+/* A partition of layers [0, j]: its bill, its latency, its last slice's memory option, the
+ * label it extends (at layer `prev_j`, index `prev`; -1 for the first slice). */
+typedef struct label {
+    double usd, time_s;
+    int prev_j, prev, raise;
+} label;
+
+typedef struct front {
+    label *l;
+    int n, cap;
+} front;
+
+static int by_usd(const void *a, const void *b)
+{
+    const label *x = a, *y = b;
+    if (x->usd != y->usd) return x->usd < y->usd ? -1 : 1;
+    return (x->time_s > y->time_s) - (x->time_s < y->time_s);
+}
+
+/* Keeps the labels no other beats on both bill and latency, cheapest first; beyond `cap`,
+ * evenly spaced ones (the DP is then no longer exact: *exact is cleared). */
+static void prune(front *f, int cap, bool *exact)
+{
+    qsort(f->l, f->n, sizeof *f->l, by_usd);
+    int m = 0;
+    for (int k = 0; k < f->n; k++)
+        if (m == 0 || f->l[k].time_s < f->l[m - 1].time_s) f->l[m++] = f->l[k];
+    f->n = m;
+    if (f->n <= cap) return;
+    *exact = false;
+    for (int k = 0; k < cap; k++)
+        f->l[k] = f->l[(int)((double)k * (f->n - 1) / (cap - 1))];
+    f->n = cap;
+}
+
+static void push(front *f, label l)
+{
+    pl_grow((void **)&f->l, &f->cap, f->n, sizeof *f->l);
+    f->l[f->n++] = l;
+}
+
+enum { FRONT_CAP = 4096 };
+
+/* The Pareto DP: fronts[j] holds the partitions of layers [0, j] within the latency bound. */
+static void mopar_fronts(const table *tb, double bound, front *fronts, bool *exact)
+{
+    int n = tb->n;
+    for (int j = 0; j < n; j++) {
+        front *f = &fronts[j];
+        for (int i = 0; i <= j; i++)
+            for (int r = 0; r < 2; r++) {
+                const cell *c = at(tb, i, j, r);
+                if (!c->fits) continue;
+                if (i == 0) {
+                    if (c->time_s <= bound) push(f, (label){c->usd, c->time_s, -1, -1, r});
+                    continue;
+                }
+                const front *p = &fronts[i - 1];
+                for (int k = 0; k < p->n; k++) {
+                    label l = {p->l[k].usd + c->usd, p->l[k].time_s + c->time_s, i - 1, k, r};
+                    if (l.time_s <= bound) push(f, l);
+                }
+            }
+        prune(f, FRONT_CAP, exact);
+    }
+}
+
+/* The slice ends (and memory options) of the cheapest partition in fronts[n - 1]; their
+ * count. */
+static int backtrack(const front *fronts, int n, int *ends, bool *raise)
+{
+    int m = 0, j = n - 1, k = 0; /* fronts are cheapest first */
+    while (j >= 0) {
+        const label *l = &fronts[j].l[k];
+        ends[m] = j, raise[m++] = l->raise;
+        j = l->prev_j, k = l->prev;
+    }
+    for (int a = 0, b = m - 1; a < b; a++, b--) {
+        int t = ends[a];
+        bool r = raise[a];
+        ends[a] = ends[b], ends[b] = t, raise[a] = raise[b], raise[b] = r;
+    }
+    return m;
+}
+
+static int mopar_ends(const table *tb, double bound, int *ends, bool *raise)
+{
+    int n = tb->n;
+    front *fronts = pl_calloc((size_t)n + 1, sizeof *fronts);
+    bool exact = true;
+    mopar_fronts(tb, bound, fronts, &exact);
+    int m = fronts[n - 1].n ? backtrack(fronts, n, ends, raise) : 0;
+    for (int j = 0; j < n; j++)
+        free(fronts[j].l);
+    free(fronts);
+    return m;
+}
+
+/* ---- baselines ---- */
+
+/* k slices of as equal a number of layers as can be. */
+static int uniform_ends(int n, int k, int *ends)
+{
+    if (k > n) k = n;
+    for (int s = 0; s < k; s++)
+        ends[s] = (int)(((long long)(s + 1) * n) / k) - 1;
+    return k;
+}
+
+/* The faster memory option of slice [i, j] (the cheaper on a tie); -1 when none fits. */
+static int faster(const table *tb, int i, int j)
+{
+    const cell *a = at(tb, i, j, 0), *b = at(tb, i, j, 1);
+    if (!a->fits) return -1;
+    if (!b->fits) return 0;
+    return b->time_s < a->time_s || (b->time_s == a->time_s && b->usd < a->usd);
+}
+
+/* k slices of least latency: best[s][j] = the least latency of layers [0, j] in s + 1 slices,
+ * each slice at its faster memory option. */
+static int latency_ends(const table *tb, int k, int *ends, bool *raise)
+{
+    int n = tb->n;
+    if (k > n) k = n;
+    double *best = pl_malloc((size_t)k * n * sizeof *best);
+    int *arg = pl_malloc((size_t)k * n * sizeof *arg);
+    for (size_t x = 0; x < (size_t)k * n; x++)
+        best[x] = INFINITY, arg[x] = -1;
+    for (int s = 0; s < k; s++)
+        for (int j = s; j < n; j++)
+            for (int i = s; i <= j; i++) {
+                int r = faster(tb, i, j);
+                double before =
+                    s == 0 ? (i == 0 ? 0 : INFINITY) : best[(size_t)(s - 1) * n + i - 1];
+                if (r < 0 || !isfinite(before)) continue;
+                const cell *c = at(tb, i, j, r);
+                if (before + c->time_s < best[(size_t)s * n + j])
+                    best[(size_t)s * n + j] = before + c->time_s, arg[(size_t)s * n + j] = i;
+            }
+    int m = 0;
+    if (isfinite(best[(size_t)(k - 1) * n + n - 1])) {
+        for (int s = k - 1, j = n - 1; s >= 0; j = arg[(size_t)s * n + j] - 1, s--)
+            ends[s] = j, raise[s] = faster(tb, arg[(size_t)s * n + j], j) == 1;
+        m = k;
+    }
+    free(best), free(arg);
+    return m;
+}
+
+/* ---- the algorithms ---- */
+
+/* MOPAR's latency bound: the unsplit model's latency, with the slack allowed. */
+static int latency_bound(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                         double *lat, pl_err *err)
+{
+    pl_sl_plan u;
+    int end = sg->n - 1;
+    if (pl_sl_price(sg, pf, o, &end, NULL, 1, &u) < 0)
+        return pl_err_set(err,
+                          "the whole model as one function needs more memory than %s allows "
+                          "(%.0f MB)",
+                          pf->name, pf->mem_max_mb);
+    *lat = u.latency_s * (1 + (o->latency_slack > 0 ? o->latency_slack : 0));
+    pl_sl_plan_free(&u);
+    return 0;
+}
+
+/* The slice ends (and memory options) algorithm a chooses; their count, 0 when none fits.
+ * Unsplit and uniform take the memory their slices need, as MOPAR's paper deploys them. */
+static int ends_of(const pl_sl_graph *sg, const table *tb, pl_sl_algo a, int k, double bound,
+                   int *ends, bool *raise)
+{
+    switch (a) {
+    case PL_SL_UNSPLIT:
+        ends[0] = sg->n - 1;
+        return 1;
+    case PL_SL_UNIFORM:
+        return uniform_ends(sg->n, k, ends);
+    case PL_SL_LATENCY_DP:
+        return latency_ends(tb, k, ends, raise);
+    default:
+        return mopar_ends(tb, bound, ends, raise);
+    }
+}
+
+int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, pl_sl_algo a,
+                    int k, pl_sl_plan *out, pl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (sg->n < 1) return pl_err_set(err, "the model has no layers to partition");
+    for (int l = 0; l < sg->n; l++)
+        if (memory_of(sg, pf, l, l, false) < 0)
+            return pl_err_set(err,
+                              "layer %d needs %.0f MB (weights %.0f, activations %.0f) with "
+                              "the runtime's %.0f MB, more than %s allows (%.0f MB)",
+                              l, sg->layers[l].weight_mb + sg->layers[l].mem_mb,
+                              sg->layers[l].weight_mb, sg->layers[l].mem_mb, pf->runtime_base_mb,
+                              pf->name, pf->mem_max_mb);
+    double bound = INFINITY;
+    if ((a == PL_SL_MOPAR || k <= 0) && latency_bound(sg, pf, o, &bound, err) < 0) return -1;
+    table tb = {0};
+    if (a != PL_SL_UNSPLIT) table_build(sg, pf, o, &tb);
+    int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends), m;
+    bool *raise = pl_calloc((size_t)sg->n + 1, sizeof *raise);
+    if (k <= 0 && (a == PL_SL_UNIFORM || a == PL_SL_LATENCY_DP))
+        k = mopar_ends(&tb, bound * (1 + 1e-12), ends, raise); /* MOPAR's slice count */
+    memset(raise, 0, ((size_t)sg->n + 1) * sizeof *raise);
+    m = ends_of(sg, &tb, a, k, bound * (1 + 1e-12), ends, raise);
+    int rc = m > 0 ? pl_sl_price(sg, pf, o, ends, raise, m, out) : -1;
+    if (rc == 0)
+        out->algo = a;
+    else
+        pl_err_set(err, "%s: no partition into functions of at most %.0f MB fits",
+                   pl_sl_algo_name(a), pf->mem_max_mb);
+    free(raise), free(ends), free(tb.c);
+    return rc;
+}
