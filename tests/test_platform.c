@@ -328,6 +328,32 @@ static void test_refused_vcpu(void **state)
     refused_all(b, sizeof b / sizeof b[0]);
 }
 
+/* The example in docs/formats.md loads as documented. */
+static void test_doc_example(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    size_t len;
+    char *doc = pl_read_file("docs/formats.md", &len, &err);
+    if (!doc) fail_msg("%s", err.msg);
+    char *start = strstr(doc, "## placer-platform/1");
+    assert_non_null(start);
+    start = strstr(start, "```json\n");
+    assert_non_null(start);
+    start += 8;
+    char *end = strstr(start, "```");
+    assert_non_null(end);
+    char path[256];
+    snprintf(path, sizeof path, "%s", tu_tmpfile(start, (size_t)(end - start), ".json"));
+    pl_platform *p = pl_platform_load(path, &err);
+    unlink(path);
+    free(doc);
+    if (!p) fail_msg("%s", err.msg);
+    assert_true(p->mem_step_mb == 1 && p->store.present && !p->shm.present);
+    assert_close(pl_platform_usd(p, 1536, 0.1234), 3.3000062e-6, 1e-9);
+    pl_platform_free(p);
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -351,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_refused_transports),
         cmocka_unit_test(test_refused_vcpu),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_doc_example),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
