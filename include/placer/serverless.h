@@ -33,8 +33,8 @@ typedef struct pl_transport {
 typedef struct pl_platform {
     char *name;
     char *path;                    /* the file it was read from ("" when built in code) */
-    double mem_min_mb, mem_max_mb; /* the memory sizes a function may have, MB (10^6 bytes... */
-    double mem_step_mb;            /* ...as the platforms say MB for MiB: see docs/formats.md) */
+    double mem_min_mb, mem_max_mb; /* the memory sizes a function may have, in the platform's */
+    double mem_step_mb;            /* MB, a MiB (2^20 bytes) on Lambda; a GB is 1024 of them */
     double mb_per_vcpu;            /* λ: memory per vCPU; a function of M MB has M / λ vCPUs */
     double usd_per_gb_s;           /* price of one GB-second of allocated memory */
     double usd_per_request;        /* price of one invocation */
