@@ -1,8 +1,8 @@
 /* test_codec.c: the codecs for tensors crossing a cut (docs/serverless-codecs.md): binary16
- * rounding by hand (ties to even, overflow, subnormals, NaN) and its error bound on random
- * floats; zstd exact on random and structured data, its ratio on a constant tensor, and a
- * truncated, corrupted or mismatched buffer refused; the names; the auto-encoder's FLOPs by
- * hand on a small device. */
+ * rounding by hand (ties to even, overflow, subnormals, NaN), every half back to itself, and its
+ * error bound on random floats; zstd exact on random and structured data, its ratio on a constant
+ * tensor, and a truncated, corrupted or mismatched buffer refused; the names; the auto-encoder's
+ * FLOPs by hand on a small device. */
 #include "testutil.h"
 
 #include "placer/serverless.h"
@@ -82,6 +82,36 @@ static void test_fp16_nan(void **state)
         assert_int_not_equal(bits & 0x3ff, 0);
         assert_int_equal(bits >> 15, payloads[i] >> 31);
     }
+}
+
+/* Every one of the 65,536 halves decodes to a float that encodes back to the same bits (each
+ * half is exactly a float, and rounding an exact value must not move it); a NaN comes back as a
+ * NaN of the same sign with the quiet bit set. 65,536 halves decoded in order also rise
+ * strictly from 0 to 65504 and then +inf. */
+static void test_fp16_every_half(void **state)
+{
+    (void)state;
+    enum { N = 65536 };
+    unsigned char *in = malloc(2 * N), *back;
+    float *f = malloc(N * sizeof *f);
+    for (int h = 0; h < N; h++)
+        in[2 * h] = (unsigned char)h, in[2 * h + 1] = (unsigned char)(h >> 8);
+    pl_err err = {""};
+    size_t len;
+    assert_int_equal(pl_codec_decode(PL_CODEC_FP16, in, 2 * N, f, N, &err), 0);
+    assert_int_equal(pl_codec_encode(PL_CODEC_FP16, f, N, &back, &len, &err), 0);
+    for (int h = 0; h < N; h++) {
+        int got = back[2 * h] | back[2 * h + 1] << 8;
+        bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+        if (nan ? !isnan(f[h]) || got != (h | 0x200) : got != h)
+            fail_msg("half 0x%04x -> %.9g -> 0x%04x", h, f[h], got);
+        if (h > 0 && h <= 0x7c00 && !(f[h] > f[h - 1]))
+            fail_msg("0x%04x not above the one below", h);
+    }
+    assert_true(f[0x7bff] == 65504 && f[0x7c00] == INFINITY && f[1] == 0x1p-24f);
+    free(in);
+    free(back);
+    free(f);
 }
 
 /* Round to nearest: within the normal range |y - x| <= 2^-11 |x|, and y is the nearest half,
@@ -276,13 +306,10 @@ static void test_ae_cost_by_hand(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fp16_hand_values),
-        cmocka_unit_test(test_fp16_nan),
-        cmocka_unit_test(test_fp16_random_error),
-        cmocka_unit_test(test_zstd_round_trip),
-        cmocka_unit_test(test_zstd_refuses_bad_buffers),
-        cmocka_unit_test(test_none_and_measure),
-        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_fp16_hand_values), cmocka_unit_test(test_fp16_nan),
+        cmocka_unit_test(test_fp16_every_half),  cmocka_unit_test(test_fp16_random_error),
+        cmocka_unit_test(test_zstd_round_trip),  cmocka_unit_test(test_zstd_refuses_bad_buffers),
+        cmocka_unit_test(test_none_and_measure), cmocka_unit_test(test_names),
         cmocka_unit_test(test_ae_cost_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
