@@ -5,7 +5,7 @@ OPT     ?= -O2
 SAN     ?=
 CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE $(SAN) \
            -Iinclude -I$(BUILD)/gen -I/usr/include/coin -DPL_SRCDIR='"$(CURDIR)"'
-LDLIBS  := -lprotobuf-c -ljansson -lcrypto -lmetis $(shell pkg-config --libs cbc 2>/dev/null || echo -lCbcSolver -lCbc -lCgl -lOsiClp -lClp -lOsi -lCoinUtils) -llapacke -lopenblas -lm
+LDLIBS  := -lprotobuf-c -ljansson -lcrypto -lmetis $(shell pkg-config --libs cbc 2>/dev/null || echo -lCbcSolver -lCbc -lCgl -lOsiClp -lClp -lOsi -lCoinUtils) -llapacke -lopenblas -lzstd -lm
 PROTO   := /usr/include/onnx/onnx.proto
 
 SRC     := $(sort $(wildcard src/*/*.c))
@@ -66,7 +66,7 @@ demo: deps
 	$(BUILD)/placer deploy models/inception_v3.onnx --catalog catalogs/autodeep-testbed.json --slo 6ms
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/placer $(BUILD)/bench/bench_import $(BUILD)/bench/bench_place $(BUILD)/bench/bench_search $(BUILD)/bench/bench_runtime $(BUILD)/bench/bench_fidelity
+	@$(MAKE) --no-print-directory $(BUILD)/placer $(BUILD)/bench/bench_import $(BUILD)/bench/bench_place $(BUILD)/bench/bench_search $(BUILD)/bench/bench_runtime $(BUILD)/bench/bench_fidelity $(BUILD)/bench/bench_codec
 	@bench/run.sh $(BUILD)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)

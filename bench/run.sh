@@ -41,6 +41,9 @@ echo "== a full deploy over the 40 configurations of every cloud (exhaustive, be
 TIMEFORMAT="wall %R s"
 time ( "$build/placer" deploy models/bert_base.onnx --catalog catalogs/clouds.json --slo 10ms --strategy exhaustive | tail -8 )
 echo
+echo "== codecs for tensors crossing a serverless cut (MOPAR): ratio and speed of fp16 and zstd on synthetic activations, one thread"
+"$build/bench/bench_codec" 10
+echo
 echo "== measured trials on this CPU (onnxruntime): a persistent worker against a fresh one per trial"
 "$build/bench/bench_runtime" 5 models/rnnlm.onnx models/resnet50.onnx models/bert_base.onnx
 echo

@@ -11,6 +11,7 @@ APT_PKGS=(
   coinor-libcbc-dev libmetis-dev pkg-config    # MILP/LP (CBC C API); graph partitioning
   libcmocka-dev                                # tests
   liblapacke-dev libopenblas-dev               # GP regression of the search (Cholesky)
+  libzstd-dev                                  # lossless codec for tensors crossing a cut
   libonnx-testdata                             # ~1000 real ONNX files the tests must survive
   python3-onnx python3-numpy                   # tools/export_models.py, test oracles
 )

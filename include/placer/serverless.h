@@ -98,7 +98,9 @@ int pl_codec_measure(pl_codec c, const float *x, size_t n, int reps, pl_codec_co
 /* MOPAR's auto-encoder (a one-layer 2-D convolution encoder and one decoder, compression ratio
  * `ratio`), modelled, not run: for a tensor of `dims` (rank 4, NCHW; other ranks as a 1 x C x
  * H x W view, docs/serverless.md), its encoder and decoder FLOPs priced on device d with the
- * cost model's dense efficiency, per raw byte, and `ratio`. */
+ * cost model's dense efficiency, per raw byte, and the ratio that shape really reaches, which
+ * is `ratio` when `ratio` divides the channels (docs/serverless.md, "Compressing cut
+ * tensors"). `ratio` >= 1 (PL_ASSERT). */
 void pl_codec_ae_cost(const int64_t *dims, int rank, double ratio, const pl_device *d,
                       const pl_cost_params *p, pl_codec_cost *out);
 
