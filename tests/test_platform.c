@@ -195,6 +195,12 @@ static void test_vcpus(void **state)
     assert_close(pl_platform_vcpus(l, 128), 128.0 / 1769, 1e-12);
     assert_close(pl_platform_vcpus(l, 10240), 5.788581119, 1e-9); /* AWS says "up to 6" */
     pl_platform_free(l);
+    /* OpenFaaS: a whole core whatever the memory, more as the memory gives (min_vcpus 1) */
+    pl_platform *o = load(OPENFAAS);
+    assert_close(pl_platform_vcpus(o, 128), 1, 0);
+    assert_close(pl_platform_vcpus(o, 1841), 1, 1e-12);
+    assert_close(pl_platform_vcpus(o, 3682), 2, 1e-12);
+    pl_platform_free(o);
 }
 
 static void test_usd(void **state)
@@ -249,6 +255,8 @@ static void test_refused_numbers(void **state)
         {"usd_per_request", "-2e-07", "$.usd_per_request: ", "must be at least 0, got -2e-07"},
         {"parallel_efficiency", "1.5", "$.parallel_efficiency: ", "must be at most 1"},
         {"parallel_efficiency", "0", "$.parallel_efficiency: ", "must be above 0"},
+        {"min_vcpus", "-1", "$.min_vcpus: ", "must be at least 0, got -1"},
+        {"min_vcpus", "2000", "$.min_vcpus: ", "almost certainly a unit mistake"},
         {"billing_granularity_s", "0",
          "$.billing_granularity_s: ", "a billing granularity of zero is not allowed"},
         {"billing_granularity_s", "\"1\"", "$.billing_granularity_s: ", "the unit is missing"},

@@ -36,6 +36,9 @@ typedef struct pl_platform {
     double mem_min_mb, mem_max_mb; /* the memory sizes a function may have, in the platform's */
     double mem_step_mb;            /* MB, a MiB (2^20 bytes) on Lambda; a GB is 1024 of them */
     double mb_per_vcpu;            /* λ: memory per vCPU; a function of M MB has M / λ vCPUs */
+    double min_vcpus;              /* ...but at least this many (0: the CPU follows memory all
+                                      the way down, as on Lambda; 1: every function has a core,
+                                      as an OpenFaaS pod with a CPU request of one) */
     double usd_per_gb_s;           /* price of one GB-second of allocated memory */
     double usd_per_request;        /* price of one invocation */
     double billing_s;              /* billing granularity: durations are rounded up to it */
@@ -56,7 +59,8 @@ void pl_platform_free(pl_platform *p);
 double pl_platform_round_mb(const pl_platform *p, double mb);
 /* A duration as billed: rounded up to the billing granularity (0 stays 0). */
 double pl_platform_billed_s(const pl_platform *p, double s);
-/* vCPUs of a function of `mb` MB: mb / λ (fractional below one: a share of a core). */
+/* vCPUs of a function of `mb` MB: mb / λ (fractional below one: a share of a core), at least
+ * min_vcpus. */
 double pl_platform_vcpus(const pl_platform *p, double mb);
 /* The bill of one invocation of a function of `mb` MB that runs `s` seconds: memory (GB) x
  * billed seconds x price per GB-s + the price per request. */

@@ -109,11 +109,12 @@ static double memory_of(const pl_sl_graph *sg, const pl_platform *pf, int i, int
     return pl_platform_round_mb(pf, need);
 }
 
-/* Whether raising slice [i, j] to a whole vCPU changes its memory (it needs less). */
+/* Whether raising slice [i, j] to a whole vCPU changes anything: it needs less memory than
+ * that, and its memory alone gives it less than a whole vCPU. */
 static bool can_raise(const pl_sl_graph *sg, const pl_platform *pf, int i, int j)
 {
     double a = memory_of(sg, pf, i, j, false), b = memory_of(sg, pf, i, j, true);
-    return a >= 0 && b > a;
+    return a >= 0 && b > a && pl_platform_vcpus(pf, a) < 1;
 }
 
 /* Prices slice [i, j] into s, its degree the fastest of 1 .. floor(memory / λ) (Algorithm 1,

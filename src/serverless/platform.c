@@ -32,12 +32,16 @@
  * what any platform or timer here resolves. The same tolerance rounds memory sizes to the step. */
 #define REL_TOL 1e-9
 
+/* More vCPUs than any function is given is a unit mistake. */
+#define VCPUS_MAX 1024
+
 static const char *const platform_fields[] = {"format",
                                               "name",
                                               "description",
                                               "source",
                                               "memory",
                                               "mb_per_vcpu",
+                                              "min_vcpus",
                                               "usd_per_gb_s",
                                               "usd_per_request",
                                               "billing_granularity_s",
@@ -139,7 +143,9 @@ static int read_figures(const pl_json *root, pl_platform *p, pl_err *err)
         pl_json_check_range(root, "cold_start_s", p->cold_start_s, 0, COLD_START_MAX_S,
                             PL_UNIT_SECONDS, "a cold start", "write e.g. \"1 s\"", err) < 0 ||
         read_number(root, "runtime_base_mb", 0, false, MB_MAX, &p->runtime_base_mb, err) < 0 ||
-        read_number(root, "parallel_efficiency", 0, true, INFINITY, &p->parallel_eff, err) < 0)
+        read_number(root, "parallel_efficiency", 0, true, INFINITY, &p->parallel_eff, err) < 0 ||
+        (pl_json_has(root, "min_vcpus") &&
+         read_number(root, "min_vcpus", 0, false, VCPUS_MAX, &p->min_vcpus, err) < 0))
         return -1;
     if (p->parallel_eff > 1)
         return fail_field(root, "parallel_efficiency", err,
@@ -277,7 +283,8 @@ double pl_platform_billed_s(const pl_platform *p, double s)
 double pl_platform_vcpus(const pl_platform *p, double mb)
 {
     PL_ASSERT(p && mb >= 0);
-    return mb / p->mb_per_vcpu;
+    double v = mb / p->mb_per_vcpu;
+    return v > p->min_vcpus ? v : p->min_vcpus;
 }
 
 double pl_platform_usd(const pl_platform *p, double mb, double s)
