@@ -41,6 +41,10 @@ echo "== a full deploy over the 40 configurations of every cloud (exhaustive, be
 TIMEFORMAT="wall %R s"
 time ( "$build/placer" deploy models/bert_base.onnx --catalog catalogs/clouds.json --slo 10ms --strategy exhaustive | tail -8 )
 echo
+echo "== serverless (MOPAR): MOPAR and its baselines on the zoo at Lambda and OpenFaaS prices, with the paper's latency bound and with 2 % of slack; then serving a diurnal trace"
+"$build/bench/bench_serverless" examples/platforms/aws-lambda.json examples/platforms/openfaas.json -- models/*.onnx
+"$build/bench/bench_serverless" --slack 0.02 examples/platforms/aws-lambda.json examples/platforms/openfaas.json -- models/*.onnx | sed -n '1,/^$/p'
+echo
 echo "== codecs for tensors crossing a serverless cut (MOPAR): ratio and speed of fp16 and zstd on synthetic activations, one thread"
 "$build/bench/bench_codec" 10
 echo

@@ -280,9 +280,10 @@ static int run(sl_args *a)
         pl_json_print(result_json(a, g, pf, sg, plans, PL_SL_ALGO_COUNT, res), stdout);
     else {
         printf("%-10s %s (%d ops): %d layers, %d after simplification (%d node, %d edge "
-               "eliminations)\n%-10s %s, cut tensors %s through %s\n\n",
+               "eliminations)\n%-10s %s, cut tensors %s, through %s\n\n",
                "model", a->co.model, g->n_ops, sg->n_before, sg->n, sg->node_elims, sg->edge_elims,
-               "platform", pf->name, pl_codec_name(a->so.codec),
+               "platform", pf->name,
+               a->so.codec == PL_CODEC_NONE ? "uncompressed" : pl_codec_name(a->so.codec),
                a->so.shm && pf->shm.present ? "shared memory" : "the store");
         print_plans(plans, PL_SL_ALGO_COUNT, plans[PL_SL_UNSPLIT].n ? &plans[PL_SL_UNSPLIT] : NULL);
         print_slices(pf, shown->algo == PL_SL_UNIFORM ? raw : sg, shown);

@@ -79,7 +79,7 @@ static void test_zoo_counts(void **state)
         pl_graph_free(g);
         n++;
     }
-    assert_int_equal(n, 11);
+    assert_int_equal(n, 12);
     json_decref(z);
 }
 

@@ -365,6 +365,31 @@ class NmtSeq2Seq(nn.Module):
         return self.generator(torch.stack(outputs))
 
 
+class Gcn(nn.Module):
+    """Two-layer graph convolutional network (Kipf & Welling, ICLR 2017) on Cora's sizes:
+    2708 nodes, 1433 features, 16 hidden units, 7 classes. Z = A relu(A X W1 + b1) W2 + b2,
+    with A the normalised adjacency (self-loops, D^-1/2 (A + I) D^-1/2) given as a dense
+    input, as MOPAR's GCN services take the graph with each request.
+    """
+
+    def __init__(self, features=1433, hidden=16, classes=7):
+        super().__init__()
+        self.w1 = Dense(features, hidden)
+        self.w2 = Dense(hidden, classes)
+
+    def forward(self, x, adj):
+        h = torch.relu(adj @ self.w1(x))
+        return adj @ self.w2(h)
+
+
+def cora(g):
+    x = torch.randn(2708, 1433, generator=g)
+    a = (torch.rand(2708, 2708, generator=g) < 0.0015).float()
+    a = ((a + a.t()) > 0).float() + torch.eye(2708)
+    d = a.sum(1).rsqrt()
+    return x, d[:, None] * a * d[None, :]
+
+
 # ----------------------------------------------------------------------------------------
 # The zoo.
 # ----------------------------------------------------------------------------------------
@@ -449,6 +474,8 @@ MODELS: Dict[str, Spec] = {
         lambda: RnnLM(unrolled=True), tokens(10000, 35, 20), ["tokens"], ["logits"],
         ["/rnn/cells.0/ih/MatMul", "/decoder/MatMul"],
         CONST_NOTE.format(what=ZERO_STATE)),
+    "gcn_cora": Spec(
+        Gcn, cora, ["features", "adjacency"], ["logits"], ["/MatMul"]),
     "nmt_seq2seq": Spec(
         NmtSeq2Seq, lambda g: (torch.randint(32000, (32, 1), generator=g),
                                 torch.randint(32000, (24, 1), generator=g)),

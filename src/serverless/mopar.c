@@ -56,92 +56,112 @@ static double move_s(const pl_transport *x, const pl_sl_opts *o, double bytes, b
     return x->latency_s + wire + bytes * per_B;
 }
 
-/* The cut tensors slice [i, j] reads (made before i, read in it) and writes (made in it, read
- * after j): their count, raw bytes and transfer time. */
-typedef struct slice_io {
+/* What slice [i, j] is made of: its layers' time on one vCPU, the dominant part of it, their
+ * output bytes, the most activation memory one of them holds, their weights; and the cut
+ * tensors it reads (made before i, read in it) and writes (made in it, read after j), with
+ * their count, raw bytes and transfer time. */
+typedef struct span {
+    double t, par, out, act, weights;
     int n_in, n_out;
     double in_bytes, out_bytes, comm_s;
-} slice_io;
+} span;
 
-static void io_of(const pl_sl_graph *sg, const pl_transport *x, const pl_sl_opts *o, int i, int j,
-                  slice_io *io)
+static void add_layer(span *sp, const pl_sl_layer *l)
 {
-    memset(io, 0, sizeof *io);
+    sp->t += l->t1_s, sp->par += l->par_s, sp->out += l->out_bytes;
+    sp->act = fmax(sp->act, l->mem_mb), sp->weights += l->weight_mb;
+}
+
+/* Tensor tp read by the slice (in) or written by it (!in). */
+static void add_cut(span *sp, const pl_transport *x, const pl_sl_opts *o, const pl_sl_tensor *tp,
+                    bool in, double sign)
+{
+    if (in)
+        sp->n_in += (int)sign, sp->in_bytes += sign * tp->bytes;
+    else
+        sp->n_out += (int)sign, sp->out_bytes += sign * tp->bytes;
+    sp->comm_s += sign * move_s(x, o, tp->bytes, !in);
+}
+
+/* Slice [i, j]'s span, counted directly. */
+static void span_of(const pl_sl_graph *sg, const pl_transport *x, const pl_sl_opts *o, int i, int j,
+                    span *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    for (int k = i; k <= j; k++)
+        add_layer(sp, &sg->layers[k]);
     for (int t = 0; t < sg->n_tensors; t++) {
         const pl_sl_tensor *tp = &sg->tensors[t];
         bool read_in = false, read_after = false;
         for (int k = 0; k < tp->n_to; k++)
             read_in |= tp->to[k] >= i && tp->to[k] <= j, read_after |= tp->to[k] > j;
-        if (tp->from < i && read_in)
-            io->n_in++, io->in_bytes += tp->bytes, io->comm_s += move_s(x, o, tp->bytes, false);
-        if (tp->from >= i && tp->from <= j && read_after)
-            io->n_out++, io->out_bytes += tp->bytes, io->comm_s += move_s(x, o, tp->bytes, true);
+        if (tp->from < i && read_in) add_cut(sp, x, o, tp, true, 1);
+        if (tp->from >= i && tp->from <= j && read_after) add_cut(sp, x, o, tp, false, 1);
     }
 }
 
-/* Layers [i, j]'s compute time on a function of `mb` MB at degree eta: the dominant ops' part
+/* The compute time of a span on a function of `mb` MB at degree eta: the dominant ops' part
  * divided among eta sub-slices (each vCPU beyond the first adding parallel_eff of one), the
  * gathering of their partial outputs (Eq. 5's t_a: (eta - 1) / eta of the layers' output bytes
  * copied at the vCPU's memory bandwidth), all at the function's share of a vCPU. */
-static double compute_s(const pl_sl_graph *sg, const pl_platform *pf, int i, int j, double mb,
-                        int eta)
+static double compute_s(const span *sp, const pl_platform *pf, double mb, int eta)
 {
-    double t = 0, par = 0, out = 0;
-    for (int k = i; k <= j; k++)
-        t += sg->layers[k].t1_s, par += sg->layers[k].par_s, out += sg->layers[k].out_bytes;
     double speed = 1 + (eta - 1) * pf->parallel_eff;
     double bw = pf->vcpu && pf->vcpu->n_devs ? pf->vcpu->devs[0].mem_bandwidth_Bps : 0;
-    double agg = eta > 1 && bw > 0 ? (eta - 1.0) / eta * out / bw : 0;
+    double agg = eta > 1 && bw > 0 ? (eta - 1.0) / eta * sp->out / bw : 0;
     double share = fmin(pl_platform_vcpus(pf, mb), 1);
-    return share > 0 ? (t - par + par / speed + agg) / share : INFINITY;
+    return share > 0 ? (sp->t - sp->par + sp->par / speed + agg) / share : INFINITY;
 }
 
-/* The function's memory for layers [i, j]: their weights, resident, the most activation
- * memory one of them holds (Eq. 1 over the slice's chain of layers) and the runtime's, or at
- * least a whole vCPU's when `raise`; -1 when beyond the platform's largest size. */
-static double memory_of(const pl_sl_graph *sg, const pl_platform *pf, int i, int j, bool raise)
+/* The function's memory for a span: its layers' weights, resident, the most activation memory
+ * one of them holds (Eq. 1 over the slice's chain of layers) and the runtime's, or at least a
+ * whole vCPU's when `raise`; -1 when beyond the platform's largest size. */
+static double memory_of(const span *sp, const pl_platform *pf, bool raise)
 {
-    double act = 0, weights = 0;
-    for (int k = i; k <= j; k++)
-        act = fmax(act, sg->layers[k].mem_mb), weights += sg->layers[k].weight_mb;
-    double need = weights + act + pf->runtime_base_mb;
+    double need = sp->weights + sp->act + pf->runtime_base_mb;
     if (raise) need = fmax(need, pf->mb_per_vcpu);
     return pl_platform_round_mb(pf, need);
 }
 
-/* Whether raising slice [i, j] to a whole vCPU changes anything: it needs less memory than
- * that, and its memory alone gives it less than a whole vCPU. */
-static bool can_raise(const pl_sl_graph *sg, const pl_platform *pf, int i, int j)
+/* Whether raising a span to a whole vCPU changes anything: it needs less memory than that,
+ * and its memory alone gives it less than a whole vCPU. */
+static bool can_raise(const span *sp, const pl_platform *pf)
 {
-    double a = memory_of(sg, pf, i, j, false), b = memory_of(sg, pf, i, j, true);
+    double a = memory_of(sp, pf, false), b = memory_of(sp, pf, true);
     return a >= 0 && b > a && pl_platform_vcpus(pf, a) < 1;
 }
 
-/* Prices slice [i, j] into s, its degree the fastest of 1 .. floor(memory / λ) (Algorithm 1,
- * step 3; the memory is never raised for a degree). -1 when it does not fit. */
-static int price_slice(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, int i,
-                       int j, bool raise, pl_sl_slice *s)
+/* Prices slice [i, j] (its span sp) into s, its degree the fastest of 1 .. floor(memory / λ)
+ * (Algorithm 1, step 3; the memory is never raised for a degree). -1 when it does not fit. */
+static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, bool raise,
+                      const span *sp, pl_sl_slice *s)
 {
     memset(s, 0, sizeof *s);
-    s->first = i, s->last = j, s->mem_mb = memory_of(sg, pf, i, j, raise);
-    s->raised = raise && can_raise(sg, pf, i, j);
+    s->first = i, s->last = j, s->mem_mb = memory_of(sp, pf, raise);
+    s->raised = raise && can_raise(sp, pf);
     if (s->mem_mb < 0) return -1;
     int max_eta = (int)fmax(1, floor(pl_platform_vcpus(pf, s->mem_mb) + 1e-9));
-    s->eta = 1, s->compute_s = compute_s(sg, pf, i, j, s->mem_mb, 1);
+    s->eta = 1, s->compute_s = compute_s(sp, pf, s->mem_mb, 1);
     for (int eta = 2; eta <= max_eta; eta++) {
-        double c = compute_s(sg, pf, i, j, s->mem_mb, eta);
+        double c = compute_s(sp, pf, s->mem_mb, eta);
         if (c < s->compute_s) s->eta = eta, s->compute_s = c;
     }
     const pl_transport *x = transport(pf, o);
-    slice_io io;
-    io_of(sg, x, o, i, j, &io);
-    s->comm_s = io.comm_s, s->in_bytes = io.in_bytes, s->out_bytes = io.out_bytes;
+    s->comm_s = sp->comm_s, s->in_bytes = sp->in_bytes, s->out_bytes = sp->out_bytes;
     s->time_s = s->compute_s + s->comm_s;
     s->billed_s = pl_platform_billed_s(pf, s->time_s);
     s->gb_s = s->mem_mb / 1024 * s->billed_s;
-    double moved_gb = (io.in_bytes + io.out_bytes) / ratio_of(o) / 1e9;
+    double moved_gb = (sp->in_bytes + sp->out_bytes) / ratio_of(o) / 1e9;
     s->usd = pl_platform_usd(pf, s->mem_mb, s->time_s) + moved_gb * x->usd_per_gb;
     return 0;
+}
+
+static int price_slice(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, int i,
+                       int j, bool raise, pl_sl_slice *s)
+{
+    span sp;
+    span_of(sg, transport(pf, o), o, i, j, &sp);
+    return price_span(pf, o, i, j, raise, &sp, s);
 }
 
 int pl_sl_price(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, const int *ends,
@@ -181,23 +201,97 @@ typedef struct table {
     cell *c; /* [(i * n + j) * 2 + r] */
 } table;
 
+/* The tensors by the layer that makes them and by the last layer that reads them (CSR). */
+typedef struct index {
+    int *by_from, *from_off, *by_last, *last_off, *last;
+} tensor_index;
+
+static void index_build(const pl_sl_graph *sg, tensor_index *ix)
+{
+    int n = sg->n, T = sg->n_tensors;
+    ix->from_off = pl_calloc((size_t)n + 2, sizeof(int));
+    ix->last_off = pl_calloc((size_t)n + 2, sizeof(int));
+    ix->by_from = pl_malloc(((size_t)T + 1) * sizeof(int));
+    ix->by_last = pl_malloc(((size_t)T + 1) * sizeof(int));
+    ix->last = pl_malloc(((size_t)T + 1) * sizeof(int));
+    for (int t = 0; t < T; t++) {
+        int l = sg->tensors[t].from;
+        for (int k = 0; k < sg->tensors[t].n_to; k++)
+            l = sg->tensors[t].to[k] > l ? sg->tensors[t].to[k] : l;
+        ix->last[t] = l;
+        ix->from_off[sg->tensors[t].from + 2]++, ix->last_off[l + 2]++;
+    }
+    for (int l = 0; l < n; l++)
+        ix->from_off[l + 2] += ix->from_off[l + 1], ix->last_off[l + 2] += ix->last_off[l + 1];
+    for (int t = 0; t < T; t++) {
+        ix->by_from[ix->from_off[sg->tensors[t].from + 1]++] = t;
+        ix->by_last[ix->last_off[ix->last[t] + 1]++] = t;
+    }
+}
+
+static void index_free(tensor_index *ix)
+{
+    free(ix->by_from), free(ix->from_off), free(ix->by_last), free(ix->last_off), free(ix->last);
+}
+
+/* The first layer at or after i that reads tensor tp; -1 when none. */
+static int first_reader(const pl_sl_tensor *tp, int i)
+{
+    int f = -1;
+    for (int k = 0; k < tp->n_to; k++)
+        if (tp->to[k] >= i && (f < 0 || tp->to[k] < f)) f = tp->to[k];
+    return f;
+}
+
+/* Every slice starting at layer i, growing one layer at a time: a tensor made before i joins
+ * the inputs at its first reader from i on; a tensor made in the slice is an output from its
+ * maker until its last reader joins the slice. bucket[j] lists the inputs joining at j. */
+static void table_row(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                      const tensor_index *ix, int i, int *bucket, int *next, table *tb)
+{
+    int n = sg->n;
+    const pl_transport *x = transport(pf, o);
+    for (int j = i; j < n; j++)
+        bucket[j] = -1;
+    for (int t = 0; t < sg->n_tensors; t++) {
+        int f = sg->tensors[t].from < i ? first_reader(&sg->tensors[t], i) : -1;
+        if (f >= 0) next[t] = bucket[f], bucket[f] = t;
+    }
+    span sp;
+    memset(&sp, 0, sizeof sp);
+    for (int j = i; j < n; j++) {
+        add_layer(&sp, &sg->layers[j]);
+        for (int t = bucket[j]; t >= 0; t = next[t])
+            add_cut(&sp, x, o, &sg->tensors[t], true, 1);
+        for (int k = ix->from_off[j]; k < ix->from_off[j + 1]; k++)
+            add_cut(&sp, x, o, &sg->tensors[ix->by_from[k]], false, 1);
+        for (int k = ix->last_off[j]; k < ix->last_off[j + 1]; k++)
+            if (sg->tensors[ix->by_last[k]].from >= i) /* read to the end inside the slice */
+                add_cut(&sp, x, o, &sg->tensors[ix->by_last[k]], false, -1);
+        for (int r = 0; r < 2; r++) {
+            pl_sl_slice s;
+            cell *c = &tb->c[((size_t)i * n + j) * 2 + r];
+            c->fits = (!r || can_raise(&sp, pf)) && price_span(pf, o, i, j, r, &sp, &s) == 0;
+            c->usd = s.usd, c->time_s = s.time_s;
+        }
+        if (!tb->c[((size_t)i * n + j) * 2].fits) break; /* longer slices need more */
+    }
+}
+
 static void table_build(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
                         table *tb)
 {
     int n = sg->n;
     tb->n = n;
     tb->c = pl_calloc((size_t)n * n * 2 + 1, sizeof *tb->c);
+    tensor_index ix;
+    index_build(sg, &ix);
+    int *bucket = pl_malloc(((size_t)n + 1) * sizeof *bucket);
+    int *next = pl_malloc(((size_t)sg->n_tensors + 1) * sizeof *next);
     for (int i = 0; i < n; i++)
-        for (int j = i; j < n; j++) {
-            for (int r = 0; r < 2; r++) {
-                pl_sl_slice s;
-                cell *c = &tb->c[((size_t)i * n + j) * 2 + r];
-                c->fits =
-                    (!r || can_raise(sg, pf, i, j)) && price_slice(sg, pf, o, i, j, r, &s) == 0;
-                c->usd = s.usd, c->time_s = s.time_s;
-            }
-            if (!tb->c[((size_t)i * n + j) * 2].fits) break; /* longer slices need more */
-        }
+        table_row(sg, pf, o, &ix, i, bucket, next, tb);
+    free(bucket), free(next);
+    index_free(&ix);
 }
 
 static const cell *at(const table *tb, int i, int j, int r)
@@ -397,14 +491,17 @@ int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
 {
     memset(out, 0, sizeof *out);
     if (sg->n < 1) return pl_err_set(err, "the model has no layers to partition");
-    for (int l = 0; l < sg->n; l++)
-        if (memory_of(sg, pf, l, l, false) < 0)
-            return pl_err_set(err,
-                              "layer %d needs %.0f MB (weights %.0f, activations %.0f) with "
-                              "the runtime's %.0f MB, more than %s allows (%.0f MB)",
-                              l, sg->layers[l].weight_mb + sg->layers[l].mem_mb,
-                              sg->layers[l].weight_mb, sg->layers[l].mem_mb, pf->runtime_base_mb,
-                              pf->name, pf->mem_max_mb);
+    for (int l = 0; l < sg->n; l++) {
+        span one = {0};
+        add_layer(&one, &sg->layers[l]);
+        if (memory_of(&one, pf, false) >= 0) continue;
+        return pl_err_set(err,
+                          "layer %d needs %.0f MB (weights %.0f, activations %.0f) with "
+                          "the runtime's %.0f MB, more than %s allows (%.0f MB)",
+                          l, sg->layers[l].weight_mb + sg->layers[l].mem_mb,
+                          sg->layers[l].weight_mb, sg->layers[l].mem_mb, pf->runtime_base_mb,
+                          pf->name, pf->mem_max_mb);
+    }
     double bound = INFINITY;
     if ((a == PL_SL_MOPAR || k <= 0) && latency_bound(sg, pf, o, &bound, err) < 0) return -1;
     table tb = {0};
