@@ -18,6 +18,16 @@
 //    "optimize":"all"|"disabled" (default "disabled": the nodes are the ONNX file's)}
 //                                             -> {"ok":true,"id":4,"runs":R,"run_s":[..R],
 //                                                 "nodes":[{name,node_index,op_type,nested,mean_s,count}]}
+//   {"op":"run_files","id":5,"dir":D,"inputs":{name:{file,dims,dtype}},"seed":S,"int_high":H}
+//                                             -> {"ok":true,"id":5,"run_s":..,
+//                                                 "outputs":{name:{file,dims,dtype,bytes}},
+//                                                 "made":{name:{file,dims,dtype,bytes}}}
+//     One request of the loaded stages (one after the other, not on device threads), each
+//     input read from a raw file (the tensor's bytes, little-endian, row-major, as a typed
+//     array holds them); inputs not given are made as "run" makes them (seed, int_high) and
+//     written to D too ("made"), so a caller can give the same values to another model.
+//     Every output is written raw to D/o<k>.bin, made inputs to D/i<k>.bin; run_s is the time
+//     inside session.run only (placer serverless --run, docs/serverless-run.md).
 //   {"op":"stats"}                            -> {"ok":true,"loads":N,"runs":M}
 //   {"op":"quit"}                             -> {"ok":true}, then exits
 //   any failure                               -> {"ok":false,"id":..,"error":"..."}
@@ -492,6 +502,43 @@ async function run(msg) {
   return {latency_s, stage_s, start_s, end_s, concurrent: devices !== null, outputs};
 }
 
+// ---- "run_files": tensors as raw files (see the top of the file) ----
+
+function fileTensor(name, v) {
+  const type = v && v.dtype, Arr = ARRAYS[type];
+  if (!Arr || typeof v.file !== 'string' || !Array.isArray(v.dims))
+    throw new Error(`input '${name}': needs file, dims and a numeric dtype`);
+  const buf = fs.readFileSync(v.file), n = v.dims.reduce((a, b) => a * b, 1);
+  if (buf.length !== n * Arr.BYTES_PER_ELEMENT)
+    throw new Error(`input '${name}': ${v.file} holds ${buf.length} bytes, dims [${v.dims}] of ${type} need ${n * Arr.BYTES_PER_ELEMENT}`);
+  // a copy into a buffer of its own: the file's Buffer may sit unaligned in a shared pool
+  const data = new Arr(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+  return new ort.Tensor(type, data, v.dims);
+}
+
+function writeTensor(t, file) {
+  if (!ARRAYS[t.type]) throw new Error(`cannot write a tensor of type ${t.type} as raw bytes`);
+  const d = t.data;
+  fs.writeFileSync(file, Buffer.from(d.buffer, d.byteOffset, d.byteLength));
+  return {file, dims: t.dims, dtype: t.type, bytes: d.byteLength};
+}
+
+async function runFiles(msg) {
+  if (!stages.length) throw new Error('no model is loaded (send "load" first)');
+  if (devices) throw new Error('"run_files" runs stages loaded without "devices"');
+  if (typeof msg.dir !== 'string') throw new Error('"dir" must be a folder');
+  const given = {};
+  for (const [name, v] of Object.entries(msg.inputs || {})) given[name] = fileTensor(name, v);
+  const feeds = Object.assign(makeFeeds(Object.assign({}, msg, {inputs: null}), stages.map((s) => (
+    {inputs: s.inputs.filter((i) => !given[i.name]), outputs: s.outputs}))), given);
+  const made = {}, outputs = {};
+  Object.keys(feeds).filter((k) => !given[k]).forEach((k, i) => (made[k] = writeTensor(feeds[k], path.join(msg.dir, `i${i}.bin`))));
+  const r = await runOnce(feeds);
+  runs++;
+  [...finals].forEach((o, k) => (outputs[o] = writeTensor(r.values[o], path.join(msg.dir, `o${k}.bin`))));
+  return {run_s: r.times.reduce((a, b) => a + b, 0), outputs, made};
+}
+
 // The reference (the whole model) is kept between compares: the tests compare two plans of
 // one model in a row, and loading bert_base costs more than running it.
 let reference = null;
@@ -630,6 +677,7 @@ async function handle(line) {
     else if (msg.op === 'run') body = await run(msg);
     else if (msg.op === 'compare') body = await compare(msg);
     else if (msg.op === 'profile') body = await profile(msg);
+    else if (msg.op === 'run_files') body = await runFiles(msg);
     else if (msg.op === 'stats') body = {loads, runs};
     else if (msg.op === 'quit') body = {}, quitting = true;
     else throw new Error(`unknown op '${msg.op}'`);

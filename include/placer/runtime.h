@@ -98,6 +98,25 @@ int pl_ort_load_split(pl_ort *w, const struct pl_split_manifest *m, const char *
                       bool sequential, pl_err *err);
 /* Runs `warmup` untimed requests, then `repeat` timed ones. */
 int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err);
+/* A tensor as a raw file (pl_ort_run_files): its bytes as a typed array holds them
+ * (row-major, little-endian), with its dtype ("float32", "int64", ...) and dims. */
+typedef struct pl_ort_file {
+    char *name, *path; /* malloc'd */
+    char dtype[16];
+    int rank;
+    long long dims[8];
+    size_t bytes;
+    bool made; /* an input the worker made up (random, as pl_ort_run), not an output */
+} pl_ort_file;
+void pl_ort_files_free(pl_ort_file *f, int n);
+
+/* One request of what pl_ort_load loaded (without devices), its inputs in[0..n_in) read from
+ * raw files; the inputs not given are made as pl_ort_run makes them (the options' seed and
+ * int_high). Every output of the request, and every input it made, is written as a raw file
+ * into the existing folder out_dir; they come back in *out (n_out of them, free with
+ * pl_ort_files_free; NULL on failure), with the time inside onnxruntime in *run_s. */
+int pl_ort_run_files(pl_ort *w, const pl_ort_file *in, int n_in, const char *out_dir,
+                     pl_ort_file **out, int *n_out, double *run_s, pl_err *err);
 /* How the stages of a split agree with the whole model on one output (pl_ort_compare). */
 typedef struct pl_ort_diff {
     char name[128];

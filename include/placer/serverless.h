@@ -247,4 +247,62 @@ typedef struct pl_sl_serve_result {
 void pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_opts *o,
                  pl_sl_serve_result *r);
 
+/* ---- running slices for real (src/serverless/run.c) ---- */
+
+/* A split (placer split's folder, or placer serverless -o) run as serverless functions on this
+ * machine (docs/serverless-run.md): every slice (stage of the manifest) is a function, one
+ * onnxruntime worker process of its own (pl_ort, one intra-op thread) that loads only its stage
+ * file; the slices of a request run one after the other in the manifest's order, and every
+ * tensor a slice sends to later ones goes through a Redis server (SET once by its maker, GET by
+ * each reader), under keys "placer:<pid>:<run>:<request>:<tensor>" that are deleted after each
+ * request and, whatever happens, at the end. */
+
+/* A Redis server to pass tensors through: started by placer, or one given by its URL. */
+typedef struct pl_sl_store pl_sl_store;
+/* url "redis://HOST:PORT" connects to that server; NULL starts redis-server on a free local
+ * port (bind 127.0.0.1, no persistence, a private temporary folder, killed with placer) and
+ * waits up to 10 s for it to answer PING. NULL with err naming the server when it does not
+ * start, refuses the connection or does not answer. */
+pl_sl_store *pl_sl_store_open(const char *url, pl_err *err);
+const char *pl_sl_store_url(const pl_sl_store *s); /* "redis://127.0.0.1:PORT" */
+int pl_sl_store_pid(const pl_sl_store *s);         /* the server placer started, else -1 */
+/* Disconnects; a server placer started is stopped (SIGTERM, SIGKILL after 2 s), reaped and its
+ * folder removed. NULL is fine. */
+void pl_sl_store_close(pl_sl_store *s);
+
+typedef struct pl_sl_run_opts {
+    const char *store_url; /* "redis://HOST:PORT"; NULL: start one (pl_sl_store_open) */
+    int repeat, warmup;    /* timed requests (0: 10) after untimed ones */
+    unsigned seed;         /* of the random inputs, as placer run makes them (0: 1) */
+    const char *cache_dir; /* where weightless stage files are inflated (pl_inflate_model);
+                              NULL: pl_cache_dir("inflated") */
+    const char *keep_dir;  /* non-NULL: an existing folder that gets the last request's graph
+                              inputs and outputs as raw files (listed in the result) */
+    /* non-NULL: called before each slice of each request (warm-ups count) with its worker's
+       pid, e.g. to watch or kill it (the tests do) */
+    void (*before_slice)(void *arg, int request, int slice, int pid);
+    void *arg;
+} pl_sl_run_opts;
+
+typedef struct pl_sl_run_result {
+    int n;                                  /* slices */
+    int repeat;                             /* timed requests */
+    double latency_median_s, latency_p95_s; /* one request: first slice invoked to last done */
+    double *fn_s;                /* [n] median per function of its billed duration: its Redis
+                                    GETs, its worker's run and its Redis SETs */
+    double *fn_run_s;            /* [n] median of the onnxruntime part of fn_s */
+    double *fn_rss_bytes;        /* [n] peak RSS of its worker process (VmHWM), node included */
+    double bytes_through_store;  /* per request: tensor bytes SET plus bytes GET */
+    struct pl_ort_file *tensors; /* with keep_dir: the graph inputs (made) and outputs */
+    int n_tensors;
+} pl_sl_run_result;
+
+/* Runs the split in split_dir (pl_split_manifest_load's checks) `warmup` + `repeat` times as
+ * above and measures it. A slice whose worker dies or fails, or a store that fails, stops the
+ * run with an error naming the slice or the server; on success and on failure every worker
+ * and a server placer started are stopped and reaped, and the run's keys deleted. r is filled
+ * on success (free with pl_sl_run_result_free), zeroed on failure. */
+int pl_sl_run(const char *split_dir, const pl_sl_run_opts *o, pl_sl_run_result *r, pl_err *err);
+void pl_sl_run_result_free(pl_sl_run_result *r);
+
 #endif

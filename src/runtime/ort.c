@@ -390,6 +390,74 @@ int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err)
     return rc;
 }
 
+static json_t *file_json(const pl_ort_file *f)
+{
+    json_t *dims = json_array();
+    for (int d = 0; d < f->rank; d++)
+        json_array_append_new(dims, json_integer(f->dims[d]));
+    return json_pack("{s:s, s:o, s:s}", "file", f->path, "dims", dims, "dtype", f->dtype);
+}
+
+/* One entry of "outputs" or "made"; false when a field is missing or of the wrong kind. */
+static bool read_file_entry(const char *name, json_t *v, bool made, pl_ort_file *f)
+{
+    json_t *file = json_object_get(v, "file"), *dims = json_object_get(v, "dims");
+    json_t *dtype = json_object_get(v, "dtype"), *x;
+    if (!json_is_string(file) || !json_is_array(dims) || json_array_size(dims) > 8 ||
+        !json_is_string(dtype))
+        return false;
+    f->name = pl_strdup(name), f->path = pl_strdup(json_string_value(file)), f->made = made;
+    snprintf(f->dtype, sizeof f->dtype, "%s", json_string_value(dtype));
+    size_t k;
+    json_array_foreach(dims, k, x) f->dims[f->rank++] = json_integer_value(x);
+    f->bytes = (size_t)json_integer_value(json_object_get(v, "bytes"));
+    return true;
+}
+
+static int read_files(json_t *rep, pl_ort_file **out, int *n)
+{
+    json_t *outs = json_object_get(rep, "outputs"), *made = json_object_get(rep, "made"), *v;
+    if (!json_is_object(outs) || !json_is_object(made) ||
+        !json_is_number(json_object_get(rep, "run_s")))
+        return -1;
+    *out = pl_calloc(json_object_size(outs) + json_object_size(made) + 1, sizeof **out);
+    const char *name;
+    json_object_foreach(outs, name,
+                        v) if (!read_file_entry(name, v, false, &(*out)[(*n)++])) return -1;
+    json_object_foreach(made, name,
+                        v) if (!read_file_entry(name, v, true, &(*out)[(*n)++])) return -1;
+    return 0;
+}
+
+int pl_ort_run_files(pl_ort *w, const pl_ort_file *in, int n_in, const char *out_dir,
+                     pl_ort_file **out, int *n_out, double *run_s, pl_err *err)
+{
+    *out = NULL, *n_out = 0, *run_s = 0;
+    json_t *inputs = json_object();
+    for (int i = 0; i < n_in; i++)
+        json_object_set_new(inputs, in[i].name, file_json(&in[i]));
+    json_t *msg = json_pack("{s:s, s:s, s:o, s:I, s:i}", "op", "run_files", "dir", out_dir,
+                            "inputs", inputs, "seed", seed_of(w), "int_high", w->o.int_high),
+           *rep = NULL;
+    int rc = request(w, msg, "run_files", w->loaded_bytes, &rep, err);
+    if (rc == 0 && read_files(rep, out, n_out) < 0) {
+        pl_ort_files_free(*out, *n_out);
+        *out = NULL, *n_out = 0;
+        rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'run_files': it "
+                             "lacks run_s, or outputs and made (each with file, dims, dtype)");
+    }
+    if (rc == 0) *run_s = json_number_value(json_object_get(rep, "run_s"));
+    json_decref(rep);
+    return rc;
+}
+
+void pl_ort_files_free(pl_ort_file *f, int n)
+{
+    for (int i = 0; f && i < n; i++)
+        free(f[i].name), free(f[i].path);
+    free(f);
+}
+
 static bool read_diff(const char *name, json_t *v, pl_ort_diff *d)
 {
     json_t *rel = json_object_get(v, "max_rel"), *abs = json_object_get(v, "max_abs");
