@@ -5,7 +5,9 @@
 #include "placer/serverless.h"
 #include "placer/split.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@ static const char *help =
     "                         [--codec none|fp16|zstd|ae] [--ae-ratio R] [--shm]\n"
     "                         [--threshold X] [--no-elim] [--latency-slack F] [--json] [-o DIR]\n"
     "                         [--serve [--trace T] [--keep-alive T] [--rps MIN:MAX]]\n"
+    "                         [--run [--store redis://HOST:PORT] [--repeat R] [--warmup W]]\n"
     "                         [--dim N=V]... [--input NAME=SIZES]... [--cost-params F]\n"
     "  --platform P   a placer-platform/1 file (examples/platforms/aws-lambda.json, "
     "openfaas.json)\n"
@@ -33,6 +36,10 @@ static const char *help =
     "  --trace T      the trace's length, one period of its sine (default 600s)\n"
     "  --keep-alive T how long an idle instance stays warm (default 60s)\n"
     "  --rps MIN:MAX  the trace's lowest and highest rate (default 250:1250)\n"
+    "  --run          runs the plan's slices for real on this machine: each a worker process,\n"
+    "                 every cut tensor through a Redis server (started by placer unless\n"
+    "                 --store names one); measured latency, billed durations, peak memory and\n"
+    "                 the bill beside the prediction (R timed requests after W: 10, 2)\n"
     "  -o DIR         writes the plan's slices (MOPAR's, or --algo's) as one runnable ONNX file\n"
     "                 each and a manifest (docs/split.md)\n"
     "exit status: 0 done, 2 bad input or failure\n";
@@ -45,6 +52,8 @@ typedef struct sl_args {
     double ae_ratio;
     bool serve;
     pl_sl_serve_opts serve_o;
+    bool run;
+    pl_sl_run_opts run_o;
 } sl_args;
 
 /* ---- the codec's figures ---- */
@@ -196,6 +205,89 @@ static int write_split(const char *model, const pl_graph *g, const pl_sl_graph *
     return rc;
 }
 
+/* ---- running the slices for real ---- */
+
+/* The bill of the measured run at the platform's prices: each function's memory for its
+ * measured billed duration, its request, and the store's price for the bytes it moved. */
+static double measured_usd(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,
+                           const pl_sl_opts *o)
+{
+    const pl_transport *x = o->shm && pf->shm.present ? &pf->shm : &pf->store;
+    double usd = 0;
+    for (int k = 0; k < p->n && k < r->n; k++)
+        usd += pl_platform_usd(pf, p->slices[k].mem_mb, r->fn_s[k]);
+    return usd + r->bytes_through_store / 1e9 * x->usd_per_gb;
+}
+
+static json_t *run_json(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,
+                        const pl_sl_opts *o)
+{
+    json_t *fns = json_array();
+    for (int k = 0; k < r->n; k++)
+        json_array_append_new(fns, json_pack("{s:f, s:f, s:f, s:f}", "predicted_s",
+                                             k < p->n ? p->slices[k].time_s : NAN, "billed_s",
+                                             r->fn_s[k], "onnxruntime_s", r->fn_run_s[k],
+                                             "peak_rss_bytes", r->fn_rss_bytes[k]));
+    return json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:o}", "repeat", r->repeat, "latency_median_s",
+                     r->latency_median_s, "latency_p95_s", r->latency_p95_s, "bytes_through_store",
+                     r->bytes_through_store, "usd_per_request", measured_usd(pf, p, r, o),
+                     "predicted_latency_s", p->latency_s, "functions", fns);
+}
+
+static void print_run(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,
+                      const pl_sl_opts *o)
+{
+    char b1[32], b2[32];
+    printf("\nrun for real on this machine (%d requests after the warm-ups; every cut tensor "
+           "through Redis)\n",
+           r->repeat);
+    pl_table *t = pl_table_new("function|>memory MB|>predicted ms|>billed ms|>onnxruntime ms|"
+                               ">peak RSS");
+    for (int k = 0; k < r->n && k < p->n; k++)
+        pl_table_row(t, "%d|%.0f|%.3f|%.3f|%.3f|%s", k, p->slices[k].mem_mb,
+                     p->slices[k].time_s * 1e3, r->fn_s[k] * 1e3, r->fn_run_s[k] * 1e3,
+                     pl_fmt_bytes(r->fn_rss_bytes[k], b1, sizeof b1));
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    printf("latency    %.3f ms median, %.3f ms P95 (predicted %.3f ms)\n",
+           r->latency_median_s * 1e3, r->latency_p95_s * 1e3, p->latency_s * 1e3);
+    printf("store      %s per request (predicted %s)\n",
+           pl_fmt_bytes(r->bytes_through_store, b1, sizeof b1),
+           pl_fmt_bytes(p->bytes_moved, b2, sizeof b2));
+    printf("bill       %.4g USD per request at %s's prices for the measured durations "
+           "(predicted %.4g)\n",
+           measured_usd(pf, p, r, o), pf->name, p->usd);
+    if (!pf->vcpu->devs[0].this_machine || pl_platform_vcpus(pf, 0) < 1)
+        printf("note       each function ran on a whole core of this machine: %s's vCPU (%s) "
+               "and a share of one below a whole are not emulated\n",
+               pf->name, pf->vcpu->devs[0].model ? pf->vcpu->devs[0].model : "?");
+}
+
+/* Writes the plan's slices into dir (or a temporary folder) and runs them; prints or adds to
+ * json. */
+static int run_for_real(const sl_args *a, const pl_graph *g, const pl_platform *pf,
+                        const pl_sl_graph *sg, const pl_sl_plan *p, json_t *json, pl_err *err)
+{
+    char tmp[] = "/tmp/placer-serverless-XXXXXX";
+    const char *dir = a->dir;
+    if (!dir) {
+        if (!mkdtemp(tmp))
+            return pl_err_set(err, "cannot make a temporary folder: %s", strerror(errno));
+        dir = tmp;
+        if (write_split(a->co.model, g, sg, p, dir, err) < 0) return pl_remove_tree(tmp), -1;
+    }
+    pl_sl_run_result r;
+    int rc = pl_sl_run(dir, &a->run_o, &r, err);
+    if (!a->dir) pl_remove_tree(tmp);
+    if (rc < 0) return -1;
+    if (json)
+        json_object_set_new(json, "run", run_json(pf, p, &r, &a->so));
+    else
+        print_run(pf, p, &r, &a->so);
+    pl_sl_run_result_free(&r);
+    return 0;
+}
+
 /* ---- the verb ---- */
 
 static json_t *result_json(const sl_args *a, const pl_graph *g, const pl_platform *pf,
@@ -276,9 +368,16 @@ static int run(sl_args *a)
     pl_sl_serve_result res[PL_SL_ALGO_COUNT] = {0};
     for (int k = 0; k < PL_SL_ALGO_COUNT && a->serve; k++)
         if (plans[k].n) pl_sl_serve(&plans[k], pf, &a->serve_o, &res[k]);
-    if (a->co.json)
-        pl_json_print(result_json(a, g, pf, sg, plans, PL_SL_ALGO_COUNT, res), stdout);
-    else {
+    const pl_sl_graph *shown_sg = shown->algo == PL_SL_UNIFORM ? raw : sg;
+    if (a->co.json) {
+        json_t *j = result_json(a, g, pf, sg, plans, PL_SL_ALGO_COUNT, res);
+        if (a->run && run_for_real(a, g, pf, shown_sg, shown, j, &err) < 0) {
+            json_decref(j);
+            cli_fail("serverless", "--run: %s", err.msg);
+            goto out;
+        }
+        pl_json_print(j, stdout);
+    } else {
         printf("%-10s %s (%d ops): %d layers, %d after simplification (%d node, %d edge "
                "eliminations)\n%-10s %s, cut tensors %s, through %s\n\n",
                "model", a->co.model, g->n_ops, sg->n_before, sg->n, sg->node_elims, sg->edge_elims,
@@ -289,6 +388,11 @@ static int run(sl_args *a)
         print_slices(pf, shown->algo == PL_SL_UNIFORM ? raw : sg, shown);
         if (a->serve) print_serve(a, plans, res);
         if (a->dir) printf("\nwritten    %s (one ONNX file per function, manifest.json)\n", a->dir);
+        fflush(stdout);
+        if (a->run && run_for_real(a, g, pf, shown_sg, shown, NULL, &err) < 0) {
+            cli_fail("serverless", "--run: %s", err.msg);
+            goto out;
+        }
     }
     status = 0;
 out:
@@ -354,7 +458,22 @@ static int parse(int argc, char **argv, sl_args *a)
             a->serve_o.rps_min = lo, a->serve_o.rps_max = hi;
         } else if (!strcmp(argv[i], "--serve"))
             a->serve = true;
-        else if (!strcmp(argv[i], "--shm"))
+        else if (!strcmp(argv[i], "--run"))
+            a->run = true;
+        else if (cli_opt(argc, argv, &i, "--store", &v)) {
+            if (!v || strncmp(v, "redis://", 8))
+                return cli_fail("serverless", "--store wants redis://HOST:PORT, not '%s'",
+                                v ? v : "");
+            a->run_o.store_url = v;
+        } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
+            long n;
+            if (cli_count("serverless", "--repeat", v, 1, 100000, &n) < 0) return -1;
+            a->run_o.repeat = (int)n;
+        } else if (cli_opt(argc, argv, &i, "--warmup", &v)) {
+            long n;
+            if (cli_count("serverless", "--warmup", v, 0, 100000, &n) < 0) return -1;
+            a->run_o.warmup = (int)n;
+        } else if (!strcmp(argv[i], "--shm"))
             a->so.shm = true;
         else if (!strcmp(argv[i], "--no-elim"))
             a->so.no_elim = true;
@@ -384,7 +503,8 @@ int cli_serverless(int argc, char **argv)
                              .rps_max = 1250,
                              .keep_alive_s = 60,
                              .poisson = true,
-                             .seed = 1}};
+                             .seed = 1},
+                 .run_o = {.repeat = 10, .warmup = 2, .seed = 1}};
     a.so.threshold = 0.05;
     int rc = parse(argc, argv, &a); /* 1: help printed; -1 or 2 (cli_fail's): refused */
     if (rc) return rc == 1 ? 0 : CLI_EXIT_BAD_INPUT;
