@@ -1,4 +1,4 @@
-/* bench_codec.c: the codecs for cut tensors on this machine (docs/serverless-codecs.md).
+/* bench_codec.c: the codecs for cut tensors on this machine (docs/serverless.md, "Compressing cut tensors").
  *
  *   bench_codec [REPS]
  *

@@ -17,7 +17,8 @@ static const char *help =
     "usage: placer serverless MODEL --platform P [--algo mopar|unsplit|uniform|latency-dp]\n"
     "                         [--codec none|fp16|zstd|ae] [--ae-ratio R] [--shm]\n"
     "                         [--threshold X] [--no-elim] [--latency-slack F] [--json] [-o DIR]\n"
-    "                         [--serve [--trace T] [--keep-alive T] [--rps MIN:MAX]]\n"
+    "                         [--serve [--trace T] [--keep-alive T] [--rps MIN:MAX]\n"
+    "                                  [--cold-start T]]\n"
     "                         [--run [--store redis://HOST:PORT] [--repeat R] [--warmup W]]\n"
     "                         [--dim N=V]... [--input NAME=SIZES]... [--cost-params F]\n"
     "  --platform P   a placer-platform/1 file (examples/platforms/aws-lambda.json, "
@@ -36,6 +37,7 @@ static const char *help =
     "  --trace T      the trace's length, one period of its sine (default 600s)\n"
     "  --keep-alive T how long an idle instance stays warm (default 60s)\n"
     "  --rps MIN:MAX  the trace's lowest and highest rate (default 250:1250)\n"
+    "  --cold-start T the replay's cold start instead of the platform's (0: warm pools)\n"
     "  --run          runs the plan's slices for real on this machine: each a worker process,\n"
     "                 every cut tensor through a Redis server (started by placer unless\n"
     "                 --store names one); measured latency, billed durations, peak memory and\n"
@@ -52,6 +54,7 @@ typedef struct sl_args {
     double ae_ratio;
     bool serve;
     pl_sl_serve_opts serve_o;
+    double cold_start_s; /* --cold-start: the replay's, < 0 when not given */
     bool run;
     pl_sl_run_opts run_o;
 } sl_args;
@@ -101,11 +104,13 @@ static json_t *plan_json(const pl_graph *g, const pl_sl_graph *sg, const pl_sl_p
                 json_array_append_new(ops, json_string(g->ops[sg->layers[l].ops[m]].name));
         json_array_append_new(
             slices,
-            json_pack("{s:i, s:i, s:f, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
-                      "first_layer", s->first, "last_layer", s->last, "memory_mb", s->mem_mb, "eta",
-                      s->eta, "compute_s", s->compute_s, "comm_s", s->comm_s, "time_s", s->time_s,
-                      "billed_s", s->billed_s, "gb_s", s->gb_s, "usd", s->usd, "in_bytes",
-                      s->in_bytes, "out_bytes", s->out_bytes, "ops", ops));
+            json_pack("{s:i, s:i, s:f, s:f, s:f, s:b, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
+                      "s:f, s:o}",
+                      "first_layer", s->first, "last_layer", s->last, "memory_mb", s->mem_mb,
+                      "weights_mb", s->weight_mb, "activations_mb", s->act_mb, "raised", s->raised,
+                      "eta", s->eta, "compute_s", s->compute_s, "comm_s", s->comm_s, "time_s",
+                      s->time_s, "billed_s", s->billed_s, "gb_s", s->gb_s, "usd", s->usd,
+                      "in_bytes", s->in_bytes, "out_bytes", s->out_bytes, "ops", ops));
     }
     return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:o}", "algo", pl_sl_algo_name(p->algo),
                      "latency_s", p->latency_s, "usd_per_request", p->usd, "usd_per_million",
@@ -162,12 +167,14 @@ static json_t *serve_json(const pl_sl_serve_result *r)
                      (json_int_t)r->cold_starts, "busy_gb_s", r->busy_gb_s);
 }
 
-static void print_serve(const sl_args *a, const pl_sl_plan *plans, const pl_sl_serve_result *res)
+static void print_serve(const sl_args *a, const pl_platform *pf, const pl_sl_plan *plans,
+                        const pl_sl_serve_result *res)
 {
     const pl_sl_serve_opts *o = &a->serve_o;
     printf("\nserving a diurnal trace: %.0f to %.0f requests a second over %.0f s (Poisson, seed "
-           "%llu), instances warm for %.0f s after use\n",
-           o->rps_min, o->rps_max, o->duration_s, (unsigned long long)o->seed, o->keep_alive_s);
+           "%llu), instances warm for %.0f s after use, cold start %g s\n",
+           o->rps_min, o->rps_max, o->duration_s, (unsigned long long)o->seed, o->keep_alive_s,
+           pf->cold_start_s);
     pl_table *t = pl_table_new("algorithm|>requests|>P50 ms|>P95 ms|>P99 ms|>memory GB|"
                                ">GB per 100 rps|>instances|>cold starts");
     for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
@@ -291,13 +298,13 @@ static int run_for_real(const sl_args *a, const pl_graph *g, const pl_platform *
 /* ---- the verb ---- */
 
 static json_t *result_json(const sl_args *a, const pl_graph *g, const pl_platform *pf,
-                           const pl_sl_graph *sg, const pl_sl_plan *plans, int n,
-                           const pl_sl_serve_result *res)
+                           const pl_sl_graph *sg, const pl_sl_graph *raw, const pl_sl_plan *plans,
+                           int n, const pl_sl_serve_result *res)
 {
     json_t *algos = json_array();
     for (int k = 0; k < n; k++)
         if (plans[k].n) {
-            json_t *j = plan_json(g, sg, &plans[k]);
+            json_t *j = plan_json(g, k == PL_SL_UNIFORM ? raw : sg, &plans[k]);
             if (a->serve) json_object_set_new(j, "serving", serve_json(&res[k]));
             json_array_append_new(algos, j);
         }
@@ -366,11 +373,12 @@ static int run(sl_args *a)
         goto out;
     }
     pl_sl_serve_result res[PL_SL_ALGO_COUNT] = {0};
+    if (a->cold_start_s >= 0) pf->cold_start_s = a->cold_start_s; /* the replay's only */
     for (int k = 0; k < PL_SL_ALGO_COUNT && a->serve; k++)
         if (plans[k].n) pl_sl_serve(&plans[k], pf, &a->serve_o, &res[k]);
     const pl_sl_graph *shown_sg = shown->algo == PL_SL_UNIFORM ? raw : sg;
     if (a->co.json) {
-        json_t *j = result_json(a, g, pf, sg, plans, PL_SL_ALGO_COUNT, res);
+        json_t *j = result_json(a, g, pf, sg, raw, plans, PL_SL_ALGO_COUNT, res);
         if (a->run && run_for_real(a, g, pf, shown_sg, shown, j, &err) < 0) {
             json_decref(j);
             cli_fail("serverless", "--run: %s", err.msg);
@@ -386,7 +394,7 @@ static int run(sl_args *a)
                a->so.shm && pf->shm.present ? "shared memory" : "the store");
         print_plans(plans, PL_SL_ALGO_COUNT, plans[PL_SL_UNSPLIT].n ? &plans[PL_SL_UNSPLIT] : NULL);
         print_slices(pf, shown->algo == PL_SL_UNIFORM ? raw : sg, shown);
-        if (a->serve) print_serve(a, plans, res);
+        if (a->serve) print_serve(a, pf, plans, res);
         if (a->dir) printf("\nwritten    %s (one ONNX file per function, manifest.json)\n", a->dir);
         fflush(stdout);
         if (a->run && run_for_real(a, g, pf, shown_sg, shown, NULL, &err) < 0) {
@@ -456,6 +464,11 @@ static int parse(int argc, char **argv, sl_args *a)
                                 "'%s'",
                                 v ? v : "");
             a->serve_o.rps_min = lo, a->serve_o.rps_max = hi;
+        } else if (cli_opt(argc, argv, &i, "--cold-start", &v)) {
+            if (v && !strcmp(v, "0"))
+                a->cold_start_s = 0;
+            else if (cli_seconds("serverless", "--cold-start", v, &a->cold_start_s) < 0)
+                return -1;
         } else if (!strcmp(argv[i], "--serve"))
             a->serve = true;
         else if (!strcmp(argv[i], "--run"))
@@ -497,6 +510,7 @@ int cli_serverless(int argc, char **argv)
     sl_args a = {.co = {.refuse = CLI_NO_CONTENTION | CLI_NO_PROFILE},
                  .algo = -1,
                  .ae_ratio = 8,
+                 .cold_start_s = -1,
                  .serve_o = {.duration_s = 600,
                              .period_s = 600,
                              .rps_min = 250,

@@ -1,4 +1,4 @@
-/* test_codec.c: the codecs for tensors crossing a cut (docs/serverless-codecs.md): binary16
+/* test_codec.c: the codecs for tensors crossing a cut (docs/serverless.md, "Compressing cut tensors"): binary16
  * rounding by hand (ties to even, overflow, subnormals, NaN), every half back to itself, and its
  * error bound on random floats; zstd exact on random and structured data, its ratio on a constant
  * tensor, and a truncated, corrupted or mismatched buffer refused; the names; the auto-encoder's

@@ -101,7 +101,8 @@ static void test_lambda(void **state)
     assert_close(p->store.bandwidth_Bps, 538e6 / 8, 1e-12);
     assert_close(p->store.latency_s, 1e-3, 1e-12);
     assert_close(p->store.usd_per_gb, 0.00332, 1e-12);
-    assert_true(p->parallel_eff == 0.85 && p->runtime_base_mb == 68);
+    assert_true(p->parallel_eff == 0.85 && p->runtime_base_mb == 85);
+    assert_true(p->runtime_weight_factor == 1.85 && p->runtime_activation_factor == 0.9);
     assert_int_equal(p->vcpu->n_devs, 1);
     assert_int_equal(p->vcpu->devs[0].kind, PL_DEV_CPU);
     assert_close(p->vcpu->devs[0].peak_flops_per_s[PL_PREC_FP32], 80e9, 1e-12);
@@ -257,6 +258,9 @@ static void test_refused_numbers(void **state)
         {"parallel_efficiency", "0", "$.parallel_efficiency: ", "must be above 0"},
         {"min_vcpus", "-1", "$.min_vcpus: ", "must be at least 0, got -1"},
         {"min_vcpus", "2000", "$.min_vcpus: ", "almost certainly a unit mistake"},
+        {"runtime_weight_factor", "0", "$.runtime_weight_factor: ", "must be above 0"},
+        {"runtime_activation_factor", "1024", "$.runtime_activation_factor: ",
+         "almost certainly a unit mistake"},
         {"billing_granularity_s", "0",
          "$.billing_granularity_s: ", "a billing granularity of zero is not allowed"},
         {"billing_granularity_s", "\"1\"", "$.billing_granularity_s: ", "the unit is missing"},

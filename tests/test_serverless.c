@@ -343,6 +343,40 @@ static void test_resnet50_layers(void **state)
     pl_graph_free(g);
 }
 
+/* A weight two layers share (an unrolled RNN's cell, a tied embedding) is held once by a
+ * function holding both, and by each of two functions holding one: 500 MB shared, 10 and 20 MB
+ * own, 100 MB of runtime: one slice 100 + 500 + 30 = 630 MB, two slices 610 and 620. */
+static void test_shared_weights(void **state)
+{
+    (void)state;
+    pl_platform *pf = platform();
+    pl_sl_graph *sg = pl_sl_new(2, 1);
+    sg->wt_mb = malloc(sizeof *sg->wt_mb), sg->wt_mb[0] = 500, sg->n_wts = 1;
+    for (int l = 0; l < 2; l++) {
+        sg->layers[l].t1_s = 0.01, sg->layers[l].weight_mb = 10 * (l + 1);
+        sg->layers[l].wts = malloc(sizeof(int)), sg->layers[l].wts[0] = 0;
+        sg->layers[l].n_wts = 1;
+    }
+    tensor(sg, 0, 0, 1000, 1, (int[]){1});
+    pl_sl_opts o = {.codec_cost = {1, 0, 0}};
+    pl_sl_plan p;
+    int one[] = {1}, two[] = {0, 1};
+    assert_int_equal(pl_sl_price(sg, pf, &o, one, NULL, 1, &p), 0);
+    assert_close(p.slices[0].mem_mb, 630, 0);
+    pl_sl_plan_free(&p);
+    assert_int_equal(pl_sl_price(sg, pf, &o, two, NULL, 2, &p), 0);
+    assert_close(p.slices[0].mem_mb, 610, 0);
+    assert_close(p.slices[1].mem_mb, 620, 0);
+    pl_sl_plan_free(&p);
+    pl_err err = {""};
+    pf->min_vcpus = 1; /* no slice raised: the DP's table prices the same memory */
+    assert_int_equal(pl_sl_plan_make(sg, pf, &o, PL_SL_LATENCY_DP, 2, &p, &err), 0);
+    assert_close(p.slices[0].mem_mb + p.slices[1].mem_mb, 1230, 0);
+    pl_sl_plan_free(&p);
+    pl_sl_free(sg);
+    platform_free(pf);
+}
+
 /* One function of 2048 MB taking 0.5 s, a request every second for 10 s, cold start 2 s,
  * keep-alive 10 s. Request 0 starts instance A (2.5 s), 1 starts B (A busy until 2.5), 2
  * starts C (A until 2.5, B until 3.5); from request 3 on an idle instance is warm: 0.5 s. P50
@@ -388,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_memory_bounds),
         cmocka_unit_test(test_resnet50_layers),
         cmocka_unit_test(test_serve_by_hand),
+        cmocka_unit_test(test_shared_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* test_slrun.c: a split run as serverless functions, tensors through a real Redis server
- * (pl_sl_run, docs/serverless-run.md): mobilenet_v3_large cut into three slices by topological
+ * (pl_sl_run, docs/serverless.md, "Running the slices for real"): mobilenet_v3_large cut into three slices by topological
  * thirds gives the whole model's outputs on the same inputs; the bytes through the store are
  * the manifest's (each cross-slice tensor SET once and GET by each reader); no key, worker or
  * server is left behind, after a run and after a slice's worker is killed mid-run; a store that

@@ -14,7 +14,7 @@ APT_PKGS=(
   libzstd-dev                                  # lossless codec for tensors crossing a cut
   libonnx-testdata                             # ~1000 real ONNX files the tests must survive
   python3-onnx python3-numpy                   # tools/export_models.py, test oracles
-  redis-server libhiredis-dev                  # serverless runs: tensors between slices (docs/serverless-run.md)
+  redis-server libhiredis-dev                  # serverless runs: tensors between slices (docs/serverless.md, "Running the slices for real")
 )
 # The model-zoo exporter needs torch; only `make models` asks for it.
 if [ "${PLACER_DEPS_TORCH:-0}" = 1 ]; then APT_PKGS+=(python3-torch python3-torchvision); fi

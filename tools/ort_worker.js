@@ -27,7 +27,7 @@
 //     array holds them); inputs not given are made as "run" makes them (seed, int_high) and
 //     written to D too ("made"), so a caller can give the same values to another model.
 //     Every output is written raw to D/o<k>.bin, made inputs to D/i<k>.bin; run_s is the time
-//     inside session.run only (placer serverless --run, docs/serverless-run.md).
+//     inside session.run only (placer serverless --run, docs/serverless.md, "Running the slices for real").
 //   {"op":"stats"}                            -> {"ok":true,"loads":N,"runs":M}
 //   {"op":"quit"}                             -> {"ok":true}, then exits
 //   any failure                               -> {"ok":false,"id":..,"error":"..."}

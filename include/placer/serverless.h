@@ -32,22 +32,25 @@ typedef struct pl_transport {
 
 typedef struct pl_platform {
     char *name;
-    char *path;                    /* the file it was read from ("" when built in code) */
-    double mem_min_mb, mem_max_mb; /* the memory sizes a function may have, in the platform's */
-    double mem_step_mb;            /* MB, a MiB (2^20 bytes) on Lambda; a GB is 1024 of them */
-    double mb_per_vcpu;            /* λ: memory per vCPU; a function of M MB has M / λ vCPUs */
-    double min_vcpus;              /* ...but at least this many (0: the CPU follows memory all
-                                      the way down, as on Lambda; 1: every function has a core,
-                                      as an OpenFaaS pod with a CPU request of one) */
-    double usd_per_gb_s;           /* price of one GB-second of allocated memory */
-    double usd_per_request;        /* price of one invocation */
-    double billing_s;              /* billing granularity: durations are rounded up to it */
-    double cold_start_s;           /* a function's start when no instance is warm */
-    double runtime_base_mb;        /* the runtime's own memory in every function */
-    double parallel_eff;           /* each vCPU beyond the first adds this fraction of one */
-    pl_transport store;            /* external store (Redis, ElastiCache) */
-    pl_transport shm;              /* shared memory between functions on one server */
-    pl_cluster *vcpu;              /* one device: what one vCPU of a function computes */
+    char *path;                       /* the file it was read from ("" when built in code) */
+    double mem_min_mb, mem_max_mb;    /* the memory sizes a function may have, in the platform's */
+    double mem_step_mb;               /* MB, a MiB (2^20 bytes) on Lambda; a GB is 1024 of them */
+    double mb_per_vcpu;               /* λ: memory per vCPU; a function of M MB has M / λ vCPUs */
+    double min_vcpus;                 /* ...but at least this many (0: the CPU follows memory all
+                                         the way down, as on Lambda; 1: every function has a core,
+                                         as an OpenFaaS pod with a CPU request of one) */
+    double usd_per_gb_s;              /* price of one GB-second of allocated memory */
+    double usd_per_request;           /* price of one invocation */
+    double billing_s;                 /* billing granularity: durations are rounded up to it */
+    double cold_start_s;              /* a function's start when no instance is warm */
+    double runtime_base_mb;           /* the runtime's own memory in every function */
+    double runtime_weight_factor;     /* the memory a weight MB takes in the runtime (onnxruntime
+                                         keeps a prepacked copy beside it; 0: 1) */
+    double runtime_activation_factor; /* the same for activation memory (0: 1) */
+    double parallel_eff;              /* each vCPU beyond the first adds this fraction of one */
+    pl_transport store;               /* external store (Redis, ElastiCache) */
+    pl_transport shm;                 /* shared memory between functions on one server */
+    pl_cluster *vcpu;                 /* one device: what one vCPU of a function computes */
 } pl_platform;
 
 /* Reads placer-platform/1. A malformed file gives "FILE: FIELD: PROBLEM". */
@@ -118,7 +121,9 @@ typedef struct pl_sl_layer {
     double mem_mb;    /* Eq. (1)-(3): the most activation memory its ops hold at once, MB
                          (what they read and write; ops at the same depth of the layer count
                          together, as parallel branches) */
-    double weight_mb; /* its weights, MB: resident in the function that holds the layer */
+    double weight_mb; /* its own weights, MB: resident in the function that holds the layer */
+    int *wts;         /* the weights it shares with other layers (ids into pl_sl_graph.wt_mb): */
+    int n_wts;        /*   a function holding several of their readers holds them once */
     double t1_s;      /* its time on one whole vCPU (the cost model) */
     double par_s;     /* of t1_s, the time of its dominant ops that η sub-slices divide */
     double out_bytes; /* bytes its ops write: η sub-slices' partial results are gathered (t_a) */
@@ -140,6 +145,8 @@ typedef struct pl_sl_graph {
     int n;
     pl_sl_tensor *tensors;
     int n_tensors;
+    double *wt_mb; /* the shared weights' sizes, MB */
+    int n_wts;
     int n_before;   /* layers before elimination */
     int node_elims; /* layers merged by node elimination */
     int edge_elims; /* edges merged by edge elimination */
@@ -184,16 +191,18 @@ typedef struct pl_sl_opts {
 } pl_sl_opts;
 
 typedef struct pl_sl_slice {
-    int first, last;  /* layers [first, last] */
-    double mem_mb;    /* the function's memory size */
-    bool raised;      /* raised to a whole vCPU's above what the slice needs */
-    int eta;          /* parallel degree */
-    double compute_s; /* its layers' time on its vCPUs at degree eta (Eq. 5's t_p + t_a) */
-    double comm_s;    /* reading its inputs and writing its outputs (with the codec) */
-    double time_s;    /* compute_s + comm_s */
-    double billed_s;  /* time_s rounded up to the billing granularity */
-    double gb_s;      /* memory (GB) x billed_s */
-    double usd;       /* its bill per request (memory, request, store) */
+    int first, last;          /* layers [first, last] */
+    double mem_mb;            /* the function's memory size */
+    bool raised;              /* raised to a whole vCPU's above what the slice needs */
+    double weight_mb, act_mb; /* what it needs: its layers' weights (shared ones once) and the
+                                 most activation memory one of them holds */
+    int eta;                  /* parallel degree */
+    double compute_s;         /* its layers' time on its vCPUs at degree eta (Eq. 5's t_p + t_a) */
+    double comm_s;            /* reading its inputs and writing its outputs (with the codec) */
+    double time_s;            /* compute_s + comm_s */
+    double billed_s;          /* time_s rounded up to the billing granularity */
+    double gb_s;              /* memory (GB) x billed_s */
+    double usd;               /* its bill per request (memory, request, store) */
     double in_bytes, out_bytes; /* cut tensors read and written, raw */
 } pl_sl_slice;
 
@@ -250,7 +259,7 @@ void pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_o
 /* ---- running slices for real (src/serverless/run.c) ---- */
 
 /* A split (placer split's folder, or placer serverless -o) run as serverless functions on this
- * machine (docs/serverless-run.md): every slice (stage of the manifest) is a function, one
+ * machine (docs/serverless.md, "Running the slices for real"): every slice (stage of the manifest) is a function, one
  * onnxruntime worker process of its own (pl_ort, one intra-op thread) that loads only its stage
  * file; the slices of a request run one after the other in the manifest's order, and every
  * tensor a slice sends to later ones goes through a Redis server (SET once by its maker, GET by

@@ -1,5 +1,5 @@
 /* codec.c: compressing the tensors that cross a cut between serverless functions
- * (docs/serverless-codecs.md). Three codecs really run (NONE, FP16, ZSTD); MOPAR's auto-encoder
+ * (docs/serverless.md, "Compressing cut tensors"). Three codecs really run (NONE, FP16, ZSTD); MOPAR's auto-encoder
  * is priced from its FLOPs on the cost model, as placer has no trained one to run.
  *
  * Private prefix cd_. Encoded layouts, all little-endian:

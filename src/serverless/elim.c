@@ -27,10 +27,10 @@ void pl_sl_free(pl_sl_graph *sg)
 {
     if (!sg) return;
     for (int l = 0; l < sg->n; l++)
-        free(sg->layers[l].ops);
+        free(sg->layers[l].ops), free(sg->layers[l].wts);
     for (int t = 0; t < sg->n_tensors; t++)
         free(sg->tensors[t].to);
-    free(sg->layers), free(sg->tensors), free(sg);
+    free(sg->layers), free(sg->tensors), free(sg->wt_mb), free(sg);
 }
 
 /* The one layer that sends layer v tensors (-1: none or several), and the one it sends to. */
@@ -58,10 +58,13 @@ static int only_succ(const pl_sl_graph *sg, int v)
     return s;
 }
 
-/* A layer's memory: its weights and its activations. */
-static double total_mb(const pl_sl_layer *l)
+/* A layer's memory: its weights (its own and those it shares) and its activations. */
+static double total_mb(const pl_sl_graph *sg, const pl_sl_layer *l)
 {
-    return l->weight_mb + l->mem_mb;
+    double m = l->weight_mb + l->mem_mb;
+    for (int k = 0; k < l->n_wts; k++)
+        m += sg->wt_mb[l->wts[k]];
+    return m;
 }
 
 static bool similar(double mv, double mw, double threshold)
@@ -81,6 +84,15 @@ static void absorb(pl_sl_layer *w, pl_sl_layer *v)
     }
     v->ops = NULL, v->n_ops = 0;
     w->mem_mb = fmax(w->mem_mb, v->mem_mb), w->weight_mb += v->weight_mb;
+    for (int k = 0; k < v->n_wts; k++) { /* the shared weights of both, each once */
+        bool has = false;
+        for (int m = 0; m < w->n_wts && !has; m++)
+            has = w->wts[m] == v->wts[k];
+        if (has) continue;
+        w->wts = pl_realloc(w->wts, ((size_t)w->n_wts + 1) * sizeof *w->wts);
+        w->wts[w->n_wts++] = v->wts[k];
+    }
+    free(v->wts), v->wts = NULL, v->n_wts = 0;
     w->t1_s += v->t1_s, w->par_s += v->par_s, w->out_bytes += v->out_bytes;
     w->n_dominant += v->n_dominant;
 }
@@ -136,7 +148,7 @@ static bool node_pass(pl_sl_graph *sg, double threshold)
     for (int v = 0; v < sg->n;) {
         int p = only_pred(sg, v), w = only_succ(sg, v);
         if (p < 0 || w < 0 ||
-            !similar(total_mb(&sg->layers[v]), total_mb(&sg->layers[w]), threshold)) {
+            !similar(total_mb(sg, &sg->layers[v]), total_mb(sg, &sg->layers[w]), threshold)) {
             v++;
             continue;
         }

@@ -102,7 +102,6 @@ static void fill_layer(const pl_graph *g, const pl_cost *k, const pl_coarsening 
     for (int m = 0; m < n; m++) {
         const pl_op *o = &g->ops[L->ops[m]];
         L->t1_s += pl_cost_op_s(k, L->ops[m], 0);
-        L->weight_mb += k->weight_bytes[L->ops[m]] / MB;
         for (int i = 0; i < o->n_outputs; i++)
             L->out_bytes += tensor_bytes(g, o->outputs[i]);
     }
@@ -138,6 +137,37 @@ static void fill_tensors(const pl_graph *g, const int *layer_of, pl_sl_graph *sg
     }
 }
 
+/* The weights: each initializer (or Constant's value) counts once, in the one layer that reads
+ * it, or, read by several layers (a tied embedding, an unrolled RNN's cells), as a shared weight
+ * each of its readers lists, so that a function holding several of them holds it once. */
+static void fill_weights(const pl_graph *g, const int *layer_of, pl_sl_graph *sg)
+{
+    int cap = 0, *seen = pl_malloc(((size_t)sg->n + 1) * sizeof *seen);
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pl_tensor *tp = &g->tensors[t];
+        if (!is_weight(g, t) || tensor_bytes(g, t) <= 0) continue;
+        int n = 0;
+        for (int c = 0; c < tp->n_consumers; c++) {
+            int l = layer_of[tp->consumers[c]];
+            bool dup = false;
+            for (int m = 0; m < n && !dup; m++)
+                dup = seen[m] == l;
+            if (!dup) seen[n++] = l;
+        }
+        if (n == 1) sg->layers[seen[0]].weight_mb += tensor_bytes(g, t) / MB;
+        if (n < 2) continue;
+        pl_grow((void **)&sg->wt_mb, &cap, sg->n_wts, sizeof *sg->wt_mb);
+        sg->wt_mb[sg->n_wts] = tensor_bytes(g, t) / MB;
+        for (int m = 0; m < n; m++) {
+            pl_sl_layer *L = &sg->layers[seen[m]];
+            L->wts = pl_realloc(L->wts, ((size_t)L->n_wts + 1) * sizeof *L->wts);
+            L->wts[L->n_wts++] = sg->n_wts;
+        }
+        sg->n_wts++;
+    }
+    free(seen);
+}
+
 pl_sl_graph *pl_sl_from_graph(const pl_graph *g, const pl_platform *pf,
                               const pl_cost_params *params, pl_err *err)
 {
@@ -159,6 +189,7 @@ pl_sl_graph *pl_sl_from_graph(const pl_graph *g, const pl_platform *pf,
     for (int pos = 0; pos < n; pos++)
         fill_layer(g, k, c, c->coarse->topo[pos], layer_of, depth, &sg->layers[pos]);
     fill_tensors(g, layer_of, sg);
+    fill_weights(g, layer_of, sg);
     free(depth), free(layer_of);
     pl_cost_free(k), pl_coarsening_free(c);
     return sg;

@@ -66,10 +66,23 @@ typedef struct span {
     double in_bytes, out_bytes, comm_s;
 } span;
 
-static void add_layer(span *sp, const pl_sl_layer *l)
+/* Adds layer l to the span; a weight it shares with other layers counts once per span:
+ * stamp[w] == key once this span holds weight w. */
+static void add_layer(span *sp, const pl_sl_graph *sg, const pl_sl_layer *l, int *stamp, int key)
 {
     sp->t += l->t1_s, sp->par += l->par_s, sp->out += l->out_bytes;
     sp->act = fmax(sp->act, l->mem_mb), sp->weights += l->weight_mb;
+    for (int k = 0; k < l->n_wts; k++)
+        if (stamp[l->wts[k]] != key) stamp[l->wts[k]] = key, sp->weights += sg->wt_mb[l->wts[k]];
+}
+
+/* A stamp array for add_layer: every shared weight unheld (-1). */
+static int *stamps(const pl_sl_graph *sg)
+{
+    int *st = pl_malloc(((size_t)sg->n_wts + 1) * sizeof *st);
+    for (int w = 0; w < sg->n_wts; w++)
+        st[w] = -1;
+    return st;
 }
 
 /* Tensor tp read by the slice (in) or written by it (!in). */
@@ -88,8 +101,10 @@ static void span_of(const pl_sl_graph *sg, const pl_transport *x, const pl_sl_op
                     span *sp)
 {
     memset(sp, 0, sizeof *sp);
+    int *stamp = stamps(sg);
     for (int k = i; k <= j; k++)
-        add_layer(sp, &sg->layers[k]);
+        add_layer(sp, sg, &sg->layers[k], stamp, 0);
+    free(stamp);
     for (int t = 0; t < sg->n_tensors; t++) {
         const pl_sl_tensor *tp = &sg->tensors[t];
         bool read_in = false, read_after = false;
@@ -114,11 +129,14 @@ static double compute_s(const span *sp, const pl_platform *pf, double mb, int et
 }
 
 /* The function's memory for a span: its layers' weights, resident, the most activation memory
- * one of them holds (Eq. 1 over the slice's chain of layers) and the runtime's, or at least a
- * whole vCPU's when `raise`; -1 when beyond the platform's largest size. */
+ * one of them holds (Eq. 1 over the slice's chain of layers), each as the runtime holds them
+ * (its factors), and the runtime's own, or at least a whole vCPU's when `raise`; -1 when
+ * beyond the platform's largest size. */
 static double memory_of(const span *sp, const pl_platform *pf, bool raise)
 {
-    double need = sp->weights + sp->act + pf->runtime_base_mb;
+    double fw = pf->runtime_weight_factor > 0 ? pf->runtime_weight_factor : 1;
+    double fa = pf->runtime_activation_factor > 0 ? pf->runtime_activation_factor : 1;
+    double need = fw * sp->weights + fa * sp->act + pf->runtime_base_mb;
     if (raise) need = fmax(need, pf->mb_per_vcpu);
     return pl_platform_round_mb(pf, need);
 }
@@ -138,6 +156,7 @@ static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, 
 {
     memset(s, 0, sizeof *s);
     s->first = i, s->last = j, s->mem_mb = memory_of(sp, pf, raise);
+    s->weight_mb = sp->weights, s->act_mb = sp->act;
     s->raised = raise && can_raise(sp, pf);
     if (s->mem_mb < 0) return -1;
     int max_eta = (int)fmax(1, floor(pl_platform_vcpus(pf, s->mem_mb) + 1e-9));
@@ -247,7 +266,7 @@ static int first_reader(const pl_sl_tensor *tp, int i)
  * the inputs at its first reader from i on; a tensor made in the slice is an output from its
  * maker until its last reader joins the slice. bucket[j] lists the inputs joining at j. */
 static void table_row(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
-                      const tensor_index *ix, int i, int *bucket, int *next, table *tb)
+                      const tensor_index *ix, int i, int *bucket, int *next, int *stamp, table *tb)
 {
     int n = sg->n;
     const pl_transport *x = transport(pf, o);
@@ -260,7 +279,7 @@ static void table_row(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_
     span sp;
     memset(&sp, 0, sizeof sp);
     for (int j = i; j < n; j++) {
-        add_layer(&sp, &sg->layers[j]);
+        add_layer(&sp, sg, &sg->layers[j], stamp, i);
         for (int t = bucket[j]; t >= 0; t = next[t])
             add_cut(&sp, x, o, &sg->tensors[t], true, 1);
         for (int k = ix->from_off[j]; k < ix->from_off[j + 1]; k++)
@@ -287,10 +306,10 @@ static void table_build(const pl_sl_graph *sg, const pl_platform *pf, const pl_s
     tensor_index ix;
     index_build(sg, &ix);
     int *bucket = pl_malloc(((size_t)n + 1) * sizeof *bucket);
-    int *next = pl_malloc(((size_t)sg->n_tensors + 1) * sizeof *next);
+    int *next = pl_malloc(((size_t)sg->n_tensors + 1) * sizeof *next), *stamp = stamps(sg);
     for (int i = 0; i < n; i++)
-        table_row(sg, pf, o, &ix, i, bucket, next, tb);
-    free(bucket), free(next);
+        table_row(sg, pf, o, &ix, i, bucket, next, stamp, tb);
+    free(bucket), free(next), free(stamp);
     index_free(&ix);
 }
 
@@ -491,17 +510,19 @@ int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
 {
     memset(out, 0, sizeof *out);
     if (sg->n < 1) return pl_err_set(err, "the model has no layers to partition");
+    int *stamp = stamps(sg);
     for (int l = 0; l < sg->n; l++) {
         span one = {0};
-        add_layer(&one, &sg->layers[l]);
+        add_layer(&one, sg, &sg->layers[l], stamp, l);
         if (memory_of(&one, pf, false) >= 0) continue;
+        free(stamp);
         return pl_err_set(err,
                           "layer %d needs %.0f MB (weights %.0f, activations %.0f) with "
                           "the runtime's %.0f MB, more than %s allows (%.0f MB)",
-                          l, sg->layers[l].weight_mb + sg->layers[l].mem_mb,
-                          sg->layers[l].weight_mb, sg->layers[l].mem_mb, pf->runtime_base_mb,
+                          l, one.weights + one.act, one.weights, one.act, pf->runtime_base_mb,
                           pf->name, pf->mem_max_mb);
     }
+    free(stamp);
     double bound = INFINITY;
     if ((a == PL_SL_MOPAR || k <= 0) && latency_bound(sg, pf, o, &bound, err) < 0) return -1;
     table tb = {0};

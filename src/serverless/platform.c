@@ -35,6 +35,9 @@
 /* More vCPUs than any function is given is a unit mistake. */
 #define VCPUS_MAX 1024
 
+/* A runtime that takes ten times a weight's bytes is a unit mistake. */
+#define FACTOR_MAX 10
+
 static const char *const platform_fields[] = {"format",
                                               "name",
                                               "description",
@@ -47,6 +50,8 @@ static const char *const platform_fields[] = {"format",
                                               "billing_granularity_s",
                                               "cold_start_s",
                                               "runtime_base_mb",
+                                              "runtime_weight_factor",
+                                              "runtime_activation_factor",
                                               "parallel_efficiency",
                                               "store",
                                               "shared_memory",
@@ -145,7 +150,13 @@ static int read_figures(const pl_json *root, pl_platform *p, pl_err *err)
         read_number(root, "runtime_base_mb", 0, false, MB_MAX, &p->runtime_base_mb, err) < 0 ||
         read_number(root, "parallel_efficiency", 0, true, INFINITY, &p->parallel_eff, err) < 0 ||
         (pl_json_has(root, "min_vcpus") &&
-         read_number(root, "min_vcpus", 0, false, VCPUS_MAX, &p->min_vcpus, err) < 0))
+         read_number(root, "min_vcpus", 0, false, VCPUS_MAX, &p->min_vcpus, err) < 0) ||
+        (pl_json_has(root, "runtime_weight_factor") &&
+         read_number(root, "runtime_weight_factor", 0, true, FACTOR_MAX, &p->runtime_weight_factor,
+                     err) < 0) ||
+        (pl_json_has(root, "runtime_activation_factor") &&
+         read_number(root, "runtime_activation_factor", 0, true, FACTOR_MAX,
+                     &p->runtime_activation_factor, err) < 0))
         return -1;
     if (p->parallel_eff > 1)
         return fail_field(root, "parallel_efficiency", err,

@@ -1,5 +1,5 @@
 /* run.c: a split run as serverless functions on this machine, tensors through Redis
- * (docs/serverless-run.md).
+ * (docs/serverless.md, "Running the slices for real").
  *
  * Each slice is a function: an onnxruntime worker process of its own (pl_ort) holding only its
  * stage. The worker reads its inputs from raw files and writes its outputs as raw files

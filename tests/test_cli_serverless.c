@@ -1,0 +1,135 @@
+/* test_cli_serverless.c: `placer serverless` as a user runs it (docs/serverless.md): the JSON
+ * a bill can be recomputed from, every op in exactly one function, MOPAR no dearer than
+ * unsplit and within its latency bound, the slices written as a split, and bad input refused
+ * by name. */
+#include "testutil.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPENFAAS "examples/platforms/openfaas.json"
+
+static double num(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_number(v)) fail_msg("no number '%s'", k);
+    return json_number_value(v);
+}
+
+/* The algorithm named `name` in the document's list. */
+static json_t *algo(json_t *doc, const char *name)
+{
+    size_t i;
+    json_t *a;
+    json_array_foreach(
+        json_object_get(doc, "algorithms"), i,
+        a) if (!strcmp(json_string_value(json_object_get(a, "algo")), name)) return a;
+    fail_msg("no algorithm %s", name);
+    return NULL;
+}
+
+/* Each algorithm's slices hold every op once; the bill and the GB-s add up over the slices;
+ * each slice's bill is its memory for its billed time at the platform's prices (OpenFaaS: no
+ * price per request, shared memory free). */
+static void check_plan(json_t *a, int n_ops)
+{
+    size_t i, j;
+    json_t *s, *op;
+    int ops = 0;
+    double usd = 0, gbs = 0;
+    json_array_foreach(json_object_get(a, "slices"), i, s)
+    {
+        json_array_foreach(json_object_get(s, "ops"), j, op) ops++;
+        assert_true(num(s, "eta") >= 1);
+        double mb = num(s, "memory_mb"), billed = num(s, "billed_s");
+        assert_true(mb >= 128 && mb <= 10240);
+        assert_close(num(s, "gb_s"), mb / 1024 * billed, 1e-9);
+        assert_close(num(s, "usd"), mb / 1024 * billed * 5.9028e-6, 1e-9);
+        assert_true(billed >= num(s, "time_s") - 1e-12 && billed < num(s, "time_s") + 1e-3);
+        usd += num(s, "usd"), gbs += num(s, "gb_s");
+    }
+    assert_int_equal(ops, n_ops);
+    assert_close(num(a, "usd_per_request"), usd, 1e-9);
+    assert_close(num(a, "gb_s_per_request"), gbs, 1e-9);
+}
+
+static void test_json_recomputes(void **state)
+{
+    (void)state;
+    json_t *doc = tu_run_json("serverless models/vgg19.onnx --platform " OPENFAAS
+                              " --latency-slack 0.02 --shm --json --no-calibration 2>/dev/null");
+    assert_string_equal(json_string_value(json_object_get(doc, "format")), "placer-serverless/1");
+    const char *names[] = {"mopar", "unsplit", "uniform", "latency-dp"};
+    for (int k = 0; k < 4; k++)
+        check_plan(algo(doc, names[k]), 44);
+    json_t *m = algo(doc, "mopar"), *u = algo(doc, "unsplit");
+    assert_true(json_array_size(json_object_get(m, "slices")) > 1); /* it splits: 2 % allowed */
+    assert_true(num(m, "usd_per_request") < num(u, "usd_per_request"));
+    assert_true(num(m, "latency_s") <= num(u, "latency_s") * 1.02 * (1 + 1e-12));
+    json_decref(doc);
+    /* the paper's bound (no slack): never slower than unsplit */
+    doc = tu_run_json("serverless models/resnet50.onnx --platform " OPENFAAS
+                      " --json --no-calibration 2>/dev/null");
+    m = algo(doc, "mopar"), u = algo(doc, "unsplit");
+    assert_true(num(m, "latency_s") <= num(u, "latency_s") * (1 + 1e-12));
+    assert_true(num(m, "usd_per_request") <= num(u, "usd_per_request") * (1 + 1e-12));
+    json_decref(doc);
+}
+
+/* -o DIR: one stage file per MOPAR function, in a manifest placer run reads. */
+static void test_writes_split(void **state)
+{
+    (void)state;
+    char dir[256], cmd[512], *out = NULL;
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-sl"), 0);
+    snprintf(cmd, sizeof cmd,
+             "serverless models/vgg19.onnx --platform " OPENFAAS
+             " --latency-slack 0.02 --no-calibration --json -o %s/split 2>/dev/null",
+             dir);
+    json_t *doc = tu_run_json(cmd);
+    size_t n = json_array_size(json_object_get(algo(doc, "mopar"), "slices"));
+    char path[512];
+    snprintf(path, sizeof path, "%s/split/manifest.json", dir);
+    json_t *man = json_load_file(path, 0, NULL);
+    assert_non_null(man);
+    assert_int_equal(json_array_size(json_object_get(man, "stages")), n);
+    json_decref(man), json_decref(doc);
+    tu_rmtree(dir);
+    free(out);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    tu_expect_refusal("serverless models/resnet50.onnx", "which platform?");
+    tu_expect_refusal("serverless --platform " OPENFAAS, "which model?");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS
+                      " --cluster examples/clusters/local-cpu.json",
+                      "no --cluster");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --rps 5:1",
+                      "--rps wants MIN:MAX");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --algo best",
+                      "--algo wants mopar");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --codec gzip",
+                      "--codec wants none");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --threshold 2",
+                      "--threshold: '2' is not a fraction");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --store http://x",
+                      "--store wants redis://HOST:PORT");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform examples/clusters/local-cpu.json",
+                      "examples/clusters/local-cpu.json");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform /nonexistent.json",
+                      "/nonexistent.json");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_recomputes),
+        cmocka_unit_test(test_writes_split),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
