@@ -343,6 +343,7 @@ static int by_usd(const void *a, const void *b)
  * evenly spaced ones (the DP is then no longer exact: *exact is cleared). */
 static void prune(front *f, int cap, bool *exact)
 {
+    if (!f->n) return; /* no partition of these layers within the bound */
     qsort(f->l, f->n, sizeof *f->l, by_usd);
     int m = 0;
     for (int k = 0; k < f->n; k++)
