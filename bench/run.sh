@@ -45,7 +45,7 @@ echo "== serverless (MOPAR): MOPAR and its baselines on the zoo at Lambda and Op
 "$build/bench/bench_serverless" examples/platforms/aws-lambda.json examples/platforms/openfaas.json -- models/*.onnx
 "$build/bench/bench_serverless" --slack 0.02 examples/platforms/aws-lambda.json examples/platforms/openfaas.json -- models/*.onnx | sed -n '1,/^$/p'
 echo
-echo "== serverless plans run for real on this machine (OpenFaaS prices, 2 % slack, shared memory in the plan, Redis in the run): predicted vs measured latency and bill, and the largest peak RSS over planned memory"
+echo "== serverless plans run for real on this machine (OpenFaaS prices, 2 % slack, cut tensors through Redis): predicted vs measured latency and bill, and the largest peak RSS over planned memory"
 /usr/bin/python3 bench/serverless_run.py "$build" models/*.onnx
 echo
 echo "== codecs for tensors crossing a serverless cut (MOPAR): ratio and speed of fp16 and zstd on synthetic activations, one thread"

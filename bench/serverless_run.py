@@ -3,8 +3,9 @@
 prediction (docs/serverless.md, "Running the slices for real").
 
 For each model: MOPAR's plan on examples/platforms/openfaas.json (its vCPU is this machine's
-core) with 2 % of latency slack and shared memory, run through a local Redis server, 5 timed
-requests after 2; one row of predicted and measured latency, bill and peak memory.
+core) with 2 % of latency slack and cut tensors through the store (the run passes them through
+a local Redis server, so plan and run agree on the transport), 5 timed requests after 2; one
+row of predicted and measured latency, bill and peak memory.
 
     /usr/bin/python3 bench/serverless_run.py BUILD MODEL...
 """
@@ -15,7 +16,7 @@ import sys
 
 def row(build, model):
     cmd = [f"{build}/placer", "serverless", model, "--platform",
-           "examples/platforms/openfaas.json", "--latency-slack", "0.02", "--shm", "--run",
+           "examples/platforms/openfaas.json", "--latency-slack", "0.02", "--run",
            "--repeat", "5", "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     name = model.rsplit("/", 1)[-1]

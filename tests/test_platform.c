@@ -101,7 +101,7 @@ static void test_lambda(void **state)
     assert_close(p->store.bandwidth_Bps, 538e6 / 8, 1e-12);
     assert_close(p->store.latency_s, 1e-3, 1e-12);
     assert_close(p->store.usd_per_gb, 0.00332, 1e-12);
-    assert_true(p->parallel_eff == 0.85 && p->runtime_base_mb == 85);
+    assert_true(p->parallel_eff == 0.9 && p->runtime_base_mb == 85);
     assert_true(p->runtime_weight_factor == 1.85 && p->runtime_activation_factor == 0.9);
     assert_int_equal(p->vcpu->n_devs, 1);
     assert_int_equal(p->vcpu->devs[0].kind, PL_DEV_CPU);
