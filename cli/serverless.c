@@ -129,10 +129,12 @@ static void print_plans(const pl_sl_plan *plans, int n, const pl_sl_plan *unspli
             pl_table_row(t, "%s|-|-|-|-|-|-|-", pl_sl_algo_name(p->algo));
             continue;
         }
-        pl_table_row(t, "%s|%d|%.3f|%.4g|%.2f|%.4f|%s|%.3fx", pl_sl_algo_name(p->algo), p->n,
+        char ratio[32] = "-";
+        if (unsplit && unsplit->usd > 0)
+            snprintf(ratio, sizeof ratio, "%.3fx", unsplit->usd / p->usd);
+        pl_table_row(t, "%s|%d|%.3f|%.4g|%.2f|%.4f|%s|%s", pl_sl_algo_name(p->algo), p->n,
                      p->latency_s * 1e3, p->usd, p->usd * 1e6, p->gb_s,
-                     pl_fmt_bytes(p->bytes_moved, b, sizeof b),
-                     unsplit && unsplit->usd > 0 ? unsplit->usd / p->usd : NAN);
+                     pl_fmt_bytes(p->bytes_moved, b, sizeof b), ratio);
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
@@ -328,7 +330,12 @@ static int make_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph
         bool want = a->algo < 0 || a->algo == al;
         if (!want && !(al == PL_SL_MOPAR && a->algo >= 0)) continue;
         const pl_sl_graph *on = al == PL_SL_UNIFORM ? raw : sg;
-        if (pl_sl_plan_make(on, pf, &a->so, al, k, &plans[al], err) < 0) return -1;
+        if (pl_sl_plan_make(on, pf, &a->so, al, k, &plans[al], err) < 0) {
+            if (al != PL_SL_UNSPLIT || a->algo == PL_SL_UNSPLIT) return -1;
+            fprintf(stderr, "placer serverless: note: %s\n", err->msg); /* MOPAR: no bound */
+            plans[al].algo = al;
+            continue;
+        }
         if (al == PL_SL_MOPAR) k = plans[al].n;
         if (!want) pl_sl_plan_free(&plans[al]), plans[al].algo = al;
     }

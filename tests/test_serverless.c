@@ -291,6 +291,16 @@ static void test_memory_bounds(void **state)
     for (int k = 0; k < p.n; k++) /* all of their time divides: as many ways as vCPUs */
         assert_int_equal(p.slices[k].eta, (int)(p.slices[k].mem_mb / 1769));
     pl_sl_plan_free(&p);
+    /* 6000 and 5000 MB of weights: the whole model needs 11,100 MB and fits no function, so
+     * unsplit fails and MOPAR, with no unsplit latency to keep, takes two functions */
+    sg->layers[0].mem_mb = sg->layers[1].mem_mb = 0;
+    sg->layers[0].weight_mb = 6000, sg->layers[1].weight_mb = 5000;
+    assert_int_equal(pl_sl_plan_make(sg, pf, &o, PL_SL_UNSPLIT, 0, &p, &err), -1);
+    assert_non_null(strstr(err.msg, "unsplit: no partition into functions of at most 10240 MB"));
+    assert_int_equal(pl_sl_plan_make(sg, pf, &o, PL_SL_MOPAR, 0, &p, &err), 0);
+    assert_int_equal(p.n, 2);
+    assert_close(p.slices[0].mem_mb, 6100, 0);
+    pl_sl_plan_free(&p);
     pl_sl_free(sg);
     platform_free(pf);
 }

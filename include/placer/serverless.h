@@ -218,7 +218,9 @@ typedef struct pl_sl_plan {
 
 /* The plan of algorithm a on the (simplified) layer graph sg. `k` is the slice count for
  * UNIFORM and LATENCY_DP (0: what MOPAR chooses). Fails when a layer needs more memory than
- * the platform allows. */
+ * the platform allows, or when a's partition does not fit (UNSPLIT: the whole model in one
+ * function). When the whole model does not fit one function, MOPAR has no latency bound and
+ * takes the cheapest partition that fits. */
 int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, pl_sl_algo a,
                     int k, pl_sl_plan *out, pl_err *err);
 /* Prices the partition whose slices end at layers ends[0] < ... < ends[n - 1] = sg->n - 1:
@@ -259,11 +261,11 @@ void pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_o
 /* ---- running slices for real (src/serverless/run.c) ---- */
 
 /* A split (placer split's folder, or placer serverless -o) run as serverless functions on this
- * machine (docs/serverless.md, "Running the slices for real"): every slice (stage of the manifest) is a function, one
- * onnxruntime worker process of its own (pl_ort, one intra-op thread) that loads only its stage
- * file; the slices of a request run one after the other in the manifest's order, and every
- * tensor a slice sends to later ones goes through a Redis server (SET once by its maker, GET by
- * each reader), under keys "placer:<pid>:<run>:<request>:<tensor>" that are deleted after each
+ * machine (docs/serverless.md, "Running the slices for real"): every slice (stage of the manifest)
+ * is a function, one onnxruntime worker process of its own (pl_ort, one intra-op thread) that loads
+ * only its stage file; the slices of a request run one after the other in the manifest's order, and
+ * every tensor a slice sends to later ones goes through a Redis server (SET once by its maker, GET
+ * by each reader), under keys "placer:<pid>:<run>:<request>:<tensor>" that are deleted after each
  * request and, whatever happens, at the end. */
 
 /* A Redis server to pass tensors through: started by placer, or one given by its URL. */

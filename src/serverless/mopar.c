@@ -472,20 +472,16 @@ static int latency_ends(const table *tb, int k, int *ends, bool *raise)
 
 /* ---- the algorithms ---- */
 
-/* MOPAR's latency bound: the unsplit model's latency, with the slack allowed. */
-static int latency_bound(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
-                         double *lat, pl_err *err)
+/* MOPAR's latency bound: the unsplit model's latency, with the slack allowed; none (INFINITY)
+ * when the whole model does not fit one function, so there is no unsplit latency to keep. */
+static double latency_bound(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o)
 {
     pl_sl_plan u;
     int end = sg->n - 1;
-    if (pl_sl_price(sg, pf, o, &end, NULL, 1, &u) < 0)
-        return pl_err_set(err,
-                          "the whole model as one function needs more memory than %s allows "
-                          "(%.0f MB)",
-                          pf->name, pf->mem_max_mb);
-    *lat = u.latency_s * (1 + (o->latency_slack > 0 ? o->latency_slack : 0));
+    if (pl_sl_price(sg, pf, o, &end, NULL, 1, &u) < 0) return INFINITY;
+    double lat = u.latency_s * (1 + (o->latency_slack > 0 ? o->latency_slack : 0));
     pl_sl_plan_free(&u);
-    return 0;
+    return lat;
 }
 
 /* The slice ends (and memory options) algorithm a chooses; their count, 0 when none fits.
@@ -524,8 +520,7 @@ int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
                           pf->name, pf->mem_max_mb);
     }
     free(stamp);
-    double bound = INFINITY;
-    if ((a == PL_SL_MOPAR || k <= 0) && latency_bound(sg, pf, o, &bound, err) < 0) return -1;
+    double bound = a == PL_SL_MOPAR || k <= 0 ? latency_bound(sg, pf, o) : INFINITY;
     table tb = {0};
     if (a != PL_SL_UNSPLIT) table_build(sg, pf, o, &tb);
     int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends), m;
