@@ -40,8 +40,9 @@ static const char *help =
     "  --cold-start T the replay's cold start instead of the platform's (0: warm pools)\n"
     "  --run          runs the plan's slices for real on this machine: each a worker process,\n"
     "                 every cut tensor through a Redis server (started by placer unless\n"
-    "                 --store names one); measured latency, billed durations, peak memory and\n"
-    "                 the bill beside the prediction (R timed requests after W: 10, 2)\n"
+    "                 --store names one), or through tmpfs files with --shm; measured latency,\n"
+    "                 billed durations, peak memory and the bill beside the prediction (R timed\n"
+    "                 requests after W: 10, 2)\n"
     "  -o DIR         writes the plan's slices (MOPAR's, or --algo's) as one runnable ONNX file\n"
     "                 each and a manifest (docs/split.md)\n"
     "exit status: 0 done, 2 bad input or failure\n";
@@ -248,8 +249,8 @@ static void print_run(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_ru
 {
     char b1[32], b2[32];
     printf("\nrun for real on this machine (%d requests after the warm-ups; every cut tensor "
-           "through Redis)\n",
-           r->repeat);
+           "through %s)\n",
+           r->repeat, o->shm && pf->shm.present ? "shared memory (tmpfs files)" : "Redis");
     pl_table *t = pl_table_new("function|>memory MB|>predicted ms|>billed ms|>onnxruntime ms|"
                                ">peak RSS");
     for (int k = 0; k < r->n && k < p->n; k++)
@@ -286,7 +287,9 @@ static int run_for_real(const sl_args *a, const pl_graph *g, const pl_platform *
         if (write_split(a->co.model, g, sg, p, dir, err) < 0) return pl_remove_tree(tmp), -1;
     }
     pl_sl_run_result r;
-    int rc = pl_sl_run(dir, &a->run_o, &r, err);
+    pl_sl_run_opts ro = a->run_o;
+    ro.shm = a->so.shm && pf->shm.present; /* the plan's transport */
+    int rc = pl_sl_run(dir, &ro, &r, err);
     if (!a->dir) pl_remove_tree(tmp);
     if (rc < 0) return -1;
     if (json)

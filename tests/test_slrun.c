@@ -1,10 +1,10 @@
 /* test_slrun.c: a split run as serverless functions, tensors through a real Redis server
- * (pl_sl_run, docs/serverless.md, "Running the slices for real"): mobilenet_v3_large cut into three slices by topological
- * thirds gives the whole model's outputs on the same inputs; the bytes through the store are
- * the manifest's (each cross-slice tensor SET once and GET by each reader); no key, worker or
- * server is left behind, after a run and after a slice's worker is killed mid-run; a store that
- * refuses the connection is named. Needs redis-server and onnxruntime-node (`make deps`):
- * without redis-server the tests skip and say so. */
+ * (pl_sl_run, docs/serverless.md, "Running the slices for real"): mobilenet_v3_large cut into three
+ * slices by topological thirds gives the whole model's outputs on the same inputs; the bytes
+ * through the store are the manifest's (each cross-slice tensor SET once and GET by each reader);
+ * no key, worker or server is left behind, after a run and after a slice's worker is killed
+ * mid-run; a store that refuses the connection is named. Needs redis-server and onnxruntime-node
+ * (`make deps`): without redis-server the tests skip and say so. */
 #include "testutil.h"
 
 #include "placer/runtime.h"
@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 #include <signal.h>
@@ -238,6 +239,28 @@ static void test_matches_whole_model(void **state)
     tu_rmtree(keep);
 }
 
+/* Shared memory instead of the store (MOPAR's COM): no server, the same answer and bytes, no
+ * file of the run left in /dev/shm. */
+static void test_shared_memory(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    char keep[64];
+    assert_int_equal(tu_mkdtemp(keep, sizeof keep, "placer-slrun-keep"), 0);
+    pl_sl_run_opts o = {
+        .shm = true, .repeat = 3, .warmup = 1, .seed = 7, .cache_dir = CACHE, .keep_dir = keep};
+    pl_sl_run_result r;
+    if (pl_sl_run(split_dir, &o, &r, &err) < 0) fail_msg("%s", err.msg);
+    assert_close(r.bytes_through_store, manifest_bytes, 1e-12);
+    check_against_whole(&r, keep);
+    pl_sl_run_result_free(&r);
+    assert_int_equal(children(-1), 0);
+    glob_t g;
+    assert_int_equal(glob("/dev/shm/placer-sl-*", 0, NULL, &g), GLOB_NOMATCH);
+    globfree(&g);
+    tu_rmtree(keep);
+}
+
 /* With no store given, placer starts its own and stops it: nothing is left running. */
 static void test_own_server_is_stopped(void **state)
 {
@@ -342,7 +365,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matches_whole_model), cmocka_unit_test(test_own_server_is_stopped),
         cmocka_unit_test(test_killed_slice),        cmocka_unit_test(test_store_dies),
-        cmocka_unit_test(test_store_refused),
+        cmocka_unit_test(test_store_refused),       cmocka_unit_test(test_shared_memory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

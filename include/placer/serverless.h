@@ -283,6 +283,9 @@ void pl_sl_store_close(pl_sl_store *s);
 
 typedef struct pl_sl_run_opts {
     const char *store_url; /* "redis://HOST:PORT"; NULL: start one (pl_sl_store_open) */
+    bool shm;              /* tensors through shared memory instead (MOPAR's COM): a maker's
+                              output stays a file in tmpfs (/dev/shm) that each reader reads
+                              in place; no store is opened */
     int repeat, warmup;    /* timed requests (0: 10) after untimed ones */
     unsigned seed;         /* of the random inputs, as placer run makes them (0: 1) */
     const char *cache_dir; /* where weightless stage files are inflated (pl_inflate_model);
@@ -303,7 +306,8 @@ typedef struct pl_sl_run_result {
                                     GETs, its worker's run and its Redis SETs */
     double *fn_run_s;            /* [n] median of the onnxruntime part of fn_s */
     double *fn_rss_bytes;        /* [n] peak RSS of its worker process (VmHWM), node included */
-    double bytes_through_store;  /* per request: tensor bytes SET plus bytes GET */
+    double bytes_through_store;  /* per request: tensor bytes SET plus bytes GET (with shm:
+                                    written plus read through shared memory) */
     struct pl_ort_file *tensors; /* with keep_dir: the graph inputs (made) and outputs */
     int n_tensors;
 } pl_sl_run_result;

@@ -389,8 +389,47 @@ typedef struct sl_run {
     int n_graph_in;
     pl_ort_file *last_out; /* the last request's graph outputs */
     int n_last_out;
-    double bytes; /* through the store, in the last request */
+    double bytes;     /* through the store, in the last request */
+    pl_ort_file *shm; /* with o->shm: this request's tensors, each a file in dir */
+    int n_shm;
 } sl_run;
+
+/* ---- shared memory instead of the store (o->shm) ---- */
+
+/* A maker's output stays where it is, moved into the run's folder (tmpfs): "writing" it. */
+static int shm_put(sl_run *x, int req, const pl_ort_file *t, pl_err *err)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/r%d_t%d.bin", x->dir, req, x->n_shm);
+    if (rename(t->path, path) < 0) return pl_err_set(err, "%s: %s", t->path, strerror(errno));
+    x->shm = pl_realloc(x->shm, (x->n_shm + 1) * sizeof *x->shm);
+    pl_ort_file *k = &x->shm[x->n_shm++];
+    *k = *t, k->name = pl_strdup(t->name), k->path = pl_strdup(path);
+    x->bytes += (double)t->bytes;
+    return 0;
+}
+
+/* A reader reads the maker's file in place. */
+static int shm_get(sl_run *x, const char *name, pl_ort_file *t, pl_err *err)
+{
+    for (int k = 0; k < x->n_shm; k++)
+        if (!strcmp(x->shm[k].name, name)) {
+            char *keep = t->name;
+            *t = x->shm[k], t->name = keep, t->path = pl_strdup(x->shm[k].path);
+            x->bytes += (double)t->bytes;
+            return 0;
+        }
+    return pl_err_set(err, "shared memory: no tensor %s", name);
+}
+
+/* The request's files go once the request is done. */
+static void shm_clear(sl_run *x)
+{
+    for (int k = 0; k < x->n_shm; k++)
+        unlink(x->shm[k].path);
+    pl_ort_files_free(x->shm, x->n_shm);
+    x->shm = NULL, x->n_shm = 0;
+}
 
 static const pl_ort_file *find_graph_input(const sl_run *x, const char *name)
 {
@@ -417,7 +456,12 @@ static int fetch_inputs(sl_run *x, int j, int req, pl_ort_file *in, int *n_in, p
         char key[4096], path[256];
         snprintf(key, sizeof key, "%s:%d:%s", x->ns, req, s->in[i].tensor);
         snprintf(path, sizeof path, "%s/in%d.bin", s->dir, i);
-        t->name = pl_strdup(s->in[i].tensor), t->path = pl_strdup(path);
+        t->name = pl_strdup(s->in[i].tensor);
+        if (x->o->shm) {
+            if (shm_get(x, s->in[i].tensor, t, err) < 0) return -1;
+            continue;
+        }
+        t->path = pl_strdup(path);
         if (get_tensor(x->store, key, t, &x->bytes, err) < 0) return -1;
     }
     return 0;
@@ -455,7 +499,9 @@ static int send_outputs(sl_run *x, int j, int req, pl_ort_file *out, int n, pl_e
         if (!io || io->readers == 0) continue;
         char key[4096];
         snprintf(key, sizeof key, "%s:%d:%s", x->ns, req, out[k].name);
-        if (put_tensor(x->store, key, &out[k], &x->bytes, err) < 0) return -1;
+        if (x->o->shm ? shm_put(x, req, &out[k], err) < 0
+                      : put_tensor(x->store, key, &out[k], &x->bytes, err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -538,6 +584,7 @@ static int request(sl_run *x, int req, bool timed, int t, double *latency, pl_er
         if (timed) x->sl[j].fn_s[t] = fn, x->sl[j].run_s[t] = run;
     }
     *latency = pl_now() - t0;
+    if (x->o->shm) return shm_clear(x), 0;
     char pattern[128];
     snprintf(pattern, sizeof pattern, "%s:%d:*", x->ns, req);
     return delete_matching(x->store, pattern, err);
@@ -629,6 +676,7 @@ static int finish(sl_run *x, int rc, pl_err *err)
         if (delete_matching(x->store, pattern, &e) < 0 && rc == 0) *err = e, rc = -1;
     }
     pl_sl_store_close(x->store);
+    shm_clear(x);
     free_answer(x);
     pl_ort_files_free(x->graph_in, x->n_graph_in);
     if (x->dir[0]) pl_remove_tree(x->dir);
@@ -702,8 +750,8 @@ int pl_sl_run(const char *split_dir, const pl_sl_run_opts *o, pl_sl_run_result *
     if (pl_split_manifest_load(split_dir, &x.m, err) < 0) return -1;
     sigset_t old;
     bool pending = block_sigpipe(&old);
-    x.store = pl_sl_store_open(x.o->store_url, err);
-    int rc = x.store ? run(&x, split_dir, r, err) : -1;
+    if (!x.o->shm) x.store = pl_sl_store_open(x.o->store_url, err);
+    int rc = x.o->shm || x.store ? run(&x, split_dir, r, err) : -1;
     rc = finish(&x, rc, err);
     restore_sigpipe(&old, pending);
     if (rc < 0) pl_sl_run_result_free(r);
