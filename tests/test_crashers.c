@@ -1,8 +1,10 @@
 /* test_crashers.c: every input that once crashed a reader (found by fuzzing: tools/fuzz.sh)
  * stays here as a test. Each must load or be refused with a message; under `make asan` a
  * sanitizer report fails the run. The reader is chosen by the suffix tools/fuzz.sh gives:
- * *.catalog.json is a catalogue, anything else (*.onnx, *.json) a model. */
+ * *.catalog.json is a catalogue, *.platform.json a serverless platform, anything else (*.onnx,
+ * *.json) a model. */
 #include "placer/catalog.h"
+#include "placer/serverless.h"
 #include "testutil.h"
 
 #include <glob.h>
@@ -21,6 +23,11 @@ static bool replay(const char *path, pl_err *err)
         pl_catalog *c = pl_catalog_load(path, err);
         pl_catalog_free(c);
         return c != NULL;
+    }
+    if (ends_with(path, ".platform.json")) {
+        pl_platform *p = pl_platform_load(path, err);
+        pl_platform_free(p);
+        return p != NULL;
     }
     pl_graph *g = pl_graph_load(path, NULL, err);
     if (!g) return false;

@@ -187,6 +187,25 @@ static void test_billed_s(void **state)
     pl_platform_free(l);
 }
 
+/* From a buffer (the fuzzer's entry): the same platform; a bad one named by the given name. */
+static void test_load_buffer(void **state)
+{
+    (void)state;
+    FILE *f = fopen(LAMBDA, "rb");
+    assert_non_null(f);
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    pl_err err = {""};
+    pl_platform *p = pl_platform_load_buffer(buf, n, "mem.json", &err);
+    if (!p) fail_msg("%s", err.msg);
+    assert_string_equal(p->name, "aws-lambda");
+    assert_close(p->mb_per_vcpu, 1769, 0);
+    pl_platform_free(p);
+    assert_null(pl_platform_load_buffer("{\"format\": 3}", 14, "mem.json", &err));
+    assert_non_null(strstr(err.msg, "mem.json"));
+}
+
 static void test_vcpus(void **state)
 {
     (void)state;
@@ -383,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_round_mb),
         cmocka_unit_test(test_billed_s),
         cmocka_unit_test(test_vcpus),
+        cmocka_unit_test(test_load_buffer),
         cmocka_unit_test(test_usd),
         cmocka_unit_test(test_refused_numbers),
         cmocka_unit_test(test_refused_fields),

@@ -55,6 +55,8 @@ typedef struct pl_platform {
 
 /* Reads placer-platform/1. A malformed file gives "FILE: FIELD: PROBLEM". */
 pl_platform *pl_platform_load(const char *path, pl_err *err);
+/* The same from len bytes of buf, named `name` in messages (the fuzzer's entry). */
+pl_platform *pl_platform_load_buffer(const char *buf, size_t len, const char *name, pl_err *err);
 void pl_platform_free(pl_platform *p);
 
 /* The smallest allowed memory size at least `mb` (the minimum when below it); -1 when `mb` is

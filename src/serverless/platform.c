@@ -239,9 +239,9 @@ static int parse(const pl_json *root, pl_platform *p, pl_err *err)
                : 0;
 }
 
-pl_platform *pl_platform_load(const char *path, pl_err *err)
+/* The platform in doc (closed here), read from `path`. */
+static pl_platform *from_doc(pl_json_doc *doc, const char *path, pl_err *err)
 {
-    pl_json_doc *doc = pl_json_open(path, err);
     if (!doc) return NULL;
     pl_platform *p = pl_calloc(1, sizeof *p);
     pl_json root = pl_json_root(doc);
@@ -253,6 +253,16 @@ pl_platform *pl_platform_load(const char *path, pl_err *err)
     }
     p->path = pl_strdup(path);
     return p;
+}
+
+pl_platform *pl_platform_load(const char *path, pl_err *err)
+{
+    return from_doc(pl_json_open(path, err), path, err);
+}
+
+pl_platform *pl_platform_load_buffer(const char *buf, size_t len, const char *name, pl_err *err)
+{
+    return from_doc(pl_json_parse(buf, len, name, err), name, err);
 }
 
 void pl_platform_free(pl_platform *p)
