@@ -267,6 +267,10 @@ static void print_run(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_ru
     printf("bill       %.4g USD per request at %s's prices for the measured durations "
            "(predicted %.4g)\n",
            measured_usd(pf, p, r, o), pf->name, p->usd);
+    if (o->codec != PL_CODEC_NONE)
+        printf("note       the run moves cut tensors uncompressed: the plan's %s codec is priced, "
+               "not run\n",
+               pl_codec_name(o->codec));
     if (!pf->vcpu->devs[0].this_machine || pl_platform_vcpus(pf, 0) < 1)
         printf("note       each function ran on a whole core of this machine: %s's vCPU (%s) "
                "and a share of one below a whole are not emulated\n",
