@@ -513,6 +513,12 @@ static int parse(int argc, char **argv, sl_args *a)
                         "which platform? give --platform P (examples in "
                         "examples/platforms/)\n%s",
                         help);
+    if (a->serve && a->serve_o.duration_s * a->serve_o.rps_max > 5e7)
+        return cli_fail("serverless",
+                        "--trace %g s at up to %g requests a second is %.3g requests; the replay "
+                        "keeps each one's latency, so it takes at most 5e7 (a shorter --trace)",
+                        a->serve_o.duration_s, a->serve_o.rps_max,
+                        a->serve_o.duration_s * a->serve_o.rps_max);
     if (a->co.cluster || a->co.catalog)
         return cli_fail("serverless", "a function's CPU is the platform's: no --cluster or "
                                       "--catalog");

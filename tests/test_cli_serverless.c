@@ -122,6 +122,9 @@ static void test_refusals(void **state)
                       "examples/clusters/local-cpu.json");
     tu_expect_refusal("serverless models/resnet50.onnx --platform /nonexistent.json",
                       "/nonexistent.json");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS
+                      " --serve --trace 168h --rps 1:1000",
+                      "at most 5e7");
 }
 
 int main(void)
