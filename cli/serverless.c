@@ -222,7 +222,7 @@ static int write_split(const char *model, const pl_graph *g, const pl_sl_graph *
 static double measured_usd(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,
                            const pl_sl_opts *o)
 {
-    const pl_transport *x = o->shm && pf->shm.present ? &pf->shm : &pf->store;
+    const pl_transport *x = pl_sl_transport(pf, o);
     double usd = 0;
     for (int k = 0; k < p->n && k < r->n; k++)
         usd += pl_platform_usd(pf, p->slices[k].mem_mb, r->fn_s[k]);
@@ -250,7 +250,7 @@ static void print_run(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_ru
     char b1[32], b2[32];
     printf("\nrun for real on this machine (%d requests after the warm-ups; every cut tensor "
            "through %s)\n",
-           r->repeat, o->shm && pf->shm.present ? "shared memory (tmpfs files)" : "Redis");
+           r->repeat, pl_sl_transport(pf, o) == &pf->shm ? "shared memory (tmpfs files)" : "Redis");
     pl_table *t = pl_table_new("function|>memory MB|>predicted ms|>billed ms|>onnxruntime ms|"
                                ">peak RSS");
     for (int k = 0; k < r->n && k < p->n; k++)
@@ -292,7 +292,7 @@ static int run_for_real(const sl_args *a, const pl_graph *g, const pl_platform *
     }
     pl_sl_run_result r;
     pl_sl_run_opts ro = a->run_o;
-    ro.shm = a->so.shm && pf->shm.present; /* the plan's transport */
+    ro.shm = pl_sl_transport(pf, &a->so) == &pf->shm; /* the plan's transport */
     int rc = pl_sl_run(dir, &ro, &r, err);
     if (!a->dir) pl_remove_tree(tmp);
     if (rc < 0) return -1;
@@ -405,7 +405,7 @@ static int run(sl_args *a)
                "model", a->co.model, g->n_ops, sg->n_before, sg->n, sg->node_elims, sg->edge_elims,
                "platform", pf->name,
                a->so.codec == PL_CODEC_NONE ? "uncompressed" : pl_codec_name(a->so.codec),
-               a->so.shm && pf->shm.present ? "shared memory" : "the store");
+               pl_sl_transport(pf, &a->so) == &pf->shm ? "shared memory" : "the store");
         print_plans(plans, PL_SL_ALGO_COUNT, plans[PL_SL_UNSPLIT].n ? &plans[PL_SL_UNSPLIT] : NULL);
         print_slices(pf, shown->algo == PL_SL_UNIFORM ? raw : sg, shown);
         if (a->serve) print_serve(a, pf, plans, res);

@@ -387,6 +387,23 @@ static void test_shared_weights(void **state)
     platform_free(pf);
 }
 
+/* The one choice of transport the plan, the verb's header and --run all ask: shared memory
+ * when asked for and offered, else the store, else shared memory (a platform with no store). */
+static void test_transport(void **state)
+{
+    (void)state;
+    pl_platform *pf = platform();
+    pl_sl_opts o = {.shm = true};
+    assert_ptr_equal(pl_sl_transport(pf, &o), &pf->store); /* no shared memory offered */
+    pf->shm = (pl_transport){true, 1.7e9, 20e-6, 0};
+    assert_ptr_equal(pl_sl_transport(pf, &o), &pf->shm);
+    o.shm = false;
+    assert_ptr_equal(pl_sl_transport(pf, &o), &pf->store);
+    pf->store.present = false;
+    assert_ptr_equal(pl_sl_transport(pf, &o), &pf->shm);
+    platform_free(pf);
+}
+
 /* One function of 2048 MB taking 0.5 s, a request every second for 10 s, cold start 2 s,
  * keep-alive 10 s. Request 0 starts instance A (2.5 s), 1 starts B (A busy until 2.5), 2
  * starts C (A until 2.5, B until 3.5); from request 3 on an idle instance is warm: 0.5 s. P50
@@ -433,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_resnet50_layers),
         cmocka_unit_test(test_serve_by_hand),
         cmocka_unit_test(test_shared_weights),
+        cmocka_unit_test(test_transport),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -225,6 +225,11 @@ typedef struct pl_sl_plan {
  * takes the cheapest partition that fits. */
 int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, pl_sl_algo a,
                     int k, pl_sl_plan *out, pl_err *err);
+/* The transport cut tensors take: shared memory when o->shm and the platform has it, else the
+ * store, else shared memory (a platform has at least one). What the plan prices and what
+ * `--run` uses. */
+const pl_transport *pl_sl_transport(const pl_platform *pf, const pl_sl_opts *o);
+
 /* Prices the partition whose slices end at layers ends[0] < ... < ends[n - 1] = sg->n - 1:
  * the one pricing every algorithm uses. Slice k's memory is what it needs (MOPAR's), or, when
  * raise[k] (raise may be NULL: none), at least one whole vCPU's (λ): below one vCPU a

@@ -30,11 +30,10 @@ static bool is_weight(const pl_graph *g, int t)
 }
 
 /* What op holds while it runs beyond the weights: the activations it reads and writes. */
-static double op_bytes(const pl_graph *g, const pl_cost *k, int op)
+static double op_bytes(const pl_graph *g, int op)
 {
     const pl_op *o = &g->ops[op];
     double b = 0;
-    (void)k;
     for (int i = 0; i < o->n_inputs; i++)
         if (!is_weight(g, o->inputs[i])) b += tensor_bytes(g, o->inputs[i]);
     for (int i = 0; i < o->n_outputs; i++)
@@ -55,7 +54,7 @@ static void dominant(const pl_graph *g, const pl_cost *k, const int *ops, int n,
 {
     double *pairs = pl_malloc(((size_t)n + 1) * 3 * sizeof *pairs), total = 0;
     for (int m = 0; m < n; m++) {
-        pairs[3 * m] = op_bytes(g, k, ops[m]) + k->weight_bytes[ops[m]];
+        pairs[3 * m] = op_bytes(g, ops[m]) + k->weight_bytes[ops[m]];
         pairs[3 * m + 1] = pl_cost_op_s(k, ops[m], 0);
         pairs[3 * m + 2] = g->ops[ops[m]].cls == PL_CLASS_DENSE;
         total += pairs[3 * m];
@@ -71,8 +70,7 @@ static void dominant(const pl_graph *g, const pl_cost *k, const int *ops, int n,
 
 /* Eq. (1)-(3): each op's depth in the layer (0 for ops fed from outside it); the layer holds
  * the most that the ops of one depth hold together. layer_of[op] names op's layer. */
-static double layer_bytes(const pl_graph *g, const pl_cost *k, const int *ops, int n,
-                          const int *layer_of, int *depth)
+static double layer_bytes(const pl_graph *g, const int *ops, int n, const int *layer_of, int *depth)
 {
     int deepest = 0;
     for (int m = 0; m < n; m++) { /* ops are in topological order */
@@ -86,7 +84,7 @@ static double layer_bytes(const pl_graph *g, const pl_cost *k, const int *ops, i
     }
     double *at = pl_calloc((size_t)deepest + 1, sizeof *at), most = 0;
     for (int m = 0; m < n; m++)
-        at[depth[ops[m]]] += op_bytes(g, k, ops[m]);
+        at[depth[ops[m]]] += op_bytes(g, ops[m]);
     for (int d = 0; d <= deepest; d++)
         most = fmax(most, at[d]);
     free(at);
@@ -105,7 +103,7 @@ static void fill_layer(const pl_graph *g, const pl_cost *k, const pl_coarsening 
         for (int i = 0; i < o->n_outputs; i++)
             L->out_bytes += tensor_bytes(g, o->outputs[i]);
     }
-    L->mem_mb = layer_bytes(g, k, L->ops, n, layer_of, depth) / MB;
+    L->mem_mb = layer_bytes(g, L->ops, n, layer_of, depth) / MB;
     dominant(g, k, L->ops, n, L);
 }
 

@@ -36,7 +36,7 @@ int pl_sl_algo_parse(const char *name)
 /* ---- pricing one slice ---- */
 
 /* The transport cut tensors take. */
-static const pl_transport *transport(const pl_platform *pf, const pl_sl_opts *o)
+const pl_transport *pl_sl_transport(const pl_platform *pf, const pl_sl_opts *o)
 {
     if (o->shm && pf->shm.present) return &pf->shm;
     return pf->store.present ? &pf->store : &pf->shm;
@@ -165,7 +165,7 @@ static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, 
         double c = compute_s(sp, pf, s->mem_mb, eta);
         if (c < s->compute_s) s->eta = eta, s->compute_s = c;
     }
-    const pl_transport *x = transport(pf, o);
+    const pl_transport *x = pl_sl_transport(pf, o);
     s->comm_s = sp->comm_s, s->in_bytes = sp->in_bytes, s->out_bytes = sp->out_bytes;
     s->time_s = s->compute_s + s->comm_s;
     s->billed_s = pl_platform_billed_s(pf, s->time_s);
@@ -179,7 +179,7 @@ static int price_slice(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl
                        int j, bool raise, pl_sl_slice *s)
 {
     span sp;
-    span_of(sg, transport(pf, o), o, i, j, &sp);
+    span_of(sg, pl_sl_transport(pf, o), o, i, j, &sp);
     return price_span(pf, o, i, j, raise, &sp, s);
 }
 
@@ -269,7 +269,7 @@ static void table_row(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_
                       const tensor_index *ix, int i, int *bucket, int *next, int *stamp, table *tb)
 {
     int n = sg->n;
-    const pl_transport *x = transport(pf, o);
+    const pl_transport *x = pl_sl_transport(pf, o);
     for (int j = i; j < n; j++)
         bucket[j] = -1;
     for (int t = 0; t < sg->n_tensors; t++) {
