@@ -111,7 +111,8 @@ typedef struct pl_stage_io {
     int n_outputs;
     /* Bytes of the initializers its ops read (its stage file holds a copy of each), and of
      * those that a lower-numbered stage holds too: a weight read by several stages is copied
-     * into each, and the simulator charges every copy but one (docs/simulator.md, "Stages"). */
+     * into each (the manifest reports both; what the simulator charges for reading a copy
+     * cold is its own rule, docs/simulator.md "Stages"). */
     double weight_bytes, copied_weight_bytes;
 } pl_stage_io;
 

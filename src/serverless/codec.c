@@ -1,6 +1,7 @@
 /* codec.c: compressing the tensors that cross a cut between serverless functions
- * (docs/serverless.md, "Compressing cut tensors"). Three codecs really run (NONE, FP16, ZSTD); MOPAR's auto-encoder
- * is priced from its FLOPs on the cost model, as placer has no trained one to run.
+ * (docs/serverless.md, "Compressing cut tensors"). Three codecs really run (NONE, FP16, ZSTD);
+ * MOPAR's auto-encoder is priced from its FLOPs on the cost model, as placer has no trained one to
+ * run.
  *
  * Private prefix cd_. Encoded layouts, all little-endian:
  *   NONE  the n floats as they are in memory (4n bytes)
