@@ -5,7 +5,7 @@ OPT     ?= -O2
 SAN     ?=
 CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE $(SAN) \
            -Iinclude -I$(BUILD)/gen -I/usr/include/coin -DPL_SRCDIR='"$(CURDIR)"'
-LDLIBS  := -lprotobuf-c -ljansson -lcrypto -lmetis $(shell pkg-config --libs cbc 2>/dev/null || echo -lCbcSolver -lCbc -lCgl -lOsiClp -lClp -lOsi -lCoinUtils) -llapacke -lopenblas -lzstd -lhiredis -lm
+LDLIBS  := -lprotobuf-c -ljansson -lcrypto -lmetis $(shell pkg-config --libs cbc 2>/dev/null || echo -lCbcSolver -lCbc -lCgl -lOsiClp -lClp -lOsi -lCoinUtils) -llapacke -lopenblas -lzstd -lhiredis -lglpk -lm
 PROTO   := /usr/include/onnx/onnx.proto
 
 SRC     := $(sort $(wildcard src/*/*.c))

@@ -152,6 +152,7 @@ typedef struct pl_op {
     /* Colocation class (task graphs): 0 = none; c > 0: the ops of class c must share a
      * device, and g->coloc_names[c - 1] names the class. */
     int coloc;
+    int tenant; /* the model it belongs to in a union of several (pl_graph_union); 0 otherwise */
     int cap_inputs, cap_outputs, cap_attrs;
 } pl_op;
 
@@ -204,6 +205,10 @@ struct pl_graph {
     char **coloc_names; /* colocation classes (pl_op::coloc), in order of first use */
     int n_coloc;
     pl_strmap coloc_by_name; /* name -> class - 1 */
+    /* Several models sharing a host (pl_graph_union): their names, pl_op::tenant indexes
+     * them. 0 and NULL for one model (pl_graph_tenants says 1). */
+    int n_tenants;
+    char **tenant_names;
     /* ---- derived by pl_graph_finalize() ---- */
     int *topo;      /* op indices in a topological order (stable: file order on ties) */
     int *topo_pos;  /* topo_pos[op] = position of op in topo */
@@ -257,6 +262,17 @@ void pl_graph_warn(pl_graph *g, const char *fmt, ...) __attribute__((format(prin
  * naming the ops on the cycle when there is one. `where` (usually the file path) prefixes
  * messages. Subgraphs must be finalized by the importer before their parent. */
 int pl_graph_finalize(pl_graph *g, const char *where, pl_err *err);
+
+/* ---- several models as one graph (docs/multi.md, "The union graph") ---- */
+/* The disjoint union of the finalized graphs gs[0..n), tenant i named names[i] (distinct):
+ * op and tensor "x" of model i become "names[i]/x", pl_op::tenant = i. Keeps types,
+ * attributes, shapes, weights, costs (as given: PL_OP_COST_GIVEN), given times, transfer times
+ * and colocation classes; control-flow bodies are left out (their cost is the op's). The
+ * ops of tenant i are contiguous, in model i's op order, after those of tenants 0..i-1.
+ * Finalized; NULL with err set on failure. */
+pl_graph *pl_graph_union(pl_graph *const *gs, const char *const *names, int n, pl_err *err);
+/* How many tenants g holds: its n_tenants, or 1 for a graph of one model. */
+int pl_graph_tenants(const pl_graph *g);
 
 /* ---- attributes of an op ---- */
 const pl_attr *pl_op_attr(const pl_op *op, const char *name);

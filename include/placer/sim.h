@@ -59,6 +59,10 @@ typedef struct pl_sim_result {
     double latency_s; /* throughput mode: mean time from a request's start to end */
     long events;      /* events processed (for the benchmark) */
     int requests;     /* requests simulated: 1, or K in throughput mode */
+    /* Per tenant of a union graph (pl_graph_union; one for a single model): the end of its
+     * last op, over every request. Their sum is the TOCT of several models (docs/multi.md). */
+    int n_tenants;
+    double *tenant_end_s;
 } pl_sim_result;
 
 /* Simulates plan p on k's graph and cluster. Fails (err set) on a plan that cannot run: an op

@@ -120,6 +120,22 @@ static void memory_verdict(const sim_static *s, const pl_sim_opts *o, pl_sim_res
     }
 }
 
+/* Several models on one host (a union graph): each one's completion, the end of its last op
+ * over every request (docs/multi.md); their sum is the TOCT. */
+static void tenant_ends(const sim_static *s, const sim_run *run, pl_sim_result *r)
+{
+    const pl_graph *g = s->k->g;
+    int T = pl_graph_tenants(g), n = g->n_ops;
+    r->n_tenants = T;
+    r->tenant_end_s = pl_calloc((size_t)T, sizeof *r->tenant_end_s);
+    for (int q = 0; q < run->K; q++)
+        for (int i = 0; i < n; i++) {
+            double e = run->op_end[(size_t)q * n + i];
+            int t = g->ops[i].tenant;
+            if (e > r->tenant_end_s[t]) r->tenant_end_s[t] = e;
+        }
+}
+
 static void record(const sim_static *s, sim_run *run, pl_sim_result *r)
 {
     r->op_start_s = run->op_start, r->op_end_s = run->op_end;
@@ -146,6 +162,7 @@ void sim_fill_result(const sim_static *s, sim_run *run, const pl_sim_opts *o, pl
     throughput(run, r);
     memory_verdict(s, o, r);
     critical_path(s, run, r);
+    tenant_ends(s, run, r);
     if (o->record) record(s, run, r);
 }
 
@@ -186,6 +203,7 @@ void pl_sim_result_free(pl_sim_result *r)
     if (!r) return;
     free(r->busy_s), free(r->peak_mem_bytes), free(r->link_bytes), free(r->link_busy_s);
     free(r->critical_path), free(r->op_start_s), free(r->op_end_s), free(r->xfers);
+    free(r->tenant_end_s);
     memset(r, 0, sizeof *r);
     r->oom_dev = -1;
 }

@@ -1,0 +1,94 @@
+/* multi.h: several models sharing one host's CPU and GPUs (Talos, issue 15, docs/multi.md).
+ *
+ * The models are one union graph (pl_graph_union: one tenant per model), priced by the one
+ * cost model and judged by the one simulator, which reports each tenant's completion time;
+ * their sum is the TOCT (total operation completion time) that Talos minimises, and a
+ * device's idle time is the makespan minus the time it runs ops. Talos places the union op
+ * by op: ops are packed (adjacent ops of similar speedup and short time become one), models
+ * are grouped by affinity (Eq. 2-3), and each group is placed by an incremental min-cost flow
+ * over topological steps (GLPK's out-of-kilter solver), with Algorithm 1's completion-time
+ * cost. ASWM and TSAM are the paper's baselines; every placement algorithm of place.h runs on
+ * the union graph too. */
+#ifndef PLACER_MULTI_H
+#define PLACER_MULTI_H
+
+#include "placer/place.h"
+
+typedef struct pl_multi_opts {
+    double sv_lo, sv_hi; /* packing band: an op joins the run when its speedup is within
+                            (sv_lo, sv_hi) x the run's first op's speedup; (0.5, 2) */
+    double tv_s;         /* ... and its time on the reference device is below tv_s; 10 ms */
+    double affinity;     /* models whose pairwise affinity exceeds it are placed together in
+                            one flow; 0.4 (0: all together) */
+    int positions;       /* queue positions per device per step in the flow; 8 */
+    bool no_pack;        /* place ops as they are (NOD = op count) */
+} pl_multi_opts;
+void pl_multi_opts_default(pl_multi_opts *o);
+
+/* ---- analysis: speedups, packing (NOD), affinity ---- */
+typedef struct pl_multi_analysis {
+    int n_tenants, n_ops;
+    int ref_dev;     /* the device speedups are relative to: the first CPU, else device 0 */
+    double *speedup; /* per op: time on ref_dev / least time on another device (1 alone) */
+    int *pack_of;    /* per op: its packed op, numbered in topological order of first member */
+    int n_packs;
+    int *nod;         /* per tenant: its packed ops (the paper's NOD) */
+    double *affinity; /* [a * n_tenants + b] (Eq. 3; 0 on the diagonal) */
+    int *group;       /* per tenant: its co-placement group, groups in order of first tenant */
+    int n_groups;
+} pl_multi_analysis;
+int pl_multi_analyze(const pl_cost *k, const pl_multi_opts *o, pl_multi_analysis *a, pl_err *err);
+void pl_multi_analysis_free(pl_multi_analysis *a);
+
+/* ---- placing: "talos", "aswm", "tsam", or any algorithm of place.h on the union graph ---- */
+/* Runs the named algorithm on k (a union graph, or one model), filling `out` (placement and
+ * per-device order for talos, aswm and tsam), timed in out->search_s. mo may be NULL
+ * (defaults). -1 with err set on an unknown name or when no feasible placement exists. */
+int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
+                   const pl_multi_opts *mo, pl_plan *out, pl_err *err);
+/* True for the names pl_multi_place runs itself (talos, aswm, tsam). */
+bool pl_multi_own_algo(const char *algo);
+
+/* ---- judging: the simulator's figures per tenant and per device ---- */
+typedef struct pl_multi_eval {
+    int n_tenants, n_devs;
+    double *completion_s; /* per tenant: the end of its last op */
+    double toct_s;        /* their sum */
+    double makespan_s;
+    double *busy_s, *idle_s; /* per device: time running ops; makespan - busy */
+    int *ops_on;             /* [tenant * n_devs + dev]: how many of the tenant's ops run there */
+    bool oom;                /* a device's peak memory exceeds its capacity */
+    int oom_dev;
+} pl_multi_eval;
+int pl_multi_evaluate(const pl_cost *k, const pl_plan *p, pl_contention contention,
+                      pl_multi_eval *e, pl_err *err);
+void pl_multi_eval_free(pl_multi_eval *e);
+
+/* ---- running for real (docs/multi.md, "Running it for real") ---- */
+typedef struct pl_multi_run_opts {
+    int repeat, warmup;    /* timed and untimed rounds: 10 and 2 when 0 */
+    const char *cache_dir; /* NULL: the default inflated-model cache (pl_cache_dir) */
+    double deadline_s;     /* onnxruntime worker deadline; 0: the runtime's default */
+    unsigned seed;         /* random inputs */
+} pl_multi_run_opts;
+
+typedef struct pl_multi_run_result {
+    int n_tenants, repeat;
+    double *completion_s; /* per tenant: median over rounds of its last stage's end, from the
+                             round's start */
+    double toct_s;        /* sum of those medians */
+    double makespan_s;    /* median over rounds of the round's end */
+    int n_stages;
+} pl_multi_run_result;
+
+/* Runs every tenant's share of plan p (on u = pl_graph_union of models[0..n), cluster c)
+ * concurrently on this machine: each model is split by its part of the plan (the split
+ * writer), all stages are loaded into one onnxruntime worker on the cluster's device threads
+ * (stages of several tenants on one device in the order the simulator runs them), and one
+ * round starts every tenant at once. paths[i] is model i's ONNX file. */
+int pl_multi_run(pl_graph *const *models, const char *const *paths, int n, const pl_graph *u,
+                 const pl_cluster *c, const pl_cost *k, const pl_plan *p,
+                 const pl_multi_run_opts *o, pl_multi_run_result *r, pl_err *err);
+void pl_multi_run_result_free(pl_multi_run_result *r);
+
+#endif
