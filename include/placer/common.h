@@ -47,7 +47,7 @@ int pl_cmp_double(const void *a, const void *b);
  * n is 0. */
 double pl_median(double *v, int n);
 
-/* A file's base name without a ".json" ending, malloc'd ("examples/a/v100.json" -> "v100");
+/* A file's base name without a ".json" or ".onnx" ending, malloc'd ("examples/a/v100.json" -> "v100");
  * `dflt` when path is NULL. */
 char *pl_file_stem(const char *path, const char *dflt);
 

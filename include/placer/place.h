@@ -86,6 +86,18 @@ void pl_plan_static_memory(const pl_cost *k, const int *dev, double *out);
  *             + max of ws over d's ops (+ *io_bytes on the I/O device). */
 void pl_op_memory(const pl_cost *k, double *ws, double *held, double *io_bytes);
 
+/* The same static memory model, kept incrementally for a placer outside this module (e.g.
+ * multi.h's): an empty placement to which ops are added one at a time. */
+typedef struct pl_mem_track pl_mem_track;
+pl_mem_track *pl_mem_track_new(const pl_cost *k);
+void pl_mem_track_free(pl_mem_track *m);
+bool pl_mem_track_fits(const pl_mem_track *m, int op, int dev); /* op added to dev still fits */
+void pl_mem_track_add(pl_mem_track *m, int op, int dev);
+void pl_mem_track_remove(pl_mem_track *m, int op, int dev); /* an op added to dev before */
+/* -1 with err set to the message for an op that found no device with room ("ALGO: op 'x'
+ * fits on no device: ..."), naming the closest device. */
+int pl_mem_track_no_room(const pl_mem_track *m, const char *algo, int op, pl_err *err);
+
 /* Reads a MOIRAI benchmark instance (../shared/benchmarks/README.md, docs/moirai.md): devices
  * "d0".."dK-1" with the file's memory as memory_bytes (in the instance's own unit, compared
  * as such), one op "tN" per task with its per-device times (keyed by device name) and its

@@ -247,5 +247,6 @@ char *pl_file_stem(const char *path, const char *dflt)
     base = base ? base + 1 : path ? path : dflt;
     size_t len = strlen(base);
     if (len > 5 && strcmp(base + len - 5, ".json") == 0) len -= 5;
+    else if (len > 5 && strcmp(base + len - 5, ".onnx") == 0) len -= 5;
     return pl_strndup(base, len);
 }

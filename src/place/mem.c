@@ -377,3 +377,43 @@ int pk_first_fit(const pl_cost *k, const char *algo, int *dev, pl_err *err)
     pk_mem_free(&m);
     return rc;
 }
+
+/* ---- the public face of the tracker (place.h) ---- */
+
+struct pl_mem_track {
+    pk_mem_track m;
+};
+
+pl_mem_track *pl_mem_track_new(const pl_cost *k)
+{
+    pl_mem_track *t = pl_malloc(sizeof *t);
+    pk_mem_init(&t->m, k);
+    return t;
+}
+
+void pl_mem_track_free(pl_mem_track *t)
+{
+    if (!t) return;
+    pk_mem_free(&t->m);
+    free(t);
+}
+
+bool pl_mem_track_fits(const pl_mem_track *t, int op, int dev)
+{
+    return pk_mem_fits(&t->m, op, dev);
+}
+
+void pl_mem_track_add(pl_mem_track *t, int op, int dev)
+{
+    pk_mem_add(&t->m, op, dev);
+}
+
+void pl_mem_track_remove(pl_mem_track *t, int op, int dev)
+{
+    pk_mem_remove(&t->m, op, dev);
+}
+
+int pl_mem_track_no_room(const pl_mem_track *t, const char *algo, int op, pl_err *err)
+{
+    return pk_no_room(t->m.k, &t->m, algo, op, err);
+}

@@ -1,0 +1,541 @@
+/* multi.c: `placer multi M1 M2 ... --cluster C`: several models sharing one host's devices,
+ * placed op by op by Talos and by its baselines and placers of one model on their union
+ * graph, side by side: per model its completion time and ops per device, the TOCT, each
+ * device's idle time, NOD and the placement time (docs/multi.md). */
+#include "cli.h"
+#include "placer/json.h"
+#include "placer/multi.h"
+#include "placer/report.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help =
+    "usage: placer multi M1 M2 ... --cluster C [--algo A | --algos a,b,...] [--json]\n"
+    "                    [-o FILE] [--sv LO,HI] [--tv T] [--affinity X] [--positions P]\n"
+    "                    [--no-pack] [--contention X] [--seed N] [--time-limit T]\n"
+    "                    [--run [--repeat R] [--warmup W] [--cache DIR] [--deadline T]]\n"
+    "  M1 M2 ...      models (ONNX or task graphs); a model given twice is two tenants\n"
+    "  --algo A       one algorithm: talos, aswm, tsam, or any of `placer place --help`\n"
+    "  --algos LIST   several (default: talos,aswm,tsam,heft,moirai)\n"
+    "  --sv LO,HI     op packing: speedups within (LO, HI) x the run's first (default 0.5,2)\n"
+    "  --tv T         op packing: only ops faster than T on the CPU join a run (default 10ms)\n"
+    "  --affinity X   models whose affinity exceeds X share one flow (default 0.4; -1: all)\n"
+    "  --positions P  queue positions per device per step of the flow (default 8)\n"
+    "  --no-pack      place ops as they are\n"
+    "  --time-limit T searches (moirai) stop after T (default 10s here)\n"
+    "  -o FILE        the placer-multi/1 document (as --json prints it), written atomically\n"
+    "  --run          run the first algorithm's plan for real on this machine's CPU devices,\n"
+    "                 every model at once, and print measured beside predicted times\n"
+    "exit status: 0 done, 1 no algorithm's plan fits in memory, 2 bad input or failure\n";
+
+#define MAX_MODELS 16
+#define MAX_ALGOS 16
+
+typedef struct multi_opts {
+    cli_common co;
+    const char *models[MAX_MODELS];
+    int n_models;
+    const char *algos[MAX_ALGOS];
+    int n_algos;
+    const char *out;
+    pl_multi_opts mo;
+    pl_place_opts po;
+    bool run;
+    pl_multi_run_opts ro;
+} multi_opts;
+
+typedef struct row {
+    const char *algo;
+    bool ok;
+    char msg[PL_ERR_MAX];
+    pl_plan *plan;
+    pl_multi_eval e;
+} row;
+
+typedef struct multi_ctx {
+    pl_graph *models[MAX_MODELS];
+    char *names[MAX_MODELS];
+    int n;
+    pl_graph *u;
+    pl_cluster *c;
+    pl_cost *k;
+    pl_multi_analysis a;
+} multi_ctx;
+
+/* ---- options ---- */
+
+static int split_algos(const char *v, multi_opts *o)
+{
+    static char buf[1024];
+    if (!v || !*v || strlen(v) >= sizeof buf) return cli_fail("multi", "--algos wants a list");
+    snprintf(buf, sizeof buf, "%s", v);
+    o->n_algos = 0;
+    for (char *s = strtok(buf, ","); s; s = strtok(NULL, ",")) {
+        if (o->n_algos == MAX_ALGOS) return cli_fail("multi", "--algos: at most %d", MAX_ALGOS);
+        if (!pl_multi_own_algo(s) && !pl_algo_find(s))
+            return cli_fail("multi",
+                            "--algos: unknown algorithm '%s' (talos, aswm, tsam, or one "
+                            "of `placer place --help`)",
+                            s);
+        for (int j = 0; j < o->n_algos; j++)
+            if (!strcmp(o->algos[j], s)) return cli_fail("multi", "--algos: '%s' twice", s);
+        o->algos[o->n_algos++] = s;
+    }
+    return o->n_algos ? 0 : cli_fail("multi", "--algos wants a list");
+}
+
+static int parse_band(const char *v, pl_multi_opts *mo)
+{
+    char *end;
+    double lo = v ? strtod(v, &end) : NAN, hi = NAN;
+    if (v && *end == ',') hi = strtod(end + 1, &end);
+    if (!v || *end || !(lo > 0) || !(hi > lo) || !isfinite(hi))
+        return cli_fail("multi", "--sv: '%s': give LO,HI with 0 < LO < HI (e.g. 0.5,2)",
+                        v ? v : "");
+    mo->sv_lo = lo, mo->sv_hi = hi;
+    return 0;
+}
+
+static int parse_affinity(const char *v, pl_multi_opts *mo)
+{
+    char *end;
+    double x = v ? strtod(v, &end) : NAN;
+    if (!v || *end || !isfinite(x) || (x < 0 && x != -1))
+        return cli_fail("multi", "--affinity: '%s': give a number >= 0, or -1 (all together)",
+                        v ? v : "");
+    mo->affinity = x;
+    return 0;
+}
+
+static int own_opt(int argc, char **argv, int *i, multi_opts *o)
+{
+    const char *v;
+    long n;
+    if (!strcmp(argv[*i], "--no-pack")) return o->mo.no_pack = true, 1;
+    if (!strcmp(argv[*i], "--run")) return o->run = true, 1;
+    if (cli_opt(argc, argv, i, "--algo", &v) || cli_opt(argc, argv, i, "--algos", &v))
+        return split_algos(v, o) < 0 ? -1 : 1;
+    if (cli_opt(argc, argv, i, "-o", &v)) {
+        if (!v) return cli_fail("multi", "-o wants a file"), -1;
+        return o->out = v, 1;
+    }
+    if (cli_opt(argc, argv, i, "--sv", &v)) return parse_band(v, &o->mo) < 0 ? -1 : 1;
+    if (cli_opt(argc, argv, i, "--affinity", &v)) return parse_affinity(v, &o->mo) < 0 ? -1 : 1;
+    if (cli_opt(argc, argv, i, "--tv", &v)) {
+        pl_err err = {""};
+        if (!v || pl_parse_quantity(v, PL_UNIT_SECONDS, &o->mo.tv_s, &err) < 0 || o->mo.tv_s < 0)
+            return cli_fail("multi", "--tv: '%s': give a time such as 10ms", v ? v : ""), -1;
+        return 1;
+    }
+    if (cli_opt(argc, argv, i, "--positions", &v)) {
+        if (cli_count("multi", "--positions", v, 1, 64, &n) < 0) return -1;
+        return o->mo.positions = (int)n, 1;
+    }
+    if (cli_opt(argc, argv, i, "--seed", &v))
+        return cli_seed("multi", "--seed", v, &o->po.seed) < 0 ? -1 : 1;
+    if (cli_opt(argc, argv, i, "--time-limit", &v))
+        return cli_seconds("multi", "--time-limit", v, &o->po.time_limit_s) < 0 ? -1 : 1;
+    if (cli_opt(argc, argv, i, "--repeat", &v)) {
+        if (cli_count("multi", "--repeat", v, 1, 100000, &n) < 0) return -1;
+        return o->ro.repeat = (int)n, 1;
+    }
+    if (cli_opt(argc, argv, i, "--warmup", &v)) {
+        if (cli_count("multi", "--warmup", v, 0, 100000, &n) < 0) return -1;
+        return o->ro.warmup = (int)n, 1;
+    }
+    if (cli_opt(argc, argv, i, "--cache", &v)) {
+        if (!v) return cli_fail("multi", "--cache wants a folder"), -1;
+        return o->ro.cache_dir = v, 1;
+    }
+    if (cli_opt(argc, argv, i, "--deadline", &v))
+        return cli_seconds("multi", "--deadline", v, &o->ro.deadline_s) < 0 ? -1 : 1;
+    return 0;
+}
+
+static int parse(int argc, char **argv, multi_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    pl_multi_opts_default(&o->mo);
+    o->po.time_limit_s = 10;
+    o->co.refuse = CLI_NO_PROFILE;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(help, stdout);
+            exit(CLI_EXIT_OK);
+        }
+        if (argv[i][0] != '-' || !argv[i][1]) {
+            if (o->n_models == MAX_MODELS)
+                return cli_fail("multi", "at most %d models", MAX_MODELS);
+            o->models[o->n_models++] = argv[i];
+            continue;
+        }
+        int r = own_opt(argc, argv, &i, o);
+        if (r == 0) r = cli_common_opt("multi", argc, argv, &i, &o->co);
+        if (r < 0) return CLI_EXIT_BAD_INPUT;
+        if (r == 0) return cli_fail("multi", "unknown option '%s' (placer multi --help)", argv[i]);
+    }
+    if (o->n_models < 1) return cli_fail("multi", "which models? (placer multi --help)");
+    if (!o->co.cluster) return cli_fail("multi", "which cluster? give --cluster FILE");
+    if (o->co.catalog) return cli_fail("multi", "--catalog: give the host as --cluster FILE");
+    if (!o->n_algos) {
+        static const char *dflt[] = {"talos", "aswm", "tsam", "heft", "moirai"};
+        for (int j = 0; j < 5; j++)
+            o->algos[o->n_algos++] = dflt[j];
+    }
+    o->po.contention = o->co.contention;
+    return 0;
+}
+
+/* ---- loading ---- */
+
+/* Tenant names: each model's file stem, "#2", "#3" ... for a model given again. */
+static void name_tenants(multi_ctx *x, const multi_opts *o)
+{
+    for (int i = 0; i < o->n_models; i++) {
+        char *stem = pl_file_stem(o->models[i], "model"), buf[512];
+        int same = 1;
+        for (int j = 0; j < i; j++) {
+            char *s = pl_file_stem(o->models[j], "model");
+            same += !strcmp(s, stem);
+            free(s);
+        }
+        if (same > 1)
+            snprintf(buf, sizeof buf, "%s#%d", stem, same);
+        else
+            snprintf(buf, sizeof buf, "%s", stem);
+        x->names[i] = pl_strdup(buf);
+        free(stem);
+    }
+}
+
+static void ctx_close(multi_ctx *x)
+{
+    pl_multi_analysis_free(&x->a);
+    pl_cost_free(x->k);
+    pl_graph_free(x->u);
+    pl_cluster_free(x->c);
+    for (int i = 0; i < x->n; i++)
+        pl_graph_free(x->models[i]), free(x->names[i]);
+    memset(x, 0, sizeof *x);
+}
+
+static int ctx_open(const multi_opts *o, multi_ctx *x)
+{
+    memset(x, 0, sizeof *x);
+    pl_err err = {""};
+    pl_load_opts lo = {.dims = (const char **)o->co.dims,
+                       .n_dims = o->co.n_dims,
+                       .input_shapes = (const char **)o->co.shapes,
+                       .n_input_shapes = o->co.n_shapes};
+    for (x->n = 0; x->n < o->n_models; x->n++) {
+        x->models[x->n] = pl_graph_load(o->models[x->n], &lo, &err);
+        if (!x->models[x->n]) return ctx_close(x), cli_fail("multi", "%s", err.msg);
+        cli_print_warnings(x->models[x->n]);
+    }
+    name_tenants(x, o);
+    x->c = pl_cluster_load(o->co.cluster, &err);
+    if (!x->c) return ctx_close(x), cli_fail("multi", "%s", err.msg);
+    pl_cost_params params;
+    if (cli_cost_params("multi", &o->co, (const pl_cluster *const *)&x->c, 1, &params) < 0)
+        return ctx_close(x), CLI_EXIT_BAD_INPUT;
+    x->u = pl_graph_union(x->models, (const char *const *)x->names, x->n, &err);
+    if (x->u) x->k = pl_cost_new(x->u, x->c, &params, NULL, 0, &err);
+    if (!x->k || pl_multi_analyze(x->k, &o->mo, &x->a, &err) < 0)
+        return ctx_close(x), cli_fail("multi", "%s", err.msg);
+    return 0;
+}
+
+/* ---- running the algorithms ---- */
+
+static void run_algo(const multi_ctx *x, const multi_opts *o, row *r)
+{
+    pl_err err = {""};
+    r->plan = pl_plan_new(x->k->n_ops, x->k->n_devs);
+    if (pl_multi_place(r->algo, x->k, &o->po, &o->mo, r->plan, &err) < 0 ||
+        pl_multi_evaluate(x->k, r->plan, o->po.contention, &r->e, &err) < 0) {
+        snprintf(r->msg, sizeof r->msg, "%s", err.msg);
+        return;
+    }
+    r->ok = true;
+    if (err.msg[0]) snprintf(r->msg, sizeof r->msg, "%s", err.msg);
+}
+
+/* ---- the table ---- */
+
+static void print_models(const multi_ctx *x)
+{
+    pl_table *t = pl_table_new("model|>ops|>NOD (packed)|>group");
+    for (int i = 0; i < x->n; i++)
+        pl_table_row(t, "%s|%d|%d|%d", x->names[i], x->models[i]->n_ops, x->a.nod[i],
+                     x->a.group[i] + 1);
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    int T = x->n;
+    for (int i = 0; i < T; i++)
+        for (int j = i + 1; j < T; j++)
+            printf("affinity %s + %s: %.2f (%s)\n", x->names[i], x->names[j],
+                   x->a.affinity[i * T + j],
+                   x->a.group[i] == x->a.group[j] ? "one flow" : "placed one after the other");
+}
+
+static void print_summary(const multi_ctx *x, const row *rows, int n)
+{
+    char spec[2048] = "algorithm|>TOCT ms|>makespan ms";
+    for (int d = 0; d < x->c->n_devs; d++)
+        snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "|>idle %s ms",
+                 x->c->devs[d].name);
+    strncat(spec, "|>placement s|note", sizeof spec - strlen(spec) - 1);
+    pl_table *t = pl_table_new(spec);
+    for (int i = 0; i < n; i++) {
+        char line[4096];
+        const row *r = &rows[i];
+        if (!r->ok) {
+            snprintf(line, sizeof line, "%s|-|-", r->algo);
+            for (int d = 0; d < x->c->n_devs; d++)
+                strncat(line, "|-", sizeof line - strlen(line) - 1);
+            snprintf(line + strlen(line), sizeof line - strlen(line), "|-|failed: %s", r->msg);
+        } else {
+            snprintf(line, sizeof line, "%s|%.3f|%.3f", r->algo, r->e.toct_s * 1e3,
+                     r->e.makespan_s * 1e3);
+            for (int d = 0; d < x->c->n_devs; d++)
+                snprintf(line + strlen(line), sizeof line - strlen(line), "|%.3f",
+                         r->e.idle_s[d] * 1e3);
+            snprintf(line + strlen(line), sizeof line - strlen(line), "|%.3f|%s", r->plan->search_s,
+                     r->e.oom ? "exceeds memory" : "");
+        }
+        pl_table_row(t, "%s", line);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+/* Per model and algorithm: completion time and ops per device ("12.3 ms (10/200/0)"). */
+static void print_per_model(const multi_ctx *x, const row *rows, int n)
+{
+    char spec[1024] = "model";
+    for (int i = 0; i < n; i++)
+        snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "|>%s ms (ops per device)",
+                 rows[i].algo);
+    pl_table *t = pl_table_new(spec);
+    for (int m = 0; m < x->n; m++) {
+        char line[4096];
+        snprintf(line, sizeof line, "%s", x->names[m]);
+        for (int i = 0; i < n; i++) {
+            const row *r = &rows[i];
+            if (!r->ok) {
+                strncat(line, "|-", sizeof line - strlen(line) - 1);
+                continue;
+            }
+            snprintf(line + strlen(line), sizeof line - strlen(line), "|%.3f (",
+                     r->e.completion_s[m] * 1e3);
+            for (int d = 0; d < x->c->n_devs; d++)
+                snprintf(line + strlen(line), sizeof line - strlen(line), "%s%d", d ? "/" : "",
+                         r->e.ops_on[m * x->c->n_devs + d]);
+            strncat(line, ")", sizeof line - strlen(line) - 1);
+        }
+        pl_table_row(t, "%s", line);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    printf("devices: ");
+    for (int d = 0; d < x->c->n_devs; d++)
+        printf("%s%s", d ? "/" : "", x->c->devs[d].name);
+    printf("\n");
+}
+
+/* ---- JSON ---- */
+
+static json_t *placement_json(const multi_ctx *x, const pl_plan *p, int m)
+{
+    json_t *o = json_object();
+    for (int v = 0; v < x->u->n_ops; v++) {
+        if (x->u->ops[v].tenant != m) continue;
+        const char *name = x->u->ops[v].name + strlen(x->names[m]) + 1; /* past "TENANT/" */
+        json_object_set_new(o, name, json_string(x->c->devs[p->dev[v]].name));
+    }
+    return o;
+}
+
+static json_t *row_json(const multi_ctx *x, const row *r)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "algo", json_string(r->algo));
+    json_object_set_new(j, "ok", json_boolean(r->ok));
+    if (!r->ok) {
+        json_object_set_new(j, "error", json_string(r->msg));
+        return j;
+    }
+    json_object_set_new(j, "toct_s", json_real(r->e.toct_s));
+    json_object_set_new(j, "makespan_s", json_real(r->e.makespan_s));
+    json_object_set_new(j, "search_s", json_real(r->plan->search_s));
+    json_object_set_new(j, "fits_memory", json_boolean(!r->e.oom));
+    json_t *idle = json_object(), *busy = json_object();
+    for (int d = 0; d < x->c->n_devs; d++) {
+        json_object_set_new(idle, x->c->devs[d].name, json_real(r->e.idle_s[d]));
+        json_object_set_new(busy, x->c->devs[d].name, json_real(r->e.busy_s[d]));
+    }
+    json_object_set_new(j, "idle_s", idle);
+    json_object_set_new(j, "busy_s", busy);
+    json_t *models = json_array();
+    for (int m = 0; m < x->n; m++) {
+        json_t *mj = json_object(), *on = json_object();
+        json_object_set_new(mj, "name", json_string(x->names[m]));
+        json_object_set_new(mj, "completion_s", json_real(r->e.completion_s[m]));
+        for (int d = 0; d < x->c->n_devs; d++)
+            json_object_set_new(on, x->c->devs[d].name,
+                                json_integer(r->e.ops_on[m * x->c->n_devs + d]));
+        json_object_set_new(mj, "ops_per_device", on);
+        json_object_set_new(mj, "placement", placement_json(x, r->plan, m));
+        json_array_append_new(models, mj);
+    }
+    json_object_set_new(j, "models", models);
+    return j;
+}
+
+static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows, int n,
+                        const pl_multi_run_result *run)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "format", json_string("placer-multi/1"));
+    json_object_set_new(j, "cluster", json_string(o->co.cluster));
+    json_object_set_new(j, "contention", json_string(pl_contention_name(o->po.contention)));
+    json_object_set_new(j, "calibration", json_string(cli_calibration()));
+    json_t *opts = json_object();
+    json_object_set_new(opts, "sv", json_pack("[f,f]", o->mo.sv_lo, o->mo.sv_hi));
+    json_object_set_new(opts, "tv_s", json_real(o->mo.tv_s));
+    json_object_set_new(opts, "affinity_threshold", json_real(o->mo.affinity));
+    json_object_set_new(opts, "pack", json_boolean(!o->mo.no_pack));
+    json_object_set_new(j, "options", opts);
+    json_t *models = json_array();
+    for (int m = 0; m < x->n; m++) {
+        json_t *mj = json_object(), *aff = json_object();
+        json_object_set_new(mj, "name", json_string(x->names[m]));
+        json_object_set_new(mj, "path", json_string(o->models[m]));
+        json_object_set_new(mj, "ops", json_integer(x->models[m]->n_ops));
+        json_object_set_new(mj, "nod", json_integer(x->a.nod[m]));
+        json_object_set_new(mj, "group", json_integer(x->a.group[m] + 1));
+        for (int b = 0; b < x->n; b++)
+            if (b != m)
+                json_object_set_new(aff, x->names[b], json_real(x->a.affinity[m * x->n + b]));
+        json_object_set_new(mj, "affinity", aff);
+        json_array_append_new(models, mj);
+    }
+    json_object_set_new(j, "models", models);
+    json_t *algos = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(algos, row_json(x, &rows[i]));
+    json_object_set_new(j, "algorithms", algos);
+    if (run) {
+        json_t *rj = json_object(), *per = json_object();
+        json_object_set_new(rj, "algo", json_string(rows[0].algo));
+        json_object_set_new(rj, "repeat", json_integer(run->repeat));
+        json_object_set_new(rj, "stages", json_integer(run->n_stages));
+        json_object_set_new(rj, "toct_s", json_real(run->toct_s));
+        json_object_set_new(rj, "makespan_s", json_real(run->makespan_s));
+        for (int m = 0; m < x->n; m++)
+            json_object_set_new(per, x->names[m], json_real(run->completion_s[m]));
+        json_object_set_new(rj, "completion_s", per);
+        json_object_set_new(j, "measured", rj);
+    }
+    return j;
+}
+
+static int write_doc(const char *path, json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_INDENT(2));
+    pl_err err = {""};
+    int rc = text ? pl_out_write_file(path, text, strlen(text), &err) : -1;
+    free(text);
+    if (rc < 0) return cli_fail("multi", "-o %s: %s", path, err.msg[0] ? err.msg : "cannot write");
+    return 0;
+}
+
+/* ---- running for real ---- */
+
+static int run_real(const multi_ctx *x, const multi_opts *o, const row *r, pl_multi_run_result *res)
+{
+    pl_err err = {""};
+    if (!r->ok) return cli_fail("multi", "--run: %s found no plan: %s", r->algo, r->msg);
+    if (pl_multi_run(x->models, o->models, x->n, x->u, x->c, x->k, r->plan, &o->ro, res, &err) < 0)
+        return cli_fail("multi", "--run: %s", err.msg);
+    return 0;
+}
+
+static void print_run(const multi_ctx *x, const row *r, const pl_multi_run_result *res)
+{
+    printf("\nmeasured on this machine (%s's plan, %d stages, median of %d rounds):\n", r->algo,
+           res->n_stages, res->repeat);
+    pl_table *t = pl_table_new("model|>predicted ms|>measured ms|>error");
+    for (int m = 0; m < x->n; m++) {
+        double p = r->e.completion_s[m], q = res->completion_s[m];
+        pl_table_row(t, "%s|%.3f|%.3f|%+.0f%%", x->names[m], p * 1e3, q * 1e3,
+                     q > 0 ? 100 * (p - q) / q : 0);
+    }
+    pl_table_row(t, "TOCT|%.3f|%.3f|%+.0f%%", r->e.toct_s * 1e3, res->toct_s * 1e3,
+                 res->toct_s > 0 ? 100 * (r->e.toct_s - res->toct_s) / res->toct_s : 0);
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+static int status_of(const row *rows, int n)
+{
+    bool any_ok = false, any_fit = false;
+    for (int i = 0; i < n; i++) {
+        any_ok |= rows[i].ok;
+        any_fit |= rows[i].ok && !rows[i].e.oom;
+    }
+    if (!any_ok) return CLI_EXIT_BAD_INPUT;
+    return any_fit ? CLI_EXIT_OK : CLI_EXIT_INFEASIBLE;
+}
+
+int cli_multi(int argc, char **argv)
+{
+    multi_opts o;
+    if (parse(argc, argv, &o) != 0) return CLI_EXIT_BAD_INPUT;
+    multi_ctx x;
+    int rc = ctx_open(&o, &x);
+    if (rc) return rc;
+    row rows[MAX_ALGOS];
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < o.n_algos; i++) {
+        rows[i].algo = o.algos[i];
+        cli_progress("multi: %s on %d models ...", o.algos[i], x.n);
+        run_algo(&x, &o, &rows[i]);
+        if (!rows[i].ok) fprintf(stderr, "placer multi: %s: %s\n", rows[i].algo, rows[i].msg);
+    }
+    rc = status_of(rows, o.n_algos);
+    pl_multi_run_result res = {0};
+    bool ran = false;
+    if (o.run && rc != CLI_EXIT_BAD_INPUT) {
+        if (run_real(&x, &o, &rows[0], &res) < 0)
+            rc = CLI_EXIT_BAD_INPUT;
+        else
+            ran = true;
+    }
+    if (rc != CLI_EXIT_BAD_INPUT || o.n_algos > 0) {
+        json_t *doc = doc_json(&x, &o, rows, o.n_algos, ran ? &res : NULL);
+        if (o.out && write_doc(o.out, doc) < 0) rc = CLI_EXIT_BAD_INPUT;
+        if (o.co.json)
+            pl_json_print(doc, stdout);
+        else {
+            json_decref(doc);
+            printf("%d models on %s (%s contention)\n", x.n, x.c->name,
+                   pl_contention_name(o.po.contention));
+            print_models(&x);
+            printf("\n");
+            print_summary(&x, rows, o.n_algos);
+            printf("\n");
+            print_per_model(&x, rows, o.n_algos);
+            if (ran) print_run(&x, &rows[0], &res);
+        }
+    }
+    pl_multi_run_result_free(&res);
+    for (int i = 0; i < o.n_algos; i++)
+        pl_plan_free(rows[i].plan), pl_multi_eval_free(&rows[i].e);
+    ctx_close(&x);
+    return rc;
+}

@@ -1,0 +1,79 @@
+/* multi.c: the placers of several models behind one entry point, and the simulator's figures
+ * per model and per device (docs/multi.md). */
+#include "multi_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool pl_multi_own_algo(const char *algo)
+{
+    return !strcmp(algo, "talos") || !strcmp(algo, "aswm") || !strcmp(algo, "tsam");
+}
+
+static int own_place(const char *algo, const pl_cost *k, const pl_multi_opts *mo, pl_plan *out,
+                     pl_err *err)
+{
+    pl_plan_clear_schedule(out);
+    if (pl_place_precheck(k, err) < 0) return -1;
+    if (!strcmp(algo, "talos")) return mt_talos(k, mo, out, err);
+    if (!strcmp(algo, "aswm")) return mt_aswm(k, out, err);
+    return mt_tsam(k, out, err);
+}
+
+int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
+                   const pl_multi_opts *mo, pl_plan *out, pl_err *err)
+{
+    pl_multi_opts dflt;
+    if (!mo) pl_multi_opts_default(&dflt), mo = &dflt;
+    if (!pl_multi_own_algo(algo)) {
+        const pl_algo *a = pl_algo_find(algo);
+        if (!a)
+            return pl_err_set(err,
+                              "multi: unknown algorithm '%s' (talos, aswm, tsam, or one of "
+                              "`placer place --help`)",
+                              algo);
+        return pl_place(a, k, po, out, err);
+    }
+    double t0 = pl_now();
+    int rc = own_place(algo, k, mo, out, err);
+    out->search_s = pl_now() - t0;
+    snprintf(out->algo, sizeof out->algo, "%s", algo);
+    if (po) out->contention = po->contention;
+    return rc;
+}
+
+int pl_multi_evaluate(const pl_cost *k, const pl_plan *p, pl_contention contention,
+                      pl_multi_eval *e, pl_err *err)
+{
+    memset(e, 0, sizeof *e);
+    pl_sim_opts so = {.contention = contention, .ignore_memory = true};
+    pl_sim_result r;
+    if (pl_simulate(k, p, &so, &r, err) < 0) return -1;
+    int T = r.n_tenants, D = r.n_devs;
+    e->n_tenants = T, e->n_devs = D;
+    e->makespan_s = r.makespan_s;
+    e->completion_s = r.tenant_end_s, r.tenant_end_s = NULL;
+    for (int t = 0; t < T; t++)
+        e->toct_s += e->completion_s[t];
+    e->busy_s = r.busy_s, r.busy_s = NULL;
+    e->idle_s = pl_malloc((size_t)D * sizeof *e->idle_s + 1);
+    for (int d = 0; d < D; d++)
+        e->idle_s[d] = e->makespan_s - e->busy_s[d];
+    e->ops_on = pl_calloc((size_t)T * D + 1, sizeof *e->ops_on);
+    for (int v = 0; v < k->g->n_ops; v++)
+        e->ops_on[k->g->ops[v].tenant * D + p->dev[v]]++;
+    e->oom_dev = -1;
+    for (int d = 0; d < D; d++) {
+        double cap = k->c->devs[d].memory_bytes;
+        if (cap > 0 && r.peak_mem_bytes[d] > cap && e->oom_dev < 0) e->oom = true, e->oom_dev = d;
+    }
+    pl_sim_result_free(&r);
+    return 0;
+}
+
+void pl_multi_eval_free(pl_multi_eval *e)
+{
+    free(e->completion_s), free(e->busy_s), free(e->idle_s), free(e->ops_on);
+    memset(e, 0, sizeof *e);
+}
