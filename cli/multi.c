@@ -71,21 +71,23 @@ typedef struct multi_ctx {
 static int split_algos(const char *v, multi_opts *o)
 {
     static char buf[1024];
-    if (!v || !*v || strlen(v) >= sizeof buf) return cli_fail("multi", "--algos wants a list");
+    if (!v || !*v || strlen(v) >= sizeof buf) return cli_fail("multi", "--algos wants a list"), -1;
     snprintf(buf, sizeof buf, "%s", v);
     o->n_algos = 0;
     for (char *s = strtok(buf, ","); s; s = strtok(NULL, ",")) {
-        if (o->n_algos == MAX_ALGOS) return cli_fail("multi", "--algos: at most %d", MAX_ALGOS);
+        if (o->n_algos == MAX_ALGOS) return cli_fail("multi", "--algos: at most %d", MAX_ALGOS), -1;
         if (!pl_multi_own_algo(s) && !pl_algo_find(s))
             return cli_fail("multi",
                             "--algos: unknown algorithm '%s' (talos, aswm, tsam, or one "
                             "of `placer place --help`)",
-                            s);
+                            s),
+                   -1;
         for (int j = 0; j < o->n_algos; j++)
-            if (!strcmp(o->algos[j], s)) return cli_fail("multi", "--algos: '%s' twice", s);
+            if (!strcmp(o->algos[j], s)) return cli_fail("multi", "--algos: '%s' twice", s), -1;
         o->algos[o->n_algos++] = s;
     }
-    return o->n_algos ? 0 : cli_fail("multi", "--algos wants a list");
+    if (!o->n_algos) return cli_fail("multi", "--algos wants a list"), -1;
+    return 0;
 }
 
 static int parse_band(const char *v, pl_multi_opts *mo)
@@ -95,7 +97,8 @@ static int parse_band(const char *v, pl_multi_opts *mo)
     if (v && *end == ',') hi = strtod(end + 1, &end);
     if (!v || *end || !(lo > 0) || !(hi > lo) || !isfinite(hi))
         return cli_fail("multi", "--sv: '%s': give LO,HI with 0 < LO < HI (e.g. 0.5,2)",
-                        v ? v : "");
+                        v ? v : ""),
+               -1;
     mo->sv_lo = lo, mo->sv_hi = hi;
     return 0;
 }
@@ -106,7 +109,8 @@ static int parse_affinity(const char *v, pl_multi_opts *mo)
     double x = v ? strtod(v, &end) : NAN;
     if (!v || *end || !isfinite(x) || (x < 0 && x != -1))
         return cli_fail("multi", "--affinity: '%s': give a number >= 0, or -1 (all together)",
-                        v ? v : "");
+                        v ? v : ""),
+               -1;
     mo->affinity = x;
     return 0;
 }
