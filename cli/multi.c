@@ -17,6 +17,7 @@ static const char *help =
     "usage: placer multi M1 M2 ... --cluster C [--algo A | --algos a,b,...] [--json]\n"
     "                    [-o FILE] [--sv LO,HI] [--tv T] [--affinity X] [--positions P]\n"
     "                    [--no-pack] [--contention X] [--seed N] [--time-limit T]\n"
+    "                    [--profile P]... [--cost-params F]\n"
     "                    [--run [--repeat R] [--warmup W] [--cache DIR] [--deadline T]]\n"
     "  M1 M2 ...      models (ONNX or task graphs); a model given twice is two tenants\n"
     "  --algo A       one algorithm: talos, aswm, tsam, or any of `placer place --help`\n"
@@ -26,6 +27,7 @@ static const char *help =
     "  --affinity X   models whose affinity exceeds X share one flow (default 0.4; -1: all)\n"
     "  --positions P  queue positions per device per step of the flow (default 8)\n"
     "  --no-pack      place ops as they are\n"
+    "  --profile P    measured op times (placer profile -o) of the model it was measured on\n"
     "  --time-limit T searches (moirai) stop after T (default 10s here)\n"
     "  -o FILE        the placer-multi/1 document (as --json prints it), written atomically\n"
     "  --run          run the first algorithm's plan for real on this machine's CPU devices,\n"
@@ -63,6 +65,8 @@ typedef struct multi_ctx {
     pl_graph *u;
     pl_cluster *c;
     pl_cost *k;
+    pl_profile *prof[CLI_MAX_LIST];
+    int n_prof;
     pl_multi_analysis a;
 } multi_ctx;
 
@@ -165,7 +169,6 @@ static int parse(int argc, char **argv, multi_opts *o)
     memset(o, 0, sizeof *o);
     pl_multi_opts_default(&o->mo);
     o->po.time_limit_s = 10;
-    o->co.refuse = CLI_NO_PROFILE;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(help, stdout);
@@ -220,6 +223,8 @@ static void ctx_close(multi_ctx *x)
 {
     pl_multi_analysis_free(&x->a);
     pl_cost_free(x->k);
+    for (int i = 0; i < x->n_prof; i++)
+        pl_profile_free(x->prof[i]);
     pl_graph_free(x->u);
     pl_cluster_free(x->c);
     for (int i = 0; i < x->n; i++)
@@ -246,8 +251,14 @@ static int ctx_open(const multi_opts *o, multi_ctx *x)
     pl_cost_params params;
     if (cli_cost_params("multi", &o->co, (const pl_cluster *const *)&x->c, 1, &params) < 0)
         return ctx_close(x), CLI_EXIT_BAD_INPUT;
+    for (; x->n_prof < o->co.n_profiles; x->n_prof++) {
+        x->prof[x->n_prof] = pl_profile_load(o->co.profiles[x->n_prof], &err);
+        if (!x->prof[x->n_prof]) return ctx_close(x), cli_fail("multi", "%s", err.msg);
+    }
     x->u = pl_graph_union(x->models, (const char *const *)x->names, x->n, &err);
-    if (x->u) x->k = pl_cost_new(x->u, x->c, &params, NULL, 0, &err);
+    if (x->u)
+        x->k =
+            pl_cost_new(x->u, x->c, &params, (const pl_profile *const *)x->prof, x->n_prof, &err);
     if (!x->k || pl_multi_analyze(x->k, &o->mo, &x->a, &err) < 0)
         return ctx_close(x), cli_fail("multi", "%s", err.msg);
     return 0;

@@ -3,6 +3,8 @@
  * document written atomically with -o, and bad input refused by name. */
 #include "testutil.h"
 
+#include "placer/common.h"
+
 #include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -128,6 +130,47 @@ static void test_output_file(void **state)
     tu_rmtree(dir);
 }
 
+/* The completion of model m (0-based) in the document of one algorithm. */
+static double completion(json_t *doc, int m)
+{
+    json_t *a = json_array_get(json_object_get(doc, "algorithms"), 0);
+    return num(json_array_get(json_object_get(a, "models"), m), "completion_s");
+}
+
+/* A profile measured on one model times that model's ops only (rnnlm has an op of the same
+ * name, untouched); one measured on a model not given is refused. */
+static void test_profile_applies_to_its_model(void **state)
+{
+    (void)state;
+    const char *base = "multi models/gcn_cora.onnx models/rnnlm.onnx --cluster "
+                       "examples/clusters/local-cpu.json --algo aswm --json";
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s 2>/dev/null", base);
+    json_t *doc = tu_run_json(cmd);
+    double gcn = completion(doc, 0), rnn = completion(doc, 1);
+    json_decref(doc);
+    char sha[65], text[512];
+    pl_err err = {""};
+    assert_int_equal(pl_sha256_file("models/gcn_cora.onnx", sha, &err), 0);
+    snprintf(text, sizeof text,
+             "{\"format\": \"placer-profile/1\", \"device_model\": \"local-epyc-core\", "
+             "\"model_sha256\": \"%s\", \"times_s\": {\"/MatMul\": \"1 s\", "
+             "\"/embed/Gather\": \"1 s\"}}",
+             sha);
+    snprintf(cmd, sizeof cmd, "%s --profile %s 2>/dev/null", base,
+             tu_tmpfile(text, strlen(text), ".json"));
+    doc = tu_run_json(cmd);
+    assert_true(completion(doc, 0) > 1 && completion(doc, 0) < gcn + 1);
+    assert_close(completion(doc, 1), rnn, 1e-12);
+    json_decref(doc);
+    snprintf(text, sizeof text,
+             "{\"format\": \"placer-profile/1\", \"device_model\": \"local-epyc-core\", "
+             "\"model_sha256\": \"%064d\", \"times_s\": {\"/MatMul\": \"1 ms\"}}",
+             7);
+    snprintf(cmd, sizeof cmd, "%s --profile %s", base, tu_tmpfile(text, strlen(text), ".json"));
+    tu_expect_refusal(cmd, "that is none of the models given");
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -139,7 +182,7 @@ static void test_bad_input(void **state)
     tu_expect_refusal(FIG1 " --affinity -3", "--affinity: '-3'");
     tu_expect_refusal(FIG1 " --tv fast", "--tv: 'fast'");
     tu_expect_refusal(FIG1 " --positions 0", "--positions");
-    tu_expect_refusal(FIG1 " --profile x.json", "--profile");
+    tu_expect_refusal(FIG1 " --profile examples/multi/nosuch.json", "nosuch.json");
     tu_expect_refusal("multi examples/multi/nosuch.json --cluster examples/multi/fig1-cluster.json",
                       "nosuch.json");
     tu_expect_refusal("multi examples/multi/fig1-a.json --cluster examples/multi/fig1-a.json",
@@ -149,8 +192,11 @@ static void test_bad_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fig1_json),   cmocka_unit_test(test_fig1_table),
-        cmocka_unit_test(test_model_twice), cmocka_unit_test(test_output_file),
+        cmocka_unit_test(test_fig1_json),
+        cmocka_unit_test(test_fig1_table),
+        cmocka_unit_test(test_model_twice),
+        cmocka_unit_test(test_output_file),
+        cmocka_unit_test(test_profile_applies_to_its_model),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

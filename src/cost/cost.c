@@ -149,9 +149,17 @@ static double own_time(const pl_op *op, const pl_gpu_spec *const *key_spec, cons
 }
 
 /* Profiles apply to a model, not to a device: a profile measured on another model would
- * silently give wrong times, so a model_sha256 that differs from the graph file's is refused.
- * A graph built in code has no file, so there is nothing to compare. A profile for a device
- * model the cluster does not have would be ignored in silence: refused too. */
+ * silently give wrong times, so a model_sha256 that differs from the graph file's is refused
+ * (for several models in one graph, pl_graph_union: from every model's file). A graph built in
+ * code has no file, so there is nothing to compare. A profile for a device model the cluster
+ * does not have would be ignored in silence: refused too. */
+static bool tenant_has_sha(const pl_graph *g, const char *sha)
+{
+    for (int t = 0; t < g->n_tenants; t++)
+        if (g->tenant_sha256 && !strcmp(g->tenant_sha256[t], sha)) return true;
+    return false;
+}
+
 static int check_profiles(const pl_graph *g, const pl_cluster *c, const pl_profile *const *pr,
                           int n, pl_err *err)
 {
@@ -159,7 +167,17 @@ static int check_profiles(const pl_graph *g, const pl_cluster *c, const pl_profi
         if (pl_cost_model_check(pr[i]->path ? pr[i]->path : "a profile", pr[i]->device_model, &c, 1,
                                 err) < 0)
             return -1;
-        if (!pr[i]->model_sha256[0] || !g->path) continue;
+        if (!pr[i]->model_sha256[0]) continue;
+        if (g->n_tenants > 0) {
+            if (!tenant_has_sha(g, pr[i]->model_sha256))
+                return pl_err_set(err,
+                                  "the profile %s for device model '%s' was measured on a model "
+                                  "(sha256 %.12s...) that is none of the models given",
+                                  pr[i]->path ? pr[i]->path : "", pr[i]->device_model,
+                                  pr[i]->model_sha256);
+            continue;
+        }
+        if (!g->path) continue;
         const char *sha = pl_graph_sha256(g, err);
         if (!sha) return -1;
         if (strcmp(sha, pr[i]->model_sha256) != 0)
@@ -193,9 +211,11 @@ int pl_cost_params_check(const pl_cost_params *p, pl_err *err)
 
 typedef struct table_ctx {
     pl_cost *k;
-    const pl_profile **dev_profile; /* per device: the first profile for its model, or NULL */
-    const pl_gpu_spec **dev_spec;   /* per device: its built-in spec, or NULL */
-    const pl_gpu_spec **key_spec;   /* scratch: the spec of each of the op's time keys */
+    /* per (tenant, device), [t * n_devs + d]: the first profile for the device's model (and,
+     * with several models, measured on the tenant's), or NULL */
+    const pl_profile **dev_profile;
+    const pl_gpu_spec **dev_spec; /* per device: its built-in spec, or NULL */
+    const pl_gpu_spec **key_spec; /* scratch: the spec of each of the op's time keys */
     int cap_keys;
     /* Recent keys and their specs: a task graph repeats a few model names on every node, and
      * the spec table's search is the costliest step of building the table. */
@@ -213,6 +233,14 @@ static const pl_gpu_spec *spec_of_key(table_ctx *x, const char *key)
     return x->seen_spec[slot] = pl_gpu_spec_find(key);
 }
 
+/* The op's name in its own model: a profile names ops as their model does, and a union of
+ * several models prefixes them with "TENANT/" (pl_graph_union). */
+static const char *own_name(const pl_graph *g, const pl_op *o)
+{
+    if (g->n_tenants == 0) return o->name;
+    return o->name + strlen(g->tenant_names[o->tenant]) + 1;
+}
+
 /* Given time, else estimate; an op that has times but none for this device and no FLOPs to
  * estimate from cannot be timed there: INFINITY (it cannot run there). */
 static void fill_cell(table_ctx *x, int op, int dev)
@@ -222,7 +250,8 @@ static void fill_cell(table_ctx *x, int op, int dev)
     const pl_device *d = &k->c->devs[dev];
     size_t cell = (size_t)op * k->n_devs + dev;
     double t = own_time(o, x->key_spec, d, x->dev_spec[dev]);
-    if (t < 0 && x->dev_profile[dev]) t = pl_profile_lookup(x->dev_profile[dev], o->name);
+    const pl_profile *pr = x->dev_profile[(size_t)o->tenant * k->n_devs + dev];
+    if (t < 0 && pr) t = pl_profile_lookup(pr, own_name(k->g, o));
     k->given[cell] = t >= 0;
     if (t < 0)
         t = o->n_times > 0 && !(o->flops > 0) ? INFINITY : pl_cost_estimate(o, k->g, d, &k->params);
@@ -263,16 +292,28 @@ static void fill_bytes(pl_cost *k, int op, int *stamp)
     k->out_bytes[op] = out;
 }
 
+/* With several models, a profile measured on one (its model_sha256) applies to its ops only. */
+static bool profile_for_tenant(const pl_graph *g, const pl_profile *pr, int t)
+{
+    if (g->n_tenants == 0 || !pr->model_sha256[0] || !g->tenant_sha256) return true;
+    return !strcmp(g->tenant_sha256[t], pr->model_sha256);
+}
+
 static void match_profiles(table_ctx *x, const pl_profile *const *pr, int n)
 {
     const pl_cluster *c = x->k->c;
-    for (int dev = 0; dev < c->n_devs; dev++) {
+    int T = pl_graph_tenants(x->k->g);
+    for (int dev = 0; dev < c->n_devs; dev++)
         x->dev_spec[dev] = pl_gpu_spec_find(c->devs[dev].model);
-        for (int i = 0; i < n && !x->dev_profile[dev]; i++)
-            if (model_matches(pr[i]->device_model, pl_gpu_spec_find(pr[i]->device_model),
-                              &c->devs[dev], x->dev_spec[dev]))
-                x->dev_profile[dev] = pr[i];
-    }
+    for (int t = 0; t < T; t++)
+        for (int dev = 0; dev < c->n_devs; dev++) {
+            const pl_profile **slot = &x->dev_profile[(size_t)t * c->n_devs + dev];
+            for (int i = 0; i < n && !*slot; i++)
+                if (profile_for_tenant(x->k->g, pr[i], t) &&
+                    model_matches(pr[i]->device_model, pl_gpu_spec_find(pr[i]->device_model),
+                                  &c->devs[dev], x->dev_spec[dev]))
+                    *slot = pr[i];
+        }
 }
 
 /* A device name or model in a task graph names device d (as own_time matches op times). */
@@ -330,7 +371,8 @@ pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_param
     k->weight_bytes = pl_calloc(k->n_ops ? k->n_ops : 1, sizeof *k->weight_bytes);
     k->out_bytes = pl_calloc(k->n_ops ? k->n_ops : 1, sizeof *k->out_bytes);
     table_ctx x = {.k = k,
-                   .dev_profile = pl_calloc(c->n_devs + 1, sizeof(void *)),
+                   .dev_profile =
+                       pl_calloc((size_t)pl_graph_tenants(g) * c->n_devs + 1, sizeof(void *)),
                    .dev_spec = pl_calloc(c->n_devs + 1, sizeof(void *))};
     match_profiles(&x, profiles, n_profiles);
     int *stamp = pl_calloc(g->n_tensors + 1, sizeof *stamp);

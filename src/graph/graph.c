@@ -113,9 +113,11 @@ void pl_graph_free(pl_graph *g)
     for (int i = 0; i < g->n_coloc; i++)
         free(g->coloc_names[i]);
     free(g->coloc_names);
-    for (int i = 0; i < g->n_tenants; i++)
+    for (int i = 0; i < g->n_tenants; i++) {
         free(g->tenant_names[i]);
-    free(g->tenant_names);
+        if (g->tenant_sha256) free(g->tenant_sha256[i]);
+    }
+    free(g->tenant_names), free(g->tenant_sha256);
     free(g->ops), free(g->tensors), free(g->inputs), free(g->outputs);
     free(g->name), free(g->path);
     pl_strmap_free(&g->tensor_by_name);
