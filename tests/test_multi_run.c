@@ -193,6 +193,68 @@ static void test_failure_names_tenant(void **state)
     close_fixture(&f);
 }
 
+/* Tenants sharing a device run in the simulator's order, here the plan's: gcn_cora twice,
+ * both whole on cpu0, b's ops listed before a's. Both are one stage on one device thread, so
+ * b's ends before a's starts in every round, whatever the timings; listed the other way, a's
+ * ends first. (Without the order both start at 0 in no order the simulator gives, and a,
+ * tenant 0, would go first.) */
+static void test_device_order_followed(void **state)
+{
+    (void)state;
+    for (int b_first = 1; b_first >= 0; b_first--) {
+        fixture f;
+        open_fixture(&f, 2, (const char *[]){GCN, GCN}, (const char *[]){"a", "b"}, LOCAL);
+        int n = f.g[0]->n_ops, *seq = pl_malloc(2 * (size_t)n * sizeof *seq);
+        for (int t = 0; t < n; t++) {
+            seq[t] = (b_first ? n : 0) + f.g[0]->topo[t];
+            seq[n + t] = (b_first ? 0 : n) + f.g[0]->topo[t];
+        }
+        pl_plan_set_order(f.p, seq);
+        pl_multi_run_result r;
+        pl_err err = {""};
+        if (run(&f, &r, &err) < 0) fail_msg("%s", err.msg);
+        expect_sane(&r, 2, 2);
+        if (b_first)
+            assert_true(r.completion_s[1] < r.completion_s[0]);
+        else
+            assert_true(r.completion_s[0] < r.completion_s[1]);
+        pl_multi_run_result_free(&r);
+        free(seq);
+        close_fixture(&f);
+    }
+    expect_tmp_empty();
+}
+
+/* A worker that refuses the load (a fake that answers every request with an error): the
+ * message names the tenants, and the split's folder is gone. */
+static void test_worker_failure_names_tenants(void **state)
+{
+    (void)state;
+    char dir[64], js[128];
+    if (tu_mkdtemp(dir, sizeof dir, "placer-multi-fake") < 0) fail_msg("mkdtemp failed");
+    snprintf(js, sizeof js, "%s/refuse.js", dir);
+    FILE *out = fopen(js, "w");
+    assert_non_null(out);
+    fputs("console.log(JSON.stringify({ok: true, ready: true}));\n"
+          "require('readline').createInterface({input: process.stdin}).on('line', (l) =>\n"
+          "  console.log(JSON.stringify({ok: false, id: JSON.parse(l).id, error: 'boom'})));\n",
+          out);
+    fclose(out);
+    setenv("PLACER_ORT_WORKER", js, 1);
+    fixture f;
+    open_fixture(&f, 2, (const char *[]){GCN, RNNLM}, (const char *[]){"gcn_cora", "rnnlm"}, LOCAL);
+    pl_multi_run_result r;
+    pl_err err = {""};
+    int rc = run(&f, &r, &err);
+    unsetenv("PLACER_ORT_WORKER");
+    assert_int_equal(rc, -1);
+    assert_contains(err.msg,
+                    "multi run (tenants 0 'gcn_cora', 1 'rnnlm'): onnxruntime worker: load: boom");
+    expect_tmp_empty();
+    close_fixture(&f);
+    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
+}
+
 /* The inflated stage files of gcn_cora split by `f`'s tenant 0 (schedule cut) in dir. */
 static int split_gcn(const fixture *f, const char *dir, char (*paths)[4096])
 {
@@ -320,9 +382,14 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_worker_tenants), cmocka_unit_test(test_worker_tenants_refused),
-        cmocka_unit_test(test_two_models),     cmocka_unit_test(test_same_model_twice),
-        cmocka_unit_test(test_gpu_refused),    cmocka_unit_test(test_failure_names_tenant),
+        cmocka_unit_test(test_worker_tenants),
+        cmocka_unit_test(test_worker_tenants_refused),
+        cmocka_unit_test(test_two_models),
+        cmocka_unit_test(test_same_model_twice),
+        cmocka_unit_test(test_device_order_followed),
+        cmocka_unit_test(test_worker_failure_names_tenants),
+        cmocka_unit_test(test_gpu_refused),
+        cmocka_unit_test(test_failure_names_tenant),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
