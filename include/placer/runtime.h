@@ -74,7 +74,8 @@ typedef struct pl_ort_result {
     double *stage_s;   /* [repeat * n_stages]: each stage's own run time */
     double *start_s;   /* [repeat * n_stages]: when each stage started, from the request's start */
     double *end_s;     /* [repeat * n_stages]: when it ended */
-    pl_ort_output *outputs; /* the last stage's outputs and every output no stage reads */
+    pl_ort_output *outputs; /* the last stage's outputs and every output no stage reads (of
+                               each tenant, pl_ort_load_tenants) */
 } pl_ort_result;
 void pl_ort_result_free(pl_ort_result *r);
 
