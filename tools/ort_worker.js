@@ -3,7 +3,8 @@
 // once and talks to it over stdin/stdout, one JSON message per line each way:
 //
 //   (on start)                                -> {"ok":true,"ready":true,"ort":"1.22.0"}
-//   {"op":"load","id":1,"models":[paths],"devices":[names]?,"threads":1,"optimize":"all"|"disabled"}
+//   {"op":"load","id":1,"models":[paths],"devices":[names]?,"tenants":[ints]?,"threads":1,
+//    "optimize":"all"|"disabled"}
 //                                             -> {"ok":true,"id":1,"loads":N,"load_s":..,"stages":[..]}
 //   {"op":"run","id":2,"inputs":"random"|{name:{dims,dtype,data}},"repeat":R,"warmup":W,
 //    "seed":S,"int_high":H}                   -> {"ok":true,"id":2,"latency_s":[..R],
@@ -41,6 +42,15 @@
 // With "devices" (one name per stage), every device gets a worker thread of its own holding
 // its stages' sessions, and a stage runs as soon as its inputs have arrived: onnxruntime-node
 // runs session.run on the calling thread, so threads are what lets two stages overlap.
+//
+// With "tenants" (one integer per stage; all 0 without it), the stages are those of several
+// independent models loaded at once (placer multi --run, docs/multi.md): a stage's inputs are
+// fed only from earlier stages of its own tenant, each tenant's random inputs come from a
+// generator of its own seeded with "seed" (so a tenant gets the inputs it would get alone), and
+// a request starts every tenant at once. Tensor names of different tenants may be the same
+// (the same model given twice is two tenants): inside the worker a tensor is known by its key,
+// the name for tenant 0 and "T\u0001name" for tenant T, and each output in a reply carries
+// its "name" and "tenant".
 // Nothing but replies goes to stdout; diagnostics go to stderr. The worker exits when stdin
 // closes, so it never outlives placer.
 'use strict';
@@ -63,8 +73,19 @@ try {
 }
 
 const FIRST = 8; // output values echoed back for a look
-let stages = []; // [{path, session, inputs: [{name,type,shape}], outputs: [names]}]
+let stages = []; // [{path, tenant, session, inputs: [{name,type,shape}], outputs: [names]}]
 let loads = 0, runs = 0, quitting = false;
+
+// A tensor's key: its name within the tenant's stages (see the top of the file). Tenant 0's
+// keys are the names themselves, so a load without tenants works exactly as before.
+function tkey(tenant, name) {
+  return tenant ? `${tenant}\u0001${name}` : name;
+}
+
+function unkey(k) {
+  const i = k.indexOf('\u0001');
+  return i < 0 ? {tenant: 0, name: k} : {tenant: Number(k.slice(0, i)), name: k.slice(i + 1)};
+}
 
 function reply(obj) {
   process.stdout.write(JSON.stringify(obj) + '\n');
@@ -97,6 +118,16 @@ function sessionOptions(msg) {
   };
 }
 
+// One stage's session.run; a failure names the stage, and its tenant when there are several.
+async function runStage(s, given) {
+  try {
+    return await s.session.run(given);
+  } catch (e) {
+    const who = s.tenant === undefined ? '' : ` of tenant ${s.tenant}`;
+    throw new Error(`stage ${s.index}${who} (${s.path}): ${e && e.message ? e.message : e}`);
+  }
+}
+
 async function openStage(p, opts) {
   const session = await ort.InferenceSession.create(p, opts);
   loads++;
@@ -108,7 +139,7 @@ async function openStage(p, opts) {
 async function openAll(paths, opts, id) {
   const out = [];
   for (const p of paths) {
-    out.push(await openStage(p, opts));
+    out.push(Object.assign(await openStage(p, opts), {index: out.length}));
     progress(id, `model ${out.length} of ${paths.length} loaded`);
   }
   return out;
@@ -158,17 +189,17 @@ function deviceThread() {
   let times = []; // this request's {stage, start, end}, sent to the main thread in one message
   const post = (m) => parentPort.postMessage(m);
   async function pump() {
-    while (next < mine.length && mine[next].inputs.every((i) => values.has(i.name))) {
+    while (next < mine.length && mine[next].inputs.every((i) => values.has(tkey(mine[next].tenant, i.name)))) {
       const s = mine[next], given = {};
-      for (const i of s.inputs) given[i.name] = values.get(i.name);
+      for (const i of s.inputs) given[i.name] = values.get(tkey(s.tenant, i.name));
       const start = process.hrtime.bigint();
-      const out = await s.session.run(given);
+      const out = await runStage(s, given);
       const end = process.hrtime.bigint();
       next++;
       for (const o of s.outputs) {
-        const to = s.to.get(o) || [], keep = s.keep.has(o);
-        if (keep) values.set(o, out[o]);
-        to.forEach((port, k) => postTensor(port, {op: 'tensor', req, name: o, tensor: pack(out[o])}, k === to.length - 1 && !keep));
+        const to = s.to.get(o) || [], keep = s.keep.has(o), k = tkey(s.tenant, o);
+        if (keep) values.set(k, out[o]);
+        to.forEach((port, j) => postTensor(port, {op: 'tensor', req, name: k, tensor: pack(out[o])}, j === to.length - 1 && !keep));
       }
       // The times go to the main thread once, with the thread's last stage, after the
       // outputs: a message per stage would wake the main thread once per stage, and on a
@@ -180,7 +211,7 @@ function deviceThread() {
   async function handleThread(m) {
     if (m.op === 'load') {
       mine = [];
-      for (const st of m.stages) mine.push(Object.assign(await openStage(st.path, m.opts), {index: st.index}));
+      for (const st of m.stages) mine.push(Object.assign(await openStage(st.path, m.opts), {index: st.index, tenant: st.tenant}));
       post({op: 'loaded', loads, stages: mine.map((x) => ({index: x.index, inputs: x.inputs, outputs: x.outputs}))});
     } else if (m.op === 'wire') {
       for (const port of m.inPorts) port.on('message', receive);
@@ -277,12 +308,14 @@ function stageDone(m) {
              start: c.start.map(rel), end: c.end.map(rel), values: c.values});
 }
 
-// The outputs a request hands back: the last stage's, and any that no stage reads.
+// The outputs a request hands back, by key: each tenant's last stage's, and any that no stage
+// of its tenant reads.
 function finalOutputs(set) {
-  const read = new Set();
-  for (const s of set) s.inputs.forEach((i) => read.add(i.name));
-  const out = new Set(set[set.length - 1].outputs);
-  for (const s of set) s.outputs.filter((o) => !read.has(o)).forEach((o) => out.add(o));
+  const read = new Set(), last = new Map();
+  for (const s of set) s.inputs.forEach((i) => read.add(tkey(s.tenant, i.name))), last.set(s.tenant || 0, s);
+  const out = new Set();
+  for (const s of last.values()) s.outputs.forEach((o) => out.add(tkey(s.tenant, o)));
+  for (const s of set) s.outputs.map((o) => tkey(s.tenant, o)).filter((k) => !read.has(k)).forEach((k) => out.add(k));
   return out;
 }
 
@@ -290,21 +323,23 @@ function finalOutputs(set) {
 // and to 'main' (the request's outputs), and which stay for a later stage of the same device;
 // and one channel per pair of devices that exchange tensors.
 function wire(stages, devices, final) {
-  const made = new Map(); // tensor -> the first stage making it
-  stages.forEach((s, i) => s.outputs.forEach((o) => made.has(o) || made.set(o, i)));
+  const made = new Map(); // tensor key -> the first stage making it
+  stages.forEach((s, i) => s.outputs.forEach((o) => made.has(tkey(s.tenant, o)) || made.set(tkey(s.tenant, o), i)));
   stages.forEach((s, i) => s.inputs.forEach((x) => {
-    if (made.has(x.name) && made.get(x.name) >= i)
-      throw new Error(`stage ${i} (${s.path}) reads '${x.name}', made by stage ${made.get(x.name)}: stages must come in an order where each reads only earlier ones`);
+    const k = tkey(s.tenant, x.name);
+    if (made.has(k) && made.get(k) >= i)
+      throw new Error(`stage ${i} (${s.path}) reads '${x.name}', made by stage ${made.get(k)}: stages must come in an order where each reads only earlier ones`);
   }));
-  const reads = (d, o, after) => d.stages.some((j) => j > after && stages[j].inputs.some((x) => x.name === o));
+  // whether a stage of device d after `after` reads the tensor of key k
+  const reads = (d, k, after) => d.stages.some((j) => j > after && stages[j].inputs.some((x) => tkey(stages[j].tenant, x.name) === k));
   const plans = devices.map((d) => ({inPorts: [], outPorts: {}, stages: d.stages.map((i) => {
-    const to = {};
+    const to = {}, t = stages[i].tenant;
     for (const o of stages[i].outputs) {
-      const peers = devices.map((e, b) => b).filter((b) => devices[b] !== d && reads(devices[b], o, -1));
-      if (final.has(o)) peers.push('main');
+      const peers = devices.map((e, b) => b).filter((b) => devices[b] !== d && reads(devices[b], tkey(t, o), -1));
+      if (final.has(tkey(t, o))) peers.push('main');
       if (peers.length) to[o] = peers;
     }
-    return {to, keep: stages[i].outputs.filter((o) => reads(d, o, i))};
+    return {to, keep: stages[i].outputs.filter((o) => reads(d, tkey(t, o), i))};
   })}));
   devices.forEach((d, a) => devices.forEach((e, b) => {
     if (a === b || !plans[a].stages.some((st) => Object.values(st.to).some((p) => p.includes(b)))) return;
@@ -317,17 +352,17 @@ function wire(stages, devices, final) {
   });
 }
 
-async function loadThreads(paths, names, opts, id) {
+async function loadThreads(paths, names, tenants, opts, id) {
   const byName = new Map();
   paths.forEach((p, i) => {
     if (typeof names[i] !== 'string' || !names[i]) throw new Error(`"devices"[${i}] must be a device name`);
     if (!byName.has(names[i])) byName.set(names[i], startThread(names[i]));
     byName.get(names[i]).stages.push(i);
   });
-  const next = [...byName.values()], set = paths.map((p, i) => ({path: p, device: names[i]}));
+  const next = [...byName.values()], set = paths.map((p, i) => ({path: p, device: names[i], tenant: tenants && tenants[i]}));
   try {
     let done = 0;
-    const loadOn = (d) => ask(d, {op: 'load', opts, stages: d.stages.map((i) => ({index: i, path: paths[i]}))}, 'loaded')
+    const loadOn = (d) => ask(d, {op: 'load', opts, stages: d.stages.map((i) => ({index: i, path: paths[i], tenant: tenants && tenants[i]}))}, 'loaded')
       .then((a) => (progress(id, `device ${d.name} loaded (${++done} of ${next.length})`), a));
     const answers = await Promise.all(next.map(loadOn));
     answers.forEach((a) => {
@@ -359,13 +394,16 @@ async function unload() {
 
 async function load(msg) {
   if (!Array.isArray(msg.models) || !msg.models.length) throw new Error('"models" must be a non-empty list of paths');
-  const threaded = msg.devices !== undefined;
+  const threaded = msg.devices !== undefined, tenants = msg.tenants;
   if (threaded && (!Array.isArray(msg.devices) || msg.devices.length !== msg.models.length))
     throw new Error('"devices" must list one device name per model');
+  if (tenants !== undefined && (!Array.isArray(tenants) || tenants.length !== msg.models.length ||
+                                !tenants.every((t) => Number.isInteger(t) && t >= 0)))
+    throw new Error('"tenants" must list one integer >= 0 per model');
   const t0 = process.hrtime.bigint();
   let next, threads = null;
-  if (threaded) ({set: next, threads} = await loadThreads(msg.models, msg.devices, sessionOptions(msg), msg.id));
-  else next = await openAll(msg.models, sessionOptions(msg), msg.id);
+  if (threaded) ({set: next, threads} = await loadThreads(msg.models, msg.devices, tenants, sessionOptions(msg), msg.id));
+  else next = (await openAll(msg.models, sessionOptions(msg), msg.id)).map((s, i) => Object.assign(s, {tenant: tenants && tenants[i]}));
   const final = finalOutputs(next);
   try {
     if (threads) wire(next, threads, final);
@@ -377,7 +415,7 @@ async function load(msg) {
   stages = next, devices = threads, finals = final;
   const load_s = Number(process.hrtime.bigint() - t0) / 1e9;
   return {loads, load_s, concurrent: threaded,
-          stages: stages.map((s) => ({path: s.path, device: s.device, inputs: s.inputs, outputs: s.outputs}))};
+          stages: stages.map((s) => ({path: s.path, device: s.device, tenant: s.tenant || 0, inputs: s.inputs, outputs: s.outputs}))};
 }
 
 // Before the requests of one "run" op: each device thread gets the external inputs its stages
@@ -386,8 +424,10 @@ function sendFeeds(feeds) {
   for (const d of devices) {
     const mine = {};
     for (const i of d.stages)
-      for (const inp of stages[i].inputs)
-        if (feeds[inp.name]) mine[inp.name] = pack(feeds[inp.name]);
+      for (const inp of stages[i].inputs) {
+        const k = tkey(stages[i].tenant, inp.name);
+        if (feeds[k]) mine[k] = pack(feeds[k]);
+      }
     d.worker.postMessage({op: 'feeds', feeds: mine});
   }
 }
@@ -432,18 +472,23 @@ function givenTensor(name, v) {
   return new ort.Tensor(type, data, v.dims);
 }
 
-// The request's external inputs: every stage input that no earlier stage produces.
+// The request's external inputs, by key: every stage input that no earlier stage of its tenant
+// produces. Each tenant has a generator of its own, seeded alike, so a tenant's inputs are
+// those it would get loaded alone.
 function makeFeeds(msg, set = stages) {
-  const next = rng(msg.seed || 1);
+  const gens = new Map();
   const intHigh = msg.int_high > 0 ? msg.int_high : 2;
   const produced = new Set(), feeds = {};
   for (const s of set) {
+    const t = s.tenant || 0;
+    if (!gens.has(t)) gens.set(t, rng(msg.seed || 1));
     for (const inp of s.inputs) {
-      if (produced.has(inp.name) || feeds[inp.name]) continue;
+      const k = tkey(t, inp.name);
+      if (produced.has(k) || feeds[k]) continue;
       const given = msg.inputs && typeof msg.inputs === 'object' ? msg.inputs[inp.name] : undefined;
-      feeds[inp.name] = given ? givenTensor(inp.name, given) : randomTensor(inp, next, intHigh);
+      feeds[k] = given ? givenTensor(inp.name, given) : randomTensor(inp, gens.get(t), intHigh);
     }
-    s.outputs.forEach((o) => produced.add(o));
+    s.outputs.forEach((o) => produced.add(tkey(t, o)));
   }
   return feeds;
 }
@@ -455,14 +500,15 @@ async function runOnce(feeds, set = stages) {
   for (const s of set) {
     const mine = {};
     for (const inp of s.inputs) {
-      if (!values[inp.name]) throw new Error(`${s.path}: input '${inp.name}' is made by no earlier stage`);
-      mine[inp.name] = values[inp.name];
+      const k = tkey(s.tenant, inp.name);
+      if (!values[k]) throw new Error(`${s.path}: input '${inp.name}' is made by no earlier stage`);
+      mine[inp.name] = values[k];
     }
     const ts = process.hrtime.bigint();
-    const out = await s.session.run(mine);
+    const out = await runStage(s, mine);
     const te = process.hrtime.bigint();
     times.push(Number(te - ts) / 1e9), start.push(rel(ts)), end.push(rel(te));
-    Object.assign(values, out);
+    for (const o of Object.keys(out)) values[tkey(s.tenant, o)] = out[o];
   }
   return {latency: rel(process.hrtime.bigint()), times, start, end, values};
 }
@@ -498,7 +544,7 @@ async function run(msg) {
     progress(msg.id, `timed request ${i + 1} of ${repeat}`);
   }
   const outputs = {};
-  for (const o of finals) outputs[o] = summarize(last.values[o]);
+  for (const k of finals) outputs[k] = Object.assign(summarize(last.values[k]), unkey(k));
   return {latency_s, stage_s, start_s, end_s, concurrent: devices !== null, outputs};
 }
 

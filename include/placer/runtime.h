@@ -58,6 +58,7 @@ typedef struct pl_ort pl_ort;
 #define PL_ORT_FIRST 8
 typedef struct pl_ort_output {
     char name[128];
+    int tenant; /* whose output (pl_ort_load_tenants); 0 without tenants */
     int rank;
     long long dims[8];
     double checksum;            /* sum of all values */
@@ -73,7 +74,8 @@ typedef struct pl_ort_result {
     double *stage_s;   /* [repeat * n_stages]: each stage's own run time */
     double *start_s;   /* [repeat * n_stages]: when each stage started, from the request's start */
     double *end_s;     /* [repeat * n_stages]: when it ended */
-    pl_ort_output *outputs; /* the last stage's outputs and every output no stage reads */
+    pl_ort_output *outputs; /* the last stage's outputs and every output no stage reads (of
+                               each tenant, pl_ort_load_tenants) */
 } pl_ort_result;
 void pl_ort_result_free(pl_ort_result *r);
 
@@ -90,6 +92,16 @@ int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err);
  * of one device run in the order given. A stage may read only tensors of earlier stages. */
 int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devices, int n,
                    pl_err *err);
+/* The same, with the stages of several independent models ("tenants") at once: tenants[i] is
+ * stage i's (NULL: all 0, which is pl_ort_load_on). A stage's inputs are fed only from earlier
+ * stages of its own tenant, so tensor names of different tenants may be the same (the same
+ * model given twice is two tenants); each tenant's random inputs come from a generator of its
+ * own seeded with the options' seed, i.e. what it would get loaded alone; a request starts
+ * every tenant at once, and returns each tenant's outputs (pl_ort_output::tenant). Stages of
+ * one device run in the order given, whatever their tenant. Kept for a restart as the paths
+ * are. */
+int pl_ort_load_tenants(pl_ort *w, const char *const *paths, const char *const *devices,
+                        const int *tenants, int n, pl_err *err);
 /* Loads the split that pl_split_manifest_load read: every stage file inflated into cache_dir
  * (pl_inflate_model: a weightless split gets the same made-up weights as its whole model),
  * then pl_ort_load_on with the manifest's devices, or with none when `sequential`. */

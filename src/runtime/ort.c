@@ -28,6 +28,7 @@ struct pl_ort {
     pl_ort_opts o;
     char **paths;   /* loaded models, reloaded after a restart */
     char **devices; /* their devices (NULL: one after the other on one thread) */
+    int *tenants;   /* their tenants (NULL: all 0) */
     int n_paths;
     long next_id;
     int restarts;
@@ -111,8 +112,8 @@ static int restart(pl_ort *w, const char *how, pl_err *err)
     w->restarts++, w->restarting = true;
     int rc = spawn(w, &e);
     if (rc == 0 && w->n_paths)
-        rc = pl_ort_load_on(w, (const char *const *)w->paths, (const char *const *)w->devices,
-                            w->n_paths, &e);
+        rc = pl_ort_load_tenants(w, (const char *const *)w->paths, (const char *const *)w->devices,
+                                 w->tenants, w->n_paths, &e);
     w->restarting = false;
     if (rc == 0) return pl_err_set(err, "%s%s; restarted", how, said);
     ort_proc_end(&w->p, 0, NULL, 0);
@@ -287,17 +288,28 @@ static void free_strings(char **v, int n)
 
 static void forget_paths(pl_ort *w)
 {
-    free_strings(w->paths, w->n_paths), free_strings(w->devices, w->n_paths);
-    w->paths = w->devices = NULL, w->n_paths = 0;
+    free_strings(w->paths, w->n_paths), free_strings(w->devices, w->n_paths), free(w->tenants);
+    w->paths = w->devices = NULL, w->tenants = NULL, w->n_paths = 0;
 }
 
-int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devices, int n,
-                   pl_err *err)
+static json_t *ints_json(const int *v, int n)
 {
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, json_integer(v[i]));
+    return list;
+}
+
+int pl_ort_load_tenants(pl_ort *w, const char *const *paths, const char *const *devices,
+                        const int *tenants, int n, pl_err *err)
+{
+    for (int i = 0; tenants && i < n; i++)
+        if (tenants[i] < 0) return pl_err_set(err, "stage %d: tenant %d is below 0", i, tenants[i]);
     json_t *msg = json_pack("{s:s, s:o, s:i, s:s}", "op", "load", "models", strings_json(paths, n),
                             "threads", w->o.threads, "optimize", optimize_of(w)),
            *r = NULL;
     if (devices) json_object_set_new(msg, "devices", strings_json(devices, n));
+    if (tenants) json_object_set_new(msg, "tenants", ints_json(tenants, n));
     double bytes = bytes_of(paths, n);
     int rc = request(w, msg, "load", bytes, &r, err);
     if (rc == 0) w->load_s = json_number_value(json_object_get(r, "load_s"));
@@ -306,7 +318,17 @@ int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devic
     if (rc < 0 || (const char *const *)w->paths == paths) return rc;
     forget_paths(w);
     w->paths = copy_strings(paths, n), w->devices = copy_strings(devices, n), w->n_paths = n;
+    if (tenants) {
+        w->tenants = pl_malloc((size_t)n * sizeof *w->tenants + 1);
+        memcpy(w->tenants, tenants, (size_t)n * sizeof *tenants);
+    }
     return 0;
+}
+
+int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devices, int n,
+                   pl_err *err)
+{
+    return pl_ort_load_tenants(w, paths, devices, NULL, n, err);
 }
 
 int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err)
@@ -314,9 +336,13 @@ int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err)
     return pl_ort_load_on(w, paths, NULL, n, err);
 }
 
-static void read_output(const char *name, json_t *v, pl_ort_output *o)
+/* One entry of a run reply's outputs: keyed by the worker's tensor key, with the tensor's own
+ * name and tenant beside it (the key alone for a worker that gives neither). */
+static void read_output(const char *key, json_t *v, pl_ort_output *o)
 {
-    snprintf(o->name, sizeof o->name, "%s", name);
+    json_t *name = json_object_get(v, "name");
+    snprintf(o->name, sizeof o->name, "%s", json_is_string(name) ? json_string_value(name) : key);
+    o->tenant = (int)json_integer_value(json_object_get(v, "tenant"));
     json_t *dims = json_object_get(v, "dims"), *first = json_object_get(v, "first");
     size_t k;
     json_t *x;
