@@ -49,13 +49,13 @@ typedef struct tl_cand {
 
 /* ---- Algorithm 1's terms ---- */
 
-/* When pack q's inputs are all on device d (the graph's inputs from the I/O device), and the
- * largest transfer among them (ct). */
-static double ready_on(const tl_state *s, int q, int d, double *ct)
+/* When pack q's inputs are all on device d (the graph's inputs from the I/O device): its
+ * predecessors' ends plus the transfers (Algorithm 1's ct, the largest of them, is inside). */
+static double ready_on(const tl_state *s, int q, int d)
 {
     const pl_graph *g = s->k->g;
     int io = s->k->c->io_device;
-    double r = 0, c = 0;
+    double r = 0;
     for (int j = s->p->moff[q]; j < s->p->moff[q + 1]; j++) {
         const pl_op *o = &g->ops[s->p->mem[j]];
         for (int i = 0; i < o->n_inputs; i++) {
@@ -66,10 +66,9 @@ static double ready_on(const tl_state *s, int q, int d, double *ct)
             if (u < 0 && !(g->tensors[t].flags & PL_TENSOR_INPUT)) continue;
             double at = u >= 0 ? s->fin[s->p->of[u]] : 0, x = 0;
             if (from >= 0 && from != d) x = pl_cost_xfer_s(s->k, t, from, d);
-            r = fmax(r, at + x), c = fmax(c, x);
+            r = fmax(r, at + x);
         }
     }
-    if (ct) *ct = c;
     return r;
 }
 
@@ -103,7 +102,7 @@ static double step_cost(const tl_state *s, const tl_cand *c, int d, int k)
 {
     int q = c->q;
     double et = s->p->t[(size_t)q * s->D + d];
-    double end = fmax(s->avail[d], ready_on(s, q, d, NULL)) + et;
+    double end = fmax(s->avail[d], ready_on(s, q, d)) + et;
     return fmax(0, end - c->curr - c->hide) + (k - 1) * et;
 }
 
@@ -216,7 +215,7 @@ static void place_pack(tl_state *s, int q, int d)
 {
     double et = s->p->t[(size_t)q * s->D + d];
     s->dev[q] = d;
-    s->start[q] = fmax(s->avail[d], ready_on(s, q, d, NULL));
+    s->start[q] = fmax(s->avail[d], ready_on(s, q, d));
     s->fin[q] = s->avail[d] = s->start[q] + et;
     s->active[s->n_active++] = q;
     for (int e = s->p->soff[q]; e < s->p->soff[q + 1]; e++)
