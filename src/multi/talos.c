@@ -95,14 +95,49 @@ static double hidden_by(const tl_state *s, const tl_cand *c, int n, int i)
     return h;
 }
 
-/* Eq. 4 at queue position k from the end of d's queue in this step: (wt + ct + et - maxPt)+,
- * plus et for each of the k - 1 packs it delays. wt + ct + et is the pack's end less the time
- * its predecessors ended. */
+/* The device of q's predecessor that ended last (its model's thread of work), -1 for none. */
+static int home_of(const tl_state *s, int q)
+{
+    int h = -1;
+    double last = -1;
+    for (int e = s->p->poff[q]; e < s->p->poff[q + 1]; e++) {
+        int r = s->p->pred[e];
+        if (s->fin[r] > last) last = s->fin[r], h = s->dev[r];
+    }
+    return h;
+}
+
+/* Sending q's results from d back to `home`: the largest of its outputs read outside it. */
+static double send_back(const tl_state *s, int q, int d, int home)
+{
+    if (home < 0 || home == d) return 0;
+    const pl_graph *g = s->k->g;
+    double x = 0;
+    for (int j = s->p->moff[q]; j < s->p->moff[q + 1]; j++) {
+        const pl_op *o = &g->ops[s->p->mem[j]];
+        for (int i = 0; i < o->n_outputs; i++) {
+            int t = o->outputs[i];
+            if (t < 0) continue;
+            bool leaves = false;
+            for (int c = 0; c < g->tensors[t].n_consumers && !leaves; c++)
+                leaves = s->p->of[g->tensors[t].consumers[c]] != q;
+            if (leaves) x = fmax(x, pl_cost_xfer_s(s->k, t, d, home));
+        }
+    }
+    return x;
+}
+
+/* Eq. 4 at queue position k from the end of d's queue in this step: (wt + ct + et + back -
+ * maxPt)+, plus et for each of the k - 1 packs it delays. wt + ct + et is the pack's end less
+ * the time its predecessors ended; `back` (placer's addition to Algorithm 1, docs/multi.md)
+ * the transfer of its results back to where its model's latest predecessor ran, which a
+ * branch sent to another device pays at its join. */
 static double step_cost(const tl_state *s, const tl_cand *c, int d, int k)
 {
     int q = c->q;
     double et = s->p->t[(size_t)q * s->D + d];
     double end = fmax(s->avail[d], ready_on(s, q, d)) + et;
+    end += send_back(s, q, d, home_of(s, q));
     return fmax(0, end - c->curr - c->hide) + (k - 1) * et;
 }
 
@@ -430,6 +465,7 @@ int mt_talos(const pl_cost *k, const pl_multi_opts *o, pl_plan *out, pl_err *err
         rc = place_group(&s, in_group, err);
     }
     if (rc == 0) write_plan(&s, out);
+
     free(in_group), free(order);
     state_free(&s);
     mt_packs_free(&p);
