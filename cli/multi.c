@@ -531,7 +531,7 @@ int cli_multi(int argc, char **argv)
         else
             ran = true;
     }
-    if (rc != CLI_EXIT_BAD_INPUT || o.n_algos > 0) {
+    { /* every algorithm's row, failed ones with their error */
         json_t *doc = doc_json(&x, &o, rows, o.n_algos, ran ? &res : NULL);
         if (o.out && write_doc(o.out, doc) < 0) rc = CLI_EXIT_BAD_INPUT;
         if (o.co.json)
