@@ -1,0 +1,155 @@
+/* train.h: deploying a model's training on heterogeneous GPUs (TAG, issue 16, docs/train.md).
+ *
+ * Everything else in placer is inference. Here the model's forward graph becomes a training
+ * graph (forward, backward and optimizer ops, with the tensors the backward pass keeps alive),
+ * its ops are grouped by METIS, and a strategy says, per op group, on which device groups it
+ * runs and how (replicated with AllReduce or a parameter server, duplicated, or split by model
+ * parallelism), plus which ops SFB duplicates. The compiler turns a strategy into one graph with
+ * a placement, in which replicas, Split/Concat/AddN, the collectives' steps and broadcasts are
+ * ordinary ops and transfers, so that the one simulator judges it (its links, contention and
+ * memory). MCTS searches the strategies; the baselines are strategies too. */
+#ifndef PLACER_TRAIN_H
+#define PLACER_TRAIN_H
+
+#include "placer/place.h"
+
+/* ---- the training graph (src/train/tgraph.c) ---- */
+
+typedef enum { PL_PHASE_FWD, PL_PHASE_BWD, PL_PHASE_OPT } pl_train_phase;
+
+/* TAG's splittability classes: how an op's replicas' outputs combine. */
+typedef enum {
+    PL_SPLIT_CONCAT, /* takes batch-split inputs, outputs concatenate on the batch dimension */
+    PL_SPLIT_SUM,    /* takes batch-split inputs, outputs must be summed (weight gradients) */
+    PL_SPLIT_OTHER   /* takes whole inputs (optimizer ops are forced here) */
+} pl_split_class;
+const char *pl_split_class_name(pl_split_class c); /* "concat", "sum", "other" */
+
+typedef struct pl_train_opts {
+    int batch;          /* global batch size; 0: the forward graph's own */
+    bool sgd;           /* plain SGD instead of Adam (no moment buffers) */
+} pl_train_opts;
+
+typedef struct pl_train_graph {
+    pl_graph *g;     /* finalized, costs given (PL_OP_COST_GIVEN): the forward ops first, in
+                        the model's order (op i is the model's op i, at the global batch), then
+                        backward, then optimizer ops */
+    int n_fwd;       /* ops [0, n_fwd) are forward */
+    int batch;       /* the global batch the costs are for */
+    int model_batch; /* the forward graph's own batch (its inputs' first dimension) */
+    pl_train_phase *phase; /* per op */
+    pl_split_class *split; /* per op */
+    int *fwd_of;     /* per op: the forward op a backward op differentiates; -1 otherwise */
+    /* Per op: the fraction of its time and bytes that scale with the batch (1 for ops on
+     * activations only, 0 for optimizer ops; a replica on 1/k of the batch costs
+     * t * (f / k + 1 - f)). */
+    double *batch_frac;
+    /* Per tensor: true when its first dimension is the batch (split across replicas). */
+    bool *batched;
+    /* Parameters: n_params weights, each with the tensor of the weight, of its gradient (the
+     * sum over the batch, made by PL_SPLIT_SUM ops) and the optimizer op that applies it. */
+    int n_params;
+    int *param_tensor, *grad_tensor, *apply_op;
+} pl_train_graph;
+
+/* Builds the training graph of the forward graph fwd (finalized, inferred). Backward rules
+ * per op class and the memory kept alive are in docs/train.md. -1 with err set on failure
+ * (e.g. a graph with no weight to train). */
+int pl_train_graph_build(const pl_graph *fwd, const pl_train_opts *o, pl_train_graph **out,
+                         pl_err *err);
+void pl_train_graph_free(pl_train_graph *t);
+
+/* ---- device groups and op groups (src/train/groups.c) ---- */
+
+/* TAG's device groups: GPUs of one model on one host (the cluster's `host`; devices without
+ * one are each their own group), every pair linked alike. */
+typedef struct pl_dev_groups {
+    int n;
+    int *off, *dev; /* CSR: devices of group j are dev[off[j] .. off[j+1]) */
+    int *group_of;  /* per cluster device; -1 for devices left out (CPUs) */
+} pl_dev_groups;
+/* The GPU (and accelerator) devices of c, grouped; CPUs take no part in training. -1 with err
+ * set when c has no GPU. */
+int pl_dev_groups_build(const pl_cluster *c, pl_dev_groups *out, pl_err *err);
+void pl_dev_groups_free(pl_dev_groups *d);
+
+/* Op groups by METIS (at most max_groups, default 60): edge weight = tensor bytes, node weight
+ * = time (the ops' mean over the device groups' models), balance factor 2 (ufactor 1000). An
+ * optimizer op joins its parameter's gradient producer's group. */
+typedef struct pl_op_groups {
+    int n;
+    int *group_of;   /* per training op */
+    int *off, *op;   /* CSR: ops of group i, in topological order */
+    double *time_s;  /* per group: its ops' summed mean time */
+    double *param_bytes; /* per group: bytes of the parameters its optimizer ops update */
+} pl_op_groups;
+int pl_op_groups_build(const pl_train_graph *t, const pl_cost *k, int max_groups,
+                       pl_op_groups *out, pl_err *err);
+void pl_op_groups_free(pl_op_groups *g);
+
+/* ---- strategies (src/train/strategy.c) ---- */
+
+typedef enum {
+    PL_OPT_ALLREDUCE, /* replicate on every device of its device groups, batch split evenly,
+                         gradients summed by ring AllReduce */
+    PL_OPT_PS,        /* the same, gradients summed at a parameter server */
+    PL_OPT_DUPLICATE, /* a copy on every device, inputs broadcast whole, no synchronisation */
+    PL_OPT_MP,        /* split by METIS over the devices of its device groups */
+    PL_OPT_COUNT
+} pl_train_option;
+const char *pl_train_option_name(pl_train_option o); /* "allreduce", "ps", "duplicate", "mp" */
+
+typedef struct pl_train_strategy {
+    int n_groups, n_dgroups;
+    unsigned char *P;  /* [i * n_dgroups + j]: op group i uses device group j */
+    pl_train_option *O; /* per op group */
+    /* SFB: per training op, 1 when it is duplicated to save a gradient's synchronisation
+     * (TAG-SFB's alpha); NULL when SFB chose nothing. */
+    unsigned char *sfb;
+    /* Per device, the share of the batch its replicas take (DP-NCCL-P); NULL: even. */
+    double *batch_share;
+    bool overlap; /* Horovod: a gradient's synchronisation starts as soon as it is ready,
+                     not after the whole backward pass (the default overlaps too: false
+                     means "after every gradient is computed", as DP-NCCL) */
+} pl_train_strategy;
+pl_train_strategy *pl_train_strategy_new(int n_groups, int n_dgroups);
+pl_train_strategy *pl_train_strategy_copy(const pl_train_strategy *s);
+void pl_train_strategy_free(pl_train_strategy *s);
+
+/* ---- the compiler and the evaluation (src/train/compile.c, eval.c) ---- */
+
+typedef struct pl_train_ctx {
+    const pl_train_graph *t;
+    const pl_cluster *c;
+    const pl_cost_params *params; /* NULL: defaults */
+    pl_dev_groups dg;
+    pl_op_groups og;
+    pl_cost *k; /* the training graph's cost table on c */
+} pl_train_ctx;
+int pl_train_ctx_init(pl_train_ctx *x, const pl_train_graph *t, const pl_cluster *c,
+                      const pl_cost_params *params, int max_groups, pl_err *err);
+void pl_train_ctx_free(pl_train_ctx *x);
+
+/* The per-device training graph of strategy s and its placement on c's devices: every
+ * training op once per replica, Split/Concat/AddN where shardings differ, gradient
+ * synchronisation (ring AllReduce as 2(D-1) steps of L/D bytes between ring neighbours, or PS
+ * push, AddN and pull), broadcasts for duplicated ops. `origin[op]` (malloc'd, NULL to skip)
+ * is the training op each compiled op is a replica of, -1 for inserted ops. */
+int pl_train_compile(const pl_train_ctx *x, const pl_train_strategy *s, pl_graph **out_g,
+                     pl_plan **out_p, int **origin, pl_err *err);
+
+typedef struct pl_train_eval {
+    double iteration_s;
+    bool oom;
+    int oom_dev;          /* the first device over its memory, -1 */
+    double oom_excess_bytes;
+    int n_devs;
+    double *peak_mem_bytes; /* per cluster device */
+    int compiled_ops;
+} pl_train_eval;
+/* Compiles and simulates one training iteration. */
+int pl_train_evaluate(const pl_train_ctx *x, const pl_train_strategy *s, pl_train_eval *e,
+                      pl_err *err);
+void pl_train_eval_free(pl_train_eval *e);
+
+#endif
