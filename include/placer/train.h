@@ -26,20 +26,20 @@ typedef enum {
 const char *pl_split_class_name(pl_split_class c); /* "concat", "sum", "other" */
 
 typedef struct pl_train_opts {
-    int batch;          /* global batch size; 0: the forward graph's own */
-    bool sgd;           /* plain SGD instead of Adam (no moment buffers) */
+    int batch; /* global batch size; 0: the forward graph's own */
+    bool sgd;  /* plain SGD instead of Adam (no moment buffers) */
 } pl_train_opts;
 
 typedef struct pl_train_graph {
-    pl_graph *g;     /* finalized, costs given (PL_OP_COST_GIVEN): the forward ops first, in
-                        the model's order (op i is the model's op i, at the global batch), then
-                        backward, then optimizer ops */
-    int n_fwd;       /* ops [0, n_fwd) are forward */
-    int batch;       /* the global batch the costs are for */
-    int model_batch; /* the forward graph's own batch (its inputs' first dimension) */
+    pl_graph *g;           /* finalized, costs given (PL_OP_COST_GIVEN): the forward ops first, in
+                              the model's order (op i is the model's op i, at the global batch), then
+                              backward, then optimizer ops */
+    int n_fwd;             /* ops [0, n_fwd) are forward */
+    int batch;             /* the global batch the costs are for */
+    int model_batch;       /* the forward graph's own batch (its inputs' first dimension) */
     pl_train_phase *phase; /* per op */
     pl_split_class *split; /* per op */
-    int *fwd_of;     /* per op: the forward op a backward op differentiates; -1 otherwise */
+    int *fwd_of;           /* per op: the forward op a backward op differentiates; -1 otherwise */
     /* Per op: the fraction of its time and bytes that scale with the batch (1 for ops on
      * activations only, 0 for optimizer ops; a replica on 1/k of the batch costs
      * t * (f / k + 1 - f)). */
@@ -78,13 +78,13 @@ void pl_dev_groups_free(pl_dev_groups *d);
  * optimizer op joins its parameter's gradient producer's group. */
 typedef struct pl_op_groups {
     int n;
-    int *group_of;   /* per training op */
-    int *off, *op;   /* CSR: ops of group i, in topological order */
-    double *time_s;  /* per group: its ops' summed mean time */
+    int *group_of;       /* per training op */
+    int *off, *op;       /* CSR: ops of group i, in topological order */
+    double *time_s;      /* per group: its ops' summed mean time */
     double *param_bytes; /* per group: bytes of the parameters its optimizer ops update */
 } pl_op_groups;
-int pl_op_groups_build(const pl_train_graph *t, const pl_cost *k, int max_groups,
-                       pl_op_groups *out, pl_err *err);
+int pl_op_groups_build(const pl_train_graph *t, const pl_cost *k, int max_groups, pl_op_groups *out,
+                       pl_err *err);
 void pl_op_groups_free(pl_op_groups *g);
 
 /* ---- strategies (src/train/strategy.c) ---- */
@@ -101,16 +101,18 @@ const char *pl_train_option_name(pl_train_option o); /* "allreduce", "ps", "dupl
 
 typedef struct pl_train_strategy {
     int n_groups, n_dgroups;
-    unsigned char *P;  /* [i * n_dgroups + j]: op group i uses device group j */
+    unsigned char *P;   /* [i * n_dgroups + j]: op group i uses device group j */
     pl_train_option *O; /* per op group */
     /* SFB: per training op, 1 when it is duplicated to save a gradient's synchronisation
      * (TAG-SFB's alpha); NULL when SFB chose nothing. */
     unsigned char *sfb;
-    /* Per device, the share of the batch its replicas take (DP-NCCL-P); NULL: even. */
+    int n_sfb; /* entries of sfb (the training graph's op count) */
+    /* Per cluster device, its weight in the batch split among a group's replicas
+     * (DP-NCCL-P: its speed); NULL: even. */
     double *batch_share;
-    bool overlap; /* Horovod: a gradient's synchronisation starts as soon as it is ready,
-                     not after the whole backward pass (the default overlaps too: false
-                     means "after every gradient is computed", as DP-NCCL) */
+    int n_devs;   /* entries of batch_share */
+    bool overlap; /* a gradient's synchronisation starts as soon as it is made (TAG, Horovod);
+                     false: on each device, after every gradient made there (DP-NCCL) */
 } pl_train_strategy;
 pl_train_strategy *pl_train_strategy_new(int n_groups, int n_dgroups);
 pl_train_strategy *pl_train_strategy_copy(const pl_train_strategy *s);
@@ -141,7 +143,7 @@ int pl_train_compile(const pl_train_ctx *x, const pl_train_strategy *s, pl_graph
 typedef struct pl_train_eval {
     double iteration_s;
     bool oom;
-    int oom_dev;          /* the first device over its memory, -1 */
+    int oom_dev; /* the first device over its memory, -1 */
     double oom_excess_bytes;
     int n_devs;
     double *peak_mem_bytes; /* per cluster device */

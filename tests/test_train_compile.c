@@ -1,0 +1,212 @@
+/* test_train_compile.c: the training compiler and its evaluation on a hand-built Dense layer
+ * (docs/train.md, "The compiler"): iteration times computed by hand for one device, ring
+ * AllReduce, a parameter server and duplication; every training op once per replica; every
+ * gradient synchronised once. */
+#include "testutil.h"
+
+#include "placer/cluster.h"
+#include "placer/cost.h"
+#include "placer/train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Two V100s on one host, 1 GB/s between them, no latency. */
+static const char *CLUSTER = "{\"format\": \"placer-cluster/1\", \"name\": \"two\", \"devices\": ["
+                             "{\"name\": \"g0\", \"model\": \"V100\", \"host\": \"m0\"},"
+                             "{\"name\": \"g1\", \"model\": \"V100\", \"host\": \"m0\"}],"
+                             "\"links\": [{\"from\": \"g0\", \"to\": \"g1\", \"bandwidth_Bps\": "
+                             "\"1 GB/s\", \"latency_s\": 0,"
+                             "\"both_ways\": true}]}";
+
+typedef struct fixture {
+    pl_train_graph t;
+    pl_cluster *c;
+    pl_train_ctx x;
+} fixture;
+
+static int tensor(pl_graph *g, const char *name, double bytes, unsigned flags)
+{
+    int t = pl_graph_tensor(g, name);
+    int64_t b = (int64_t)bytes;
+    pl_tensor_set_shape(&g->tensors[t], PL_DT_UINT8, 1, &b);
+    g->tensors[t].flags |= PL_TENSOR_BYTES_ONLY | flags;
+    return t;
+}
+
+static int op(pl_graph *g, const char *name, double ms, const int *in, int n_in, int out)
+{
+    int o = pl_graph_add_op(g, name, "Op", "");
+    for (int i = 0; i < n_in; i++)
+        pl_op_add_input(g, o, in[i]);
+    pl_op_add_output(g, o, out);
+    pl_op_add_time(g, o, "V100", ms * 1e-3);
+    g->ops[o].cls = PL_CLASS_DENSE;
+    g->ops[o].flags |= PL_OP_COST_GIVEN;
+    return o;
+}
+
+/* y = x W (4 ms), a loss giving dy (free), dW = x^T dy (4 ms), Adam on W (1 ms); W and dW of
+ * 1 MB, activations of 8 MB. */
+static void build(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    pl_graph *g = pl_graph_new("dense");
+    int x = tensor(g, "x", 8e6, 0), W = tensor(g, "W", 1e6, PL_TENSOR_WEIGHT);
+    int m = tensor(g, "W:m", 1e6, PL_TENSOR_WEIGHT), v = tensor(g, "W:v", 1e6, PL_TENSOR_WEIGHT);
+    int y = tensor(g, "y", 8e6, 0), dy = tensor(g, "dy", 8e6, 0), dW = tensor(g, "dW", 1e6, 0);
+    int W2 = tensor(g, "W:updated", 1e6, 0);
+    pl_graph_add_input(g, x);
+    op(g, "A", 4, (int[]){x, W}, 2, y);
+    op(g, "loss", 0, (int[]){y}, 1, dy);
+    op(g, "A:grad_w", 4, (int[]){x, dy}, 2, dW);
+    op(g, "W:adam", 1, (int[]){W, dW, m, v}, 4, W2);
+    pl_graph_add_output(g, W2);
+    pl_err err = {""};
+    if (pl_graph_finalize(g, "dense", &err) < 0) fail_msg("%s", err.msg);
+    pl_train_graph *t = &f->t;
+    t->g = g, t->n_fwd = 1, t->batch = 8, t->model_batch = 8;
+    static pl_train_phase phase[] = {PL_PHASE_FWD, PL_PHASE_BWD, PL_PHASE_BWD, PL_PHASE_OPT};
+    static pl_split_class split[] = {PL_SPLIT_CONCAT, PL_SPLIT_CONCAT, PL_SPLIT_SUM,
+                                     PL_SPLIT_OTHER};
+    static int fwd_of[] = {-1, 0, 0, -1};
+    static double frac[] = {1, 1, 1, 0};
+    t->phase = phase, t->split = split, t->fwd_of = fwd_of, t->batch_frac = frac;
+    t->batched = pl_calloc(g->n_tensors, sizeof *t->batched);
+    t->batched[x] = t->batched[y] = t->batched[dy] = true;
+    static int pt[1], gt[1], ap[1];
+    pt[0] = W, gt[0] = dW, ap[0] = 3;
+    t->n_params = 1, t->param_tensor = pt, t->grad_tensor = gt, t->apply_op = ap;
+    f->c = pl_cluster_load(tu_tmpfile(CLUSTER, strlen(CLUSTER), ".json"), &err);
+    if (!f->c) fail_msg("%s", err.msg);
+    /* by hand: two device groups of one GPU each, one op group */
+    pl_train_ctx *c = &f->x;
+    c->t = t, c->c = f->c;
+    c->dg.n = 2;
+    c->dg.off = pl_malloc(3 * sizeof(int)), c->dg.dev = pl_malloc(2 * sizeof(int));
+    c->dg.group_of = pl_malloc(2 * sizeof(int));
+    for (int i = 0; i < 2; i++)
+        c->dg.off[i] = i, c->dg.dev[i] = i, c->dg.group_of[i] = i;
+    c->dg.off[2] = 2;
+    c->og.n = 1;
+    c->og.group_of = pl_calloc(4, sizeof(int));
+    c->og.off = pl_malloc(2 * sizeof(int)), c->og.op = pl_malloc(4 * sizeof(int));
+    c->og.off[0] = 0, c->og.off[1] = 4;
+    for (int i = 0; i < 4; i++)
+        c->og.op[i] = g->topo[i];
+    c->k = tu_cost(g, f->c);
+}
+
+static void destroy(fixture *f)
+{
+    pl_cost_free(f->x.k);
+    free(f->x.dg.off), free(f->x.dg.dev), free(f->x.dg.group_of);
+    free(f->x.og.group_of), free(f->x.og.off), free(f->x.og.op);
+    pl_cluster_free(f->c);
+    free(f->t.batched);
+    pl_graph_free(f->t.g);
+}
+
+static double iteration_ms(fixture *f, const unsigned char *P, pl_train_option o, bool overlap)
+{
+    pl_train_strategy *s = pl_train_strategy_new(1, 2);
+    memcpy(s->P, P, 2);
+    s->O[0] = o, s->overlap = overlap;
+    pl_train_eval e;
+    pl_err err = {""};
+    if (pl_train_evaluate(&f->x, s, &e, &err) < 0) fail_msg("%s", err.msg);
+    double ms = e.iteration_s * 1e3;
+    assert_false(e.oom);
+    pl_train_eval_free(&e);
+    pl_train_strategy_free(s);
+    return ms;
+}
+
+/* One device: 4 + 4 + 1 ms. Both, ring AllReduce: each replica half the batch (2 + 2 ms), the
+ * ring's two phases of (D-1) L / D / bw = 0.5 ms each, Adam on each copy (1 ms): 6 ms.
+ * A parameter server on g0: g1 pushes 1 MB (1 ms), g0 adds and applies (1 ms), g1 pulls the
+ * updated 1 MB (1 ms): 2 + 2 + 1 + 1 + 1 = 7 ms. Duplicated: the whole batch on both, no
+ * synchronisation: 9 ms. The inserted ops (sends, reduce, gather, sums) add launch overheads of
+ * a few microseconds each, hence the tolerance. */
+static void test_iteration_by_hand(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    assert_close(iteration_ms(&f, (unsigned char[]){1, 0}, PL_OPT_ALLREDUCE, true), 9, 1e-3);
+    assert_close(iteration_ms(&f, (unsigned char[]){0, 1}, PL_OPT_ALLREDUCE, true), 9, 1e-3);
+    assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_ALLREDUCE, true), 6, 0.01);
+    assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_ALLREDUCE, false), 6, 0.01);
+    assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_PS, true), 7, 0.01);
+    assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_DUPLICATE, true), 9, 1e-3);
+    destroy(&f);
+}
+
+/* Every training op once per replica, the gradient synchronised once (one ring: a reduce and a
+ * gather per device), Adam on each replica reading the ring's result; no ring with one device. */
+static void test_every_op_once_per_replica(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    pl_train_strategy *s = pl_train_strategy_new(1, 2);
+    s->P[0] = s->P[1] = 1, s->O[0] = PL_OPT_ALLREDUCE, s->overlap = true;
+    pl_graph *g;
+    pl_plan *p;
+    int *origin;
+    pl_err err = {""};
+    assert_int_equal(pl_train_compile(&f.x, s, &g, &p, &origin, &err), 0);
+    int count[4] = {0}, reduce = 0, gather = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        if (origin[i] >= 0) count[origin[i]]++;
+        reduce += !strcmp(g->ops[i].type, "AllReduceReduce");
+        gather += !strcmp(g->ops[i].type, "AllReduceGather");
+    }
+    for (int v = 0; v < 4; v++)
+        assert_int_equal(count[v], 2);
+    assert_int_equal(reduce, 2);
+    assert_int_equal(gather, 2);
+    for (int i = 0; i < g->n_ops; i++) /* Adam reads the all-gathered gradient on its device */
+        if (origin[i] == 3) {
+            int t = g->ops[i].inputs[1], u = g->tensors[t].producer;
+            assert_string_equal(g->ops[u].type, "AllReduceGather");
+            assert_int_equal(p->dev[u], p->dev[i]);
+        }
+    pl_graph_free(g), pl_plan_free(p), free(origin);
+    s->P[1] = 0;
+    assert_int_equal(pl_train_compile(&f.x, s, &g, &p, &origin, &err), 0);
+    for (int i = 0; i < g->n_ops; i++)
+        assert_true(strcmp(g->ops[i].type, "AllReduceReduce") != 0);
+    pl_graph_free(g), pl_plan_free(p), free(origin);
+    pl_train_strategy_free(s);
+    destroy(&f);
+}
+
+/* Weights are resident on every device that holds a replica: the peak memory of each GPU in
+ * data parallelism holds W and its two moments (3 MB) at least. */
+static void test_weights_on_every_replica(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    pl_train_strategy *s = pl_train_strategy_new(1, 2);
+    s->P[0] = s->P[1] = 1, s->O[0] = PL_OPT_ALLREDUCE, s->overlap = true;
+    pl_train_eval e;
+    pl_err err = {""};
+    assert_int_equal(pl_train_evaluate(&f.x, s, &e, &err), 0);
+    assert_true(e.peak_mem_bytes[0] >= 3e6 && e.peak_mem_bytes[1] >= 3e6);
+    pl_train_eval_free(&e);
+    pl_train_strategy_free(s);
+    destroy(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_iteration_by_hand),
+        cmocka_unit_test(test_every_op_once_per_replica),
+        cmocka_unit_test(test_weights_on_every_replica),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
