@@ -13,6 +13,8 @@
 
 #include "placer/place.h"
 
+#include <stdint.h>
+
 /* ---- the training graph (src/train/tgraph.c) ---- */
 
 typedef enum { PL_PHASE_FWD, PL_PHASE_BWD, PL_PHASE_OPT } pl_train_phase;
@@ -153,5 +155,76 @@ typedef struct pl_train_eval {
 int pl_train_evaluate(const pl_train_ctx *x, const pl_train_strategy *s, pl_train_eval *e,
                       pl_err *err);
 void pl_train_eval_free(pl_train_eval *e);
+
+/* ---- baselines (src/train/baselines.c) ---- */
+
+/* Data parallelism on every device with ring AllReduce: DP-NCCL (overlap false), Horovod
+ * (overlap true, gradients synchronised as they are made); `proportional`: each device's share
+ * of the batch proportional to its speed (DP-NCCL-P). */
+pl_train_strategy *pl_train_dp(const pl_train_ctx *x, bool proportional, bool overlap);
+/* HeteroG-like: per op group, in descending time, the best by simulation of replicating it on
+ * every device (AllReduce or PS) or putting it on one device group (model parallel there);
+ * NULL with err set on failure. */
+pl_train_strategy *pl_train_heterog(const pl_train_ctx *x, pl_err *err);
+/* Pipeline-free model parallelism by a placer of one model (place.h: "heft", "moirai", ...) on
+ * the training graph at the whole batch: its simulated iteration. */
+int pl_train_placer(const pl_train_ctx *x, const char *algo, const pl_place_opts *po,
+                    pl_train_eval *e, pl_err *err);
+/* OOM fallback: while the strategy does not fit, the op group with the most parameters (then
+ * time) not yet model-parallel becomes model-parallel over every device group. 0 when it fits
+ * (e holds its evaluation), -1 with err naming the device and the memory short when even all
+ * model parallel does not. */
+int pl_train_fit(const pl_train_ctx *x, pl_train_strategy *s, pl_train_eval *e, pl_err *err);
+
+/* ---- search (src/train/mcts.c) ---- */
+
+/* One MCTS action for an op group: the device groups it uses (bit j: device group j) and its
+ * option. placer enumerates, per op group, every option over the device-group sets "all",
+ * "each one alone", "every group of one GPU model", and "the k fastest groups" (docs/train.md). */
+typedef struct pl_train_action {
+    uint64_t mask;
+    pl_train_option option;
+} pl_train_action;
+
+/* Priors G(s, a) of one op group's n actions given the partial strategy (groups decided so far;
+ * the others as the search completes them): fills prior[0..n), summing to 1. The uniform prior
+ * is the default; a learned one plugs in here (issue 17). */
+typedef void (*pl_train_prior_fn)(const pl_train_ctx *x, const pl_train_strategy *partial,
+                                  int group, const pl_train_action *a, int n, double *prior,
+                                  void *user);
+
+typedef struct pl_train_search_opts {
+    int iterations; /* MCTS iterations (0: 300 unless time_s is given) */
+    double time_s;  /* or a time budget; 0: none */
+    double c_puct;  /* PUCT's exploration coefficient; 0: 1.0 */
+    pl_train_prior_fn prior;
+    void *prior_user;
+    bool no_sfb;
+    unsigned seed;
+    void (*progress)(int iteration, double best_s, double dp_s, void *user);
+    void *progress_user;
+} pl_train_search_opts;
+
+typedef struct pl_train_search_result {
+    pl_train_strategy *best; /* the fastest that fits; never slower than DP-NCCL when it fits */
+    pl_train_eval eval;
+    double dp_s; /* DP-NCCL's iteration; INFINITY when it does not fit */
+    int iterations;
+    int iterations_to_beat_dp; /* the first iteration whose strategy beat DP-NCCL; -1: none */
+    double search_s;
+    int sfb_applied; /* gradients SFB duplicated */
+} pl_train_search_result;
+
+/* TAG: MCTS with PUCT over the op groups in descending time, reward = T_DP / T - 1 (-1 when it
+ * does not fit), then SFB per synchronised gradient (unless no_sfb), then the OOM fallback. */
+int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_train_search_result *r,
+                    pl_err *err);
+void pl_train_search_result_free(pl_train_search_result *r);
+
+/* ---- SFB (src/train/sfb.c) ---- */
+
+/* TAG-SFB's ILP, per gradient the strategy synchronises (CBC): applied to s (its sfb entries)
+ * when the objective is negative. The count of gradients changed, or -1 with err set. */
+int pl_train_sfb(const pl_train_ctx *x, pl_train_strategy *s, pl_err *err);
 
 #endif

@@ -1,0 +1,165 @@
+/* baselines.c: TAG's baselines as strategies on the same compiler and simulator, the
+ * placers of one model on the training graph, and the OOM fallback (docs/train.md,
+ * "Baselines"). */
+#include "placer/train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double fp32_speed(const pl_device *d)
+{
+    return d->peak_flops_per_s[PL_PREC_FP32] > 0 ? d->peak_flops_per_s[PL_PREC_FP32] : 1;
+}
+
+pl_train_strategy *pl_train_dp(const pl_train_ctx *x, bool proportional, bool overlap)
+{
+    pl_train_strategy *s = pl_train_strategy_new(x->og.n, x->dg.n);
+    memset(s->P, 1, (size_t)x->og.n * x->dg.n);
+    for (int i = 0; i < x->og.n; i++)
+        s->O[i] = PL_OPT_ALLREDUCE;
+    s->overlap = overlap;
+    if (proportional) {
+        s->n_devs = x->c->n_devs;
+        s->batch_share = pl_malloc((size_t)s->n_devs * sizeof *s->batch_share);
+        for (int d = 0; d < s->n_devs; d++)
+            s->batch_share[d] = fp32_speed(&x->c->devs[d]);
+    }
+    return s;
+}
+
+/* Op groups in descending time. */
+static int *by_time(const pl_train_ctx *x)
+{
+    int n = x->og.n, *order = pl_malloc((size_t)n * sizeof *order + 1);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && x->og.time_s[order[j]] > x->og.time_s[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    return order;
+}
+
+/* The fastest device group: the most fp32 FLOP/s summed over its devices. */
+static int fastest_group(const pl_train_ctx *x)
+{
+    int best = 0;
+    double bs = -1;
+    for (int j = 0; j < x->dg.n; j++) {
+        double sp = 0;
+        for (int k = x->dg.off[j]; k < x->dg.off[j + 1]; k++)
+            sp += fp32_speed(&x->c->devs[x->dg.dev[k]]);
+        if (sp > bs) bs = sp, best = j;
+    }
+    return best;
+}
+
+/* Iteration time of s, INFINITY when it does not fit; -1 on failure. */
+static int time_of(const pl_train_ctx *x, const pl_train_strategy *s, double *t, pl_err *err)
+{
+    pl_train_eval e;
+    if (pl_train_evaluate(x, s, &e, err) < 0) return -1;
+    *t = e.oom ? INFINITY : e.iteration_s;
+    pl_train_eval_free(&e);
+    return 0;
+}
+
+pl_train_strategy *pl_train_heterog(const pl_train_ctx *x, pl_err *err)
+{
+    pl_train_strategy *s = pl_train_dp(x, false, true);
+    int *order = by_time(x), one = fastest_group(x), M = x->dg.n;
+    double cur;
+    if (time_of(x, s, &cur, err) < 0) goto fail;
+    for (int k = 0; k < x->og.n; k++) {
+        int i = order[k];
+        unsigned char *row = s->P + (size_t)i * M;
+        pl_train_option was = s->O[i];
+        unsigned char keep[64];
+        memcpy(keep, row, M < 64 ? M : 64);
+        for (int alt = 0; alt < 2; alt++) { /* all devices with a PS; one device group */
+            if (alt == 0)
+                s->O[i] = PL_OPT_PS;
+            else {
+                memset(row, 0, M), row[one] = 1;
+                s->O[i] = PL_OPT_MP;
+            }
+            double t;
+            if (time_of(x, s, &t, err) < 0) goto fail;
+            if (t < cur) {
+                cur = t, was = s->O[i];
+                memcpy(keep, row, M < 64 ? M : 64);
+            }
+            memcpy(row, keep, M < 64 ? M : 64), s->O[i] = was;
+        }
+    }
+    free(order);
+    return s;
+fail:
+    free(order);
+    pl_train_strategy_free(s);
+    return NULL;
+}
+
+int pl_train_placer(const pl_train_ctx *x, const char *algo, const pl_place_opts *po,
+                    pl_train_eval *e, pl_err *err)
+{
+    memset(e, 0, sizeof *e);
+    e->oom_dev = -1;
+    const pl_algo *a = pl_algo_find(algo);
+    if (!a) return pl_err_set(err, "train: unknown placer '%s'", algo);
+    pl_plan *p = pl_plan_new(x->k->n_ops, x->k->n_devs);
+    pl_place_opts o = po ? *po : (pl_place_opts){0};
+    o.single_if_faster = false;
+    pl_sim_result r;
+    int rc = pl_place(a, x->k, &o, p, err);
+    if (rc == 0) rc = pl_simulate(x->k, p, &(pl_sim_opts){.contention = o.contention}, &r, err);
+    if (rc == 0) {
+        e->iteration_s = r.makespan_s, e->oom = r.oom, e->oom_dev = r.oom_dev;
+        e->oom_excess_bytes = r.oom_excess_bytes, e->n_devs = r.n_devs;
+        e->peak_mem_bytes = r.peak_mem_bytes, r.peak_mem_bytes = NULL;
+        e->compiled_ops = x->k->n_ops;
+        pl_sim_result_free(&r);
+    }
+    pl_plan_free(p);
+    return rc;
+}
+
+/* The next op group to make model-parallel: the most parameter bytes, then time; -1 if none. */
+static int next_to_split(const pl_train_ctx *x, const pl_train_strategy *s)
+{
+    int best = -1;
+    for (int i = 0; i < x->og.n; i++) {
+        if (s->O[i] == PL_OPT_MP) continue;
+        if (best < 0 || x->og.param_bytes[i] > x->og.param_bytes[best] ||
+            (x->og.param_bytes[i] == x->og.param_bytes[best] &&
+             x->og.time_s[i] > x->og.time_s[best]))
+            best = i;
+    }
+    return best;
+}
+
+int pl_train_fit(const pl_train_ctx *x, pl_train_strategy *s, pl_train_eval *e, pl_err *err)
+{
+    for (;;) {
+        if (pl_train_evaluate(x, s, e, err) < 0) return -1;
+        if (!e->oom) return 0;
+        int i = next_to_split(x, s);
+        if (i < 0) {
+            char a[32], b[32];
+            const pl_device *d = &x->c->devs[e->oom_dev];
+            pl_err_set(err,
+                       "train: the model does not fit even split over every GPU: device '%s' "
+                       "needs %s more than its %s",
+                       d->name, pl_fmt_bytes(e->oom_excess_bytes, a, sizeof a),
+                       pl_fmt_bytes(d->memory_bytes, b, sizeof b));
+            pl_train_eval_free(e);
+            return -1;
+        }
+        memset(s->P + (size_t)i * x->dg.n, 1, x->dg.n);
+        s->O[i] = PL_OPT_MP;
+        if (s->sfb) memset(s->sfb, 0, (size_t)s->n_sfb); /* duplication costs memory too */
+        pl_train_eval_free(e);
+    }
+}

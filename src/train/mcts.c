@@ -1,0 +1,328 @@
+/* mcts.c: TAG's strategy search, Monte-Carlo tree search with PUCT (docs/train.md, "Search").
+ *
+ * A vertex is a partial strategy: the op groups decided so far, in descending time (the most
+ * expensive first). An edge is one op group's action (device groups, option). Each iteration
+ * descends by PUCT, U(s, a) = Q(s, a) + c G(s, a) sqrt(sum_b N(s, b) + 1) / (1 + N(s, a)),
+ * expands one new vertex, completes its strategy (every undecided group takes the action of
+ * the most expensive group, or data parallelism at the root), evaluates it with the compiler
+ * and the simulator, and backs up the reward r = T_DP / T - 1 (-1 when it does not fit) as a
+ * running average, Q += (r - Q) / N (the digest's ambiguity 3). DP-NCCL itself is evaluated
+ * first and kept when nothing beats it, so the answer is never slower. */
+#include "placer/train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct vertex {
+    int *child;        /* per action: vertex index, -1 unexpanded */
+    double *N, *Q, *G; /* per action */
+    bool priors_set;
+} vertex;
+
+typedef struct search {
+    const pl_train_ctx *x;
+    const pl_train_search_opts *o;
+    pl_train_action *acts;
+    int n_acts;
+    int *order; /* op groups, descending time */
+    vertex *v;
+    int n_v, cap_v;
+    double dp_s;
+    pl_train_strategy *best;
+    double best_s;
+    int beat_dp_at;
+    uint64_t rng;
+    pl_strmap seen; /* completed strategies already evaluated: their time */
+    double *seen_t;
+    char **seen_key; /* the map's keys (it keeps pointers) */
+    int n_seen, cap_seen, cap_keys;
+} search;
+
+/* ---- actions ---- */
+
+static bool has_mask(const search *s, uint64_t m)
+{
+    for (int i = 0; i < s->n_acts; i += PL_OPT_COUNT)
+        if (s->acts[i].mask == m) return true;
+    return false;
+}
+
+static void add_mask(search *s, uint64_t m, int *cap)
+{
+    if (!m || has_mask(s, m)) return;
+    for (int o = 0; o < PL_OPT_COUNT; o++) {
+        pl_grow((void **)&s->acts, cap, s->n_acts + 1, sizeof *s->acts);
+        s->acts[s->n_acts++] = (pl_train_action){m, (pl_train_option)o};
+    }
+}
+
+static double group_speed(const pl_train_ctx *x, int j)
+{
+    double sp = 0;
+    for (int k = x->dg.off[j]; k < x->dg.off[j + 1]; k++)
+        sp += x->c->devs[x->dg.dev[k]].peak_flops_per_s[PL_PREC_FP32];
+    return sp;
+}
+
+/* All groups; each alone; each GPU model's groups; the k fastest for every k. */
+static void enumerate(search *s)
+{
+    const pl_train_ctx *x = s->x;
+    int M = x->dg.n, cap = 0;
+    uint64_t all = M >= 64 ? ~0ull : (1ull << M) - 1;
+    add_mask(s, all, &cap);
+    for (int j = 0; j < M && j < 64; j++)
+        add_mask(s, 1ull << j, &cap);
+    for (int j = 0; j < M && j < 64; j++) {
+        uint64_t m = 0;
+        const char *model = x->c->devs[x->dg.dev[x->dg.off[j]]].model;
+        for (int k = 0; k < M && k < 64; k++)
+            if (!strcmp(x->c->devs[x->dg.dev[x->dg.off[k]]].model, model)) m |= 1ull << k;
+        add_mask(s, m, &cap);
+    }
+    int *by = pl_malloc((size_t)M * sizeof *by + 1);
+    for (int j = 0; j < M; j++)
+        by[j] = j;
+    for (int a = 1; a < M; a++)
+        for (int b = a; b > 0 && group_speed(x, by[b]) > group_speed(x, by[b - 1]); b--) {
+            int t = by[b];
+            by[b] = by[b - 1], by[b - 1] = t;
+        }
+    uint64_t m = 0;
+    for (int k = 0; k < M && k < 64; k++)
+        add_mask(s, m |= 1ull << by[k], &cap);
+    free(by);
+}
+
+static void set_row(const search *s, pl_train_strategy *st, int group, const pl_train_action *a)
+{
+    int M = s->x->dg.n;
+    for (int j = 0; j < M; j++)
+        st->P[(size_t)group * M + j] = j < 64 && (a->mask >> j & 1);
+    st->O[group] = a->option;
+}
+
+/* The strategy of a path of `depth` actions, completed: the undecided groups take the first
+ * (most expensive) group's action, or data parallelism with AllReduce at the root. */
+static pl_train_strategy *complete(const search *s, const int *path, int depth)
+{
+    pl_train_strategy *st = pl_train_dp(s->x, false, true);
+    for (int d = 0; d < s->x->og.n; d++) {
+        int a = d < depth ? path[d] : (depth > 0 ? path[0] : -1);
+        if (a >= 0) set_row(s, st, s->order[d], &s->acts[a]);
+    }
+    return st;
+}
+
+/* ---- the tree ---- */
+
+static int new_vertex(search *s)
+{
+    pl_grow((void **)&s->v, &s->cap_v, s->n_v + 1, sizeof *s->v);
+    vertex *v = &s->v[s->n_v];
+    v->child = pl_malloc((size_t)s->n_acts * sizeof *v->child);
+    for (int a = 0; a < s->n_acts; a++)
+        v->child[a] = -1;
+    v->N = pl_calloc((size_t)s->n_acts, sizeof *v->N);
+    v->Q = pl_calloc((size_t)s->n_acts, sizeof *v->Q);
+    v->G = pl_malloc((size_t)s->n_acts * sizeof *v->G);
+    v->priors_set = false;
+    return s->n_v++;
+}
+
+static void set_priors(search *s, int vi, const int *path, int depth)
+{
+    vertex *v = &s->v[vi];
+    if (v->priors_set) return;
+    v->priors_set = true;
+    if (!s->o->prior) {
+        for (int a = 0; a < s->n_acts; a++)
+            v->G[a] = 1.0 / s->n_acts;
+        return;
+    }
+    pl_train_strategy *partial = complete(s, path, depth);
+    s->o->prior(s->x, partial, s->order[depth], s->acts, s->n_acts, v->G, s->o->prior_user);
+    pl_train_strategy_free(partial);
+}
+
+static int select_action(search *s, int vi)
+{
+    vertex *v = &s->v[vi];
+    double sum = 0, c = s->o->c_puct > 0 ? s->o->c_puct : 1.0;
+    for (int a = 0; a < s->n_acts; a++)
+        sum += v->N[a];
+    int best = -1, ties = 0;
+    double bu = -INFINITY;
+    for (int a = 0; a < s->n_acts; a++) {
+        double u = v->Q[a] + c * v->G[a] * sqrt(sum + 1) / (1 + v->N[a]);
+        if (u > bu + 1e-12)
+            bu = u, best = a, ties = 1;
+        else if (fabs(u - bu) <= 1e-12 && pl_rng_below(&s->rng, ++ties) == 0)
+            best = a;
+    }
+    return best;
+}
+
+/* ---- evaluation ---- */
+
+/* T of a complete strategy, INFINITY when it does not fit; remembered by its actions. */
+static int evaluate(search *s, const int *path, int depth, double *t, pl_err *err)
+{
+    char key[4096];
+    int len = 0;
+    for (int d = 0; d < depth && len < (int)sizeof key - 16; d++)
+        len += snprintf(key + len, sizeof key - len, "%d,", path[d]);
+    int hit = pl_strmap_get(&s->seen, key);
+    if (hit >= 0) return *t = s->seen_t[hit], 0;
+    pl_train_strategy *st = complete(s, path, depth);
+    pl_train_eval e;
+    if (pl_train_evaluate(s->x, st, &e, err) < 0) {
+        pl_train_strategy_free(st);
+        return -1;
+    }
+    *t = e.oom ? INFINITY : e.iteration_s;
+    pl_train_eval_free(&e);
+    if (*t < s->best_s) {
+        pl_train_strategy_free(s->best);
+        s->best = st, s->best_s = *t;
+    } else
+        pl_train_strategy_free(st);
+    pl_grow((void **)&s->seen_t, &s->cap_seen, s->n_seen + 1, sizeof *s->seen_t);
+    pl_grow((void **)&s->seen_key, &s->cap_keys, s->n_seen + 1, sizeof *s->seen_key);
+    s->seen_t[s->n_seen] = *t;
+    s->seen_key[s->n_seen] = pl_strdup(key);
+    pl_strmap_put(&s->seen, s->seen_key[s->n_seen], s->n_seen);
+    s->n_seen++;
+    return 0;
+}
+
+static double reward(const search *s, double t)
+{
+    if (!isfinite(t)) return -1;
+    return isfinite(s->dp_s) ? s->dp_s / t - 1 : 1;
+}
+
+/* One iteration: descend, expand one vertex, evaluate, back up. */
+static int iterate(search *s, int it, pl_err *err)
+{
+    int G = s->x->og.n;
+    int *path = pl_malloc((size_t)G * sizeof *path + 1),
+        *vs = pl_malloc((size_t)G * sizeof *vs + 1);
+    int depth = 0, vi = 0;
+    while (depth < G) {
+        set_priors(s, vi, path, depth);
+        int a = select_action(s, vi);
+        path[depth] = a, vs[depth] = vi;
+        depth++;
+        if (s->v[vi].child[a] < 0) {
+            if (depth < G) {
+                int nv = new_vertex(s);
+                s->v[vi].child[a] = nv;
+            }
+            break;
+        }
+        vi = s->v[vi].child[a];
+    }
+    double t;
+    int rc = evaluate(s, path, depth, &t, err);
+    if (rc == 0) {
+        double r = reward(s, t);
+        for (int d = 0; d < depth; d++) {
+            vertex *v = &s->v[vs[d]];
+            v->N[path[d]] += 1;
+            v->Q[path[d]] += (r - v->Q[path[d]]) / v->N[path[d]];
+        }
+        if (s->beat_dp_at < 0 && t < s->dp_s) s->beat_dp_at = it;
+    }
+    free(path), free(vs);
+    return rc;
+}
+
+/* ---- the whole ---- */
+
+static void search_free(search *s)
+{
+    for (int i = 0; i < s->n_v; i++)
+        free(s->v[i].child), free(s->v[i].N), free(s->v[i].Q), free(s->v[i].G);
+    for (int i = 0; i < s->n_seen; i++)
+        free(s->seen_key[i]);
+    free(s->v), free(s->acts), free(s->order), free(s->seen_t), free(s->seen_key);
+    pl_strmap_free(&s->seen);
+}
+
+static int *by_time(const pl_train_ctx *x)
+{
+    int n = x->og.n, *order = pl_malloc((size_t)n * sizeof *order + 1);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && x->og.time_s[order[j]] > x->og.time_s[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    return order;
+}
+
+/* DP-NCCL first: the baseline of the reward and the answer when nothing beats it. */
+static int start(search *s, pl_train_search_result *r, pl_err *err)
+{
+    pl_train_strategy *dp = pl_train_dp(s->x, false, false);
+    pl_train_eval e;
+    if (pl_train_evaluate(s->x, dp, &e, err) < 0) {
+        pl_train_strategy_free(dp);
+        return -1;
+    }
+    s->dp_s = r->dp_s = e.oom ? INFINITY : e.iteration_s;
+    pl_train_eval_free(&e);
+    s->best = dp, s->best_s = s->dp_s;
+    return 0;
+}
+
+int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_train_search_result *r,
+                    pl_err *err)
+{
+    static const pl_train_search_opts dflt = {0};
+    if (!o) o = &dflt;
+    memset(r, 0, sizeof *r);
+    double t0 = pl_now();
+    search s = {.x = x,
+                .o = o,
+                .beat_dp_at = -1,
+                .best_s = INFINITY,
+                .rng = o->seed ? o->seed : 0x9e3779b97f4a7c15ull};
+    pl_strmap_init(&s.seen);
+    enumerate(&s);
+    s.order = by_time(x);
+    new_vertex(&s);
+    int rc = start(&s, r, err);
+    int budget = o->iterations > 0 ? o->iterations : (o->time_s > 0 ? 1 << 30 : 300);
+    int it = 0;
+    for (; rc == 0 && it < budget; it++) {
+        if (o->time_s > 0 && pl_now() - t0 > o->time_s) break;
+        rc = iterate(&s, it + 1, err);
+        if (o->progress) o->progress(it + 1, s.best_s, s.dp_s, o->progress_user);
+    }
+    r->iterations = it, r->iterations_to_beat_dp = s.beat_dp_at;
+    if (rc == 0 && !o->no_sfb && isfinite(s.best_s)) {
+        int n = pl_train_sfb(x, s.best, err);
+        if (n < 0)
+            rc = -1;
+        else
+            r->sfb_applied = n;
+    }
+    if (rc == 0) rc = pl_train_fit(x, s.best, &r->eval, err);
+    if (rc == 0) r->best = s.best, s.best = NULL;
+    pl_train_strategy_free(s.best);
+    search_free(&s);
+    r->search_s = pl_now() - t0;
+    return rc;
+}
+
+void pl_train_search_result_free(pl_train_search_result *r)
+{
+    pl_train_strategy_free(r->best);
+    pl_train_eval_free(&r->eval);
+    memset(r, 0, sizeof *r);
+}
