@@ -200,6 +200,7 @@ typedef struct pl_train_search_opts {
     pl_train_prior_fn prior;
     void *prior_user;
     bool no_sfb;
+    bool no_refine; /* skip the greedy pass after MCTS (docs/train.md, "Search") */
     unsigned seed;
     void (*progress)(int iteration, double best_s, double dp_s, void *user);
     void *progress_user;
@@ -212,11 +213,15 @@ typedef struct pl_train_search_result {
     int iterations;
     int iterations_to_beat_dp; /* the first iteration whose strategy beat DP-NCCL; -1: none */
     double search_s;
-    int sfb_applied; /* gradients SFB duplicated */
+    int sfb_applied;  /* gradients SFB duplicated */
+    int sfb_rejected; /* gradients the ILP would duplicate, not kept: the simulation was slower */
+    double mcts_s;    /* the best iteration MCTS alone found, before refinement and SFB */
+    int refine_evaluations;
 } pl_train_search_result;
 
 /* TAG: MCTS with PUCT over the op groups in descending time, reward = T_DP / T - 1 (-1 when it
- * does not fit), then SFB per synchronised gradient (unless no_sfb), then the OOM fallback. */
+ * does not fit), then a greedy refinement (unless no_refine), SFB per synchronised gradient
+ * (unless no_sfb), then the OOM fallback. */
 int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_train_search_result *r,
                     pl_err *err);
 void pl_train_search_result_free(pl_train_search_result *r);

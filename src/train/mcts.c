@@ -37,6 +37,7 @@ typedef struct search {
     pl_strmap seen; /* completed strategies already evaluated: their time */
     double *seen_t;
     char **seen_key; /* the map's keys (it keeps pointers) */
+    int refined;     /* evaluations of the refinement */
     int n_seen, cap_seen, cap_keys;
 } search;
 
@@ -240,6 +241,94 @@ static int iterate(search *s, int it, pl_err *err)
     return rc;
 }
 
+/* ---- refinement ---- */
+
+/* placer's addition after MCTS (docs/train.md, "Search"): with uniform priors and hundreds of
+ * iterations the tree stays shallow, and its completion rule gives most groups the first
+ * group's action. One greedy pass over the op groups in descending time tries, for each, data
+ * parallelism with AllReduce or a parameter server on every device group, and model
+ * parallelism on the fastest device group, keeping a change when the simulation is faster.
+ * *st and *t are improved in place. */
+static int refine_from(search *s, pl_train_strategy **st, double *t, pl_err *err)
+{
+    const pl_train_ctx *x = s->x;
+    int M = x->dg.n, fastest = 0;
+    for (int j = 1; j < M; j++)
+        if (group_speed(x, j) > group_speed(x, fastest)) fastest = j;
+    uint64_t all = M >= 64 ? ~0ull : (1ull << M) - 1;
+    pl_train_action alt[3] = {{all, PL_OPT_ALLREDUCE},
+                              {all, PL_OPT_PS},
+                              {1ull << (fastest < 64 ? fastest : 0), PL_OPT_MP}};
+    for (int k = 0; k < x->og.n; k++)
+        for (int a = 0; a < 3; a++) {
+            pl_train_strategy *c = pl_train_strategy_copy(*st);
+            set_row(s, c, s->order[k], &alt[a]);
+            pl_train_eval e;
+            if (pl_train_evaluate(x, c, &e, err) < 0) {
+                pl_train_strategy_free(c);
+                return -1;
+            }
+            double tc = e.oom ? INFINITY : e.iteration_s;
+            pl_train_eval_free(&e);
+            s->refined++;
+            if (tc < *t * (1 - 1e-9)) {
+                pl_train_strategy_free(*st);
+                *st = c, *t = tc;
+            } else
+                pl_train_strategy_free(c);
+        }
+    return 0;
+}
+
+/* Refines MCTS's best and the root's completion (data parallelism, overlapped), keeping the
+ * faster: a greedy pass lands in different local optima from different starts. */
+static int refine(search *s, pl_err *err)
+{
+    pl_train_strategy *root = complete(s, NULL, 0);
+    pl_train_eval e;
+    if (pl_train_evaluate(s->x, root, &e, err) < 0) {
+        pl_train_strategy_free(root);
+        return -1;
+    }
+    double tr = e.oom ? INFINITY : e.iteration_s;
+    pl_train_eval_free(&e);
+    if (refine_from(s, &s->best, &s->best_s, err) < 0 || refine_from(s, &root, &tr, err) < 0) {
+        pl_train_strategy_free(root);
+        return -1;
+    }
+    if (tr < s->best_s) {
+        pl_train_strategy_free(s->best);
+        s->best = root, s->best_s = tr;
+    } else
+        pl_train_strategy_free(root);
+    return 0;
+}
+
+/* SFB on a copy of the best, kept when the simulation agrees that it saves time: the ILP's
+ * ring and broadcast terms are a model, the simulator has contention and memory. */
+static int apply_sfb(search *s, pl_train_search_result *r, pl_err *err)
+{
+    pl_train_strategy *c = pl_train_strategy_copy(s->best);
+    int n = pl_train_sfb(s->x, c, err);
+    pl_train_eval e;
+    if (n < 0 || (n > 0 && pl_train_evaluate(s->x, c, &e, err) < 0)) {
+        pl_train_strategy_free(c);
+        return -1;
+    }
+    if (n > 0) {
+        double t = e.oom ? INFINITY : e.iteration_s;
+        pl_train_eval_free(&e);
+        if (t < s->best_s) {
+            pl_train_strategy_free(s->best);
+            s->best = c, s->best_s = t, r->sfb_applied = n;
+            return 0;
+        }
+        r->sfb_rejected = n;
+    }
+    pl_train_strategy_free(c);
+    return 0;
+}
+
 /* ---- the whole ---- */
 
 static void search_free(search *s)
@@ -305,13 +394,10 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
         if (o->progress) o->progress(it + 1, s.best_s, s.dp_s, o->progress_user);
     }
     r->iterations = it, r->iterations_to_beat_dp = s.beat_dp_at;
-    if (rc == 0 && !o->no_sfb && isfinite(s.best_s)) {
-        int n = pl_train_sfb(x, s.best, err);
-        if (n < 0)
-            rc = -1;
-        else
-            r->sfb_applied = n;
-    }
+    r->mcts_s = s.best_s;
+    if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, err);
+    r->refine_evaluations = s.refined;
+    if (rc == 0 && !o->no_sfb && isfinite(s.best_s)) rc = apply_sfb(&s, r, err);
     if (rc == 0) rc = pl_train_fit(x, s.best, &r->eval, err);
     if (rc == 0) r->best = s.best, s.best = NULL;
     pl_train_strategy_free(s.best);
