@@ -5,6 +5,8 @@
  * inputs refused. */
 #include "testutil.h"
 
+#include "placer/cost.h"
+#include "placer/sim.h"
 #include "placer/train.h"
 
 #include <stdio.h>
@@ -393,6 +395,59 @@ static void test_zoo_batch(void **state)
     pl_graph_free(g);
 }
 
+/* Peak memory of g on one V100 with every op there (memory not enforced). */
+static double peak_on_gpu(const pl_graph *g, const pl_cluster *c)
+{
+    pl_cost *k = tu_cost(g, c);
+    pl_plan *p = pl_plan_new(g->n_ops, c->n_devs);
+    int gpu = pl_cluster_find(c, "gpu0");
+    for (int i = 0; i < g->n_ops; i++)
+        p->dev[i] = gpu;
+    pl_sim_opts o = {.ignore_memory = true};
+    pl_sim_result r;
+    pl_err err = {""};
+    if (pl_simulate(k, p, &o, &r, &err) < 0) fail_msg("%s", err.msg);
+    assert_true(isfinite(r.makespan_s) && r.makespan_s > 0);
+    double peak = r.peak_mem_bytes[gpu];
+    pl_sim_result_free(&r);
+    pl_plan_free(p);
+    pl_cost_free(k);
+    return peak;
+}
+
+/* The cost model and the simulator take the training graph as they take a model. On one GPU,
+ * resnet50's training holds the parameters, Adam's two moments (2 x 102 MB more than SGD)
+ * and the activations the backward pass reads: at batch 1, many times the activations of
+ * inference, which frees each one after its last forward reader. */
+static void test_simulated(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load("examples/clusters/nvlink-8gpu.json", &err);
+    if (!c) fail_msg("%s", err.msg);
+    pl_graph *g = tu_load("models/resnet50.onnx");
+    pl_train_graph *t = build(g, 32, false);
+    double params = 0;
+    for (int p = 0; p < t->n_params; p++)
+        params += t->g->tensors[t->param_tensor[p]].bytes;
+    pl_train_graph *f = build(g, 32, true), *t1 = build(g, 1, true);
+    double train = peak_on_gpu(t->g, c), sgd = peak_on_gpu(f->g, c);
+    double infer1 = peak_on_gpu(g, c) - params, train1 = peak_on_gpu(t1->g, c) - params;
+    printf("resnet50 batch 1 beyond the parameters: inference %.1f MB, training (SGD) %.1f MB\n",
+           infer1 / 1e6, train1 / 1e6);
+    assert_true(train1 > 5 * infer1);
+    pl_train_graph_free(t1);
+    printf("resnet50 batch 32 on one V100: peak %.0f MB with Adam, %.0f MB with SGD, "
+           "parameters %.0f MB\n",
+           train / 1e6, sgd / 1e6, params / 1e6);
+    assert_true(train >= 3 * params);
+    assert_close(train - sgd, 2 * params, 0.02); /* Adam's two moments */
+    pl_train_graph_free(t);
+    pl_train_graph_free(f);
+    pl_graph_free(g);
+    pl_cluster_free(c);
+}
+
 static void expect_refused(const pl_graph *g, int batch, const char *needle)
 {
     pl_train_opts o = {.batch = batch};
@@ -449,7 +504,8 @@ int main(void)
         cmocka_unit_test(test_dense_sgd),    cmocka_unit_test(test_conv),
         cmocka_unit_test(test_attention),    cmocka_unit_test(test_shared_weight),
         cmocka_unit_test(test_zoo),          cmocka_unit_test(test_zoo_batch),
-        cmocka_unit_test(test_refused),      cmocka_unit_test(test_class_names),
+        cmocka_unit_test(test_simulated),    cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_class_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
