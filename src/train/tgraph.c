@@ -165,13 +165,13 @@ static bool tg_target(const tg_builder *b, int i, int j)
 static void tg_grow_ops(tg_builder *b, int need)
 {
     pl_train_graph *t = b->t;
-    int cap = b->cap_ops;
-    if (need < cap) return;
-    pl_grow((void **)&t->phase, &cap, need, sizeof *t->phase);
-    cap = b->cap_ops, pl_grow((void **)&t->split, &cap, need, sizeof *t->split);
-    cap = b->cap_ops, pl_grow((void **)&t->fwd_of, &cap, need, sizeof *t->fwd_of);
-    cap = b->cap_ops, pl_grow((void **)&t->batch_frac, &cap, need, sizeof *t->batch_frac);
-    b->cap_ops = cap;
+    if (need < b->cap_ops) return;
+    size_t cap = (size_t)need * 2 + 16;
+    t->phase = pl_realloc(t->phase, cap * sizeof *t->phase);
+    t->split = pl_realloc(t->split, cap * sizeof *t->split);
+    t->fwd_of = pl_realloc(t->fwd_of, cap * sizeof *t->fwd_of);
+    t->batch_frac = pl_realloc(t->batch_frac, cap * sizeof *t->batch_frac);
+    b->cap_ops = (int)cap;
 }
 
 static int tg_add_op(tg_builder *b, const char *name, const char *type, pl_op_class cls,
