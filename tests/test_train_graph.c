@@ -487,6 +487,13 @@ static void test_refused(void **state)
     finish(g, "y");
     expect_refused(g, 4, "open: input 'x': its first dimension (the batch) is not known");
     pl_graph_free(g);
+    /* a graph not finalized (no topological order yet) */
+    g = pl_graph_new("raw");
+    pl_graph_add_input(g, shaped(g, "x", 2, (int64_t[]){1, 3}, 0));
+    shaped(g, "W", 2, (int64_t[]){3, 4}, PL_TENSOR_WEIGHT);
+    tu_op(g, "M", "MatMul", "x,W", "y");
+    expect_refused(g, 4, "raw: the forward graph is not finalized");
+    pl_graph_free(g);
 }
 
 static void test_class_names(void **state)
