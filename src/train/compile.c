@@ -130,21 +130,55 @@ static void set_reps(reps *r, const int *devs, int n, rep_mode mode, const doubl
     }
 }
 
+/* An op's weight in model parallelism's cut: its share of the group's time and its share of
+ * the group's resident bytes (weights it reads, counted at each reader), averaged, so that a
+ * cheap op with large weights (a classifier's Dense layer) does not land with all the others. */
+static double mp_weight(const cc *c, int v, int d, double t_total, double w_total)
+{
+    const pl_cost *k = c->x->k;
+    double t = k->op_s[(size_t)v * k->n_devs + d], w = k->weight_bytes[v];
+    return (t_total > 0 ? t / t_total : 0) + (w_total > 0 ? w / w_total : 0);
+}
+
 /* Model parallelism: the group's ops in topological order cut into contiguous runs of about
- * equal mean time, one run per device. */
+ * equal weight (time and resident bytes), one run per device. */
 static void assign_mp(cc *c, int i, const int *devs, int n)
 {
     const pl_op_groups *og = &c->x->og;
-    double total = 0, at = 0;
-    for (int k = og->off[i]; k < og->off[i + 1]; k++)
-        total += c->x->k->op_s[(size_t)og->op[k] * c->x->k->n_devs + devs[0]];
-    for (int k = og->off[i]; k < og->off[i + 1]; k++) {
-        int v = og->op[k];
-        double tv = c->x->k->op_s[(size_t)v * c->x->k->n_devs + devs[0]];
-        int part = total > 0 ? (int)((at + tv / 2) / total * n) : 0;
+    const pl_cost *k = c->x->k;
+    double tt = 0, wt = 0, total = 0, at = 0;
+    for (int q = og->off[i]; q < og->off[i + 1]; q++)
+        tt += k->op_s[(size_t)og->op[q] * k->n_devs + devs[0]], wt += k->weight_bytes[og->op[q]];
+    for (int q = og->off[i]; q < og->off[i + 1]; q++)
+        total += mp_weight(c, og->op[q], devs[0], tt, wt);
+    for (int q = og->off[i]; q < og->off[i + 1]; q++) {
+        int v = og->op[q];
+        double w = mp_weight(c, v, devs[0], tt, wt);
+        int part = total > 0 ? (int)((at + w / 2) / total * n) : 0;
         if (part >= n) part = n - 1;
-        at += tv;
+        at += w;
         set_reps(&c->rp[v], &devs[part], 1, REP_WHOLE, NULL);
+    }
+}
+
+/* In model parallelism an op reading a weight is where the weight is: a backward op goes with
+ * its forward op, an optimizer op with its gradient's producer, when those are model-parallel
+ * too (else a weight would be resident on two devices). */
+static void follow_forward(cc *c)
+{
+    const pl_train_graph *t = c->t;
+    const pl_op_groups *og = &c->x->og;
+    for (int v = 0; v < t->g->n_ops; v++) {
+        int f = t->fwd_of[v];
+        if (c->s->O[og->group_of[v]] != PL_OPT_MP || f < 0 || c->s->O[og->group_of[f]] != PL_OPT_MP)
+            continue;
+        c->rp[v].dev[0] = c->rp[f].dev[0];
+    }
+    for (int p = 0; p < t->n_params; p++) {
+        int a = t->apply_op[p], u = t->g->tensors[t->grad_tensor[p]].producer;
+        if (u < 0 || c->s->O[og->group_of[a]] != PL_OPT_MP || c->s->O[og->group_of[u]] != PL_OPT_MP)
+            continue;
+        c->rp[a].dev[0] = c->rp[u].dev[0];
     }
 }
 
@@ -177,6 +211,7 @@ static int plan_replicas(cc *c, pl_err *err)
         }
     }
     free(devs);
+    follow_forward(c);
     return 0;
 }
 
