@@ -107,6 +107,7 @@ static void test_spec_table(void **state)
                           "H100-PCIE-80GB",
                           "GTX-980-Ti",
                           "GTX-1080",
+                          "GTX-1080-Ti",
                           "RTX-2080-Ti",
                           "RTX-3060-Ti"};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
@@ -434,7 +435,7 @@ static void test_examples_load(void **state)
     (void)state;
     glob_t g;
     assert_int_equal(glob("examples/clusters/*.json", 0, NULL, &g), 0);
-    assert_true(g.gl_pathc >= 6);
+    assert_true(g.gl_pathc >= 8);
     for (size_t f = 0; f < g.gl_pathc; f++) {
         pl_err err = {""};
         pl_cluster *c = pl_cluster_load(g.gl_pathv[f], &err);

@@ -57,6 +57,17 @@ const pl_algo *pl_algo_list(int *n);
 int pl_algo_parse_list(const char *text, const char *what, const pl_algo **out, int max,
                        pl_err *err);
 
+/* METIS partitioning as the `metis` placer does it (src/place/metis.c), for other modules:
+ * the undirected graph of n vertices in METIS's CSR form (xadj[n + 1], adj symmetric, no
+ * self-loops; integer vertex weights vw >= 1 and edge weights aw >= 1, sums below 2^31)
+ * split into np equal-target parts by recursive bisection, each bisection a METIS call
+ * allowed an imbalance of ub (METIS's ubvec: 1.03 in placement), so a part weighs at most
+ * ub^ceil(log2 np) times its share. part[v] in [0, np); a part may be left empty. Never
+ * prints (metis.c says why METIS's own recursion would). -1 with err set when METIS fails. */
+int pl_metis_partition(int n, const int32_t *xadj, const int32_t *adj, const int32_t *vw,
+                       const int32_t *aw, int np, double ub, unsigned seed, int32_t *part,
+                       pl_err *err);
+
 /* 0, or -1 with err set when no plan at all can be feasible, whatever the algorithm: an op
  * can run on no device, the weights exceed the cluster's total memory, or one op alone
  * exceeds the largest device. The schedulers run the same check first; the command calls it

@@ -76,8 +76,9 @@ int pl_dev_groups_build(const pl_cluster *c, pl_dev_groups *out, pl_err *err);
 void pl_dev_groups_free(pl_dev_groups *d);
 
 /* Op groups by METIS (at most max_groups, default 60): edge weight = tensor bytes, node weight
- * = time (the ops' mean over the device groups' models), balance factor 2 (ufactor 1000). An
- * optimizer op joins its parameter's gradient producer's group. */
+ * = time (the op's mean over the GPUs of k's cluster), balance factor 2 (recursive bisection,
+ * each within 2^(1/levels): docs/train.md gives the METIS options). An optimizer op joins its
+ * parameter's gradient producer's group. */
 typedef struct pl_op_groups {
     int n;
     int *group_of;       /* per training op */

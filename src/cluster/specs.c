@@ -88,6 +88,11 @@ static const pl_gpu_spec specs[] = {
      "S(cputronic / alldbin: 8,873 GFLOPS, 320 GB/s); fp16 is 1:64 on GP104, so frameworks "
      "compute it in fp32 units: 0",
      2560, 1733 * MHZ},
+    {"GTX-1080-Ti", "1080Ti", PL_DEV_GPU, 11 * GiB, PEAKS(11.34, 0, 0, 0, 0.354), 484 * G, 10 * US,
+     "K (not in facts/gpus.md; NVIDIA GTX 1080 Ti specifications: 3584 CUDA cores, 1582 MHz "
+     "boost, 11 GB GDDR5X at 11 Gbps on 352 bits = 484 GB/s); fp32 = 2 x 3584 x 1582 MHz; "
+     "fp16 is 1:64 on GP102, so 0 as GTX-1080; fp64 1:32",
+     3584, 1582 * MHZ},
     {"RTX-2080-Ti", "2080Ti,RTX2080Ti", PL_DEV_GPU, 11 * GiB, PEAKS(13.4, 53.8, 0, 215.2, 0.42),
      616 * G, 5 * US,
      "K (not in facts/gpus.md): 13.4 TFLOP/s fp32, 11 GB, 616 GB/s; Turing whitepaper tensor "

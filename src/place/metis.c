@@ -142,6 +142,7 @@ static void device_speeds(const pl_cost *k, double *speed)
 typedef struct bisector {
     const ugraph *u;
     const double *target; /* per part: its share of the total weight */
+    double ub;            /* each bisection's allowed imbalance (METIS's ubvec) */
     unsigned seed;
     idx_t *part;
     int *local; /* vertex → index in the subgraph being split, -1 outside */
@@ -177,7 +178,7 @@ static int bisect(const bisector *B, const int *vs, int n, double w0, double w1,
     for (int i = 0; i < n; i++)
         B->local[vs[i]] = -1;
     idx_t nv = n, ncon = 1, two = 2, cut = 0, opts[METIS_NOPTIONS];
-    real_t tp[2] = {(real_t)(w0 / (w0 + w1)), (real_t)(w1 / (w0 + w1))}, ub = 1.03f;
+    real_t tp[2] = {(real_t)(w0 / (w0 + w1)), (real_t)(w1 / (w0 + w1))}, ub = (real_t)B->ub;
     METIS_SetDefaultOptions(opts);
     opts[METIS_OPTION_SEED] = (idx_t)(B->seed & 0x7fffffff);
     opts[METIS_OPTION_NUMBERING] = 0;
@@ -218,21 +219,39 @@ static int split_parts(const bisector *B, int *vs, int n, int p0, int np, pl_err
     return rc;
 }
 
-/* Splits into P parts with target weights proportional to the speeds given. */
-static int partition(const ugraph *u, int P, const double *speed, unsigned seed, idx_t *part,
-                     pl_err *err)
+/* Splits into P parts with target weights proportional to the speeds given, each bisection
+ * within imbalance ub. */
+static int partition(const ugraph *u, int P, const double *speed, double ub, unsigned seed,
+                     idx_t *part, pl_err *err)
 {
     double ssum = 0, *target = pl_malloc(P * sizeof *target);
     for (int d = 0; d < P; d++)
         ssum += speed[d];
     for (int d = 0; d < P; d++)
         target[d] = speed[d] / ssum;
-    bisector B = {u, target, seed, part, pl_malloc((u->n ? u->n : 1) * sizeof(int))};
+    bisector B = {u, target, ub, seed, part, pl_malloc((u->n ? u->n : 1) * sizeof(int))};
     int *vs = pl_malloc((u->n ? u->n : 1) * sizeof *vs);
     for (int i = 0; i < u->n; i++)
         vs[i] = i, B.local[i] = -1;
     int rc = split_parts(&B, vs, u->n, 0, P, err);
     free(vs), free(B.local), free(target);
+    return rc;
+}
+
+/* The recursion for other modules (place.h): METIS's idx_t is 32 bits in Debian's build, as
+ * int32_t is, so the caller's arrays are read in place (never written). */
+_Static_assert(sizeof(idx_t) == sizeof(int32_t), "METIS built with 64-bit idx_t");
+int pl_metis_partition(int n, const int32_t *xadj, const int32_t *adj, const int32_t *vw,
+                       const int32_t *aw, int np, double ub, unsigned seed, int32_t *part,
+                       pl_err *err)
+{
+    ugraph u = {n, (idx_t *)xadj, (idx_t *)adj, (idx_t *)vw, (idx_t *)aw, NULL};
+    double *equal = pl_malloc((np > 0 ? np : 1) * sizeof *equal);
+    for (int p = 0; p < np; p++)
+        equal[p] = 1;
+    memset(part, 0, (n > 0 ? n : 0) * sizeof *part);
+    int rc = np > 1 ? partition(&u, np, equal, ub, seed, (idx_t *)part, err) : 0;
+    free(equal);
     return rc;
 }
 
@@ -428,7 +447,7 @@ static int split(const pl_cost *k, const pl_place_opts *o, const ugraph *u, int 
     idx_t *part = pl_calloc(k->n_ops ? k->n_ops : 1, sizeof *part);
     device_speeds(k, speed);
     int P = pick_devices(speed, D, k->n_ops, active, aspeed), rc = 0;
-    if (P > 1) rc = partition(u, P, aspeed, o ? o->seed : 0, part, err);
+    if (P > 1) rc = partition(u, P, aspeed, 1.03, o ? o->seed : 0, part, err);
     if (rc == 0) map_parts(u, P, active, aspeed, part, dev);
     free(active), free(speed), free(aspeed), free(part);
     return rc;
