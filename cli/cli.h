@@ -30,6 +30,7 @@ int cli_calibrate(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_serverless(int argc, char **argv);
 int cli_multi(int argc, char **argv);
+int cli_train(int argc, char **argv);
 
 /* Options every verb that runs a model on a cluster shares. */
 #define CLI_MAX_LIST 64

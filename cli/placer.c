@@ -23,6 +23,8 @@ static const struct {
     {"run", cli_run, "a split run for real on this CPU, one thread per device, vs the prediction"},
     {"profile", cli_profile, "per-op times measured in onnxruntime on this CPU, as a profile"},
     {"calibrate", cli_calibrate, "the cost model's efficiencies fitted to measured profiles"},
+    {"train", cli_train,
+     "a model's training deployed on heterogeneous GPUs (TAG) beside its baselines"},
     {"multi", cli_multi,
      "several models sharing one host's devices, placed op by op (Talos) beside its baselines"},
     {"serverless", cli_serverless,

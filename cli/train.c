@@ -1,0 +1,422 @@
+/* train.c: `placer train MODEL --cluster C --batch N`: the training of a model deployed on a
+ * heterogeneous set of GPUs (TAG): per op group its devices and option, the SFB choices, the
+ * per-iteration time and peak memory per device, beside DP-NCCL, DP-NCCL-P, Horovod, a
+ * HeteroG-like search and a placer of one model (docs/train.md). */
+#include "cli.h"
+#include "placer/report.h"
+#include "placer/train.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help =
+    "usage: placer train MODEL --cluster C --batch N [--algo A] [--budget 300 | --budget 60s]\n"
+    "                    [--no-sfb] [--max-groups G] [--seed S] [--placer heft] [--json]\n"
+    "                    [-o FILE] [--cost-params F] [--no-calibration]\n"
+    "  --batch N      the global batch size (default: the model's own)\n"
+    "  --algo A       the strategy shown in detail: tag (default), dp, dp-p, horovod, heterog\n"
+    "  --budget B     TAG's MCTS: B iterations (default 300), or a time (60s)\n"
+    "  --no-sfb       no sufficient factor broadcasting\n"
+    "  --max-groups G op groups (METIS; default 60)\n"
+    "  --placer P     the model-parallel baseline's placer (default heft; `none` to skip)\n"
+    "  -o FILE        the placer-train/1 document (as --json prints it), written atomically\n"
+    "exit status: 0 done, 1 the model fits no strategy, 2 bad input or failure\n";
+
+typedef struct train_opts {
+    cli_common co;
+    int batch, max_groups;
+    const char *algo, *out, *placer;
+    pl_train_search_opts so;
+} train_opts;
+
+enum { B_TAG, B_DP, B_DPP, B_HOROVOD, B_HETEROG, B_PLACER, B_COUNT };
+static const char *bname[B_COUNT] = {"tag", "dp", "dp-p", "horovod", "heterog", "placer"};
+
+typedef struct outcome {
+    bool ran, ok;
+    char msg[PL_ERR_MAX];
+    pl_train_strategy *s; /* NULL for the placer */
+    pl_train_eval e;
+} outcome;
+
+/* ---- options ---- */
+
+static int parse_budget(const char *v, train_opts *o)
+{
+    long n;
+    if (v && strspn(v, "0123456789") == strlen(v) && *v) {
+        if (cli_count("train", "--budget", v, 1, 10000000, &n) < 0) return -1;
+        o->so.iterations = (int)n;
+        return 0;
+    }
+    return cli_seconds("train", "--budget", v, &o->so.time_s);
+}
+
+static int own_opt(int argc, char **argv, int *i, train_opts *o)
+{
+    const char *v;
+    long n;
+    if (!strcmp(argv[*i], "--no-sfb")) return o->so.no_sfb = true, 1;
+    if (cli_opt(argc, argv, i, "--batch", &v)) {
+        if (cli_count("train", "--batch", v, 1, 1 << 24, &n) < 0) return -1;
+        return o->batch = (int)n, 1;
+    }
+    if (cli_opt(argc, argv, i, "--max-groups", &v)) {
+        if (cli_count("train", "--max-groups", v, 1, 10000, &n) < 0) return -1;
+        return o->max_groups = (int)n, 1;
+    }
+    if (cli_opt(argc, argv, i, "--budget", &v)) return parse_budget(v, o) < 0 ? -1 : 1;
+    if (cli_opt(argc, argv, i, "--seed", &v))
+        return cli_seed("train", "--seed", v, &o->so.seed) < 0 ? -1 : 1;
+    if (cli_opt(argc, argv, i, "--algo", &v)) {
+        for (int b = 0; b < B_PLACER && v; b++)
+            if (!strcmp(v, bname[b])) return o->algo = v, 1;
+        return cli_fail("train", "--algo: '%s': give tag, dp, dp-p, horovod or heterog",
+                        v ? v : ""),
+               -1;
+    }
+    if (cli_opt(argc, argv, i, "--placer", &v)) {
+        if (!v || (strcmp(v, "none") && !pl_algo_find(v)))
+            return cli_fail("train", "--placer: '%s': a placer of `placer place --help`, or none",
+                            v ? v : ""),
+                   -1;
+        return o->placer = v, 1;
+    }
+    if (cli_opt(argc, argv, i, "-o", &v)) {
+        if (!v) return cli_fail("train", "-o wants a file"), -1;
+        return o->out = v, 1;
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, train_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->algo = "tag", o->placer = "heft", o->max_groups = 60;
+    o->co.refuse = CLI_NO_PROFILE | CLI_NO_CONTENTION;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(help, stdout);
+            exit(CLI_EXIT_OK);
+        }
+        int r = own_opt(argc, argv, &i, o);
+        if (r == 0) r = cli_common_opt("train", argc, argv, &i, &o->co);
+        if (r < 0) return CLI_EXIT_BAD_INPUT;
+        if (r == 0) return cli_fail("train", "unknown option '%s' (placer train --help)", argv[i]);
+    }
+    if (!o->co.model) return cli_fail("train", "which model? (placer train --help)");
+    if (!o->co.cluster) return cli_fail("train", "which cluster? give --cluster FILE");
+    return 0;
+}
+
+/* ---- running ---- */
+
+static void progress(int it, double best_s, double dp_s, void *user)
+{
+    (void)user;
+    cli_progress("train: MCTS iteration %d, best %.3f ms (DP-NCCL %.3f ms)", it, best_s * 1e3,
+                 dp_s * 1e3);
+}
+
+static void run_strategy(const pl_train_ctx *x, pl_train_strategy *s, outcome *r)
+{
+    pl_err err = {""};
+    r->ran = true, r->s = s;
+    r->ok = s && pl_train_evaluate(x, s, &r->e, &err) == 0;
+    if (!r->ok) snprintf(r->msg, sizeof r->msg, "%s", err.msg);
+}
+
+static void run_all(const pl_train_ctx *x, const train_opts *o, outcome *b,
+                    pl_train_search_result *sr)
+{
+    pl_err err = {""};
+    run_strategy(x, pl_train_dp(x, false, false), &b[B_DP]);
+    run_strategy(x, pl_train_dp(x, true, false), &b[B_DPP]);
+    run_strategy(x, pl_train_dp(x, false, true), &b[B_HOROVOD]);
+    cli_progress("train: the HeteroG-like search ...");
+    pl_train_strategy *h = pl_train_heterog(x, &err);
+    if (h)
+        run_strategy(x, h, &b[B_HETEROG]);
+    else
+        b[B_HETEROG].ran = true, snprintf(b[B_HETEROG].msg, sizeof b[B_HETEROG].msg, "%s", err.msg);
+    if (strcmp(o->placer, "none")) {
+        b[B_PLACER].ran = true;
+        pl_place_opts po = {.seed = o->so.seed};
+        b[B_PLACER].ok = pl_train_placer(x, o->placer, &po, &b[B_PLACER].e, &err) == 0;
+        if (!b[B_PLACER].ok) snprintf(b[B_PLACER].msg, sizeof b[B_PLACER].msg, "%s", err.msg);
+    }
+    pl_train_search_opts so = o->so;
+    so.progress = progress;
+    b[B_TAG].ran = true;
+    err.msg[0] = 0;
+    b[B_TAG].ok = pl_train_search(x, &so, sr, &err) == 0;
+    if (b[B_TAG].ok)
+        b[B_TAG].s = sr->best, b[B_TAG].e = sr->eval;
+    else
+        snprintf(b[B_TAG].msg, sizeof b[B_TAG].msg, "%s", err.msg);
+}
+
+/* ---- printing ---- */
+
+static double peak_max(const pl_train_eval *e)
+{
+    double m = 0;
+    for (int d = 0; d < e->n_devs; d++)
+        m = fmax(m, e->peak_mem_bytes[d]);
+    return m;
+}
+
+static void devices_of(const pl_train_ctx *x, const pl_train_strategy *s, int i, char *buf,
+                       size_t n)
+{
+    buf[0] = 0;
+    int all = 1;
+    for (int j = 0; j < x->dg.n; j++)
+        all &= s->P[(size_t)i * x->dg.n + j];
+    if (all) {
+        snprintf(buf, n, "all");
+        return;
+    }
+    for (int j = 0; j < x->dg.n; j++)
+        if (s->P[(size_t)i * x->dg.n + j])
+            snprintf(buf + strlen(buf), n - strlen(buf), "%sdg%d", buf[0] ? "," : "", j);
+}
+
+static void print_strategy(const pl_train_ctx *x, const char *name, const pl_train_strategy *s)
+{
+    printf("\n%s's strategy, op groups in descending time:\n", name);
+    pl_table *t = pl_table_new("group|>ops|>time ms|>params MB|device groups|option|>SFB ops");
+    int *order = pl_malloc((size_t)x->og.n * sizeof *order + 1);
+    for (int i = 0; i < x->og.n; i++)
+        order[i] = i;
+    for (int a = 1; a < x->og.n; a++)
+        for (int b = a; b > 0 && x->og.time_s[order[b]] > x->og.time_s[order[b - 1]]; b--) {
+            int tmp = order[b];
+            order[b] = order[b - 1], order[b - 1] = tmp;
+        }
+    for (int k = 0; k < x->og.n; k++) {
+        int i = order[k], sfb = 0;
+        for (int q = x->og.off[i]; s->sfb && q < x->og.off[i + 1]; q++)
+            sfb += s->sfb[x->og.op[q]];
+        char devs[256];
+        devices_of(x, s, i, devs, sizeof devs);
+        pl_table_row(t, "%d|%d|%.3f|%.1f|%s|%s|%d", i, x->og.off[i + 1] - x->og.off[i],
+                     x->og.time_s[i] * 1e3, x->og.param_bytes[i] / 1e6, devs,
+                     pl_train_option_name(s->O[i]), sfb);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    free(order);
+}
+
+static void print_groups(const pl_train_ctx *x)
+{
+    printf("device groups:");
+    for (int j = 0; j < x->dg.n; j++) {
+        const pl_device *d = &x->c->devs[x->dg.dev[x->dg.off[j]]];
+        printf("%s dg%d %dx %s%s%s", j ? "," : "", j, x->dg.off[j + 1] - x->dg.off[j], d->model,
+               d->host[0] ? " on " : "", d->host);
+    }
+    printf("\n");
+}
+
+static void print_table(const pl_train_ctx *x, const outcome *b, const train_opts *o)
+{
+    double dp = b[B_DP].ok && !b[B_DP].e.oom ? b[B_DP].e.iteration_s : NAN;
+    pl_table *t =
+        pl_table_new("algorithm|>iteration ms|>speed-up over DP-NCCL|>largest peak memory|note");
+    for (int k = 0; k < B_COUNT; k++) {
+        const outcome *r = &b[k];
+        if (!r->ran) continue;
+        char name[64], mem[32], sp[32];
+        snprintf(name, sizeof name, "%s%s", k == B_PLACER ? o->placer : bname[k],
+                 k == B_PLACER ? " (model parallel)" : "");
+        if (!r->ok) {
+            pl_table_row(t, "%s|-|-|-|failed: %s", name, r->msg);
+            continue;
+        }
+        if (r->e.oom || isnan(dp))
+            snprintf(sp, sizeof sp, "-");
+        else
+            snprintf(sp, sizeof sp, "%.2fx", dp / r->e.iteration_s);
+        pl_table_row(t, "%s|%.3f|%s|%s|%s", name, r->e.iteration_s * 1e3, sp,
+                     pl_fmt_bytes(peak_max(&r->e), mem, sizeof mem),
+                     r->e.oom ? "out of memory" : "");
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    (void)x;
+}
+
+static void print_memory(const pl_train_ctx *x, const outcome *r, const char *name)
+{
+    printf("\npeak memory per device (%s):\n", name);
+    pl_table *t = pl_table_new("device|model|>peak|>capacity|>use");
+    for (int d = 0; d < x->c->n_devs; d++) {
+        if (x->dg.group_of[d] < 0) continue;
+        const pl_device *dv = &x->c->devs[d];
+        char a[32], b[32];
+        pl_table_row(t, "%s|%s|%s|%s|%.0f%%", dv->name, dv->model,
+                     pl_fmt_bytes(r->e.peak_mem_bytes[d], a, sizeof a),
+                     pl_fmt_bytes(dv->memory_bytes, b, sizeof b),
+                     dv->memory_bytes > 0 ? 100 * r->e.peak_mem_bytes[d] / dv->memory_bytes : 0);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+/* ---- JSON ---- */
+
+static json_t *strategy_json(const pl_train_ctx *x, const pl_train_strategy *s)
+{
+    json_t *groups = json_array();
+    for (int i = 0; i < x->og.n; i++) {
+        json_t *g = json_object(), *devs = json_array(), *sfb = json_array();
+        for (int j = 0; j < x->dg.n; j++)
+            if (s->P[(size_t)i * x->dg.n + j])
+                for (int k = x->dg.off[j]; k < x->dg.off[j + 1]; k++)
+                    json_array_append_new(devs, json_string(x->c->devs[x->dg.dev[k]].name));
+        for (int q = x->og.off[i]; s->sfb && q < x->og.off[i + 1]; q++)
+            if (s->sfb[x->og.op[q]])
+                json_array_append_new(sfb, json_string(x->t->g->ops[x->og.op[q]].name));
+        json_object_set_new(g, "group", json_integer(i));
+        json_object_set_new(g, "ops", json_integer(x->og.off[i + 1] - x->og.off[i]));
+        json_object_set_new(g, "time_s", json_real(x->og.time_s[i]));
+        json_object_set_new(g, "param_bytes", json_real(x->og.param_bytes[i]));
+        json_object_set_new(g, "devices", devs);
+        json_object_set_new(g, "option", json_string(pl_train_option_name(s->O[i])));
+        json_object_set_new(g, "sfb_ops", sfb);
+        json_array_append_new(groups, g);
+    }
+    return groups;
+}
+
+static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcome *b,
+                        const pl_train_search_result *sr, int chosen)
+{
+    json_t *j = json_object(), *base = json_object(), *peak = json_object();
+    json_object_set_new(j, "format", json_string("placer-train/1"));
+    json_object_set_new(j, "model", json_string(o->co.model));
+    json_object_set_new(j, "cluster", json_string(o->co.cluster));
+    json_object_set_new(j, "batch", json_integer(x->t->batch));
+    json_object_set_new(j, "algo", json_string(bname[chosen]));
+    const outcome *c = &b[chosen];
+    json_object_set_new(j, "iteration_s", c->ok ? json_real(c->e.iteration_s) : json_null());
+    json_object_set_new(j, "fits_memory", json_boolean(c->ok && !c->e.oom));
+    for (int d = 0; c->ok && d < c->e.n_devs; d++)
+        if (x->dg.group_of[d] >= 0)
+            json_object_set_new(peak, x->c->devs[d].name, json_real(c->e.peak_mem_bytes[d]));
+    json_object_set_new(j, "peak_memory_bytes", peak);
+    for (int k = 0; k < B_COUNT; k++) {
+        if (!b[k].ran) continue;
+        const char *name = k == B_PLACER ? o->placer : bname[k];
+        json_object_set_new(base, name,
+                            !b[k].ok     ? json_string("failed")
+                            : b[k].e.oom ? json_string("oom")
+                                         : json_real(b[k].e.iteration_s));
+    }
+    json_object_set_new(j, "baselines", base);
+    json_object_set_new(j, "mcts_iterations", json_integer(sr->iterations));
+    json_object_set_new(j, "mcts_iterations_to_beat_dp",
+                        sr->iterations_to_beat_dp >= 0 ? json_integer(sr->iterations_to_beat_dp)
+                                                       : json_null());
+    json_object_set_new(j, "search_s", json_real(sr->search_s));
+    json_object_set_new(j, "sfb_gradients", json_integer(sr->sfb_applied));
+    json_object_set_new(j, "op_groups", json_integer(x->og.n));
+    json_object_set_new(j, "device_groups", json_integer(x->dg.n));
+    if (c->s) json_object_set_new(j, "strategy", strategy_json(x, c->s));
+    return j;
+}
+
+/* ---- the verb ---- */
+
+static int load(const train_opts *o, pl_graph **fwd, pl_cluster **c, pl_train_graph **t,
+                pl_cost_params *params)
+{
+    pl_err err = {""};
+    pl_load_opts lo = {.dims = (const char **)o->co.dims,
+                       .n_dims = o->co.n_dims,
+                       .input_shapes = (const char **)o->co.shapes,
+                       .n_input_shapes = o->co.n_shapes};
+    *fwd = pl_graph_load(o->co.model, &lo, &err);
+    if (!*fwd) return cli_fail("train", "%s", err.msg);
+    cli_print_warnings(*fwd);
+    *c = pl_cluster_load(o->co.cluster, &err);
+    if (!*c) return cli_fail("train", "%s", err.msg);
+    if (cli_cost_params("train", &o->co, (const pl_cluster *const *)c, 1, params) < 0)
+        return CLI_EXIT_BAD_INPUT;
+    pl_train_opts to = {.batch = o->batch};
+    if (pl_train_graph_build(*fwd, &to, t, &err) < 0) return cli_fail("train", "%s", err.msg);
+    return 0;
+}
+
+int cli_train(int argc, char **argv)
+{
+    train_opts o;
+    if (parse(argc, argv, &o) != 0) return CLI_EXIT_BAD_INPUT;
+    pl_graph *fwd = NULL;
+    pl_cluster *c = NULL;
+    pl_train_graph *t = NULL;
+    pl_cost_params params;
+    int rc = load(&o, &fwd, &c, &t, &params);
+    pl_train_ctx x;
+    pl_err err = {""};
+    if (rc == 0 && pl_train_ctx_init(&x, t, c, &params, o.max_groups, &err) < 0)
+        rc = cli_fail("train", "%s", err.msg);
+    if (rc) {
+        pl_train_graph_free(t), pl_cluster_free(c), pl_graph_free(fwd);
+        return rc;
+    }
+    outcome b[B_COUNT];
+    memset(b, 0, sizeof b);
+    pl_train_search_result sr = {0};
+    run_all(&x, &o, b, &sr);
+    int chosen = B_TAG;
+    for (int k = 0; k < B_PLACER; k++)
+        if (!strcmp(o.algo, bname[k])) chosen = k;
+    rc = !b[chosen].ok
+             ? (strstr(b[chosen].msg, "does not fit") ? CLI_EXIT_INFEASIBLE : CLI_EXIT_BAD_INPUT)
+         : b[chosen].e.oom ? CLI_EXIT_INFEASIBLE
+                           : CLI_EXIT_OK;
+    if (!b[chosen].ok) fprintf(stderr, "placer train: %s: %s\n", bname[chosen], b[chosen].msg);
+    json_t *doc = doc_json(&x, &o, b, &sr, chosen);
+    if (o.out) {
+        char *text = json_dumps(doc, JSON_INDENT(2));
+        if (!text || pl_out_write_file(o.out, text, strlen(text), &err) < 0)
+            rc = cli_fail("train", "-o %s: %s", o.out, err.msg[0] ? err.msg : "cannot write");
+        free(text);
+    }
+    if (o.co.json)
+        pl_json_print(doc, stdout);
+    else {
+        json_decref(doc);
+        int n_bwd = 0, n_opt = 0;
+        for (int v = 0; v < t->g->n_ops; v++)
+            n_bwd += t->phase[v] == PL_PHASE_BWD, n_opt += t->phase[v] == PL_PHASE_OPT;
+        printf("%s training at batch %d: %d ops (%d forward, %d backward, %d optimizer), %d "
+               "parameters\n",
+               o.co.model, t->batch, t->g->n_ops, t->n_fwd, n_bwd, n_opt, t->n_params);
+        printf("%s: ", c->name);
+        print_groups(&x);
+        char at[32] = "none";
+        if (sr.iterations_to_beat_dp >= 0)
+            snprintf(at, sizeof at, "iteration %d", sr.iterations_to_beat_dp);
+        printf("op groups: %d (METIS); MCTS: %d iterations in %.1f s, first better than DP-NCCL "
+               "at %s; SFB duplicated %d gradient(s)\n\n",
+               x.og.n, sr.iterations, sr.search_s, at, sr.sfb_applied);
+        print_table(&x, b, &o);
+        if (b[chosen].ok && b[chosen].s) print_strategy(&x, bname[chosen], b[chosen].s);
+        if (b[chosen].ok) print_memory(&x, &b[chosen], bname[chosen]);
+    }
+    for (int k = 0; k < B_COUNT; k++) {
+        if (k != B_TAG) pl_train_strategy_free(b[k].s);
+        if (k != B_TAG) pl_train_eval_free(&b[k].e);
+    }
+    pl_train_search_result_free(&sr);
+    pl_train_ctx_free(&x);
+    pl_train_graph_free(t), pl_cluster_free(c), pl_graph_free(fwd);
+    return rc;
+}

@@ -1,0 +1,114 @@
+/* test_cli_train.c: `placer train` as a user runs it (docs/train.md): TAG never slower than
+ * DP-NCCL and never out of memory, a model that DP cannot fit placed by the fallback, one that
+ * fits nowhere refused with the device and the memory short, and bad input refused by name. */
+#include "testutil.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double num(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_number(v)) fail_msg("no number '%s'", k);
+    return json_number_value(v);
+}
+
+/* Two GPUs of `mem` each, 10 GB/s apart. */
+static const char *two_gpus(const char *mem)
+{
+    static char text[1024];
+    snprintf(text, sizeof text,
+             "{\"format\": \"placer-cluster/1\", \"name\": \"two\", \"devices\": ["
+             "{\"name\": \"g0\", \"model\": \"V100\", \"host\": \"m0\", \"memory_bytes\": \"%s\"},"
+             "{\"name\": \"g1\", \"model\": \"V100\", \"host\": \"m1\", \"memory_bytes\": \"%s\"}],"
+             "\"links\": [{\"from\": \"g0\", \"to\": \"g1\", \"bandwidth_Bps\": \"10 GB/s\","
+             "\"latency_s\": \"5 us\", \"both_ways\": true}]}",
+             mem, mem);
+    return tu_tmpfile(text, strlen(text), ".json");
+}
+
+/* On TAG's SFB pair: placer-train/1 with every field the issue names; TAG no slower than
+ * DP-NCCL (DP is in its space) and fitting; every op group on some device. */
+static void test_json_and_never_slower_than_dp(void **state)
+{
+    (void)state;
+    json_t *doc = tu_run_json("train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json "
+                              "--batch 4 --budget 20 --placer none --json 2>/dev/null");
+    assert_string_equal(json_string_value(json_object_get(doc, "format")), "placer-train/1");
+    double tag = num(doc, "iteration_s"), dp = num(json_object_get(doc, "baselines"), "dp");
+    assert_true(tag > 0 && tag <= dp * (1 + 1e-9));
+    assert_true(json_is_true(json_object_get(doc, "fits_memory")));
+    json_t *peak = json_object_get(doc, "peak_memory_bytes");
+    assert_int_equal(json_object_size(peak), 2);
+    assert_true(num(peak, "m1_gpu0") > 0);
+    assert_non_null(json_object_get(doc, "mcts_iterations_to_beat_dp"));
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(doc, "strategy"), i, g)
+    {
+        assert_true(json_array_size(json_object_get(g, "devices")) >= 1);
+    }
+    json_decref(doc);
+}
+
+/* vgg19's parameters with Adam (1.7 GB) fit no 2.4 GB GPU whole: data parallelism is out of
+ * memory, TAG's fallback splits the model and fits. */
+static void test_dp_oom_tag_fits(void **state)
+{
+    (void)state;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "train models/vgg19.onnx --cluster %s --batch 2 --budget 5 --placer none --json "
+             "2>/dev/null",
+             two_gpus("2.4 GB"));
+    json_t *doc = tu_run_json(cmd);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "baselines"), "dp")),
+                        "oom");
+    assert_true(json_is_true(json_object_get(doc, "fits_memory")));
+    json_t *peak = json_object_get(doc, "peak_memory_bytes");
+    assert_true(num(peak, "g0") <= 2.4e9 && num(peak, "g1") <= 2.4e9);
+    json_decref(doc);
+}
+
+/* A model that fits no split: exit 1, the device and the memory short named. */
+static void test_fits_nowhere(void **state)
+{
+    (void)state;
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof cmd,
+             "train models/vgg19.onnx --cluster %s --batch 2 --budget 3 --placer none",
+             two_gpus("300 MB"));
+    assert_int_equal(tu_run(cmd, &out), 1);
+    assert_contains(out, "does not fit");
+    assert_contains(out, "needs");
+    free(out);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    tu_expect_refusal("train --cluster examples/clusters/tag-sfb.json", "which model?");
+    tu_expect_refusal("train models/resnet50.onnx", "which cluster?");
+    tu_expect_refusal("train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --batch 0",
+                      "--batch");
+    tu_expect_refusal("train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --algo x",
+                      "--algo: 'x'");
+    tu_expect_refusal(
+        "train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --budget soon",
+        "--budget");
+    tu_expect_refusal("train models/resnet50.onnx --cluster examples/clusters/local-cpu.json",
+                      "GPU");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_and_never_slower_than_dp),
+        cmocka_unit_test(test_dp_oom_tag_fits),
+        cmocka_unit_test(test_fits_nowhere),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
