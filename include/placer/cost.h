@@ -133,6 +133,11 @@ typedef struct pl_cost {
  * place). */
 pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
                      const pl_profile *const *profiles, int n_profiles, pl_err *err);
+/* The same table priced only where a placement puts each op (dev_of[op]; every other cell
+ * INFINITY), for a graph simulated once under that placement: a compiled training iteration
+ * has 10^4-10^5 ops on tens of devices, and pricing every cell would dominate (train.h). */
+pl_cost *pl_cost_new_placed(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
+                            const int *dev_of, pl_err *err);
 void pl_cost_free(pl_cost *k);
 
 /* The roofline estimate alone (no given time). */

@@ -216,6 +216,7 @@ typedef struct table_ctx {
     const pl_profile **dev_profile;
     const pl_gpu_spec **dev_spec; /* per device: its built-in spec, or NULL */
     const pl_gpu_spec **key_spec; /* scratch: the spec of each of the op's time keys */
+    const int *only_dev;          /* pl_cost_new_placed: per op, the one device to price */
     int cap_keys;
     /* Recent keys and their specs: a task graph repeats a few model names on every node, and
      * the spec table's search is the costliest step of building the table. */
@@ -268,7 +269,10 @@ static void fill_op(table_ctx *x, int op)
     for (int i = 0; i < o->n_times; i++)
         x->key_spec[i] = spec_of_key(x, o->time_device[i]);
     for (int dev = 0; dev < x->k->n_devs; dev++)
-        fill_cell(x, op, dev);
+        if (!x->only_dev || x->only_dev[op] == dev)
+            fill_cell(x, op, dev);
+        else
+            x->k->op_s[(size_t)op * x->k->n_devs + dev] = INFINITY;
 }
 
 /* Bytes of the op's distinct weight inputs and distinct outputs; `stamp` dedups a tensor
@@ -347,8 +351,9 @@ static void fill_pairs(pl_cost *k, const table_ctx *x)
     }
 }
 
-pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
-                     const pl_profile *const *profiles, int n_profiles, pl_err *err)
+static pl_cost *cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
+                         const pl_profile *const *profiles, int n_profiles, const int *only_dev,
+                         pl_err *err)
 {
     pl_cost_params def;
     if (!params) pl_cost_params_default(&def), params = &def;
@@ -373,7 +378,8 @@ pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_param
     table_ctx x = {.k = k,
                    .dev_profile =
                        pl_calloc((size_t)pl_graph_tenants(g) * c->n_devs + 1, sizeof(void *)),
-                   .dev_spec = pl_calloc(c->n_devs + 1, sizeof(void *))};
+                   .dev_spec = pl_calloc(c->n_devs + 1, sizeof(void *)),
+                   .only_dev = only_dev};
     match_profiles(&x, profiles, n_profiles);
     int *stamp = pl_calloc(g->n_tensors + 1, sizeof *stamp);
     for (int op = 0; op < k->n_ops; op++) {
@@ -385,6 +391,18 @@ pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_param
     fill_pairs(k, &x);
     free(x.dev_profile), free(x.dev_spec), free(x.key_spec);
     return k;
+}
+
+pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
+                     const pl_profile *const *profiles, int n_profiles, pl_err *err)
+{
+    return cost_new(g, c, params, profiles, n_profiles, NULL, err);
+}
+
+pl_cost *pl_cost_new_placed(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
+                            const int *dev_of, pl_err *err)
+{
+    return cost_new(g, c, params, NULL, 0, dev_of, err);
 }
 
 void pl_cost_free(pl_cost *k)

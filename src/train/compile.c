@@ -439,10 +439,16 @@ static int barrier_on(cc *c, int d)
     return c->barrier[d];
 }
 
-/* The ring's phase time on the link a -> b: D - 1 steps of L / D bytes. */
-static double ring_phase_s(const cc *c, int a, int b, int D, double bytes)
+/* The bytes one transfer a -> b carries so that the link model gives a ring phase's time, its
+ * D - 1 steps of L / D bytes, (D - 1)(latency + L / D / bandwidth): the phase's bytes plus the
+ * D - 2 extra latencies' worth. (Given per-tensor times would do it too, but the cost table
+ * keeps those per tensor and device pair: gigabytes for a 32-GPU ring.) */
+static double ring_phase_bytes(const cc *c, int a, int b, int D, double bytes)
 {
-    return (D - 1) * pl_cluster_xfer_s(c->c, a, b, bytes / D);
+    double lat = pl_cluster_xfer_s(c->c, a, b, 0);
+    double per_byte = (pl_cluster_xfer_s(c->c, a, b, 1e9) - lat) / 1e9;
+    double phase = (D - 1) * pl_cluster_xfer_s(c->c, a, b, bytes / D);
+    return per_byte > 0 ? fmax(0, (phase - lat) / per_byte) : bytes * (D - 1) / D;
 }
 
 static void ring_allreduce(cc *c, const bucket *bk)
@@ -452,8 +458,8 @@ static void ring_allreduce(cc *c, const bucket *bk)
     double part = bk->bytes * (D - 1) / D;
     int *m = pl_malloc((size_t)D * sizeof *m), *q = pl_malloc((size_t)D * sizeof *q);
     for (int i = 0; i < D; i++) { /* each device's share to send in the reduce-scatter phase */
-        int d = r->dev[i],
-            op = new_op(c, "ring_send", "AllReduceSend", d, 0, part, PL_CLASS_DATA_MOVEMENT);
+        int d = r->dev[i], next = r->dev[(i + 1) % D];
+        int op = new_op(c, "ring_send", "AllReduceSend", d, 0, part, PL_CLASS_DATA_MOVEMENT);
         for (int k = 0; k < bk->n; k++) {
             int p = bk->param[k], u = grad_producer(c, p);
             pl_op_add_input(
@@ -462,7 +468,7 @@ static void ring_allreduce(cc *c, const bucket *bk)
         }
         int b = barrier_on(c, d);
         if (b >= 0) pl_op_add_input(c->g, op, b);
-        m[i] = new_tensor(c, "ring_rs", part, 0);
+        m[i] = new_tensor(c, "ring_rs", ring_phase_bytes(c, d, next, D, bk->bytes), 0);
         pl_op_add_output(c->g, op, m[i]);
     }
     for (int i = 0; i < D; i++) { /* reduce what the predecessor sent */
@@ -470,9 +476,8 @@ static void ring_allreduce(cc *c, const bucket *bk)
         int op = new_op(c, "ring_reduce", "AllReduceReduce", d, part / 4, 3 * part,
                         PL_CLASS_ELEMENTWISE);
         pl_op_add_input(c->g, op, m[prev]), pl_op_add_input(c->g, op, m[i]);
-        pl_graph_add_xfer_time(c->g, m[prev], c->c->devs[r->dev[prev]].name, c->c->devs[d].name,
-                               ring_phase_s(c, r->dev[prev], d, D, bk->bytes));
-        q[i] = new_tensor(c, "ring_ag", part, 0);
+        q[i] =
+            new_tensor(c, "ring_ag", ring_phase_bytes(c, d, r->dev[(i + 1) % D], D, bk->bytes), 0);
         pl_op_add_output(c->g, op, q[i]);
     }
     for (int i = 0; i < D; i++) { /* the all-gather phase: the summed gradient everywhere */
@@ -480,8 +485,6 @@ static void ring_allreduce(cc *c, const bucket *bk)
         int op =
             new_op(c, "ring_gather", "AllReduceGather", d, 0, bk->bytes, PL_CLASS_DATA_MOVEMENT);
         pl_op_add_input(c->g, op, q[prev]), pl_op_add_input(c->g, op, q[i]);
-        pl_graph_add_xfer_time(c->g, q[prev], c->c->devs[r->dev[prev]].name, c->c->devs[d].name,
-                               ring_phase_s(c, r->dev[prev], d, D, bk->bytes));
         int out = new_tensor(c, "allreduced", bk->bytes, 0);
         pl_op_add_output(c->g, op, out);
         for (int k = 0; k < bk->n; k++)

@@ -10,7 +10,13 @@ int pl_train_ctx_init(pl_train_ctx *x, const pl_train_graph *t, const pl_cluster
     memset(x, 0, sizeof *x);
     x->t = t, x->c = c, x->params = params;
     if (pl_dev_groups_build(c, &x->dg, err) < 0) return -1;
-    x->k = pl_cost_new(t->g, c, params, NULL, 0, err);
+    pl_cost_params cp; /* ops priced alone, as the compiled iteration prices them (eval.c) */
+    if (params)
+        cp = *params;
+    else
+        pl_cost_params_default(&cp);
+    cp.runtime_fusion = PL_FUSION_NONE;
+    x->k = pl_cost_new(t->g, c, &cp, NULL, 0, err);
     if (!x->k || pl_op_groups_build(t, x->k, max_groups, &x->og, err) < 0) {
         pl_train_ctx_free(x);
         return -1;

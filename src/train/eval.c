@@ -13,7 +13,14 @@ int pl_train_evaluate(const pl_train_ctx *x, const pl_train_strategy *s, pl_trai
     pl_graph *g;
     pl_plan *p;
     if (pl_train_compile(x, s, &g, &p, NULL, err) < 0) return -1;
-    pl_cost *k = pl_cost_new(g, x->c, x->params, NULL, 0, err);
+    /* onnxruntime's CPU kernel fusion is not a training framework's: ops are priced alone */
+    pl_cost_params cp;
+    if (x->params)
+        cp = *x->params;
+    else
+        pl_cost_params_default(&cp);
+    cp.runtime_fusion = PL_FUSION_NONE;
+    pl_cost *k = pl_cost_new_placed(g, x->c, &cp, p->dev, err);
     pl_sim_result r;
     pl_sim_opts so = {.contention = PL_CONTENTION_PORTS};
     int rc = k ? pl_simulate(k, p, &so, &r, err) : -1;
