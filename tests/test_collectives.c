@@ -250,6 +250,10 @@ static void test_cli_end_to_end(void **state)
     int rc = tu_run(cmd, &out);
     if (rc != 0) fail_msg("exit %d: %s", rc, out);
     assert_contains(out, "link model us");
+    /* local-cpu.json: 10 GB/s, 0.3 ms; 64 KiB ring AllReduce of 2: 2 (0.3 ms + 32768 B / 10 GB/s)
+     * = 606.55 us, broadcast and p2p 0.3 ms + 6.5536 us = 306.55 us */
+    assert_contains(out, "606.55");
+    assert_contains(out, "306.55");
     assert_contains(out, "p2p         64.00 KiB");
     free(out);
     pl_coll_scope s;

@@ -240,10 +240,11 @@ static int fail_end(runner *r, bool force, const char *what, pl_err *err)
     int n_below = r->n_t;
     stop(r, force, how, sizeof how);
     ort_proc_tail(&r->p, tail, sizeof tail);
-    return pl_err_set(err,
-                      "mpirun (pid %d) %s after %s; it %s, and the %d processes it had started "
-                      "were ended%s%.500s",
-                      (int)pid, what, r->last, how, n_below, *tail ? "; its stderr: " : "", tail);
+    char below[64] = "";
+    if (n_below)
+        snprintf(below, sizeof below, ", and the %d processes it started were ended", n_below);
+    return pl_err_set(err, "mpirun (pid %d) %s after %s; it %s%s%s%.500s", (int)pid, what, r->last,
+                      how, below, *tail ? "; its stderr: " : "", tail);
 }
 
 int pl_coll_measure(const pl_coll_run_opts *o, pl_coll_run *out, pl_err *err)
