@@ -225,6 +225,21 @@ static void test_cluster_collectives_file(void **state)
     tu_rmtree(dir);
 }
 
+/* The measurement shipped in examples/ (docs/train.md) loads, and its curves give back the
+ * medians it holds at 1 KiB and 1 GiB within the fit's error there. */
+static void test_shipped_measurement(void **state)
+{
+    (void)state;
+    pl_coll_scope s;
+    pl_err err = {""};
+    if (pl_coll_load("examples/collectives/local-cpu-np2.json", &s, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.devices, 2);
+    assert_close(pl_coll_curve_s(&s.curve[PL_COLL_ALLREDUCE], 1073741824.0), 0.5489, 0.1);
+    assert_close(pl_coll_curve_s(&s.curve[PL_COLL_P2P], 1024), 0.30e-6, 0.25);
+    pl_coll_scope_free(&s);
+}
+
 /* ---- the command ---- */
 
 static bool have_mpi(void)
@@ -377,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_cluster_collectives_lookup),
         cmocka_unit_test(test_cluster_collectives_refused),
         cmocka_unit_test(test_cluster_collectives_file),
+        cmocka_unit_test(test_shipped_measurement),
         cmocka_unit_test(test_cli_end_to_end),
         cmocka_unit_test(test_cli_stalled_mpirun),
         cmocka_unit_test(test_cli_killed_mpirun),
