@@ -18,8 +18,14 @@ LIB     := $(BUILD)/libplacer.a
 
 PREFIX  ?= /usr/local
 
+# The collectives benchmark is placer's only MPI code (docs/runtime.md, "Measuring
+# collectives"); MPI is optional: without mpicc it is not built and `placer profile
+# --collectives` says so.
+MPICC   := $(shell command -v mpicc 2>/dev/null)
+COLLBENCH := $(if $(MPICC),$(BUILD)/placer-collbench)
+
 .PHONY: all deps test asan demo bench fuzz fuzz-build clean format models install
-all: $(BUILD)/placer
+all: $(BUILD)/placer $(COLLBENCH)
 
 deps:
 	@tools/deps.sh
@@ -43,6 +49,10 @@ $(LIB): $(OBJ)
 $(BUILD)/placer: $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
 
+$(BUILD)/placer-collbench: tools/collbench.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -std=c11 $(OPT) -g -Wall -Wextra -Werror $< -o $@
+
 $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/placer/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -52,7 +62,7 @@ $(BUILD)/tests/%: tests/%.c $(TLIB) $(LIB) tests/testutil.h
 	$(CC) $(CFLAGS) $< $(TLIB) $(LIB) $(LDLIBS) -lcmocka -o $@
 
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/placer $(TESTS)
+	@$(MAKE) --no-print-directory $(BUILD)/placer $(COLLBENCH) $(TESTS)
 	@tools/run_tests.sh $(BUILD)
 
 asan: deps
@@ -82,7 +92,7 @@ fuzz-build: deps
 
 # The command, library, headers, onnxruntime worker, catalogues and example clusters under
 # $(DESTDIR)$(PREFIX) (tools/install.sh says where each goes; docs/runtime.md, "Files").
-install: $(BUILD)/placer $(LIB)
+install: $(BUILD)/placer $(LIB) $(COLLBENCH)
 	@PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" tools/install.sh $(BUILD)
 
 models:

@@ -17,6 +17,8 @@ static const char *help =
     "usage: placer profile MODEL [-o profile.json] [--device-model NAME] [--repeat R]\n"
     "                      [--cluster C] [--json] [--dim N=V]... [--input NAME=SIZES]...\n"
     "                      [--deadline T]\n"
+    "       placer profile --collectives [-o collectives.json] [--np N] [--max-bytes B] ...\n"
+    "                      (placer profile --collectives --help)\n"
     "  -o FILE        writes the measured times as placer-profile/1 (for --profile)\n"
     "  --device-model the model the times are for; default: that of cpu0 in the cluster\n"
     "  --cluster C    the cluster whose cpu0 is this machine (default: the local-cpu.json\n"
@@ -173,6 +175,8 @@ int cli_profile(int argc, char **argv)
 {
     prof_opts o = {.repeat = 10, .co.refuse = CLI_NO_CONTENTION}; /* it measures, one device */
     const char *v;
+    for (int i = 1; i < argc; i++) /* another verb in all but name: its own options */
+        if (!strcmp(argv[i], "--collectives")) return cli_profile_collectives(argc, argv);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         if (cli_opt(argc, argv, &i, "-o", &v) || cli_opt(argc, argv, &i, "--output", &v)) {

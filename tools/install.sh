@@ -5,6 +5,8 @@
 #   bin/placer                      the command
 #   lib/libplacer.a, include/placer/*.h   the library and its headers
 #   lib/placer/ort_worker.js        the onnxruntime worker (placer run, profile)
+#   lib/placer/placer-collbench     the MPI collectives benchmark (profile --collectives), when
+#                                   it was built (mpicc present)
 #   lib/placer/node_modules/        onnxruntime-node (this platform's binaries only) and
 #                                   onnxruntime-common
 #   share/placer/catalogs/*.json    the cloud catalogues (--catalog)
@@ -42,6 +44,7 @@ put 755 "$build/placer" "$dest/bin"
 put 644 "$build/libplacer.a" "$dest/lib"
 for h in include/placer/*.h; do put 644 "$h" "$dest/include/placer"; done
 put 644 tools/ort_worker.js "$dest/lib/placer"
+if [ -x "$build/placer-collbench" ]; then put 755 "$build/placer-collbench" "$dest/lib/placer"; fi
 for c in catalogs/*.json; do put 644 "$c" "$dest/share/placer/catalogs"; done
 for c in examples/clusters/*.json; do put 644 "$c" "$dest/share/placer/clusters"; done
 # keep in step with machine_models in src/calib/machine.c (test_install checks each is installed)

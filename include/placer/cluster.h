@@ -81,6 +81,46 @@ typedef struct pl_device {
     bool this_machine;
 } pl_device;
 
+/* ---- measured collectives (docs/clusters.md, "Collectives") ----
+ * A collective's time as a segmented linear curve of its bytes: on segment k, from
+ * from_bytes[k] up to the next segment's, time = a_s + b_s_per_byte * bytes (TAG §IV-C).
+ * `placer profile --collectives` measures and fits them; a cluster file may carry them. */
+typedef enum { PL_COLL_ALLREDUCE, PL_COLL_BROADCAST, PL_COLL_P2P, PL_COLL_COUNT } pl_collective;
+const char *pl_collective_name(pl_collective k); /* "allreduce", "broadcast", "p2p" */
+
+typedef struct pl_coll_segment {
+    double from_bytes, a_s, b_s_per_byte;
+} pl_coll_segment;
+
+/* Segments by increasing from_bytes; n == 0: no curve. */
+typedef struct pl_coll_curve {
+    pl_coll_segment *seg;
+    int n;
+} pl_coll_curve;
+
+/* The curves that apply to the devices of one host, or to every device (host NULL), for
+ * collectives over `devices` devices (0: over any number). */
+typedef struct pl_coll_scope {
+    char *host;
+    int devices;
+    pl_coll_curve curve[PL_COLL_COUNT];
+    char *file; /* the placer-collectives/1 file they came from, or NULL when inline */
+} pl_coll_scope;
+
+/* The curve's time for `bytes`: the segment whose range holds it (the first below its start,
+ * the last beyond the measured sizes); -1 when the curve is empty. */
+double pl_coll_curve_s(const pl_coll_curve *cv, double bytes);
+/* Least-squares segmented fit of times s[i] at sizes bytes[i] (increasing, n >= 2), at most
+ * max_segments segments of at least 3 points each (docs/clusters.md, "Fitting"): relative
+ * errors, slopes >= 0, the fewest segments within reach of the best. Fills *out (free with
+ * pl_coll_curve_free); returns the relative RMS error, or -1 with err set. */
+double pl_coll_fit(const double *bytes, const double *s, int n, int max_segments,
+                   pl_coll_curve *out, pl_err *err);
+void pl_coll_curve_free(pl_coll_curve *cv);
+/* Reads a placer-collectives/1 file into *out (host NULL); errors "FILE: PATH: PROBLEM". */
+int pl_coll_load(const char *path, pl_coll_scope *out, pl_err *err);
+void pl_coll_scope_free(pl_coll_scope *s);
+
 typedef struct pl_cluster {
     char *name;
     char *path;      /* file it was read from, or NULL */
@@ -94,6 +134,9 @@ typedef struct pl_cluster {
     int io_device;       /* device holding graph inputs/outputs, or -1 (inputs everywhere) */
     double usd_per_hour; /* 0 when not rentable / not given */
     int cap_devs;
+    /* The file's "collectives" (pl_cluster_collective_s); NULL, 0 when it gives none. */
+    pl_coll_scope *colls;
+    int n_colls;
 } pl_cluster;
 
 /* Reads a placer-cluster/1 file (docs/clusters.md). Every error names the file, the JSON
@@ -115,6 +158,18 @@ int pl_cluster_find(const pl_cluster *c, const char *device_name); /* -1 if abse
  * the same host share a domain, numbered in order of their first device. Returns the number
  * of domains (0: nothing shared). dom holds n_devs entries. */
 int pl_cluster_mem_domains(const pl_cluster *c, int *dom);
+
+/* The measured time of collective `kind` over n_devices devices moving `bytes` (the
+ * AllReduce's or the broadcast's buffer, the message of a point-to-point transfer), from the
+ * cluster-wide curves (no "host"): those measured with n_devices devices, else those given
+ * for any number; p2p is between two devices, whatever n_devices says. -1 when the cluster
+ * gives none: the caller then uses the link model. */
+double pl_cluster_collective_s(const pl_cluster *c, pl_collective kind, int n_devices,
+                               double bytes);
+/* The same for the collective over devices devs[0..n): the curves of their host when they
+ * all share one that has some, else the cluster-wide ones. */
+double pl_cluster_collective_on_s(const pl_cluster *c, pl_collective kind, const int *devs, int n,
+                                  double bytes);
 
 /* ---- building in code (tests, synthetic benchmarks) ---- */
 pl_cluster *pl_cluster_new(const char *name);

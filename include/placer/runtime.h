@@ -10,6 +10,7 @@
 #ifndef PLACER_RUNTIME_H
 #define PLACER_RUNTIME_H
 
+#include "placer/cluster.h"
 #include "placer/common.h"
 
 /* placer's own files, found from the executable, never from the working directory
@@ -188,5 +189,39 @@ int pl_ort_restarts(const pl_ort *w);  /* how many times it was restarted */
 double pl_ort_load_s(const pl_ort *w); /* the last load's time, as the worker measured it */
 /* Asks the worker to quit, kills it if it does not within a second, reaps it. NULL is fine. */
 void pl_ort_stop(pl_ort *w);
+
+/* ---- measuring collectives with MPI (docs/runtime.md, "Measuring collectives") ----
+ * `mpirun -np N placer-collbench ...` (tools/collbench.c, placer's only MPI code, built when
+ * mpicc exists) times AllReduce, broadcast and point-to-point over doubling sizes and prints
+ * one JSON line per size and collective, read here with a deadline per line. */
+typedef struct pl_coll_sample {
+    pl_collective kind;
+    double bytes, s; /* median time of `reps` repetitions */
+    int reps;
+} pl_coll_sample;
+
+typedef struct pl_coll_run_opts {
+    const char *mpirun; /* NULL: $PLACER_MPIRUN, else mpirun on PATH */
+    const char *bench;  /* NULL: $PLACER_COLLBENCH, else placer's own (pl_own_file:
+                           lib/placer/placer-collbench installed, build/placer-collbench in tree) */
+    int np;             /* processes; 0: 2 */
+    double max_bytes;   /* the largest size; 0: 1 GiB (the benchmark cuts it to the memory) */
+    int repeat;         /* timed repetitions per size; 0: 10 */
+    double budget_s;    /* the benchmark's time budget; 0: 900 s */
+    double timeout_s;   /* the deadline of one line (a size and collective); 0: 120 s */
+} pl_coll_run_opts;
+
+typedef struct pl_coll_run {
+    pl_coll_sample *s;
+    int n, np, repeat;
+    double max_bytes; /* the largest size measured */
+    double elapsed_s;
+} pl_coll_run;
+
+/* Runs the benchmark. mpirun that stalls past the deadline, dies or says something that is not
+ * the benchmark's is reported naming mpirun, its pid and the last result heard; it and every
+ * process it started are killed (SIGTERM to mpirun, then SIGKILL to what is left) and reaped. */
+int pl_coll_measure(const pl_coll_run_opts *o, pl_coll_run *out, pl_err *err);
+void pl_coll_run_free(pl_coll_run *r);
 
 #endif

@@ -28,6 +28,9 @@ void pl_cluster_free(pl_cluster *c)
         free(c->devs[i].host);
     }
     free(c->devs);
+    for (int i = 0; i < c->n_colls; i++)
+        pl_coll_scope_free(&c->colls[i]);
+    free(c->colls);
     free(c->bw_Bps);
     free(c->lat_s);
     free(c->hops);

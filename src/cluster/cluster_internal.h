@@ -19,4 +19,9 @@ void cl_routes(int n, const double *link_bw, const double *link_lat, const bool 
 /* Finds the first ordered pair of devices without a route and reports it; 0 when none. */
 int cl_check_routes(const pl_cluster *c, pl_err *err);
 
+struct pl_json;
+/* The file's optional "collectives" array (collectives.c), once the devices are read: every
+ * scope's "host" must be one of theirs. */
+int cl_read_collectives(const struct pl_json *root, pl_cluster *c, pl_err *err);
+
 #endif

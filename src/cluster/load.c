@@ -606,8 +606,9 @@ static int read_connections(reader *r)
 /* ---- the cluster ---- */
 
 static const char *const cluster_fields[] = {
-    "format",  "name",  "description", "source",         "usd_per_hour",     "io_device",
-    "devices", "links", "switches",    "topology_links", "bandwidth_matrix", NULL};
+    "format",           "name",        "description", "source",   "usd_per_hour",
+    "io_device",        "devices",     "links",       "switches", "topology_links",
+    "bandwidth_matrix", "collectives", NULL};
 
 /* The name when the file gives none: its base name without ".json". */
 static int read_header(reader *r)
@@ -644,7 +645,8 @@ pl_cluster *pl_cluster_parse(const struct pl_json *obj, pl_err *err)
 {
     reader r = {.root = obj, .c = pl_cluster_new(""), .err = err};
     int rc = read_header(&r) < 0 || read_devices(&r) < 0 || read_switches(&r) < 0 ||
-                     read_connections(&r) < 0 || read_io_device(&r) < 0
+                     read_connections(&r) < 0 || read_io_device(&r) < 0 ||
+                     cl_read_collectives(obj, r.c, err) < 0
                  ? -1
                  : 0;
     free(r.sw);

@@ -22,6 +22,10 @@ typedef enum { ORT_LINE_OK = 0, ORT_LINE_EOF = -2, ORT_LINE_TIMEOUT = -3 } ort_l
 /* Starts `node script modules` in its own process group, killed if placer dies. */
 int ort_proc_spawn(ort_proc *p, const char *node, const char *script, const char *modules,
                    pl_err *err);
+/* The same for any command (argv[0] looked up on PATH); `what` names it in errors, and `hint`
+ * follows "cannot execute ARGV0" on its stderr when it cannot be executed. */
+int ort_proc_spawn_argv(ort_proc *p, char *const argv[], const char *what, const char *hint,
+                        pl_err *err);
 /* Sends one line (a newline is added). -1 when the worker is gone. */
 int ort_proc_send(ort_proc *p, const char *line);
 /* The next stdout line (malloc'd, without its newline) within timeout_s, or EOF/TIMEOUT. */

@@ -26,32 +26,33 @@ static void close_fd(int *fd)
 }
 
 /* Only async-signal-safe calls between fork and exec. */
-static void child(pid_t parent, int in, int out, int e, char *const argv[])
+static void child(pid_t parent, int in, int out, int e, char *const argv[], const char *hint)
 {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(126);
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(e, 2) < 0) _exit(126);
     execvp(argv[0], argv);
-    static const char msg[] = "cannot execute node (set PLACER_NODE or put it on PATH)\n";
-    if (write(2, msg, sizeof msg - 1) < 0) _exit(127);
+    static const char msg[] = "cannot execute ";
+    if (write(2, msg, sizeof msg - 1) < 0 || write(2, argv[0], strlen(argv[0])) < 0 ||
+        write(2, hint, strlen(hint)) < 0)
+        _exit(127);
     _exit(127);
 }
 
-int ort_proc_spawn(ort_proc *p, const char *node, const char *script, const char *modules,
-                   pl_err *err)
+int ort_proc_spawn_argv(ort_proc *p, char *const argv[], const char *what, const char *hint,
+                        pl_err *err)
 {
     int in[2], out[2], e[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0) goto fail0;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) < 0) goto fail1;
     if (pipe2(e, O_CLOEXEC) < 0) goto fail2;
-    char *argv[] = {(char *)node, (char *)script, (char *)modules, NULL};
     pid_t parent = getpid(), pid = fork();
-    if (pid == 0) child(parent, in[1], out[1], e[1], argv);
+    if (pid == 0) child(parent, in[1], out[1], e[1], argv, hint);
     close(in[1]), close(out[1]), close(e[1]);
     if (pid < 0) {
         close(in[0]), close(out[0]), close(e[0]);
-        return pl_err_set(err, "cannot start the onnxruntime worker: fork: %s", strerror(errno));
+        return pl_err_set(err, "cannot start %s: fork: %s", what, strerror(errno));
     }
     setpgid(pid, pid); /* also here: no window where a kill of the group misses it */
     *p = (ort_proc){.pid = pid, .in = in[0], .out = out[0], .e = e[0]};
@@ -61,7 +62,15 @@ fail2:
 fail1:
     close(in[0]), close(in[1]);
 fail0:
-    return pl_err_set(err, "cannot start the onnxruntime worker: %s", strerror(errno));
+    return pl_err_set(err, "cannot start %s: %s", what, strerror(errno));
+}
+
+int ort_proc_spawn(ort_proc *p, const char *node, const char *script, const char *modules,
+                   pl_err *err)
+{
+    char *argv[] = {(char *)node, (char *)script, (char *)modules, NULL};
+    return ort_proc_spawn_argv(p, argv, "the onnxruntime worker",
+                               " (set PLACER_NODE or put node on PATH)\n", err);
 }
 
 int ort_proc_send(ort_proc *p, const char *line)
