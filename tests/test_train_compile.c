@@ -20,6 +20,17 @@ static const char *CLUSTER = "{\"format\": \"placer-cluster/1\", \"name\": \"two
                              "\"1 GB/s\", \"latency_s\": 0,"
                              "\"both_ways\": true}]}";
 
+/* The same with a measured AllReduce of the two GPUs: 3 ms whatever its size. */
+static const char *CLUSTER_MEASURED =
+    "{\"format\": \"placer-cluster/1\", \"name\": \"two\", \"devices\": ["
+    "{\"name\": \"g0\", \"model\": \"V100\", \"host\": \"m0\"},"
+    "{\"name\": \"g1\", \"model\": \"V100\", \"host\": \"m0\"}],"
+    "\"links\": [{\"from\": \"g0\", \"to\": \"g1\", \"bandwidth_Bps\": \"1 GB/s\", \"latency_s\": "
+    "0,"
+    "\"both_ways\": true}],"
+    "\"collectives\": [{\"devices\": 2, \"allreduce\": [{\"from_bytes\": 0, \"a_s\": \"3 ms\","
+    "\"b_s_per_byte\": 0}]}]}";
+
 typedef struct fixture {
     pl_train_graph t;
     pl_cluster *c;
@@ -49,7 +60,7 @@ static int op(pl_graph *g, const char *name, double ms, const int *in, int n_in,
 
 /* y = x W (4 ms), a loss giving dy (free), dW = x^T dy (4 ms), Adam on W (1 ms); W and dW of
  * 1 MB, activations of 8 MB. */
-static void build(fixture *f)
+static void build_on(fixture *f, const char *cluster)
 {
     memset(f, 0, sizeof *f);
     pl_graph *g = pl_graph_new("dense");
@@ -78,7 +89,7 @@ static void build(fixture *f)
     static int pt[1], gt[1], ap[1];
     pt[0] = W, gt[0] = dW, ap[0] = 3;
     t->n_params = 1, t->param_tensor = pt, t->grad_tensor = gt, t->apply_op = ap;
-    f->c = pl_cluster_load(tu_tmpfile(CLUSTER, strlen(CLUSTER), ".json"), &err);
+    f->c = pl_cluster_load(tu_tmpfile(cluster, strlen(cluster), ".json"), &err);
     if (!f->c) fail_msg("%s", err.msg);
     /* by hand: two device groups of one GPU each, one op group */
     pl_train_ctx *c = &f->x;
@@ -93,9 +104,16 @@ static void build(fixture *f)
     c->og.group_of = pl_calloc(4, sizeof(int));
     c->og.off = pl_malloc(2 * sizeof(int)), c->og.op = pl_malloc(4 * sizeof(int));
     c->og.off[0] = 0, c->og.off[1] = 4;
+    c->og.time_s = pl_malloc(sizeof(double)), c->og.param_bytes = pl_malloc(sizeof(double));
+    c->og.time_s[0] = 9e-3, c->og.param_bytes[0] = 1e6;
     for (int i = 0; i < 4; i++)
         c->og.op[i] = g->topo[i];
     c->k = tu_cost(g, f->c);
+}
+
+static void build(fixture *f)
+{
+    build_on(f, CLUSTER);
 }
 
 static void destroy(fixture *f)
@@ -103,6 +121,7 @@ static void destroy(fixture *f)
     pl_cost_free(f->x.k);
     free(f->x.dg.off), free(f->x.dg.dev), free(f->x.dg.group_of);
     free(f->x.og.group_of), free(f->x.og.off), free(f->x.og.op);
+    free(f->x.og.time_s), free(f->x.og.param_bytes);
     pl_cluster_free(f->c);
     free(f->t.batched);
     pl_graph_free(f->t.g);
@@ -140,6 +159,36 @@ static void test_iteration_by_hand(void **state)
     assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_ALLREDUCE, false), 6, 0.01);
     assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_PS, true), 7, 0.01);
     assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_DUPLICATE, true), 9, 1e-3);
+    destroy(&f);
+}
+
+/* A measured AllReduce curve replaces the link model: each phase half of it, 1.5 ms, so the
+ * two-GPU iteration is 2 + 2 + 1.5 + 1.5 + 1 = 8 ms. */
+static void test_measured_allreduce(void **state)
+{
+    (void)state;
+    fixture f;
+    build_on(&f, CLUSTER_MEASURED);
+    assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_ALLREDUCE, true), 8, 0.01);
+    destroy(&f);
+}
+
+/* TAG's search on the Dense layer: never slower than DP-NCCL (6 ms here: one gradient, so
+ * overlapping changes nothing), and data parallelism or better is what it finds. */
+static void test_search_never_slower_than_dp(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    pl_train_search_opts o = {.iterations = 30, .seed = 3};
+    pl_train_search_result r;
+    pl_err err = {""};
+    assert_int_equal(pl_train_search(&f.x, &o, &r, &err), 0);
+    assert_close(r.dp_s * 1e3, 6, 0.01);
+    assert_true(r.eval.iteration_s <= r.dp_s * (1 + 1e-9));
+    assert_false(r.eval.oom);
+    assert_int_equal(r.iterations, 30);
+    pl_train_search_result_free(&r);
     destroy(&f);
 }
 
@@ -205,6 +254,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_iteration_by_hand),
+        cmocka_unit_test(test_measured_allreduce),
+        cmocka_unit_test(test_search_never_slower_than_dp),
         cmocka_unit_test(test_every_op_once_per_replica),
         cmocka_unit_test(test_weights_on_every_replica),
     };

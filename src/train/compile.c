@@ -439,15 +439,20 @@ static int barrier_on(cc *c, int d)
     return c->barrier[d];
 }
 
-/* The bytes one transfer a -> b carries so that the link model gives a ring phase's time, its
- * D - 1 steps of L / D bytes, (D - 1)(latency + L / D / bandwidth): the phase's bytes plus the
- * D - 2 extra latencies' worth. (Given per-tensor times would do it too, but the cost table
- * keeps those per tensor and device pair: gigabytes for a 32-GPU ring.) */
-static double ring_phase_bytes(const cc *c, int a, int b, int D, double bytes)
+/* The bytes one transfer a -> b carries so that the link model gives a ring phase's time:
+ * half the measured AllReduce of the ring's devices when the cluster gives the curve (its
+ * "collectives", docs/clusters.md), else the D - 1 steps of L / D bytes on the link,
+ * (D - 1)(latency + L / D / bandwidth), i.e. the phase's bytes plus D - 2 extra latencies'
+ * worth. (Given per-tensor times would do it too, but the cost table keeps those per tensor
+ * and device pair: gigabytes for a 32-GPU ring.) */
+static double ring_phase_bytes(const cc *c, const reps *r, int a, int b, double bytes)
 {
+    int D = r->n;
     double lat = pl_cluster_xfer_s(c->c, a, b, 0);
     double per_byte = (pl_cluster_xfer_s(c->c, a, b, 1e9) - lat) / 1e9;
-    double phase = (D - 1) * pl_cluster_xfer_s(c->c, a, b, bytes / D);
+    double measured = pl_cluster_collective_on_s(c->c, PL_COLL_ALLREDUCE, r->dev, D, bytes);
+    double phase =
+        measured >= 0 ? measured / 2 : (D - 1) * pl_cluster_xfer_s(c->c, a, b, bytes / D);
     return per_byte > 0 ? fmax(0, (phase - lat) / per_byte) : bytes * (D - 1) / D;
 }
 
@@ -468,7 +473,7 @@ static void ring_allreduce(cc *c, const bucket *bk)
         }
         int b = barrier_on(c, d);
         if (b >= 0) pl_op_add_input(c->g, op, b);
-        m[i] = new_tensor(c, "ring_rs", ring_phase_bytes(c, d, next, D, bk->bytes), 0);
+        m[i] = new_tensor(c, "ring_rs", ring_phase_bytes(c, r, d, next, bk->bytes), 0);
         pl_op_add_output(c->g, op, m[i]);
     }
     for (int i = 0; i < D; i++) { /* reduce what the predecessor sent */
@@ -477,7 +482,7 @@ static void ring_allreduce(cc *c, const bucket *bk)
                         PL_CLASS_ELEMENTWISE);
         pl_op_add_input(c->g, op, m[prev]), pl_op_add_input(c->g, op, m[i]);
         q[i] =
-            new_tensor(c, "ring_ag", ring_phase_bytes(c, d, r->dev[(i + 1) % D], D, bk->bytes), 0);
+            new_tensor(c, "ring_ag", ring_phase_bytes(c, r, d, r->dev[(i + 1) % D], bk->bytes), 0);
         pl_op_add_output(c->g, op, q[i]);
     }
     for (int i = 0; i < D; i++) { /* the all-gather phase: the summed gradient everywhere */
