@@ -57,6 +57,14 @@ PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_MULTI_LIMIT:-10} "$build/bench/bench_multi" 
   $m/resnet50.onnx,$m/inception_v3.onnx,$m/vgg19.onnx $m/bert_base.onnx,$m/gpt2_small.onnx,$m/resnet50.onnx \
   $m/mobilenet_v3_large.onnx,$m/resnext50_32x4d.onnx,$m/transformer.onnx $m/gcn_cora.onnx,$m/rnnlm_unrolled.onnx,$m/inception_v3.onnx
 echo
+echo "== training (TAG): TAG against DP-NCCL, DP-NCCL-P, Horovod, a HeteroG-like search and HEFT on TAG's testbed and cloud at the paper's batch sizes (30 MCTS iterations each, then the refinement; several minutes)"
+"$build/bench/bench_train" --iterations 30 examples/clusters/tag-testbed.json examples/clusters/tag-cloud.json -- \
+  $m/inception_v3.onnx:96 $m/resnet50.onnx:96 $m/vgg19.onnx:96 $m/transformer.onnx:480 $m/bert_base.onnx:96
+echo
+echo "== SFB (TAG's Table 5): DP-NCCL and TAG with and without SFB, 2 machines x 1 GTX 1080 Ti, batch 4"
+"$build/bench/bench_train" --sfb --iterations 30 examples/clusters/tag-sfb.json -- \
+  $m/inception_v3.onnx:4 $m/resnet50.onnx:4 $m/vgg19.onnx:4 $m/transformer.onnx:4 $m/bert_base.onnx:4
+echo
 echo "== codecs for tensors crossing a serverless cut (MOPAR): ratio and speed of fp16 and zstd on synthetic activations, one thread"
 "$build/bench/bench_codec" 10
 echo
