@@ -173,6 +173,37 @@ static void test_measured_allreduce(void **state)
     destroy(&f);
 }
 
+/* Model parallelism keeps a weight's readers together: the MatMul, its weight gradient (which
+ * follows its forward op) and Adam (which follows the gradient) on one device, so W and its
+ * moments are resident once. */
+static void test_model_parallel_keeps_weights_together(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    pl_train_strategy *s = pl_train_strategy_new(1, 2);
+    s->P[0] = s->P[1] = 1, s->O[0] = PL_OPT_MP;
+    pl_graph *g;
+    pl_plan *p;
+    int *origin;
+    pl_err err = {""};
+    assert_int_equal(pl_train_compile(&f.x, s, &g, &p, &origin, &err), 0);
+    int dev[4] = {-1, -1, -1, -1}, copies[4] = {0};
+    for (int i = 0; i < g->n_ops; i++)
+        if (origin[i] >= 0) dev[origin[i]] = p->dev[i], copies[origin[i]]++;
+    for (int v = 0; v < 4; v++)
+        assert_int_equal(copies[v], 1);
+    assert_int_equal(dev[2], dev[0]);
+    assert_int_equal(dev[3], dev[2]);
+    int w_copies = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        w_copies += !strncmp(g->tensors[t].name, "W@", 2);
+    assert_int_equal(w_copies, 1);
+    pl_graph_free(g), pl_plan_free(p), free(origin);
+    pl_train_strategy_free(s);
+    destroy(&f);
+}
+
 /* TAG's search on the Dense layer: never slower than DP-NCCL (6 ms here: one gradient, so
  * overlapping changes nothing), and data parallelism or better is what it finds. */
 static void test_search_never_slower_than_dp(void **state)
@@ -256,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_iteration_by_hand),
         cmocka_unit_test(test_measured_allreduce),
         cmocka_unit_test(test_search_never_slower_than_dp),
+        cmocka_unit_test(test_model_parallel_keeps_weights_together),
         cmocka_unit_test(test_every_op_once_per_replica),
         cmocka_unit_test(test_weights_on_every_replica),
     };

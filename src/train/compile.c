@@ -15,6 +15,7 @@
 #include "placer/train.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,25 +141,67 @@ static double mp_weight(const cc *c, int v, int d, double t_total, double w_tota
     return (t_total > 0 ? t / t_total : 0) + (w_total > 0 ? w / w_total : 0);
 }
 
-/* Model parallelism: the group's ops in topological order cut into contiguous runs of about
- * equal weight (time and resident bytes), one run per device. */
+/* Model parallelism: the group's ops cut into contiguous runs (topological order) of about
+ * equal weight (time and resident bytes), one run per device; the fallback of assign_mp. */
+static void assign_runs(cc *c, int i, const int *devs, int n, const double *w, double total)
+{
+    const pl_op_groups *og = &c->x->og;
+    double at = 0;
+    for (int q = og->off[i]; q < og->off[i + 1]; q++) {
+        int part = total > 0 ? (int)((at + w[q - og->off[i]] / 2) / total * n) : 0;
+        if (part >= n) part = n - 1;
+        at += w[q - og->off[i]];
+        set_reps(&c->rp[og->op[q]], &devs[part], 1, REP_WHOLE, NULL);
+    }
+}
+
+/* Model parallelism by METIS (TAG's fourth option): the group's ops split over its devices,
+ * cutting the fewest tensor bytes, each part about equal in weight (time and resident bytes,
+ * mp_weight), as the op groups are cut (balance factor 2 over the recursion). */
 static void assign_mp(cc *c, int i, const int *devs, int n)
 {
     const pl_op_groups *og = &c->x->og;
     const pl_cost *k = c->x->k;
-    double tt = 0, wt = 0, total = 0, at = 0;
+    const pl_graph *g = c->t->g;
+    int m = og->off[i + 1] - og->off[i];
+    double tt = 0, wt = 0, total = 0;
+    double *w = pl_malloc((size_t)m * sizeof *w + 1);
     for (int q = og->off[i]; q < og->off[i + 1]; q++)
         tt += k->op_s[(size_t)og->op[q] * k->n_devs + devs[0]], wt += k->weight_bytes[og->op[q]];
-    for (int q = og->off[i]; q < og->off[i + 1]; q++)
-        total += mp_weight(c, og->op[q], devs[0], tt, wt);
-    for (int q = og->off[i]; q < og->off[i + 1]; q++) {
-        int v = og->op[q];
-        double w = mp_weight(c, v, devs[0], tt, wt);
-        int part = total > 0 ? (int)((at + w / 2) / total * n) : 0;
-        if (part >= n) part = n - 1;
-        at += w;
-        set_reps(&c->rp[v], &devs[part], 1, REP_WHOLE, NULL);
+    for (int q = 0; q < m; q++)
+        total += w[q] = mp_weight(c, og->op[og->off[i] + q], devs[0], tt, wt);
+    int *local = pl_malloc((size_t)g->n_ops * sizeof *local + 1);
+    for (int q = 0; q < m; q++)
+        local[og->op[og->off[i] + q]] = q;
+    int32_t *xadj = pl_calloc((size_t)m + 1, sizeof *xadj), *adj = NULL, *aw = NULL, *vw = NULL;
+    int cap = 0, na = 0;
+    for (int q = 0; q < m; q++) { /* neighbours inside the group, both directions */
+        int v = og->op[og->off[i] + q];
+        for (int dir = 0; dir < 2; dir++) {
+            const int *off = dir ? g->succ_off : g->pred_off, *nb = dir ? g->succ : g->pred;
+            for (int e = off[v]; e < off[v + 1]; e++) {
+                int u = nb[e];
+                if (og->group_of[u] != i) continue;
+                pl_grow((void **)&adj, &cap, na + 1, sizeof *adj);
+                aw = pl_realloc(aw, (size_t)cap * sizeof *aw);
+                adj[na] = local[u],
+                aw[na++] = 1 + (int32_t)fmin(1e6, k->out_bytes[dir ? v : u] / 1e3);
+            }
+        }
+        xadj[q + 1] = na;
     }
+    vw = pl_malloc((size_t)m * sizeof *vw + 1);
+    for (int q = 0; q < m; q++)
+        vw[q] = 1 + (int32_t)(total > 0 ? w[q] / total * 1e6 : 0);
+    int32_t *part = pl_malloc((size_t)m * sizeof *part + 1);
+    pl_err err = {""};
+    if (n > 1 && m > n && na > 0 &&
+        pl_metis_partition(m, xadj, adj, vw, aw, n, 1.122, 0, part, &err) == 0) {
+        for (int q = 0; q < m; q++)
+            set_reps(&c->rp[og->op[og->off[i] + q]], &devs[part[q]], 1, REP_WHOLE, NULL);
+    } else
+        assign_runs(c, i, devs, n, w, total);
+    free(w), free(local), free(xadj), free(adj), free(aw), free(vw), free(part);
 }
 
 /* In model parallelism an op reading a weight is where the weight is: a backward op goes with
