@@ -2,6 +2,7 @@
  * placers of one model on the training graph, and the OOM fallback (docs/train.md,
  * "Baselines"). */
 #include "placer/train.h"
+#include "train_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -26,20 +27,6 @@ pl_train_strategy *pl_train_dp(const pl_train_ctx *x, bool proportional, bool ov
             s->batch_share[d] = fp32_speed(&x->c->devs[d]);
     }
     return s;
-}
-
-/* Op groups in descending time. */
-static int *by_time(const pl_train_ctx *x)
-{
-    int n = x->og.n, *order = pl_malloc((size_t)n * sizeof *order + 1);
-    for (int i = 0; i < n; i++)
-        order[i] = i;
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && x->og.time_s[order[j]] > x->og.time_s[order[j - 1]]; j--) {
-            int t = order[j];
-            order[j] = order[j - 1], order[j - 1] = t;
-        }
-    return order;
 }
 
 /* The fastest device group: the most fp32 FLOP/s summed over its devices. */
@@ -69,7 +56,7 @@ static int time_of(const pl_train_ctx *x, const pl_train_strategy *s, double *t,
 pl_train_strategy *pl_train_heterog(const pl_train_ctx *x, pl_err *err)
 {
     pl_train_strategy *s = pl_train_dp(x, false, true);
-    int *order = by_time(x), one = fastest_group(x), M = x->dg.n;
+    int *order = tr_groups_by_time(x), one = fastest_group(x), M = x->dg.n;
     double cur;
     if (time_of(x, s, &cur, err) < 0) goto fail;
     for (int k = 0; k < x->og.n; k++) {

@@ -9,6 +9,7 @@
  * running average, Q += (r - Q) / N (the digest's ambiguity 3). DP-NCCL itself is evaluated
  * first and kept when nothing beats it, so the answer is never slower. */
 #include "placer/train.h"
+#include "train_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -341,19 +342,6 @@ static void search_free(search *s)
     pl_strmap_free(&s->seen);
 }
 
-static int *by_time(const pl_train_ctx *x)
-{
-    int n = x->og.n, *order = pl_malloc((size_t)n * sizeof *order + 1);
-    for (int i = 0; i < n; i++)
-        order[i] = i;
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && x->og.time_s[order[j]] > x->og.time_s[order[j - 1]]; j--) {
-            int t = order[j];
-            order[j] = order[j - 1], order[j - 1] = t;
-        }
-    return order;
-}
-
 /* DP-NCCL first: the baseline of the reward and the answer when nothing beats it. */
 static int start(search *s, pl_train_search_result *r, pl_err *err)
 {
@@ -383,7 +371,7 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
                 .rng = o->seed ? o->seed : 0x9e3779b97f4a7c15ull};
     pl_strmap_init(&s.seen);
     enumerate(&s);
-    s.order = by_time(x);
+    s.order = tr_groups_by_time(x);
     new_vertex(&s);
     int rc = start(&s, r, err);
     int budget = o->iterations > 0 ? o->iterations : (o->time_s > 0 ? 1 << 30 : 300);

@@ -1,6 +1,7 @@
 /* strategy.c: TAG's deployment strategies (P, O) and SFB decisions, in memory
  * (docs/train.md, "Strategies"). */
 #include "placer/train.h"
+#include "train_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -44,4 +45,17 @@ void pl_train_strategy_free(pl_train_strategy *s)
     if (!s) return;
     free(s->P), free(s->O), free(s->sfb), free(s->batch_share);
     free(s);
+}
+
+int *tr_groups_by_time(const pl_train_ctx *x)
+{
+    int n = x->og.n, *order = pl_malloc((size_t)n * sizeof *order + 1);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = 1; i < n; i++) /* insertion sort: stable, at most a few hundred groups */
+        for (int j = i; j > 0 && x->og.time_s[order[j]] > x->og.time_s[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    return order;
 }
