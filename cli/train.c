@@ -325,6 +325,7 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
                                                        : json_null());
     json_object_set_new(j, "search_s", json_real(sr->search_s));
     json_object_set_new(j, "sfb_gradients", json_integer(sr->sfb_applied));
+    json_object_set_new(j, "sfb_rejected", json_integer(sr->sfb_rejected));
     json_object_set_new(j, "op_groups", json_integer(x->og.n));
     json_object_set_new(j, "device_groups", json_integer(x->dg.n));
     if (c->s) json_object_set_new(j, "strategy", strategy_json(x, c->s));
@@ -405,8 +406,11 @@ int cli_train(int argc, char **argv)
         if (sr.iterations_to_beat_dp >= 0)
             snprintf(at, sizeof at, "iteration %d", sr.iterations_to_beat_dp);
         printf("op groups: %d (METIS); MCTS: %d iterations in %.1f s, first better than DP-NCCL "
-               "at %s; SFB duplicated %d gradient(s)\n\n",
+               "at %s; SFB duplicated %d gradient(s)",
                x.og.n, sr.iterations, sr.search_s, at, sr.sfb_applied);
+        if (sr.sfb_rejected)
+            printf(" (it proposed %d more, slower in the simulation)", sr.sfb_rejected);
+        printf("\n\n");
         print_table(&x, b, &o);
         if (b[chosen].ok && b[chosen].s) print_strategy(&x, bname[chosen], b[chosen].s);
         if (b[chosen].ok) print_memory(&x, &b[chosen], bname[chosen]);
