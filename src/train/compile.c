@@ -318,8 +318,8 @@ static int gather(cc *c, int u, int k, int d, double lo, double hi, const char *
 {
     const reps *ru = &c->rp[u];
     double full = tbytes(c->t->g, c->t->g->ops[u].outputs[k]);
-    int pieces[256], n = 0;
-    for (int r = 0; r < ru->n && n < 256; r++) {
+    int *pieces = pl_malloc((size_t)ru->n * sizeof *pieces + 1), n = 0;
+    for (int r = 0; r < ru->n; r++) {
         double a = fmax(lo, ru->lo[r]), b = fmin(hi, ru->hi[r]);
         if (b <= a + 1e-12) continue;
         int src = ru->out[r][k];
@@ -327,10 +327,15 @@ static int gather(cc *c, int u, int k, int d, double lo, double hi, const char *
             src = slice_of(c, src, ru->dev[r], full * (b - a), name);
         pieces[n++] = src;
     }
-    if (n == 1) return pieces[0];
+    if (n == 1) {
+        int only = pieces[0];
+        free(pieces);
+        return only;
+    }
     int cat = new_op(c, "Concat", "Concat", d, 0, 2 * full * (hi - lo), PL_CLASS_DATA_MOVEMENT);
     for (int i = 0; i < n; i++)
         pl_op_add_input(c->g, cat, pieces[i]);
+    free(pieces);
     char cn[600];
     snprintf(cn, sizeof cn, "%s:joined", name);
     int out = new_tensor(c, cn, full * (hi - lo), 0);
