@@ -447,7 +447,7 @@ static void test_colocation_time_limit(void **state)
     pl_graph *g = taskgraph(text);
     pl_cluster *c = labelled(2, 1e9);
     pl_cost *k = cost(g, c);
-    pl_algo stub = {"stub", stub_run, "test"};
+    pl_algo stub = {"stub", stub_run, "test", false};
     pl_place_opts o = {.time_limit_s = 0.2};
     pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
     pl_err err = {""};
@@ -1012,6 +1012,48 @@ static void test_etf_breaks_start_ties_by_finish(void **state)
     pl_graph_free(g);
 }
 
+static int echo_run(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    (void)k, (void)o, (void)out, (void)err;
+    return 0;
+}
+
+/* A module above place registers an algorithm: every verb then finds it by name and lists it;
+ * a taken name, a missing entry point and a full registry are refused. */
+static void test_register_algorithm(void **state)
+{
+    (void)state;
+    int before;
+    pl_algo_list(&before);
+    pl_err err = {""};
+    pl_algo a = {"echo", echo_run, "test", true};
+    assert_int_equal(pl_algo_register(&a, &err), 0);
+    const pl_algo *found = pl_algo_find("echo");
+    assert_non_null(found);
+    assert_true(found->learned && found->run == echo_run);
+    int after;
+    pl_algo_list(&after);
+    assert_int_equal(after, before + 1);
+    assert_int_equal(pl_algo_register(&a, &err), -1);
+    assert_contains(err.msg, "already registered");
+    pl_algo heft = {"heft", echo_run, "test", false};
+    assert_int_equal(pl_algo_register(&heft, &err), -1);
+    pl_algo none = {"nothing", NULL, "test", false};
+    assert_int_equal(pl_algo_register(&none, &err), -1);
+    const pl_algo *list[PL_MAX_ALGOS];
+    assert_int_equal(pl_algo_parse_list("heft,echo", "--algos", list, PL_MAX_ALGOS, &err), 2);
+    char names[PL_MAX_ALGOS][16];
+    int n = after;
+    for (; n < PL_MAX_ALGOS; n++) {
+        snprintf(names[n], sizeof names[n], "fill%d", n);
+        pl_algo f = {names[n], echo_run, "test", true};
+        assert_int_equal(pl_algo_register(&f, &err), 0);
+    }
+    pl_algo one_more = {"one-more", echo_run, "test", true};
+    assert_int_equal(pl_algo_register(&one_more, &err), -1);
+    assert_contains(err.msg, "no room");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1036,6 +1078,7 @@ int main(void)
         cmocka_unit_test(test_zoo_on_every_cluster),
         cmocka_unit_test(test_single_if_faster),
         cmocka_unit_test(test_heft_and_etf_place_50k_ops_fast),
+        cmocka_unit_test(test_register_algorithm), /* last: it fills the registry */
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

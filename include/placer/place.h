@@ -46,9 +46,18 @@ typedef struct pl_algo {
     const char *name; /* "heft" */
     pl_place_fn run;
     const char *summary; /* one line for --help and docs */
+    /* A search that learns (a registered one, e.g. a DRL placer): not run as one of the
+     * heuristics that warm-start moirai. */
+    bool learned;
 } pl_algo;
+#define PL_MAX_ALGOS 16
 
 const pl_algo *pl_algo_find(const char *name); /* NULL when unknown */
+/* Adds an algorithm that lives in a module above this one (src/learn's placers), so that
+ * every verb finds it by name; the entry is copied. -1 with err set for a name already taken,
+ * a missing name or entry point, or a full registry (PL_MAX_ALGOS). Not thread-safe: the
+ * command registers at start-up. */
+int pl_algo_register(const pl_algo *a, pl_err *err);
 const pl_algo *pl_algo_list(int *n);
 /* The algorithms of a comma-separated list of names ("heft,metis") into out[0..max): their
  * count, or -1 with err set ("--algos: ...", naming the item) when the list is empty, an item

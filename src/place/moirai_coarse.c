@@ -54,7 +54,7 @@ static void heuristics(const pl_cost *k, const pl_place_opts *o, best *b, pl_err
     const pl_algo *a = pl_algo_list(&n);
     bool split_why = false;
     for (int i = 0; i < n; i++) {
-        if (!strcmp(a[i].name, "random") || !strcmp(a[i].name, "moirai")) continue;
+        if (!strcmp(a[i].name, "random") || !strcmp(a[i].name, "moirai") || a[i].learned) continue;
         pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
         pl_err e = {{0}};
         char src[64];

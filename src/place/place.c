@@ -8,45 +8,69 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const pl_algo algos[] = {
-    {"single", pl_place_single, "the whole model on the fastest device that holds it"},
+/* The built-in algorithms, then those other modules register (pl_algo_register). */
+static pl_algo algos[PL_MAX_ALGOS] = {
+    {"single", pl_place_single, "the whole model on the fastest device that holds it", false},
     {"expert", pl_place_expert,
-     "contiguous stages of equal cost on the fastest devices, as a person would split it"},
+     "contiguous stages of equal cost on the fastest devices, as a person would split it", false},
     {"m-topo", pl_place_m_topo,
-     "Baechi m-TOPO: topological order, each device filled up to its memory share"},
+     "Baechi m-TOPO: topological order, each device filled up to its memory share", false},
     {"m-etf", pl_place_m_etf,
-     "Baechi m-ETF: list scheduling, earliest start first, within device memory"},
+     "Baechi m-ETF: list scheduling, earliest start first, within device memory", false},
     {"m-sct", pl_place_m_sct,
-     "Baechi m-SCT: ETF with small-communication-time favourite children (LP), within memory"},
+     "Baechi m-SCT: ETF with small-communication-time favourite children (LP), within memory",
+     false},
     {"heft", pl_place_heft,
-     "HEFT: upward rank, then insertion-based earliest finish time, within memory"},
+     "HEFT: upward rank, then insertion-based earliest finish time, within memory", false},
     {"getf", pl_place_getf,
-     "generalised ETF: earliest finish with per-pair transfer times, within memory"},
-    {"metis", pl_place_metis, "METIS graph partition balancing compute, cutting few bytes"},
-    {"random", pl_place_random, "each op on a uniformly random device with room (seeded)"},
+     "generalised ETF: earliest finish with per-pair transfer times, within memory", false},
+    {"metis", pl_place_metis, "METIS graph partition balancing compute, cutting few bytes", false},
+    {"random", pl_place_random, "each op on a uniformly random device with room (seeded)", false},
     {"moirai", pl_place_moirai,
      "MOIRAI: GCOF coarsening, MILP (CBC) + local search, never worse than the heuristics; "
-     "time-limited (60 s)"},
+     "time-limited (60 s)",
+     false},
 };
-enum { N_LISTED = (int)(sizeof algos / sizeof *algos) };
+static int n_listed = -1; /* counted on first use: the built-ins, then the registered */
+
+static int listed(void)
+{
+    if (n_listed < 0)
+        for (n_listed = 0; n_listed < PL_MAX_ALGOS && algos[n_listed].name;)
+            n_listed++;
+    return n_listed;
+}
 
 const pl_algo *pl_algo_list(int *n)
 {
-    if (n) *n = N_LISTED;
+    if (n) *n = listed();
     return algos;
 }
 
 const pl_algo *pl_algo_find(const char *name)
 {
-    for (int i = 0; name && i < N_LISTED; i++)
+    for (int i = 0; name && i < listed(); i++)
         if (strcmp(algos[i].name, name) == 0) return &algos[i];
     return NULL;
+}
+
+int pl_algo_register(const pl_algo *a, pl_err *err)
+{
+    if (!a || !a->name || !*a->name || !a->run)
+        return pl_err_set(err, "place: an algorithm needs a name and an entry point");
+    if (pl_algo_find(a->name))
+        return pl_err_set(err, "place: an algorithm named '%s' is already registered", a->name);
+    if (listed() == PL_MAX_ALGOS)
+        return pl_err_set(err, "place: no room for algorithm '%s' (%d at most)", a->name,
+                          PL_MAX_ALGOS);
+    algos[n_listed++] = *a;
+    return 0;
 }
 
 static int unknown_algo(const char *what, const char *name, size_t len, pl_err *err)
 {
     char known[512] = "";
-    for (int i = 0, at = 0; i < N_LISTED && at < (int)sizeof known; i++)
+    for (int i = 0, at = 0; i < n_listed && at < (int)sizeof known; i++)
         at += snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", algos[i].name);
     return pl_err_set(err, "%s: unknown placement algorithm '%.*s' (known: %s)", what, (int)len,
                       name, known);
@@ -61,7 +85,7 @@ int pl_algo_parse_list(const char *text, const char *what, const pl_algo **out, 
         size_t len = strcspn(p, ",");
         if (len == 0) return pl_err_set(err, "%s: '%s' has an empty item", what, text);
         const pl_algo *a = NULL;
-        for (int i = 0; i < N_LISTED && !a; i++)
+        for (int i = 0; i < n_listed && !a; i++)
             if (strlen(algos[i].name) == len && !strncmp(algos[i].name, p, len)) a = &algos[i];
         if (!a) return unknown_algo(what, p, len, err);
         for (int k = 0; k < n; k++)
