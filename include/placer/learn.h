@@ -89,7 +89,8 @@ int pl_params_load(pl_params *s, const char *path, pl_err *err);
 typedef struct pl_tape pl_tape;
 
 pl_tape *pl_tape_new(void);
-/* Forgets every node (their values and gradients) but keeps the memory for the next pass. */
+/* Forgets every node (frees their values and gradients; keeps the node array for the next
+ * pass). Parameters are untouched. */
 void pl_tape_reset(pl_tape *t);
 void pl_tape_free(pl_tape *t);
 /* Number of nodes recorded since the last reset. */
