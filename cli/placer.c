@@ -1,5 +1,6 @@
 /* placer.c: the command: dispatches to one verb per file. */
 #include "cli.h"
+#include "placer/learn.h"
 #include "placer/runtime.h"
 
 #include <stdarg.h>
@@ -141,6 +142,9 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value
 
 int main(int argc, char **argv)
 {
+    pl_err err = {""};
+    if (pl_learn_register(&err) < 0) /* the learned placers join the registry (learn.h) */
+        return fprintf(stderr, "placer: %s\n", err.msg), CLI_EXIT_BAD_INPUT;
     if (argc < 2) return usage(stderr), CLI_EXIT_BAD_INPUT;
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return manual(), 0;
     if (!strcmp(argv[1], "--version")) {

@@ -222,4 +222,11 @@ void pl_gat_free(pl_gat *g);
 /* H [n,in]; edges[0..n_types). */
 int pl_gat_apply(pl_tape *t, const pl_gat *g, int H, int n, const pl_gat_edges *edges);
 
+/* ---- learned placers (src/learn/drl.c) ---- */
+
+/* Registers the learned placement algorithms with place.h's registry ("drl": AutoDeep's
+ * seq2seq policy trained by REINFORCE; docs/learn.md, "The DRL placer"), so that `place`,
+ * `compare` and `deploy` find them by name. Idempotent. */
+int pl_learn_register(pl_err *err);
+
 #endif

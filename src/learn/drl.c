@@ -1,0 +1,237 @@
+/* drl.c: AutoDeep's DRL placer (seeds/000 §IV-C; docs/learn.md, "The DRL placer").
+ *
+ * An attentional sequence-to-sequence policy places the model's op groups one after the
+ * other: an LSTM encoder reads the groups in topological order (each one's type, embedded, and
+ * its cost, size and position in the graph); an LSTM decoder, attending over the encoder's
+ * states, emits a device per group. Episodes sample placements from the policy, the simulator
+ * scores them (the makespan of the plan on the model's own graph), and REINFORCE with a moving
+ * average baseline trains the policy with Adam: loss = -(R - b) sum log pi(a_k), R = -T / T0
+ * (T0 the first episode's makespan), -2 for a placement that does not fit in memory. The best
+ * placement seen is returned. Large graphs are coarsened first (fusion, colocation and chain
+ * contraction to at most MAX_GROUPS groups, pl_coarsen), which is how the paper's sequences
+ * stay a few hundred long. */
+#include "placer/coarsen.h"
+#include "placer/learn.h"
+#include "placer/place.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_GROUPS 64
+#define TYPE_BUCKETS 64
+#define EMBED 8
+#define NUMERIC 6
+#define HID 32
+#define ATT 32
+#define BATCH 4
+#define EPISODES 400 /* default budget, or time_limit_s */
+#define DEFAULT_TIME_S 30
+
+typedef struct drl {
+    const pl_cost *k;
+    pl_coarsening *cz;
+    int n, D;
+    int *type;      /* per group: its type bucket */
+    float *numeric; /* [n * NUMERIC] */
+    float *mask;    /* [n * D]: 0, or -1e9 where a member cannot run */
+    pl_params s;
+    pl_param *embed;
+    pl_lstm enc, dec;
+    pl_attn att;
+    pl_dense out;
+    pl_tape *t;
+    uint64_t rng;
+} drl;
+
+/* ---- features ---- */
+
+static unsigned bucket(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (unsigned)(h % TYPE_BUCKETS);
+}
+
+/* Per group: the log of its FLOPs, of its output bytes and of its mean time, its position in
+ * topological order, and its in- and out-degree (AutoDeep's type, output shape, adjacency). */
+static void features(drl *x)
+{
+    const pl_graph *cg = x->cz->coarse;
+    const pl_cost *k = x->k;
+    x->type = pl_malloc((size_t)x->n * sizeof *x->type + 1);
+    x->numeric = pl_calloc((size_t)x->n * NUMERIC + 1, sizeof *x->numeric);
+    x->mask = pl_calloc((size_t)x->n * x->D + 1, sizeof *x->mask);
+    for (int q = 0; q < x->n; q++) {
+        double flops = 0, out = 0, time = 0;
+        for (int j = x->cz->member_off[q]; j < x->cz->member_off[q + 1]; j++) {
+            int v = x->cz->members[j];
+            flops += k->g->ops[v].flops, out += k->out_bytes[v];
+            for (int d = 0; d < x->D; d++) {
+                double tv = pl_cost_op_s(k, v, d);
+                if (!isfinite(tv))
+                    x->mask[(size_t)q * x->D + d] = -1e9f;
+                else
+                    time += tv / x->D;
+            }
+        }
+        x->type[q] = (int)bucket(cg->ops[q].type);
+        float *f = &x->numeric[(size_t)q * NUMERIC];
+        f[0] = (float)log1p(flops / 1e6), f[1] = (float)log1p(out / 1e3);
+        f[2] = (float)log1p(time * 1e6), f[3] = (float)cg->topo_pos[q] / (float)x->n;
+        f[4] = (float)(cg->pred_off[q + 1] - cg->pred_off[q]) / 4;
+        f[5] = (float)(cg->succ_off[q + 1] - cg->succ_off[q]) / 4;
+    }
+}
+
+static void model_init(drl *x, unsigned seed)
+{
+    x->rng = seed ? seed : 1;
+    pl_params_init(&x->s);
+    x->embed = pl_params_add(&x->s, "drl.type_embedding", TYPE_BUCKETS, EMBED);
+    pl_param_xavier(x->embed, &x->rng);
+    pl_lstm_init(&x->enc, &x->s, "drl.encoder", EMBED + NUMERIC, HID, &x->rng);
+    pl_lstm_init(&x->dec, &x->s, "drl.decoder", x->D + EMBED + NUMERIC, HID, &x->rng);
+    pl_attn_init(&x->att, &x->s, "drl.attention", HID, HID, ATT, &x->rng);
+    pl_dense_init(&x->out, &x->s, "drl.out", 2 * HID, x->D, &x->rng);
+    x->t = pl_tape_new();
+}
+
+/* ---- one episode ---- */
+
+static int sample(drl *x, const float *p, int D)
+{
+    double u = pl_rng_uniform(&x->rng), at = 0;
+    for (int d = 0; d < D; d++)
+        if ((at += p[d]) > u) return d;
+    return D - 1;
+}
+
+/* Records the policy over the groups in topological order, sampling a device for each into
+ * dev[]; returns the node of the summed log-probabilities. */
+static int rollout(drl *x, int *dev)
+{
+    pl_tape *t = x->t;
+    const pl_graph *cg = x->cz->coarse;
+    int n = x->n, D = x->D;
+    int *xs = pl_malloc((size_t)n * sizeof *xs + 1), *hs = pl_malloc((size_t)n * sizeof *hs + 1);
+    int h = pl_t_input(t, 1, HID, NULL), c = h, E = pl_t_param(t, x->embed);
+    for (int i = 0; i < n; i++) {
+        int q = cg->topo[i];
+        int emb = pl_t_gather(t, E, 1, &x->type[q]);
+        int num = pl_t_input(t, 1, NUMERIC, &x->numeric[(size_t)q * NUMERIC]);
+        xs[i] = pl_t_concat_cols(t, 2, (int[]){emb, num});
+        pl_lstm_step(t, &x->enc, xs[i], h, c, &h, &c);
+        hs[i] = h;
+    }
+    int H = pl_t_concat_rows(t, n, hs), keys = pl_attn_keys(t, &x->att, H);
+    int *lps = pl_malloc((size_t)n * sizeof *lps + 1);
+    float *prev = pl_calloc((size_t)D + 1, sizeof *prev);
+    int s = h, sc = c;
+    for (int i = 0; i < n; i++) {
+        int q = cg->topo[i];
+        int in = pl_t_concat_cols(t, 2, (int[]){pl_t_input(t, 1, D, prev), xs[i]});
+        pl_lstm_step(t, &x->dec, in, s, sc, &s, &sc);
+        int ctx = pl_attn_apply(t, &x->att, keys, H, s, NULL, NULL);
+        int logits = pl_dense_apply(t, &x->out, pl_t_concat_cols(t, 2, (int[]){s, ctx}));
+        logits = pl_t_add(t, logits, pl_t_input(t, 1, D, &x->mask[(size_t)q * D]));
+        int lsm = pl_t_log_softmax(t, logits);
+        float *p = pl_malloc((size_t)D * sizeof *p);
+        const float *l = pl_t_value(t, lsm);
+        for (int d = 0; d < D; d++)
+            p[d] = expf(l[d]);
+        int a = sample(x, p, D);
+        free(p);
+        dev[q] = a;
+        lps[i] = pl_t_pick(t, lsm, &a);
+        memset(prev, 0, (size_t)D * sizeof *prev), prev[a] = 1;
+    }
+    int total = pl_t_sum(t, pl_t_concat_rows(t, n, lps));
+    free(xs), free(hs), free(lps), free(prev);
+    return total;
+}
+
+/* The makespan of the groups' placement on the model's graph; INFINITY when it does not fit
+ * or cannot run. */
+static double score(const drl *x, const pl_place_opts *o, const int *gdev, int *opdev)
+{
+    pl_coarsen_expand_placement(x->cz, gdev, opdev);
+    pl_plan *p = pl_plan_new(x->k->n_ops, x->k->n_devs);
+    memcpy(p->dev, opdev, (size_t)x->k->n_ops * sizeof *opdev);
+    pl_sim_result r;
+    pl_err err = {""};
+    double t = INFINITY;
+    if (pl_simulate(x->k, p, &(pl_sim_opts){.contention = o->contention}, &r, &err) == 0) {
+        if (!r.oom) t = r.makespan_s;
+        pl_sim_result_free(&r);
+    }
+    pl_plan_free(p);
+    return t;
+}
+
+/* ---- training ---- */
+
+static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    int n = x->n, n_ops = x->k->n_ops;
+    int *gdev = pl_malloc((size_t)n * sizeof *gdev + 1);
+    int *opdev = pl_malloc((size_t)n_ops * sizeof *opdev + 1);
+    int *best = pl_malloc((size_t)n_ops * sizeof *best + 1);
+    double best_t = INFINITY, t0 = 0, baseline = 0, start = pl_now();
+    double limit = o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_S;
+    pl_adam adam = pl_adam_default(0.01f);
+    int ep = 0;
+    for (; ep < EPISODES && pl_now() - start < limit;) {
+        pl_params_zero_grad(&x->s);
+        for (int b = 0; b < BATCH; b++, ep++) {
+            pl_tape_reset(x->t);
+            int lp = rollout(x, gdev);
+            double t = score(x, o, gdev, opdev);
+            if (t < best_t) best_t = t, memcpy(best, opdev, (size_t)n_ops * sizeof *best);
+            if (t0 <= 0 && isfinite(t)) t0 = t;
+            double r = isfinite(t) ? -t / t0 : -2;
+            if (ep == 0) baseline = r;
+            int loss = pl_t_scale(x->t, lp, -(float)(r - baseline));
+            pl_tape_backward(x->t, loss);
+            baseline = 0.9 * baseline + 0.1 * r;
+        }
+        pl_params_clip(&x->s, 1.0);
+        pl_adam_step(&adam, &x->s);
+    }
+    int rc = 0;
+    if (isfinite(best_t))
+        memcpy(out->dev, best, (size_t)n_ops * sizeof *best);
+    else
+        rc = pl_err_set(err, "drl: no placement sampled in %d episodes fits in memory", ep);
+    free(gdev), free(opdev), free(best);
+    return rc;
+}
+
+static int place_drl(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    static const pl_place_opts dflt = {0};
+    if (!o) o = &dflt;
+    drl x = {.k = k, .D = k->n_devs};
+    pl_coarsen_opts co = {.chain = true, .target_ops = MAX_GROUPS};
+    if (pl_coarsen(k->g, &co, &x.cz, err) < 0) return -1;
+    x.n = x.cz->coarse->n_ops;
+    features(&x);
+    model_init(&x, o->seed);
+    int rc = train(&x, o, out, err);
+    pl_tape_free(x.t);
+    pl_params_free(&x.s);
+    free(x.type), free(x.numeric), free(x.mask);
+    pl_coarsening_free(x.cz);
+    return rc;
+}
+
+int pl_learn_register(pl_err *err)
+{
+    static const pl_algo a = {"drl", place_drl,
+                              "AutoDeep's DRL placer: a seq2seq policy (LSTM encoder, attention) "
+                              "trained by REINFORCE on simulated makespans; 400 episodes or 30 s",
+                              true};
+    return pl_algo_find("drl") ? 0 : pl_algo_register(&a, err);
+}
