@@ -108,7 +108,7 @@ static void test_chain_merges_into_one_stage(void **state)
     pl_cost *k = tu_cost(g, c);
     static const int alternate[] = {0, 1, 0, 1, 0};
     stub_dev = alternate;
-    pl_algo stub = {"stub", stub_run, "test"};
+    pl_algo stub = {"stub", stub_run, "test", false};
     pl_plan *fine = place(&stub, k, true, 0), *p = place(&stub, k, false, 0);
     assert_close(simulate(k, fine, NULL), 7.5e-3, 1e-9);
     assert_int_equal(fine->stages_before, 0); /* the pass did not run */
@@ -157,7 +157,7 @@ static void test_fork_keeps_one_branch_per_device(void **state)
     pl_cost *k = tu_cost(g, c);
     static const int across[] = {0, 0, 1, 0, 1, 1, 1, 0}; /* s a1 a2 a3 b1 b2 b3 j */
     stub_dev = across;
-    pl_algo stub = {"stub", stub_run, "test"};
+    pl_algo stub = {"stub", stub_run, "test", false};
     pl_plan *fine = place(&stub, k, true, 0), *p = place(&stub, k, false, 0);
     double before = simulate(k, fine, NULL), after = simulate(k, p, NULL);
     assert_true(before > 6.5e-3 + 1e-9);
@@ -202,7 +202,7 @@ static void test_merges_stay_in_memory(void **state)
     pl_cost *k = tu_cost(g, c);
     static const int spread[] = {0, 1, 0, 1, 2};
     stub_dev = spread;
-    pl_algo stub = {"stub", stub_run, "test"};
+    pl_algo stub = {"stub", stub_run, "test", false};
     pl_plan *p = place(&stub, k, false, 0);
     assert_int_equal(p->stages_before, 5);
     assert_int_equal(p->stages_after, 3);
@@ -242,7 +242,7 @@ static void test_reorder_joins_a_stage_on_its_device(void **state)
     pl_cost *k = tu_cost(g, c);
     static const int dev[] = {0, 0, 0, 1}, seq[] = {0, 1, 2, 3}; /* a s c r */
     stub_dev = dev, stub_seq = seq;
-    pl_algo stub = {"stub", stub_run, "test"};
+    pl_algo stub = {"stub", stub_run, "test", false};
     pl_plan *fine = place(&stub, k, true, 0), *p = place(&stub, k, false, 0);
     stub_seq = NULL;
     assert_close(simulate(k, fine, NULL), 3.1e-3, 1e-9);
