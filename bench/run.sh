@@ -65,6 +65,9 @@ echo "== SFB (TAG's Table 5): DP-NCCL and TAG with and without SFB, 2 machines x
 "$build/bench/bench_train" --sfb --iterations 30 examples/clusters/tag-sfb.json -- \
   $m/inception_v3.onnx:4 $m/resnet50.onnx:4 $m/vgg19.onnx:4 $m/transformer.onnx:4 $m/bert_base.onnx:4
 echo
+echo "== AutoDeep's DRL placer on the zoo, AutoDeep's testbed (4 x K80): single, expert, HEFT, moirai and drl (the paper's Fig. 6 and Table V; moirai and drl 20 s at most each; about 4 minutes)"
+PLACER_DRL_LIMIT=${PLACER_DRL_LIMIT:-20} "$build/bench/bench_drl" examples/clusters/autodeep-4xk80.json models/*.onnx
+echo
 echo "== codecs for tensors crossing a serverless cut (MOPAR): ratio and speed of fp16 and zstd on synthetic activations, one thread"
 "$build/bench/bench_codec" 10
 echo

@@ -7,9 +7,10 @@
  * scores them (the makespan of the plan on the model's own graph), and REINFORCE with a moving
  * average baseline trains the policy with Adam: loss = -(R - b) sum log pi(a_k), R = -T / T0
  * (T0 the first episode's makespan), -2 for a placement that does not fit in memory. The best
- * placement seen is returned. Large graphs are coarsened first (fusion, colocation and chain
- * contraction to at most MAX_GROUPS groups, pl_coarsen), which is how the paper's sequences
- * stay a few hundred long. */
+ * placement seen is returned, the single-device placements counted among those seen (the
+ * paper starts from a single GPU; a policy still learning should not return worse). Large graphs
+ * are coarsened first (fusion, colocation and chain contraction to at most MAX_GROUPS groups,
+ * pl_coarsen), which is how the paper's sequences stay a few hundred long. */
 #include "placer/coarsen.h"
 #include "placer/learn.h"
 #include "placer/place.h"
@@ -182,6 +183,12 @@ static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
     double best_t = INFINITY, t0 = 0, baseline = 0, start = pl_now();
     double limit = o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_S;
     pl_adam adam = pl_adam_default(0.01f);
+    for (int d = 0; d < x->D; d++) { /* every single-device placement is a candidate too */
+        for (int q = 0; q < n; q++)
+            gdev[q] = d;
+        double t = score(x, o, gdev, opdev);
+        if (t < best_t) best_t = t, memcpy(best, opdev, (size_t)n_ops * sizeof *best);
+    }
     int ep = 0;
     for (; ep < EPISODES && pl_now() - start < limit;) {
         pl_params_zero_grad(&x->s);
