@@ -15,6 +15,7 @@
 #include "placer/learn.h"
 #include "placer/place.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,7 +182,9 @@ static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
     int *opdev = pl_malloc((size_t)n_ops * sizeof *opdev + 1);
     int *best = pl_malloc((size_t)n_ops * sizeof *best + 1);
     double best_t = INFINITY, t0 = 0, baseline = 0, start = pl_now();
+    /* a time limit is the budget; without one, EPISODES episodes (and DEFAULT_TIME_S at most) */
     double limit = o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_S;
+    int max_ep = o->time_limit_s > 0 ? INT_MAX - BATCH : EPISODES;
     pl_adam adam = pl_adam_default(0.01f);
     for (int d = 0; d < x->D; d++) { /* every single-device placement is a candidate too */
         for (int q = 0; q < n; q++)
@@ -190,7 +193,7 @@ static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
         if (t < best_t) best_t = t, memcpy(best, opdev, (size_t)n_ops * sizeof *best);
     }
     int ep = 0;
-    for (; ep < EPISODES && pl_now() - start < limit;) {
+    for (; ep < max_ep && pl_now() - start < limit;) {
         pl_params_zero_grad(&x->s);
         for (int b = 0; b < BATCH; b++, ep++) {
             pl_tape_reset(x->t);
@@ -238,7 +241,8 @@ int pl_learn_register(pl_err *err)
 {
     static const pl_algo a = {"drl", place_drl,
                               "AutoDeep's DRL placer: a seq2seq policy (LSTM encoder, attention) "
-                              "trained by REINFORCE on simulated makespans; 400 episodes or 30 s",
+                              "trained by REINFORCE on simulated makespans; 400 episodes, or "
+                              "--time-limit",
                               true};
     return pl_algo_find("drl") ? 0 : pl_algo_register(&a, err);
 }
