@@ -209,8 +209,8 @@ struct pl_graph {
      * them. 0 and NULL for one model (pl_graph_tenants says 1). */
     int n_tenants;
     char **tenant_names;
-    char **tenant_sha256; /* each model's file's SHA-256 ("" for one built in code), for
-                             profiles measured on it (pl_cost_new) */
+    char **tenant_paths; /* each model's file (NULL for one built in code), whose SHA-256 a
+                            profile measured on it names (pl_cost_new reads it then) */
     /* ---- derived by pl_graph_finalize() ---- */
     int *topo;      /* op indices in a topological order (stable: file order on ties) */
     int *topo_pos;  /* topo_pos[op] = position of op in topo */
@@ -271,8 +271,8 @@ int pl_graph_finalize(pl_graph *g, const char *where, pl_err *err);
  * attributes, shapes, weights, costs (as given: PL_OP_COST_GIVEN), given times, transfer times
  * and colocation classes; control-flow bodies are left out (their cost is the op's). The
  * ops of tenant i are contiguous, in model i's op order, after those of tenants 0..i-1.
- * Each model's SHA-256 is read now (tenant_sha256), so that a profile finds its model. Finalized;
- * NULL with err set on failure (a model file that cannot be read). */
+ * Each model's file path is kept (tenant_paths), so that a profile finds its model. Finalized;
+ * NULL with err set on failure. */
 pl_graph *pl_graph_union(pl_graph *const *gs, const char *const *names, int n, pl_err *err);
 /* How many tenants g holds: its n_tenants, or 1 for a graph of one model. */
 int pl_graph_tenants(const pl_graph *g);

@@ -153,15 +153,39 @@ static double own_time(const pl_op *op, const pl_gpu_spec *const *key_spec, cons
  * (for several models in one graph, pl_graph_union: from every model's file). A graph built in
  * code has no file, so there is nothing to compare. A profile for a device model the cluster
  * does not have would be ignored in silence: refused too. */
-static bool tenant_has_sha(const pl_graph *g, const char *sha)
+typedef char sha_hex[65];
+
+/* The SHA-256 of each tenant's file ("" for one built in code), read only when a profile names
+ * its model: hashing every model of `placer multi` would read each file once more for nothing.
+ * NULL with err set when a file cannot be read; *out NULL when no profile needs them. */
+static int tenant_shas(const pl_graph *g, const pl_profile *const *pr, int n, sha_hex **out,
+                       pl_err *err)
 {
+    *out = NULL;
+    bool needed = false;
+    for (int i = 0; i < n; i++)
+        needed |= pr[i]->model_sha256[0] != 0;
+    if (g->n_tenants == 0 || !needed) return 0;
+    sha_hex *sha = pl_calloc((size_t)g->n_tenants, sizeof *sha);
     for (int t = 0; t < g->n_tenants; t++)
-        if (g->tenant_sha256 && !strcmp(g->tenant_sha256[t], sha)) return true;
+        if (g->tenant_paths && g->tenant_paths[t] &&
+            pl_sha256_file(g->tenant_paths[t], sha[t], err) < 0) {
+            free(sha);
+            return -1;
+        }
+    *out = sha;
+    return 0;
+}
+
+static bool tenant_has_sha(const pl_graph *g, const sha_hex *shas, const char *sha)
+{
+    for (int t = 0; shas && t < g->n_tenants; t++)
+        if (!strcmp(shas[t], sha)) return true;
     return false;
 }
 
 static int check_profiles(const pl_graph *g, const pl_cluster *c, const pl_profile *const *pr,
-                          int n, pl_err *err)
+                          int n, const sha_hex *shas, pl_err *err)
 {
     for (int i = 0; i < n; i++) {
         if (pl_cost_model_check(pr[i]->path ? pr[i]->path : "a profile", pr[i]->device_model, &c, 1,
@@ -169,7 +193,7 @@ static int check_profiles(const pl_graph *g, const pl_cluster *c, const pl_profi
             return -1;
         if (!pr[i]->model_sha256[0]) continue;
         if (g->n_tenants > 0) {
-            if (!tenant_has_sha(g, pr[i]->model_sha256))
+            if (!tenant_has_sha(g, shas, pr[i]->model_sha256))
                 return pl_err_set(err,
                                   "the profile %s for device model '%s' was measured on a model "
                                   "(sha256 %.12s...) that is none of the models given",
@@ -217,6 +241,7 @@ typedef struct table_ctx {
     const pl_gpu_spec **dev_spec; /* per device: its built-in spec, or NULL */
     const pl_gpu_spec **key_spec; /* scratch: the spec of each of the op's time keys */
     const int *only_dev;          /* pl_cost_new_placed: per op, the one device to price */
+    const sha_hex *tenant_sha;    /* several models with profiles naming them: each file's */
     int cap_keys;
     /* Recent keys and their specs: a task graph repeats a few model names on every node, and
      * the spec table's search is the costliest step of building the table. */
@@ -297,10 +322,10 @@ static void fill_bytes(pl_cost *k, int op, int *stamp)
 }
 
 /* With several models, a profile measured on one (its model_sha256) applies to its ops only. */
-static bool profile_for_tenant(const pl_graph *g, const pl_profile *pr, int t)
+static bool profile_for_tenant(const table_ctx *x, const pl_profile *pr, int t)
 {
-    if (g->n_tenants == 0 || !pr->model_sha256[0] || !g->tenant_sha256) return true;
-    return !strcmp(g->tenant_sha256[t], pr->model_sha256);
+    if (x->k->g->n_tenants == 0 || !pr->model_sha256[0] || !x->tenant_sha) return true;
+    return !strcmp(x->tenant_sha[t], pr->model_sha256);
 }
 
 static void match_profiles(table_ctx *x, const pl_profile *const *pr, int n)
@@ -313,7 +338,7 @@ static void match_profiles(table_ctx *x, const pl_profile *const *pr, int n)
         for (int dev = 0; dev < c->n_devs; dev++) {
             const pl_profile **slot = &x->dev_profile[(size_t)t * c->n_devs + dev];
             for (int i = 0; i < n && !*slot; i++)
-                if (profile_for_tenant(x->k->g, pr[i], t) &&
+                if (profile_for_tenant(x, pr[i], t) &&
                     model_matches(pr[i]->device_model, pl_gpu_spec_find(pr[i]->device_model),
                                   &c->devs[dev], x->dev_spec[dev]))
                     *slot = pr[i];
@@ -364,9 +389,14 @@ static pl_cost *cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_p
                    g->path ? g->path : g->name);
         return NULL;
     }
+    sha_hex *shas;
     if (pl_cost_params_check(params, err) < 0 ||
-        check_profiles(g, c, profiles, n_profiles, err) < 0)
+        tenant_shas(g, profiles, n_profiles, &shas, err) < 0)
         return NULL;
+    if (check_profiles(g, c, profiles, n_profiles, shas, err) < 0) {
+        free(shas);
+        return NULL;
+    }
     pl_cost *k = pl_calloc(1, sizeof *k);
     k->g = g, k->c = c, k->params = *params;
     k->n_ops = g->n_ops, k->n_devs = c->n_devs;
@@ -379,7 +409,8 @@ static pl_cost *cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_p
                    .dev_profile =
                        pl_calloc((size_t)pl_graph_tenants(g) * c->n_devs + 1, sizeof(void *)),
                    .dev_spec = pl_calloc(c->n_devs + 1, sizeof(void *)),
-                   .only_dev = only_dev};
+                   .only_dev = only_dev,
+                   .tenant_sha = shas};
     match_profiles(&x, profiles, n_profiles);
     int *stamp = pl_calloc(g->n_tensors + 1, sizeof *stamp);
     for (int op = 0; op < k->n_ops; op++) {
@@ -389,7 +420,7 @@ static pl_cost *cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_p
     free(stamp);
     pl_cost_fuse(k); /* after out_bytes, which the fused prices read */
     fill_pairs(k, &x);
-    free(x.dev_profile), free(x.dev_spec), free(x.key_spec);
+    free(x.dev_profile), free(x.dev_spec), free(x.key_spec), free(shas);
     return k;
 }
 

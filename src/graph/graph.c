@@ -115,9 +115,9 @@ void pl_graph_free(pl_graph *g)
     free(g->coloc_names);
     for (int i = 0; i < g->n_tenants; i++) {
         free(g->tenant_names[i]);
-        if (g->tenant_sha256) free(g->tenant_sha256[i]);
+        if (g->tenant_paths) free(g->tenant_paths[i]);
     }
-    free(g->tenant_names), free(g->tenant_sha256);
+    free(g->tenant_names), free(g->tenant_paths);
     free(g->ops), free(g->tensors), free(g->inputs), free(g->outputs);
     free(g->name), free(g->path);
     pl_strmap_free(&g->tensor_by_name);

@@ -102,15 +102,10 @@ pl_graph *pl_graph_union(pl_graph *const *gs, const char *const *names, int n, p
     pl_graph *u = pl_graph_new(n == 1 ? names[0] : "union");
     u->n_tenants = n;
     u->tenant_names = pl_calloc((size_t)n, sizeof *u->tenant_names);
-    u->tenant_sha256 = pl_calloc((size_t)n, sizeof *u->tenant_sha256);
+    u->tenant_paths = pl_calloc((size_t)n, sizeof *u->tenant_paths);
     for (int i = 0; i < n; i++) {
         u->tenant_names[i] = pl_strdup(names[i]);
-        const char *sha = gs[i]->path ? pl_graph_sha256(gs[i], err) : "";
-        if (!sha) {
-            pl_graph_free(u);
-            return NULL;
-        }
-        u->tenant_sha256[i] = pl_strdup(sha);
+        if (gs[i]->path) u->tenant_paths[i] = pl_strdup(gs[i]->path);
         copy_graph(u, gs[i], names[i], i);
     }
     u->info = gs[0]->info;
