@@ -59,8 +59,9 @@ typedef struct pl_sim_result {
     double latency_s; /* throughput mode: mean time from a request's start to end */
     long events;      /* events processed (for the benchmark) */
     int requests;     /* requests simulated: 1, or K in throughput mode */
-    /* Per tenant of a union graph (pl_graph_union; one for a single model): the end of its
-     * last op, over every request. Their sum is the TOCT of several models (docs/multi.md). */
+    /* Per tenant of a union graph (pl_graph_union): the end of its last op, over every
+     * request; their sum is the TOCT of several models (docs/multi.md). 0 and NULL for a graph
+     * of one model, so that the simulations of the searches pay nothing for it. */
     int n_tenants;
     double *tenant_end_s;
 } pl_sim_result;

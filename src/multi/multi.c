@@ -50,10 +50,13 @@ int pl_multi_evaluate(const pl_cost *k, const pl_plan *p, pl_contention contenti
     pl_sim_opts so = {.contention = contention, .ignore_memory = true};
     pl_sim_result r;
     if (pl_simulate(k, p, &so, &r, err) < 0) return -1;
-    int T = r.n_tenants, D = r.n_devs;
+    int T = r.n_tenants > 0 ? r.n_tenants : 1, D = r.n_devs;
     e->n_tenants = T, e->n_devs = D;
     e->makespan_s = r.makespan_s;
-    e->completion_s = r.tenant_end_s, r.tenant_end_s = NULL;
+    if (r.tenant_end_s)
+        e->completion_s = r.tenant_end_s, r.tenant_end_s = NULL;
+    else /* one model: its completion is the makespan */
+        e->completion_s = pl_malloc(sizeof *e->completion_s), e->completion_s[0] = r.makespan_s;
     for (int t = 0; t < T; t++)
         e->toct_s += e->completion_s[t];
     e->busy_s = r.busy_s, r.busy_s = NULL;

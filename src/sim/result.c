@@ -125,7 +125,8 @@ static void memory_verdict(const sim_static *s, const pl_sim_opts *o, pl_sim_res
 static void tenant_ends(const sim_static *s, const sim_run *run, pl_sim_result *r)
 {
     const pl_graph *g = s->k->g;
-    int T = pl_graph_tenants(g), n = g->n_ops;
+    if (g->n_tenants == 0) return; /* one model: nothing beyond the makespan to report */
+    int T = g->n_tenants, n = g->n_ops;
     r->n_tenants = T;
     r->tenant_end_s = pl_calloc((size_t)T, sizeof *r->tenant_end_s);
     for (int q = 0; q < run->K; q++)
