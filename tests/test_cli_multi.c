@@ -16,25 +16,6 @@
     "multi examples/multi/fig1-a.json examples/multi/fig1-b.json --cluster "                       \
     "examples/multi/fig1-cluster.json"
 
-static double num(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    if (!json_is_number(v)) fail_msg("no number '%s'", k);
-    return json_number_value(v);
-}
-
-static json_t *algo(json_t *doc, const char *name)
-{
-    size_t i;
-    json_t *a;
-    json_array_foreach(json_object_get(doc, "algorithms"), i, a)
-    {
-        if (!strcmp(json_string_value(json_object_get(a, "algo")), name)) return a;
-    }
-    fail_msg("no algorithm %s", name);
-    return NULL;
-}
-
 /* TOCT, per-model completion and idle time per device as the paper's Fig. 1 gives them; each
  * model's placement names every op once; TOCT is the sum of the completions. */
 static void test_fig1_json(void **state)
@@ -45,15 +26,15 @@ static void test_fig1_json(void **state)
     const char *names[] = {"talos", "aswm", "tsam"};
     double toct[] = {9e-3, 12.5e-3, 11.5e-3}, idle_gpu[] = {0.5e-3, 0.5e-3, 0};
     for (int i = 0; i < 3; i++) {
-        json_t *a = algo(doc, names[i]);
-        assert_close(num(a, "toct_s"), toct[i], 1e-9);
-        assert_true(fabs(num(json_object_get(a, "idle_s"), "gpu0") - idle_gpu[i]) < 1e-12);
+        json_t *a = tu_find(doc, "algorithms", "algo", names[i]);
+        assert_close(tu_num(a, "toct_s"), toct[i], 1e-9);
+        assert_true(fabs(tu_num(json_object_get(a, "idle_s"), "gpu0") - idle_gpu[i]) < 1e-12);
         double sum = 0;
         size_t j;
         json_t *m;
         json_array_foreach(json_object_get(a, "models"), j, m)
         {
-            sum += num(m, "completion_s");
+            sum += tu_num(m, "completion_s");
             json_t *pl = json_object_get(m, "placement");
             assert_int_equal(json_object_size(pl), 3);
             const char *key;
@@ -66,7 +47,8 @@ static void test_fig1_json(void **state)
         }
         assert_close(sum, toct[i], 1e-9);
     }
-    json_t *m0 = json_array_get(json_object_get(algo(doc, "talos"), "models"), 0);
+    json_t *m0 =
+        json_array_get(json_object_get(tu_find(doc, "algorithms", "algo", "talos"), "models"), 0);
     assert_string_equal(json_string_value(json_object_get(m0, "name")), "fig1-a");
     assert_string_equal(json_string_value(json_object_get(json_object_get(m0, "placement"), "op3")),
                         "gpu0");
@@ -98,9 +80,9 @@ static void test_model_twice(void **state)
     assert_int_equal(json_array_size(models), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(models, 1), "name")),
                         "fig1-a#2");
-    json_t *a = algo(doc, "talos");
-    assert_true(num(json_array_get(json_object_get(a, "models"), 0), "completion_s") > 0);
-    assert_true(num(json_array_get(json_object_get(a, "models"), 1), "completion_s") > 0);
+    json_t *a = tu_find(doc, "algorithms", "algo", "talos");
+    assert_true(tu_num(json_array_get(json_object_get(a, "models"), 0), "completion_s") > 0);
+    assert_true(tu_num(json_array_get(json_object_get(a, "models"), 1), "completion_s") > 0);
     json_decref(doc);
 }
 
@@ -118,7 +100,7 @@ static void test_output_file(void **state)
     json_error_t je;
     json_t *doc = json_load_file(path, 0, &je);
     if (!doc) fail_msg("%s: %s", path, je.text);
-    assert_close(num(algo(doc, "talos"), "toct_s"), 9e-3, 1e-9);
+    assert_close(tu_num(tu_find(doc, "algorithms", "algo", "talos"), "toct_s"), 9e-3, 1e-9);
     json_decref(doc);
     DIR *dp = opendir(dir);
     struct dirent *de;
@@ -134,7 +116,7 @@ static void test_output_file(void **state)
 static double completion(json_t *doc, int m)
 {
     json_t *a = json_array_get(json_object_get(doc, "algorithms"), 0);
-    return num(json_array_get(json_object_get(a, "models"), m), "completion_s");
+    return tu_num(json_array_get(json_object_get(a, "models"), m), "completion_s");
 }
 
 /* A profile measured on one model times that model's ops only (rnnlm has an op of the same

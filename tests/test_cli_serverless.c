@@ -11,25 +11,6 @@
 
 #define OPENFAAS "examples/platforms/openfaas.json"
 
-static double num(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    if (!json_is_number(v)) fail_msg("no number '%s'", k);
-    return json_number_value(v);
-}
-
-/* The algorithm named `name` in the document's list. */
-static json_t *algo(json_t *doc, const char *name)
-{
-    size_t i;
-    json_t *a;
-    json_array_foreach(
-        json_object_get(doc, "algorithms"), i,
-        a) if (!strcmp(json_string_value(json_object_get(a, "algo")), name)) return a;
-    fail_msg("no algorithm %s", name);
-    return NULL;
-}
-
 /* Each algorithm's slices hold every op once; the bill and the GB-s add up over the slices;
  * each slice's bill is its memory for its billed time at the platform's prices (OpenFaaS: no
  * price per request, shared memory free). */
@@ -42,17 +23,17 @@ static void check_plan(json_t *a, int n_ops)
     json_array_foreach(json_object_get(a, "slices"), i, s)
     {
         json_array_foreach(json_object_get(s, "ops"), j, op) ops++;
-        assert_true(num(s, "eta") >= 1);
-        double mb = num(s, "memory_mb"), billed = num(s, "billed_s");
+        assert_true(tu_num(s, "eta") >= 1);
+        double mb = tu_num(s, "memory_mb"), billed = tu_num(s, "billed_s");
         assert_true(mb >= 128 && mb <= 10240);
-        assert_close(num(s, "gb_s"), mb / 1024 * billed, 1e-9);
-        assert_close(num(s, "usd"), mb / 1024 * billed * 5.9028e-6, 1e-9);
-        assert_true(billed >= num(s, "time_s") - 1e-12 && billed < num(s, "time_s") + 1e-3);
-        usd += num(s, "usd"), gbs += num(s, "gb_s");
+        assert_close(tu_num(s, "gb_s"), mb / 1024 * billed, 1e-9);
+        assert_close(tu_num(s, "usd"), mb / 1024 * billed * 5.9028e-6, 1e-9);
+        assert_true(billed >= tu_num(s, "time_s") - 1e-12 && billed < tu_num(s, "time_s") + 1e-3);
+        usd += tu_num(s, "usd"), gbs += tu_num(s, "gb_s");
     }
     assert_int_equal(ops, n_ops);
-    assert_close(num(a, "usd_per_request"), usd, 1e-9);
-    assert_close(num(a, "gb_s_per_request"), gbs, 1e-9);
+    assert_close(tu_num(a, "usd_per_request"), usd, 1e-9);
+    assert_close(tu_num(a, "gb_s_per_request"), gbs, 1e-9);
 }
 
 static void test_json_recomputes(void **state)
@@ -63,18 +44,20 @@ static void test_json_recomputes(void **state)
     assert_string_equal(json_string_value(json_object_get(doc, "format")), "placer-serverless/1");
     const char *names[] = {"mopar", "unsplit", "uniform", "latency-dp"};
     for (int k = 0; k < 4; k++)
-        check_plan(algo(doc, names[k]), 44);
-    json_t *m = algo(doc, "mopar"), *u = algo(doc, "unsplit");
+        check_plan(tu_find(doc, "algorithms", "algo", names[k]), 44);
+    json_t *m = tu_find(doc, "algorithms", "algo", "mopar"),
+           *u = tu_find(doc, "algorithms", "algo", "unsplit");
     assert_true(json_array_size(json_object_get(m, "slices")) > 1); /* it splits: 2 % allowed */
-    assert_true(num(m, "usd_per_request") < num(u, "usd_per_request"));
-    assert_true(num(m, "latency_s") <= num(u, "latency_s") * 1.02 * (1 + 1e-12));
+    assert_true(tu_num(m, "usd_per_request") < tu_num(u, "usd_per_request"));
+    assert_true(tu_num(m, "latency_s") <= tu_num(u, "latency_s") * 1.02 * (1 + 1e-12));
     json_decref(doc);
     /* the paper's bound (no slack): never slower than unsplit */
     doc = tu_run_json("serverless models/resnet50.onnx --platform " OPENFAAS
                       " --json --no-calibration 2>/dev/null");
-    m = algo(doc, "mopar"), u = algo(doc, "unsplit");
-    assert_true(num(m, "latency_s") <= num(u, "latency_s") * (1 + 1e-12));
-    assert_true(num(m, "usd_per_request") <= num(u, "usd_per_request") * (1 + 1e-12));
+    m = tu_find(doc, "algorithms", "algo", "mopar"),
+    u = tu_find(doc, "algorithms", "algo", "unsplit");
+    assert_true(tu_num(m, "latency_s") <= tu_num(u, "latency_s") * (1 + 1e-12));
+    assert_true(tu_num(m, "usd_per_request") <= tu_num(u, "usd_per_request") * (1 + 1e-12));
     json_decref(doc);
 }
 
@@ -89,7 +72,8 @@ static void test_writes_split(void **state)
              " --latency-slack 0.02 --no-calibration --json -o %s/split 2>/dev/null",
              dir);
     json_t *doc = tu_run_json(cmd);
-    size_t n = json_array_size(json_object_get(algo(doc, "mopar"), "slices"));
+    size_t n =
+        json_array_size(json_object_get(tu_find(doc, "algorithms", "algo", "mopar"), "slices"));
     char path[512];
     snprintf(path, sizeof path, "%s/split/manifest.json", dir);
     json_t *man = json_load_file(path, 0, NULL);

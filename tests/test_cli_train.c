@@ -8,13 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double num(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    if (!json_is_number(v)) fail_msg("no number '%s'", k);
-    return json_number_value(v);
-}
-
 /* Two GPUs of `mem` each, 10 GB/s apart. */
 static const char *two_gpus(const char *mem)
 {
@@ -37,12 +30,12 @@ static void test_json_and_never_slower_than_dp(void **state)
     json_t *doc = tu_run_json("train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json "
                               "--batch 4 --budget 20 --placer none --json 2>/dev/null");
     assert_string_equal(json_string_value(json_object_get(doc, "format")), "placer-train/1");
-    double tag = num(doc, "iteration_s"), dp = num(json_object_get(doc, "baselines"), "dp");
+    double tag = tu_num(doc, "iteration_s"), dp = tu_num(json_object_get(doc, "baselines"), "dp");
     assert_true(tag > 0 && tag <= dp * (1 + 1e-9));
     assert_true(json_is_true(json_object_get(doc, "fits_memory")));
     json_t *peak = json_object_get(doc, "peak_memory_bytes");
     assert_int_equal(json_object_size(peak), 2);
-    assert_true(num(peak, "m1_gpu0") > 0);
+    assert_true(tu_num(peak, "m1_gpu0") > 0);
     assert_non_null(json_object_get(doc, "mcts_iterations_to_beat_dp"));
     size_t i;
     json_t *g;
@@ -68,7 +61,7 @@ static void test_dp_oom_tag_fits(void **state)
                         "oom");
     assert_true(json_is_true(json_object_get(doc, "fits_memory")));
     json_t *peak = json_object_get(doc, "peak_memory_bytes");
-    assert_true(num(peak, "g0") <= 2.4e9 && num(peak, "g1") <= 2.4e9);
+    assert_true(tu_num(peak, "g0") <= 2.4e9 && tu_num(peak, "g1") <= 2.4e9);
     json_decref(doc);
 }
 
@@ -91,10 +84,11 @@ static void test_bad_input(void **state)
     (void)state;
     tu_expect_refusal("train --cluster examples/clusters/tag-sfb.json", "which model?");
     tu_expect_refusal("train models/resnet50.onnx", "which cluster?");
-    tu_expect_refusal("train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --batch 0",
-                      "--batch");
-    tu_expect_refusal("train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --algo x",
-                      "--algo: 'x'");
+    tu_expect_refusal(
+        "train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --batch 0", "--batch");
+    tu_expect_refusal(
+        "train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --algo x",
+        "--algo: 'x'");
     tu_expect_refusal(
         "train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --budget soon",
         "--budget");

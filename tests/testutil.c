@@ -202,3 +202,23 @@ int tu_rmtree(const char *dir)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) == 0 ? 0 : -1;
 }
+
+double tu_num(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_number(v)) fail_msg("no number '%s'", k);
+    return json_number_value(v);
+}
+
+json_t *tu_find(json_t *doc, const char *list, const char *field, const char *value)
+{
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(doc, list), i, a)
+    {
+        const char *s = json_string_value(json_object_get(a, field));
+        if (s && !strcmp(s, value)) return a;
+    }
+    fail_msg("no %s with %s '%s'", list, field, value);
+    return NULL;
+}

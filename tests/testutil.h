@@ -36,6 +36,10 @@ void tu_require_ort(void);
 int tu_ort_setup(void);
 /* tu_run that must exit 0 and print one JSON document, which it returns (json_decref it). */
 struct json_t *tu_run_json(const char *args);
+/* The number at key k of a JSON object (fails the test when it is not one); and the element
+ * of a JSON document's array `list` whose string `field` equals `value` (fails when none). */
+double tu_num(struct json_t *o, const char *k);
+struct json_t *tu_find(struct json_t *doc, const char *list, const char *field, const char *value);
 /* A fresh directory /tmp/PREFIX-XXXXXX into buf (0, or -1); and its removal with its files. */
 int tu_mkdtemp(char *buf, size_t n, const char *prefix);
 int tu_rmtree(const char *dir);
