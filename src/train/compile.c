@@ -47,8 +47,9 @@ typedef struct cc {
     int *ps_of_group; /* per op group: its parameter server's device (PS option), -1 */
     int *op_dev;      /* per compiled op: its device */
     int cap_op_dev;
-    int *synced;  /* [param * D + d]: its synchronised gradient on d, -1 when not synced */
-    int *barrier; /* per device: "every gradient made here" (no overlap), -1 */
+    int *synced;        /* [param * D + d]: its synchronised gradient on d, -1 when not synced */
+    int *barrier;       /* per device: "every gradient made here" (no overlap), -1 */
+    int *param_of_grad; /* per training tensor: the parameter whose gradient it is, -1 */
 } cc;
 
 /* ---- building blocks ---- */
@@ -442,10 +443,9 @@ static void emit_op(cc *c, int v)
 /* Tensor t as replica r of v reads it: a synchronised gradient when v applies it. */
 static int read_input(cc *c, int v, int r, int t)
 {
-    if (c->t->phase[v] == PL_PHASE_OPT)
-        for (int p = 0; p < c->t->n_params; p++)
-            if (c->t->grad_tensor[p] == t && c->synced[(size_t)p * c->D + c->rp[v].dev[r]] >= 0)
-                return c->synced[(size_t)p * c->D + c->rp[v].dev[r]];
+    int p = c->t->phase[v] == PL_PHASE_OPT ? c->param_of_grad[t] : -1;
+    if (p >= 0 && c->synced[(size_t)p * c->D + c->rp[v].dev[r]] >= 0)
+        return c->synced[(size_t)p * c->D + c->rp[v].dev[r]];
     return read_tensor(c, v, r, t);
 }
 
@@ -634,6 +634,11 @@ int pl_train_compile(const pl_train_ctx *x, const pl_train_strategy *s, pl_graph
     c.synced = pl_malloc((size_t)t->n_params * c.D * sizeof *c.synced + 1);
     for (size_t i = 0; i < (size_t)t->n_params * c.D; i++)
         c.synced[i] = -1;
+    c.param_of_grad = pl_malloc((size_t)t->g->n_tensors * sizeof *c.param_of_grad + 1);
+    for (int i = 0; i < t->g->n_tensors; i++)
+        c.param_of_grad[i] = -1;
+    for (int p = 0; p < t->n_params; p++)
+        c.param_of_grad[t->grad_tensor[p]] = p;
     c.barrier = pl_malloc((size_t)c.D * sizeof *c.barrier + 1);
     for (int d = 0; d < c.D; d++)
         c.barrier[d] = -1;
@@ -654,7 +659,7 @@ int pl_train_compile(const pl_train_ctx *x, const pl_train_strategy *s, pl_graph
         free(r->dev), free(r->lo), free(r->hi), free(r->op), free(r->out);
     }
     free(c.rp), free(c.wt_on), free(c.ps_of_group), free(c.op_dev), free(c.synced);
-    free(c.barrier);
+    free(c.barrier), free(c.param_of_grad);
     if (rc < 0) {
         pl_graph_free(c.g);
         free(c.origin);
