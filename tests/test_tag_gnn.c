@@ -143,8 +143,8 @@ static void test_input_by_hand(void **state)
     made_up_feedback(&fb, mk, idle, peak, didle, link);
     pl_tag_input *in = pl_tag_input_build(&f.x, s, &fb, 0, ACTS, 3);
     pl_train_strategy_free(s);
-    const pl_device *d = &f.c->devs[0];
-    double mem = log1p(d->memory_bytes / (1 << 30)),
+    const pl_device *d = &f.c->devs[0]; /* a V100 by the built-in spec */
+    double mem = log1p(d->memory_bytes / (1 << 30)), memfrac = (1 << 30) / d->memory_bytes,
            fl = log1p(d->peak_flops_per_s[PL_PREC_FP32] / 1e12);
     double MB8 = log1p(8e6 / (1 << 20)), bw = log1p(1.0); /* 8 MB; 1 GB/s */
     tu_dense_free(&f); /* self-contained: nothing below reads the ctx */
@@ -159,8 +159,7 @@ static void test_input_by_hand(void **state)
                "op 1");
     /* ln(1 + GPUs), ln(1 + GiB), intra ln(1 + GB/s) (one GPU: none), ln(1 + TFLOPS), speed
      * share, peak / memory, idle */
-    expect_row(in->dev_feat, (double[]){log(2), mem, 0, fl, 0.5, (1 << 30) / d->memory_bytes, 0.25},
-               7, "dev 0");
+    expect_row(in->dev_feat, (double[]){log(2), mem, 0, fl, 0.5, memfrac, 0.25}, 7, "dev 0");
     expect_row(in->dev_feat + 7, (double[]){log(2), mem, 0, fl, 0.5, 0, 0.75}, 7, "dev 1");
     /* op-op: dy's 8 MB from group 0 to 1, both ways, flagged along the flow */
     assert_int_equal(in->n_edges[PL_TAG_OP_OP], 2);
