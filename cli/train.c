@@ -361,7 +361,10 @@ static int load_prior(train_opts *o, pl_tag_gnn **m)
         snprintf(path, sizeof path, "%s", o->prior_file);
     else if (pl_own_file("share/placer/priors/tag-gnn.weights", "models/priors/tag-gnn.weights",
                          path, sizeof path, &err) < 0)
-        return cli_fail("train", "--prior gnn: no weights: %s", err.msg);
+        return cli_fail("train",
+                        "--prior gnn: no weights (give --prior-file, or train them with "
+                        "`placer learn-prior`): %s",
+                        err.msg);
     *m = pl_tag_gnn_new(1);
     if (pl_tag_gnn_load(*m, path, &err) < 0) return cli_fail("train", "--prior gnn: %s", err.msg);
     o->so.prior = pl_tag_gnn_prior, o->so.prior_user = *m;
