@@ -3,7 +3,9 @@
  * per-iteration time and peak memory per device, beside DP-NCCL, DP-NCCL-P, Horovod, a
  * HeteroG-like search and a placer of one model (docs/train.md). */
 #include "cli.h"
+#include "placer/learn.h"
 #include "placer/report.h"
+#include "placer/runtime.h"
 #include "placer/train.h"
 
 #include <jansson.h>
@@ -15,20 +17,24 @@
 static const char *help =
     "usage: placer train MODEL --cluster C --batch N [--algo A] [--budget 300 | --budget 60s]\n"
     "                    [--no-sfb] [--max-groups G] [--seed S] [--placer heft] [--json]\n"
-    "                    [-o FILE] [--cost-params F] [--no-calibration]\n"
+    "                    [--prior uniform|gnn] [--prior-file F] [-o FILE] [--cost-params F]\n"
+    "                    [--no-calibration]\n"
     "  --batch N      the global batch size (default: the model's own)\n"
     "  --algo A       the strategy shown in detail: tag (default), dp, dp-p, horovod, heterog\n"
     "  --budget B     TAG's MCTS: B iterations (default 300), or a time (60s)\n"
     "  --no-sfb       no sufficient factor broadcasting\n"
     "  --max-groups G op groups (METIS; default 60)\n"
     "  --placer P     the model-parallel baseline's placer (default heft; `none` to skip)\n"
+    "  --prior P      MCTS's priors: uniform (default), or gnn (TAG's GNN, weights from\n"
+    "                 --prior-file, default models/priors/tag-gnn.weights)\n"
     "  -o FILE        the placer-train/1 document (as --json prints it), written atomically\n"
     "exit status: 0 done, 1 the model fits no strategy, 2 bad input or failure\n";
 
 typedef struct train_opts {
     cli_common co;
     int batch, max_groups;
-    const char *algo, *out, *placer;
+    const char *algo, *out, *placer, *prior_file;
+    bool gnn;
     pl_train_search_opts so;
 } train_opts;
 
@@ -85,6 +91,15 @@ static int own_opt(int argc, char **argv, int *i, train_opts *o)
                    -1;
         return o->placer = v, 1;
     }
+    if (cli_opt(argc, argv, i, "--prior", &v)) {
+        if (!v || (strcmp(v, "uniform") && strcmp(v, "gnn")))
+            return cli_fail("train", "--prior: '%s': give uniform or gnn", v ? v : ""), -1;
+        return o->gnn = !strcmp(v, "gnn"), 1;
+    }
+    if (cli_opt(argc, argv, i, "--prior-file", &v)) {
+        if (!v) return cli_fail("train", "--prior-file wants a file"), -1;
+        return o->prior_file = v, 1;
+    }
     if (cli_opt(argc, argv, i, "-o", &v)) {
         if (!v) return cli_fail("train", "-o wants a file"), -1;
         return o->out = v, 1;
@@ -109,6 +124,7 @@ static int parse(int argc, char **argv, train_opts *o)
     }
     if (!o->co.model) return cli_fail("train", "which model? (placer train --help)");
     if (!o->co.cluster) return cli_fail("train", "which cluster? give --cluster FILE");
+    if (o->prior_file && !o->gnn) return cli_fail("train", "--prior-file goes with --prior gnn");
     return 0;
 }
 
@@ -320,6 +336,7 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
     }
     json_object_set_new(j, "baselines", base);
     json_object_set_new(j, "mcts_iterations", json_integer(sr->iterations));
+    json_object_set_new(j, "prior", json_string(o->gnn ? "gnn" : "uniform"));
     json_object_set_new(j, "mcts_iterations_to_beat_dp",
                         sr->iterations_to_beat_dp >= 0 ? json_integer(sr->iterations_to_beat_dp)
                                                        : json_null());
@@ -333,6 +350,26 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
 }
 
 /* ---- the verb ---- */
+
+/* TAG's GNN from --prior-file, else the shipped weights (made by `placer learn-prior`). */
+static int load_prior(train_opts *o, pl_tag_gnn **m)
+{
+    char path[4096];
+    pl_err err = {""};
+    if (!o->gnn) return 0;
+    if (o->prior_file)
+        snprintf(path, sizeof path, "%s", o->prior_file);
+    else if (pl_own_file("share/placer/priors/tag-gnn.weights", "models/priors/tag-gnn.weights",
+                         path, sizeof path, &err) < 0)
+        return cli_fail("train",
+                        "--prior gnn: no weights (give --prior-file, or train them with "
+                        "`placer learn-prior`): %s",
+                        err.msg);
+    *m = pl_tag_gnn_new(1);
+    if (pl_tag_gnn_load(*m, path, &err) < 0) return cli_fail("train", "--prior gnn: %s", err.msg);
+    o->so.prior = pl_tag_gnn_prior, o->so.prior_user = *m;
+    return 0;
+}
 
 static int load(const train_opts *o, pl_graph **fwd, pl_cluster **c, pl_train_graph **t,
                 pl_cost_params *params)
@@ -362,13 +399,15 @@ int cli_train(int argc, char **argv)
     pl_cluster *c = NULL;
     pl_train_graph *t = NULL;
     pl_cost_params params;
-    int rc = load(&o, &fwd, &c, &t, &params);
+    pl_tag_gnn *gnn = NULL;
+    int rc = load_prior(&o, &gnn);
+    if (rc == 0) rc = load(&o, &fwd, &c, &t, &params);
     pl_train_ctx x;
     pl_err err = {""};
     if (rc == 0 && pl_train_ctx_init(&x, t, c, &params, o.max_groups, &err) < 0)
         rc = cli_fail("train", "%s", err.msg);
     if (rc) {
-        pl_train_graph_free(t), pl_cluster_free(c), pl_graph_free(fwd);
+        pl_train_graph_free(t), pl_cluster_free(c), pl_graph_free(fwd), pl_tag_gnn_free(gnn);
         return rc;
     }
     outcome b[B_COUNT];
@@ -421,6 +460,6 @@ int cli_train(int argc, char **argv)
     }
     pl_train_search_result_free(&sr);
     pl_train_ctx_free(&x);
-    pl_train_graph_free(t), pl_cluster_free(c), pl_graph_free(fwd);
+    pl_train_graph_free(t), pl_cluster_free(c), pl_graph_free(fwd), pl_tag_gnn_free(gnn);
     return rc;
 }

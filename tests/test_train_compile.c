@@ -12,14 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Two V100s on one host, 1 GB/s between them, no latency. */
-static const char *CLUSTER = "{\"format\": \"placer-cluster/1\", \"name\": \"two\", \"devices\": ["
-                             "{\"name\": \"g0\", \"model\": \"V100\", \"host\": \"m0\"},"
-                             "{\"name\": \"g1\", \"model\": \"V100\", \"host\": \"m0\"}],"
-                             "\"links\": [{\"from\": \"g0\", \"to\": \"g1\", \"bandwidth_Bps\": "
-                             "\"1 GB/s\", \"latency_s\": 0,"
-                             "\"both_ways\": true}]}";
-
 /* The same with a measured AllReduce of the two GPUs: 3 ms whatever its size. */
 static const char *CLUSTER_MEASURED =
     "{\"format\": \"placer-cluster/1\", \"name\": \"two\", \"devices\": ["
@@ -31,103 +23,7 @@ static const char *CLUSTER_MEASURED =
     "\"collectives\": [{\"devices\": 2, \"allreduce\": [{\"from_bytes\": 0, \"a_s\": \"3 ms\","
     "\"b_s_per_byte\": 0}]}]}";
 
-typedef struct fixture {
-    pl_train_graph t;
-    pl_cluster *c;
-    pl_train_ctx x;
-} fixture;
-
-static int tensor(pl_graph *g, const char *name, double bytes, unsigned flags)
-{
-    int t = pl_graph_tensor(g, name);
-    int64_t b = (int64_t)bytes;
-    pl_tensor_set_shape(&g->tensors[t], PL_DT_UINT8, 1, &b);
-    g->tensors[t].flags |= PL_TENSOR_BYTES_ONLY | flags;
-    return t;
-}
-
-static int op(pl_graph *g, const char *name, double ms, const int *in, int n_in, int out)
-{
-    int o = pl_graph_add_op(g, name, "Op", "");
-    for (int i = 0; i < n_in; i++)
-        pl_op_add_input(g, o, in[i]);
-    pl_op_add_output(g, o, out);
-    pl_op_add_time(g, o, "V100", ms * 1e-3);
-    g->ops[o].cls = PL_CLASS_DENSE;
-    g->ops[o].flags |= PL_OP_COST_GIVEN;
-    return o;
-}
-
-/* y = x W (4 ms), a loss giving dy (free), dW = x^T dy (4 ms), Adam on W (1 ms); W and dW of
- * 1 MB, activations of 8 MB. */
-static void build_on(fixture *f, const char *cluster)
-{
-    memset(f, 0, sizeof *f);
-    pl_graph *g = pl_graph_new("dense");
-    int x = tensor(g, "x", 8e6, 0), W = tensor(g, "W", 1e6, PL_TENSOR_WEIGHT);
-    int m = tensor(g, "W:m", 1e6, PL_TENSOR_WEIGHT), v = tensor(g, "W:v", 1e6, PL_TENSOR_WEIGHT);
-    int y = tensor(g, "y", 8e6, 0), dy = tensor(g, "dy", 8e6, 0), dW = tensor(g, "dW", 1e6, 0);
-    int W2 = tensor(g, "W:updated", 1e6, 0);
-    pl_graph_add_input(g, x);
-    op(g, "A", 4, (int[]){x, W}, 2, y);
-    op(g, "loss", 0, (int[]){y}, 1, dy);
-    op(g, "A:grad_w", 4, (int[]){x, dy}, 2, dW);
-    op(g, "W:adam", 1, (int[]){W, dW, m, v}, 4, W2);
-    pl_graph_add_output(g, W2);
-    pl_err err = {""};
-    if (pl_graph_finalize(g, "dense", &err) < 0) fail_msg("%s", err.msg);
-    pl_train_graph *t = &f->t;
-    t->g = g, t->n_fwd = 1, t->batch = 8, t->model_batch = 8;
-    static pl_train_phase phase[] = {PL_PHASE_FWD, PL_PHASE_BWD, PL_PHASE_BWD, PL_PHASE_OPT};
-    static pl_split_class split[] = {PL_SPLIT_CONCAT, PL_SPLIT_CONCAT, PL_SPLIT_SUM,
-                                     PL_SPLIT_OTHER};
-    static int fwd_of[] = {-1, 0, 0, -1};
-    static double frac[] = {1, 1, 1, 0};
-    t->phase = phase, t->split = split, t->fwd_of = fwd_of, t->batch_frac = frac;
-    t->batched = pl_calloc(g->n_tensors, sizeof *t->batched);
-    t->batched[x] = t->batched[y] = t->batched[dy] = true;
-    static int pt[1], gt[1], ap[1];
-    pt[0] = W, gt[0] = dW, ap[0] = 3;
-    t->n_params = 1, t->param_tensor = pt, t->grad_tensor = gt, t->apply_op = ap;
-    f->c = pl_cluster_load(tu_tmpfile(cluster, strlen(cluster), ".json"), &err);
-    if (!f->c) fail_msg("%s", err.msg);
-    /* by hand: two device groups of one GPU each, one op group */
-    pl_train_ctx *c = &f->x;
-    c->t = t, c->c = f->c;
-    c->dg.n = 2;
-    c->dg.off = pl_malloc(3 * sizeof(int)), c->dg.dev = pl_malloc(2 * sizeof(int));
-    c->dg.group_of = pl_malloc(2 * sizeof(int));
-    for (int i = 0; i < 2; i++)
-        c->dg.off[i] = i, c->dg.dev[i] = i, c->dg.group_of[i] = i;
-    c->dg.off[2] = 2;
-    c->og.n = 1;
-    c->og.group_of = pl_calloc(4, sizeof(int));
-    c->og.off = pl_malloc(2 * sizeof(int)), c->og.op = pl_malloc(4 * sizeof(int));
-    c->og.off[0] = 0, c->og.off[1] = 4;
-    c->og.time_s = pl_malloc(sizeof(double)), c->og.param_bytes = pl_malloc(sizeof(double));
-    c->og.time_s[0] = 9e-3, c->og.param_bytes[0] = 1e6;
-    for (int i = 0; i < 4; i++)
-        c->og.op[i] = g->topo[i];
-    c->k = tu_cost(g, f->c);
-}
-
-static void build(fixture *f)
-{
-    build_on(f, CLUSTER);
-}
-
-static void destroy(fixture *f)
-{
-    pl_cost_free(f->x.k);
-    free(f->x.dg.off), free(f->x.dg.dev), free(f->x.dg.group_of);
-    free(f->x.og.group_of), free(f->x.og.off), free(f->x.og.op);
-    free(f->x.og.time_s), free(f->x.og.param_bytes);
-    pl_cluster_free(f->c);
-    free(f->t.batched);
-    pl_graph_free(f->t.g);
-}
-
-static double iteration_ms(fixture *f, const unsigned char *P, pl_train_option o, bool overlap)
+static double iteration_ms(tu_dense *f, const unsigned char *P, pl_train_option o, bool overlap)
 {
     pl_train_strategy *s = pl_train_strategy_new(1, 2);
     memcpy(s->P, P, 2);
@@ -151,15 +47,15 @@ static double iteration_ms(fixture *f, const unsigned char *P, pl_train_option o
 static void test_iteration_by_hand(void **state)
 {
     (void)state;
-    fixture f;
-    build(&f);
+    tu_dense f;
+    tu_dense_build(&f, NULL, 1);
     assert_close(iteration_ms(&f, (unsigned char[]){1, 0}, PL_OPT_ALLREDUCE, true), 9, 1e-3);
     assert_close(iteration_ms(&f, (unsigned char[]){0, 1}, PL_OPT_ALLREDUCE, true), 9, 1e-3);
     assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_ALLREDUCE, true), 6, 0.01);
     assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_ALLREDUCE, false), 6, 0.01);
     assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_PS, true), 7, 0.01);
     assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_DUPLICATE, true), 9, 1e-3);
-    destroy(&f);
+    tu_dense_free(&f);
 }
 
 /* A measured AllReduce curve replaces the link model: each phase half of it, 1.5 ms, so the
@@ -167,10 +63,10 @@ static void test_iteration_by_hand(void **state)
 static void test_measured_allreduce(void **state)
 {
     (void)state;
-    fixture f;
-    build_on(&f, CLUSTER_MEASURED);
+    tu_dense f;
+    tu_dense_build(&f, CLUSTER_MEASURED, 1);
     assert_close(iteration_ms(&f, (unsigned char[]){1, 1}, PL_OPT_ALLREDUCE, true), 8, 0.01);
-    destroy(&f);
+    tu_dense_free(&f);
 }
 
 /* Model parallelism keeps a weight's readers together: the MatMul, its weight gradient (which
@@ -179,8 +75,8 @@ static void test_measured_allreduce(void **state)
 static void test_model_parallel_keeps_weights_together(void **state)
 {
     (void)state;
-    fixture f;
-    build(&f);
+    tu_dense f;
+    tu_dense_build(&f, NULL, 1);
     pl_train_strategy *s = pl_train_strategy_new(1, 2);
     s->P[0] = s->P[1] = 1, s->O[0] = PL_OPT_MP;
     pl_graph *g;
@@ -201,7 +97,7 @@ static void test_model_parallel_keeps_weights_together(void **state)
     assert_int_equal(w_copies, 1);
     pl_graph_free(g), pl_plan_free(p), free(origin);
     pl_train_strategy_free(s);
-    destroy(&f);
+    tu_dense_free(&f);
 }
 
 /* TAG's search on the Dense layer: never slower than DP-NCCL (6 ms here: one gradient, so
@@ -209,8 +105,8 @@ static void test_model_parallel_keeps_weights_together(void **state)
 static void test_search_never_slower_than_dp(void **state)
 {
     (void)state;
-    fixture f;
-    build(&f);
+    tu_dense f;
+    tu_dense_build(&f, NULL, 1);
     pl_train_search_opts o = {.iterations = 30, .seed = 3};
     pl_train_search_result r;
     pl_err err = {""};
@@ -220,7 +116,7 @@ static void test_search_never_slower_than_dp(void **state)
     assert_false(r.eval.oom);
     assert_int_equal(r.iterations, 30);
     pl_train_search_result_free(&r);
-    destroy(&f);
+    tu_dense_free(&f);
 }
 
 /* Every training op once per replica, the gradient synchronised once (one ring: a reduce and a
@@ -228,8 +124,8 @@ static void test_search_never_slower_than_dp(void **state)
 static void test_every_op_once_per_replica(void **state)
 {
     (void)state;
-    fixture f;
-    build(&f);
+    tu_dense f;
+    tu_dense_build(&f, NULL, 1);
     pl_train_strategy *s = pl_train_strategy_new(1, 2);
     s->P[0] = s->P[1] = 1, s->O[0] = PL_OPT_ALLREDUCE, s->overlap = true;
     pl_graph *g;
@@ -260,7 +156,7 @@ static void test_every_op_once_per_replica(void **state)
         assert_true(strcmp(g->ops[i].type, "AllReduceReduce") != 0);
     pl_graph_free(g), pl_plan_free(p), free(origin);
     pl_train_strategy_free(s);
-    destroy(&f);
+    tu_dense_free(&f);
 }
 
 /* Weights are resident on every device that holds a replica: the peak memory of each GPU in
@@ -268,8 +164,8 @@ static void test_every_op_once_per_replica(void **state)
 static void test_weights_on_every_replica(void **state)
 {
     (void)state;
-    fixture f;
-    build(&f);
+    tu_dense f;
+    tu_dense_build(&f, NULL, 1);
     pl_train_strategy *s = pl_train_strategy_new(1, 2);
     s->P[0] = s->P[1] = 1, s->O[0] = PL_OPT_ALLREDUCE, s->overlap = true;
     pl_train_eval e;
@@ -278,7 +174,7 @@ static void test_weights_on_every_replica(void **state)
     assert_true(e.peak_mem_bytes[0] >= 3e6 && e.peak_mem_bytes[1] >= 3e6);
     pl_train_eval_free(&e);
     pl_train_strategy_free(s);
-    destroy(&f);
+    tu_dense_free(&f);
 }
 
 int main(void)

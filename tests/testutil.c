@@ -222,3 +222,112 @@ json_t *tu_find(json_t *doc, const char *list, const char *field, const char *va
     fail_msg("no %s with %s '%s'", list, field, value);
     return NULL;
 }
+
+/* ---- the training tests' Dense layer ---- */
+
+static int dense_tensor(pl_graph *g, const char *name, double bytes, unsigned flags)
+{
+    int t = pl_graph_tensor(g, name);
+    int64_t b = (int64_t)bytes;
+    pl_tensor_set_shape(&g->tensors[t], PL_DT_UINT8, 1, &b);
+    g->tensors[t].flags |= PL_TENSOR_BYTES_ONLY | flags;
+    return t;
+}
+
+static int dense_op(pl_graph *g, const char *name, double ms, const int *in, int n_in, int out)
+{
+    int o = pl_graph_add_op(g, name, "Op", "");
+    for (int i = 0; i < n_in; i++)
+        pl_op_add_input(g, o, in[i]);
+    pl_op_add_output(g, o, out);
+    pl_op_add_time(g, o, "V100", ms * 1e-3);
+    g->ops[o].cls = PL_CLASS_DENSE;
+    g->ops[o].flags |= PL_OP_COST_GIVEN;
+    return o;
+}
+
+static pl_graph *dense_graph(pl_train_graph *t)
+{
+    pl_graph *g = pl_graph_new("dense");
+    int x = dense_tensor(g, "x", 8e6, 0), W = dense_tensor(g, "W", 1e6, PL_TENSOR_WEIGHT);
+    int m = dense_tensor(g, "W:m", 1e6, PL_TENSOR_WEIGHT);
+    int v = dense_tensor(g, "W:v", 1e6, PL_TENSOR_WEIGHT);
+    int y = dense_tensor(g, "y", 8e6, 0), dy = dense_tensor(g, "dy", 8e6, 0);
+    int dW = dense_tensor(g, "dW", 1e6, 0), W2 = dense_tensor(g, "W:updated", 1e6, 0);
+    pl_graph_add_input(g, x);
+    dense_op(g, "A", 4, (int[]){x, W}, 2, y);
+    dense_op(g, "loss", 0, (int[]){y}, 1, dy);
+    dense_op(g, "A:grad_w", 4, (int[]){x, dy}, 2, dW);
+    dense_op(g, "W:adam", 1, (int[]){W, dW, m, v}, 4, W2);
+    pl_graph_add_output(g, W2);
+    pl_err err = {""};
+    if (pl_graph_finalize(g, "dense", &err) < 0) fail_msg("%s", err.msg);
+    t->g = g, t->n_fwd = 1, t->batch = 8, t->model_batch = 8;
+    static pl_train_phase phase[] = {PL_PHASE_FWD, PL_PHASE_BWD, PL_PHASE_BWD, PL_PHASE_OPT};
+    static pl_split_class split[] = {PL_SPLIT_CONCAT, PL_SPLIT_CONCAT, PL_SPLIT_SUM,
+                                     PL_SPLIT_OTHER};
+    static int fwd_of[] = {-1, 0, 0, -1};
+    static double frac[] = {1, 1, 1, 0};
+    t->phase = phase, t->split = split, t->fwd_of = fwd_of, t->batch_frac = frac;
+    t->batched = pl_calloc(g->n_tensors, sizeof *t->batched);
+    t->batched[x] = t->batched[y] = t->batched[dy] = true;
+    static int pt[1], gt[1], ap[1];
+    pt[0] = W, gt[0] = dW, ap[0] = 3;
+    t->n_params = 1, t->param_tensor = pt, t->grad_tensor = gt, t->apply_op = ap;
+    return g;
+}
+
+/* Two V100s on one host, 1 GB/s between them, no latency. */
+static const char *TWO_V100 = "{\"format\": \"placer-cluster/1\", \"name\": \"two\", \"devices\": ["
+                              "{\"name\": \"g0\", \"model\": \"V100\", \"host\": \"m0\"},"
+                              "{\"name\": \"g1\", \"model\": \"V100\", \"host\": \"m0\"}],"
+                              "\"links\": [{\"from\": \"g0\", \"to\": \"g1\", \"bandwidth_Bps\": "
+                              "\"1 GB/s\", \"latency_s\": 0, \"both_ways\": true}]}";
+
+void tu_dense_build(tu_dense *f, const char *cluster, int n_groups)
+{
+    PL_ASSERT(n_groups == 1 || n_groups == 2);
+    if (!cluster) cluster = TWO_V100;
+    memset(f, 0, sizeof *f);
+    pl_graph *g = dense_graph(&f->t);
+    pl_err err = {""};
+    f->c = pl_cluster_load(tu_tmpfile(cluster, strlen(cluster), ".json"), &err);
+    if (!f->c) fail_msg("%s", err.msg);
+    /* by hand: two device groups of one GPU each */
+    pl_train_ctx *c = &f->x;
+    c->t = &f->t, c->c = f->c;
+    c->dg.n = 2;
+    c->dg.off = pl_malloc(3 * sizeof(int)), c->dg.dev = pl_malloc(2 * sizeof(int));
+    c->dg.group_of = pl_malloc(2 * sizeof(int));
+    for (int i = 0; i < 2; i++)
+        c->dg.off[i] = i, c->dg.dev[i] = i, c->dg.group_of[i] = i;
+    c->dg.off[2] = 2;
+    c->og.n = n_groups;
+    c->og.group_of = pl_malloc(4 * sizeof(int));
+    c->og.off = pl_malloc((size_t)(n_groups + 1) * sizeof(int));
+    c->og.op = pl_malloc(4 * sizeof(int));
+    c->og.time_s = pl_malloc((size_t)n_groups * sizeof(double));
+    c->og.param_bytes = pl_malloc((size_t)n_groups * sizeof(double));
+    for (int i = 0; i < 4; i++)
+        c->og.op[i] = g->topo[i], c->og.group_of[i] = n_groups == 2 ? i / 2 : 0;
+    c->og.off[0] = 0, c->og.off[n_groups] = 4;
+    if (n_groups == 1) {
+        c->og.time_s[0] = 9e-3, c->og.param_bytes[0] = 1e6;
+    } else {
+        c->og.off[1] = 2;
+        c->og.time_s[0] = 4e-3, c->og.time_s[1] = 5e-3;
+        c->og.param_bytes[0] = 0, c->og.param_bytes[1] = 1e6;
+    }
+    c->k = tu_cost(g, f->c);
+}
+
+void tu_dense_free(tu_dense *f)
+{
+    pl_cost_free(f->x.k);
+    free(f->x.dg.off), free(f->x.dg.dev), free(f->x.dg.group_of);
+    free(f->x.og.group_of), free(f->x.og.off), free(f->x.og.op);
+    free(f->x.og.time_s), free(f->x.og.param_bytes);
+    pl_cluster_free(f->c);
+    free(f->t.batched);
+    pl_graph_free(f->t.g);
+}

@@ -70,4 +70,19 @@ const char *tu_tmpfile(const void *data, size_t len, const char *suffix);
         if (!strstr((hay), (needle))) fail_msg("\"%s\" lacks \"%s\"", (hay), (needle));            \
     } while (0)
 
+/* ---- the training tests' Dense layer (test_train_compile.c, test_tag_gnn.c) ---- */
+#include "placer/train.h"
+
+/* y = x W (4 ms), a loss giving dy (free), dW = x^T dy (4 ms), Adam on W (1 ms); W and dW of
+ * 1 MB, activations of 8 MB (batch 8); on the cluster JSON `cluster` (two devices; NULL: two
+ * V100s on one host, 1 GB/s apart, no latency), each its own device group. n_groups 1: one op group
+ * of the four ops; 2: forward {A, loss} (4 ms) and backward {A:grad_w, W:adam} (5 ms, W's 1 MB). */
+typedef struct tu_dense {
+    pl_train_graph t;
+    pl_cluster *c;
+    pl_train_ctx x;
+} tu_dense;
+void tu_dense_build(tu_dense *f, const char *cluster, int n_groups);
+void tu_dense_free(tu_dense *f);
+
 #endif

@@ -14,6 +14,7 @@
 #                                   default of profile and calibrate)
 #   share/placer/models/*.onnx      the zoo models that measure this machine once
 #                                   (docs/calibrate.md, "Calibrated by default")
+#   share/placer/priors/*.weights   TAG's GNN prior (placer train --prior gnn), when trained
 # Files are copied to a temporary name and renamed, so a placer running from the same prefix
 # never reads half a file.
 set -euo pipefail
@@ -39,7 +40,8 @@ put() {
 }
 
 install -d "$dest/bin" "$dest/lib/placer" "$dest/include/placer" \
-  "$dest/share/placer/catalogs" "$dest/share/placer/clusters" "$dest/share/placer/models"
+  "$dest/share/placer/catalogs" "$dest/share/placer/clusters" "$dest/share/placer/models" \
+  "$dest/share/placer/priors"
 put 755 "$build/placer" "$dest/bin"
 put 644 "$build/libplacer.a" "$dest/lib"
 for h in include/placer/*.h; do put 644 "$h" "$dest/include/placer"; done
@@ -50,6 +52,10 @@ for c in examples/clusters/*.json; do put 644 "$c" "$dest/share/placer/clusters"
 # keep in step with machine_models in src/calib/machine.c (test_install checks each is installed)
 for m in mobilenet_v3_large resnet50 transformer rnnlm nmt_seq2seq bert_base; do
   put 644 "models/$m.onnx" "$dest/share/placer/models"
+done
+
+for w in models/priors/*.weights; do
+  if [ -e "$w" ]; then put 644 "$w" "$dest/share/placer/priors"; fi
 done
 
 # onnxruntime-node ships binaries for six platforms (236 MB); only this one's is installed

@@ -20,6 +20,7 @@
 #define PLACER_LEARN_H
 
 #include "placer/common.h"
+#include "placer/train.h"
 
 #include <stdint.h>
 
@@ -221,6 +222,68 @@ void pl_gat_init(pl_gat *g, pl_params *s, const char *name, int n_types, int in,
 void pl_gat_free(pl_gat *g);
 /* H [n,in]; edges[0..n_types). */
 int pl_gat_apply(pl_tape *t, const pl_gat *g, int H, int n, const pl_gat_edges *edges);
+
+/* ---- TAG's GNN prior (src/learn/gnn.c; docs/learn.md, "TAG's GNN prior") ----
+ * TAG's heterogeneous graph neural network, the prior G(s, a) of its MCTS: a graph of op
+ * groups and device groups with Table 1's features (raw, the strategy, the simulator's
+ * feedback, the search's progress), four GAT layers over typed edges, and a decoder that
+ * scores each candidate action of the next op group. */
+
+/* Columns of the node and edge feature rows (docs/learn.md gives each with its scale). */
+enum { PL_TAG_OP_FEATS = 12, PL_TAG_DEV_FEATS = 7, PL_TAG_EDGE_FEATS = 3 };
+/* Edge types: op-op (tensors, both ways), dev-dev (routes between different device groups),
+ * op->dev and dev->op (every op group with every device group: placed or not). */
+enum { PL_TAG_OP_OP, PL_TAG_DEV_DEV, PL_TAG_OP_DEV, PL_TAG_DEV_OP, PL_TAG_EDGE_TYPES };
+
+/* One search state and its candidate actions as the GNN reads them. Self-contained (no
+ * pointer into the ctx, strategy or evaluation it was built from), so a trainer can keep many
+ * after those are freed. Nodes: op groups 0..n_op-1, then device groups n_op..n_op+n_dev-1. */
+typedef struct pl_tag_input {
+    int n_op, n_dev, group; /* group: the op group the candidates are for */
+    float *op_feat;         /* [n_op * PL_TAG_OP_FEATS] */
+    float *dev_feat;        /* [n_dev * PL_TAG_DEV_FEATS] */
+    int n_edges[PL_TAG_EDGE_TYPES];
+    int *ptr[PL_TAG_EDGE_TYPES];     /* CSR of incoming edges over the n_op + n_dev nodes */
+    int *src[PL_TAG_EDGE_TYPES];     /* per edge: its source node */
+    float *efeat[PL_TAG_EDGE_TYPES]; /* [n_edges * PL_TAG_EDGE_FEATS] */
+    int n_cand;
+    float *cand_P;    /* [n_cand * n_dev]: 1 where the candidate uses device group j */
+    int *cand_option; /* per candidate: its pl_train_option */
+} pl_tag_input;
+
+/* The input for choosing op group `group`'s action among a[0..n) given the partial strategy
+ * (completed, as MCTS evaluates it) and fb, its evaluation with feedback (NULL, or one without
+ * feedback: the feedback features are 0). Never fails; free with pl_tag_input_free. */
+pl_tag_input *pl_tag_input_build(const pl_train_ctx *x, const pl_train_strategy *partial,
+                                 const pl_train_eval *fb, int group, const pl_train_action *a,
+                                 int n);
+void pl_tag_input_free(pl_tag_input *in);
+
+/* The model: encoders, 4 GAT layers, decoder, its Adam state and a tape. Not thread-safe. */
+typedef struct pl_tag_gnn pl_tag_gnn;
+/* A freshly initialised model (deterministic for a seed). */
+pl_tag_gnn *pl_tag_gnn_new(uint64_t seed);
+void pl_tag_gnn_free(pl_tag_gnn *m);
+/* The weights file (pl_params_save/load, the one format). Loading checks the file against
+ * this model (names, shapes) and says what is wrong, naming the file; m is unchanged then. */
+int pl_tag_gnn_save(const pl_tag_gnn *m, const char *path, pl_err *err);
+int pl_tag_gnn_load(pl_tag_gnn *m, const char *path, pl_err *err);
+/* Parameters (for tests and the trainer: counts, gradient checks). */
+pl_params *pl_tag_gnn_params(pl_tag_gnn *m);
+/* G over in's candidates: prior[0..in->n_cand), summing to 1. Returns in->n_cand. */
+int pl_tag_gnn_priors(pl_tag_gnn *m, const pl_tag_input *in, double *prior);
+/* Forward and backward of the cross-entropy -sum_c target[c] log G[c] (target: a
+ * distribution over in's candidates, e.g. normalised MCTS visit counts): gradients ADD to
+ * the model's until pl_tag_gnn_update. Returns the loss. */
+double pl_tag_gnn_accumulate(pl_tag_gnn *m, const pl_tag_input *in, const double *target);
+/* One training step: clips the gradients' global norm to 5, Adam with learning rate lr,
+ * zeroes the gradients. */
+void pl_tag_gnn_update(pl_tag_gnn *m, float lr);
+/* A pl_train_prior_fn (train.h) with user = the pl_tag_gnn *: builds the input and fills
+ * prior[0..n). */
+void pl_tag_gnn_prior(const pl_train_ctx *x, const pl_train_strategy *partial,
+                      const pl_train_eval *feedback, int group, const pl_train_action *a, int n,
+                      double *prior, void *user);
 
 /* ---- learned placers (src/learn/drl.c) ---- */
 

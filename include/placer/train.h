@@ -134,6 +134,10 @@ typedef struct pl_train_ctx {
 int pl_train_ctx_init(pl_train_ctx *x, const pl_train_graph *t, const pl_cluster *c,
                       const pl_cost_params *params, int max_groups, pl_err *err);
 void pl_train_ctx_free(pl_train_ctx *x);
+/* Op groups in descending time (ties in group order), malloc'd: the order MCTS decides them
+ * in (a search's progress: the groups before the next one are decided) and the baselines'
+ * greedy passes visit them. */
+int *pl_train_group_order(const pl_train_ctx *x);
 
 /* The per-device training graph of strategy s and its placement on c's devices: every
  * training op once per replica, Split/Concat/AddN where shardings differ, gradient
@@ -151,8 +155,27 @@ typedef struct pl_train_eval {
     int n_devs;
     double *peak_mem_bytes; /* per cluster device */
     int compiled_ops;
+    /* The simulator's feedback (TAG's Table 1, part 3; docs/train.md, "Feedback"), only with
+     * pl_train_eval_opts.feedback (it records every op's and transfer's times); 0 and NULL
+     * otherwise. */
+    int n_groups;             /* op groups */
+    double *group_makespan_s; /* per op group: first start to last end of its compiled ops
+                                 (replicas of its training ops), over every replica; 0: none */
+    double *group_out_idle_s; /* per op group: mean gap between the end of one of those ops
+                                 and the start of a transfer of a tensor it made; 0: none */
+    double *dev_idle_frac;    /* per cluster device: 1 - busy / iteration */
+    int n_dgroups;            /* device groups */
+    double *link_idle_frac;   /* [ja * n_dgroups + jb]: 1 - busy / iteration of the routes
+                                 from group ja's devices to group jb's, averaged over the
+                                 ordered pairs of different devices; 1 when there are none */
 } pl_train_eval;
-/* Compiles and simulates one training iteration. */
+typedef struct pl_train_eval_opts {
+    bool feedback; /* fill the feedback fields (the simulation records its times) */
+} pl_train_eval_opts;
+/* Compiles and simulates one training iteration (o NULL: no feedback). */
+int pl_train_evaluate_opts(const pl_train_ctx *x, const pl_train_strategy *s,
+                           const pl_train_eval_opts *o, pl_train_eval *e, pl_err *err);
+/* The same without feedback. */
 int pl_train_evaluate(const pl_train_ctx *x, const pl_train_strategy *s, pl_train_eval *e,
                       pl_err *err);
 void pl_train_eval_free(pl_train_eval *e);
@@ -188,11 +211,12 @@ typedef struct pl_train_action {
 } pl_train_action;
 
 /* Priors G(s, a) of one op group's n actions given the partial strategy (groups decided so far;
- * the others as the search completes them): fills prior[0..n), summing to 1. The uniform prior
- * is the default; a learned one plugs in here (issue 17). */
+ * the others as the search completes them) and `feedback`, the evaluation of `partial` with
+ * its feedback (pl_train_eval_opts.feedback): fills prior[0..n), summing to 1. The uniform
+ * prior is the default; a learned one plugs in here (learn.h: pl_tag_gnn_prior). */
 typedef void (*pl_train_prior_fn)(const pl_train_ctx *x, const pl_train_strategy *partial,
-                                  int group, const pl_train_action *a, int n, double *prior,
-                                  void *user);
+                                  const pl_train_eval *feedback, int group,
+                                  const pl_train_action *a, int n, double *prior, void *user);
 
 typedef struct pl_train_search_opts {
     int iterations; /* MCTS iterations (0: 300 unless time_s is given) */

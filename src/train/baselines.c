@@ -56,7 +56,7 @@ static int time_of(const pl_train_ctx *x, const pl_train_strategy *s, double *t,
 pl_train_strategy *pl_train_heterog(const pl_train_ctx *x, pl_err *err)
 {
     pl_train_strategy *s = pl_train_dp(x, false, true);
-    int *order = tr_groups_by_time(x), one = fastest_group(x), M = x->dg.n;
+    int *order = pl_train_group_order(x), one = fastest_group(x), M = x->dg.n;
     double cur;
     if (time_of(x, s, &cur, err) < 0) goto fail;
     for (int k = 0; k < x->og.n; k++) {

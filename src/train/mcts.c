@@ -20,6 +20,10 @@ typedef struct vertex {
     int *child;        /* per action: vertex index, -1 unexpanded */
     double *N, *Q, *G; /* per action */
     bool priors_set;
+    /* With a prior fn: the evaluation, with feedback, of the vertex's completed strategy,
+     * kept from the iteration that expanded it until its priors are set. */
+    pl_train_eval fb;
+    bool has_fb;
 } vertex;
 
 typedef struct search {
@@ -131,22 +135,36 @@ static int new_vertex(search *s)
     v->Q = pl_calloc((size_t)s->n_acts, sizeof *v->Q);
     v->G = pl_malloc((size_t)s->n_acts * sizeof *v->G);
     v->priors_set = false;
+    memset(&v->fb, 0, sizeof v->fb);
+    v->has_fb = false;
     return s->n_v++;
 }
 
-static void set_priors(search *s, int vi, const int *path, int depth)
+/* A prior fn reads the simulator's feedback on the vertex's completed strategy: the iteration
+ * that expanded the vertex kept it; the root (and a vertex whose evaluation came from the
+ * cache) is evaluated here. */
+static int set_priors(search *s, int vi, const int *path, int depth, pl_err *err)
 {
     vertex *v = &s->v[vi];
-    if (v->priors_set) return;
-    v->priors_set = true;
+    if (v->priors_set) return 0;
     if (!s->o->prior) {
         for (int a = 0; a < s->n_acts; a++)
             v->G[a] = 1.0 / s->n_acts;
-        return;
+        v->priors_set = true;
+        return 0;
     }
     pl_train_strategy *partial = complete(s, path, depth);
-    s->o->prior(s->x, partial, s->order[depth], s->acts, s->n_acts, v->G, s->o->prior_user);
+    pl_train_eval_opts eo = {.feedback = true};
+    if (!v->has_fb && pl_train_evaluate_opts(s->x, partial, &eo, &v->fb, err) < 0) {
+        pl_train_strategy_free(partial);
+        return -1;
+    }
+    v->has_fb = true;
+    s->o->prior(s->x, partial, &v->fb, s->order[depth], s->acts, s->n_acts, v->G, s->o->prior_user);
     pl_train_strategy_free(partial);
+    pl_train_eval_free(&v->fb);
+    v->has_fb = false, v->priors_set = true;
+    return 0;
 }
 
 static int select_action(search *s, int vi)
@@ -169,8 +187,10 @@ static int select_action(search *s, int vi)
 
 /* ---- evaluation ---- */
 
-/* T of a complete strategy, INFINITY when it does not fit; remembered by its actions. */
-static int evaluate(search *s, const int *path, int depth, double *t, pl_err *err)
+/* T of a complete strategy, INFINITY when it does not fit; remembered by its actions. With
+ * `keep`, the evaluation (with feedback) is moved there unless it came from the cache. */
+static int evaluate(search *s, const int *path, int depth, double *t, pl_train_eval *keep,
+                    pl_err *err)
 {
     char key[4096];
     int len = 0;
@@ -180,12 +200,16 @@ static int evaluate(search *s, const int *path, int depth, double *t, pl_err *er
     if (hit >= 0) return *t = s->seen_t[hit], 0;
     pl_train_strategy *st = complete(s, path, depth);
     pl_train_eval e;
-    if (pl_train_evaluate(s->x, st, &e, err) < 0) {
+    pl_train_eval_opts eo = {.feedback = keep != NULL};
+    if (pl_train_evaluate_opts(s->x, st, &eo, &e, err) < 0) {
         pl_train_strategy_free(st);
         return -1;
     }
     *t = e.oom ? INFINITY : e.iteration_s;
-    pl_train_eval_free(&e);
+    if (keep)
+        *keep = e;
+    else
+        pl_train_eval_free(&e);
     if (*t < s->best_s) {
         pl_train_strategy_free(s->best);
         s->best = st, s->best_s = *t;
@@ -212,15 +236,15 @@ static int iterate(search *s, int it, pl_err *err)
     int G = s->x->og.n;
     int *path = pl_malloc((size_t)G * sizeof *path + 1),
         *vs = pl_malloc((size_t)G * sizeof *vs + 1);
-    int depth = 0, vi = 0;
+    int depth = 0, vi = 0, nv = -1, rc = 0;
     while (depth < G) {
-        set_priors(s, vi, path, depth);
+        if ((rc = set_priors(s, vi, path, depth, err)) < 0) break;
         int a = select_action(s, vi);
         path[depth] = a, vs[depth] = vi;
         depth++;
         if (s->v[vi].child[a] < 0) {
             if (depth < G) {
-                int nv = new_vertex(s);
+                nv = new_vertex(s);
                 s->v[vi].child[a] = nv;
             }
             break;
@@ -228,7 +252,9 @@ static int iterate(search *s, int it, pl_err *err)
         vi = s->v[vi].child[a];
     }
     double t;
-    int rc = evaluate(s, path, depth, &t, err);
+    pl_train_eval *keep = nv >= 0 && s->o->prior ? &s->v[nv].fb : NULL;
+    if (rc == 0) rc = evaluate(s, path, depth, &t, keep, err);
+    if (rc == 0 && keep && keep->n_groups) s->v[nv].has_fb = true;
     if (rc == 0) {
         double r = reward(s, t);
         for (int d = 0; d < depth; d++) {
@@ -334,8 +360,10 @@ static int apply_sfb(search *s, pl_train_search_result *r, pl_err *err)
 
 static void search_free(search *s)
 {
-    for (int i = 0; i < s->n_v; i++)
+    for (int i = 0; i < s->n_v; i++) {
         free(s->v[i].child), free(s->v[i].N), free(s->v[i].Q), free(s->v[i].G);
+        if (s->v[i].has_fb) pl_train_eval_free(&s->v[i].fb);
+    }
     for (int i = 0; i < s->n_seen; i++)
         free(s->seen_key[i]);
     free(s->v), free(s->acts), free(s->order), free(s->seen_t), free(s->seen_key);
@@ -371,7 +399,7 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
                 .rng = o->seed ? o->seed : 0x9e3779b97f4a7c15ull};
     pl_strmap_init(&s.seen);
     enumerate(&s);
-    s.order = tr_groups_by_time(x);
+    s.order = pl_train_group_order(x);
     new_vertex(&s);
     int rc = start(&s, r, err);
     int budget = o->iterations > 0 ? o->iterations : (o->time_s > 0 ? 1 << 30 : 300);

@@ -47,7 +47,7 @@ void pl_train_strategy_free(pl_train_strategy *s)
     free(s);
 }
 
-int *tr_groups_by_time(const pl_train_ctx *x)
+int *pl_train_group_order(const pl_train_ctx *x)
 {
     int n = x->og.n, *order = pl_malloc((size_t)n * sizeof *order + 1);
     for (int i = 0; i < n; i++)

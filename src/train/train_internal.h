@@ -16,8 +16,4 @@ typedef struct tr_sfb {
 /* Solves it with CBC: alpha[0..n) and the objective; -1 when CBC proves nothing. */
 int tr_sfb_solve(const tr_sfb *p, unsigned char *alpha, double *obj);
 
-/* Op groups in descending time (ties in group order), malloc'd: the order MCTS decides them
- * in and the baselines' greedy passes visit them. */
-int *tr_groups_by_time(const pl_train_ctx *x);
-
 #endif
