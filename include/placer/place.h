@@ -50,8 +50,10 @@ typedef struct pl_place_opts {
     double (*measure)(const pl_plan *p, void *user, pl_err *err);
     void *measure_user;
     /* A learned search's episode budget: exactly this many sampled placements (the
-     * single-device placements it scores first are not counted); 0: the algorithm's default
-     * (drl: 400, or time_limit_s when given). With both, whichever ends first. */
+     * single-device placements it scores first are not counted), however long they take
+     * unless time_limit_s is given too (then whichever ends first); 0: the algorithm's
+     * default (drl: time_limit_s when given, else 400 episodes or 30 s, whichever ends
+     * first). */
     int iterations;
     /* Called as a learned search goes (drl: after every batch of episodes and at the end):
      * its name, the episodes done, the budget (0 when only time limits it) and the best

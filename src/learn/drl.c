@@ -10,7 +10,13 @@
  * placement seen is returned, the single-device placements counted among those seen (the
  * paper starts from a single GPU; a policy still learning should not return worse). Large graphs
  * are coarsened first (fusion, colocation and chain contraction to at most MAX_GROUPS groups,
- * pl_coarsen), which is how the paper's sequences stay a few hundred long. */
+ * pl_coarsen), which is how the paper's sequences stay a few hundred long.
+ *
+ * Measured episodes (pl_place_opts.measure, `--measured`; docs/learn.md): a placement that fits
+ * in memory (simulated) is scored by the hook instead, as AutoDeep scores by running it; the
+ * first failure to measure ends the search with its error, since a search scored partly by
+ * the simulator would be neither. The budget: o->iterations episodes exactly, or the time
+ * limit, whichever ends first. */
 #include "placer/coarsen.h"
 #include "placer/learn.h"
 #include "placer/place.h"
@@ -248,7 +254,9 @@ static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
      * DEFAULT_TIME_S at most) */
     run u = {.o = o, .start = pl_now(), .best_t = INFINITY};
     u.best = pl_malloc((size_t)n_ops * sizeof *u.best + 1);
-    u.limit_s = o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_S;
+    u.limit_s = o->time_limit_s > 0 ? o->time_limit_s
+                : o->iterations > 0 ? INFINITY
+                                    : DEFAULT_TIME_S;
     u.max_ep = o->iterations > 0 ? o->iterations : o->time_limit_s > 0 ? INT_MAX : EPISODES;
     int rc = 0;
     double t;
