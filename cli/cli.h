@@ -119,6 +119,20 @@ const char *cli_cache_dir(const char *verb, char *buf, size_t n);
 /* Where placer's own folder is (catalogues, example clusters), for hints in messages: the
  * installed or in-tree path, else `in_tree` as given. */
 const char *cli_own_dir(const char *installed, const char *in_tree, char *buf, size_t n);
+/* --measured (place, compare; docs/learn.md, "Measured episodes"): a learned search scores
+ * its episodes by running each placement on this machine (pl_trial_measure_plan in the ort
+ * trial worker, started here, once). Refused, with the message printed, when a device of the
+ * cluster is not a CPU or --dim/--input are given (the file runs as it is), or the worker does
+ * not start; then CLI_EXIT_BAD_INPUT. On success po->measure is set; x must outlive it. */
+typedef struct cli_measured {
+    struct pl_trial_worker *w;
+    const cli_ctx *x;
+} cli_measured;
+int cli_measured_open(const char *verb, const cli_common *co, const cli_ctx *x, pl_place_opts *po,
+                      cli_measured *m);
+void cli_measured_close(cli_measured *m); /* stops the worker; fine when never opened */
+/* pl_place_opts.progress for the verbs: "drl: episode 40/100, best 1.2 ms" (cli_progress). */
+void cli_place_progress(const char *algo, int step, int total, double best_s, void *user);
 /* Progress on stderr, only when it is a terminal. */
 void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

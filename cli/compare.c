@@ -2,6 +2,7 @@
  * bound. */
 #include "cli.h"
 #include "placer/report.h"
+#include "placer/trial.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -11,7 +12,13 @@
 static const char *help =
     "usage: placer compare MODEL --cluster C [--algos a,b,...] [--json] [--contention X]\n"
     "                      [--seed N] [--time-limit 60s] [--profile P]... [--fine-cuts]\n"
+    "                      [--episodes N] [--measured]\n"
     "  --algos LIST   comma-separated algorithms (default: all)\n"
+    "  --episodes N   the learned algorithms' (drl) episode budget (default: --time-limit)\n"
+    "  --measured     the learned algorithms score their episodes by running each placement\n"
+    "                 on this machine (every device of the cluster a CPU); the others place\n"
+    "                 by the cost model as always; every makespan shown is simulated, and a\n"
+    "                 measured plan's latency is in its note (docs/learn.md)\n"
     "  --fine-cuts    keep each algorithm's cuts: do not merge stages (docs/placement.md)\n"
     "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
     "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n"
@@ -21,7 +28,7 @@ typedef struct {
     const pl_algo *a;
     bool ok;
     char msg[PL_ERR_MAX];
-    double makespan_s, search_s;
+    double makespan_s, search_s, measured_s;
     double peak[64]; /* per device, bytes (the first 64 devices) */
     bool oom;
 } row_t;
@@ -38,6 +45,7 @@ static void run_one(const cli_ctx *x, const pl_place_opts *po, const pl_sim_opts
     row->ok = true;
     row->makespan_s = r.makespan_s;
     row->search_s = p->search_s;
+    row->measured_s = p->measured_s;
     row->oom = r.oom;
     for (int d = 0; d < x->c->n_devs && d < 64; d++)
         row->peak[d] = r.peak_mem_bytes[d];
@@ -53,6 +61,13 @@ static int pick_all(const pl_algo **picked, int max)
     for (int k = 0; k < total && n < max; k++)
         picked[n++] = &all[k];
     return n;
+}
+
+static bool any_learned(const pl_algo *const *picked, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (picked[k]->learned) return true;
+    return false;
 }
 
 /* cli.h: 2 when every algorithm failed, 1 when none of the plans made fits, else 0. */
@@ -96,9 +111,13 @@ static void print_text(const cli_ctx *x, const row_t *rows, int n, double lb)
         for (int d = 0; d < x->c->n_devs && d < 64 && strlen(peaks) < sizeof peaks - 16; d++)
             snprintf(peaks + strlen(peaks), sizeof peaks - strlen(peaks), "%s%.0f", d ? " " : "",
                      r->peak[d] / (1 << 20));
+        char note[64] = "";
+        if (r->oom)
+            snprintf(note, sizeof note, "does not fit in memory");
+        else if (r->measured_s > 0)
+            snprintf(note, sizeof note, "measured %.4f ms", r->measured_s * 1e3);
         pl_table_row(t, "%s|%.4f|%s|%.1f%%|%.3f|%s|%s", r->a->name, r->makespan_s * 1e3, vs,
-                     lb > 0 ? 100 * (r->makespan_s - lb) / lb : 0.0, r->search_s, peaks,
-                     r->oom ? "does not fit in memory" : "");
+                     lb > 0 ? 100 * (r->makespan_s - lb) / lb : 0.0, r->search_s, peaks, note);
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
@@ -124,6 +143,7 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
             json_object_set_new(o, "peak_memory_bytes", peaks);
             json_object_set_new(o, "fits", json_boolean(!r->oom));
             json_object_set_new(o, "search_s", json_real(r->search_s));
+            if (r->measured_s > 0) json_object_set_new(o, "measured_s", json_real(r->measured_s));
         }
         json_array_append_new(a, o);
     }
@@ -141,7 +161,8 @@ int cli_compare(int argc, char **argv)
     const pl_algo *picked[32];
     int n = -1; /* --algos not given: every algorithm */
     /* a side-by-side table is for looking at now: moirai gets 10 s unless told otherwise */
-    pl_place_opts po = {.time_limit_s = 10};
+    pl_place_opts po = {.time_limit_s = 10, .progress = cli_place_progress};
+    bool measured = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         int rc = cli_common_opt("compare", argc, argv, &i, &co);
@@ -158,10 +179,20 @@ int cli_compare(int argc, char **argv)
             po.no_coarsen = true;
         else if (!strcmp(argv[i], "--fine-cuts"))
             po.fine_cuts = true;
-        else
+        else if (!strcmp(argv[i], "--measured"))
+            measured = true;
+        else if (cli_opt(argc, argv, &i, "--episodes", &v)) {
+            long e;
+            if (cli_count("compare", "--episodes", v, 1, 1000000, &e) < 0)
+                return CLI_EXIT_BAD_INPUT;
+            po.iterations = (int)e;
+        } else
             return cli_fail("compare", "unknown option '%s'\n%s", argv[i], help);
     }
     if (n < 0) n = pick_all(picked, 32);
+    if ((measured || po.iterations) && !any_learned(picked, n))
+        return cli_fail("compare", "--%s is for learned algorithms (drl), and --algos has none",
+                        measured ? "measured" : "episodes");
     row_t rows[32] = {0};
     for (int k = 0; k < n; k++)
         rows[k].a = picked[k];
@@ -175,11 +206,20 @@ int cli_compare(int argc, char **argv)
         cli_ctx_close(&x);
         return CLI_EXIT_INFEASIBLE;
     }
+    cli_measured m = {0};
+    if (measured && cli_measured_open("compare", &co, &x, &po, &m)) {
+        cli_ctx_close(&x);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    if (measured)
+        fprintf(stderr, "placer compare: note: --measured: only the learned algorithms' "
+                        "episodes are measured; the others place by the cost model\n");
     for (int k = 0; k < n; k++) {
         cli_progress("[%d/%d] %s", k + 1, n, rows[k].a->name);
         run_one(&x, &po, &so, &rows[k]);
     }
     cli_progress("%s", "");
+    cli_measured_close(&m);
     double lb = pl_lower_bound(x.k);
     if (co.json)
         print_json(&x, rows, n, lb);

@@ -14,14 +14,18 @@
 static const char *help =
     "usage: placer deploy MODEL --catalog CAT --slo 50ms [--budget 6 | --budget 60s]\n"
     "                     [--strategy bo|lcf|uniform|ga|de|exhaustive] [--algos LIST]\n"
-    "                     [--place-time 1s] [--seed N] [--include-retired] [-o plan.json]\n"
+    "                     [--place-time 1s] [--place-episodes N] [--seed N]\n"
+    "                     [--include-retired] [-o plan.json]\n"
     "                     [--json] [--contention X] [--dim N=V]... [--input NAME=SIZES]...\n"
     "  --slo T          the latency a request must meet (with a unit: 50ms, 0.05s)\n"
     "  --budget N|T     at most N trials, or T of search (with a unit); both may be given\n"
     "  --strategy S     bo (default: Bayesian optimisation, AutoDeep), lcf (lowest price\n"
     "                   first), uniform (random order), ga, de, exhaustive (every one)\n"
     "  --algos LIST     placement algorithms each trial runs (default moirai, which also runs\n"
-    "                   every heuristic); --place-time is moirai's limit per trial (1 s)\n"
+    "                   every heuristic), or drl (AutoDeep's learned placer); --place-time\n"
+    "                   is moirai's and drl's limit per trial (1 s)\n"
+    "  --place-episodes N  drl's episode budget per trial (without --place-time, the only\n"
+    "                   one); its progress shows per trial\n"
     "  --cost-params F  the cost model's efficiencies from `placer calibrate -o`\n"
     "  -o FILE          write the chosen plan (simulate it with --catalog CAT --config NAME)\n"
     "exit status: 0 done, 1 no configuration tried meets the SLO, 2 bad input or failure\n";
@@ -31,6 +35,8 @@ typedef struct deploy_args {
     const char *out, *algos;
     pl_search_opts so;
     double place_time_s;
+    int place_episodes;
+    bool learned; /* --algos names a learned algorithm */
     pl_cost_params params;
 } deploy_args;
 
@@ -55,6 +61,8 @@ static int parse_algos(const char *v, deploy_args *a)
     pl_algo_list(&total);
     const pl_algo **list = pl_calloc(total, sizeof *list);
     int n = cli_algos("deploy", "--algos", v, list, total);
+    for (int k = 0; k < n; k++)
+        a->learned |= list[k]->learned;
     free(list);
     return n < 0 ? -1 : (a->algos = v, 0);
 }
@@ -72,6 +80,11 @@ static int parse_one(int argc, char **argv, int *i, deploy_args *a)
     if (cli_opt(argc, argv, i, "--seed", &v)) return cli_seed("deploy", "--seed", v, &a->so.seed);
     if (cli_opt(argc, argv, i, "--place-time", &v))
         return cli_seconds("deploy", "--place-time", v, &a->place_time_s) < 0 ? -1 : 0;
+    if (cli_opt(argc, argv, i, "--place-episodes", &v)) {
+        long n;
+        if (cli_count("deploy", "--place-episodes", v, 1, 1000000, &n) < 0) return -1;
+        return a->place_episodes = (int)n, 0;
+    }
     if (!strcmp(argv[*i], "--include-retired")) return a->so.include_retired = true, 0;
     if (cli_opt(argc, argv, i, "--strategy", &v)) {
         if (v && pl_search_strategy_parse(v, &a->so.strategy) == 0) return 0;
@@ -97,6 +110,10 @@ static int parse(int argc, char **argv, deploy_args *a)
                -1;
     }
     if (!(a->so.slo_s > 0)) return cli_fail("deploy", "give the latency SLO: --slo 50ms"), -1;
+    if (a->place_episodes && !a->learned)
+        return cli_fail("deploy", "--place-episodes is a learned algorithm's budget: give "
+                                  "--algos with one (drl)"),
+               -1;
     /* cli_common_opt takes --profile for every verb, but a trial prices each configuration with
      * the cost model alone: refused rather than ignored in silence */
     if (a->co.n_profiles)
@@ -212,6 +229,20 @@ static void progress(void *ctx, const pl_search_result *r, int n)
                  t->runs ? (t->meets_slo ? "meets the SLO" : "misses the SLO") : "does not run");
 }
 
+/* A learned algorithm's episodes inside a trial (pl_place_opts.progress): the trial is the
+ * worker's next one. */
+static void place_progress(const char *algo, int step, int total, double best_s, void *user)
+{
+    const pl_trial_worker *w = *(pl_trial_worker *const *)user;
+    char of[32] = "";
+    if (total > 0) snprintf(of, sizeof of, "/%d", total);
+    if (isfinite(best_s))
+        cli_progress("trial %ld: %s episode %d%s, best %.4f ms", w->trials + 1, algo, step, of,
+                     best_s * 1e3);
+    else
+        cli_progress("trial %ld: %s episode %d%s", w->trials + 1, algo, step, of);
+}
+
 static int report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *w,
                   const pl_search_result *r)
 {
@@ -259,7 +290,11 @@ int cli_deploy(int argc, char **argv)
                             .algos = a.algos,
                             .place_time_s = a.place_time_s,
                             .contention = a.co.contention,
-                            .seed = a.so.seed};
+                            .seed = a.so.seed,
+                            .place_episodes = a.place_episodes,
+                            .progress = place_progress};
+    pl_trial_worker *w = NULL;
+    to.progress_user = &w;
     const pl_cluster **clusters = pl_calloc(cat->n + 1, sizeof *clusters);
     for (int k = 0; k < cat->n; k++)
         clusters[k] = cat->configs[k].cluster;
@@ -267,7 +302,7 @@ int cli_deploy(int argc, char **argv)
     free(clusters);
     if (rc < 0) return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
     to.params = &a.params;
-    pl_trial_worker *w = pl_trial_sim_new(&to);
+    w = pl_trial_sim_new(&to);
     pl_search_result r;
     cli_progress("starting the trial worker (loading %s)", a.co.model);
     if (pl_search_run(cat, w, &a.so, progress, cat, &r, &err) < 0) {

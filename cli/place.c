@@ -1,6 +1,7 @@
 /* place.c: `placer place MODEL --cluster C --algo A`: a placement and its simulated run. */
 #include "cli.h"
 #include "placer/report.h"
+#include "placer/trial.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -11,11 +12,16 @@ static const char *help =
     "usage: placer place MODEL --cluster C [--algo A] [-o plan.json] [--trace t.json] [--json]\n"
     "                        [--contention ports|pair|none] [--seed N] [--time-limit 60s]\n"
     "                        [--profile P]... [--dim N=V]... [--input NAME=SIZES]...\n"
-    "                        [--fine-cuts] [--min-gain F]\n"
+    "                        [--fine-cuts] [--min-gain F] [--episodes N] [--measured]\n"
     "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random,\n"
     "                 moirai, drl (AutoDeep's learned placer); the default and moirai return the\n"
     "                 best single-device plan instead unless their plan is predicted at least\n"
     "                 F faster (with a note)\n"
+    "  --episodes N   a learned algorithm's (drl) episode budget (default 400, or --time-limit)\n"
+    "  --measured     drl scores each episode's placement by running it on this machine\n"
+    "                 (split, one onnxruntime thread per device, median of 3 runs) instead of\n"
+    "                 simulating it: every device of the cluster must be a CPU, e.g.\n"
+    "                 examples/clusters/local-cpu.json (docs/learn.md, \"Measured episodes\")\n"
     "  --min-gain F   that fraction, in [0, 1) (default 0.05: a smaller predicted gain is within\n"
     "                 the predictions' error; docs/placement.md, \"Plans that pay\")\n"
     "  --fine-cuts    keep the algorithm's cuts: do not merge stages where the cluster charges\n"
@@ -28,7 +34,7 @@ static const char *help =
     "failure\n";
 
 static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,
-                       const char *check)
+                       const char *check, const cli_measured *m)
 {
     printf("%-11s %s (%d ops)\n", "model", x->g->path ? x->g->path : x->g->name, x->g->n_ops);
     printf("%-11s %s (%d devices)\n", "cluster", x->c->path ? x->c->path : x->c->name,
@@ -43,6 +49,13 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     else
         printf("%-11s fits on every device\n", "memory");
     printf("%-11s %s\n", "invariants", check);
+    if (m->w) {
+        long measured, hits;
+        pl_trial_measure_stats(m->w, &measured, &hits);
+        printf("%-11s %.4f ms on this machine (median of 3 runs), %ld placements run, %ld "
+               "answered from the cache\n",
+               "measured", p->measured_s * 1e3, measured, hits);
+    }
     if (p->cut_simulations)
         printf("%-11s %d, merged from %d in %d simulations (%.3f s)\n", "stages", p->stages_after,
                p->stages_before, p->cut_simulations, p->cut_s);
@@ -52,7 +65,7 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
 }
 
 static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,
-                       const char *check, const char *out, const char *note)
+                       const char *check, const char *out, const char *note, const cli_measured *m)
 {
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:s, s:o}", "format",
                           "placer-place/1", "model", x->g->path ? x->g->path : "", "cluster",
@@ -70,6 +83,14 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                                       "stages_after", p->stages_after, "simulations",
                                       p->cut_simulations, "time_s", p->cut_s));
     if (*note) json_object_set_new(o, "note", json_string(note));
+    if (m->w) {
+        long measured, hits;
+        pl_trial_measure_stats(m->w, &measured, &hits);
+        json_object_set_new(o, "measured",
+                            json_pack("{s:f, s:i, s:i}", "latency_s", p->measured_s,
+                                      "placements_run", (json_int_t)measured, "cache_hits",
+                                      (json_int_t)hits));
+    }
     pl_json_print(o, stdout);
 }
 
@@ -78,7 +99,7 @@ int cli_place(int argc, char **argv)
     cli_common co = {0};
     const char *algo = NULL, *out = NULL, *trace = NULL, *v;
     pl_place_opts po = {0};
-    bool min_gain_given = false;
+    bool min_gain_given = false, measured = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         int rc = cli_common_opt("place", argc, argv, &i, &co);
@@ -99,7 +120,13 @@ int cli_place(int argc, char **argv)
             po.no_coarsen = true;
         else if (!strcmp(argv[i], "--fine-cuts"))
             po.fine_cuts = true;
-        else if (cli_opt(argc, argv, &i, "--min-gain", &v)) {
+        else if (!strcmp(argv[i], "--measured"))
+            measured = true;
+        else if (cli_opt(argc, argv, &i, "--episodes", &v)) {
+            long n;
+            if (cli_count("place", "--episodes", v, 1, 1000000, &n) < 0) return CLI_EXIT_BAD_INPUT;
+            po.iterations = (int)n;
+        } else if (cli_opt(argc, argv, &i, "--min-gain", &v)) {
             char *end = NULL;
             po.min_gain = v ? strtod(v, &end) : -1;
             if (!v || end == v || *end || !(po.min_gain >= 0 && po.min_gain < 1))
@@ -118,8 +145,19 @@ int cli_place(int argc, char **argv)
     if (!algo) algo = "heft";
     const pl_algo *a = pl_algo_find(algo);
     if (!a) return cli_fail("place", "unknown algorithm '%s'\n%s", algo, help);
+    if ((measured || po.iterations) && !a->learned)
+        return cli_fail("place",
+                        "--%s is for a learned algorithm (drl): %s places by the cost model "
+                        "and has no episodes",
+                        measured ? "measured" : "episodes", a->name);
+    po.progress = cli_place_progress;
     cli_ctx x;
     if (cli_ctx_open("place", &co, &x)) return CLI_EXIT_BAD_INPUT;
+    cli_measured m = {0};
+    if (measured && cli_measured_open("place", &co, &x, &po, &m)) {
+        cli_ctx_close(&x);
+        return CLI_EXIT_BAD_INPUT;
+    }
     pl_sim_opts so = {.contention = co.contention, .record = true};
     po.contention = co.contention;
     pl_plan *p;
@@ -127,6 +165,7 @@ int cli_place(int argc, char **argv)
     pl_err err = {""};
     int status = 0;
     int rc = cli_run_algo(&x, a, &po, &so, &p, &r, &err);
+    cli_progress("%s", "");
     if (rc < 0) {
         cli_fail("place", "%s", err.msg);
         status = rc == -2 ? CLI_EXIT_INFEASIBLE : CLI_EXIT_BAD_INPUT; /* cli.h */
@@ -141,14 +180,15 @@ int cli_place(int argc, char **argv)
         status = cli_fail("place", "%s", err.msg);
     else {
         if (co.json)
-            print_json(&x, p, &r, pl_lower_bound(x.k), why, out, note);
+            print_json(&x, p, &r, pl_lower_bound(x.k), why, out, note, &m);
         else
-            print_text(&x, p, &r, pl_lower_bound(x.k), why);
+            print_text(&x, p, &r, pl_lower_bound(x.k), why, &m);
         status = r.oom ? CLI_EXIT_INFEASIBLE : CLI_EXIT_OK; /* cli.h: a plan that does not fit */
     }
     pl_sim_result_free(&r);
     pl_plan_free(p);
 done:
+    cli_measured_close(&m);
     cli_ctx_close(&x);
     return status;
 }

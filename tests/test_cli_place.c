@@ -184,6 +184,69 @@ static void test_refusals(void **state)
                       "unit is missing");
 }
 
+/* place --algo drl --measured: its episodes run on this machine (6 placements asked: the 2
+ * single-device ones and 4 episodes), and the latency of the plan it returns is reported;
+ * --measured and --episodes are refused for an algorithm that does not learn, and --measured
+ * for a cluster with a GPU. */
+static void test_drl_measured(void **state)
+{
+    (void)state;
+    json_t *j = run_json("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+                         "--algo drl --measured --episodes 4 --seed 2 --json");
+    json_t *m = json_object_get(j, "measured");
+    assert_non_null(m);
+    assert_true(json_real_value(json_object_get(m, "latency_s")) > 0);
+    assert_int_equal(json_integer_value(json_object_get(m, "placements_run")) +
+                         json_integer_value(json_object_get(m, "cache_hits")),
+                     6);
+    json_decref(j);
+    tu_expect_refusal("place models/gcn_cora.onnx --cluster " INTRA " --algo drl --measured",
+                      "--measured: examples/clusters/moirai-intra-server.json: device");
+    tu_expect_refusal("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+                      "--algo heft --measured",
+                      "--measured is for a learned algorithm (drl): heft places by the cost model");
+    tu_expect_refusal("compare models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+                      "--algos heft,single --episodes 3",
+                      "--episodes is for learned algorithms (drl), and --algos has none");
+}
+
+/* deploy --algos drl --place-episodes: every trial's plan is DRL's, and the chosen plan, saved,
+ * simulates on its configuration to the latency the search reported. */
+static void test_deploy_drl_episodes(void **state)
+{
+    (void)state;
+    char plan[256], args[1024];
+    snprintf(plan, sizeof plan, "%s", tu_tmpfile("", 0, ".json"));
+    snprintf(args, sizeof args,
+             "deploy models/gcn_cora.onnx --catalog catalogs/autodeep-testbed.json --slo 50ms "
+             "--budget 3 --algos drl --place-episodes 6 -o %s --json",
+             plan);
+    json_t *d = run_json(args);
+    json_t *trials = json_object_get(d, "trials");
+    assert_int_equal(json_array_size(trials), 3);
+    const char *chosen = json_string_value(json_object_get(d, "chosen"));
+    assert_non_null(chosen);
+    double latency = -1;
+    for (size_t i = 0; i < json_array_size(trials); i++) {
+        json_t *t = json_array_get(trials, i);
+        assert_string_equal(json_string_value(json_object_get(t, "algorithm")), "drl");
+        if (!strcmp(json_string_value(json_object_get(t, "configuration")), chosen))
+            latency = json_real_value(json_object_get(t, "latency_s"));
+    }
+    assert_true(latency > 0);
+    snprintf(args, sizeof args,
+             "simulate models/gcn_cora.onnx --catalog catalogs/autodeep-testbed.json "
+             "--config '%s' --plan %s --json",
+             chosen, plan);
+    json_t *s = run_json(args);
+    assert_close(json_real_value(json_object_get(s, "makespan_s")), latency, 1e-9);
+    json_decref(d), json_decref(s);
+    remove(plan);
+    tu_expect_refusal("deploy models/gcn_cora.onnx --catalog catalogs/autodeep-testbed.json "
+                      "--slo 50ms --place-episodes 6",
+                      "--place-episodes is a learned algorithm's budget");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +257,8 @@ int main(void)
         cmocka_unit_test(test_default_never_slower_than_one_device),
         cmocka_unit_test(test_catalog_config_and_clean_json),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_drl_measured),
+        cmocka_unit_test(test_deploy_drl_episodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,9 @@
 /* test_drl.c: AutoDeep's DRL placer (docs/learn.md, "The DRL placer"): registered with the
  * placers, it finds the brute-force optimum of small task graphs, deterministically for a
- * seed, and every plan it returns fits and runs. */
+ * seed, and every plan it returns fits and runs. With a scoring hook (pl_place_opts.measure,
+ * "Measured episodes"), here a made-up latency per placement, it spends exactly its episode
+ * budget, returns the best placement it was told of with that latency, and stops at the first
+ * failure to measure. The real measurement is tests/test_measured.c's. */
 #include "testutil.h"
 
 #include "placer/cluster.h"
@@ -57,6 +60,17 @@ static double brute_force(const pl_cost *k)
     return best;
 }
 
+/* The fork graph on a cluster given as JSON text, drl registered. */
+static pl_cost *open_fork(const char *cluster, pl_graph **g, pl_cluster **c)
+{
+    pl_err err = {""};
+    assert_int_equal(pl_learn_register(&err), 0);
+    *g = tu_taskgraph(GRAPH);
+    *c = pl_cluster_load(tu_tmpfile(cluster, strlen(cluster), ".json"), &err);
+    if (!*c) fail_msg("%s", err.msg);
+    return tu_cost(*g, *c);
+}
+
 static void test_registered(void **state)
 {
     (void)state;
@@ -74,11 +88,9 @@ static void test_finds_brute_force_optimum(void **state)
 {
     (void)state;
     pl_err err = {""};
-    assert_int_equal(pl_learn_register(&err), 0);
-    pl_graph *g = tu_taskgraph(GRAPH);
-    pl_cluster *c = pl_cluster_load(tu_tmpfile(CLUSTER, strlen(CLUSTER), ".json"), &err);
-    if (!c) fail_msg("%s", err.msg);
-    pl_cost *k = tu_cost(g, c);
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost *k = open_fork(CLUSTER, &g, &c);
     double opt = brute_force(k);
     const pl_algo *a = pl_algo_find("drl");
     pl_place_opts o = {.seed = 7, .fine_cuts = true};
@@ -113,12 +125,115 @@ static void test_zoo_model_plan(void **state)
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* The fork graph on two devices that charge 1 ms per stage, so that pl_place would merge
+ * cuts (docs/placement.md, "Plans that pay") if it were allowed to. */
+static const char *STAGED =
+    "{\"format\": \"placer-cluster/1\", \"name\": \"pair\", \"devices\": ["
+    "{\"name\": \"d0\", \"model\": \"V100\", \"stage_overhead_s\": \"1 ms\"},"
+    "{\"name\": \"d1\", \"model\": \"V100\", \"stage_overhead_s\": \"1 ms\"}],"
+    "\"links\": [{\"from\": \"d0\", \"to\": \"d1\", \"bandwidth_Bps\": \"10 GB/s\", "
+    "\"latency_s\": \"10 us\", \"both_ways\": true}]}";
+
+/* A made-up measurement: a latency per placement (1 ms plus a hash of it, so that placements
+ * differ), every call recorded; the call numbered fail_at (from 1) fails as a dead worker. */
+typedef struct fake {
+    int calls, fail_at;
+    double best;     /* the smallest latency returned */
+    int best_dev[8]; /* its placement */
+} fake;
+
+static double fake_latency(const pl_plan *p)
+{
+    uint64_t h = 7;
+    for (int v = 0; v < p->n_ops; v++)
+        h = h * 31 + (uint64_t)p->dev[v] + 1;
+    return 1e-3 + (double)(h % 1000) * 1e-6;
+}
+
+static double fake_measure(const pl_plan *p, void *user, pl_err *err)
+{
+    fake *f = user;
+    if (++f->calls == f->fail_at) return pl_err_set(err, "onnxruntime worker died"), -1;
+    double t = fake_latency(p);
+    if (t < f->best) {
+        f->best = t;
+        memcpy(f->best_dev, p->dev, (size_t)p->n_ops * sizeof *p->dev);
+    }
+    return t;
+}
+
+typedef struct seen {
+    int calls, last_step, last_total;
+} seen;
+
+static void count_progress(const char *algo, int step, int total, double best_s, void *user)
+{
+    seen *s = user;
+    assert_string_equal(algo, "drl");
+    assert_true(step >= s->last_step && best_s > 0);
+    s->calls++, s->last_step = step, s->last_total = total;
+}
+
+/* 10 episodes (not a multiple of the batch of 4): exactly 10 measured after the 2
+ * single-device placements; the plan is the best placement measured, with its latency, its
+ * cuts not merged although the cluster charges for stages; progress ends at 10 of 10. */
+static void test_measured_budget_and_best(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost *k = open_fork(STAGED, &g, &c);
+    fake f = {.best = INFINITY};
+    seen s = {0};
+    pl_place_opts o = {.seed = 3,
+                       .iterations = 10,
+                       .measure = fake_measure,
+                       .measure_user = &f,
+                       .progress = count_progress,
+                       .progress_user = &s};
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    if (pl_place(pl_algo_find("drl"), k, &o, p, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(f.calls, 2 + 10);
+    assert_int_equal(s.last_step, 10), assert_int_equal(s.last_total, 10);
+    assert_int_equal(s.calls, 3); /* batches of 4, 4 and 2 */
+    assert_true(p->measured_s == f.best);
+    assert_true(fake_latency(p) == f.best);
+    for (int v = 0; v < k->n_ops; v++)
+        assert_int_equal(p->dev[v], f.best_dev[v]);
+    /* without a hook: the simulator scores, nothing is measured */
+    o.measure = NULL, s = (seen){0};
+    if (pl_place(pl_algo_find("drl"), k, &o, p, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(s.last_step, 10);
+    assert_true(p->measured_s == 0);
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+/* The 5th measurement fails: the search stops there and fails, saying which episode. */
+static void test_measure_failure_stops(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost *k = open_fork(CLUSTER, &g, &c);
+    fake f = {.best = INFINITY, .fail_at = 5};
+    pl_place_opts o = {.seed = 3, .iterations = 10, .measure = fake_measure, .measure_user = &f};
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    assert_int_equal(pl_place(pl_algo_find("drl"), k, &o, p, &err), -1);
+    assert_int_equal(f.calls, 5);
+    assert_string_equal(err.msg, "drl: episode 3: onnxruntime worker died");
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registered),
         cmocka_unit_test(test_finds_brute_force_optimum),
         cmocka_unit_test(test_zoo_model_plan),
+        cmocka_unit_test(test_measured_budget_and_best),
+        cmocka_unit_test(test_measure_failure_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,6 @@
 #include "placer/sim.h"
 #include "placer/split.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,13 +29,7 @@ static char tmpdir[64];
 /* The test's TMPDIR holds nothing: no run left a folder behind. */
 static void expect_tmp_empty(void)
 {
-    DIR *d = opendir(tmpdir);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            fail_msg("%s/%s was left behind", tmpdir, e->d_name);
-    closedir(d);
+    tu_expect_empty_dir(tmpdir);
 }
 
 /* n models, their union (tenants named by `names`) and its cost on `cluster`. */
@@ -367,16 +360,13 @@ static int setup(void **state)
 {
     (void)state;
     if (tu_ort_setup() < 0) return -1;
-    if (tu_mkdtemp(tmpdir, sizeof tmpdir, "placer-multi-run") < 0) return -1;
-    setenv("TMPDIR", tmpdir, 1);
-    return 0;
+    return tu_tmpdir_begin(tmpdir, sizeof tmpdir, "placer-multi-run");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    unsetenv("TMPDIR");
-    return tu_rmtree(tmpdir);
+    return tu_tmpdir_end(tmpdir);
 }
 
 int main(void)

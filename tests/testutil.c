@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -201,6 +202,29 @@ int tu_rmtree(const char *dir)
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) == 0 ? 0 : -1;
+}
+
+int tu_tmpdir_begin(char *buf, size_t n, const char *prefix)
+{
+    if (tu_mkdtemp(buf, n, prefix) < 0) return -1;
+    return setenv("TMPDIR", buf, 1);
+}
+
+int tu_tmpdir_end(const char *dir)
+{
+    unsetenv("TMPDIR");
+    return tu_rmtree(dir);
+}
+
+void tu_expect_empty_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            fail_msg("%s/%s was left behind", dir, e->d_name);
+    closedir(d);
 }
 
 double tu_num(json_t *o, const char *k)

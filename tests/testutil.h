@@ -43,6 +43,12 @@ struct json_t *tu_find(struct json_t *doc, const char *list, const char *field, 
 /* A fresh directory /tmp/PREFIX-XXXXXX into buf (0, or -1); and its removal with its files. */
 int tu_mkdtemp(char *buf, size_t n, const char *prefix);
 int tu_rmtree(const char *dir);
+/* A private $TMPDIR for tests that check a run leaves nothing behind: a fresh folder
+ * (tu_mkdtemp) exported as TMPDIR (0, or -1); its end unsets TMPDIR and removes it. */
+int tu_tmpdir_begin(char *buf, size_t n, const char *prefix);
+int tu_tmpdir_end(const char *dir);
+/* Fails the test naming the first entry of `dir`, when it has one. */
+void tu_expect_empty_dir(const char *dir);
 /* The edge index of tensor `tensor` read by op `dst` (finalized graph); fails when none. */
 int tu_edge(const pl_graph *g, const char *tensor, const char *dst);
 /* A task graph (placer-taskgraph/1 JSON text, named "t.json") that must load; and the cost

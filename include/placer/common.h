@@ -95,6 +95,10 @@ int pl_outdir_commit(pl_outdir *o, pl_err *err);
 void pl_outdir_abort(pl_outdir *o);
 /* rm -r that does not follow symbolic links; 0 when dir is already absent. */
 int pl_remove_tree(const char *dir);
+/* A new private folder $TMPDIR/NAME-XXXXXX (else /tmp/NAME-XXXXXX, mkdtemp) into out; -1 with
+ * err naming the path and the reason when it cannot be made (out is then ""). The caller
+ * removes it (pl_remove_tree). */
+int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err);
 
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *pl_read_file(const char *path, size_t *len, pl_err *err);

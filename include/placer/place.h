@@ -37,6 +37,29 @@ typedef struct pl_place_opts {
      * (moirai's heuristics and warm starts) coarsen too, unless told not to, so that moirai,
      * which keeps the best plan it has seen, is never worse than a merged heuristic. */
     bool fine_cuts;
+    /* Measured scoring (docs/learn.md, "Measured episodes"): when set, a learned search
+     * (pl_algo.learned: drl) scores each placement it tries by calling measure instead of
+     * the simulator's makespan. measure returns the placement's latency in seconds (e.g.
+     * pl_trial_measure_plan's median of real runs); INFINITY when the placement cannot run
+     * (scored as one that does not fit, the search goes on); a negative value, with err set,
+     * when measuring failed (a worker that died or stalled): the search stops and fails with
+     * that error. Placements that do not fit in memory (simulated) are not measured. The plan
+     * returned carries its measured latency (pl_plan.measured_s), and pl_place does not merge
+     * its cuts (fine_cuts is implied: the simulator would change the plan that was measured).
+     * Other algorithms ignore it. */
+    double (*measure)(const pl_plan *p, void *user, pl_err *err);
+    void *measure_user;
+    /* A learned search's episode budget: exactly this many sampled placements (the
+     * single-device placements it scores first are not counted), however long they take
+     * unless time_limit_s is given too (then whichever ends first); 0: the algorithm's
+     * default (drl: time_limit_s when given, else 400 episodes or 30 s, whichever ends
+     * first). */
+    int iterations;
+    /* Called as a learned search goes (drl: after every batch of episodes and at the end):
+     * its name, the episodes done, the budget (0 when only time limits it) and the best
+     * score so far (seconds; INFINITY before one fits). NULL: silent. */
+    void (*progress)(const char *algo, int step, int total, double best_s, void *user);
+    void *progress_user;
 } pl_place_opts;
 #define PL_MIN_GAIN_DEFAULT 0.05
 

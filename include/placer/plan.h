@@ -38,6 +38,10 @@ typedef struct pl_plan {
     pl_contention contention;    /* the model the plan was made and predicted under */
     double search_s;             /* how long the algorithm took */
     double predicted_makespan_s; /* filled by whoever simulated it; 0 when unknown */
+    /* The latency of this placement as measured by pl_place_opts.measure (a learned search's
+     * measured episodes: the median of real runs on this machine); 0 when not measured. Not
+     * saved. */
+    double measured_s;
     /* Coarser cuts (pl_place, docs/placement.md "Plans that pay"): the stages
      * (pl_plan_schedule_stages) of the algorithm's plan and of the plan the pass left, the
      * simulations it ran and how long it took; all 0 when it did not run. Not saved. */

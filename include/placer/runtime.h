@@ -109,6 +109,18 @@ int pl_ort_load_tenants(pl_ort *w, const char *const *paths, const char *const *
 struct pl_split_manifest;
 int pl_ort_load_split(pl_ort *w, const struct pl_split_manifest *m, const char *cache_dir,
                       bool sequential, pl_err *err);
+/* A plan's stages as runnable files, what running a plan for real needs (pl_multi_run, the
+ * ort trial worker's pl_trial_measure_plan): the model g, read from model_path, cut by the plan
+ * with PL_SPLIT_SCHEDULE into *s, written to the folder `dir` (pl_split_write, `dev_names`
+ * naming the devices) and each stage file inflated into cache_dir (pl_inflate_model). paths[j]
+ * gets stage j's runnable file (malloc'd; paths has room for g->n_ops + 1, the most stages a
+ * split has). On failure *s and the paths made so far are still the caller's to free. */
+struct pl_graph;
+struct pl_plan;
+struct pl_stages;
+int pl_split_runnable(const char *model_path, const struct pl_graph *g, const struct pl_plan *p,
+                      const char *const *dev_names, const char *dir, const char *cache_dir,
+                      struct pl_stages *s, char **paths, pl_err *err);
 /* Runs `warmup` untimed requests, then `repeat` timed ones. */
 int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err);
 /* A tensor as a raw file (pl_ort_run_files): its bytes as a typed array holds them

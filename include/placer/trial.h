@@ -48,8 +48,8 @@ void pl_trial_worker_free(pl_trial_worker *w); /* stops it if started */
 /* The in-process simulator worker. Start-up loads the model (ONNX or task graph, `load`
  * options, copied); each trial builds the cost table for the cluster, runs `algos`
  * (comma-separated; NULL: "moirai", which itself runs every heuristic and keeps the best),
- * each with `place_time_s` (moirai's limit; 0: 1 s), simulates every plan under
- * `contention`, memory checked, and keeps the fastest plan that fits. */
+ * each with `place_time_s` (moirai's and a learned search's limit; 0: 1 s), simulates every plan
+ * under `contention`, memory checked, and keeps the fastest plan that fits. */
 typedef struct pl_trial_sim_opts {
     const char *model_path;
     pl_load_opts load;
@@ -58,6 +58,13 @@ typedef struct pl_trial_sim_opts {
     pl_contention contention;
     unsigned seed;
     const pl_cost_params *params; /* NULL: the defaults (copied) */
+    /* A learned algorithm's episode budget per trial (pl_place_opts.iterations; 0: its
+     * default). Given without place_time_s, the learned algorithm gets no 1-s limit: the
+     * episodes are its budget. */
+    int place_episodes;
+    /* Passed to every algorithm as pl_place_opts.progress (a learned search's episodes). */
+    void (*progress)(const char *algo, int step, int total, double best_s, void *user);
+    void *progress_user;
 } pl_trial_sim_opts;
 pl_trial_worker *pl_trial_sim_new(const pl_trial_sim_opts *o);
 /* The model the sim worker loaded (after start), for plan identity; NULL before. */
@@ -86,5 +93,26 @@ typedef struct pl_trial_ort_opts {
 pl_trial_worker *pl_trial_ort_new(const pl_trial_ort_opts *o);
 /* The worker's onnxruntime client after start (for its stats), NULL before. */
 pl_ort *pl_trial_ort_client(const pl_trial_worker *w);
+
+/* Measures a plan on this machine (docs/learn.md, "Measured episodes"): the worker's model, g
+ * (loaded from the same file), cut by the plan into stages (pl_split_runnable, the schedule
+ * cut), the stages loaded into the worker's running onnxruntime process, each on its device's
+ * thread (replacing the whole model, which the next trial loads again), `warmup` untimed and
+ * `repeat` timed requests; *latency_s gets the median. A placement (op -> device, and the
+ * per-device order when the plan has one) measured before by this worker is answered from its
+ * cache without running anything. The split and its inflated stages live in a temporary
+ * folder (pl_make_temp_dir "placer-episode") removed on every path. -1 with err set when w is
+ * not the ort worker, the plan does not match g and c, an op is on a device that is not a CPU
+ * (only CPU devices run here, one thread each), or the worker fails: one that dies or stalls
+ * past its deadline is killed and restarted (runtime.h) and the measurement fails, naming it;
+ * *latency_s is then INFINITY. Starts the worker if needed. */
+int pl_trial_measure_plan(pl_trial_worker *w, const pl_graph *g, const pl_cluster *c,
+                          const pl_plan *p, double *latency_s, pl_err *err);
+/* 0 when every device of c is a CPU (what pl_trial_measure_plan can run), else -1 with err
+ * naming the first that is not. */
+int pl_trial_measure_check(const pl_cluster *c, pl_err *err);
+/* Placements measured by pl_trial_measure_plan, and those answered from its cache (0 and 0
+ * for another worker). */
+void pl_trial_measure_stats(const pl_trial_worker *w, long *measured, long *hits);
 
 #endif

@@ -212,6 +212,20 @@ int pl_remove_tree(const char *dir)
     return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    int w = snprintf(out, n, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+    if (w < 0 || (size_t)w >= n)
+        return out[0] = 0, pl_err_set(err, "the temporary folder's path is too long");
+    if (mkdtemp(out)) return 0;
+    int e = errno;
+    char tried[4096];
+    snprintf(tried, sizeof tried, "%s", out);
+    out[0] = 0;
+    return pl_err_set(err, "cannot make the folder %s: %s", tried, strerror(e));
+}
+
 /* Removes the temporary folders ".NAME.tmp.PID" beside tmp (ours) left by processes that no
  * longer exist (killed with SIGKILL: a split of a large model leaves hundreds of MB). A PID
  * that is alive, even reused by another program, keeps its folder. */

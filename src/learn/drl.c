@@ -10,7 +10,13 @@
  * placement seen is returned, the single-device placements counted among those seen (the
  * paper starts from a single GPU; a policy still learning should not return worse). Large graphs
  * are coarsened first (fusion, colocation and chain contraction to at most MAX_GROUPS groups,
- * pl_coarsen), which is how the paper's sequences stay a few hundred long. */
+ * pl_coarsen), which is how the paper's sequences stay a few hundred long.
+ *
+ * Measured episodes (pl_place_opts.measure, `--measured`; docs/learn.md): a placement that fits
+ * in memory (simulated) is scored by the hook instead, as AutoDeep scores by running it; the
+ * first failure to measure ends the search with its error, since a search scored partly by
+ * the simulator would be neither. The budget: o->iterations episodes exactly, or the time
+ * limit, whichever ends first. */
 #include "placer/coarsen.h"
 #include "placer/learn.h"
 #include "placer/place.h"
@@ -155,19 +161,25 @@ static int rollout(drl *x, int *dev)
     return total;
 }
 
-/* The makespan of the groups' placement on the model's graph; INFINITY when it does not fit
- * or cannot run. */
-static double score(const drl *x, const pl_place_opts *o, const int *gdev, int *opdev)
+/* The score of the groups' placement: its simulated makespan, or, with o->measure, its
+ * measured latency; INFINITY when it does not fit (simulated) or cannot run; -1 (err set)
+ * when measuring failed. */
+static double score(const drl *x, const pl_place_opts *o, const int *gdev, int *opdev, pl_err *err)
 {
     pl_coarsen_expand_placement(x->cz, gdev, opdev);
     pl_plan *p = pl_plan_new(x->k->n_ops, x->k->n_devs);
     memcpy(p->dev, opdev, (size_t)x->k->n_ops * sizeof *opdev);
+    p->contention = o->contention;
     pl_sim_result r;
-    pl_err err = {""};
+    pl_err e = {""};
     double t = INFINITY;
-    if (pl_simulate(x->k, p, &(pl_sim_opts){.contention = o->contention}, &r, &err) == 0) {
+    if (pl_simulate(x->k, p, &(pl_sim_opts){.contention = o->contention}, &r, &e) == 0) {
         if (!r.oom) t = r.makespan_s;
         pl_sim_result_free(&r);
+    }
+    if (isfinite(t) && o->measure) {
+        t = o->measure(p, o->measure_user, err);
+        if (!(t >= 0)) t = -1; /* NaN too: a failure */
     }
     pl_plan_free(p);
     return t;
@@ -175,47 +187,92 @@ static double score(const drl *x, const pl_place_opts *o, const int *gdev, int *
 
 /* ---- training ---- */
 
-static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
+/* The search's state: the budget, the best placement seen and its score. */
+typedef struct run {
+    const pl_place_opts *o;
+    double limit_s, start, best_t;
+    int max_ep, ep;
+    int *best; /* op -> device of the best placement */
+} run;
+
+static bool budget_left(const run *u)
 {
-    int n = x->n, n_ops = x->k->n_ops;
-    int *gdev = pl_malloc((size_t)n * sizeof *gdev + 1);
-    int *opdev = pl_malloc((size_t)n_ops * sizeof *opdev + 1);
-    int *best = pl_malloc((size_t)n_ops * sizeof *best + 1);
-    double best_t = INFINITY, t0 = 0, baseline = 0, start = pl_now();
-    /* a time limit is the budget; without one, EPISODES episodes (and DEFAULT_TIME_S at most) */
-    double limit = o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_S;
-    int max_ep = o->time_limit_s > 0 ? INT_MAX - BATCH : EPISODES;
+    return u->ep < u->max_ep && pl_now() - u->start < u->limit_s;
+}
+
+static void report(const run *u)
+{
+    if (u->o->progress)
+        u->o->progress("drl", u->ep, u->o->iterations > 0 ? u->max_ep : 0, u->best_t,
+                       u->o->progress_user);
+}
+
+/* Scores a placement and keeps it when it is the best so far; -1 (err set) on a failure to
+ * measure it. */
+static int try_placement(const drl *x, run *u, const int *gdev, int *opdev, double *t, pl_err *err)
+{
+    *t = score(x, u->o, gdev, opdev, err);
+    if (*t < 0) return -1;
+    if (*t < u->best_t) u->best_t = *t, memcpy(u->best, opdev, (size_t)x->k->n_ops * sizeof *opdev);
+    return 0;
+}
+
+/* Episodes in batches of BATCH, an Adam step after each (a last, partial batch too, so that
+ * an episode budget is met exactly). */
+static int episodes(drl *x, run *u, int *gdev, int *opdev, pl_err *err)
+{
+    double t0 = 0, baseline = 0;
     pl_adam adam = pl_adam_default(0.01f);
-    for (int d = 0; d < x->D; d++) { /* every single-device placement is a candidate too */
-        for (int q = 0; q < n; q++)
-            gdev[q] = d;
-        double t = score(x, o, gdev, opdev);
-        if (t < best_t) best_t = t, memcpy(best, opdev, (size_t)n_ops * sizeof *best);
-    }
-    int ep = 0;
-    for (; ep < max_ep && pl_now() - start < limit;) {
+    while (budget_left(u)) {
         pl_params_zero_grad(&x->s);
-        for (int b = 0; b < BATCH; b++, ep++) {
+        for (int b = 0; b < BATCH && budget_left(u); b++, u->ep++) {
             pl_tape_reset(x->t);
             int lp = rollout(x, gdev);
-            double t = score(x, o, gdev, opdev);
-            if (t < best_t) best_t = t, memcpy(best, opdev, (size_t)n_ops * sizeof *best);
+            double t;
+            if (try_placement(x, u, gdev, opdev, &t, err) < 0)
+                return pl_err_prefix(err, "drl: episode %d", u->ep + 1);
             if (t0 <= 0 && isfinite(t)) t0 = t;
             double r = isfinite(t) ? -t / t0 : -2;
-            if (ep == 0) baseline = r;
+            if (u->ep == 0) baseline = r;
             int loss = pl_t_scale(x->t, lp, -(float)(r - baseline));
             pl_tape_backward(x->t, loss);
             baseline = 0.9 * baseline + 0.1 * r;
         }
         pl_params_clip(&x->s, 1.0);
         pl_adam_step(&adam, &x->s);
+        report(u);
     }
+    return 0;
+}
+
+static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    int n = x->n, n_ops = x->k->n_ops;
+    int *gdev = pl_malloc((size_t)n * sizeof *gdev + 1);
+    int *opdev = pl_malloc((size_t)n_ops * sizeof *opdev + 1);
+    /* the budget: episodes (o->iterations), time, or both; neither: EPISODES episodes (and
+     * DEFAULT_TIME_S at most) */
+    run u = {.o = o, .start = pl_now(), .best_t = INFINITY};
+    u.best = pl_malloc((size_t)n_ops * sizeof *u.best + 1);
+    u.limit_s = o->time_limit_s > 0 ? o->time_limit_s
+                : o->iterations > 0 ? INFINITY
+                                    : DEFAULT_TIME_S;
+    u.max_ep = o->iterations > 0 ? o->iterations : o->time_limit_s > 0 ? INT_MAX : EPISODES;
     int rc = 0;
-    if (isfinite(best_t))
-        memcpy(out->dev, best, (size_t)n_ops * sizeof *best);
-    else
-        rc = pl_err_set(err, "drl: no placement sampled in %d episodes fits in memory", ep);
-    free(gdev), free(opdev), free(best);
+    double t;
+    for (int d = 0; d < x->D && rc == 0; d++) { /* every single-device placement is a candidate */
+        for (int q = 0; q < n; q++)
+            gdev[q] = d;
+        if ((rc = try_placement(x, &u, gdev, opdev, &t, err)) < 0)
+            pl_err_prefix(err, "drl: everything on %s", x->k->c->devs[d].name);
+    }
+    if (rc == 0) rc = episodes(x, &u, gdev, opdev, err);
+    if (rc == 0 && isfinite(u.best_t)) {
+        memcpy(out->dev, u.best, (size_t)n_ops * sizeof *u.best);
+        if (o->measure) out->measured_s = u.best_t;
+    } else if (rc == 0)
+        rc = pl_err_set(err, "drl: no placement sampled in %d episodes fits in memory", u.ep);
+    free(gdev), free(opdev), free(u.best);
     return rc;
 }
 
@@ -239,10 +296,11 @@ static int place_drl(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_
 
 int pl_learn_register(pl_err *err)
 {
-    static const pl_algo a = {"drl", place_drl,
-                              "AutoDeep's DRL placer: a seq2seq policy (LSTM encoder, attention) "
-                              "trained by REINFORCE on simulated makespans; 400 episodes, or "
-                              "--time-limit",
-                              true};
+    static const pl_algo a = {
+        "drl", place_drl,
+        "AutoDeep's DRL placer: a seq2seq policy (LSTM encoder, attention) "
+        "trained by REINFORCE on simulated (or, --measured, measured) latencies; "
+        "400 episodes, or --episodes / --time-limit",
+        true};
     return pl_algo_find("drl") ? 0 : pl_algo_register(&a, err);
 }

@@ -15,7 +15,6 @@
 #include "placer/sim.h"
 #include "placer/split.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,8 +142,8 @@ static pl_plan *tenant_plan(const mr_run *x, const pl_plan *p, int i)
     return tp;
 }
 
-/* Splits tenant i into root/tI and inflates its stage files into cache; appends its stages
- * to x->stage. */
+/* Splits tenant i into root/tI and inflates its stage files into cache (pl_split_runnable);
+ * appends its stages to x->stage. */
 static int split_tenant(mr_run *x, const pl_plan *p, int i, const char *model_path,
                         const char *cache, pl_err *err)
 {
@@ -152,29 +151,23 @@ static int split_tenant(mr_run *x, const pl_plan *p, int i, const char *model_pa
     const char **names = pl_malloc((size_t)x->c->n_devs * sizeof *names);
     for (int d = 0; d < x->c->n_devs; d++)
         names[d] = x->c->devs[d].name;
-    char dir[4200], file[4300], out[4096];
+    char dir[4200];
     snprintf(dir, sizeof dir, "%s/t%d", x->root, i);
     pl_plan *tp = tenant_plan(x, p, i);
     pl_stages *s = &x->st[i];
-    int rc = pl_split_stages_by(g, tp, PL_SPLIT_SCHEDULE, s, err) < 0 ||
-                     pl_split_write(model_path, g, s, names, dir, err) < 0
-                 ? -1
-                 : 0;
+    char **paths = pl_calloc((size_t)g->n_ops + 1, sizeof *paths);
+    int rc = pl_split_runnable(model_path, g, tp, names, dir, cache, s, paths, err);
     pl_plan_free(tp);
     free(names);
-    for (int j = 0; j < s->n && rc == 0; j++) {
-        snprintf(file, sizeof file, "%s/stage_%02d.onnx", dir, j);
-        if (pl_inflate_model(file, cache, out, sizeof out, err) < 0) {
-            rc = -1;
-            break;
-        }
+    for (int j = 0; j < s->n && paths[j]; j++) {
         mr_stage *m = &x->stage[x->n_stages++];
-        *m = (mr_stage){.tenant = i, .j = j, .path = pl_strdup(out), .start_s = 1e300};
+        *m = (mr_stage){.tenant = i, .j = j, .path = paths[j], .start_s = 1e300};
         for (int k = 0; k < s->st[j].n_ops; k++) {
             double t = x->start_s[x->off[i] + s->st[j].ops[k]];
             if (t < m->start_s) m->start_s = t;
         }
     }
+    free(paths);
     return rc;
 }
 
@@ -282,14 +275,9 @@ static int measure(mr_run *x, const pl_multi_run_opts *o, pl_multi_run_result *r
 /* $TMPDIR/placer-multi-XXXXXX (else /tmp/...). */
 static int make_root(mr_run *x, pl_err *err)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(x->root, sizeof x->root, "%s/placer-multi-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(x->root)) return 0;
-    int e = errno;
-    char tried[4096];
-    snprintf(tried, sizeof tried, "%s", x->root);
-    x->root[0] = 0;
-    return pl_err_set(err, "multi run: cannot make the folder %s: %s", tried, strerror(e));
+    return pl_make_temp_dir("placer-multi", x->root, sizeof x->root, err) < 0
+               ? pl_err_prefix(err, "multi run")
+               : 0;
 }
 
 static int prepare(mr_run *x, const char *const *model_paths, const pl_cost *k, const pl_plan *p,

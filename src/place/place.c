@@ -316,6 +316,7 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
                           a->name, out->n_ops, out->n_devs, k->n_ops, k->n_devs);
     /* a stale order, priority or transfer order would survive an algorithm that sets none */
     pl_plan_clear_schedule(out);
+    out->measured_s = 0;
     pl_place_opts inner = *o;
     inner.single_if_faster = false; /* for the algorithm and any it runs inside */
     double t0 = pl_now();
@@ -323,7 +324,8 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
     snprintf(out->algo, sizeof out->algo, "%s", a->name);
     if (rc == 0) rc = check_complete(a, k, out, err);
     out->stages_before = out->stages_after = out->cut_simulations = 0, out->cut_s = 0;
-    if (rc == 0 && !o->fine_cuts && pk_cuts_apply(k))
+    /* a measured plan keeps its cuts: merging them by the simulator would change it */
+    if (rc == 0 && !o->fine_cuts && !o->measure && pk_cuts_apply(k))
         pk_coarsen_cuts(k, o->contention, PK_CUT_EVALS, out);
     if (rc == 0 && o->single_if_faster)
         keep_single_if_faster(a, k, o->contention, o->min_gain, out, err);

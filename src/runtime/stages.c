@@ -25,3 +25,19 @@ int pl_ort_load_split(pl_ort *w, const pl_split_manifest *m, const char *cache_d
     free(paths), free(devs);
     return rc;
 }
+
+int pl_split_runnable(const char *model_path, const pl_graph *g, const pl_plan *p,
+                      const char *const *dev_names, const char *dir, const char *cache_dir,
+                      pl_stages *s, char **paths, pl_err *err)
+{
+    if (pl_split_stages_by(g, p, PL_SPLIT_SCHEDULE, s, err) < 0 ||
+        pl_split_write(model_path, g, s, dev_names, dir, err) < 0)
+        return -1;
+    for (int j = 0; j < s->n; j++) {
+        char file[4200], out[4096];
+        snprintf(file, sizeof file, "%s/stage_%02d.onnx", dir, j);
+        if (pl_inflate_model(file, cache_dir, out, sizeof out, err) < 0) return -1;
+        paths[j] = pl_strdup(out);
+    }
+    return 0;
+}

@@ -18,6 +18,9 @@ typedef struct sim_state {
     pl_contention contention;
     unsigned seed;
     pl_cost_params params;
+    int place_episodes;
+    void (*progress)(const char *, int, int, double, void *);
+    void *progress_user;
     const pl_algo **list; /* the algorithms of `algos`, resolved once at start */
     int n_list;
     pl_graph *g;
@@ -64,8 +67,16 @@ static void keep_why(pl_trial_out *out, const char *algo, const char *msg, bool 
 static double try_algo(const sim_state *s, const pl_cost *k, const pl_algo *a, pl_plan *p,
                        pl_err *err)
 {
-    pl_place_opts po = {
-        .seed = s->seed, .time_limit_s = s->place_time_s, .contention = s->contention};
+    /* place_time_s 0: 1 s, except for a learned search given episodes, which they bound */
+    double limit = s->place_time_s > 0                   ? s->place_time_s
+                   : a->learned && s->place_episodes > 0 ? 0
+                                                         : 1;
+    pl_place_opts po = {.seed = s->seed,
+                        .time_limit_s = limit,
+                        .contention = s->contention,
+                        .iterations = s->place_episodes,
+                        .progress = s->progress,
+                        .progress_user = s->progress_user};
     pl_sim_opts so = {.contention = s->contention};
     pl_sim_result r = {0};
     err->msg[0] = 0;
@@ -131,7 +142,9 @@ pl_trial_worker *pl_trial_sim_new(const pl_trial_sim_opts *o)
     s->dims = (const char **)dup_list(o->load.dims, o->load.n_dims);
     s->shapes = (const char **)dup_list(o->load.input_shapes, o->load.n_input_shapes);
     s->load.dims = s->dims, s->load.input_shapes = s->shapes;
-    s->place_time_s = o->place_time_s > 0 ? o->place_time_s : 1;
+    s->place_time_s = o->place_time_s > 0 ? o->place_time_s : 0; /* 0: try_algo's default */
+    s->place_episodes = o->place_episodes > 0 ? o->place_episodes : 0;
+    s->progress = o->progress, s->progress_user = o->progress_user;
     s->contention = o->contention, s->seed = o->seed;
     if (o->params)
         s->params = *o->params;
