@@ -11,12 +11,17 @@
  * iteration times, beside the paper's Table 7 (Pure MCTS, TAG) and Table 8 (TAG-).
  *
  *   bench_prior --budget [--iterations K] [--topologies N] [--caps 4,8,16] [--groups-list
- *               60,24,16] -- MODEL:BATCH...
+ *               60,24,16] [--thresholds 10,25,50,100] -- MODEL:BATCH...
  *
  * What a distillation run costs: per model, GPU cap and op-group count, on N training
  * topologies (seeds 1 ..), the time of the context (grouping, costs), of one strategy
- * evaluation, of an MCTS search of K iterations, and the tree vertices it leaves at 10, 25, 50
- * and 100 visits or more (the distillation samples at each threshold). */
+ * evaluation, of an MCTS search of K iterations, and the tree vertices it leaves at each of
+ * four visit thresholds or more (the distillation samples at each threshold).
+ *
+ *   bench_prior --write-cluster SEED [--max-gpus G]
+ *
+ * prints the placer-cluster/1 document of a topology the bench (2 to G GPUs) or a
+ * distillation run would use, to look at or to give a verb's --cluster. */
 #include "placer/train.h"
 
 #include <math.h>
@@ -205,21 +210,23 @@ static void held_out(model *m, int iterations, int topologies, int max_gpus, int
 
 /* ---- budget mode ---- */
 
+/* The visit thresholds the budget counts vertices at (--thresholds). */
+static int threshold[4] = {10, 25, 50, 100};
+
 typedef struct census {
-    int at[4]; /* vertices with >= 10, 25, 50, 100 visits */
+    int at[4]; /* vertices with at least threshold[k] visits */
 } census;
 
 static void count_vertex(const pl_train_ctx *x, const pl_train_strategy *partial, int group,
                          const pl_train_action *a, int n, const double *visits, void *user)
 {
     (void)x, (void)partial, (void)group, (void)a;
-    static const double th[4] = {10, 25, 50, 100};
     census *c = user;
     double sum = 0;
     for (int k = 0; k < n; k++)
         sum += visits[k];
     for (int k = 0; k < 4; k++)
-        c->at[k] += sum >= th[k];
+        c->at[k] += sum >= threshold[k];
 }
 
 static void budget_one(model *m, int iterations, int topologies, int cap, int groups)
@@ -251,7 +258,7 @@ static void budget_one(model *m, int iterations, int topologies, int cap, int gr
                                    .no_sfb = true,
                                    .on_vertex = count_vertex,
                                    .on_vertex_user = &cs,
-                                   .min_visits = 10};
+                                   .min_visits = threshold[0]};
         pl_train_search_result r;
         if (rc == 0 && pl_train_search(&x, &so, &r, &err) == 0) {
             ctx_s += t1 - t0, eval_s += t2 - t1, mcts_s += r.search_s, n++;
@@ -267,6 +274,24 @@ static void budget_one(model *m, int iterations, int topologies, int cap, int gr
            m->name, cap, groups, (double)gpus / n, (double)dgroups / n, (double)ogroups / n,
            evals / n, ctx_s / n, 1e3 * eval_s / n, mcts_s / n, (double)cs.at[0] / n,
            (double)cs.at[1] / n, (double)cs.at[2] / n, (double)cs.at[3] / n);
+}
+
+/* ---- a topology to look at ---- */
+
+/* Prints the placer-cluster/1 document of seed's topology (2 to max_gpus GPUs, as the bench
+ * draws them). */
+static int write_cluster(uint64_t seed, int max_gpus)
+{
+    pl_err err = {""};
+    pl_cluster_random_opts co = {.min_gpus = 2, .max_gpus = max_gpus};
+    char *text = pl_cluster_random_json(seed, &co, &err);
+    if (!text) {
+        fprintf(stderr, "bench_prior: %s\n", err.msg);
+        return 2;
+    }
+    printf("%s\n", text);
+    free(text);
+    return 0;
 }
 
 /* ---- options ---- */
@@ -289,6 +314,7 @@ int main(int argc, char **argv)
     int nm = 0, iterations = 100, topologies = 10, max_gpus = 16, groups = 16;
     int caps[MAX_LIST] = {4, 8, 16}, ncaps = 3, glist[MAX_LIST] = {60, 24, 16}, ng = 3;
     bool budget = false, after = false;
+    long long write_seed = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (after && nm < MAX_MODELS)
@@ -307,13 +333,18 @@ int main(int argc, char **argv)
             groups = atoi(v), i++;
         else if (v && !strcmp(a, "--caps"))
             ncaps = parse_list(v, caps), i++;
+        else if (v && !strcmp(a, "--write-cluster"))
+            write_seed = atoll(v), i++;
         else if (v && !strcmp(a, "--groups-list"))
             ng = parse_list(v, glist), i++;
+        else if (v && !strcmp(a, "--thresholds") && parse_list(v, threshold) == 4)
+            i++;
         else {
             fprintf(stderr, "bench_prior: unknown option '%s' (see bench/bench_prior.c)\n", a);
             return 2;
         }
     }
+    if (write_seed >= 0) return write_cluster((uint64_t)write_seed, max_gpus);
     if (!nm || iterations < 1 || topologies < 1) {
         fprintf(stderr, "usage: bench_prior [--budget] [--iterations K] [--topologies N] "
                         "[--max-gpus G] [--groups G] [--caps A,B] [--groups-list A,B] -- "
@@ -321,9 +352,9 @@ int main(int argc, char **argv)
         return 2;
     }
     if (budget)
-        printf("  %-14s %4s %6s %5s %5s %5s %7s %8s %8s %8s %6s %6s %6s %6s\n", "model", "cap",
-               "max_g", "GPUs", "dgrp", "ogrp", "ops", "ctx s", "eval ms", "mcts s", ">=10", ">=25",
-               ">=50", ">=100");
+        printf("  %-14s %4s %6s %5s %5s %5s %7s %8s %8s %8s  >=%-4d >=%-4d >=%-4d >=%-4d\n",
+               "model", "cap", "max_g", "GPUs", "dgrp", "ogrp", "ops", "ctx s", "eval ms", "mcts s",
+               threshold[0], threshold[1], threshold[2], threshold[3]);
     else
         printf("  %-18s %-8s %7s %7s %7s %7s %9s %9s %7s %-8s %7s %7s %7s %7s %9s %9s %7s   | "
                "%-11s %6s %6s %8s %8s\n",
