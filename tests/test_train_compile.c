@@ -206,7 +206,7 @@ static void on_vertex(const pl_train_ctx *x, const pl_train_strategy *partial, i
         sum += visits[k], v->edge[v->n][k] = visits[k];
     v->sum[v->n] = sum, v->depth_group[v->n] = group, v->n_acts = n;
     v->path0[v->n] = -1;
-    if (group == 0) /* below the root: group 1's row is the root action taken */
+    if (partial->n_groups == 2 && group == 0) /* below the root: group 1 holds its action */
         for (int k = 0; k < n; k++)
             if (partial->O[1] == a[k].option && partial->P[2] == (a[k].mask & 1) &&
                 partial->P[3] == (a[k].mask >> 1 & 1))
