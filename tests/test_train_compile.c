@@ -69,6 +69,111 @@ static void test_measured_allreduce(void **state)
     tu_dense_free(&f);
 }
 
+/* The Dense layer cut into two op groups by hand: {A, loss} (4 ms) and {A:grad_w, W:adam}
+ * (5 ms, decided first). */
+static void split_two_groups(fixture *f)
+{
+    pl_op_groups *og = &f->x.og;
+    og->n = 2;
+    for (int i = 0; i < 4; i++)
+        og->group_of[og->op[i]] = i < 2 ? 0 : 1;
+    og->off = pl_realloc(og->off, 3 * sizeof(int)), og->off[1] = 2, og->off[2] = 4;
+    og->time_s = pl_realloc(og->time_s, 2 * sizeof(double));
+    og->param_bytes = pl_realloc(og->param_bytes, 2 * sizeof(double));
+    og->time_s[0] = 4e-3, og->time_s[1] = 5e-3;
+    og->param_bytes[0] = 0, og->param_bytes[1] = 1e6;
+}
+
+typedef struct seen_vertex {
+    int n, depth_group[64], n_acts;
+    double sum[64];
+    double edge[64][64]; /* the root's visits per action, when it is reported */
+    int path0[64];       /* for a vertex below the root: the root action leading to it */
+} seen_vertex;
+
+static void on_vertex(const pl_train_ctx *x, const pl_train_strategy *partial, int group,
+                      const pl_train_action *a, int n, const double *visits, void *user)
+{
+    seen_vertex *v = user;
+    (void)x;
+    assert_true(v->n < 64 && n <= 64);
+    double sum = 0;
+    for (int k = 0; k < n; k++)
+        sum += visits[k], v->edge[v->n][k] = visits[k];
+    v->sum[v->n] = sum, v->depth_group[v->n] = group, v->n_acts = n;
+    v->path0[v->n] = -1;
+    if (partial->n_groups == 2 && group == 0) /* below the root: group 1 holds its action */
+        for (int k = 0; k < n; k++)
+            if (partial->O[1] == a[k].option && partial->P[2] == (a[k].mask & 1) &&
+                partial->P[3] == (a[k].mask >> 1 & 1))
+                v->path0[v->n] = v->path0[v->n] < 0 ? k : v->path0[v->n];
+    v->n++;
+}
+
+/* Searches f with the vertex hook at threshold min_visits (no refinement, no SFB), the
+ * vertices reported into *v. */
+static void search_reporting(fixture *f, int iterations, unsigned seed, int min_visits,
+                             seen_vertex *v)
+{
+    memset(v, 0, sizeof *v);
+    pl_train_search_opts o = {.iterations = iterations,
+                              .seed = seed,
+                              .on_vertex = on_vertex,
+                              .on_vertex_user = v,
+                              .min_visits = min_visits,
+                              .no_refine = true,
+                              .no_sfb = true};
+    pl_train_search_result r;
+    pl_err err = {""};
+    if (pl_train_search(&f->x, &o, &r, &err) < 0) fail_msg("%s", err.msg);
+    pl_train_search_result_free(&r);
+}
+
+/* One op group: the tree is the root alone, and its visits sum to the iterations, the
+ * re-evaluations of strategies already seen included (12 actions, 30 iterations); the
+ * threshold keeps it at 30 visits and drops it at 31. */
+static void test_vertex_hook_root(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    seen_vertex v;
+    search_reporting(&f, 30, 3, 30, &v);
+    assert_int_equal(v.n, 1);
+    assert_int_equal(v.depth_group[0], 0);
+    assert_int_equal(v.n_acts, 12); /* {g0, g1}, {g0}, {g1}: 3 sets x 4 options */
+    assert_close(v.sum[0], 30, 1e-12);
+    search_reporting(&f, 30, 3, 31, &v);
+    assert_int_equal(v.n, 0);
+    destroy(&f);
+}
+
+/* Two op groups: the root decides group 1 (the more expensive), its children group 0; a child
+ * has one visit fewer than the root's edge into it (the visit that created it stopped there),
+ * and a threshold above a child's visits reports the root alone. */
+static void test_vertex_hook_children(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    split_two_groups(&f);
+    seen_vertex v;
+    search_reporting(&f, 60, 5, 0, &v);
+    assert_true(v.n >= 2);
+    assert_int_equal(v.depth_group[0], 1);
+    assert_close(v.sum[0], 60, 1e-12);
+    double most = 0;
+    for (int k = 1; k < v.n; k++) {
+        assert_int_equal(v.depth_group[k], 0);
+        assert_true(v.path0[k] >= 0);
+        assert_close(v.sum[k], v.edge[0][v.path0[k]] - 1, 1e-12);
+        most = fmax(most, v.sum[k]);
+    }
+    search_reporting(&f, 60, 5, (int)most + 1, &v);
+    assert_int_equal(v.n, 1);
+    destroy(&f);
+}
+
 /* Model parallelism keeps a weight's readers together: the MatMul, its weight gradient (which
  * follows its forward op) and Adam (which follows the gradient) on one device, so W and its
  * moments are resident once. */
@@ -183,6 +288,8 @@ int main(void)
         cmocka_unit_test(test_iteration_by_hand),
         cmocka_unit_test(test_measured_allreduce),
         cmocka_unit_test(test_search_never_slower_than_dp),
+        cmocka_unit_test(test_vertex_hook_root),
+        cmocka_unit_test(test_vertex_hook_children),
         cmocka_unit_test(test_model_parallel_keeps_weights_together),
         cmocka_unit_test(test_every_op_once_per_replica),
         cmocka_unit_test(test_weights_on_every_replica),

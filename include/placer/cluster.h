@@ -182,6 +182,21 @@ void pl_cluster_set_link(pl_cluster *c, int a, int b, double bw_Bps, double lat_
  * then widest); fails naming a pair that has no route. */
 int pl_cluster_finalize(pl_cluster *c, pl_err *err);
 
+/* ---- random topologies (src/cluster/random.c; docs/train.md, "Random topologies") ----
+ * TAG's generator: 1-6 machines (host "m<i>"), each with 1-8 GPUs of one of three types
+ * (V100-SXM2-32GB, GTX-1080-Ti, P100-PCIE-16GB: TAG's testbed's), linked to the machine's
+ * switch at one bandwidth drawn in 64-160 Gb/s; each machine's switch reaches one network
+ * switch at its own bandwidth drawn in 20-50 Gb/s (whole Gb/s). The same seed gives the same
+ * cluster. */
+typedef struct pl_cluster_random_opts {
+    int min_gpus, max_gpus; /* the total GPUs drawn again until within; 0: 1 and 48 */
+} pl_cluster_random_opts;
+/* The placer-cluster/1 document (malloc'd text, the caller frees) of seed's topology; NULL with
+ * err set when the caps admit no topology. o may be NULL. */
+char *pl_cluster_random_json(uint64_t seed, const pl_cluster_random_opts *o, pl_err *err);
+/* That document read by pl_cluster_load_buffer: finalized, named "random-<seed>". */
+pl_cluster *pl_cluster_random(uint64_t seed, const pl_cluster_random_opts *o, pl_err *err);
+
 /* Time to move `bytes` from device a to b: latency + bytes / bandwidth; 0 when a == b. */
 static inline double pl_cluster_xfer_s(const pl_cluster *c, int a, int b, double bytes)
 {

@@ -218,6 +218,13 @@ typedef void (*pl_train_prior_fn)(const pl_train_ctx *x, const pl_train_strategy
                                   const pl_train_eval *feedback, int group,
                                   const pl_train_action *a, int n, double *prior, void *user);
 
+/* Distillation targets (TAG's GNN training, issue 17): a vertex of the search tree, given as the
+ * partial strategy of its path (completed as the search completes it, as for the prior), the op
+ * group decided next, the n actions and their visit counts N(s, a) (visits[0..n)). */
+typedef void (*pl_train_vertex_fn)(const pl_train_ctx *x, const pl_train_strategy *partial,
+                                   int group, const pl_train_action *a, int n, const double *visits,
+                                   void *user);
+
 typedef struct pl_train_search_opts {
     int iterations; /* MCTS iterations (0: 300 unless time_s is given) */
     double time_s;  /* or a time budget; 0: none */
@@ -229,6 +236,14 @@ typedef struct pl_train_search_opts {
     unsigned seed;
     void (*progress)(int iteration, double best_s, double dp_s, void *user);
     void *progress_user;
+    /* When set: once MCTS ends (before the refinement), called for every tree vertex whose
+     * visits sum to at least min_visits (0: 1), parents before children. Every iteration
+     * counts one visit at each vertex it passes, re-evaluations of a strategy already seen
+     * included, so the root's visits sum to the iterations run; a vertex a first visit
+     * created has one visit fewer than the edge into it. */
+    pl_train_vertex_fn on_vertex;
+    void *on_vertex_user;
+    int min_visits;
 } pl_train_search_opts;
 
 typedef struct pl_train_search_result {

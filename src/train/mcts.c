@@ -268,6 +268,34 @@ static int iterate(search *s, int it, pl_err *err)
     return rc;
 }
 
+/* ---- distillation targets ---- */
+
+/* Vertex vi at `depth` (its path in path[0..depth)) and, depth first, its children: a child's
+ * visits are at most its edge's, so a vertex below the threshold ends its subtree. */
+static void report(const search *s, int vi, int *path, int depth, double min_visits)
+{
+    const vertex *v = &s->v[vi];
+    double sum = 0;
+    for (int a = 0; a < s->n_acts; a++)
+        sum += v->N[a];
+    if (sum < min_visits) return;
+    pl_train_strategy *partial = complete(s, path, depth);
+    s->o->on_vertex(s->x, partial, s->order[depth], s->acts, s->n_acts, v->N, s->o->on_vertex_user);
+    pl_train_strategy_free(partial);
+    for (int a = 0; a < s->n_acts; a++)
+        if (v->child[a] >= 0) {
+            path[depth] = a;
+            report(s, v->child[a], path, depth + 1, min_visits);
+        }
+}
+
+static void report_vertices(const search *s)
+{
+    int *path = pl_malloc((size_t)s->x->og.n * sizeof *path + 1);
+    report(s, 0, path, 0, s->o->min_visits > 0 ? s->o->min_visits : 1);
+    free(path);
+}
+
 /* ---- refinement ---- */
 
 /* placer's addition after MCTS (docs/train.md, "Search"): with uniform priors and hundreds of
@@ -411,6 +439,7 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     }
     r->iterations = it, r->iterations_to_beat_dp = s.beat_dp_at;
     r->mcts_s = s.best_s;
+    if (rc == 0 && o->on_vertex) report_vertices(&s);
     if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, err);
     r->refine_evaluations = s.refined;
     if (rc == 0 && !o->no_sfb && isfinite(s.best_s)) rc = apply_sfb(&s, r, err);
