@@ -22,12 +22,14 @@
  *
  * prints the placer-cluster/1 document of a topology the bench (2 to G GPUs) or a
  * distillation run would use, to look at or to give a verb's --cluster. */
+#include "placer/learn.h"
 #include "placer/train.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { MAX_MODELS = 16, MAX_LIST = 8 };
 /* Training topologies are seeds 1 .. BENCH_SEED0; the bench's start after. */
@@ -35,20 +37,34 @@ enum { MAX_MODELS = 16, MAX_LIST = 8 };
 
 /* ---- the prior per held-out model ---- */
 
-/* The prior MCTS uses when `model` (the file's base name without .onnx) is held out: fn NULL
- * for none (the bench then runs the uniform prior alone). The GNN plugs in here: load
- * models/priors/tag-gnn-without-MODEL.weights into `user`, set fn to its prior function and
- * release to what frees it. */
+/* The prior MCTS uses when `model` (the file's base name without .onnx) is held out: TAG's GNN
+ * with the weights `make priors` trained without that model
+ * (models/priors/tag-gnn-without-MODEL.weights, run from the repository's root); fn NULL when
+ * there are none (the bench then runs the uniform prior alone). */
 typedef struct held_prior {
     pl_train_prior_fn fn;
     void *user;
     void (*release)(void *user);
 } held_prior;
 
+static void release_gnn(void *user)
+{
+    pl_tag_gnn_free(user);
+}
+
 static held_prior prior_for(const char *model)
 {
-    (void)model;
-    return (held_prior){0};
+    char path[512];
+    snprintf(path, sizeof path, "models/priors/tag-gnn-without-%s.weights", model);
+    if (access(path, R_OK) != 0) return (held_prior){0}; /* not trained: uniform alone */
+    pl_tag_gnn *m = pl_tag_gnn_new(1);
+    pl_err err = {""};
+    if (pl_tag_gnn_load(m, path, &err) < 0) {
+        fprintf(stderr, "bench_prior: %s\n", err.msg);
+        pl_tag_gnn_free(m);
+        return (held_prior){0};
+    }
+    return (held_prior){pl_tag_gnn_prior, m, release_gnn};
 }
 
 /* ---- the paper's figures (digest §3.5) ---- */

@@ -65,7 +65,7 @@ echo "== SFB (TAG's Table 5): DP-NCCL and TAG with and without SFB, 2 machines x
 "$build/bench/bench_train" --sfb --iterations 30 examples/clusters/tag-sfb.json -- \
   $m/inception_v3.onnx:4 $m/resnet50.onnx:4 $m/vgg19.onnx:4 $m/transformer.onnx:4 $m/bert_base.onnx:4
 echo
-echo "== TAG's prior (Tables 7 and 8): each model held out in turn, MCTS alone (no refinement, no SFB) on unseen random topologies (seeds 100001-100005, 2-8 GPUs, 16 op groups, 100 iterations): iterations until it beats DP-NCCL and Horovod, with the uniform prior and the GNN trained without the model (when prior_for() in bench/bench_prior.c loads one); about 3 minutes"
+echo "== TAG's prior (Tables 7 and 8): each model held out in turn, MCTS alone (no refinement, no SFB) on unseen random topologies (seeds 100001-100005, 2-8 GPUs, 16 op groups, 100 iterations): iterations until it beats DP-NCCL and Horovod, with the uniform prior and the GNN trained without the model (models/priors/tag-gnn-without-MODEL.weights, `make priors`); about 3 minutes"
 "$build/bench/bench_prior" --iterations 100 --topologies 5 --max-gpus 8 --groups 16 -- \
   $m/inception_v3.onnx:96 $m/resnet50.onnx:96 $m/vgg19.onnx:96 $m/transformer.onnx:480 $m/bert_base.onnx:96 $m/gpt2_small.onnx:16
 echo

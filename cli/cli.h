@@ -32,6 +32,7 @@ int cli_run(int argc, char **argv);
 int cli_serverless(int argc, char **argv);
 int cli_multi(int argc, char **argv);
 int cli_train(int argc, char **argv);
+int cli_learn_prior(int argc, char **argv);
 
 /* Options every verb that runs a model on a cluster shares. */
 #define CLI_MAX_LIST 64

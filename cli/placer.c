@@ -26,6 +26,8 @@ static const struct {
     {"calibrate", cli_calibrate, "the cost model's efficiencies fitted to measured profiles"},
     {"train", cli_train,
      "a model's training deployed on heterogeneous GPUs (TAG) beside its baselines"},
+    {"learn-prior", cli_learn_prior,
+     "TAG's GNN prior trained by MCTS distillation over random topologies"},
     {"multi", cli_multi,
      "several models sharing one host's devices, placed op by op (Talos) beside its baselines"},
     {"serverless", cli_serverless,

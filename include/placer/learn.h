@@ -285,6 +285,51 @@ void pl_tag_gnn_prior(const pl_train_ctx *x, const pl_train_strategy *partial,
                       const pl_train_eval *feedback, int group, const pl_train_action *a, int n,
                       double *prior, void *user);
 
+/* ---- training the prior by MCTS distillation (src/learn/distill.c; docs/learn.md,
+ * "Training the prior") ----
+ * TAG's training loop (digest §3.2.4): searches on the models' training graphs over random
+ * topologies (pl_cluster_random, seeds 1..n_topologies), guided by the current prior; each tree
+ * vertex with at least min_visits visits gives a sample (its state as a pl_tag_input, with the
+ * simulator's feedback for its completed strategy, and the normalised visit counts as target);
+ * after each search the model takes `steps` Adam steps on minibatches drawn from a replay
+ * buffer of the most recent samples. Search r (0-based) runs model r mod n_models on topology
+ * 1 + (r / n_models) mod n_topologies, so every pair is visited in turn; deterministic for a
+ * seed and a round count. */
+#define PL_TAG_DISTILL_GROUPS 16      /* op groups per model (TAG: 60) */
+#define PL_TAG_DISTILL_GPUS 8         /* GPUs per random topology, at most (and 2 at least) */
+#define PL_TAG_DISTILL_TOPOLOGIES 36  /* TAG: 100 */
+#define PL_TAG_DISTILL_ITERATIONS 200 /* MCTS iterations per search */
+#define PL_TAG_DISTILL_VISITS 25      /* a vertex's visits to give a target (TAG: 800) */
+
+typedef struct pl_tag_distill_result {
+    int rounds;      /* searches run */
+    long samples;    /* targets collected */
+    int skipped;     /* searches that failed (e.g. nothing fits): skipped, last_skip says why */
+    char last_skip[PL_ERR_MAX];
+    double first_loss, last_loss; /* mean cross-entropy of the first and the last minibatch */
+    double seconds;
+} pl_tag_distill_result;
+
+typedef struct pl_tag_distill_opts {
+    const char *const *models; /* ONNX files */
+    const int *batches;        /* per model, its global batch (NULL or 0: the model's own) */
+    int n_models;
+    int max_groups, max_gpus, n_topologies, iterations, min_visits; /* 0: the defaults above */
+    int rounds;    /* searches; 0: one per (model, topology) pair, unless time_s ends it first */
+    double time_s; /* stop starting searches after this long; 0: none */
+    int steps, minibatch, buffer; /* per search; 0: 32 steps of 16 samples, 4096 kept */
+    float lr;                     /* 0: 1e-3 */
+    uint64_t seed;                /* minibatch draws */
+    void (*progress)(const pl_tag_distill_result *r, const char *model, int topology,
+                     int samples, double loss, void *user);
+    void *progress_user;
+} pl_tag_distill_opts;
+
+/* Trains m in place. -1 with err set when a model cannot be loaded or trained, or when no
+ * search gave a sample. */
+int pl_tag_distill(pl_tag_gnn *m, const pl_tag_distill_opts *o, pl_tag_distill_result *r,
+                   pl_err *err);
+
 /* ---- learned placers (src/learn/drl.c) ---- */
 
 /* Registers the learned placement algorithms with place.h's registry ("drl": AutoDeep's

@@ -1,0 +1,269 @@
+/* learn_prior.c: `placer learn-prior MODEL[:BATCH]... -o FILE`: trains TAG's GNN prior by MCTS
+ * distillation over random topologies (docs/learn.md, "Training the prior") and writes its
+ * weights, with a FILE.json beside them saying what produced them. */
+#include "cli.h"
+#include "placer/learn.h"
+#include "placer/report.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *help =
+    "usage: placer learn-prior MODEL[:BATCH]... -o FILE [--hold-out NAME] [--topologies N]\n"
+    "                          [--iterations K] [--min-visits V] [--max-groups G] [--max-gpus G]\n"
+    "                          [--rounds R] [--time T] [--steps S] [--lr X] [--seed S]\n"
+    "                          [--init FILE] [--json]\n"
+    "  MODEL[:BATCH]  the ONNX models to train on, each at its global batch (default: its own)\n"
+    "  -o FILE        the weights (placer's weights file) and FILE.json, what produced them\n"
+    "  --hold-out N   leave out the model whose file is named N (N.onnx), for the bench\n"
+    "  --topologies N random topologies, seeds 1..N (default 36); --max-gpus G GPUs at most (8)\n"
+    "  --iterations K MCTS iterations per search (200); --min-visits V a target's visits (25)\n"
+    "  --max-groups G op groups per model (16); --rounds R searches (default: every model on\n"
+    "                 every topology once); --time T stop starting searches after T\n"
+    "  --steps S      Adam steps after each search (32, minibatches of 16); --lr X (0.001)\n"
+    "  --init FILE    start from these weights instead of fresh ones (--seed S: fresh ones')\n"
+    "exit status: 0 done, 2 bad input or failure\n";
+
+enum { MAX_MODELS = 64 };
+
+typedef struct lp_opts {
+    const char *out, *hold_out, *init;
+    const char *models[MAX_MODELS];
+    char *owned[MAX_MODELS]; /* the copies models[] point into */
+    int batches[MAX_MODELS], n_models;
+    bool json;
+    unsigned seed;
+    pl_tag_distill_opts d;
+} lp_opts;
+
+/* MODEL or MODEL:BATCH (the batch a whole number after the last colon). The path is a copy
+ * (argv stays as given: the provenance records the command). */
+static int add_model(lp_opts *o, const char *given)
+{
+    if (o->n_models == MAX_MODELS)
+        return cli_fail("learn-prior", "at most %d models", MAX_MODELS), -1;
+    char *arg = o->owned[o->n_models] = pl_strdup(given);
+    char *colon = strrchr(arg, ':');
+    long batch = 0;
+    if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+        if (cli_count("learn-prior", "batch", colon + 1, 1, 1 << 24, &batch) < 0) return -1;
+        *colon = 0;
+    }
+    o->models[o->n_models] = arg, o->batches[o->n_models++] = (int)batch;
+    return 0;
+}
+
+static int count_opt(int argc, char **argv, int *i, const char *name, long lo, long hi, int *out)
+{
+    const char *v;
+    long n;
+    if (!cli_opt(argc, argv, i, name, &v)) return 0;
+    if (cli_count("learn-prior", name, v, lo, hi, &n) < 0) return -1;
+    return *out = (int)n, 1;
+}
+
+static int parse_one(int argc, char **argv, int *i, lp_opts *o)
+{
+    const char *v;
+    static const struct {
+        const char *name;
+        long lo, hi;
+        size_t off;
+    } counts[] = {
+        {"--topologies", 1, 100000, offsetof(pl_tag_distill_opts, n_topologies)},
+        {"--iterations", 1, 1000000, offsetof(pl_tag_distill_opts, iterations)},
+        {"--min-visits", 1, 1000000, offsetof(pl_tag_distill_opts, min_visits)},
+        {"--max-groups", 1, 10000, offsetof(pl_tag_distill_opts, max_groups)},
+        {"--max-gpus", 2, 48, offsetof(pl_tag_distill_opts, max_gpus)},
+        {"--rounds", 1, 10000000, offsetof(pl_tag_distill_opts, rounds)},
+        {"--steps", 1, 100000, offsetof(pl_tag_distill_opts, steps)},
+    };
+    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+        int r = count_opt(argc, argv, i, counts[k].name, counts[k].lo, counts[k].hi,
+                          (int *)((char *)&o->d + counts[k].off));
+        if (r) return r < 0 ? -1 : 0;
+    }
+    if (cli_opt(argc, argv, i, "-o", &v))
+        return (o->out = v) ? 0 : (cli_fail("learn-prior", "-o wants a file"), -1);
+    if (cli_opt(argc, argv, i, "--hold-out", &v))
+        return (o->hold_out = v) ? 0 : (cli_fail("learn-prior", "--hold-out wants a name"), -1);
+    if (cli_opt(argc, argv, i, "--init", &v))
+        return (o->init = v) ? 0 : (cli_fail("learn-prior", "--init wants a file"), -1);
+    if (cli_opt(argc, argv, i, "--time", &v))
+        return cli_seconds("learn-prior", "--time", v, &o->d.time_s);
+    if (cli_opt(argc, argv, i, "--seed", &v)) return cli_seed("learn-prior", "--seed", v, &o->seed);
+    if (cli_opt(argc, argv, i, "--lr", &v)) {
+        char *end;
+        double lr = v ? strtod(v, &end) : 0;
+        if (!v || *end || !(lr > 0 && lr < 1))
+            return cli_fail("learn-prior", "--lr: '%s': a learning rate in (0, 1)", v ? v : ""), -1;
+        return o->d.lr = (float)lr, 0;
+    }
+    if (!strcmp(argv[*i], "--json")) return o->json = true, 0;
+    if (argv[*i][0] == '-')
+        return cli_fail("learn-prior", "unknown option '%s' (placer learn-prior --help)", argv[*i]),
+               -1;
+    return add_model(o, argv[*i]);
+}
+
+/* The model's name: its file's base name without .onnx. */
+static void model_name(const char *path, char *out, size_t n)
+{
+    const char *b = strrchr(path, '/');
+    snprintf(out, n, "%s", b ? b + 1 : path);
+    char *dot = strstr(out, ".onnx");
+    if (dot && !dot[5]) *dot = 0;
+}
+
+/* Drops the held-out model from the list; -1 when no model has that name. */
+static int hold_out(lp_opts *o)
+{
+    if (!o->hold_out) return 0;
+    int k = 0, found = 0;
+    for (int i = 0; i < o->n_models; i++) {
+        char name[256];
+        model_name(o->models[i], name, sizeof name);
+        if (!strcmp(name, o->hold_out)) {
+            found = 1;
+            continue;
+        }
+        o->models[k] = o->models[i], o->batches[k++] = o->batches[i];
+    }
+    if (!found)
+        return cli_fail("learn-prior", "--hold-out %s: no model of that name is given",
+                        o->hold_out),
+               -1;
+    o->n_models = k;
+    return k ? 0 : (cli_fail("learn-prior", "--hold-out leaves no model to train on"), -1);
+}
+
+static int parse(int argc, char **argv, lp_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->seed = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(help, stdout);
+            exit(CLI_EXIT_OK);
+        }
+        if (parse_one(argc, argv, &i, o) < 0) return -1;
+    }
+    if (!o->n_models)
+        return cli_fail("learn-prior", "which models? (placer learn-prior --help; `make priors` "
+                                       "trains the shipped ones)"),
+               -1;
+    if (!o->out) return cli_fail("learn-prior", "where to? give -o FILE"), -1;
+    return hold_out(o);
+}
+
+/* ---- running ---- */
+
+static void progress(const pl_tag_distill_result *r, const char *model, int topology, int samples,
+                     double loss, void *user)
+{
+    const lp_opts *o = user;
+    int total = o->d.rounds > 0 ? o->d.rounds : 0;
+    char of[32] = "";
+    if (total) snprintf(of, sizeof of, "/%d", total);
+    cli_progress("learn-prior: search %d%s, %s on topology %d: %d samples (%ld in all), loss "
+                 "%.3f, %.0f s",
+                 r->rounds, of, model, topology, samples, r->samples, loss, r->seconds);
+}
+
+/* FILE.json: what produced the weights, so that a shipped prior can be reproduced. */
+static json_t *provenance(const lp_opts *o, int argc, char **argv, const pl_tag_distill_result *r)
+{
+    json_t *cmd = json_array(), *models = json_array();
+    json_array_append_new(cmd, json_string("placer"));
+    for (int i = 0; i < argc; i++)
+        json_array_append_new(cmd, json_string(argv[i]));
+    for (int i = 0; i < o->n_models; i++)
+        json_array_append_new(models,
+                              json_pack("{s:s,s:i}", "file", o->models[i], "batch", o->batches[i]));
+    char when[64];
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    const pl_tag_distill_opts *d = &o->d;
+    return json_pack(
+        "{s:s,s:o,s:s,s:o,s:s?,s:i,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f},s:i,s:I,s:i,s:f,s:f,s:f}",
+        "format", "placer-prior/1", "command", cmd, "finished", when, "models", models, "held_out",
+        o->hold_out, "seed", (int)o->seed, "settings", "topologies", d->n_topologies, "max_gpus",
+        d->max_gpus, "max_groups", d->max_groups, "iterations", d->iterations, "min_visits",
+        d->min_visits, "steps", d->steps, "minibatch", d->minibatch, "lr", (double)d->lr,
+        "searches", r->rounds, "samples", (json_int_t)r->samples, "skipped", r->skipped,
+        "first_loss", isfinite(r->first_loss) ? r->first_loss : -1, "last_loss",
+        isfinite(r->last_loss) ? r->last_loss : -1, "seconds", r->seconds);
+}
+
+/* The defaults the library would use, written into the options so the provenance shows them. */
+static void settle(pl_tag_distill_opts *d)
+{
+    if (!d->max_groups) d->max_groups = PL_TAG_DISTILL_GROUPS;
+    if (!d->max_gpus) d->max_gpus = PL_TAG_DISTILL_GPUS;
+    if (!d->n_topologies) d->n_topologies = PL_TAG_DISTILL_TOPOLOGIES;
+    if (!d->iterations) d->iterations = PL_TAG_DISTILL_ITERATIONS;
+    if (!d->min_visits) d->min_visits = PL_TAG_DISTILL_VISITS;
+    if (!d->steps) d->steps = 32;
+    if (!d->minibatch) d->minibatch = 16;
+    if (!(d->lr > 0)) d->lr = 1e-3f;
+}
+
+static int write_out(const lp_opts *o, pl_tag_gnn *m, json_t *doc)
+{
+    pl_err err = {""};
+    char side[4200];
+    snprintf(side, sizeof side, "%s.json", o->out);
+    char *text = json_dumps(doc, JSON_INDENT(2));
+    int rc =
+        pl_tag_gnn_save(m, o->out, &err) < 0 || !text ||
+                pl_out_write_file(side, text, strlen(text), &err) < 0
+            ? cli_fail("learn-prior", "-o %s: %s", o->out, err.msg[0] ? err.msg : "cannot write")
+            : CLI_EXIT_OK;
+    free(text);
+    return rc;
+}
+
+int cli_learn_prior(int argc, char **argv)
+{
+    lp_opts o;
+    if (parse(argc, argv, &o) < 0) {
+        for (int i = 0; i < MAX_MODELS; i++)
+            free(o.owned[i]);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    settle(&o.d);
+    o.d.models = o.models, o.d.batches = o.batches, o.d.n_models = o.n_models;
+    o.d.seed = o.seed, o.d.progress = progress, o.d.progress_user = &o;
+    pl_err err = {""};
+    pl_tag_gnn *m = pl_tag_gnn_new(o.seed);
+    if (o.init && pl_tag_gnn_load(m, o.init, &err) < 0) {
+        pl_tag_gnn_free(m);
+        return cli_fail("learn-prior", "--init: %s", err.msg);
+    }
+    pl_tag_distill_result r;
+    int rc = pl_tag_distill(m, &o.d, &r, &err) < 0 ? cli_fail("learn-prior", "%s", err.msg)
+                                                   : CLI_EXIT_OK;
+    if (rc == CLI_EXIT_OK) {
+        json_t *doc = provenance(&o, argc, argv, &r);
+        rc = write_out(&o, m, doc);
+        if (rc == CLI_EXIT_OK && o.json)
+            pl_json_print(doc, stdout);
+        else {
+            if (rc == CLI_EXIT_OK)
+                printf("%s: %d searches on %d model(s) in %.0f s, %ld samples, loss %.3f -> %.3f; "
+                       "%d search(es) skipped%s%s\n",
+                       o.out, r.rounds, o.n_models, r.seconds, r.samples, r.first_loss, r.last_loss,
+                       r.skipped, r.skipped ? ", the last: " : "", r.skipped ? r.last_skip : "");
+            json_decref(doc);
+        }
+    }
+    pl_tag_gnn_free(m);
+    for (int i = 0; i < MAX_MODELS; i++)
+        free(o.owned[i]);
+    return rc;
+}
