@@ -228,41 +228,42 @@ static int write_out(const lp_opts *o, pl_tag_gnn *m, json_t *doc)
     return rc;
 }
 
-int cli_learn_prior(int argc, char **argv)
+/* Trains and writes; the exit status. */
+static int learn(lp_opts *o, int argc, char **argv)
 {
-    lp_opts o;
-    if (parse(argc, argv, &o) < 0) {
-        for (int i = 0; i < MAX_MODELS; i++)
-            free(o.owned[i]);
-        return CLI_EXIT_BAD_INPUT;
-    }
-    settle(&o.d);
-    o.d.models = o.models, o.d.batches = o.batches, o.d.n_models = o.n_models;
-    o.d.seed = o.seed, o.d.progress = progress, o.d.progress_user = &o;
+    settle(&o->d);
+    o->d.models = o->models, o->d.batches = o->batches, o->d.n_models = o->n_models;
+    o->d.seed = o->seed, o->d.progress = progress, o->d.progress_user = o;
     pl_err err = {""};
-    pl_tag_gnn *m = pl_tag_gnn_new(o.seed);
-    if (o.init && pl_tag_gnn_load(m, o.init, &err) < 0) {
-        pl_tag_gnn_free(m);
-        return cli_fail("learn-prior", "--init: %s", err.msg);
-    }
+    pl_tag_gnn *m = pl_tag_gnn_new(o->seed);
     pl_tag_distill_result r;
-    int rc = pl_tag_distill(m, &o.d, &r, &err) < 0 ? cli_fail("learn-prior", "%s", err.msg)
-                                                   : CLI_EXIT_OK;
+    int rc = o->init && pl_tag_gnn_load(m, o->init, &err) < 0
+                 ? cli_fail("learn-prior", "--init: %s", err.msg)
+             : pl_tag_distill(m, &o->d, &r, &err) < 0 ? cli_fail("learn-prior", "%s", err.msg)
+                                                      : CLI_EXIT_OK;
     if (rc == CLI_EXIT_OK) {
-        json_t *doc = provenance(&o, argc, argv, &r);
-        rc = write_out(&o, m, doc);
-        if (rc == CLI_EXIT_OK && o.json)
+        json_t *doc = provenance(o, argc, argv, &r);
+        rc = write_out(o, m, doc);
+        if (rc == CLI_EXIT_OK && o->json)
             pl_json_print(doc, stdout);
         else {
             if (rc == CLI_EXIT_OK)
                 printf("%s: %d searches on %d model(s) in %.0f s, %ld samples, loss %.3f -> %.3f; "
                        "%d search(es) skipped%s%s\n",
-                       o.out, r.rounds, o.n_models, r.seconds, r.samples, r.first_loss, r.last_loss,
-                       r.skipped, r.skipped ? ", the last: " : "", r.skipped ? r.last_skip : "");
+                       o->out, r.rounds, o->n_models, r.seconds, r.samples, r.first_loss,
+                       r.last_loss, r.skipped, r.skipped ? ", the last: " : "",
+                       r.skipped ? r.last_skip : "");
             json_decref(doc);
         }
     }
     pl_tag_gnn_free(m);
+    return rc;
+}
+
+int cli_learn_prior(int argc, char **argv)
+{
+    lp_opts o;
+    int rc = parse(argc, argv, &o) < 0 ? CLI_EXIT_BAD_INPUT : learn(&o, argc, argv);
     for (int i = 0; i < MAX_MODELS; i++)
         free(o.owned[i]);
     return rc;

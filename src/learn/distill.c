@@ -201,8 +201,8 @@ int pl_tag_distill(pl_tag_gnn *m, const pl_tag_distill_opts *opts, pl_tag_distil
         pl_err e = {""};
         if (search_round(m, &ms[mi], ts, &o, &b, &found, &e) < 0) {
             r->skipped++;
-            snprintf(r->last_skip, sizeof r->last_skip, "%s, topology %llu: %s", o.models[mi],
-                     (unsigned long long)ts, e.msg);
+            snprintf(r->last_skip, sizeof r->last_skip, "%.200s, topology %llu: %.700s",
+                     o.models[mi], (unsigned long long)ts, e.msg);
         }
         double first = NAN, loss = NAN;
         fit(m, &b, &o, &rng, &first, &loss);
