@@ -17,7 +17,7 @@ static const char *help =
     "usage: placer learn-prior MODEL[:BATCH]... -o FILE [--hold-out NAME] [--topologies N]\n"
     "                          [--iterations K] [--min-visits V] [--max-groups G] [--max-gpus G]\n"
     "                          [--rounds R] [--time T] [--steps S] [--lr X] [--seed S]\n"
-    "                          [--init FILE] [--json]\n"
+    "                          [--init FILE] [--self-play] [--json]\n"
     "  MODEL[:BATCH]  the ONNX models to train on, each at its global batch (default: its own)\n"
     "  -o FILE        the weights (placer's weights file) and FILE.json, what produced them\n"
     "  --hold-out N   leave out the model whose file is named N (N.onnx), for the bench\n"
@@ -27,6 +27,8 @@ static const char *help =
     "                 every topology once); --time T stop starting searches after T\n"
     "  --steps S      Adam steps after each search (32, minibatches of 16); --lr X (0.001)\n"
     "  --init FILE    start from these weights instead of fresh ones (--seed S: fresh ones')\n"
+    "  --self-play    guide each search by the prior being trained (TAG's loop; default:\n"
+    "                 uniform priors, the targets then come from the rewards alone)\n"
     "exit status: 0 done, 2 bad input or failure\n";
 
 enum { MAX_MODELS = 64 };
@@ -105,6 +107,7 @@ static int parse_one(int argc, char **argv, int *i, lp_opts *o)
         return o->d.lr = (float)lr, 0;
     }
     if (!strcmp(argv[*i], "--json")) return o->json = true, 0;
+    if (!strcmp(argv[*i], "--self-play")) return o->d.self_play = true, 0;
     if (argv[*i][0] == '-')
         return cli_fail("learn-prior", "unknown option '%s' (placer learn-prior --help)", argv[*i]),
                -1;
@@ -190,14 +193,15 @@ static json_t *provenance(const lp_opts *o, int argc, char **argv, const pl_tag_
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     const pl_tag_distill_opts *d = &o->d;
     return json_pack(
-        "{s:s,s:o,s:s,s:o,s:s?,s:i,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f},s:i,s:I,s:i,s:f,s:f,s:f}",
+        "{s:s,s:o,s:s,s:o,s:s?,s:i,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:b},s:i,s:I,s:i,s:f,s:f,s:"
+        "f}",
         "format", "placer-prior/1", "command", cmd, "finished", when, "models", models, "held_out",
         o->hold_out, "seed", (int)o->seed, "settings", "topologies", d->n_topologies, "max_gpus",
         d->max_gpus, "max_groups", d->max_groups, "iterations", d->iterations, "min_visits",
         d->min_visits, "steps", d->steps, "minibatch", d->minibatch, "lr", (double)d->lr,
-        "searches", r->rounds, "samples", (json_int_t)r->samples, "skipped", r->skipped,
-        "first_loss", isfinite(r->first_loss) ? r->first_loss : -1, "last_loss",
-        isfinite(r->last_loss) ? r->last_loss : -1, "seconds", r->seconds);
+        "self_play", d->self_play, "searches", r->rounds, "samples", (json_int_t)r->samples,
+        "skipped", r->skipped, "first_loss", isfinite(r->first_loss) ? r->first_loss : -1,
+        "last_loss", isfinite(r->last_loss) ? r->last_loss : -1, "seconds", r->seconds);
 }
 
 /* The defaults the library would use, written into the options so the provenance shows them. */

@@ -34,9 +34,8 @@ static void keep(const pl_train_ctx *x, const pl_train_strategy *partial, int gr
     if (c->n == 256 || !(sum > 0)) return;
     pl_train_eval fb;
     pl_err err = {""};
-    assert_int_equal(pl_train_evaluate_opts(x, partial, &(pl_train_eval_opts){.feedback = true},
-                                            &fb, &err),
-                     0);
+    assert_int_equal(
+        pl_train_evaluate_opts(x, partial, &(pl_train_eval_opts){.feedback = true}, &fb, &err), 0);
     c->in[c->n] = pl_tag_input_build(x, partial, &fb, group, a, n);
     c->target[c->n] = malloc((size_t)n * sizeof(double));
     for (int i = 0; i < n; i++)
@@ -45,20 +44,20 @@ static void keep(const pl_train_ctx *x, const pl_train_strategy *partial, int gr
     pl_train_eval_free(&fb);
 }
 
-static void first_search(pl_tag_gnn *m, int iterations, int min_visits, capture *c)
+static void first_search(pl_tag_gnn *m, bool self_play, int iterations, int min_visits, capture *c)
 {
     pl_err err = {""};
     pl_graph *g = tu_load(MODEL);
     pl_train_graph *t;
     assert_int_equal(pl_train_graph_build(g, &(pl_train_opts){.batch = BATCH}, &t, &err), 0);
-    pl_cluster *cl = pl_cluster_random(1, &(pl_cluster_random_opts){.min_gpus = 2, .max_gpus = 8},
-                                       &err);
+    pl_cluster *cl =
+        pl_cluster_random(1, &(pl_cluster_random_opts){.min_gpus = 2, .max_gpus = 8}, &err);
     assert_non_null(cl);
     pl_train_ctx x;
     assert_int_equal(pl_train_ctx_init(&x, t, cl, NULL, PL_TAG_DISTILL_GROUPS, &err), 0);
     c->m = m;
     pl_train_search_opts so = {.iterations = iterations,
-                               .prior = pl_tag_gnn_prior,
+                               .prior = self_play ? pl_tag_gnn_prior : NULL,
                                .prior_user = m,
                                .no_sfb = true,
                                .no_refine = true,
@@ -108,21 +107,20 @@ static pl_tag_distill_opts one_search(const char **models, const int *batches)
 }
 
 /* One round: the samples are exactly the first search's vertices with enough visits (the
- * search is the one repeated here, guided by the same fresh model), and the Adam steps on them
- * bring the prior closer to their targets. */
-static void test_one_round_samples_and_fit(void **state)
+ * search is the one repeated here: under uniform priors, or guided by the same fresh model with
+ * self_play), and the Adam steps on them bring the prior closer to their targets. */
+static void one_round(bool self_play)
 {
-    (void)state;
     const char *models[] = {MODEL};
     const int batches[] = {BATCH};
     capture c = {0};
     pl_tag_gnn *fresh = pl_tag_gnn_new(7);
-    first_search(fresh, 40, 5, &c);
+    first_search(fresh, self_play, 40, 5, &c);
     assert_true(c.n >= 2); /* the root and at least one child */
 
     pl_tag_gnn *m = pl_tag_gnn_new(7);
     pl_tag_distill_opts o = one_search(models, batches);
-    o.steps = 100;
+    o.steps = 100, o.self_play = self_play;
     pl_tag_distill_result r;
     pl_err err = {""};
     assert_int_equal(pl_tag_distill(m, &o, &r, &err), 0);
@@ -135,6 +133,18 @@ static void test_one_round_samples_and_fit(void **state)
     capture_free(&c);
     pl_tag_gnn_free(fresh);
     pl_tag_gnn_free(m);
+}
+
+static void test_one_round_uniform_teacher(void **state)
+{
+    (void)state;
+    one_round(false);
+}
+
+static void test_one_round_self_play(void **state)
+{
+    (void)state;
+    one_round(true);
 }
 
 /* The same options give the same weights, bit for bit; another seed (minibatch draws) does
@@ -241,7 +251,8 @@ static void test_cli_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_round_samples_and_fit),
+        cmocka_unit_test(test_one_round_uniform_teacher),
+        cmocka_unit_test(test_one_round_self_play),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_no_sample_is_an_error),
         cmocka_unit_test(test_cli),

@@ -319,6 +319,10 @@ typedef struct pl_tag_distill_opts {
     double time_s; /* stop starting searches after this long; 0: none */
     int steps, minibatch, buffer; /* per search; 0: 32 steps of 16 samples, 4096 kept */
     float lr;                     /* 0: 1e-3 */
+    /* true: each search is guided by the prior being trained (TAG's and AlphaZero's loop);
+     * false: by uniform priors, so that the targets are what the rewards alone make MCTS
+     * visit (docs/learn.md, "Training the prior", says why this is the default). */
+    bool self_play;
     uint64_t seed;                /* minibatch draws */
     void (*progress)(const pl_tag_distill_result *r, const char *model, int topology,
                      int samples, double loss, void *user);

@@ -1,10 +1,10 @@
 /* distill.c: training TAG's GNN prior by MCTS distillation (docs/learn.md, "Training the prior";
- * digest §3.2.4). Each round draws a model and a random topology from the training ranges, runs
- * MCTS guided by the current prior, and turns every vertex that gathered at least min_visits
- * visits into a sample: the heterogeneous graph of the vertex's state and, as target, its
- * normalised visit counts N(s, a) / sum N(s, .). Samples go into a replay buffer; after each
- * search the network takes a few Adam steps on minibatches drawn from the buffer, minimising
- * the cross-entropy between target and prior. */
+ * digest §3.2.4). Each round takes a model and a random topology from the training ranges, runs
+ * MCTS (under uniform priors, or guided by the prior being trained with self_play), and turns
+ * every vertex that gathered at least min_visits visits into a sample: the heterogeneous graph
+ * of the vertex's state and, as target, its normalised visit counts N(s, a) / sum N(s, .).
+ * Samples go into a replay buffer; after each search the network takes a few Adam steps on
+ * minibatches drawn from the buffer, minimising the cross-entropy between target and prior. */
 #include "placer/learn.h"
 #include "placer/train.h"
 
@@ -138,7 +138,7 @@ static int search_round(pl_tag_gnn *m, const model *mo, uint64_t ts, const pl_ta
     long before = b->added;
     collect col = {.b = b, .cap = o->buffer, .err = err};
     pl_train_search_opts so = {.iterations = o->iterations,
-                               .prior = pl_tag_gnn_prior,
+                               .prior = o->self_play ? pl_tag_gnn_prior : NULL,
                                .prior_user = m,
                                .no_sfb = true,
                                .no_refine = true,
