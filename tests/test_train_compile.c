@@ -69,21 +69,6 @@ static void test_measured_allreduce(void **state)
     tu_dense_free(&f);
 }
 
-/* The Dense layer cut into two op groups by hand: {A, loss} (4 ms) and {A:grad_w, W:adam}
- * (5 ms, decided first). */
-static void split_two_groups(fixture *f)
-{
-    pl_op_groups *og = &f->x.og;
-    og->n = 2;
-    for (int i = 0; i < 4; i++)
-        og->group_of[og->op[i]] = i < 2 ? 0 : 1;
-    og->off = pl_realloc(og->off, 3 * sizeof(int)), og->off[1] = 2, og->off[2] = 4;
-    og->time_s = pl_realloc(og->time_s, 2 * sizeof(double));
-    og->param_bytes = pl_realloc(og->param_bytes, 2 * sizeof(double));
-    og->time_s[0] = 4e-3, og->time_s[1] = 5e-3;
-    og->param_bytes[0] = 0, og->param_bytes[1] = 1e6;
-}
-
 typedef struct seen_vertex {
     int n, depth_group[64], n_acts;
     double sum[64];
@@ -112,7 +97,7 @@ static void on_vertex(const pl_train_ctx *x, const pl_train_strategy *partial, i
 
 /* Searches f with the vertex hook at threshold min_visits (no refinement, no SFB), the
  * vertices reported into *v. */
-static void search_reporting(fixture *f, int iterations, unsigned seed, int min_visits,
+static void search_reporting(tu_dense *f, int iterations, unsigned seed, int min_visits,
                              seen_vertex *v)
 {
     memset(v, 0, sizeof *v);
@@ -135,8 +120,8 @@ static void search_reporting(fixture *f, int iterations, unsigned seed, int min_
 static void test_vertex_hook_root(void **state)
 {
     (void)state;
-    fixture f;
-    build(&f);
+    tu_dense f;
+    tu_dense_build(&f, NULL, 1);
     seen_vertex v;
     search_reporting(&f, 30, 3, 30, &v);
     assert_int_equal(v.n, 1);
@@ -145,7 +130,7 @@ static void test_vertex_hook_root(void **state)
     assert_close(v.sum[0], 30, 1e-12);
     search_reporting(&f, 30, 3, 31, &v);
     assert_int_equal(v.n, 0);
-    destroy(&f);
+    tu_dense_free(&f);
 }
 
 /* Two op groups: the root decides group 1 (the more expensive), its children group 0; a child
@@ -154,9 +139,8 @@ static void test_vertex_hook_root(void **state)
 static void test_vertex_hook_children(void **state)
 {
     (void)state;
-    fixture f;
-    build(&f);
-    split_two_groups(&f);
+    tu_dense f;
+    tu_dense_build(&f, NULL, 2);
     seen_vertex v;
     search_reporting(&f, 60, 5, 0, &v);
     assert_true(v.n >= 2);
@@ -171,7 +155,7 @@ static void test_vertex_hook_children(void **state)
     }
     search_reporting(&f, 60, 5, (int)most + 1, &v);
     assert_int_equal(v.n, 1);
-    destroy(&f);
+    tu_dense_free(&f);
 }
 
 /* Model parallelism keeps a weight's readers together: the MatMul, its weight gradient (which
