@@ -1,14 +1,16 @@
 /* bench_prior: TAG's GNN prior bench (issue 17; docs/learn.md, "Distillation budget"; the
  * paper's Tables 7 and 8). Two modes.
  *
- *   bench_prior [--iterations K] [--topologies N] [--max-gpus G] [--groups G] -- MODEL:BATCH...
+ *   bench_prior [--iterations K] [--topologies N] [--max-gpus G] [--groups G]
+ *               [--cluster FILE] -- MODEL:BATCH...
  *
  * Each model held out in turn: MCTS alone (no refinement, no SFB) on N unseen random
  * topologies (seeds BENCH_SEED0 + 1 .. + N, disjoint from the training seeds 1 .. 100000), with
  * the uniform prior and, when prior_for() gives one, with the prior trained without that
- * model. Per model: the mean MCTS iterations until a strategy beats DP-NCCL (a search that
- * never does within K counts K, and the table says how many did), the mean DP-NCCL and best
- * iteration times, beside the paper's Table 7 (Pure MCTS, TAG) and Table 8 (TAG-).
+ * model (--cluster FILE: on that cluster instead, e.g. TAG's testbed). Per model: the mean MCTS
+ * iterations until a strategy beats DP-NCCL (a search that never does within K counts K, and the
+ * table says how many did), the mean DP-NCCL and best iteration times, beside the paper's Table 7
+ * (Pure MCTS, TAG) and Table 8 (TAG-).
  *
  *   bench_prior --budget [--iterations K] [--topologies N] [--caps 4,8,16] [--groups-list
  *               60,24,16] [--thresholds 10,25,50,100] -- MODEL:BATCH...
@@ -34,6 +36,9 @@
 enum { MAX_MODELS = 16, MAX_LIST = 8 };
 /* Training topologies are seeds 1 .. BENCH_SEED0; the bench's start after. */
 #define BENCH_SEED0 100000
+/* --cluster FILE: the held-out searches run on this cluster (TAG's testbed or cloud, Table 8's
+ * columns) instead of random topologies. */
+static const char *fixed_cluster;
 
 /* ---- the prior per held-out model ---- */
 
@@ -195,10 +200,11 @@ static void held_out(model *m, int iterations, int topologies, int max_gpus, int
 {
     held_prior p = prior_for(m->name);
     tally uni = {0}, gnn = {0};
-    for (int k = 1; k <= topologies; k++) {
+    for (int k = 1; k <= (fixed_cluster ? 1 : topologies); k++) {
         pl_err err = {""};
         pl_cluster_random_opts co = {.min_gpus = 2, .max_gpus = max_gpus};
-        pl_cluster *c = pl_cluster_random(BENCH_SEED0 + k, &co, &err);
+        pl_cluster *c = fixed_cluster ? pl_cluster_load(fixed_cluster, &err)
+                                      : pl_cluster_random(BENCH_SEED0 + k, &co, &err);
         pl_train_ctx x;
         if (!c || pl_train_ctx_init(&x, m->t, c, NULL, groups, &err) < 0) {
             fprintf(stderr, "bench_prior: %s: %s\n", m->name, err.msg);
@@ -347,6 +353,8 @@ int main(int argc, char **argv)
             max_gpus = atoi(v), i++;
         else if (v && !strcmp(a, "--groups"))
             groups = atoi(v), i++;
+        else if (v && !strcmp(a, "--cluster"))
+            fixed_cluster = v, i++;
         else if (v && !strcmp(a, "--caps"))
             ncaps = parse_list(v, caps), i++;
         else if (v && !strcmp(a, "--write-cluster"))

@@ -65,9 +65,14 @@ echo "== SFB (TAG's Table 5): DP-NCCL and TAG with and without SFB, 2 machines x
 "$build/bench/bench_train" --sfb --iterations 30 examples/clusters/tag-sfb.json -- \
   $m/inception_v3.onnx:4 $m/resnet50.onnx:4 $m/vgg19.onnx:4 $m/transformer.onnx:4 $m/bert_base.onnx:4
 echo
-echo "== TAG's prior (Tables 7 and 8): each model held out in turn, MCTS alone (no refinement, no SFB) on unseen random topologies (seeds 100001-100005, 2-8 GPUs, 16 op groups, 100 iterations): iterations until it beats DP-NCCL and Horovod, with the uniform prior and the GNN trained without the model (models/priors/tag-gnn-without-MODEL.weights, `make priors`); about 3 minutes"
+echo "== TAG's prior (Tables 7 and 8): each model held out in turn, MCTS alone (no refinement, no SFB) on unseen random topologies (seeds 100001-100005, 2-8 GPUs, 16 op groups, 100 iterations): iterations until it beats DP-NCCL and Horovod, with the uniform prior and the GNN trained without the model (models/priors/tag-gnn-without-MODEL.weights, `make priors`), then on TAG's testbed and cloud clusters; about 6 minutes"
 "$build/bench/bench_prior" --iterations 100 --topologies 5 --max-gpus 8 --groups 16 -- \
   $m/inception_v3.onnx:96 $m/resnet50.onnx:96 $m/vgg19.onnx:96 $m/transformer.onnx:480 $m/bert_base.onnx:96 $m/gpt2_small.onnx:16
+for cl in tag-testbed tag-cloud; do
+  echo "-- on $cl.json (Table 8's TAG- columns are this testbed and cloud)"
+  "$build/bench/bench_prior" --iterations 100 --groups 16 --cluster examples/clusters/$cl.json -- \
+    $m/inception_v3.onnx:96 $m/resnet50.onnx:96 $m/vgg19.onnx:96 $m/transformer.onnx:480 $m/bert_base.onnx:96 $m/gpt2_small.onnx:16
+done
 echo
 echo "== AutoDeep's DRL placer on the zoo, AutoDeep's testbed (4 x K80): single, expert, HEFT, moirai and drl (the paper's Fig. 6 and Table V; moirai and drl 20 s at most each; about 4 minutes)"
 PLACER_DRL_LIMIT=${PLACER_DRL_LIMIT:-20} "$build/bench/bench_drl" examples/clusters/autodeep-4xk80.json models/*.onnx
