@@ -50,6 +50,7 @@ static Onnx__ValueInfoProto *vi(const char *name, const char *shape)
     onnx__type_proto__tensor__init(tt);
     tt->has_elem_type = 1, tt->elem_type = FLT;
     v->type->tensor_type = tt;
+    if (!shape) return v; /* shape left to inference */
     tt->shape = malloc(sizeof *tt->shape);
     onnx__tensor_shape_proto__init(tt->shape);
     size_t n;
@@ -92,9 +93,10 @@ static void input(Onnx__ModelProto *m, const char *name, const char *shape)
     APPEND(m->graph->input, m->graph->n_input, vi(name, shape));
 }
 
+/* shape "": left to inference */
 static void output(Onnx__ModelProto *m, const char *name, const char *shape)
 {
-    APPEND(m->graph->output, m->graph->n_output, vi(name, shape));
+    APPEND(m->graph->output, m->graph->n_output, vi(name, *shape ? shape : NULL));
 }
 
 static Onnx__NodeProto *node(Onnx__ModelProto *m, const char *type, const char *name,
@@ -542,6 +544,116 @@ static void test_shape_fold(void **state)
     pl_rw_free(m);
 }
 
+static pl_rw_model *split_adds(bool data, int64_t axis, bool y1_read_twice)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "y", "2,11");
+    init_i(m, "sizes", axis == 0 ? "1,1" : "5,6", false);
+    init_f(m, "b1", axis == 0 ? "11" : "5", 0.1, 0.1, data);
+    init_f(m, "b2", axis == 0 ? "11" : "6", -0.5, 0.2, data);
+    int_attr(node(m, "Split", "split", "y,sizes", "y1,y2"), "axis", axis);
+    node(m, "Add", "add1", "y1,b1", "z1");
+    node(m, "Add", "add2", "b2,y2", "z2"); /* the bias first: Add commutes */
+    output(m, "z1", "");
+    output(m, "z2", "");
+    if (y1_read_twice) {
+        node(m, "Neg", "neg", "y1", "w");
+        output(m, "w", "");
+    }
+    return load(m);
+}
+
+static void test_split_add_merge(void **state)
+{
+    (void)state;
+    pl_rw_model *m = apply_one(split_adds(true, -1, false), "split_add_merge");
+    expect_ops(m, "Add,Split");
+    float b[11];
+    expect_init(m, "Add", 1, "11", b, 11);
+    /* b1 = 0.1, 0.2, ..., 0.5, then b2 = -0.5, -0.3, ... */
+    assert_close(b[0], 0.1, 1e-6);
+    assert_close(b[4], 0.5, 1e-6);
+    assert_close(b[5], -0.5, 1e-6);
+    assert_close(b[6], -0.3, 1e-6);
+    Onnx__ModelProto *p = unpack(m);
+    assert_string_equal(p->graph->node[1]->output[0], "z1");
+    assert_string_equal(p->graph->node[1]->output[1], "z2");
+    onnx__model_proto__free_unpacked(p, NULL);
+    pl_rw_free(m);
+    m = split_adds(true, -1, true); /* y1 is read by the Neg as well */
+    assert_int_equal(n_sites(m, "split_add_merge"), 0);
+    pl_rw_free(m);
+    m = split_adds(true, 0, false); /* a split of rows: a bias per row half is no concat */
+    assert_int_equal(n_sites(m, "split_add_merge"), 0);
+    pl_rw_free(m);
+}
+
+static pl_rw_model *distrib(bool data, bool same_a)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "a", "3,4");
+    input(m, "a2", "3,4");
+    init_f(m, "B1", "4,5", 0.1, 0.05, data);
+    init_f(m, "B2", "4,5", -0.2, 0.03, data);
+    node(m, "MatMul", "mm1", "a,B1", "p1");
+    node(m, same_a ? "MatMul" : "MatMul", "mm2", same_a ? "a,B2" : "a2,B2", "p2");
+    node(m, "Add", "add", "p1,p2", "y");
+    output(m, "y", "");
+    return load(m);
+}
+
+static void test_matmul_distrib(void **state)
+{
+    (void)state;
+    pl_rw_model *m = apply_one(distrib(true, true), "matmul_distrib");
+    expect_ops(m, "MatMul");
+    float b[2];
+    expect_init(m, "MatMul", 1, "4,5", b, 2);
+    assert_close(b[0], 0.1 - 0.2, 1e-6);
+    assert_close(b[1], 0.15 - 0.17, 1e-6);
+    pl_rw_free(m);
+    m = apply_one(distrib(false, true), "matmul_distrib");
+    expect_init(m, "MatMul", 1, "4,5", NULL, 0);
+    pl_rw_free(m);
+    m = distrib(true, false); /* A B1 + A2 B2 does not factor */
+    assert_int_equal(n_sites(m, "matmul_distrib"), 0);
+    pl_rw_free(m);
+}
+
+static pl_rw_model *const_chain(const char *type, const char *c2_dims)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "x", "2,3");
+    init_f(m, "c1", "3", 0.5, 0.25, true);
+    init_f(m, "c2", c2_dims, 2.0, 1.0, true);
+    node(m, type, "inner", "x,c1", "u");
+    node(m, type, "outer", "c2,u", "y");
+    output(m, "y", "");
+    return load(m);
+}
+
+static void test_const_assoc(void **state)
+{
+    (void)state;
+    pl_rw_model *m = apply_one(const_chain("Add", ""), "add_const_assoc");
+    expect_ops(m, "Add");
+    float c[3];
+    expect_init(m, "Add", 1, "3", c, 3);
+    assert_close(c[0], 2.5, 1e-6);
+    assert_close(c[2], 3.0, 1e-6); /* c1 + 2 */
+    pl_rw_free(m);
+    m = apply_one(const_chain("Mul", "1"), "mul_const_assoc");
+    expect_init(m, "Mul", 1, "3", c, 3);
+    assert_close(c[1], 1.5, 1e-6); /* 0.75 * 2 */
+    pl_rw_free(m);
+    m = const_chain("Add", "2,3"); /* c2 widens nothing but has another shape than c1 */
+    assert_int_equal(n_sites(m, "add_const_assoc"), 0);
+    pl_rw_free(m);
+    m = const_chain("Add", "4,1,1"); /* c2 would widen the result: [4,2,3] */
+    assert_int_equal(n_sites(m, "add_const_assoc"), 0);
+    pl_rw_free(m);
+}
+
 /* A site that does not match (a stale one, or one for another model) is refused whole. */
 static void test_stale_site(void **state)
 {
@@ -577,20 +689,18 @@ static void save(const pl_rw_model *m, const char *path)
     if (pl_rw_save(m, path, &err) < 0) fail_msg("%s", err.msg);
 }
 
-/* Runs before (the model) and after (every site of every rule applied greedily) on the same
- * random inputs; returns the largest relative difference of an output. */
-static double max_diff(pl_rw_model *m, int expect_applied)
+/* Runs before (the model) and after (its one site of `rule` applied) on the same random
+ * inputs; returns the largest relative difference of an output. */
+static double max_diff(pl_rw_model *m, const char *rule)
 {
     char dir[256];
     assert_int_equal(tu_mkdtemp(dir, sizeof dir, "rewrite"), 0);
     char a[300], b[300];
     snprintf(a, sizeof a, "%s/a.onnx", dir), snprintf(b, sizeof b, "%s/b.onnx", dir);
     save(m, a);
-    pl_err err = {""};
-    int n = pl_rw_greedy(&m, NULL, 0, NULL, NULL, NULL, &err);
-    if (n < 0) fail_msg("%s", err.msg);
-    assert_int_equal(n, expect_applied);
+    m = apply_one(m, rule);
     save(m, b);
+    pl_err err = {""};
     pl_ort_compare_result r;
     if (pl_ort_compare(worker, a, (const char *[]){b}, 1, &r, &err) < 0) fail_msg("%s", err.msg);
     assert_true(r.finite);
@@ -608,20 +718,24 @@ static void test_equivalence(void **state)
     struct {
         const char *what;
         pl_rw_model *m;
-        int applied;
+        const char *rule;
     } cases[] = {
-        {"conv_bn_fold", conv_bn(true, false), 1},
-        {"matmul_add_gemm", matmul_add(true, "3,4", "5"), 1},
-        {"matmul_add_gemm [1,5] bias", matmul_add(true, "3,4", "1,5"), 1},
-        {"merge_matmul", parallel_mm(true, false), 1},
-        {"merge_conv", parallel_conv(true, "1,1"), 1},
-        {"transpose_merge (cancel)", transposes("0,2,1", "0,2,1", false), 1},
-        {"transpose_merge", transposes("1,0,2", "0,2,1", false), 1},
-        {"reshape_merge", reshapes("2,3,4", "3,8"), 1},
-        {"shape_fold", shape_chain("2,3,4"), 1},
+        {"conv_bn_fold", conv_bn(true, false), "conv_bn_fold"},
+        {"matmul_add_gemm", matmul_add(true, "3,4", "5"), "matmul_add_gemm"},
+        {"matmul_add_gemm [1,5] bias", matmul_add(true, "3,4", "1,5"), "matmul_add_gemm"},
+        {"merge_matmul", parallel_mm(true, false), "merge_matmul"},
+        {"merge_conv", parallel_conv(true, "1,1"), "merge_conv"},
+        {"transpose_merge (cancel)", transposes("0,2,1", "0,2,1", false), "transpose_merge"},
+        {"transpose_merge", transposes("1,0,2", "0,2,1", false), "transpose_merge"},
+        {"reshape_merge", reshapes("2,3,4", "3,8"), "reshape_merge"},
+        {"shape_fold", shape_chain("2,3,4"), "shape_fold"},
+        {"split_add_merge", split_adds(true, -1, false), "split_add_merge"},
+        {"matmul_distrib", distrib(true, true), "matmul_distrib"},
+        {"add_const_assoc", const_chain("Add", ""), "add_const_assoc"},
+        {"mul_const_assoc", const_chain("Mul", "1"), "mul_const_assoc"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        double d = max_diff(cases[i].m, cases[i].applied);
+        double d = max_diff(cases[i].m, cases[i].rule);
         printf("  %-28s max rel %.3g\n", cases[i].what, d);
         if (!(d <= 1e-5)) fail_msg("%s: outputs differ by %g relative", cases[i].what, d);
     }
@@ -736,7 +850,8 @@ static void test_zoo_resnet50(void **state)
 static void test_zoo_bert_base(void **state)
 {
     (void)state;
-    zoo("models/bert_base.onnx", "merge_matmul", 12); /* Q, K, V of each of 12 layers */
+    zoo("models/bert_base.onnx", "split_add_merge", 12); /* after merge_matmul: Q, K, V of each
+                                                            of the 12 layers */
 }
 
 static int teardown(void **state)
@@ -749,13 +864,14 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv_bn_fold),        cmocka_unit_test(test_conv_bn_refused),
-        cmocka_unit_test(test_matmul_add_gemm),     cmocka_unit_test(test_merge_matmul),
-        cmocka_unit_test(test_merge_conv),          cmocka_unit_test(test_transpose_merge),
-        cmocka_unit_test(test_reshape_merge),       cmocka_unit_test(test_shape_fold),
-        cmocka_unit_test(test_stale_site),          cmocka_unit_test(test_equivalence),
-        cmocka_unit_test(test_equivalence_detects), cmocka_unit_test(test_zoo_resnet50),
-        cmocka_unit_test(test_zoo_bert_base),
+        cmocka_unit_test(test_conv_bn_fold),    cmocka_unit_test(test_conv_bn_refused),
+        cmocka_unit_test(test_matmul_add_gemm), cmocka_unit_test(test_merge_matmul),
+        cmocka_unit_test(test_merge_conv),      cmocka_unit_test(test_transpose_merge),
+        cmocka_unit_test(test_reshape_merge),   cmocka_unit_test(test_shape_fold),
+        cmocka_unit_test(test_split_add_merge), cmocka_unit_test(test_matmul_distrib),
+        cmocka_unit_test(test_const_assoc),     cmocka_unit_test(test_stale_site),
+        cmocka_unit_test(test_equivalence),     cmocka_unit_test(test_equivalence_detects),
+        cmocka_unit_test(test_zoo_resnet50),    cmocka_unit_test(test_zoo_bert_base),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -388,6 +388,187 @@ static int build_merge_conv(rw_edit *e, const int *ops, int n, pl_err *err)
     return build_merge(e, ops, n, 0, 1);
 }
 
+/* ---- split_add_merge ---- */
+
+/* A Split along the last axis whose every output is read only by an Add of a 1-D float
+ * initializer as long as that output's last dim; the Adds' ops follow the Split in ops. */
+static int match_split_add(const pl_graph *g, int op, int *ops)
+{
+    const pl_op *s = &g->ops[op];
+    int x = in(g, op, 0);
+    if (x < 0 || g->tensors[x].rank < 1 || s->n_outputs < 2 || s->n_outputs >= PL_RW_MAX_SITE)
+        return 0;
+    int64_t axis = pl_op_attr_int(s, "axis", 0), r = g->tensors[x].rank;
+    if (axis != -1 && axis != r - 1) return 0;
+    ops[0] = op;
+    for (int k = 0; k < s->n_outputs; k++) {
+        int y = s->outputs[k], add = sole_consumer(g, y);
+        if (!is_op(g, add, "Add") || g->ops[add].n_inputs != 2) return 0;
+        int b = in(g, add, 0) == y ? in(g, add, 1) : in(g, add, 0);
+        const pl_tensor *yt = &g->tensors[y];
+        if (!float_init(g, b, 1) || yt->rank != r || yt->dtype != PL_DT_FLOAT) return 0;
+        if (yt->dims[r - 1] < 0 || g->tensors[b].dims[0] != yt->dims[r - 1]) return 0;
+        ops[1 + k] = add;
+    }
+    return 1 + s->n_outputs;
+}
+
+/* split(x) + (b1, ..., bk) = split(x + [b1 ... bk]): one Add of the concatenated biases before
+ * the Split (TASO: element-wise ops commute with concat/split). */
+static int build_split_add(rw_edit *e, const int *ops, int n, pl_err *err)
+{
+    (void)err;
+    int pos;
+    Onnx__NodeProto *sp = node_of(e, ops[0], &pos);
+    Onnx__NodeProto **adds = pl_malloc((size_t)(n - 1) * sizeof *adds);
+    /* concat_weights reads input 1: put each Add's bias there (order does not matter to Add) */
+    for (int i = 1; i < n; i++) {
+        adds[i - 1] = node_of(e, ops[i], &pos);
+        if (!strcmp(adds[i - 1]->input[1], sp->output[i - 1])) {
+            char *t = adds[i - 1]->input[0];
+            adds[i - 1]->input[0] = adds[i - 1]->input[1];
+            adds[i - 1]->input[1] = t;
+        }
+    }
+    int64_t sizes[PL_RW_MAX_SITE];
+    char *b = merged_init(e, adds, n - 1, 1, 0, sizes);
+    char *name = rw_fresh(e, adds[0]->name), *z = rw_fresh(e, sp->input[0]);
+    Onnx__NodeProto *add =
+        rw_node("Add", name, (const char *[]){sp->input[0], b}, 2, (const char *const *)&z, 1);
+    Onnx__NodeProto *s2 = clone_node(sp, sp->name);
+    rw_set_str(&s2->input[0], z);
+    for (int i = 1; i < n; i++)
+        rw_set_str(&s2->output[i - 1], adds[i - 1]->output[0]);
+    size_t first = remove_ops(e, ops, n);
+    rw_insert_node(e, first, s2);
+    rw_insert_node(e, first, add);
+    free(b), free(name), free(z), free(adds);
+    return 0;
+}
+
+/* ---- matmul_distrib ---- */
+
+/* Add(MatMul(A, B1), MatMul(A, B2)), each product read by the Add alone. */
+static int match_matmul_distrib(const pl_graph *g, int op, int *ops)
+{
+    if (g->ops[op].n_inputs != 2) return 0;
+    int m1 = g->tensors[in(g, op, 0)].producer, m2 = g->tensors[in(g, op, 1)].producer;
+    if (m1 == m2 || !is_op(g, m1, "MatMul") || !is_op(g, m2, "MatMul")) return 0;
+    if (sole_consumer(g, in(g, op, 0)) != op || sole_consumer(g, in(g, op, 1)) != op) return 0;
+    if (in(g, m1, 0) != in(g, m2, 0)) return 0;
+    int b1 = in(g, m1, 1), b2 = in(g, m2, 1);
+    if (!float_init(g, b1, 2) || !float_init(g, b2, 2)) return 0;
+    if (g->tensors[b1].dims[0] != g->tensors[b2].dims[0] ||
+        g->tensors[b1].dims[1] != g->tensors[b2].dims[1])
+        return 0;
+    ops[0] = op, ops[1] = m1, ops[2] = m2;
+    return 3;
+}
+
+/* Sums two float initializers of equal dims (or their weightless stand-in). */
+static char *sum_init(rw_edit *e, const char *a, const char *b, bool mul)
+{
+    const Onnx__TensorProto *ta = rw_init(e->gp, a), *tb = rw_init(e->gp, b);
+    int64_t na, nb;
+    float *va = rw_floats(ta, &na), *vb = rw_floats(tb, &nb);
+    const Onnx__TensorProto *big = na >= nb ? ta : tb;
+    int64_t n = na >= nb ? na : nb;
+    char *name = rw_fresh(e, a);
+    if (va && vb) {
+        float *v = pl_malloc((size_t)(n ? n : 1) * sizeof *v);
+        for (int64_t i = 0; i < n; i++) { /* equal dims, or one side a single value */
+            float x = va[na == n ? i : 0], y = vb[nb == n ? i : 0];
+            v[i] = mul ? x * y : x + y;
+        }
+        rw_add_init(e, name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, big->dims, (int)big->n_dims, v,
+                    (size_t)n * 4);
+        free(v);
+    } else {
+        rw_add_init(e, name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, big->dims, (int)big->n_dims,
+                    NULL, 0);
+    }
+    free(va), free(vb);
+    return name;
+}
+
+/* A B1 + A B2 = A (B1 + B2): TASO's equation (9) read right to left, one MatMul fewer. */
+static int build_matmul_distrib(rw_edit *e, const int *ops, int n, pl_err *err)
+{
+    (void)n, (void)err;
+    int pos;
+    Onnx__NodeProto *add = node_of(e, ops[0], &pos), *m1 = node_of(e, ops[1], &pos),
+                    *m2 = node_of(e, ops[2], &pos);
+    char *b = sum_init(e, m1->input[1], m2->input[1], false);
+    char *name = rw_fresh(e, m1->name);
+    Onnx__NodeProto *mm = rw_node("MatMul", name, (const char *[]){m1->input[0], b}, 2,
+                                  (const char *const *)add->output, 1);
+    size_t first = remove_ops(e, ops, 3);
+    rw_insert_node(e, first, mm);
+    free(b), free(name);
+    return 0;
+}
+
+/* ---- add_const_assoc, mul_const_assoc ---- */
+
+/* The constant operand of a binary op of type `type` at op (the other input into *x), or -1. */
+static int const_operand(const pl_graph *g, int op, int *x)
+{
+    if (g->ops[op].n_inputs != 2) return -1;
+    for (int k = 0; k < 2; k++)
+        if (float_init(g, in(g, op, k), -1) && !float_init(g, in(g, op, 1 - k), -1)) {
+            *x = in(g, op, 1 - k);
+            return in(g, op, k);
+        }
+    return -1;
+}
+
+static bool same_shape(const pl_tensor *a, const pl_tensor *b)
+{
+    if (a->rank < 0 || a->rank != b->rank) return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] < 0 || a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+/* (x op c1) op c2 with c1, c2 constants of equal dims or one a single value, and the result as
+ * large as the inner one (the constants broadcast nothing further). */
+static int match_const_assoc(const pl_graph *g, int op, int *ops)
+{
+    int x, y, c1 = const_operand(g, op, &x);
+    int outer = sole_consumer(g, g->ops[op].outputs[0]);
+    if (c1 < 0 || outer < 0 || strcmp(g->ops[outer].type, g->ops[op].type) ||
+        g->ops[outer].domain[0])
+        return 0;
+    int c2 = const_operand(g, outer, &y);
+    if (c2 < 0 || y != g->ops[op].outputs[0]) return 0;
+    const pl_tensor *t1 = &g->tensors[c1], *t2 = &g->tensors[c2];
+    if (!same_shape(t1, t2) && pl_tensor_numel(t1) != 1 && pl_tensor_numel(t2) != 1) return 0;
+    const pl_tensor *big = pl_tensor_numel(t1) >= pl_tensor_numel(t2) ? t1 : t2;
+    if (big->rank > g->tensors[y].rank) return 0;
+    if (!same_shape(&g->tensors[y], &g->tensors[g->ops[outer].outputs[0]])) return 0;
+    ops[0] = op, ops[1] = outer;
+    return 2;
+}
+
+/* (x + c1) + c2 = x + (c1 + c2), and the same for Mul (TASO's associativity of ewadd and
+ * ewmul, with the constant part folded). */
+static int build_const_assoc(rw_edit *e, const int *ops, int n, pl_err *err)
+{
+    (void)n, (void)err;
+    int x, y, pos;
+    int c1 = const_operand(e->g, ops[0], &x), c2 = const_operand(e->g, ops[1], &y);
+    Onnx__NodeProto *inner = node_of(e, ops[0], &pos), *outer = node_of(e, ops[1], &pos);
+    bool mul = !strcmp(inner->op_type, "Mul");
+    char *c = sum_init(e, e->g->tensors[c1].name, e->g->tensors[c2].name, mul);
+    char *name = rw_fresh(e, inner->name);
+    Onnx__NodeProto *nn = rw_node(inner->op_type, name, (const char *[]){e->g->tensors[x].name, c},
+                                  2, (const char *const *)outer->output, 1);
+    size_t first = remove_ops(e, ops, 2);
+    rw_insert_node(e, first, nn);
+    free(c), free(name);
+    return 0;
+}
+
 /* ---- transpose_merge ---- */
 
 /* The permutation of Transpose op (absent: reversed axes); its length, or -1. */
@@ -610,6 +791,35 @@ const rw_rule rw_rule_table[] = {
      "Conv",
      match_merge_conv,
      build_merge_conv},
+    {{"split_add_merge", "Split(X, last axis) -> Add(., b1), ..., Add(., bk)",
+      "Add(X, [b1 ... bk]) -> Split(last axis)",
+      "every Split output is read by one Add alone (no graph output) whose other operand is a "
+      "1-D float initializer as long as that output's last dim",
+      "TASO (Jia et al., SOSP 2019): element-wise ops commute with concat/split (its operator "
+      "properties); what lets merge_matmul's three biases of BERT's Q, K, V become one Add"},
+     "Split",
+     match_split_add,
+     build_split_add},
+    {{"matmul_distrib", "Add(MatMul(A, B1), MatMul(A, B2))", "MatMul(A, B1 + B2)",
+      "both MatMuls read the same A, their products are read by the Add alone (no graph "
+      "output), B1 and B2 are 2-D float initializers of equal dims",
+      "TASO (Jia et al., SOSP 2019) equation (9), matmul distributes over ewadd; AutoDeep "
+      "§IV-B quotes it"},
+     "Add",
+     match_matmul_distrib,
+     build_matmul_distrib},
+    {{"add_const_assoc", "Add(Add(X, c1), c2)", "Add(X, c1 + c2)",
+      "c1 and c2 are float initializers of equal dims or one a single value, the inner sum is "
+      "read by the outer Add alone (no graph output), and the constants widen nothing",
+      "TASO (Jia et al., SOSP 2019): associativity of ewadd, with the constant part folded"},
+     "Add",
+     match_const_assoc,
+     build_const_assoc},
+    {{"mul_const_assoc", "Mul(Mul(X, c1), c2)", "Mul(X, c1 * c2)", "as add_const_assoc, for Mul",
+      "TASO (Jia et al., SOSP 2019): associativity of ewmul, with the constant part folded"},
+     "Mul",
+     match_const_assoc,
+     build_const_assoc},
     {{"transpose_merge", "Transpose(p1) -> Transpose(p2)",
       "Transpose(q), q[j] = p1[p2[j]]; nothing when q is the identity",
       "the first Transpose's output is read by the second alone and is no graph output; both "
