@@ -343,6 +343,24 @@ static pl_rw_model *matmul_add(bool data, const char *a_shape, const char *c_dim
     return load(m);
 }
 
+/* The bias is computed between the MatMul and the Add: the Gemm goes where the Add was, after
+ * it (ONNX wants nodes in topological order). */
+static void test_gemm_keeps_order(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *p = model();
+    input(p, "a", "3,4");
+    input(p, "c0", "5");
+    init_f(p, "B", "4,5", 0.1, 0.05, true);
+    node(p, "MatMul", "mm", "a,B", "prod");
+    node(p, "Neg", "neg", "c0", "C");
+    node(p, "Add", "add", "prod,C", "y");
+    output(p, "y", "");
+    pl_rw_model *m = apply_one(load(p), "matmul_add_gemm");
+    expect_ops(m, "Neg,Gemm");
+    pl_rw_free(m);
+}
+
 static void test_matmul_add_gemm(void **state)
 {
     (void)state;
@@ -654,6 +672,63 @@ static void test_const_assoc(void **state)
     pl_rw_free(m);
 }
 
+/* A body that reads d0 from the enclosing graph: Cast(d0) to float. */
+static Onnx__AttributeProto *branch(const char *attr, const char *out)
+{
+    Onnx__AttributeProto *a = malloc(sizeof *a);
+    onnx__attribute_proto__init(a);
+    a->name = strdup(attr);
+    a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    Onnx__ModelProto *holder = model(); /* borrow its graph */
+    a->g = holder->graph;
+    holder->graph = NULL;
+    onnx__model_proto__free_unpacked(holder, NULL);
+    Onnx__ModelProto tmp = {.graph = a->g};
+    int_attr(node(&tmp, "Cast", out, "d0", out), "to", FLT);
+    output(&tmp, out, "");
+    return a;
+}
+
+/* The fold drops the chain that fed the folded op, but not a node a subgraph still reads from
+ * the enclosing scope (d0, read by the If's branches, is no input of the If node). */
+static void test_shape_fold_keeps_outer_reads(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = model();
+    input(m, "x", "2,3,4");
+    APPEND(m->graph->input, m->graph->n_input, vi("cond", ""));
+    m->graph->input[1]->type->tensor_type->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    init_i(m, "i0", "0", true);
+    init_i(m, "ax", "0", false);
+    init_i(m, "minus1", "-1", false);
+    node(m, "Shape", "shape", "x", "sh");
+    node(m, "Gather", "gather", "sh,i0", "d0");
+    node(m, "Unsqueeze", "unsq", "d0,ax", "d0v");
+    int_attr(node(m, "Concat", "concat", "d0v,minus1", "target"), "axis", 0);
+    Onnx__NodeProto *iff = node(m, "If", "if", "cond", "z");
+    APPEND(iff->attribute, iff->n_attribute, branch("then_branch", "t"));
+    APPEND(iff->attribute, iff->n_attribute, branch("else_branch", "e"));
+    node(m, "Reshape", "reshape", "x,target", "y");
+    output(m, "y", "");
+    output(m, "z", "");
+    pl_rw_model *r = load(m);
+    pl_rw_site *s;
+    int n;
+    pl_err err = {""};
+    if (pl_rw_find(r, NULL, pl_rw_rule_index("shape_fold"), &s, &n, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(n, 2); /* the Gather (read by the If) and the Concat */
+    assert_string_equal(s[1].nodes[0], "concat");
+    pl_rw_model *out = pl_rw_apply(r, NULL, &s[1], &err);
+    if (!out) fail_msg("%s", err.msg);
+    expect_ops(out, "Shape,Gather,If,Reshape");
+    pl_graph *g = pl_rw_graph(out, NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    pl_graph_free(g);
+    pl_rw_sites_free(s, n);
+    pl_rw_free(out), pl_rw_free(r);
+}
+
 /* A site that does not match (a stale one, or one for another model) is refused whole. */
 static void test_stale_site(void **state)
 {
@@ -864,14 +939,24 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv_bn_fold),    cmocka_unit_test(test_conv_bn_refused),
-        cmocka_unit_test(test_matmul_add_gemm), cmocka_unit_test(test_merge_matmul),
-        cmocka_unit_test(test_merge_conv),      cmocka_unit_test(test_transpose_merge),
-        cmocka_unit_test(test_reshape_merge),   cmocka_unit_test(test_shape_fold),
-        cmocka_unit_test(test_split_add_merge), cmocka_unit_test(test_matmul_distrib),
-        cmocka_unit_test(test_const_assoc),     cmocka_unit_test(test_stale_site),
-        cmocka_unit_test(test_equivalence),     cmocka_unit_test(test_equivalence_detects),
-        cmocka_unit_test(test_zoo_resnet50),    cmocka_unit_test(test_zoo_bert_base),
+        cmocka_unit_test(test_conv_bn_fold),
+        cmocka_unit_test(test_conv_bn_refused),
+        cmocka_unit_test(test_matmul_add_gemm),
+        cmocka_unit_test(test_gemm_keeps_order),
+        cmocka_unit_test(test_merge_matmul),
+        cmocka_unit_test(test_merge_conv),
+        cmocka_unit_test(test_transpose_merge),
+        cmocka_unit_test(test_reshape_merge),
+        cmocka_unit_test(test_shape_fold),
+        cmocka_unit_test(test_split_add_merge),
+        cmocka_unit_test(test_matmul_distrib),
+        cmocka_unit_test(test_const_assoc),
+        cmocka_unit_test(test_shape_fold_keeps_outer_reads),
+        cmocka_unit_test(test_stale_site),
+        cmocka_unit_test(test_equivalence),
+        cmocka_unit_test(test_equivalence_detects),
+        cmocka_unit_test(test_zoo_resnet50),
+        cmocka_unit_test(test_zoo_bert_base),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -348,16 +348,16 @@ void rw_rename_uses(Onnx__GraphProto *gp, const char *from, const char *to)
 
 /* ---- pruning ---- */
 
-static void mark_reads(const Onnx__GraphProto *gp, pl_strmap *read)
+void rw_mark_reads(const Onnx__GraphProto *gp, pl_strmap *read)
 {
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         for (size_t k = 0; k < n->n_input; k++)
             if (n->input[k] && n->input[k][0]) pl_strmap_put(read, n->input[k], 1);
         for (size_t a = 0; a < n->n_attribute; a++) {
-            if (n->attribute[a]->g) mark_reads(n->attribute[a]->g, read);
+            if (n->attribute[a]->g) rw_mark_reads(n->attribute[a]->g, read);
             for (size_t k = 0; k < n->attribute[a]->n_graphs; k++)
-                mark_reads(n->attribute[a]->graphs[k], read);
+                rw_mark_reads(n->attribute[a]->graphs[k], read);
         }
     }
     for (size_t i = 0; i < gp->n_output; i++)
@@ -383,7 +383,7 @@ void rw_prune(rw_edit *e)
     pl_strmap read, produced;
     pl_strmap_init(&read);
     pl_strmap_init(&produced);
-    mark_reads(gp, &read);
+    rw_mark_reads(gp, &read);
     for (size_t i = 0; i < gp->n_node; i++)
         for (size_t k = 0; k < gp->node[i]->n_output; k++)
             pl_strmap_put(&produced, gp->node[i]->output[k], 1);

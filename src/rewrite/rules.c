@@ -57,17 +57,28 @@ static Onnx__NodeProto *node_of(rw_edit *e, int op, int *pos)
     return *pos >= 0 ? e->gp->node[*pos] : NULL;
 }
 
-/* Removes the nodes of ops[0..n) from the model, returning the smallest position one had. */
-static size_t remove_ops(rw_edit *e, const int *ops, int n)
+/* Removes the nodes of ops[0..n) from the model and returns where their replacement goes: where
+ * the first of them was (`at_last` false: a merge of parallel ops, whose inputs all exist
+ * before the first and whose outputs some node between them may read), or where the last was
+ * (a chain X -> op1 -> op2 fused into one, whose inputs may be made between op1 and op2). */
+static int cmp_int(const void *a, const void *b)
 {
-    size_t first = e->gp->n_node;
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+static size_t remove_ops(rw_edit *e, const int *ops, int n, bool at_last)
+{
+    int pos[PL_RW_MAX_SITE], k = 0;
     for (int i = 0; i < n; i++) {
-        int pos = rw_node_index(e->gp, e->g->ops[ops[i]].name);
-        if (pos < 0) continue;
-        if ((size_t)pos < first) first = (size_t)pos;
-        rw_remove_node(e, (size_t)pos);
+        int p = rw_node_index(e->gp, e->g->ops[ops[i]].name);
+        if (p >= 0) pos[k++] = p;
     }
-    return first;
+    PL_ASSERT(k > 0); /* resolve() found every node of the site in this model */
+    qsort(pos, (size_t)k, sizeof *pos, cmp_int);
+    for (int i = k; i-- > 0;)
+        rw_remove_node(e, (size_t)pos[i]);
+    /* the last node stood after the k - 1 others */
+    return (size_t)(at_last ? pos[k - 1] - (k - 1) : pos[0]);
 }
 
 /* A copy of node n (attributes and all), renamed. */
@@ -151,8 +162,8 @@ static int build_conv_bn(rw_edit *e, const int *ops, int n, pl_err *err)
         c->input[i] = pl_strdup(ins[i]);
     c->n_input = 3;
     rw_set_str(&c->output[0], bn->output[0]);
-    size_t first = remove_ops(e, ops, 2);
-    rw_insert_node(e, first, c);
+    size_t at = remove_ops(e, ops, 2, true);
+    rw_insert_node(e, at, c);
     free(wn), free(bname), free(wv), free(bv);
     for (int i = 0; i < 4; i++)
         free(p[i]);
@@ -194,18 +205,13 @@ static int build_matmul_add(rw_edit *e, const int *ops, int n, pl_err *err)
     char *name = rw_fresh(e, mm->name);
     const char *ins[3] = {mm->input[0], mm->input[1], c};
     Onnx__NodeProto *gm = rw_node("Gemm", name, ins, 3, (const char *const *)add->output, 1);
-    size_t first = remove_ops(e, ops, 2);
-    rw_insert_node(e, first, gm);
+    size_t at = remove_ops(e, ops, 2, true);
+    rw_insert_node(e, at, gm);
     free(name);
     return 0;
 }
 
 /* ---- merge_matmul and merge_conv: parallel ops on one input, one op and a Split ---- */
-
-static int cmp_int(const void *a, const void *b)
-{
-    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
-}
 
 /* Collects the ops reading x as input 0 that `ok` accepts as mergeable with `op`; the site is
  * found once, at the group's first op. */
@@ -369,9 +375,9 @@ static int build_merge(rw_edit *e, const int *ops, int n, int waxis, int64_t yax
     if (b) rw_set_str(&op->input[2], b);
     rw_set_str(&op->output[0], y);
     Onnx__NodeProto *s = split_node(e, nodes, n, y, yaxis, sizes);
-    size_t first = remove_ops(e, ops, n);
-    rw_insert_node(e, first, s);
-    rw_insert_node(e, first, op);
+    size_t at = remove_ops(e, ops, n, false);
+    rw_insert_node(e, at, s);
+    rw_insert_node(e, at, op);
     free(w), free(b), free(name), free(y), free(nodes);
     return 0;
 }
@@ -439,9 +445,9 @@ static int build_split_add(rw_edit *e, const int *ops, int n, pl_err *err)
     rw_set_str(&s2->input[0], z);
     for (int i = 1; i < n; i++)
         rw_set_str(&s2->output[i - 1], adds[i - 1]->output[0]);
-    size_t first = remove_ops(e, ops, n);
-    rw_insert_node(e, first, s2);
-    rw_insert_node(e, first, add);
+    size_t at = remove_ops(e, ops, n, false);
+    rw_insert_node(e, at, s2);
+    rw_insert_node(e, at, add);
     free(b), free(name), free(z), free(adds);
     return 0;
 }
@@ -502,8 +508,8 @@ static int build_matmul_distrib(rw_edit *e, const int *ops, int n, pl_err *err)
     char *name = rw_fresh(e, m1->name);
     Onnx__NodeProto *mm = rw_node("MatMul", name, (const char *[]){m1->input[0], b}, 2,
                                   (const char *const *)add->output, 1);
-    size_t first = remove_ops(e, ops, 3);
-    rw_insert_node(e, first, mm);
+    size_t at = remove_ops(e, ops, 3, true);
+    rw_insert_node(e, at, mm);
     free(b), free(name);
     return 0;
 }
@@ -563,8 +569,8 @@ static int build_const_assoc(rw_edit *e, const int *ops, int n, pl_err *err)
     char *name = rw_fresh(e, inner->name);
     Onnx__NodeProto *nn = rw_node(inner->op_type, name, (const char *[]){e->g->tensors[x].name, c},
                                   2, (const char *const *)outer->output, 1);
-    size_t first = remove_ops(e, ops, 2);
-    rw_insert_node(e, first, nn);
+    size_t at = remove_ops(e, ops, 2, true);
+    rw_insert_node(e, at, nn);
     free(c), free(name);
     return 0;
 }
@@ -620,9 +626,9 @@ static int build_transpose(rw_edit *e, const int *ops, int n, pl_err *err)
         rw_attr_ints(nt, "perm", q, r);
         free(name);
     }
-    size_t first = remove_ops(e, ops, 2);
+    size_t at = remove_ops(e, ops, 2, true);
     if (nt)
-        rw_insert_node(e, first, nt);
+        rw_insert_node(e, at, nt);
     else
         rw_rename_uses(e->gp, y, x);
     free(x), free(y);
@@ -673,8 +679,8 @@ static int build_reshape(rw_edit *e, const int *ops, int n, pl_err *err)
         rw_set_str(&r->input[1], sn);
         free(sn);
     }
-    size_t first = remove_ops(e, ops, 2);
-    rw_insert_node(e, first, r);
+    size_t at = remove_ops(e, ops, 2, true);
+    rw_insert_node(e, at, r);
     free(name);
     return 0;
 }
@@ -714,23 +720,28 @@ static int match_shape_fold(const pl_graph *g, int op, int *ops)
     return 0;
 }
 
-/* Removes nodes none of whose outputs is read (after the fold: the chain that fed it). */
+/* Removes nodes none of whose outputs is read, by a node or a subgraph's node (an outer-scope
+ * read), or is a graph output: after the fold, the chain that fed it. */
 static void drop_dead(rw_edit *e)
 {
-    for (bool again = true; again;) {
-        again = false;
-        for (size_t i = e->gp->n_node; i-- > 0;) {
-            Onnx__NodeProto *n = e->gp->node[i];
-            bool read = !n->n_output;
-            for (size_t k = 0; k < n->n_output && !read; k++) {
-                read = rw_is_output(e->gp, n->output[k]);
-                for (size_t j = 0; j < e->gp->n_node && !read; j++)
-                    for (size_t m = 0; m < e->gp->node[j]->n_input && !read; m++)
-                        read = !strcmp(e->gp->node[j]->input[m], n->output[k]);
-            }
-            if (!read) rw_remove_node(e, i), again = true;
+    size_t *dead = pl_malloc((e->gp->n_node ? e->gp->n_node : 1) * sizeof *dead);
+    for (size_t n_dead = 1; n_dead;) {
+        pl_strmap read;
+        pl_strmap_init(&read);
+        rw_mark_reads(e->gp, &read);
+        n_dead = 0;
+        for (size_t i = 0; i < e->gp->n_node; i++) {
+            const Onnx__NodeProto *n = e->gp->node[i];
+            bool used = !n->n_output;
+            for (size_t k = 0; k < n->n_output && !used; k++)
+                used = pl_strmap_get(&read, n->output[k]) >= 0;
+            if (!used) dead[n_dead++] = i;
         }
+        pl_strmap_free(&read); /* its keys point into nodes about to go */
+        for (size_t i = n_dead; i-- > 0;)
+            rw_remove_node(e, dead[i]);
     }
+    free(dead);
 }
 
 static int build_shape_fold(rw_edit *e, const int *ops, int n, pl_err *err)
@@ -750,7 +761,7 @@ static int build_shape_fold(rw_edit *e, const int *ops, int n, pl_err *err)
             free(v);
         }
     }
-    remove_ops(e, ops, 1);
+    remove_ops(e, ops, 1, true);
     drop_dead(e);
     return 0;
 }

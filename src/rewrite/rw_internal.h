@@ -48,6 +48,9 @@ void rw_set_str(char **field, const char *s);
 /* Drops initializers nothing reads (and their graph-input entries) and value infos of tensors
  * no node produces. */
 void rw_prune(rw_edit *e);
+/* Puts into `read` every tensor name a node of gp reads (subgraphs' nodes too, outer-scope
+ * reads included) and every graph output. Keys point into gp. */
+void rw_mark_reads(const Onnx__GraphProto *gp, pl_strmap *read);
 /* Whether tensor `name` is a graph output. */
 bool rw_is_output(const Onnx__GraphProto *gp, const char *name);
 
