@@ -25,6 +25,7 @@ int cli_simulate(int argc, char **argv);
 int cli_compare(int argc, char **argv);
 int cli_deploy(int argc, char **argv);
 int cli_split(int argc, char **argv);
+int cli_optimize(int argc, char **argv);
 int cli_profile(int argc, char **argv);
 int cli_profile_collectives(int argc, char **argv); /* profile --collectives */
 int cli_calibrate(int argc, char **argv);
