@@ -50,6 +50,12 @@ typedef struct cli_common {
     unsigned refuse; /* CLI_NO_*: shared options this verb has no use for (set before parsing) */
 } cli_common;
 
+/* --optimize (place, deploy): TASO's search run once first, as AutoDeep does (docs/rewrite.md,
+ * "place and deploy --optimize"), priced on co->cluster (else this machine's CPU); the result
+ * is written into the per-user cache (named by its content, kept: the plan is of it) and
+ * co->model becomes its path (path[0..n)). -1 after printing the error. */
+int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n);
+
 /* Shared options a verb may refuse, so that none is accepted and then ignored in silence. */
 #define CLI_NO_CONTENTION (1u << 0)
 #define CLI_NO_PROFILE (1u << 1)

@@ -2,6 +2,8 @@
  * (docs/rewrite.md, "placer optimize"), the cheaper equivalent model written, and with --verify
  * compared with the original in onnxruntime. */
 #include "cli.h"
+#include "placer/cluster.h"
+#include "placer/cost.h"
 #include "placer/report.h"
 #include "placer/rewrite.h"
 #include "placer/runtime.h"
@@ -38,7 +40,7 @@ typedef struct verify {
 static int run_verify(const char *model, const pl_rw_search_result *r, verify *v, pl_err *err)
 {
     char cache[4096], ref[4096], tmp[4200];
-    if (!cli_cache_dir("optimize", cache, sizeof cache)) return -1;
+    if (!cli_cache_dir("optimize", cache, sizeof cache) || pl_mkdir_p(cache, err) < 0) return -1;
     if (pl_inflate_model(model, cache, ref, sizeof ref, err) < 0) return -1;
     pl_rw_model *w = pl_rw_load(ref, err);
     if (!w || pl_rw_replay(&w, NULL, r->log, r->n_log, err) < 0) return pl_rw_free(w), -1;
@@ -199,6 +201,58 @@ done:
     pl_rw_free(m);
     cli_ctx_close(&x);
     return status;
+}
+
+int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n)
+{
+    char local[4096], dir[4096], sha[65];
+    if (co->n_dims || co->n_shapes)
+        return cli_fail(verb, "--optimize with --dim/--input: not supported (the rewritten file "
+                              "must hold for every size the model takes)"),
+               -1;
+    const char *cluster = co->cluster;
+    if (!cluster && !(cluster = cli_local_cluster(verb, local, sizeof local))) return -1;
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load(cluster, &err);
+    pl_rw_model *m = c ? pl_rw_load(co->model, &err) : NULL;
+    pl_cost_params params;
+    pl_rw_search_result r = {0};
+    int rc = -1;
+    if (!m) {
+        cli_fail(verb, "--optimize: %s", err.msg);
+        goto done;
+    }
+    if (cli_cost_params(verb, co, (const pl_cluster *const *)&c, 1, &params) < 0) goto done;
+    pl_rw_search_opts so = {.c = c, .params = &params, .alpha = 1.05, .time_limit_s = 60};
+    double t0 = pl_now();
+    if (pl_rw_search(m, &so, &r, &err) < 0 ||
+        pl_cache_dir("optimized", dir, sizeof dir, &err) < 0 || pl_mkdir_p(dir, &err) < 0) {
+        cli_fail(verb, "--optimize: %s", err.msg);
+        goto done;
+    }
+    /* named by content: the same optimized model is one file however often it is made */
+    size_t len;
+    void *buf = pl_rw_pack(r.best, &len);
+    pl_sha256_buffer(buf, len, sha);
+    free(buf);
+    const char *base = strrchr(co->model, '/') ? strrchr(co->model, '/') + 1 : co->model;
+    snprintf(path, n, "%s/%.*s-%.16s.onnx", dir, (int)strcspn(base, "."), base, sha);
+    if (pl_rw_save(r.best, path, &err) < 0) {
+        cli_fail(verb, "--optimize: %s", err.msg);
+        goto done;
+    }
+    fprintf(stderr,
+            "placer %s: --optimize: %d -> %d ops, predicted %.4g -> %.4g ms on %s's fastest "
+            "device, %d rewrites in %.2f s; %s is placed\n",
+            verb, pl_rw_nodes(m), pl_rw_nodes(r.best), r.cost0 * 1e3, r.best_cost * 1e3, cluster,
+            r.n_log, pl_now() - t0, path);
+    co->model = path;
+    rc = 0;
+done:
+    pl_rw_search_result_free(&r);
+    pl_rw_free(m);
+    pl_cluster_free(c);
+    return rc;
 }
 
 static int parse_alpha(const char *v, double *out)

@@ -221,8 +221,8 @@ static void test_cli_zoo(void **state)
     double before = tu_num(j, "ops_before"), after = tu_num(j, "ops_after");
     double p0 = tu_num(j, "predicted_before_s"), p1 = tu_num(j, "predicted_after_s");
     double rel = tu_num(json_object_get(j, "verify"), "max_rel");
-    printf("  %s: %g -> %g ops, %.4g -> %.4g ms, verify %.3g\n", ZOO_MODEL, before, after,
-           p0 * 1e3, p1 * 1e3, rel);
+    printf("  %s: %g -> %g ops, %.4g -> %.4g ms, verify %.3g\n", ZOO_MODEL, before, after, p0 * 1e3,
+           p1 * 1e3, rel);
     assert_true(after < before);
     assert_true(p1 <= p0);
     assert_true(rel >= 0 && rel <= 1e-5);
@@ -261,6 +261,22 @@ static void test_cli_refusals(void **state)
     tu_tmpdir_end(dir);
 }
 
+/* place --optimize places the rewritten model: rnnlm's 17 ops, not its 49. */
+static void test_place_optimize(void **state)
+{
+    (void)state;
+    char *o = NULL;
+    int rc =
+        tu_run("place " ZOO_MODEL " --cluster examples/clusters/local-cpu.json --optimize", &o);
+    if (rc) fail_msg("exit %d: %s", rc, o);
+    assert_non_null(strstr(o, "--optimize: 49 -> 17 ops"));
+    assert_non_null(strstr(o, "(17 ops)"));
+    free(o);
+    tu_expect_refusal("place " ZOO_MODEL " --cluster examples/clusters/local-cpu.json --optimize "
+                      "--dim batch=2",
+                      "--optimize with --dim/--input");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_bad_alpha),
         cmocka_unit_test(test_cli_zoo),
         cmocka_unit_test(test_cli_refusals),
+        cmocka_unit_test(test_place_optimize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
