@@ -32,7 +32,9 @@ double pl_rw_price(const pl_graph *g, const pl_cluster *c, const pl_cost_params 
 /* ---- the candidates ---- */
 
 typedef struct cand {
-    pl_rw_model *m; /* NULL once expanded (unless it is the best) or dropped */
+    void *buf; /* the model serialized (queued models are kept packed: a few times smaller than
+                  unpacked ones, and thousands wait); NULL once expanded, unless the best */
+    size_t len;
     double cost;
     int parent;      /* -1 for the input */
     uint64_t path;   /* the multiset of sites from the input (site_hash summed) */
@@ -78,14 +80,12 @@ static int heap_pop(search *s)
 }
 
 /* FNV-1a of the serialized model, never 0 (0 marks an empty slot). */
-static uint64_t model_hash(const pl_rw_model *m)
+static uint64_t model_hash(const void *buf, size_t len)
 {
-    size_t len;
-    unsigned char *b = pl_rw_pack(m, &len);
+    const unsigned char *b = buf;
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < len; i++)
         h = (h ^ b[i]) * 1099511628211ull;
-    free(b);
     return h ? h : 1;
 }
 
@@ -142,7 +142,8 @@ static void site_copy(pl_rw_site *to, const pl_rw_site *from)
         to->nodes[i] = pl_strdup(from->nodes[i]);
 }
 
-static int add_cand(search *s, pl_rw_model *m, double cost, int parent, const pl_rw_site *site)
+static int add_cand(search *s, void *buf, size_t len, double cost, int parent,
+                    const pl_rw_site *site)
 {
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 64;
@@ -150,7 +151,7 @@ static int add_cand(search *s, pl_rw_model *m, double cost, int parent, const pl
     }
     cand *c = &s->c[s->n];
     memset(c, 0, sizeof *c);
-    c->m = m, c->cost = cost, c->parent = parent;
+    c->buf = buf, c->len = len, c->cost = cost, c->parent = parent;
     if (site) site_copy(&c->site, site);
     return s->n++;
 }
@@ -165,7 +166,7 @@ static void site_clear(pl_rw_site *s)
 static void search_free(search *s)
 {
     for (int i = 0; i < s->n; i++)
-        pl_rw_free(s->c[i].m), site_clear(&s->c[i].site);
+        free(s->c[i].buf), site_clear(&s->c[i].site);
     free(s->c), free(s->heap), free(s->seen);
 }
 
@@ -198,12 +199,14 @@ typedef struct run {
 static void new_best(run *u, int i)
 {
     cand *old = &u->s.c[u->best];
-    if (old->expanded) pl_rw_free(old->m), old->m = NULL;
+    if (old->expanded) free(old->buf), old->buf = NULL;
     u->best = i;
 }
 
-/* One child of candidate `parent`: kept, pruned or a duplicate. */
-static int child(run *u, int parent, const pl_graph *g, const pl_rw_site *site, pl_err *err)
+/* One child of candidate `parent` (whose model is pm, its graph g): kept, pruned or a
+ * duplicate. */
+static int child(run *u, int parent, const pl_rw_model *pm, const pl_graph *g,
+                 const pl_rw_site *site, pl_err *err)
 {
     uint64_t path = u->s.c[parent].path + site_hash(site);
     u->r->generated++;
@@ -211,38 +214,46 @@ static int child(run *u, int parent, const pl_graph *g, const pl_rw_site *site, 
         u->r->dup++;
         return 0;
     }
-    pl_rw_model *m = pl_rw_apply(u->s.c[parent].m, g, site, err);
+    pl_rw_model *m = pl_rw_apply(pm, g, site, err);
     if (!m) return -1;
-    if (!seen_add(&u->s, model_hash(m))) {
+    size_t len;
+    void *buf = pl_rw_pack(m, &len);
+    double p = 0;
+    if (!seen_add(&u->s, model_hash(buf, len))) {
         u->r->dup++;
-        pl_rw_free(m);
-        return 0;
-    }
-    double p = price_model(m, u->o, err);
-    if (p < 0) return pl_rw_free(m), -1;
-    if (!(p < u->alpha * u->s.c[u->best].cost)) {
+    } else if ((p = price_model(m, u->o, err)) < 0) {
+        pl_rw_free(m), free(buf);
+        return -1;
+    } else if (!(p < u->alpha * u->s.c[u->best].cost)) {
         u->r->pruned++;
-        pl_rw_free(m);
-        return 0;
+    } else {
+        int i = add_cand(&u->s, buf, len, p, parent, site);
+        u->s.c[i].path = path;
+        heap_push(&u->s, i);
+        if (p < u->s.c[u->best].cost) new_best(u, i);
+        buf = NULL;
     }
-    int i = add_cand(&u->s, m, p, parent, site);
-    u->s.c[i].path = path;
-    heap_push(&u->s, i);
-    if (p < u->s.c[u->best].cost) new_best(u, i);
+    pl_rw_free(m), free(buf);
     return 0;
+}
+
+static pl_rw_model *unpack(const cand *c, pl_err *err)
+{
+    return pl_rw_load_buffer(c->buf, c->len, "search candidate", err);
 }
 
 /* Every site of every rule on candidate i. */
 static int expand(run *u, int i, pl_err *err)
 {
-    pl_graph *g = pl_rw_graph(u->s.c[i].m, u->o->load, err);
-    if (!g) return -1;
+    pl_rw_model *m = unpack(&u->s.c[i], err);
+    pl_graph *g = m ? pl_rw_graph(m, u->o->load, err) : NULL;
+    if (!g) return pl_rw_free(m), -1;
     int n_rules, rc = 0;
     pl_rw_rules(&n_rules);
     for (int rule = 0; rule < n_rules && !rc && !u->r->timed_out; rule++) {
         pl_rw_site *sites;
         int n;
-        if (pl_rw_find(u->s.c[i].m, g, rule, &sites, &n, err) < 0) {
+        if (pl_rw_find(m, g, rule, &sites, &n, err) < 0) {
             rc = -1;
             break;
         }
@@ -251,13 +262,14 @@ static int expand(run *u, int i, pl_err *err)
                 u->r->timed_out = true;
                 break;
             }
-            rc = child(u, i, g, &sites[k], err);
+            rc = child(u, i, m, g, &sites[k], err);
         }
         pl_rw_sites_free(sites, n);
     }
     pl_graph_free(g);
+    pl_rw_free(m);
     u->s.c[i].expanded = true;
-    if (i != u->best) pl_rw_free(u->s.c[i].m), u->s.c[i].m = NULL;
+    if (i != u->best) free(u->s.c[i].buf), u->s.c[i].buf = NULL;
     return rc;
 }
 
@@ -286,8 +298,10 @@ int pl_rw_search(const pl_rw_model *m, const pl_rw_search_opts *o, pl_rw_search_
     double p = price_model(m, o, err);
     if (p < 0) return -1;
     r->cost0 = p;
-    seen_add(&u.s, model_hash(m));
-    heap_push(&u.s, add_cand(&u.s, pl_rw_copy(m), p, -1, NULL));
+    size_t len;
+    void *buf = pl_rw_pack(m, &len);
+    seen_add(&u.s, model_hash(buf, len));
+    heap_push(&u.s, add_cand(&u.s, buf, len, p, -1, NULL));
     int rc = 0;
     while (u.s.n_heap && r->expanded < max_expand && !r->timed_out) {
         if (u.t_end > 0 && pl_now() > u.t_end) {
@@ -296,14 +310,17 @@ int pl_rw_search(const pl_rw_model *m, const pl_rw_search_opts *o, pl_rw_search_
         }
         int i = heap_pop(&u.s);
         if (!(u.s.c[i].cost < alpha * u.s.c[u.best].cost) && i != u.best) {
-            pl_rw_free(u.s.c[i].m), u.s.c[i].m = NULL; /* the best got cheaper since */
+            free(u.s.c[i].buf), u.s.c[i].buf = NULL; /* the best got cheaper since */
             continue;
         }
         r->expanded++;
         if ((rc = expand(&u, i, err)) < 0) break;
     }
+    if (rc == 0 && u.best == 0)
+        r->best = pl_rw_copy(m); /* the input as it is (its name kept) */
+    else if (rc == 0 && !(r->best = unpack(&u.s.c[u.best], err)))
+        rc = -1;
     if (rc == 0) {
-        r->best = pl_rw_copy(u.s.c[u.best].m);
         r->best_cost = u.s.c[u.best].cost;
         path_to(&u.s, u.best, r);
     }
