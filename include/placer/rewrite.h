@@ -115,7 +115,8 @@ typedef struct pl_rw_search_opts {
 } pl_rw_search_opts;
 
 typedef struct pl_rw_search_result {
-    pl_rw_model *best; /* the cheapest model seen (a copy of the input when nothing beat it) */
+    pl_rw_model *best; /* the cheapest model seen, the fewest nodes at one price (a copy of the
+                          input when nothing beat it) */
     pl_rw_site *log;   /* the sites from the input to best, in order (pl_rw_replay) */
     int n_log;
     double cost0, best_cost;              /* pl_rw_price of the input and of best */
@@ -126,12 +127,12 @@ typedef struct pl_rw_search_result {
 } pl_rw_search_result;
 void pl_rw_search_result_free(pl_rw_search_result *r);
 
-/* Best-first search from m: a queue of candidates ordered by price (ties: the order they were
- * made); the cheapest is popped, every site of every rule is applied to it, and a child is kept
- * when its price is < alpha x the best price so far and its serialized model was not seen
- * before. Stops when the queue is empty, max_expand candidates were expanded or the time limit
- * passed. Deterministic for the same input unless the time limit stops it. 0, or -1 with err
- * set (r is then empty). */
+/* Best-first search from m: a queue of candidates ordered by price (at the same price within
+ * 1e-9 relative, fewer top-level nodes first; then the order they were made); the cheapest is
+ * popped, every site of every rule is applied to it, and a child is kept when its price is < alpha
+ * x the best price so far and its serialized model was not seen before. Stops when the queue is
+ * empty, max_expand candidates were expanded or the time limit passed. Deterministic for the same
+ * input unless the time limit stops it. 0, or -1 with err set (r is then empty). */
 int pl_rw_search(const pl_rw_model *m, const pl_rw_search_opts *o, pl_rw_search_result *r,
                  pl_err *err);
 

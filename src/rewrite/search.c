@@ -36,6 +36,7 @@ typedef struct cand {
                   unpacked ones, and thousands wait); NULL once expanded, unless the best */
     size_t len;
     double cost;
+    int ops;         /* top-level nodes: the tie-break (below) */
     int parent;      /* -1 for the input */
     uint64_t path;   /* the multiset of sites from the input (site_hash summed) */
     pl_rw_site site; /* what made it from its parent */
@@ -51,9 +52,22 @@ typedef struct search {
     size_t n_seen, cap_seen;
 } search;
 
+/* Cheaper; at the same price (within rounding: 1e-9 relative, the sums add the same times in
+ * another order), fewer ops. Rewrites the price does not see (a MatMul + Add that the cost model
+ * already fuses as onnxruntime does, made a Gemm) are then still taken, and on such a plateau
+ * the search dives instead of trying every order of them. */
+static int cmp_cost(double ca, int oa, double cb, int ob)
+{
+    double tol = 1e-9 * fmax(fabs(ca), fabs(cb));
+    if (ca < cb - tol) return -1;
+    if (ca > cb + tol) return 1;
+    return oa < ob ? -1 : oa > ob;
+}
+
 static bool before(const search *s, int a, int b)
 {
-    return s->c[a].cost < s->c[b].cost || (s->c[a].cost == s->c[b].cost && a < b);
+    int c = cmp_cost(s->c[a].cost, s->c[a].ops, s->c[b].cost, s->c[b].ops);
+    return c < 0 || (c == 0 && a < b);
 }
 
 static void heap_push(search *s, int i)
@@ -228,9 +242,9 @@ static int child(run *u, int parent, const pl_rw_model *pm, const pl_graph *g,
         u->r->pruned++;
     } else {
         int i = add_cand(&u->s, buf, len, p, parent, site);
-        u->s.c[i].path = path;
+        u->s.c[i].path = path, u->s.c[i].ops = pl_rw_nodes(m);
         heap_push(&u->s, i);
-        if (p < u->s.c[u->best].cost) new_best(u, i);
+        if (before(&u->s, i, u->best)) new_best(u, i);
         buf = NULL;
     }
     pl_rw_free(m), free(buf);
@@ -301,7 +315,9 @@ int pl_rw_search(const pl_rw_model *m, const pl_rw_search_opts *o, pl_rw_search_
     size_t len;
     void *buf = pl_rw_pack(m, &len);
     seen_add(&u.s, model_hash(buf, len));
-    heap_push(&u.s, add_cand(&u.s, buf, len, p, -1, NULL));
+    int root = add_cand(&u.s, buf, len, p, -1, NULL);
+    u.s.c[root].ops = pl_rw_nodes(m);
+    heap_push(&u.s, root);
     int rc = 0;
     while (u.s.n_heap && r->expanded < max_expand && !r->timed_out) {
         if (u.t_end > 0 && pl_now() > u.t_end) {
