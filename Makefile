@@ -57,7 +57,7 @@ $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TLIB) $(LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(TLIB) $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(TLIB) $(LIB) $(LDLIBS) -lcmocka -o $@
 

@@ -25,6 +25,7 @@ int cli_simulate(int argc, char **argv);
 int cli_compare(int argc, char **argv);
 int cli_deploy(int argc, char **argv);
 int cli_split(int argc, char **argv);
+int cli_optimize(int argc, char **argv);
 int cli_profile(int argc, char **argv);
 int cli_profile_collectives(int argc, char **argv); /* profile --collectives */
 int cli_calibrate(int argc, char **argv);
@@ -48,6 +49,12 @@ typedef struct cli_common {
     bool no_calibration; /* --no-calibration: this machine's devices at the default efficiencies */
     unsigned refuse; /* CLI_NO_*: shared options this verb has no use for (set before parsing) */
 } cli_common;
+
+/* --optimize (place, deploy): TASO's search run once first, as AutoDeep does (docs/rewrite.md,
+ * "place and deploy --optimize"), priced on co->cluster (else this machine's CPU); the result
+ * is written into the per-user cache (named by its content, kept: the plan is of it) and
+ * co->model becomes its path (path[0..n)). -1 after printing the error. */
+int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n);
 
 /* Shared options a verb may refuse, so that none is accepted and then ignored in silence. */
 #define CLI_NO_CONTENTION (1u << 0)

@@ -15,8 +15,11 @@ static const char *help =
     "usage: placer deploy MODEL --catalog CAT --slo 50ms [--budget 6 | --budget 60s]\n"
     "                     [--strategy bo|lcf|uniform|ga|de|exhaustive] [--algos LIST]\n"
     "                     [--place-time 1s] [--place-episodes N] [--seed N]\n"
-    "                     [--include-retired] [-o plan.json]\n"
+    "                     [--include-retired] [-o plan.json] [--optimize]\n"
     "                     [--json] [--contention X] [--dim N=V]... [--input NAME=SIZES]...\n"
+    "  --optimize       rewrite the model first, once (TASO's search priced on this machine's\n"
+    "                   CPU, as `placer optimize`; AutoDeep runs TASO before its search); every\n"
+    "                   trial places the result, kept in the cache (its path is on stderr)\n"
     "  --slo T          the latency a request must meet (with a unit: 50ms, 0.05s)\n"
     "  --budget N|T     at most N trials, or T of search (with a unit); both may be given\n"
     "  --strategy S     bo (default: Bayesian optimisation, AutoDeep), lcf (lowest price\n"
@@ -37,6 +40,8 @@ typedef struct deploy_args {
     double place_time_s;
     int place_episodes;
     bool learned; /* --algos names a learned algorithm */
+    bool optimize;
+    char optimized[4096]; /* the --optimize result's path */
     pl_cost_params params;
 } deploy_args;
 
@@ -86,6 +91,7 @@ static int parse_one(int argc, char **argv, int *i, deploy_args *a)
         return a->place_episodes = (int)n, 0;
     }
     if (!strcmp(argv[*i], "--include-retired")) return a->so.include_retired = true, 0;
+    if (!strcmp(argv[*i], "--optimize")) return a->optimize = true, 0;
     if (cli_opt(argc, argv, i, "--strategy", &v)) {
         if (v && pl_search_strategy_parse(v, &a->so.strategy) == 0) return 0;
         return cli_fail("deploy", "--strategy wants bo, lcf, uniform, ga, de or exhaustive"), -1;
@@ -280,6 +286,8 @@ int cli_deploy(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? CLI_EXIT_BAD_INPUT : 0;
     pl_err err = {""};
+    if (a.optimize && cli_optimize_first("deploy", &a.co, a.optimized, sizeof a.optimized))
+        return CLI_EXIT_BAD_INPUT;
     pl_catalog *cat = pl_catalog_load(a.co.catalog, &err);
     if (!cat) return cli_fail("deploy", "%s", err.msg);
     pl_trial_sim_opts to = {.model_path = a.co.model,

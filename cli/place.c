@@ -13,6 +13,9 @@ static const char *help =
     "                        [--contention ports|pair|none] [--seed N] [--time-limit 60s]\n"
     "                        [--profile P]... [--dim N=V]... [--input NAME=SIZES]...\n"
     "                        [--fine-cuts] [--min-gain F] [--episodes N] [--measured]\n"
+    "                        [--optimize]\n"
+    "  --optimize     rewrite the model first (TASO's search, as `placer optimize`), kept in the\n"
+    "                 cache, and place that (its path is on stderr; the plan is of it)\n"
     "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random,\n"
     "                 moirai, drl (AutoDeep's learned placer); the default and moirai return the\n"
     "                 best single-device plan instead unless their plan is predicted at least\n"
@@ -99,7 +102,8 @@ int cli_place(int argc, char **argv)
     cli_common co = {0};
     const char *algo = NULL, *out = NULL, *trace = NULL, *v;
     pl_place_opts po = {0};
-    bool min_gain_given = false, measured = false;
+    bool min_gain_given = false, measured = false, optimize = false;
+    char optimized[4096];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
         int rc = cli_common_opt("place", argc, argv, &i, &co);
@@ -122,6 +126,8 @@ int cli_place(int argc, char **argv)
             po.fine_cuts = true;
         else if (!strcmp(argv[i], "--measured"))
             measured = true;
+        else if (!strcmp(argv[i], "--optimize"))
+            optimize = true;
         else if (cli_opt(argc, argv, &i, "--episodes", &v)) {
             long n;
             if (cli_count("place", "--episodes", v, 1, 1000000, &n) < 0) return CLI_EXIT_BAD_INPUT;
@@ -151,6 +157,8 @@ int cli_place(int argc, char **argv)
                         "and has no episodes",
                         measured ? "measured" : "episodes", a->name);
     po.progress = cli_place_progress;
+    if (optimize && co.model && cli_optimize_first("place", &co, optimized, sizeof optimized))
+        return CLI_EXIT_BAD_INPUT;
     cli_ctx x;
     if (cli_ctx_open("place", &co, &x)) return CLI_EXIT_BAD_INPUT;
     cli_measured m = {0};

@@ -21,6 +21,8 @@ static const struct {
     {"simulate", cli_simulate, "makespan, per-device use, peak memory, trace of a plan"},
     {"compare", cli_compare, "every placement algorithm side by side, with the lower bound"},
     {"split", cli_split, "one runnable ONNX file per stage of a plan, and a manifest"},
+    {"optimize", cli_optimize,
+     "a cheaper equivalent ONNX model: TASO's search over the rewrite rules"},
     {"run", cli_run, "a split run for real on this CPU, one thread per device, vs the prediction"},
     {"profile", cli_profile, "per-op times measured in onnxruntime on this CPU, as a profile"},
     {"calibrate", cli_calibrate, "the cost model's efficiencies fitted to measured profiles"},

@@ -94,4 +94,46 @@ int pl_rw_greedy(pl_rw_model **m, const pl_load_opts *opts, int max_per_rule, in
 int pl_rw_replay(pl_rw_model **m, const pl_load_opts *opts, const pl_rw_site *sites, int n,
                  pl_err *err);
 
+/* ---- search (TASO's cost-based backtracking, docs/rewrite.md "Search") ---- */
+struct pl_cluster;
+struct pl_cost_params;
+
+/* The price the search orders by: the model's predicted time on the cluster's single fastest
+ * device, min over devices d of the sum of the cost model's op times on d (pl_cost_new with
+ * params, no profile: TASO/MetaFlow sum the ops' times on one device). g is m's graph. -1 with
+ * err set when the cost model refuses the graph. */
+double pl_rw_price(const pl_graph *g, const struct pl_cluster *c,
+                   const struct pl_cost_params *params, pl_err *err);
+
+typedef struct pl_rw_search_opts {
+    const struct pl_cluster *c;          /* whose devices price the models */
+    const struct pl_cost_params *params; /* NULL: the defaults */
+    const pl_load_opts *load;            /* shape inference of every candidate (may be NULL) */
+    double alpha;                        /* keep a child when cost < alpha x best; 0: 1.05 */
+    double time_limit_s;                 /* 0: none */
+    int max_expand;                      /* candidates expanded at most; 0: 200 */
+} pl_rw_search_opts;
+
+typedef struct pl_rw_search_result {
+    pl_rw_model *best; /* the cheapest model seen, the fewest nodes at one price (a copy of the
+                          input when nothing beat it) */
+    pl_rw_site *log;   /* the sites from the input to best, in order (pl_rw_replay) */
+    int n_log;
+    double cost0, best_cost;              /* pl_rw_price of the input and of best */
+    int expanded, generated, pruned, dup; /* candidates popped, children made, children over
+                                             alpha x best, children seen before */
+    bool timed_out;                       /* the time limit stopped it (the result then depends
+                                             on the machine's speed) */
+} pl_rw_search_result;
+void pl_rw_search_result_free(pl_rw_search_result *r);
+
+/* Best-first search from m: a queue of candidates ordered by price (at the same price within
+ * 1e-9 relative, fewer top-level nodes first; then the order they were made); the cheapest is
+ * popped, every site of every rule is applied to it, and a child is kept when its price is < alpha
+ * x the best price so far and its serialized model was not seen before. Stops when the queue is
+ * empty, max_expand candidates were expanded or the time limit passed. Deterministic for the same
+ * input unless the time limit stops it. 0, or -1 with err set (r is then empty). */
+int pl_rw_search(const pl_rw_model *m, const pl_rw_search_opts *o, pl_rw_search_result *r,
+                 pl_err *err);
+
 #endif

@@ -1,0 +1,309 @@
+/* optimize.c: `placer optimize MODEL -o OUT.onnx`: TASO's search over the rewrite rules
+ * (docs/rewrite.md, "placer optimize"), the cheaper equivalent model written, and with --verify
+ * compared with the original in onnxruntime. */
+#include "cli.h"
+#include "placer/cluster.h"
+#include "placer/cost.h"
+#include "placer/report.h"
+#include "placer/rewrite.h"
+#include "placer/runtime.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *help =
+    "usage: placer optimize MODEL -o OUT.onnx [--cluster C | --catalog CAT --config NAME]\n"
+    "                       [--alpha A] [--time-limit T] [--max-expand N] [--verify] [--json]\n"
+    "  -o OUT.onnx      the rewritten model (weightless when MODEL is)\n"
+    "  --cluster C      whose devices price the candidates (default: this machine's CPU)\n"
+    "  --alpha A        keep a candidate costing < A x the best so far (default 1.05, >= 1)\n"
+    "  --time-limit T   stop the search after T (e.g. 30s; default 60s)\n"
+    "  --max-expand N   expand at most N candidates (default 200)\n"
+    "  --verify         run the original and the rewritten model in onnxruntime on the same\n"
+    "                   random inputs; a relative difference above 1e-5 is an error\n"
+    "exit status: 0 done, 2 bad input, failure or a verification above 1e-5\n";
+
+#define VERIFY_TOL 1e-5
+
+typedef struct verify {
+    bool done;
+    double max_rel;
+    char worst[128];
+} verify;
+
+/* The sites replayed on the inflated copy of the model (the weighted one onnxruntime runs),
+ * compared with that copy on the same random inputs. */
+static int run_verify(const char *model, const pl_rw_search_result *r, verify *v, pl_err *err)
+{
+    char cache[4096], ref[4096], tmp[4200];
+    if (!cli_cache_dir("optimize", cache, sizeof cache) || pl_mkdir_p(cache, err) < 0) return -1;
+    if (pl_inflate_model(model, cache, ref, sizeof ref, err) < 0) return -1;
+    pl_rw_model *w = pl_rw_load(ref, err);
+    if (!w || pl_rw_replay(&w, NULL, r->log, r->n_log, err) < 0) return pl_rw_free(w), -1;
+    snprintf(tmp, sizeof tmp, "%s/optimize-verify-%ld.onnx", cache, (long)getpid());
+    int rc = pl_rw_save(w, tmp, err);
+    pl_rw_free(w);
+    if (rc < 0) return -1;
+    pl_ort *ort = pl_ort_start(&(pl_ort_opts){0}, err);
+    pl_ort_compare_result c = {0};
+    rc = ort ? pl_ort_compare(ort, ref, (const char *const[]){tmp}, 1, &c, err) : -1;
+    pl_ort_stop(ort);
+    unlink(tmp);
+    if (rc < 0) return -1;
+    v->done = true;
+    v->max_rel = c.finite ? c.max_rel : INFINITY;
+    int worst = -1; /* a non-finite output first, else the largest difference */
+    for (int i = 0; i < c.n_outputs; i++)
+        if (worst < 0 || (!c.outputs[i].finite && c.outputs[worst].finite) ||
+            (c.outputs[i].finite == c.outputs[worst].finite &&
+             c.outputs[i].max_rel > c.outputs[worst].max_rel))
+            worst = i;
+    if (worst >= 0) snprintf(v->worst, sizeof v->worst, "%s", c.outputs[worst].name);
+    pl_ort_compare_result_free(&c);
+    return 0;
+}
+
+/* The log grouped by rule, in table order: count and the anchors. */
+static void print_rules(const pl_rw_search_result *r)
+{
+    int n_rules;
+    const pl_rw_rule *rules = pl_rw_rules(&n_rules);
+    pl_table *t = pl_table_new("rule|>count|where (first node of each site)");
+    for (int k = 0; k < n_rules; k++) {
+        int n = 0;
+        char where[200] = "";
+        for (int i = 0; i < r->n_log; i++) {
+            if (r->log[i].rule != k) continue;
+            size_t len = strlen(where);
+            if (n < 3)
+                snprintf(where + len, sizeof where - len, "%s%s", n ? ", " : "",
+                         r->log[i].nodes[0]);
+            else if (n == 3)
+                snprintf(where + len, sizeof where - len, ", ...");
+            n++;
+        }
+        if (n) pl_table_row(t, "%s|%d|%s", rules[k].name, n, where);
+    }
+    if (r->n_log) pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+static void print_text(const char *model, const char *out, int ops0, int ops1,
+                       const pl_rw_search_result *r, double alpha, double secs, const verify *v)
+{
+    printf("%-10s %s -> %s\n", "optimize", model, out);
+    printf("%-10s %d -> %d\n", "ops", ops0, ops1);
+    printf("%-10s %.4g ms -> %.4g ms (%+.1f %%) on the fastest device\n", "predicted",
+           r->cost0 * 1e3, r->best_cost * 1e3,
+           r->cost0 > 0 ? 100 * (r->best_cost - r->cost0) / r->cost0 : 0.0);
+    printf("%-10s alpha %g, %d expanded, %d children (%d over alpha x best, %d seen before)%s, "
+           "%.2f s\n",
+           "search", alpha, r->expanded, r->generated, r->pruned, r->dup,
+           r->timed_out ? ", stopped by the time limit" : "", secs);
+    if (v->done)
+        printf("%-10s largest relative difference %.3g (output '%s'), tolerance %g\n", "verify",
+               v->max_rel, v->worst, VERIFY_TOL);
+    printf("%-10s %d\n\n", "rewrites", r->n_log);
+    print_rules(r);
+}
+
+static void print_json(const char *model, const char *out, int ops0, int ops1,
+                       const pl_rw_search_result *r, double alpha, double secs, const verify *v)
+{
+    const pl_rw_rule *rules = pl_rw_rules(&(int){0});
+    json_t *j = json_object(), *sites = json_array();
+    json_object_set_new(j, "format", json_string("placer-optimize/1"));
+    json_object_set_new(j, "model", json_string(model));
+    json_object_set_new(j, "output", json_string(out));
+    json_object_set_new(j, "ops_before", json_integer(ops0));
+    json_object_set_new(j, "ops_after", json_integer(ops1));
+    json_object_set_new(j, "predicted_before_s", json_real(r->cost0));
+    json_object_set_new(j, "predicted_after_s", json_real(r->best_cost));
+    json_object_set_new(j, "calibration", json_string(cli_calibration()));
+    json_t *s = json_object();
+    json_object_set_new(s, "alpha", json_real(alpha));
+    json_object_set_new(s, "expanded", json_integer(r->expanded));
+    json_object_set_new(s, "children", json_integer(r->generated));
+    json_object_set_new(s, "pruned", json_integer(r->pruned));
+    json_object_set_new(s, "duplicates", json_integer(r->dup));
+    json_object_set_new(s, "timed_out", json_boolean(r->timed_out));
+    json_object_set_new(s, "seconds", json_real(secs));
+    json_object_set_new(j, "search", s);
+    for (int i = 0; i < r->n_log; i++) {
+        json_t *e = json_object(), *nodes = json_array();
+        json_object_set_new(e, "rule", json_string(rules[r->log[i].rule].name));
+        for (int k = 0; k < r->log[i].n_nodes; k++)
+            json_array_append_new(nodes, json_string(r->log[i].nodes[k]));
+        json_object_set_new(e, "nodes", nodes);
+        json_array_append_new(sites, e);
+    }
+    json_object_set_new(j, "rewrites", sites);
+    if (v->done) {
+        json_t *vj = json_object();
+        json_object_set_new(vj, "max_rel", json_real(isfinite(v->max_rel) ? v->max_rel : -1));
+        json_object_set_new(vj, "output", json_string(v->worst));
+        json_object_set_new(vj, "tolerance", json_real(VERIFY_TOL));
+        json_object_set_new(j, "verify", vj);
+    }
+    pl_json_print(j, stdout);
+}
+
+typedef struct opts {
+    const char *out;
+    pl_rw_search_opts so;
+    bool verify;
+} opts;
+
+static int run(const cli_common *co, opts *o)
+{
+    cli_ctx x;
+    if (cli_ctx_open("optimize", co, &x)) return CLI_EXIT_BAD_INPUT;
+    pl_err err = {""};
+    int status = 0;
+    pl_rw_search_result r = {0};
+    verify v = {0};
+    pl_rw_model *m = pl_rw_load(co->model, &err);
+    o->so.c = x.c, o->so.params = &x.k->params;
+    double t0 = pl_now();
+    if (!m || pl_rw_search(m, &o->so, &r, &err) < 0) {
+        status = cli_fail("optimize", "%s", err.msg);
+        goto done;
+    }
+    double secs = pl_now() - t0;
+    if (o->verify && run_verify(co->model, &r, &v, &err) < 0) {
+        status = cli_fail("optimize", "--verify: %s", err.msg);
+        goto done;
+    }
+    if (v.done && !(v.max_rel <= VERIFY_TOL)) {
+        /* nothing is written: the file would not compute what the model does */
+        status = cli_fail("optimize",
+                          "--verify: %s: output '%s' differs from the original's by %.3g "
+                          "relative (tolerance %g); %s not written",
+                          co->model, v.worst, v.max_rel, VERIFY_TOL, o->out);
+        goto done;
+    }
+    if (pl_rw_save(r.best, o->out, &err) < 0) {
+        status = cli_fail("optimize", "%s", err.msg);
+        goto done;
+    }
+    int ops0 = pl_rw_nodes(m), ops1 = pl_rw_nodes(r.best);
+    double alpha = o->so.alpha;
+    if (co->json)
+        print_json(co->model, o->out, ops0, ops1, &r, alpha, secs, &v);
+    else
+        print_text(co->model, o->out, ops0, ops1, &r, alpha, secs, &v);
+done:
+    pl_rw_search_result_free(&r);
+    pl_rw_free(m);
+    cli_ctx_close(&x);
+    return status;
+}
+
+int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n)
+{
+    char local[4096], dir[4096], sha[65];
+    if (co->n_dims || co->n_shapes)
+        return cli_fail(verb, "--optimize with --dim/--input: not supported (the rewritten file "
+                              "must hold for every size the model takes)"),
+               -1;
+    const char *cluster = co->cluster;
+    if (!cluster && !(cluster = cli_local_cluster(verb, local, sizeof local))) return -1;
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load(cluster, &err);
+    pl_rw_model *m = c ? pl_rw_load(co->model, &err) : NULL;
+    pl_cost_params params;
+    pl_rw_search_result r = {0};
+    int rc = -1;
+    if (!m) {
+        cli_fail(verb, "--optimize: %s", err.msg);
+        goto done;
+    }
+    if (cli_cost_params(verb, co, (const pl_cluster *const *)&c, 1, &params) < 0) goto done;
+    pl_rw_search_opts so = {.c = c, .params = &params, .alpha = 1.05, .time_limit_s = 60};
+    double t0 = pl_now();
+    if (pl_rw_search(m, &so, &r, &err) < 0 ||
+        pl_cache_dir("optimized", dir, sizeof dir, &err) < 0 || pl_mkdir_p(dir, &err) < 0) {
+        cli_fail(verb, "--optimize: %s", err.msg);
+        goto done;
+    }
+    /* named by content: the same optimized model is one file however often it is made */
+    size_t len;
+    void *buf = pl_rw_pack(r.best, &len);
+    pl_sha256_buffer(buf, len, sha);
+    free(buf);
+    const char *base = strrchr(co->model, '/') ? strrchr(co->model, '/') + 1 : co->model;
+    snprintf(path, n, "%s/%.*s-%.16s.onnx", dir, (int)strcspn(base, "."), base, sha);
+    if (pl_rw_save(r.best, path, &err) < 0) {
+        cli_fail(verb, "--optimize: %s", err.msg);
+        goto done;
+    }
+    fprintf(stderr,
+            "placer %s: --optimize: %d -> %d ops, predicted %.4g -> %.4g ms on %s's fastest "
+            "device, %d rewrites in %.2f s; %s is placed\n",
+            verb, pl_rw_nodes(m), pl_rw_nodes(r.best), r.cost0 * 1e3, r.best_cost * 1e3, cluster,
+            r.n_log, pl_now() - t0, path);
+    co->model = path;
+    rc = 0;
+done:
+    pl_rw_search_result_free(&r);
+    pl_rw_free(m);
+    pl_cluster_free(c);
+    return rc;
+}
+
+static int parse_alpha(const char *v, double *out)
+{
+    char *end = NULL;
+    double a = v ? strtod(v, &end) : NAN;
+    if (!v || end == v || *end || !isfinite(a) || a < 1 || a > 100)
+        return cli_fail("optimize", "--alpha: '%s': wants a number from 1 to 100 (e.g. 1.05)",
+                        v ? v : ""),
+               -1;
+    *out = a;
+    return 0;
+}
+
+int cli_optimize(int argc, char **argv)
+{
+    /* profiles name the model file they were measured on; the candidates are other files */
+    cli_common co = {.refuse = CLI_NO_CONTENTION | CLI_NO_PROFILE};
+    opts o = {.so = {.alpha = 1.05, .time_limit_s = 60, .max_expand = 200}};
+    const char *v;
+    char local[4096];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        int rc = cli_common_opt("optimize", argc, argv, &i, &co);
+        if (rc < 0) return CLI_EXIT_BAD_INPUT;
+        if (rc) continue;
+        long n;
+        if (cli_opt(argc, argv, &i, "-o", &v)) {
+            if (!v || !*v) return cli_fail("optimize", "-o wants a file name");
+            o.out = v;
+        } else if (cli_opt(argc, argv, &i, "--alpha", &v)) {
+            if (parse_alpha(v, &o.so.alpha) < 0) return CLI_EXIT_BAD_INPUT;
+        } else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
+            if (cli_seconds("optimize", "--time-limit", v, &o.so.time_limit_s) < 0)
+                return CLI_EXIT_BAD_INPUT;
+        } else if (cli_opt(argc, argv, &i, "--max-expand", &v)) {
+            if (cli_count("optimize", "--max-expand", v, 1, 1000000, &n) < 0)
+                return CLI_EXIT_BAD_INPUT;
+            o.so.max_expand = (int)n;
+        } else if (!strcmp(argv[i], "--verify"))
+            o.verify = true;
+        else
+            return cli_fail("optimize", "unknown option '%s'\n%s", argv[i], help);
+    }
+    if (!co.model) return cli_fail("optimize", "which model? give MODEL\n%s", help);
+    if (!o.out) return cli_fail("optimize", "where? give -o OUT.onnx\n%s", help);
+    if (co.n_dims || co.n_shapes)
+        return cli_fail("optimize", "--dim/--input: not supported (the rewritten file must hold "
+                                    "for every size the model takes)");
+    if (!co.cluster && !co.catalog &&
+        !(co.cluster = cli_local_cluster("optimize", local, sizeof local)))
+        return CLI_EXIT_BAD_INPUT;
+    return run(&co, &o);
+}

@@ -1,0 +1,292 @@
+/* test_optimize.c: TASO's search over the rewrite rules (pl_rw_search, docs/rewrite.md
+ * "Search") on hand-made graphs where the greedy order loses, alpha's pruning, determinism; and
+ * `placer optimize` on a zoo model and its refusals. */
+#include "rw_models.h"
+
+/* the zoo model the command is tried on: shape_fold removes 32 of its 49 ops in 0.1 s (bert_base:
+ * the cost model prices merge_matmul + split_add_merge above the input, docs/rewrite.md) */
+#define ZOO_MODEL "models/rnnlm.onnx"
+#include "placer/cluster.h"
+#include "placer/cost.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static pl_cluster *cluster(void)
+{
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    if (!c) fail_msg("%s", err.msg);
+    return c;
+}
+
+/* Add(Add(MatMul(a, B1), MatMul(a, B2)), bias), a 2-D: greedy (matmul_add_gemm before
+ * matmul_distrib in the table) makes Gemm(a, B1, MatMul(a, B2)) → Add, 3 ops, and nothing
+ * else applies; the best is matmul_distrib (MatMul(a, B1 + B2) → Add) then matmul_add_gemm on
+ * what it made: Gemm(a, B1 + B2, bias), one op. */
+static pl_rw_model *two_paths(void)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "a", "64,256");
+    init_f(m, "B1", "256,256", 0.1, 0.05, false);
+    init_f(m, "B2", "256,256", -0.2, 0.03, false);
+    init_f(m, "bias", "256", 0.5, 0.01, false);
+    node(m, "MatMul", "mm1", "a,B1", "p1");
+    node(m, "MatMul", "mm2", "a,B2", "p2");
+    node(m, "Add", "add", "p1,p2", "s");
+    node(m, "Add", "add_bias", "s,bias", "y");
+    output(m, "y", "");
+    return load(m);
+}
+
+static void search(const pl_rw_model *m, double alpha, pl_rw_search_result *r)
+{
+    pl_cluster *c = cluster();
+    pl_err err = {""};
+    pl_rw_search_opts o = {.c = c, .alpha = alpha, .max_expand = 1000};
+    if (pl_rw_search(m, &o, r, &err) < 0) fail_msg("%s", err.msg);
+    pl_cluster_free(c);
+}
+
+static double price(const pl_rw_model *m)
+{
+    pl_err err = {""};
+    pl_cluster *c = cluster();
+    pl_graph *g = pl_rw_graph(m, NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    double p = pl_rw_price(g, c, NULL, &err);
+    assert_true(p > 0);
+    pl_graph_free(g), pl_cluster_free(c);
+    return p;
+}
+
+/* "rule@anchor;..." of a log */
+static void log_str(const pl_rw_search_result *r, char *buf, size_t n)
+{
+    const pl_rw_rule *rules = pl_rw_rules(&(int){0});
+    buf[0] = 0;
+    for (int i = 0; i < r->n_log; i++)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s@%s", i ? ";" : "",
+                 rules[r->log[i].rule].name, r->log[i].nodes[0]);
+}
+
+static void test_search_beats_greedy(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_rw_model *g = two_paths();
+    assert_true(pl_rw_greedy(&g, NULL, 0, NULL, NULL, NULL, &err) >= 0);
+    expect_ops(g, "MatMul,Gemm,Add"); /* greedy's dead end */
+    pl_rw_model *m = two_paths();
+    pl_rw_search_result r;
+    search(m, 1.05, &r);
+    expect_ops(r.best, "Gemm");
+    char got[512];
+    log_str(&r, got, sizeof got);
+    /* the second step's anchor is the MatMul matmul_distrib made (named after mm1; mm1_rw0
+     * is its new weight) */
+    assert_string_equal(got, "matmul_distrib@add;matmul_add_gemm@mm1_rw1");
+    assert_true(r.best_cost < price(g));
+    assert_true(r.best_cost < r.cost0);
+    assert_true(fabs(r.best_cost - price(r.best)) <= 1e-12 * r.best_cost);
+    /* the log replays on a fresh copy to the same model */
+    pl_rw_model *again = two_paths();
+    if (pl_rw_replay(&again, NULL, r.log, r.n_log, &err) < 0) fail_msg("%s", err.msg);
+    size_t la, lb;
+    void *a = pl_rw_pack(again, &la), *b = pl_rw_pack(r.best, &lb);
+    assert_true(la == lb && !memcmp(a, b, la));
+    free(a), free(b);
+    pl_rw_free(again), pl_rw_free(g), pl_rw_free(m);
+    pl_rw_search_result_free(&r);
+}
+
+/* Two MatMuls of a 3-D input, each + its own bias: merge_matmul (MatMul → Split → Add, Add)
+ * costs more than the input (a Split is added; split_add_merge after it, MatMul → Add → Split,
+ * still does). alpha just below that child's ratio to the input drops it unexpanded; just above
+ * keeps it, and its own child (split_add_merge) is made. */
+static pl_rw_model *merge_path(void)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "a", "8,64,256");
+    init_f(m, "B1", "256,256", 0.1, 0.05, false);
+    init_f(m, "B2", "256,256", -0.2, 0.03, false);
+    init_f(m, "b1", "256", 0.5, 0.01, false);
+    init_f(m, "b2", "256", 0.2, 0.01, false);
+    node(m, "MatMul", "mm1", "a,B1", "p1");
+    node(m, "MatMul", "mm2", "a,B2", "p2");
+    node(m, "Add", "add1", "p1,b1", "y1");
+    node(m, "Add", "add2", "p2,b2", "y2");
+    output(m, "y1", "");
+    output(m, "y2", "");
+    return load(m);
+}
+
+static void test_alpha_prunes(void **state)
+{
+    (void)state;
+    pl_rw_model *m = merge_path();
+    double c0 = price(m);
+    pl_rw_model *mid = apply_one(merge_path(), "merge_matmul");
+    double c1 = price(mid);
+    printf("  costs: input %.6g ms, after merge_matmul %.6g ms\n", c0 * 1e3, c1 * 1e3);
+    assert_true(c1 > c0); /* the graph this test needs */
+    double ratio = c1 / c0;
+    pl_rw_search_result r;
+    search(m, ratio * 0.999, &r); /* c1 > alpha x c0: dropped */
+    assert_int_equal(r.expanded, 1);
+    assert_int_equal(r.generated, 1);
+    assert_int_equal(r.pruned, 1);
+    assert_int_equal(r.n_log, 0);
+    assert_true(r.best_cost == c0);
+    pl_rw_search_result_free(&r);
+    search(m, ratio * 1.001, &r); /* kept and expanded: split_add_merge tried on it */
+    assert_int_equal(r.pruned, 0);
+    assert_true(r.expanded >= 2);
+    assert_true(r.generated >= 2);
+    assert_int_equal(r.n_log, 0); /* nothing beat the input */
+    pl_rw_search_result_free(&r);
+    pl_rw_free(m), pl_rw_free(mid);
+}
+
+/* Two independent Add chains with constants: add_const_assoc applies at each, in either order. */
+static pl_rw_model *two_chains(void)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "x", "64,256");
+    input(m, "z", "64,256");
+    init_f(m, "c1", "256", 0.1, 0.05, false);
+    init_f(m, "c2", "256", -0.2, 0.03, false);
+    init_f(m, "c3", "256", 0.5, 0.01, false);
+    init_f(m, "c4", "256", 0.2, 0.01, false);
+    node(m, "Add", "a1", "x,c1", "x1");
+    node(m, "Add", "a2", "x1,c2", "y");
+    node(m, "Add", "a3", "z,c3", "z1");
+    node(m, "Add", "a4", "z1,c4", "w");
+    output(m, "y", "");
+    output(m, "w", "");
+    return load(m);
+}
+
+/* The same input gives the same log, best and counts; the two orders of the two rewrites are
+ * one graph, made once. */
+static void test_deterministic(void **state)
+{
+    (void)state;
+    pl_rw_model *m = two_chains();
+    pl_rw_search_result a, b;
+    search(m, 2.0, &a); /* 3 Adds cost < 2 x 2 Adds: the second child is expanded too */
+    search(m, 2.0, &b);
+    char la[512], lb[512];
+    log_str(&a, la, sizeof la), log_str(&b, lb, sizeof lb);
+    assert_string_equal(la, lb);
+    assert_int_equal(a.expanded, b.expanded);
+    assert_int_equal(a.generated, b.generated);
+    assert_int_equal(a.dup, b.dup);
+    assert_true(a.best_cost == b.best_cost);
+    expect_ops(a.best, "Add,Add");
+    assert_int_equal(a.n_log, 2);
+    /* root: 2 children; each: 1 child, the same graph */
+    assert_int_equal(a.generated, 4);
+    assert_int_equal(a.dup, 1);
+    pl_rw_search_result_free(&a), pl_rw_search_result_free(&b);
+    pl_rw_free(m);
+}
+
+static void test_bad_alpha(void **state)
+{
+    (void)state;
+    pl_rw_model *m = merge_path();
+    pl_cluster *c = cluster();
+    pl_err err = {""};
+    pl_rw_search_result r;
+    assert_int_equal(pl_rw_search(m, &(pl_rw_search_opts){.c = c, .alpha = 0.5}, &r, &err), -1);
+    assert_non_null(strstr(err.msg, "alpha"));
+    assert_null(r.best);
+    pl_cluster_free(c), pl_rw_free(m);
+}
+
+/* ---- the command ---- */
+
+static void test_cli_zoo(void **state)
+{
+    (void)state;
+    char dir[256], cmd[1024], out[300];
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "optimize"), 0);
+    snprintf(out, sizeof out, "%s/opt.onnx", dir);
+    snprintf(cmd, sizeof cmd, "optimize " ZOO_MODEL " -o %s --verify --json 2>/dev/null", out);
+    json_t *j = tu_run_json(cmd);
+    assert_string_equal(json_string_value(json_object_get(j, "format")), "placer-optimize/1");
+    double before = tu_num(j, "ops_before"), after = tu_num(j, "ops_after");
+    double p0 = tu_num(j, "predicted_before_s"), p1 = tu_num(j, "predicted_after_s");
+    double rel = tu_num(json_object_get(j, "verify"), "max_rel");
+    printf("  %s: %g -> %g ops, %.4g -> %.4g ms, verify %.3g\n", ZOO_MODEL, before, after, p0 * 1e3,
+           p1 * 1e3, rel);
+    assert_true(after < before);
+    assert_true(p1 <= p0);
+    assert_true(rel >= 0 && rel <= 1e-5);
+    assert_true(json_array_size(json_object_get(j, "rewrites")) > 0);
+    pl_graph *g = tu_load(out); /* loads back through the ordinary reader */
+    assert_true(g->n_ops > 0);
+    pl_graph_free(g);
+    json_decref(j);
+    tu_rmtree(dir);
+}
+
+static void test_cli_refusals(void **state)
+{
+    (void)state;
+    char dir[256], args[1024];
+    assert_int_equal(tu_tmpdir_begin(dir, sizeof dir, "optimize"), 0);
+    tu_expect_refusal("optimize models/gcn_cora.onnx -o x.onnx --alpha 0.9", "--alpha: '0.9'");
+    tu_expect_refusal("optimize models/gcn_cora.onnx -o x.onnx --alpha abc", "--alpha: 'abc'");
+    tu_expect_refusal("optimize models/no_such.onnx -o x.onnx", "no_such.onnx");
+    tu_expect_refusal("optimize models/gcn_cora.onnx", "-o OUT.onnx");
+    /* a folder that cannot be written: the error names the file, nothing is left */
+    char ro[300];
+    snprintf(ro, sizeof ro, "%s/ro", dir);
+    assert_int_equal(mkdir(ro, 0500), 0);
+    snprintf(args, sizeof args, "optimize models/gcn_cora.onnx -o %s/out.onnx", ro);
+    if (geteuid() != 0) { /* root writes anywhere */
+        tu_expect_refusal(args, "out.onnx");
+        assert_int_equal(rmdir(ro), 0); /* empty: no temporary left either */
+    }
+    snprintf(args, sizeof args, "optimize models/gcn_cora.onnx -o %s/missing/out.onnx", dir);
+    tu_expect_refusal(args, "missing/out.onnx");
+    struct stat st;
+    char miss[300];
+    snprintf(miss, sizeof miss, "%s/missing", dir);
+    assert_int_equal(stat(miss, &st), -1);
+    tu_tmpdir_end(dir);
+}
+
+/* place --optimize places the rewritten model: rnnlm's 17 ops, not its 49. */
+static void test_place_optimize(void **state)
+{
+    (void)state;
+    char *o = NULL;
+    int rc =
+        tu_run("place " ZOO_MODEL " --cluster examples/clusters/local-cpu.json --optimize", &o);
+    if (rc) fail_msg("exit %d: %s", rc, o);
+    assert_non_null(strstr(o, "--optimize: 49 -> 17 ops"));
+    assert_non_null(strstr(o, "(17 ops)"));
+    free(o);
+    tu_expect_refusal("place " ZOO_MODEL " --cluster examples/clusters/local-cpu.json --optimize "
+                      "--dim batch=2",
+                      "--optimize with --dim/--input");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_search_beats_greedy),
+        cmocka_unit_test(test_alpha_prunes),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_bad_alpha),
+        cmocka_unit_test(test_cli_zoo),
+        cmocka_unit_test(test_cli_refusals),
+        cmocka_unit_test(test_place_optimize),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
