@@ -77,6 +77,9 @@ echo
 echo "== AutoDeep's DRL placer on the zoo, AutoDeep's testbed (4 x K80): single, expert, HEFT, moirai and drl (the paper's Fig. 6 and Table V; moirai and drl 20 s at most each; about 4 minutes)"
 PLACER_DRL_LIMIT=${PLACER_DRL_LIMIT:-20} "$build/bench/bench_drl" examples/clusters/autodeep-4xk80.json models/*.onnx
 echo
+echo "== graph substitution (TASO's search, placer optimize) on the zoo: ops, predicted (local CPU cluster) and measured (onnxruntime on this CPU, its own fusions on) time before and after, search time; beside TASO's and AutoDeep's published gains (search ${PLACER_OPTIMIZE_LIMIT:-10} s at most per model, models over 450 MB of weights not measured; about 2 minutes)"
+"$build/bench/bench_optimize" examples/clusters/local-cpu.json 5 "${PLACER_OPTIMIZE_LIMIT:-10}" 450 models/*.onnx
+echo
 echo "== codecs for tensors crossing a serverless cut (MOPAR): ratio and speed of fp16 and zstd on synthetic activations, one thread"
 "$build/bench/bench_codec" 10
 echo

@@ -261,6 +261,36 @@ static void test_cli_refusals(void **state)
     tu_tmpdir_end(dir);
 }
 
+/* --verify catches a rewrite that is exact algebra but not exact in float32: (x + 1e8) - 1e8
+ * rounds x to a multiple of 8 (the spacing of float32 near 1e8), add_const_assoc's x + 0 does
+ * not; the difference is far above 1e-5, so optimize exits 2 naming the output and writes
+ * nothing. */
+static void test_cli_verify_mismatch(void **state)
+{
+    (void)state;
+    tu_require_ort();
+    char dir[256], in[300], out[300], args[800];
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "optimize"), 0);
+    snprintf(in, sizeof in, "%s/cancel.onnx", dir);
+    snprintf(out, sizeof out, "%s/opt.onnx", dir);
+    Onnx__ModelProto *m = model();
+    input(m, "x", "64,256");
+    init_f(m, "big", "256", 1e8, 0, true);
+    init_f(m, "minus_big", "256", -1e8, 0, true);
+    node(m, "Add", "up", "x,big", "x1");
+    node(m, "Add", "down", "x1,minus_big", "y");
+    output(m, "y", "");
+    pl_rw_model *r = load(m);
+    pl_err err = {""};
+    if (pl_rw_save(r, in, &err) < 0) fail_msg("%s", err.msg);
+    pl_rw_free(r);
+    snprintf(args, sizeof args, "optimize %s -o %s --verify", in, out);
+    tu_expect_refusal(args, "output 'y' differs");
+    tu_expect_refusal(args, "opt.onnx not written");
+    assert_int_equal(access(out, F_OK), -1);
+    tu_rmtree(dir);
+}
+
 /* place --optimize places the rewritten model: rnnlm's 17 ops, not its 49. */
 static void test_place_optimize(void **state)
 {
@@ -286,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_bad_alpha),
         cmocka_unit_test(test_cli_zoo),
         cmocka_unit_test(test_cli_refusals),
+        cmocka_unit_test(test_cli_verify_mismatch),
         cmocka_unit_test(test_place_optimize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
