@@ -383,6 +383,51 @@ static void test_matmul_distrib(void **state)
     pl_rw_free(m);
 }
 
+/* y = (a B) C, a [3,4], B [4,5], C [5,2]; `shared`: the inner product is read by a Neg too;
+ * `b_input`: B is a graph input, not an initializer. */
+static pl_rw_model *mm_chain(bool data, bool shared, bool b_input)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "a", "3,4");
+    if (b_input)
+        input(m, "B", "4,5");
+    else
+        init_f(m, "B", "4,5", 0.1, 0.05, data);
+    init_f(m, "C", "5,2", -0.2, 0.1, data);
+    node(m, "MatMul", "mm1", "a,B", "p");
+    node(m, "MatMul", "mm2", "p,C", "y");
+    output(m, "y", "");
+    if (shared) {
+        node(m, "Neg", "neg", "p", "q");
+        output(m, "q", "");
+    }
+    return load(m);
+}
+
+static void test_matmul_assoc(void **state)
+{
+    (void)state;
+    pl_rw_model *m = apply_one(mm_chain(true, false, false), "matmul_assoc");
+    expect_ops(m, "MatMul");
+    float bc[2];
+    expect_init(m, "MatMul", 1, "4,2", bc, 2);
+    /* init_f: flat element i is base + step (i mod 7). B's row 0 (i = 0..4): 0.1 0.15 0.2 0.25
+     * 0.3. C's column 0 (i = 0 2 4 6 8, mod 7: 0 2 4 6 1): -0.2 0 0.2 0.4 -0.1; column 1
+     * (i = 1 3 5 7 9, mod 7: 1 3 5 0 2): -0.1 0.1 0.3 -0.2 0. */
+    assert_close(bc[0], -0.02 + 0 + 0.04 + 0.1 - 0.03, 1e-6);   /* 0.09 */
+    assert_close(bc[1], -0.01 + 0.015 + 0.06 - 0.05 + 0, 1e-6); /* 0.015 */
+    pl_rw_free(m);
+    m = apply_one(mm_chain(false, false, false), "matmul_assoc");
+    expect_init(m, "MatMul", 1, "4,2", NULL, 0);
+    pl_rw_free(m);
+    m = mm_chain(true, true, false); /* the inner product is read twice */
+    assert_int_equal(n_sites(m, "matmul_assoc"), 0);
+    pl_rw_free(m);
+    m = mm_chain(true, false, true); /* B is not a constant: nothing to fold */
+    assert_int_equal(n_sites(m, "matmul_assoc"), 0);
+    pl_rw_free(m);
+}
+
 static pl_rw_model *const_chain(const char *type, const char *c2_dims)
 {
     Onnx__ModelProto *m = model();
@@ -551,6 +596,7 @@ static void test_equivalence(void **state)
         {"shape_fold", shape_chain("2,3,4"), "shape_fold"},
         {"split_add_merge", split_adds(true, -1, false), "split_add_merge"},
         {"matmul_distrib", distrib(true, true), "matmul_distrib"},
+        {"matmul_assoc", mm_chain(true, false, false), "matmul_assoc"},
         {"add_const_assoc", const_chain("Add", ""), "add_const_assoc"},
         {"mul_const_assoc", const_chain("Mul", "1"), "mul_const_assoc"},
     };
@@ -684,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_shape_fold),
         cmocka_unit_test(test_split_add_merge),
         cmocka_unit_test(test_matmul_distrib),
+        cmocka_unit_test(test_matmul_assoc),
         cmocka_unit_test(test_const_assoc),
         cmocka_unit_test(test_shape_fold_keeps_outer_reads),
         cmocka_unit_test(test_stale_site),

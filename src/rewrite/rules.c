@@ -514,6 +514,60 @@ static int build_matmul_distrib(rw_edit *e, const int *ops, int n, pl_err *err)
     return 0;
 }
 
+/* ---- matmul_assoc ---- */
+
+/* MatMul(MatMul(A, B), C): B [k,m] and C [m,n] 2-D float initializers, the inner product read
+ * by the outer MatMul alone (anchored at the inner one). */
+static int match_matmul_assoc(const pl_graph *g, int op, int *ops)
+{
+    int outer = sole_consumer(g, g->ops[op].outputs[0]);
+    if (!is_op(g, outer, "MatMul") || in(g, outer, 0) != g->ops[op].outputs[0]) return 0;
+    int b = in(g, op, 1), c = in(g, outer, 1);
+    if (!float_init(g, b, 2) || !float_init(g, c, 2) || float_init(g, in(g, op, 0), -1)) return 0;
+    if (g->tensors[b].dims[1] != g->tensors[c].dims[0]) return 0;
+    ops[0] = op, ops[1] = outer;
+    return 2;
+}
+
+/* The product B C of two 2-D float initializers (or its weightless stand-in), in double. */
+static char *product_init(rw_edit *e, const char *bn, const char *cn)
+{
+    const Onnx__TensorProto *tb = rw_init(e->gp, bn), *tc = rw_init(e->gp, cn);
+    int64_t nb, nc, k = tb->dims[0], m = tb->dims[1], n = tc->dims[1];
+    float *vb = rw_floats(tb, &nb), *vc = rw_floats(tc, &nc);
+    int64_t dims[2] = {k, n};
+    char *name = rw_fresh(e, bn);
+    float *v = vb && vc ? pl_malloc((size_t)(k * n > 0 ? k * n : 1) * sizeof *v) : NULL;
+    for (int64_t i = 0; v && i < k; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double sum = 0;
+            for (int64_t q = 0; q < m; q++)
+                sum += (double)vb[i * m + q] * vc[q * n + j];
+            v[i * n + j] = (float)sum;
+        }
+    rw_add_init(e, name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, dims, 2, v,
+                v ? (size_t)(k * n) * 4 : 0);
+    free(v), free(vb), free(vc);
+    return name;
+}
+
+/* (A B) C = A (B C), with B C folded: TASO's associativity of matmul; one MatMul on the
+ * activations fewer, and a narrower one when B C is smaller than B. */
+static int build_matmul_assoc(rw_edit *e, const int *ops, int n, pl_err *err)
+{
+    (void)n, (void)err;
+    int pos;
+    Onnx__NodeProto *inner = node_of(e, ops[0], &pos), *outer = node_of(e, ops[1], &pos);
+    char *bc = product_init(e, inner->input[1], outer->input[1]);
+    char *name = rw_fresh(e, inner->name);
+    Onnx__NodeProto *mm = rw_node("MatMul", name, (const char *[]){inner->input[0], bc}, 2,
+                                  (const char *const *)outer->output, 1);
+    size_t at = remove_ops(e, ops, 2, true);
+    rw_insert_node(e, at, mm);
+    free(bc), free(name);
+    return 0;
+}
+
 /* ---- add_const_assoc, mul_const_assoc ---- */
 
 /* The constant operand of a binary op of type `type` at op (the other input into *x), or -1. */
@@ -819,6 +873,14 @@ const rw_rule rw_rule_table[] = {
      "Add",
      match_matmul_distrib,
      build_matmul_distrib},
+    {{"matmul_assoc", "MatMul(MatMul(A, B), C)", "MatMul(A, B C), B C folded",
+      "B [k,m] and C [m,n] are 2-D float initializers, A is not one, and the inner product is "
+      "read by the outer MatMul alone (no graph output)",
+      "TASO (Jia et al., SOSP 2019): associativity of matmul (its operator properties), with "
+      "the constant product folded"},
+     "MatMul",
+     match_matmul_assoc,
+     build_matmul_assoc},
     {{"add_const_assoc", "Add(Add(X, c1), c2)", "Add(X, c1 + c2)",
       "c1 and c2 are float initializers of equal dims or one a single value, the inner sum is "
       "read by the outer Add alone (no graph output), and the constants widen nothing",
