@@ -23,9 +23,13 @@ PREFIX  ?= /usr/local
 # --collectives` says so.
 MPICC   := $(shell command -v mpicc 2>/dev/null)
 COLLBENCH := $(if $(MPICC),$(BUILD)/placer-collbench)
+# placer under mpirun (docs/dist.md): the same command with src/dist compiled by mpicc with
+# -DPL_MPI; src/dist is the only file that differs, so its MPI object is linked ahead of the
+# library (whose single-process dist.o is then not pulled in).
+PLACER_MPI := $(if $(MPICC),$(BUILD)/placer-mpi)
 
 .PHONY: all deps test asan demo bench fuzz fuzz-build clean format models install priors
-all: $(BUILD)/placer $(COLLBENCH)
+all: $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI)
 
 deps:
 	@tools/deps.sh
@@ -49,6 +53,13 @@ $(LIB): $(OBJ)
 $(BUILD)/placer: $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
 
+$(BUILD)/mpi/src/dist/dist.o: src/dist/dist.c include/placer/dist.h
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -DPL_MPI -c $< -o $@
+
+$(BUILD)/placer-mpi: $(BUILD)/mpi/src/dist/dist.o $(CLI_OBJ) $(LIB)
+	$(MPICC) $(CFLAGS) $(BUILD)/mpi/src/dist/dist.o $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+
 $(BUILD)/placer-collbench: tools/collbench.c
 	@mkdir -p $(dir $@)
 	$(MPICC) -std=c11 $(OPT) -g -Wall -Wextra -Werror $< -o $@
@@ -62,7 +73,7 @@ $(BUILD)/tests/%: tests/%.c $(TLIB) $(LIB) $(wildcard tests/*.h)
 	$(CC) $(CFLAGS) $< $(TLIB) $(LIB) $(LDLIBS) -lcmocka -o $@
 
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/placer $(COLLBENCH) $(TESTS)
+	@$(MAKE) --no-print-directory $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI) $(TESTS)
 	@tools/run_tests.sh $(BUILD)
 
 asan: deps

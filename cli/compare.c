@@ -1,6 +1,7 @@
 /* compare.c: `placer compare MODEL --cluster C`: every algorithm side by side, with the lower
  * bound. */
 #include "cli.h"
+#include "placer/dist.h"
 #include "placer/report.h"
 #include "placer/trial.h"
 
@@ -53,6 +54,25 @@ static void run_one(const cli_ctx *x, const pl_place_opts *po, const pl_sim_opts
     pl_plan_free(p);
 }
 
+/* One algorithm as an item of the pool (dist.h): its row, filled on the rank that runs it and
+ * gathered as bytes, so the pointer to the algorithm is put back by the caller. */
+typedef struct {
+    const cli_ctx *x;
+    const pl_place_opts *po;
+    const pl_sim_opts *so;
+    const row_t *rows;
+    int n;
+} job_t;
+
+static void run_item(int k, void *out, void *user)
+{
+    const job_t *j = user;
+    row_t *row = out;
+    *row = (row_t){.a = j->rows[k].a};
+    cli_progress("[%d/%d] %s", k + 1, j->n, row->a->name);
+    run_one(j->x, j->po, j->so, row);
+}
+
 /* Every algorithm, in the library's order; returns the count. */
 static int pick_all(const pl_algo **picked, int max)
 {
@@ -70,15 +90,17 @@ static bool any_learned(const pl_algo *const *picked, int n)
     return false;
 }
 
-/* cli.h: 2 when every algorithm failed, 1 when none of the plans made fits, else 0. */
-static int status_of(const row_t *rows, int n)
+/* cli.h: 2 when every algorithm failed, 1 when none of the plans made fits, else 0; `say`:
+ * print why when every one failed (rank 0 only under mpirun). */
+static int status_of(const row_t *rows, int n, bool say)
 {
     int ran = 0, fit = 0;
     for (int k = 0; k < n; k++)
         ran += rows[k].ok, fit += rows[k].ok && !rows[k].oom;
     if (!ran) {
-        fprintf(stderr, "placer compare: no algorithm made a plan%s%s\n", n ? ": " : "",
-                n ? rows[0].msg : "");
+        if (say)
+            fprintf(stderr, "placer compare: no algorithm made a plan%s%s\n", n ? ": " : "",
+                    n ? rows[0].msg : "");
         return CLI_EXIT_BAD_INPUT;
     }
     return fit ? CLI_EXIT_OK : CLI_EXIT_INFEASIBLE;
@@ -214,17 +236,30 @@ int cli_compare(int argc, char **argv)
     if (measured)
         fprintf(stderr, "placer compare: note: --measured: only the learned algorithms' "
                         "episodes are measured; the others place by the cost model\n");
-    for (int k = 0; k < n; k++) {
-        cli_progress("[%d/%d] %s", k + 1, n, rows[k].a->name);
-        run_one(&x, &po, &so, &rows[k]);
+    /* under mpirun the algorithms are spread over the ranks and every row gathered to all */
+    row_t got[32];
+    job_t job = {&x, &po, &so, rows, n};
+    int rc = pl_dist_map(n, run_item, got, sizeof *got, &job);
+    for (int k = 0; rc == 0 && k < n; k++) {
+        const pl_algo *a = rows[k].a;
+        rows[k] = got[k];
+        rows[k].a = a;
     }
     cli_progress("%s", "");
     cli_measured_close(&m);
+    if (rc < 0) {
+        cli_ctx_close(&x);
+        return cli_fail("compare", "gathering the algorithms' results from the MPI ranks failed");
+    }
     double lb = pl_lower_bound(x.k);
+    if (pl_dist_rank() != 0) { /* rank 0 alone prints, as one process would */
+        cli_ctx_close(&x);
+        return status_of(rows, n, false);
+    }
     if (co.json)
         print_json(&x, rows, n, lb);
     else
         print_text(&x, rows, n, lb);
     cli_ctx_close(&x);
-    return status_of(rows, n);
+    return status_of(rows, n, true);
 }

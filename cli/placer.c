@@ -1,5 +1,6 @@
 /* placer.c: the command: dispatches to one verb per file. */
 #include "cli.h"
+#include "placer/dist.h"
 #include "placer/learn.h"
 #include "placer/runtime.h"
 
@@ -144,7 +145,7 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value
     return true;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     pl_err err = {""};
     if (pl_learn_register(&err) < 0) /* the learned placers join the registry (learn.h) */
@@ -162,4 +163,14 @@ int main(int argc, char **argv)
     fprintf(stderr, "placer: unknown verb '%s'\n", argv[1]);
     usage(stderr);
     return CLI_EXIT_BAD_INPUT;
+}
+
+/* Under mpirun (build/placer-mpi) every rank runs the verb; the verbs that split work use the
+ * pool of dist.h, and without MPI init and finalize do nothing. */
+int main(int argc, char **argv)
+{
+    pl_dist_init(&argc, &argv);
+    int rc = run(argc, argv);
+    pl_dist_finalize();
+    return rc;
 }
