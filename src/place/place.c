@@ -70,7 +70,7 @@ int pl_algo_register(const pl_algo *a, pl_err *err)
 static int unknown_algo(const char *what, const char *name, size_t len, pl_err *err)
 {
     char known[512] = "";
-    for (int i = 0, at = 0; i < n_listed && at < (int)sizeof known; i++)
+    for (int i = 0, at = 0; i < listed() && at < (int)sizeof known; i++)
         at += snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", algos[i].name);
     return pl_err_set(err, "%s: unknown placement algorithm '%.*s' (known: %s)", what, (int)len,
                       name, known);
@@ -85,7 +85,7 @@ int pl_algo_parse_list(const char *text, const char *what, const pl_algo **out, 
         size_t len = strcspn(p, ",");
         if (len == 0) return pl_err_set(err, "%s: '%s' has an empty item", what, text);
         const pl_algo *a = NULL;
-        for (int i = 0; i < n_listed && !a; i++)
+        for (int i = 0; i < listed() && !a; i++)
             if (strlen(algos[i].name) == len && !strncmp(algos[i].name, p, len)) a = &algos[i];
         if (!a) return unknown_algo(what, p, len, err);
         for (int k = 0; k < n; k++)
@@ -324,8 +324,9 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
     snprintf(out->algo, sizeof out->algo, "%s", a->name);
     if (rc == 0) rc = check_complete(a, k, out, err);
     out->stages_before = out->stages_after = out->cut_simulations = 0, out->cut_s = 0;
-    /* a measured plan keeps its cuts: merging them by the simulator would change it */
-    if (rc == 0 && !o->fine_cuts && !o->measure && pk_cuts_apply(k))
+    /* a measured plan keeps its cuts: merging them by the simulator would change it (only the
+     * plan that was measured: an algorithm that ignores o->measure is merged as always) */
+    if (rc == 0 && !o->fine_cuts && !(out->measured_s > 0) && pk_cuts_apply(k))
         pk_coarsen_cuts(k, o->contention, PK_CUT_EVALS, out);
     if (rc == 0 && o->single_if_faster)
         keep_single_if_faster(a, k, o->contention, o->min_gain, out, err);
