@@ -229,6 +229,12 @@ int cli_compare(int argc, char **argv)
         return CLI_EXIT_INFEASIBLE;
     }
     cli_measured m = {0};
+    /* ranks on one machine would time each other's work, and a rank whose worker fails to
+     * start would leave the others waiting in the gather */
+    if (measured && pl_dist_size() > 1) {
+        cli_ctx_close(&x);
+        return cli_fail("compare", "--measured runs in one process, not under mpirun");
+    }
     if (measured && cli_measured_open("compare", &co, &x, &po, &m)) {
         cli_ctx_close(&x);
         return CLI_EXIT_BAD_INPUT;
