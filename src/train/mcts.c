@@ -192,17 +192,21 @@ static int select_action(search *s, int vi)
 static int evaluate(search *s, const int *path, int depth, double *t, pl_train_eval *keep,
                     pl_err *err)
 {
-    char key[4096];
-    int len = 0;
-    for (int d = 0; d < depth && len < (int)sizeof key - 16; d++)
-        len += snprintf(key + len, sizeof key - len, "%d,", path[d]);
+    /* the whole path, however deep (a key cut short would answer for another strategy) */
+    size_t cap = (size_t)depth * 12 + 1;
+    char *key = pl_malloc(cap);
+    size_t len = 0;
+    key[0] = 0;
+    for (int d = 0; d < depth; d++)
+        len += (size_t)snprintf(key + len, cap - len, "%d,", path[d]);
     int hit = pl_strmap_get(&s->seen, key);
-    if (hit >= 0) return *t = s->seen_t[hit], 0;
+    if (hit >= 0) return free(key), *t = s->seen_t[hit], 0;
     pl_train_strategy *st = complete(s, path, depth);
     pl_train_eval e;
     pl_train_eval_opts eo = {.feedback = keep != NULL};
     if (pl_train_evaluate_opts(s->x, st, &eo, &e, err) < 0) {
         pl_train_strategy_free(st);
+        free(key);
         return -1;
     }
     *t = e.oom ? INFINITY : e.iteration_s;
@@ -218,7 +222,7 @@ static int evaluate(search *s, const int *path, int depth, double *t, pl_train_e
     pl_grow((void **)&s->seen_t, &s->cap_seen, s->n_seen + 1, sizeof *s->seen_t);
     pl_grow((void **)&s->seen_key, &s->cap_keys, s->n_seen + 1, sizeof *s->seen_key);
     s->seen_t[s->n_seen] = *t;
-    s->seen_key[s->n_seen] = pl_strdup(key);
+    s->seen_key[s->n_seen] = key;
     pl_strmap_put(&s->seen, s->seen_key[s->n_seen], s->n_seen);
     s->n_seen++;
     return 0;
