@@ -217,17 +217,21 @@ static void settle(pl_tag_distill_opts *d)
     if (!(d->lr > 0)) d->lr = 1e-3f;
 }
 
+/* The weights and FILE.json go together: when the second write fails the first is removed,
+ * so that no weights are left beside another run's provenance. */
 static int write_out(const lp_opts *o, pl_tag_gnn *m, json_t *doc)
 {
     pl_err err = {""};
     char side[4200];
     snprintf(side, sizeof side, "%s.json", o->out);
     char *text = json_dumps(doc, JSON_INDENT(2));
-    int rc =
-        pl_tag_gnn_save(m, o->out, &err) < 0 || !text ||
-                pl_out_write_file(side, text, strlen(text), &err) < 0
-            ? cli_fail("learn-prior", "-o %s: %s", o->out, err.msg[0] ? err.msg : "cannot write")
-            : CLI_EXIT_OK;
+    int rc = CLI_EXIT_OK;
+    if (!text || pl_tag_gnn_save(m, o->out, &err) < 0)
+        rc = cli_fail("learn-prior", "-o %s: %s", o->out, err.msg[0] ? err.msg : "cannot write");
+    else if (pl_out_write_file(side, text, strlen(text), &err) < 0) {
+        remove(o->out);
+        rc = cli_fail("learn-prior", "-o %s: %s (the weights were removed too)", side, err.msg);
+    }
     free(text);
     return rc;
 }

@@ -205,14 +205,7 @@ static void print_strategy(const pl_train_ctx *x, const char *name, const pl_tra
 {
     printf("\n%s's strategy, op groups in descending time:\n", name);
     pl_table *t = pl_table_new("group|>ops|>time ms|>params MB|device groups|option|>SFB ops");
-    int *order = pl_malloc((size_t)x->og.n * sizeof *order + 1);
-    for (int i = 0; i < x->og.n; i++)
-        order[i] = i;
-    for (int a = 1; a < x->og.n; a++)
-        for (int b = a; b > 0 && x->og.time_s[order[b]] > x->og.time_s[order[b - 1]]; b--) {
-            int tmp = order[b];
-            order[b] = order[b - 1], order[b - 1] = tmp;
-        }
+    int *order = pl_train_group_order(x);
     for (int k = 0; k < x->og.n; k++) {
         int i = order[k], sfb = 0;
         for (int q = x->og.off[i]; s->sfb && q < x->og.off[i + 1]; q++)
