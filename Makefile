@@ -112,17 +112,18 @@ models:
 # TAG's GNN prior (docs/learn.md, "Training the prior"): trained on six zoo models at TAG's
 # batch sizes over random topologies, and once more without each model for bench_prior's
 # held-out columns. `make -j2 priors` trains two at a time; each is about 8-10 minutes on
-# one core. The weights and their FILE.json (the command, seed, settings, time) are committed.
+# one core (order-only on the binary: a rebuild does not retrain; delete a file to retrain it).
+# The weights and their FILE.json (the command, seed, settings, time) are committed.
 PRIOR_MODELS = models/inception_v3.onnx:96 models/resnet50.onnx:96 models/vgg19.onnx:96 \
   models/transformer.onnx:480 models/bert_base.onnx:96 models/gpt2_small.onnx:16
 PRIOR_HELD = inception_v3 resnet50 vgg19 transformer bert_base gpt2_small
 priors: models/priors/tag-gnn.weights $(PRIOR_HELD:%=models/priors/tag-gnn-without-%.weights)
 
-models/priors/tag-gnn.weights: $(BUILD)/placer
+models/priors/tag-gnn.weights: | $(BUILD)/placer
 	@mkdir -p models/priors
 	$(BUILD)/placer learn-prior $(PRIOR_MODELS) --seed 1 -o $@
 
-models/priors/tag-gnn-without-%.weights: $(BUILD)/placer
+models/priors/tag-gnn-without-%.weights: | $(BUILD)/placer
 	@mkdir -p models/priors
 	$(BUILD)/placer learn-prior $(PRIOR_MODELS) --hold-out $* --seed 1 -o $@
 

@@ -664,9 +664,10 @@ static void zoo(const char *path, const char *must_apply, int at_least)
     pl_rw_model *m = pl_rw_load(path, &err);
     if (!m) fail_msg("%s", err.msg);
     pl_graph *g0 = tu_load(path);
-    int n_rules, counts[16], n_log;
+    int n_rules, n_log;
     pl_rw_site *log;
     const pl_rw_rule *rules = pl_rw_rules(&n_rules);
+    int *counts = calloc((size_t)n_rules, sizeof *counts);
     int before = pl_rw_nodes(m);
     int n = pl_rw_greedy(&m, NULL, 0, counts, &log, &n_log, &err);
     if (n < 0) fail_msg("%s", err.msg);
@@ -692,6 +693,7 @@ static void zoo(const char *path, const char *must_apply, int at_least)
     }
     replay_inflated(path, log, n_log, tmp);
     pl_rw_sites_free(log, n_log);
+    free(counts);
     pl_graph_free(g0), pl_graph_free(g1), pl_rw_free(m);
     tu_rmtree(tmp);
 }
