@@ -62,30 +62,14 @@ static void test_map_one_process(void **state)
 static void test_compare_under_mpirun(void **state)
 {
     (void)state;
-    const char *bin = getenv("PLACER_BIN");
-    char dir[512], mpi[600], cmd[2048];
-    snprintf(dir, sizeof dir, "%s", bin ? bin : "build/placer");
-    snprintf(mpi, sizeof mpi, "%s/placer-mpi", dirname(dir));
-    if (access(mpi, X_OK) || system("command -v mpirun >/dev/null 2>&1")) {
-        print_message("skipped: no %s or no mpirun (MPI is optional: docs/dist.md)\n", mpi);
+    json_t *one = tu_run_json(CMP " 2>/dev/null");
+    if (!tu_mpi_begin(2)) {
+        json_decref(one);
         skip();
     }
-    json_t *one = tu_run_json(CMP " 2>/dev/null");
-    /* tu_run's command is PLACER_BIN ARGS: here the launcher and the MPI build; it must exit 0
-     * with one JSON document (rank 1 prints nothing) */
-    char *was = bin ? strdup(bin) : NULL;
-    /* leak checking off for the ranks alone (under `make asan`): OpenMPI's own allocations at
-     * MPI_Finalize are reported as leaks; compare's are checked by the one-process run above */
-    snprintf(cmd, sizeof cmd,
-             "env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 --oversubscribe --allow-run-as-root %s",
-             mpi);
-    setenv("PLACER_BIN", cmd, 1);
+    /* it must exit 0 with one JSON document (rank 1 prints nothing) */
     json_t *two = tu_run_json(CMP " 2>/dev/null");
-    if (was)
-        setenv("PLACER_BIN", was, 1);
-    else
-        unsetenv("PLACER_BIN");
-    free(was);
+    tu_mpi_end();
     json_t *a1 = json_object_get(one, "algorithms"), *a2 = json_object_get(two, "algorithms");
     assert_int_equal(json_array_size(a1), 5);
     assert_int_equal(json_array_size(a2), 5);

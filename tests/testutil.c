@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <jansson.h>
+#include <libgen.h>
 
 #include "placer/place.h"
 
@@ -354,4 +355,39 @@ void tu_dense_free(tu_dense *f)
     pl_cluster_free(f->c);
     free(f->t.batched);
     pl_graph_free(f->t.g);
+}
+
+static char *mpi_was; /* PLACER_BIN before tu_mpi_begin */
+static bool mpi_had;
+
+bool tu_mpi_begin(int n_ranks)
+{
+    const char *bin = getenv("PLACER_BIN");
+    char dir[512], mpi[600], cmd[2048];
+    snprintf(dir, sizeof dir, "%s", bin ? bin : "build/placer");
+    snprintf(mpi, sizeof mpi, "%s/placer-mpi", dirname(dir));
+    if (access(mpi, X_OK) || system("command -v mpirun >/dev/null 2>&1")) {
+        print_message("skipped: no %s or no mpirun (MPI is optional: docs/dist.md)\n", mpi);
+        return false;
+    }
+    /* leak checking off for the ranks (under `make asan`): OpenMPI's own allocations at
+     * MPI_Finalize are reported as leaks; the verbs' are checked by one-process runs */
+    snprintf(cmd, sizeof cmd,
+             "env ASAN_OPTIONS=detect_leaks=0 mpirun -np %d --oversubscribe --allow-run-as-root %s",
+             n_ranks, mpi);
+    mpi_had = bin != NULL;
+    free(mpi_was);
+    mpi_was = bin ? strdup(bin) : NULL;
+    setenv("PLACER_BIN", cmd, 1);
+    return true;
+}
+
+void tu_mpi_end(void)
+{
+    if (mpi_had)
+        setenv("PLACER_BIN", mpi_was, 1);
+    else
+        unsetenv("PLACER_BIN");
+    free(mpi_was);
+    mpi_was = NULL;
 }

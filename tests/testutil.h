@@ -36,6 +36,11 @@ void tu_require_ort(void);
 int tu_ort_setup(void);
 /* tu_run that must exit 0 and print one JSON document, which it returns (json_decref it). */
 struct json_t *tu_run_json(const char *args);
+/* Points PLACER_BIN at `mpirun -np N --oversubscribe ... build/placer-mpi` (leak checks off
+ * for the ranks) and returns true; returns false, printing why, when mpirun or placer-mpi is
+ * missing (the caller then skips). tu_mpi_end restores PLACER_BIN. */
+bool tu_mpi_begin(int n_ranks);
+void tu_mpi_end(void);
 /* The number at key k of a JSON object (fails the test when it is not one); and the element
  * of a JSON document's array `list` whose string `field` equals `value` (fails when none). */
 double tu_num(struct json_t *o, const char *k);

@@ -23,4 +23,17 @@ int pl_dist_size(void);
 typedef void (*pl_dist_fn)(int item, void *out, void *user);
 int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *user);
 
+/* Element-wise sum of v[0..n) over the ranks, in rank order (so the same on every run for a
+ * rank count), left in v on every rank. Collective. Returns the number of ranks whose vectors
+ * were summed (the pool's size; fewer when a rank died and the job went on without it: divide
+ * by this to average), or -1 when MPI failed. */
+int pl_dist_sum(double *v, int n);
+int pl_dist_sumf(float *v, int n);
+
+/* Copies `bytes` bytes of buf on rank `root` into buf on every rank. Collective. 0 or -1. */
+int pl_dist_bcast(void *buf, size_t bytes, int root);
+
+/* The host a rank runs on (MPI_Get_processor_name; this machine's name without MPI). */
+const char *pl_dist_host(int rank);
+
 #endif

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef PL_MPI
 #include <mpi.h>
@@ -77,4 +78,41 @@ int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *us
     for (int i = 0; i < n_items; i++) /* one process: every item here, in order */
         fn(i, (char *)out + (size_t)i * out_size, user);
     return 0;
+}
+
+int pl_dist_sum(double *v, int n)
+{
+    if (n < 0 || (n && !v)) return -1;
+#ifdef PL_MPI
+    if (size_ > 1 && MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD))
+        return -1;
+#endif
+    return size_;
+}
+
+int pl_dist_sumf(float *v, int n)
+{
+    if (n < 0 || (n && !v)) return -1;
+#ifdef PL_MPI
+    if (size_ > 1 && MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD))
+        return -1;
+#endif
+    return size_;
+}
+
+int pl_dist_bcast(void *buf, size_t bytes, int root)
+{
+    if (root < 0 || root >= size_ || (bytes && !buf)) return -1;
+#ifdef PL_MPI
+    if (size_ > 1 && MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD)) return -1;
+#endif
+    return 0;
+}
+
+const char *pl_dist_host(int rank)
+{
+    static char host[256];
+    (void)rank;
+    if (!host[0] && gethostname(host, sizeof host - 1)) strcpy(host, "?");
+    return host;
 }
