@@ -27,6 +27,8 @@ COLLBENCH := $(if $(MPICC),$(BUILD)/placer-collbench)
 # -DPL_MPI; src/dist is the only file that differs, so its MPI object is linked ahead of the
 # library (whose single-process dist.o is then not pulled in).
 PLACER_MPI := $(if $(MPICC),$(BUILD)/placer-mpi)
+# the pool's primitives under mpirun, for test_dist
+DIST_DRIVER := $(if $(MPICC),$(BUILD)/tests/dist_driver)
 
 .PHONY: all deps test asan demo bench fuzz fuzz-build clean format models install priors
 all: $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI)
@@ -60,6 +62,10 @@ $(BUILD)/mpi/src/dist/dist.o: src/dist/dist.c include/placer/dist.h
 $(BUILD)/placer-mpi: $(BUILD)/mpi/src/dist/dist.o $(CLI_OBJ) $(LIB)
 	$(MPICC) $(CFLAGS) $(BUILD)/mpi/src/dist/dist.o $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
 
+$(BUILD)/tests/dist_driver: tests/dist_driver.c $(BUILD)/mpi/src/dist/dist.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $< $(BUILD)/mpi/src/dist/dist.o $(LIB) $(LDLIBS) -o $@
+
 $(BUILD)/placer-collbench: tools/collbench.c
 	@mkdir -p $(dir $@)
 	$(MPICC) -std=c11 $(OPT) -g -Wall -Wextra -Werror $< -o $@
@@ -73,7 +79,7 @@ $(BUILD)/tests/%: tests/%.c $(TLIB) $(LIB) $(wildcard tests/*.h)
 	$(CC) $(CFLAGS) $< $(TLIB) $(LIB) $(LDLIBS) -lcmocka -o $@
 
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI) $(TESTS)
+	@$(MAKE) --no-print-directory $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI) $(DIST_DRIVER) $(TESTS)
 	@tools/run_tests.sh $(BUILD)
 
 asan: deps

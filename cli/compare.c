@@ -255,7 +255,7 @@ int cli_compare(int argc, char **argv)
     cli_measured_close(&m);
     if (rc < 0) {
         cli_ctx_close(&x);
-        return cli_fail("compare", "gathering the algorithms' results from the MPI ranks failed");
+        return cli_fail("compare", "the MPI ranks' pool failed: %s", pl_dist_error());
     }
     double lb = pl_lower_bound(x.k);
     if (pl_dist_rank() != 0) { /* rank 0 alone prints, as one process would */

@@ -170,7 +170,5 @@ static int run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     pl_dist_init(&argc, &argv);
-    int rc = run(argc, argv);
-    pl_dist_finalize();
-    return rc;
+    return pl_dist_finalize(run(argc, argv));
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 typedef struct {
@@ -87,11 +88,215 @@ static void test_compare_under_mpirun(void **state)
     json_decref(two);
 }
 
+/* ---- the pool under mpirun: tests/dist_driver.c and placer-mpi with faults ---- */
+
+static char build_dir[512], host[256];
+
+/* The build folder (PLACER_BIN's) when it holds the MPI programs and mpirun exists. */
+static bool have_mpi(void)
+{
+    const char *bin = getenv("PLACER_BIN");
+    char dir[512], path[700];
+    snprintf(dir, sizeof dir, "%s", bin ? bin : "build/placer");
+    snprintf(build_dir, sizeof build_dir, "%s", dirname(dir));
+    snprintf(path, sizeof path, "%s/tests/dist_driver", build_dir);
+    gethostname(host, sizeof host - 1);
+    if (access(path, X_OK) == 0 && system("command -v mpirun >/dev/null 2>&1") == 0) return true;
+    print_message("skipped: no %s or no mpirun (MPI is optional: docs/dist.md)\n", path);
+    return false;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot read %s", path);
+    char *buf = calloc(1, 1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Runs `env ENV mpirun -np 2 FLAGS PROG ARGS` (PROG in the build folder); its stdout and
+ * stderr apart; the exit status. */
+static int mpi2(const char *env, const char *flags, const char *prog, char **out, char **err)
+{
+    char o[] = "/tmp/placer-dist-out-XXXXXX", e[] = "/tmp/placer-dist-err-XXXXXX", cmd[3000];
+    close(mkstemp(o));
+    close(mkstemp(e));
+    snprintf(cmd, sizeof cmd,
+             "env ASAN_OPTIONS=detect_leaks=0 %s mpirun -np 2 --oversubscribe --allow-run-as-root "
+             "-x PLACER_DIST_FAULT -x PLACER_DIST_TIMEOUT %s %s/%s >%s 2>%s",
+             env, flags, build_dir, prog, o, e);
+    int st = system(cmd);
+    *out = slurp(o);
+    *err = slurp(e);
+    unlink(o);
+    unlink(e);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* Every item computed once on the rank that owns it (i % 2), a map nested in an item run
+ * whole on its rank, the sum in rank order over both, and each rank's broadcast. */
+static void test_primitives_under_mpirun(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char *out, *err, line[64];
+    assert_int_equal(
+        mpi2("PLACER_DIST_FAULT= PLACER_DIST_TIMEOUT=", "", "tests/dist_driver", &out, &err), 0);
+    for (int i = 0; i < 7; i++) {
+        snprintf(line, sizeof line, "map %d %d %d\n", i, i * i, i % 2);
+        assert_non_null(strstr(out, line));
+        snprintf(line, sizeof line, "nested %d %d\n", i, 5 + 100 * i);
+        assert_non_null(strstr(out, line));
+    }
+    assert_non_null(strstr(out, "sum 2 3 30\n"));
+    assert_non_null(strstr(out, "bcast 0 7\n"));
+    assert_non_null(strstr(out, "bcast 1 107\n"));
+    free(out);
+    free(err);
+}
+
+/* Rank 1 killed at its second item, under `mpirun --enable-recovery` (which lets the others
+ * go on): rank 0 names it (rank, pid, host), runs its items, and every result is right; the
+ * sum holds rank 0 alone, and a broadcast from the dead rank fails saying why. */
+static void test_dead_rank_work_redone(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char *out, *err, line[300];
+    assert_int_equal(mpi2("PLACER_DIST_FAULT=die:1:2 PLACER_DIST_TIMEOUT=", "--enable-recovery",
+                          "tests/dist_driver", &out, &err),
+                     0);
+    for (int i = 0; i < 7; i++) {
+        snprintf(line, sizeof line, "map %d %d 0\n", i, i * i); /* all on rank 0 in the end */
+        assert_non_null(strstr(out, line));
+    }
+    assert_non_null(strstr(out, "sum 1 1 10\n"));
+    assert_non_null(strstr(out, "bcast 1 failed: rank 1 (pid "));
+    snprintf(line, sizeof line, " on %s) died; its work runs on rank 0", host);
+    assert_int_equal(count_of(err, line), 1);
+    assert_non_null(strstr(err, "placer: rank 1 (pid "));
+    free(out);
+    free(err);
+}
+
+/* A rank that stops answering (alive, on this host) is lost after PLACER_DIST_TIMEOUT: its
+ * work runs on rank 0 and the job ends with the whole answer. */
+static void test_stalled_rank_work_redone(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char *out, *err, line[64];
+    assert_int_equal(mpi2("PLACER_DIST_FAULT=stall:1:1 PLACER_DIST_TIMEOUT=1", "--enable-recovery",
+                          "tests/dist_driver", &out, &err),
+                     0);
+    for (int i = 0; i < 7; i++) {
+        snprintf(line, sizeof line, "map %d %d 0\n", i, i * i);
+        assert_non_null(strstr(out, line));
+    }
+    assert_non_null(strstr(err, "stalled past PLACER_DIST_TIMEOUT; its work runs on rank 0"));
+    free(out);
+    free(err);
+}
+
+#define CMP_SLOW                                                                                   \
+    "compare models/rnnlm.onnx --cluster examples/clusters/autodeep-4xk80.json "                   \
+    "--algos moirai,heft --seed 1 --json"
+
+/* Under plain mpirun a death ends the job: rank 1 killed at its first item while rank 0 is in
+ * moirai; rank 0 names the dead rank with its host and writes nothing, or (had it finished
+ * first) the whole one-process answer; never part of one. */
+static void test_dead_rank_under_plain_mpirun(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char *out, *err, line[300];
+    int rc = mpi2("PLACER_DIST_FAULT=die:1:1 PLACER_DIST_TIMEOUT=", "", "placer-mpi " CMP_SLOW,
+                  &out, &err);
+    assert_int_not_equal(rc, 0);
+    snprintf(line, sizeof line, " on %s) died", host);
+    assert_non_null(strstr(err, line));
+    assert_non_null(strstr(err, "placer: rank 1 (pid "));
+    if (out[0]) { /* rank 0 finished before mpirun ended it: the answer is whole */
+        json_error_t e;
+        json_t *j = json_loads(out, 0, &e);
+        assert_non_null(j);
+        assert_int_equal(json_array_size(json_object_get(j, "algorithms")), 2);
+        json_decref(j);
+    } else {
+        assert_non_null(strstr(err, "mpirun is ending the job: no output written"));
+    }
+    free(out);
+    free(err);
+}
+
+/* Bad input fails on every rank alike: the message is told once (by rank 0), with its status. */
+static void test_bad_input_told_once(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char *out, *err;
+    int rc = mpi2("PLACER_DIST_FAULT= PLACER_DIST_TIMEOUT=", "",
+                  "placer-mpi compare models/nope.onnx --cluster "
+                  "examples/clusters/autodeep-4xk80.json",
+                  &out, &err);
+    assert_int_equal(rc, 2);
+    assert_int_equal(count_of(err, "models/nope.onnx: cannot open"), 1);
+    assert_string_equal(out, "");
+    free(out);
+    free(err);
+}
+
+/* A failure on one rank only (its host lacks the model): rank 0 does that rank's work, prints
+ * the one-process answer, and tells the other rank's message, naming it. */
+static void test_failure_on_one_rank(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    json_t *one = tu_run_json(CMP " 2>/dev/null");
+    char *out, *err, env[700];
+    snprintf(env, sizeof env,
+             "PLACER_DIST_FAULT= PLACER_DIST_TIMEOUT= PLACER_MPI_BIN=%s/placer-mpi", build_dir);
+    int rc = mpi2(env, "-x PLACER_MPI_BIN", "../tests/one_rank_lacks_model.sh " CMP, &out, &err);
+    assert_int_equal(rc, 0);
+    json_error_t e;
+    json_t *two = json_loads(out, 0, &e);
+    assert_non_null(two);
+    json_t *a1 = json_object_get(one, "algorithms"), *a2 = json_object_get(two, "algorithms");
+    assert_int_equal(json_array_size(a2), 5);
+    for (size_t k = 0; k < 5; k++)
+        assert_true(tu_num(json_array_get(a1, k), "makespan_s") ==
+                    tu_num(json_array_get(a2, k), "makespan_s"));
+    assert_non_null(strstr(err, "placer: rank 1 (pid "));
+    assert_non_null(strstr(err, "failed with exit 2 (its work ran on rank 0)"));
+    assert_non_null(strstr(err, "missing.onnx: cannot open"));
+    json_decref(one);
+    json_decref(two);
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_map_one_process),
         cmocka_unit_test(test_compare_under_mpirun),
+        cmocka_unit_test(test_primitives_under_mpirun),
+        cmocka_unit_test(test_dead_rank_work_redone),
+        cmocka_unit_test(test_stalled_rank_work_redone),
+        cmocka_unit_test(test_dead_rank_under_plain_mpirun),
+        cmocka_unit_test(test_bad_input_told_once),
+        cmocka_unit_test(test_failure_on_one_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,6 +74,9 @@ typedef struct pl_out {
 int pl_out_open(pl_out *o, const char *path, pl_err *err);
 int pl_out_commit(pl_out *o, pl_err *err);
 void pl_out_abort(pl_out *o);
+/* Removes the temporaries being written now; async-signal-safe, for a program's own signal
+ * handler (which keeps pl_out from installing its own: src/dist's, under mpirun). */
+void pl_out_remove_temporaries(void);
 /* The whole of a buffer to path, through pl_out. */
 int pl_out_write_file(const char *path, const void *buf, size_t n, pl_err *err);
 /* The temporary's name for path: ".NAME.tmp.PID" in the same folder (malloc'd); a trailing

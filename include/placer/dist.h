@@ -8,9 +8,14 @@
 
 #include <stddef.h>
 
-/* MPI_Init / MPI_Finalize (no-ops without MPI). Init once, before anything reads argv. */
+/* MPI_Init / MPI_Finalize (no-ops without MPI). Init once, before anything reads argv.
+ * Under mpirun with several ranks, init also sends a rank > 0's stdout to /dev/null and its
+ * stderr to memory: rank 0 is the process the user sees. Finalize takes the exit status the
+ * process would return and gives the one it must return: on rank 0 it collects every peer's
+ * status and stderr, prints a peer's messages when they are not rank 0's own (a failure on
+ * every rank, such as bad input, is told once), and every rank then returns rank 0's status. */
 void pl_dist_init(int *argc, char ***argv);
-void pl_dist_finalize(void);
+int pl_dist_finalize(int rc);
 /* This process's rank and the pool's size (0 and 1 without MPI or before init). */
 int pl_dist_rank(void);
 int pl_dist_size(void);
@@ -19,7 +24,11 @@ int pl_dist_size(void);
  * gathers every item's out_size bytes to every rank, so that on return `out` (n_items *
  * out_size bytes) holds all results on all ranks, in item order. fn writes only its own slot
  * and must fill it (the bytes are copied as they are: no pointers). Collective: every rank
- * calls it with the same n_items and out_size. Returns 0, or -1 when MPI failed. */
+ * calls it with the same n_items and out_size. The items of a rank that died, stalled or failed
+ * run on rank 0, so the results are the whole pool's (docs/dist.md, "When a rank dies"). A pool
+ * call made inside an item (moirai's restarts inside compare's algorithms) runs whole in this
+ * process, as without MPI: the other ranks are busy with their own items. Returns 0, or -1
+ * (pl_dist_error says why) when this rank lost rank 0 or was told to stop. */
 typedef void (*pl_dist_fn)(int item, void *out, void *user);
 int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *user);
 
@@ -32,6 +41,9 @@ int pl_dist_sumf(float *v, int n);
 
 /* Copies `bytes` bytes of buf on rank `root` into buf on every rank. Collective. 0 or -1. */
 int pl_dist_bcast(void *buf, size_t bytes, int root);
+
+/* Why the last pool call above returned -1 (a rank lost, the pool stopped), or "". */
+const char *pl_dist_error(void);
 
 /* The host a rank runs on (MPI_Get_processor_name; this machine's name without MPI). */
 const char *pl_dist_host(int rank);

@@ -29,10 +29,15 @@
 #define MAX_LIVE 16
 static char *volatile live[MAX_LIVE];
 
-static void on_signal(int sig)
+void pl_out_remove_temporaries(void)
 {
     for (int k = 0; k < MAX_LIVE; k++)
         if (live[k]) unlink(live[k]);
+}
+
+static void on_signal(int sig)
+{
+    pl_out_remove_temporaries();
     signal(sig, SIG_DFL);
     raise(sig);
 }

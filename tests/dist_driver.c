@@ -1,0 +1,64 @@
+/* dist_driver.c: the pool's primitives under mpirun, for test_dist (built with mpicc when MPI
+ * is present, linked with src/dist's MPI build). Rank 0 prints what every rank got:
+ *   map I VALUE RANK   for 7 items (VALUE = I * I, RANK = the rank that ran it)
+ *   nested I SUM       a map inside item I of the outer one (runs whole on its rank)
+ *   sum COUNT A B      the sum of (rank + 1, 10 * (rank + 1)) and how many ranks it holds
+ *   bcast ROOT VALUE   rank ROOT's 100 * ROOT + 7 on every rank, or "bcast ROOT failed: WHY"
+ * A rank that finds a result it did not expect exits 3, so a wrong gather shows on any rank. */
+#include "placer/dist.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+    int value, rank, nested;
+} item_out;
+
+static void square(int i, void *out, void *user)
+{
+    (void)user;
+    ((int *)out)[0] = i * i;
+}
+
+/* An item that uses the pool itself: it must run whole here, not wait for the busy ranks. */
+static void outer(int i, void *out, void *user)
+{
+    (void)user;
+    item_out *o = out;
+    int inner[3];
+    o->value = i * i;
+    o->rank = pl_dist_rank();
+    o->nested = pl_dist_map(3, square, inner, sizeof *inner, NULL) == 0
+                    ? inner[0] + inner[1] + inner[2] + 100 * i
+                    : -1;
+}
+
+int main(int argc, char **argv)
+{
+    pl_dist_init(&argc, &argv);
+    int rc = 0, me = pl_dist_rank(), n = pl_dist_size();
+    item_out got[7];
+    if (pl_dist_map(7, outer, got, sizeof *got, NULL) != 0) {
+        fprintf(stderr, "map failed: %s\n", pl_dist_error());
+        return pl_dist_finalize(4);
+    }
+    for (int i = 0; i < 7; i++) {
+        printf("map %d %d %d\n", i, got[i].value, got[i].rank);
+        printf("nested %d %d\n", i, got[i].nested);
+        if (got[i].value != i * i || got[i].nested != 5 + 100 * i) rc = 3;
+    }
+    double v[2] = {me + 1, 10.0 * (me + 1)};
+    int count = pl_dist_sum(v, 2);
+    printf("sum %d %g %g\n", count, v[0], v[1]);
+    float f[1] = {(float)(me + 1)};
+    if (pl_dist_sumf(f, 1) != count || f[0] != (float)v[0]) rc = 3;
+    for (int root = 0; root < n; root++) {
+        int b = 100 * me + 7;
+        if (pl_dist_bcast(&b, sizeof b, root) == 0)
+            printf("bcast %d %d\n", root, b);
+        else
+            printf("bcast %d failed: %s\n", root, pl_dist_error());
+    }
+    fflush(stdout);
+    return pl_dist_finalize(rc);
+}
