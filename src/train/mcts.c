@@ -395,9 +395,7 @@ static int start(search *s, pl_train_search_result *r, pl_err *err)
 
 /* ---- root parallelism (docs/dist.md, "train") ---- */
 
-/* Rank r's tree's generator: the search's own seed on rank 0 (so that rank 0's tree is one
- * process's), a splitmix64 mix of it and r on the others. */
-static uint64_t tree_seed(unsigned seed, int r)
+uint64_t tr_tree_seed(unsigned seed, int r)
 {
     uint64_t s = seed ? seed : 0x9e3779b97f4a7c15ull;
     if (r == 0) return s;
@@ -405,55 +403,49 @@ static uint64_t tree_seed(unsigned seed, int r)
     return pl_rng_next(&z);
 }
 
-/* This rank's share of the iterations: `iterations` in all over the ranks, the first
- * iterations % N ranks one more. A time budget is every rank's own. */
-static int tree_budget(const pl_train_search_opts *o, int r, int n)
+int tr_tree_budget(const pl_train_search_opts *o, int r, int n)
 {
     if (o->iterations <= 0 && o->time_s > 0) return 1 << 30;
     int total = o->iterations > 0 ? o->iterations : 300;
     return total / n + (r < total % n);
 }
 
-/* One tree's outcome, as the bytes the pool gathers. */
-typedef struct {
-    double best_s;
-    int iterations, beat_dp_at, ok;
-    char msg[PL_ERR_MAX];
-} tree_stat;
-
-static void own_stat(int item, void *out, void *user)
+int tr_merge_trees(const tr_tree *all, int n, tr_tree *sum, pl_err *err)
 {
-    (void)item; /* item r runs on rank r (dist.h: i % size) */
-    memcpy(out, user, sizeof(tree_stat));
+    int w = 0;
+    *sum = (tr_tree){.best_s = INFINITY, .beat_dp_at = -1, .ok = 1};
+    for (int k = 0; k < n; k++) {
+        if (!all[k].ok) return pl_err_set(err, "%s", all[k].msg);
+        sum->iterations += all[k].iterations;
+        if (all[k].beat_dp_at >= 0 && (sum->beat_dp_at < 0 || all[k].beat_dp_at < sum->beat_dp_at))
+            sum->beat_dp_at = all[k].beat_dp_at;
+        if (all[k].best_s < all[w].best_s) w = k;
+    }
+    sum->best_s = n > 0 ? all[w].best_s : INFINITY;
+    return w;
 }
 
-/* Every rank's tree's outcome to every rank; the fastest strategy of any tree (ties: the
- * lowest rank, so rank 0's when it is as fast) is broadcast by its rank and becomes every
- * rank's best. A rank's failure (rc < 0) fails them all with its message, so that no rank is
- * left waiting in the refinement's maps. */
+static void own_tree(int item, void *out, void *user)
+{
+    (void)item; /* item r runs on rank r (dist.h: i % size) */
+    memcpy(out, user, sizeof(tr_tree));
+}
+
+/* Every rank's tree's outcome to every rank (tr_merge_trees); the winner's rank broadcasts its
+ * strategy, which becomes every rank's best. A rank's failure (rc < 0) fails them all with its
+ * message, so that no rank is left waiting in the refinement's maps. */
 static int merge_trees(search *s, pl_train_search_result *r, int rc, pl_err *err)
 {
     const pl_train_ctx *x = s->x;
-    int n = pl_dist_size(), me = pl_dist_rank(), w = 0;
-    tree_stat own = {s->best_s, r->iterations, s->beat_dp_at, rc == 0, ""};
+    int n = pl_dist_size(), me = pl_dist_rank();
+    tr_tree own = {s->best_s, r->iterations, s->beat_dp_at, rc == 0, ""}, sum;
     if (rc < 0) snprintf(own.msg, sizeof own.msg, "%s", err->msg);
-    tree_stat *all = pl_malloc((size_t)n * sizeof *all);
-    if (tr_map(x, n, own_stat, all, sizeof *all, &own) < 0) {
-        free(all);
-        return pl_err_set(err, "train: gathering the MCTS trees from the MPI ranks failed");
-    }
-    r->iterations = 0, s->beat_dp_at = -1;
-    for (int k = 0; k < n; k++) {
-        if (!all[k].ok) {
-            pl_err_set(err, "%s", all[k].msg);
-            free(all);
-            return -1;
-        }
-        r->iterations += all[k].iterations;
-        if (all[k].beat_dp_at >= 0 && (s->beat_dp_at < 0 || all[k].beat_dp_at < s->beat_dp_at))
-            s->beat_dp_at = all[k].beat_dp_at;
-        if (all[k].best_s < all[w].best_s) w = k;
-    }
+    tr_tree *all = pl_malloc((size_t)n * sizeof *all);
+    int w = tr_map(x, n, own_tree, all, sizeof *all, &own);
+    if (w < 0) pl_err_set(err, "train: gathering the MCTS trees from the MPI ranks failed");
+    if (w == 0) w = tr_merge_trees(all, n, &sum, err);
+    free(all);
+    if (w < 0) return -1;
     size_t bytes = tr_strategy_bytes(x);
     unsigned char *buf = pl_malloc(bytes);
     if (me == w) tr_strategy_pack(x, s->best, buf);
@@ -462,8 +454,8 @@ static int merge_trees(search *s, pl_train_search_result *r, int rc, pl_err *err
         pl_train_strategy_free(s->best);
         s->best = tr_strategy_unpack(x, buf);
     }
-    s->best_s = all[w].best_s;
-    free(buf), free(all);
+    free(buf);
+    r->iterations = sum.iterations, s->beat_dp_at = sum.beat_dp_at, s->best_s = sum.best_s;
     return rc < 0 ? pl_err_set(err, "train: broadcasting the best strategy to the MPI ranks failed")
                   : 0;
 }
@@ -481,14 +473,15 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
                 .o = o,
                 .beat_dp_at = -1,
                 .best_s = INFINITY,
-                .rng = tree_seed(o->seed, x->dist ? pl_dist_rank() : 0)};
+                .rng = tr_tree_seed(o->seed, x->dist ? pl_dist_rank() : 0)};
     pl_strmap_init(&s.seen);
     enumerate(&s);
     s.order = pl_train_group_order(x);
     new_vertex(&s);
     r->refined_mcts_s = r->refined_root_s = INFINITY;
     int rc = start(&s, r, err);
-    int budget = x->dist ? tree_budget(o, pl_dist_rank(), pl_dist_size()) : tree_budget(o, 0, 1);
+    int budget =
+        x->dist ? tr_tree_budget(o, pl_dist_rank(), pl_dist_size()) : tr_tree_budget(o, 0, 1);
     int it = 0;
     for (; rc == 0 && it < budget; it++) {
         if (o->time_s > 0 && pl_now() - t0 > o->time_s) break;

@@ -46,4 +46,26 @@ typedef void (*tr_alt_fn)(pl_train_strategy *st, int group, int a, const void *u
 int tr_greedy(const pl_train_ctx *x, pl_train_strategy **st, double *t, int n, int n_alt,
               tr_alt_fn alt, const void *user, double eps, pl_err *err);
 
+/* ---- MCTS's root parallelism (mcts.c; docs/dist.md, "train") ---- */
+
+/* Rank r's tree's generator state: the search's seed on rank 0 (0: the default), so that rank
+ * 0's tree is the one a single process grows; a splitmix64 mix of it and r on the others. */
+uint64_t tr_tree_seed(unsigned seed, int r);
+/* Rank r's (of n) share of o's iterations: o->iterations (0: 300) in all, the first
+ * iterations % n ranks one more; a time budget alone (time_s, no iterations) is every rank's
+ * own (1 << 30 iterations). */
+int tr_tree_budget(const pl_train_search_opts *o, int r, int n);
+/* One tree's outcome, as the bytes the pool gathers. */
+typedef struct tr_tree {
+    double best_s;  /* its fastest strategy (INFINITY: none fits) */
+    int iterations; /* run */
+    int beat_dp_at; /* its first iteration faster than DP-NCCL; -1: none */
+    int ok;         /* 0: the tree failed, with msg */
+    char msg[PL_ERR_MAX];
+} tr_tree;
+/* The merge of n trees in rank order: returns the rank whose strategy is kept (the fastest;
+ * ties: the lowest rank), with sum holding its best_s, the iterations summed and the earliest
+ * beat_dp_at of any (-1: none). -1 with err set to the first failed tree's message. */
+int tr_merge_trees(const tr_tree *all, int n, tr_tree *sum, pl_err *err);
+
 #endif
