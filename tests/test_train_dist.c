@@ -1,6 +1,7 @@
 /* test_train_dist.c: `placer train` under MPI (docs/dist.md, "train"): MCTS's root parallelism
  * (each rank's seed and share of the iterations, the merge of the trees), a strategy moved
- * between ranks as bytes, and `train` under `mpirun -np 2` (skipped, saying so, without MPI). */
+ * between ranks as bytes, and `train` under `mpirun -np 2`: its MCTS, refinement, HeteroG-like
+ * pass and SFB (skipped, saying so, without MPI). */
 #include "testutil.h"
 
 #include "../src/train/train_internal.h"
@@ -120,7 +121,7 @@ static void test_dist_one_process_same(void **state)
     tu_dense f;
     tu_dense_build(&f, NULL, 2);
     pl_err err = {""};
-    pl_train_search_opts o = {.iterations = 6, .seed = 5, .no_sfb = true};
+    pl_train_search_opts o = {.iterations = 6, .seed = 5};
     pl_train_search_result a, b;
     assert_int_equal(pl_train_search(&f.x, &o, &a, &err), 0);
     pl_train_strategy *ha = pl_train_heterog(&f.x, &err);
@@ -132,6 +133,7 @@ static void test_dist_one_process_same(void **state)
     assert_true(a.eval.iteration_s == b.eval.iteration_s);
     assert_true(a.mcts_s == b.mcts_s);
     assert_true(a.refined_root_s == b.refined_root_s);
+    assert_int_equal(a.sfb_applied + a.sfb_rejected, b.sfb_applied + b.sfb_rejected);
     assert_int_equal(a.iterations, 6);
     assert_int_equal(b.iterations, 6);
     assert_memory_equal(a.best->P, b.best->P, 4);
@@ -202,6 +204,29 @@ static void test_train_under_mpirun(void **state)
     json_decref(one), json_decref(two), json_decref(again);
 }
 
+/* One iteration per tree: on this cluster and seed neither rank's beats DP-NCCL (hand-checked),
+ * so both runs refine the same starts to the same strategy, and SFB's programs, spread over
+ * the ranks, propose the one process's 9 gradients (rejected by the simulation). */
+static void test_sfb_under_mpirun(void **state)
+{
+    (void)state;
+    json_t *one = tu_run_json(TRAIN "1");
+    if (!tu_mpi_begin(2)) {
+        json_decref(one);
+        skip();
+    }
+    json_t *two = tu_run_json(TRAIN "2");
+    tu_mpi_end();
+    char *s1 = strategy_text(one), *s2 = strategy_text(two);
+    assert_string_equal(s1, s2);
+    free(s1), free(s2);
+    assert_true(tu_num(two, "iteration_s") == tu_num(one, "iteration_s"));
+    assert_int_equal((int)tu_num(one, "sfb_rejected"), 9);
+    assert_int_equal((int)tu_num(two, "sfb_rejected"), 9);
+    assert_int_equal((int)tu_num(two, "sfb_gradients"), (int)tu_num(one, "sfb_gradients"));
+    json_decref(one), json_decref(two);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_strategy_bytes),
         cmocka_unit_test(test_dist_one_process_same),
         cmocka_unit_test(test_train_under_mpirun),
+        cmocka_unit_test(test_sfb_under_mpirun),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
