@@ -3,6 +3,7 @@
  * per-iteration time and peak memory per device, beside DP-NCCL, DP-NCCL-P, Horovod, a
  * HeteroG-like search and a placer of one model (docs/train.md). */
 #include "cli.h"
+#include "placer/dist.h"
 #include "placer/learn.h"
 #include "placer/report.h"
 #include "placer/runtime.h"
@@ -133,8 +134,9 @@ static int parse(int argc, char **argv, train_opts *o)
 static void progress(int it, double best_s, double dp_s, void *user)
 {
     (void)user;
-    cli_progress("train: MCTS iteration %d, best %.3f ms (DP-NCCL %.3f ms)", it, best_s * 1e3,
-                 dp_s * 1e3);
+    if (pl_dist_rank() == 0) /* rank 0's tree speaks for the others */
+        cli_progress("train: MCTS iteration %d, best %.3f ms (DP-NCCL %.3f ms)", it, best_s * 1e3,
+                     dp_s * 1e3);
 }
 
 static void run_strategy(const pl_train_ctx *x, pl_train_strategy *s, outcome *r)
@@ -303,6 +305,12 @@ static json_t *strategy_json(const pl_train_ctx *x, const pl_train_strategy *s)
     return groups;
 }
 
+/* A time, or null when the search did not reach it (or nothing fitted). */
+static json_t *finite_or_null(double t)
+{
+    return isfinite(t) ? json_real(t) : json_null();
+}
+
 static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcome *b,
                         const pl_train_search_result *sr, int chosen)
 {
@@ -328,7 +336,11 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
                                          : json_real(b[k].e.iteration_s));
     }
     json_object_set_new(j, "baselines", base);
+    json_object_set_new(j, "ranks", json_integer(pl_dist_size()));
     json_object_set_new(j, "mcts_iterations", json_integer(sr->iterations));
+    json_object_set_new(j, "mcts_iteration_s", finite_or_null(sr->mcts_s));
+    json_object_set_new(j, "refined_from_mcts_s", finite_or_null(sr->refined_mcts_s));
+    json_object_set_new(j, "refined_from_root_s", finite_or_null(sr->refined_root_s));
     json_object_set_new(j, "prior", json_string(o->gnn ? "gnn" : "uniform"));
     json_object_set_new(j, "mcts_iterations_to_beat_dp",
                         sr->iterations_to_beat_dp >= 0 ? json_integer(sr->iterations_to_beat_dp)
@@ -399,6 +411,9 @@ int cli_train(int argc, char **argv)
     pl_err err = {""};
     if (rc == 0 && pl_train_ctx_init(&x, t, c, &params, o.max_groups, &err) < 0)
         rc = cli_fail("train", "%s", err.msg);
+    /* under mpirun the searches spread over the ranks (docs/dist.md, "train"); every rank
+     * makes the same calls and gets the same answer, and rank 0 alone prints and writes */
+    x.dist = true;
     if (rc) {
         pl_train_graph_free(t), pl_cluster_free(c), pl_graph_free(fwd), pl_tag_gnn_free(gnn);
         return rc;
@@ -414,8 +429,10 @@ int cli_train(int argc, char **argv)
              ? (strstr(b[chosen].msg, "does not fit") ? CLI_EXIT_INFEASIBLE : CLI_EXIT_BAD_INPUT)
          : b[chosen].e.oom ? CLI_EXIT_INFEASIBLE
                            : CLI_EXIT_OK;
+    json_t *doc = NULL;
+    if (pl_dist_rank() != 0) goto done;
     if (!b[chosen].ok) fprintf(stderr, "placer train: %s: %s\n", bname[chosen], b[chosen].msg);
-    json_t *doc = doc_json(&x, &o, b, &sr, chosen);
+    doc = doc_json(&x, &o, b, &sr, chosen);
     if (o.out) {
         char *text = json_dumps(doc, JSON_INDENT(2));
         if (!text || pl_out_write_file(o.out, text, strlen(text), &err) < 0)
@@ -447,6 +464,7 @@ int cli_train(int argc, char **argv)
         if (b[chosen].ok && b[chosen].s) print_strategy(&x, bname[chosen], b[chosen].s);
         if (b[chosen].ok) print_memory(&x, &b[chosen], bname[chosen]);
     }
+done:
     for (int k = 0; k < B_COUNT; k++) {
         if (k != B_TAG) pl_train_strategy_free(b[k].s);
         if (k != B_TAG) pl_train_eval_free(&b[k].e);

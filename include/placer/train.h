@@ -130,6 +130,11 @@ typedef struct pl_train_ctx {
     pl_dev_groups dg;
     pl_op_groups og;
     pl_cost *k; /* the training graph's cost table on c */
+    /* Searches on this context use dist.h's pool of workers (docs/dist.md, "train"): MCTS
+     * grows one tree per rank and the greedy passes (refinement, HeteroG-like) spread their
+     * simulations over the ranks. Every rank must then make the same calls on the same context
+     * (they are collective). false (pl_train_ctx_init's): every search runs here alone. */
+    bool dist;
 } pl_train_ctx;
 int pl_train_ctx_init(pl_train_ctx *x, const pl_train_graph *t, const pl_cluster *c,
                       const pl_cost_params *params, int max_groups, pl_err *err);
@@ -188,7 +193,8 @@ void pl_train_eval_free(pl_train_eval *e);
 pl_train_strategy *pl_train_dp(const pl_train_ctx *x, bool proportional, bool overlap);
 /* HeteroG-like: per op group, in descending time, the best by simulation of replicating it on
  * every device (AllReduce or PS) or putting it on one device group (model parallel there);
- * NULL with err set on failure. */
+ * NULL with err set on failure. With x->dist, its simulations are spread over the ranks (the
+ * same answer on every rank and as one process). */
 pl_train_strategy *pl_train_heterog(const pl_train_ctx *x, pl_err *err);
 /* Pipeline-free model parallelism by a placer of one model (place.h: "heft", "moirai", ...) on
  * the training graph at the whole batch: its simulated iteration. */
@@ -226,21 +232,24 @@ typedef void (*pl_train_vertex_fn)(const pl_train_ctx *x, const pl_train_strateg
                                    void *user);
 
 typedef struct pl_train_search_opts {
-    int iterations; /* MCTS iterations (0: 300 unless time_s is given) */
-    double time_s;  /* or a time budget; 0: none */
+    int iterations; /* MCTS iterations (0: 300 unless time_s is given); with x->dist, the
+                       total over the ranks, rank r running iterations / N (+1 when r <
+                       iterations % N) */
+    double time_s;  /* or a time budget, each rank's with x->dist; 0: none */
     double c_puct;  /* PUCT's exploration coefficient; 0: 1.0 */
     pl_train_prior_fn prior;
     void *prior_user;
     bool no_sfb;
     bool no_refine; /* skip the greedy pass after MCTS (docs/train.md, "Search") */
-    unsigned seed;
+    unsigned seed;  /* with x->dist, rank 0's tree's; rank r > 0 derives its own from it */
     void (*progress)(int iteration, double best_s, double dp_s, void *user);
     void *progress_user;
     /* When set: once MCTS ends (before the refinement), called for every tree vertex whose
      * visits sum to at least min_visits (0: 1), parents before children. Every iteration
      * counts one visit at each vertex it passes, re-evaluations of a strategy already seen
      * included, so the root's visits sum to the iterations run; a vertex a first visit
-     * created has one visit fewer than the edge into it. */
+     * created has one visit fewer than the edge into it. With x->dist, each rank reports
+     * its own tree. */
     pl_train_vertex_fn on_vertex;
     void *on_vertex_user;
     int min_visits;
@@ -249,19 +258,28 @@ typedef struct pl_train_search_opts {
 typedef struct pl_train_search_result {
     pl_train_strategy *best; /* the fastest that fits; never slower than DP-NCCL when it fits */
     pl_train_eval eval;
-    double dp_s; /* DP-NCCL's iteration; INFINITY when it does not fit */
-    int iterations;
-    int iterations_to_beat_dp; /* the first iteration whose strategy beat DP-NCCL; -1: none */
+    double dp_s;               /* DP-NCCL's iteration; INFINITY when it does not fit */
+    int iterations;            /* with x->dist, summed over the ranks */
+    int iterations_to_beat_dp; /* the first iteration whose strategy beat DP-NCCL; -1: none
+                                  (with x->dist, the first of any rank, counted in its tree) */
     double search_s;
     int sfb_applied;  /* gradients SFB duplicated */
     int sfb_rejected; /* gradients the ILP would duplicate, not kept: the simulation was slower */
-    double mcts_s;    /* the best iteration MCTS alone found, before refinement and SFB */
+    double mcts_s;    /* the best iteration MCTS alone found, before refinement and SFB (with
+                         x->dist, the best of every rank's tree) */
+    /* The refinement's two passes (docs/train.md, "Search"): from MCTS's best and from the
+     * root's data parallelism; INFINITY when they did not run. */
+    double refined_mcts_s, refined_root_s;
     int refine_evaluations;
 } pl_train_search_result;
 
 /* TAG: MCTS with PUCT over the op groups in descending time, reward = T_DP / T - 1 (-1 when it
  * does not fit), then a greedy refinement (unless no_refine), SFB per synchronised gradient
- * (unless no_sfb), then the OOM fallback. */
+ * (unless no_sfb), then the OOM fallback. With x->dist, root parallelism: every rank grows its
+ * own tree and the fastest strategy of any tree (ties: the lowest rank) goes on to the
+ * refinement, whose simulations are spread over the ranks; every rank returns the same
+ * result. Rank 0's tree is the one a single process grows with the same seed and rank 0's
+ * share of the iterations. */
 int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_train_search_result *r,
                     pl_err *err);
 void pl_train_search_result_free(pl_train_search_result *r);

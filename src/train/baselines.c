@@ -53,40 +53,31 @@ static int time_of(const pl_train_ctx *x, const pl_train_strategy *s, double *t,
     return 0;
 }
 
+/* Alternative 0: every device with a PS (the row stays all devices); 1: model parallel on
+ * the fastest device group, *one. */
+static void heterog_alt(pl_train_strategy *s, int group, int a, const void *one)
+{
+    unsigned char *row = s->P + (size_t)group * s->n_dgroups;
+    if (a == 0)
+        memset(row, 1, (size_t)s->n_dgroups), s->O[group] = PL_OPT_PS;
+    else
+        memset(row, 0, (size_t)s->n_dgroups), row[*(const int *)one] = 1, s->O[group] = PL_OPT_MP;
+}
+
+/* One pass of tr_greedy from data parallelism (overlapped) trying heterog_alt, a change kept
+ * on any gain (eps 0). With x->dist its simulations are spread over the ranks, with the same
+ * answer. */
 pl_train_strategy *pl_train_heterog(const pl_train_ctx *x, pl_err *err)
 {
     pl_train_strategy *s = pl_train_dp(x, false, true);
-    int *order = pl_train_group_order(x), one = fastest_group(x), M = x->dg.n;
+    int one = fastest_group(x);
     double cur;
-    if (time_of(x, s, &cur, err) < 0) goto fail;
-    for (int k = 0; k < x->og.n; k++) {
-        int i = order[k];
-        unsigned char *row = s->P + (size_t)i * M;
-        pl_train_option was = s->O[i];
-        unsigned char keep[64];
-        memcpy(keep, row, M < 64 ? M : 64);
-        for (int alt = 0; alt < 2; alt++) { /* all devices with a PS; one device group */
-            if (alt == 0)
-                s->O[i] = PL_OPT_PS;
-            else {
-                memset(row, 0, M), row[one] = 1;
-                s->O[i] = PL_OPT_MP;
-            }
-            double t;
-            if (time_of(x, s, &t, err) < 0) goto fail;
-            if (t < cur) {
-                cur = t, was = s->O[i];
-                memcpy(keep, row, M < 64 ? M : 64);
-            }
-            memcpy(row, keep, M < 64 ? M : 64), s->O[i] = was;
-        }
+    if (time_of(x, s, &cur, err) < 0 ||
+        tr_greedy(x, &s, &cur, 1, 2, heterog_alt, &one, 0, err) < 0) {
+        pl_train_strategy_free(s);
+        return NULL;
     }
-    free(order);
     return s;
-fail:
-    free(order);
-    pl_train_strategy_free(s);
-    return NULL;
 }
 
 int pl_train_placer(const pl_train_ctx *x, const char *algo, const pl_place_opts *po,

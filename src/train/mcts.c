@@ -8,6 +8,7 @@
  * and the simulator, and backs up the reward r = T_DP / T - 1 (-1 when it does not fit) as a
  * running average, Q += (r - Q) / N (the digest's ambiguity 3). DP-NCCL itself is evaluated
  * first and kept when nothing beats it, so the answer is never slower. */
+#include "placer/dist.h"
 #include "placer/train.h"
 #include "train_internal.h"
 
@@ -102,14 +103,6 @@ static void enumerate(search *s)
     free(by);
 }
 
-static void set_row(const search *s, pl_train_strategy *st, int group, const pl_train_action *a)
-{
-    int M = s->x->dg.n;
-    for (int j = 0; j < M; j++)
-        st->P[(size_t)group * M + j] = j < 64 && (a->mask >> j & 1);
-    st->O[group] = a->option;
-}
-
 /* The strategy of a path of `depth` actions, completed: the undecided groups take the first
  * (most expensive) group's action, or data parallelism with AllReduce at the root. */
 static pl_train_strategy *complete(const search *s, const int *path, int depth)
@@ -117,7 +110,7 @@ static pl_train_strategy *complete(const search *s, const int *path, int depth)
     pl_train_strategy *st = pl_train_dp(s->x, false, true);
     for (int d = 0; d < s->x->og.n; d++) {
         int a = d < depth ? path[d] : (depth > 0 ? path[0] : -1);
-        if (a >= 0) set_row(s, st, s->order[d], &s->acts[a]);
+        if (a >= 0) tr_set_row(st, s->order[d], &s->acts[a]);
     }
     return st;
 }
@@ -302,13 +295,21 @@ static void report_vertices(const search *s)
 
 /* ---- refinement ---- */
 
+static void put_action(pl_train_strategy *st, int group, int a, const void *alt)
+{
+    tr_set_row(st, group, &((const pl_train_action *)alt)[a]);
+}
+
 /* placer's addition after MCTS (docs/train.md, "Search"): with uniform priors and hundreds of
  * iterations the tree stays shallow, and its completion rule gives most groups the first
  * group's action. One greedy pass over the op groups in descending time tries, for each, data
  * parallelism with AllReduce or a parameter server on every device group, and model
  * parallelism on the fastest device group, keeping a change when the simulation is faster.
- * *st and *t are improved in place. */
-static int refine_from(search *s, pl_train_strategy **st, double *t, pl_err *err)
+ * It runs from MCTS's best and from the root's completion (data parallelism, overlapped),
+ * keeping the faster: a greedy pass lands in different local optima from different starts.
+ * The two passes go together through tr_greedy, so that with x->dist their simulations are
+ * spread over the ranks. */
+static int refine(search *s, pl_train_search_result *r, pl_err *err)
 {
     const pl_train_ctx *x = s->x;
     int M = x->dg.n, fastest = 0;
@@ -318,49 +319,24 @@ static int refine_from(search *s, pl_train_strategy **st, double *t, pl_err *err
     pl_train_action alt[3] = {{all, PL_OPT_ALLREDUCE},
                               {all, PL_OPT_PS},
                               {1ull << (fastest < 64 ? fastest : 0), PL_OPT_MP}};
-    for (int k = 0; k < x->og.n; k++)
-        for (int a = 0; a < 3; a++) {
-            pl_train_strategy *c = pl_train_strategy_copy(*st);
-            set_row(s, c, s->order[k], &alt[a]);
-            pl_train_eval e;
-            if (pl_train_evaluate(x, c, &e, err) < 0) {
-                pl_train_strategy_free(c);
-                return -1;
-            }
-            double tc = e.oom ? INFINITY : e.iteration_s;
-            pl_train_eval_free(&e);
-            s->refined++;
-            if (tc < *t * (1 - 1e-9)) {
-                pl_train_strategy_free(*st);
-                *st = c, *t = tc;
-            } else
-                pl_train_strategy_free(c);
-        }
-    return 0;
-}
-
-/* Refines MCTS's best and the root's completion (data parallelism, overlapped), keeping the
- * faster: a greedy pass lands in different local optima from different starts. */
-static int refine(search *s, pl_err *err)
-{
-    pl_train_strategy *root = complete(s, NULL, 0);
+    pl_train_strategy *st[2] = {s->best, complete(s, NULL, 0)};
     pl_train_eval e;
-    if (pl_train_evaluate(s->x, root, &e, err) < 0) {
-        pl_train_strategy_free(root);
+    if (pl_train_evaluate(x, st[1], &e, err) < 0) {
+        pl_train_strategy_free(st[1]);
         return -1;
     }
-    double tr = e.oom ? INFINITY : e.iteration_s;
+    double t[2] = {s->best_s, e.oom ? INFINITY : e.iteration_s};
     pl_train_eval_free(&e);
-    if (refine_from(s, &s->best, &s->best_s, err) < 0 || refine_from(s, &root, &tr, err) < 0) {
-        pl_train_strategy_free(root);
-        return -1;
-    }
-    if (tr < s->best_s) {
+    int n = tr_greedy(x, st, t, 2, 3, put_action, alt, 1e-9, err);
+    if (n >= 0) s->refined += n;
+    r->refined_mcts_s = t[0], r->refined_root_s = t[1];
+    s->best_s = t[0]; /* st[0] is s->best, improved in place */
+    if (n >= 0 && t[1] < t[0]) {
         pl_train_strategy_free(s->best);
-        s->best = root, s->best_s = tr;
+        s->best = st[1], s->best_s = t[1];
     } else
-        pl_train_strategy_free(root);
-    return 0;
+        pl_train_strategy_free(st[1]);
+    return n < 0 ? -1 : 0;
 }
 
 /* SFB on a copy of the best, kept when the simulation agrees that it saves time: the ILP's
@@ -417,6 +393,79 @@ static int start(search *s, pl_train_search_result *r, pl_err *err)
     return 0;
 }
 
+/* ---- root parallelism (docs/dist.md, "train") ---- */
+
+uint64_t tr_tree_seed(unsigned seed, int r)
+{
+    uint64_t s = seed ? seed : 0x9e3779b97f4a7c15ull;
+    if (r == 0) return s;
+    uint64_t z = s ^ (uint64_t)r * 0xbf58476d1ce4e5b9ull;
+    return pl_rng_next(&z);
+}
+
+int tr_tree_budget(const pl_train_search_opts *o, int r, int n)
+{
+    if (o->iterations <= 0 && o->time_s > 0) return 1 << 30;
+    int total = o->iterations > 0 ? o->iterations : 300;
+    return total / n + (r < total % n);
+}
+
+int tr_merge_trees(const tr_tree *all, int n, tr_tree *sum, pl_err *err)
+{
+    int w = 0;
+    *sum = (tr_tree){.best_s = INFINITY, .beat_dp_at = -1, .ok = 1};
+    for (int k = 0; k < n; k++) {
+        if (!all[k].ok) return pl_err_set(err, "%s", all[k].msg);
+        sum->iterations += all[k].iterations;
+        if (all[k].beat_dp_at >= 0 && (sum->beat_dp_at < 0 || all[k].beat_dp_at < sum->beat_dp_at))
+            sum->beat_dp_at = all[k].beat_dp_at;
+        if (all[k].best_s < all[w].best_s) w = k;
+    }
+    sum->best_s = n > 0 ? all[w].best_s : INFINITY;
+    return w;
+}
+
+static void own_tree(int item, void *out, void *user)
+{
+    (void)item; /* item r runs on rank r (dist.h: i % size) */
+    memcpy(out, user, sizeof(tr_tree));
+}
+
+/* Every rank's tree's outcome to every rank (tr_merge_trees); the winner's rank broadcasts its
+ * strategy, which becomes every rank's best. A rank's failure (rc < 0) fails them all with its
+ * message, so that no rank is left waiting in the refinement's maps. */
+static int merge_trees(search *s, pl_train_search_result *r, int rc, pl_err *err)
+{
+    const pl_train_ctx *x = s->x;
+    int n = pl_dist_size(), me = pl_dist_rank();
+    tr_tree own = {s->best_s, r->iterations, s->beat_dp_at, rc == 0, ""}, sum;
+    if (rc < 0) snprintf(own.msg, sizeof own.msg, "%s", err->msg);
+    tr_tree *all = pl_malloc((size_t)n * sizeof *all);
+    int w = tr_map(x, n, own_tree, all, sizeof *all, &own);
+    if (w < 0)
+        pl_err_set(err, "train: gathering the MCTS trees from the MPI ranks failed: %s",
+                   pl_dist_error());
+    if (w == 0) w = tr_merge_trees(all, n, &sum, err);
+    free(all);
+    if (w < 0) return -1;
+    size_t bytes = tr_strategy_bytes(x);
+    unsigned char *buf = pl_malloc(bytes);
+    if (me == w) tr_strategy_pack(x, s->best, buf);
+    rc = pl_dist_bcast(buf, bytes, w);
+    if (rc == 0 && me != w) {
+        pl_train_strategy_free(s->best);
+        s->best = tr_strategy_unpack(x, buf);
+    }
+    free(buf);
+    r->iterations = sum.iterations, s->beat_dp_at = sum.beat_dp_at, s->best_s = sum.best_s;
+    return rc < 0 ? pl_err_set(err,
+                               "train: broadcasting the best strategy to the MPI ranks failed: %s",
+                               pl_dist_error())
+                  : 0;
+}
+
+/* ---- the search ---- */
+
 int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_train_search_result *r,
                     pl_err *err)
 {
@@ -428,23 +477,27 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
                 .o = o,
                 .beat_dp_at = -1,
                 .best_s = INFINITY,
-                .rng = o->seed ? o->seed : 0x9e3779b97f4a7c15ull};
+                .rng = tr_tree_seed(o->seed, x->dist ? pl_dist_rank() : 0)};
     pl_strmap_init(&s.seen);
     enumerate(&s);
     s.order = pl_train_group_order(x);
     new_vertex(&s);
+    r->refined_mcts_s = r->refined_root_s = INFINITY;
     int rc = start(&s, r, err);
-    int budget = o->iterations > 0 ? o->iterations : (o->time_s > 0 ? 1 << 30 : 300);
+    int budget =
+        x->dist ? tr_tree_budget(o, pl_dist_rank(), pl_dist_size()) : tr_tree_budget(o, 0, 1);
     int it = 0;
     for (; rc == 0 && it < budget; it++) {
         if (o->time_s > 0 && pl_now() - t0 > o->time_s) break;
         rc = iterate(&s, it + 1, err);
         if (o->progress) o->progress(it + 1, s.best_s, s.dp_s, o->progress_user);
     }
-    r->iterations = it, r->iterations_to_beat_dp = s.beat_dp_at;
-    r->mcts_s = s.best_s;
+    r->iterations = it;
     if (rc == 0 && o->on_vertex) report_vertices(&s);
-    if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, err);
+    if (x->dist) rc = merge_trees(&s, r, rc, err);
+    r->iterations_to_beat_dp = s.beat_dp_at;
+    r->mcts_s = s.best_s;
+    if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, r, err);
     r->refine_evaluations = s.refined;
     if (rc == 0 && !o->no_sfb && isfinite(s.best_s)) rc = apply_sfb(&s, r, err);
     if (rc == 0) rc = pl_train_fit(x, s.best, &r->eval, err);

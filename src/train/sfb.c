@@ -147,9 +147,10 @@ static int ancestors(const pl_train_ctx *x, int g, int *v, int *local)
     return n;
 }
 
-/* Builds and solves the ILP for parameter p; sets sfb for its chosen ops when it saves. */
-static int sfb_param(const pl_train_ctx *x, pl_train_strategy *s, int p, int *local, int *v,
-                     bool *applied)
+/* Builds and solves the ILP for parameter p; sets mark[op] (one per training op) for its
+ * chosen ops when it saves. It reads s's P and O only, so parameters can be solved apart. */
+static int sfb_param(const pl_train_ctx *x, const pl_train_strategy *s, int p, int *local, int *v,
+                     unsigned char *mark, bool *applied)
 {
     const pl_train_graph *t = x->t;
     const pl_graph *tg = t->g;
@@ -194,7 +195,7 @@ static int sfb_param(const pl_train_ctx *x, pl_train_strategy *s, int p, int *lo
     int rc = tr_sfb_solve(&q, alpha, &obj);
     if (rc == 0 && obj < -1e-12 && alpha[q.g]) {
         for (int a = 0; a < n; a++)
-            if (alpha[a]) s->sfb[v[a]] = 1;
+            if (alpha[a]) mark[v[a]] = 1;
         *applied = true;
     }
     for (int a = 0; a < n; a++)
@@ -203,26 +204,49 @@ static int sfb_param(const pl_train_ctx *x, pl_train_strategy *s, int p, int *lo
     return rc;
 }
 
+/* Parameter p as an item of a map: [solved, applied, then mark, one byte per training op]. */
+typedef struct {
+    const pl_train_ctx *x;
+    const pl_train_strategy *s;
+    int *local, *v; /* scratch: a rank runs its items one after the other */
+} sfb_job;
+
+static void sfb_item(int p, void *out, void *user)
+{
+    sfb_job *j = user;
+    unsigned char *o = out;
+    bool applied = false;
+    memset(o, 0, 2 + (size_t)j->x->t->g->n_ops);
+    o[0] = sfb_param(j->x, j->s, p, j->local, j->v, o + 2, &applied) == 0;
+    o[1] = applied;
+}
+
+/* The parameters' programs are independent (sfb_param), so they are the items of one map (on
+ * the pool of MPI ranks with x->dist); their choices are then merged in parameter order. */
 int pl_train_sfb(const pl_train_ctx *x, pl_train_strategy *s, pl_err *err)
 {
-    int n_ops = x->t->g->n_ops, count = 0;
+    int n_ops = x->t->g->n_ops, n_params = x->t->n_params, count = 0, rc = 0;
+    size_t size = 2 + (size_t)n_ops;
     if (!s->sfb) {
         s->sfb = pl_calloc((size_t)n_ops + 1, 1);
         s->n_sfb = n_ops;
     }
-    int *local = pl_malloc((size_t)n_ops * sizeof *local + 1),
-        *v = pl_malloc((size_t)n_ops * sizeof *v + 1);
+    sfb_job j = {x, s, pl_malloc((size_t)n_ops * sizeof(int) + 1),
+                 pl_malloc((size_t)n_ops * sizeof(int) + 1)};
     for (int i = 0; i < n_ops; i++)
-        local[i] = -1;
-    for (int p = 0; p < x->t->n_params; p++) {
-        bool applied;
-        if (sfb_param(x, s, p, local, v, &applied) < 0) {
-            free(local), free(v);
-            return pl_err_set(err, "train: SFB's integer program for parameter '%s' was not solved",
-                              x->t->g->tensors[x->t->param_tensor[p]].name);
-        }
-        count += applied;
+        j.local[i] = -1;
+    unsigned char *all = pl_malloc((size_t)n_params * size + 1);
+    if (tr_map(x, n_params, sfb_item, all, size, &j) < 0)
+        rc = pl_err_set(err, "train: gathering SFB's programs from the MPI ranks failed");
+    for (int p = 0; rc == 0 && p < n_params; p++) {
+        const unsigned char *o = all + (size_t)p * size;
+        if (!o[0])
+            rc = pl_err_set(err, "train: SFB's integer program for parameter '%s' was not solved",
+                            x->t->g->tensors[x->t->param_tensor[p]].name);
+        for (int u = 0; rc == 0 && u < n_ops; u++)
+            s->sfb[u] |= o[2 + u];
+        count += o[1];
     }
-    free(local), free(v);
-    return count;
+    free(all), free(j.local), free(j.v);
+    return rc < 0 ? -1 : count;
 }

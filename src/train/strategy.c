@@ -59,3 +59,39 @@ int *pl_train_group_order(const pl_train_ctx *x)
         }
     return order;
 }
+
+/* [overlap, has sfb, has batch_share] P O sfb batch_share: the last two always take their room
+ * (the training graph's ops, the cluster's devices), so the size is the context's alone. */
+size_t tr_strategy_bytes(const pl_train_ctx *x)
+{
+    return 3 + (size_t)x->og.n * x->dg.n + (size_t)x->og.n * sizeof(pl_train_option) +
+           (size_t)x->t->g->n_ops + (size_t)x->c->n_devs * sizeof(double);
+}
+
+void tr_strategy_pack(const pl_train_ctx *x, const pl_train_strategy *s, unsigned char *buf)
+{
+    size_t pn = (size_t)x->og.n * x->dg.n, on = (size_t)x->og.n * sizeof *s->O;
+    size_t sn = (size_t)x->t->g->n_ops, bn = (size_t)x->c->n_devs * sizeof(double);
+    PL_ASSERT(s->n_groups == x->og.n && s->n_dgroups == x->dg.n);
+    PL_ASSERT(!s->sfb || (size_t)s->n_sfb == sn);
+    PL_ASSERT(!s->batch_share || s->n_devs == x->c->n_devs);
+    memset(buf, 0, tr_strategy_bytes(x));
+    buf[0] = s->overlap, buf[1] = s->sfb != NULL, buf[2] = s->batch_share != NULL;
+    memcpy(buf + 3, s->P, pn);
+    memcpy(buf + 3 + pn, s->O, on);
+    if (s->sfb) memcpy(buf + 3 + pn + on, s->sfb, sn);
+    if (s->batch_share) memcpy(buf + 3 + pn + on + sn, s->batch_share, bn);
+}
+
+pl_train_strategy *tr_strategy_unpack(const pl_train_ctx *x, const unsigned char *buf)
+{
+    pl_train_strategy *s = pl_train_strategy_new(x->og.n, x->dg.n);
+    size_t pn = (size_t)x->og.n * x->dg.n, on = (size_t)x->og.n * sizeof *s->O;
+    size_t sn = (size_t)x->t->g->n_ops, bn = (size_t)x->c->n_devs * sizeof(double);
+    s->overlap = buf[0];
+    memcpy(s->P, buf + 3, pn);
+    memcpy(s->O, buf + 3 + pn, on);
+    if (buf[1]) s->n_sfb = (int)sn, s->sfb = dup_bytes(buf + 3 + pn + on, sn);
+    if (buf[2]) s->n_devs = x->c->n_devs, s->batch_share = dup_bytes(buf + 3 + pn + on + sn, bn);
+    return s;
+}
