@@ -3,7 +3,8 @@
  * number of ranks they are dealt to (played here rank by rank), one search is the search as it
  * always was, and more searches find a better plan on this instance. Under `mpirun -np 2`
  * (skipped, saying so, without MPI): `place --algo moirai` gives the one-process answer of
- * two searches, twice. */
+ * two searches, twice; `place --algo drl` gives the same valid plan twice, and every rank ends
+ * with the same weights (drl checks it and fails otherwise). */
 #include "testutil.h"
 
 #include "placer/cluster.h"
@@ -225,12 +226,49 @@ static void test_moirai_under_mpirun(void **state)
     tu_rmtree(dir);
 }
 
+/* drl over two ranks: the same plan twice (every rank checks at the end that it holds rank
+ * 0's weights, and exits 2 otherwise), valid for the plan checker of a one-process `simulate`,
+ * at the makespan `place` reported. */
+#define DRL                                                                                        \
+    "models/transformer.onnx --cluster examples/clusters/autodeep-4xk80.json --algo drl "          \
+    "--episodes 16 --seed 2"
+
+static void test_drl_under_mpirun(void **state)
+{
+    (void)state;
+    char dir[256], cmd[1200];
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "place-dist"), 0);
+    if (!tu_mpi_begin(2)) {
+        tu_rmtree(dir);
+        skip();
+    }
+    json_t *pa, *pb;
+    json_t *a = place(dir, "a", DRL, &pa), *b = place(dir, "b", DRL, &pb);
+    /* --measured stays in one process: ranks would time each other's runs */
+    tu_expect_refusal("place " DRL " --measured",
+                      "--measured runs in one process, not under mpirun");
+    tu_mpi_end();
+    assert_true(tu_num(a, "makespan_s") == tu_num(b, "makespan_s"));
+    assert_true(json_equal(pa, pb));
+    assert_string_equal(json_string_value(json_object_get(a, "invariants")), "ok");
+    assert_true(json_is_true(json_object_get(a, "fits")));
+    snprintf(cmd, sizeof cmd,
+             "simulate models/transformer.onnx --cluster examples/clusters/autodeep-4xk80.json "
+             "--plan %s/a.json --json",
+             dir);
+    json_t *s = tu_run_json(cmd);
+    assert_true(tu_num(s, "makespan_s") == tu_num(a, "makespan_s"));
+    json_decref(s), json_decref(a), json_decref(b), json_decref(pa), json_decref(pb);
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_any_rank_count),
         cmocka_unit_test(test_restarts_refusals),
         cmocka_unit_test(test_moirai_under_mpirun),
+        cmocka_unit_test(test_drl_under_mpirun),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
