@@ -321,7 +321,9 @@ int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, co
     (*plan)->contention = so->contention;
     err->msg[0] = 0;
     int rc = pl_place(a, x->k, po, *plan, err);
-    if (rc == 0 && err->msg[0]) { /* the note may already name its algorithm */
+    /* under the pool (po->use_pool) every rank has the same note: rank 0 alone says it */
+    bool say = !po->use_pool || pl_dist_rank() == 0;
+    if (rc == 0 && err->msg[0] && say) { /* the note may already name its algorithm */
         size_t n = strlen(a->name);
         bool named = !strncmp(err->msg, a->name, n) && err->msg[n] == ':';
         fprintf(stderr, "placer: note: %s%s%s\n", named ? "" : a->name, named ? "" : ": ",

@@ -1,5 +1,6 @@
 /* place.c: `placer place MODEL --cluster C --algo A`: a placement and its simulated run. */
 #include "cli.h"
+#include "placer/dist.h"
 #include "placer/report.h"
 #include "placer/trial.h"
 
@@ -13,7 +14,7 @@ static const char *help =
     "                        [--contention ports|pair|none] [--seed N] [--time-limit 60s]\n"
     "                        [--profile P]... [--dim N=V]... [--input NAME=SIZES]...\n"
     "                        [--fine-cuts] [--min-gain F] [--episodes N] [--measured]\n"
-    "                        [--optimize]\n"
+    "                        [--optimize] [--restarts N]\n"
     "  --optimize     rewrite the model first (TASO's search, as `placer optimize`), kept in the\n"
     "                 cache, and place that (its path is on stderr; the plan is of it)\n"
     "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random,\n"
@@ -25,6 +26,8 @@ static const char *help =
     "                 (split, one onnxruntime thread per device, median of 3 runs) instead of\n"
     "                 simulating it: every device of the cluster must be a CPU, e.g.\n"
     "                 examples/clusters/local-cpu.json (docs/learn.md, \"Measured episodes\")\n"
+    "  --restarts N   moirai's independent local searches, the best kept (default: one per\n"
+    "                 MPI rank under mpirun, else 1; docs/dist.md)\n"
     "  --min-gain F   that fraction, in [0, 1) (default 0.05: a smaller predicted gain is within\n"
     "                 the predictions' error; docs/placement.md, \"Plans that pay\")\n"
     "  --fine-cuts    keep the algorithm's cuts: do not merge stages where the cluster charges\n"
@@ -132,6 +135,10 @@ int cli_place(int argc, char **argv)
             long n;
             if (cli_count("place", "--episodes", v, 1, 1000000, &n) < 0) return CLI_EXIT_BAD_INPUT;
             po.iterations = (int)n;
+        } else if (cli_opt(argc, argv, &i, "--restarts", &v)) {
+            long n;
+            if (cli_count("place", "--restarts", v, 1, 100000, &n) < 0) return CLI_EXIT_BAD_INPUT;
+            po.restarts = (int)n;
         } else if (cli_opt(argc, argv, &i, "--min-gain", &v)) {
             char *end = NULL;
             po.min_gain = v ? strtod(v, &end) : -1;
@@ -156,7 +163,15 @@ int cli_place(int argc, char **argv)
                         "--%s is for a learned algorithm (drl): %s places by the cost model "
                         "and has no episodes",
                         measured ? "measured" : "episodes", a->name);
+    if (po.restarts && strcmp(a->name, "moirai"))
+        return cli_fail("place", "--restarts is for moirai's local search: %s has none", a->name);
+    /* ranks on one machine would time each other's runs (as compare --measured) */
+    if (measured && pl_dist_size() > 1)
+        return cli_fail("place", "--measured runs in one process, not under mpirun");
     po.progress = cli_place_progress;
+    /* every rank places the same model together: moirai's searches and drl's episodes are
+     * spread over the ranks (docs/dist.md), and every rank gets the same plan */
+    po.use_pool = true;
     if (optimize && co.model && cli_optimize_first("place", &co, optimized, sizeof optimized))
         return CLI_EXIT_BAD_INPUT;
     cli_ctx x;
@@ -183,8 +198,10 @@ int cli_place(int argc, char **argv)
     snprintf(note, sizeof note, "%s", err.msg); /* cli_run_algo leaves the algorithm's note */
     char why[512] = "ok";
     pl_sim_check(x.k, p, &so, &r, why, sizeof why);
-    if ((out && pl_plan_save(p, x.g, x.c, out, &err) < 0) ||
-        (trace && pl_sim_trace_write(x.k, p, &r, trace, &err) < 0))
+    if (pl_dist_rank() != 0) /* rank 0 alone prints and writes, as one process would */
+        status = r.oom ? CLI_EXIT_INFEASIBLE : CLI_EXIT_OK;
+    else if ((out && pl_plan_save(p, x.g, x.c, out, &err) < 0) ||
+             (trace && pl_sim_trace_write(x.k, p, &r, trace, &err) < 0))
         status = cli_fail("place", "%s", err.msg);
     else {
         if (co.json)

@@ -259,10 +259,28 @@ static void test_measure_hook_leaves_others_alone(void **state)
     pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* Episode e of a batch may run on any rank: it draws from pl_rng_skip(start, e * groups),
+ * which must be where e * groups draws of the one stream leave it (docs/dist.md, "moirai and
+ * drl"): the same state, so the same next draws. */
+static void test_rng_skip_is_draws(void **state)
+{
+    (void)state;
+    static const uint64_t draws[] = {0, 1, 7, 64, 1000};
+    for (int i = 0; i < 5; i++) {
+        uint64_t s = 42, t;
+        for (uint64_t d = 0; d < draws[i]; d++)
+            pl_rng_next(&s);
+        t = pl_rng_skip(42, draws[i]);
+        assert_true(t == s);
+        assert_true(pl_rng_next(&t) == pl_rng_next(&s));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registered),
+        cmocka_unit_test(test_rng_skip_is_draws),
         cmocka_unit_test(test_finds_brute_force_optimum),
         cmocka_unit_test(test_zoo_model_plan),
         cmocka_unit_test(test_measured_budget_and_best),

@@ -125,10 +125,17 @@ double pl_now(void);
 _Noreturn void pl_assert_fail(const char *what, const char *file, int line);
 
 /* The one seeded generator (splitmix64): small, and the same sequence on every platform for a
- * given seed (rand_r's is not), so a search is reproducible from its seed alone. */
+ * given seed (rand_r's is not), so a search is reproducible from its seed alone. Its state
+ * moves by one constant per draw, so pl_rng_skip(s, n) is the state after n draws, in O(1):
+ * a search can then run its pieces on any rank (dist.h) and draw exactly what one process
+ * drawing them in turn would. */
+static inline uint64_t pl_rng_skip(uint64_t s, uint64_t draws)
+{
+    return s + draws * 0x9e3779b97f4a7c15ull;
+}
 static inline uint64_t pl_rng_next(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (*s = pl_rng_skip(*s, 1));
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);

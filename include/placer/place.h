@@ -7,6 +7,7 @@
 #ifndef PLACER_PLACE_H
 #define PLACER_PLACE_H
 
+#include "placer/dist.h"
 #include "placer/sim.h"
 
 typedef struct pl_place_opts {
@@ -60,8 +61,39 @@ typedef struct pl_place_opts {
      * score so far (seconds; INFINITY before one fits). NULL: silent. */
     void (*progress)(const char *algo, int step, int total, double best_s, void *user);
     void *progress_user;
+    /* The pool (dist.h, docs/dist.md "moirai and drl"): when set and placer runs under
+     * mpirun, an algorithm that can split its search spreads it over the ranks (moirai: its
+     * local searches, `restarts`; drl: each batch's episodes) and every rank returns the same
+     * plan. Every rank must then call pl_place at the same point with the same arguments, and
+     * never inside a pl_dist_map item (a collective there waits for ranks that are not in it):
+     * `placer place` sets it; `compare` and `deploy`, which spread their own items over the
+     * ranks, do not. Unset, without MPI or with one rank, the search runs in this process. */
+    bool use_pool;
+    /* moirai: independent local searches from the MILP's plan, restart i seeded from seed and
+     * i alone, the best kept (ties: the lower i). 0: one per rank when the pool is in use,
+     * else 1 (`placer place --restarts N`): a count given gives the same searches whatever
+     * the number of ranks. */
+    int restarts;
 } pl_place_opts;
 #define PL_MIN_GAIN_DEFAULT 0.05
+
+/* The pool as a placement search sees it (src/place/pool.c): the MPI ranks when
+ * o->use_pool (dist.h), else this process alone, rank 0 of 1, so that an algorithm has one
+ * code path for both. The collectives below are dist.h's when `on`, and the one-process
+ * answer (every item here, in order; a sum and a broadcast that change nothing) when not. */
+typedef struct pl_pool {
+    bool on; /* o->use_pool and more than one rank */
+    int rank, size;
+} pl_pool;
+pl_pool pl_pool_of(const pl_place_opts *o);
+int pl_pool_map(const pl_pool *pool, int n_items, pl_dist_fn fn, void *out, size_t out_size,
+                void *user);
+int pl_pool_sumf(const pl_pool *pool, float *v, int n);
+int pl_pool_bcast(const pl_pool *pool, void *buf, size_t bytes, int root);
+/* Rank `root`'s plan p (placement, op order, priorities, transfer order: the schedule an
+ * algorithm hands on) into p on every rank (same n_ops and n_devs everywhere). Collective
+ * when pool->on; 0, or -1 when MPI failed. */
+int pl_pool_share_plan(const pl_pool *pool, pl_plan *p, int root);
 
 typedef int (*pl_place_fn)(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 

@@ -49,8 +49,9 @@ typedef struct drl {
     pl_lstm enc, dec;
     pl_attn att;
     pl_dense out;
-    pl_tape *t;
-    uint64_t rng;
+    pl_tape **tapes; /* one per episode of a batch that this rank runs */
+    int n_tapes;
+    uint64_t rng; /* where the episodes' stream starts: episode e draws from x->n * e on */
 } drl;
 
 /* ---- features ---- */
@@ -104,24 +105,23 @@ static void model_init(drl *x, unsigned seed)
     pl_lstm_init(&x->dec, &x->s, "drl.decoder", x->D + EMBED + NUMERIC, HID, &x->rng);
     pl_attn_init(&x->att, &x->s, "drl.attention", HID, HID, ATT, &x->rng);
     pl_dense_init(&x->out, &x->s, "drl.out", 2 * HID, x->D, &x->rng);
-    x->t = pl_tape_new();
 }
 
 /* ---- one episode ---- */
 
-static int sample(drl *x, const float *p, int D)
+static int sample(uint64_t *rng, const float *p, int D)
 {
-    double u = pl_rng_uniform(&x->rng), at = 0;
+    double u = pl_rng_uniform(rng), at = 0;
     for (int d = 0; d < D; d++)
         if ((at += p[d]) > u) return d;
     return D - 1;
 }
 
-/* Records the policy over the groups in topological order, sampling a device for each into
- * dev[]; returns the node of the summed log-probabilities. */
-static int rollout(drl *x, int *dev)
+/* Records the policy over the groups in topological order on t, sampling a device for each
+ * into dev[] (one draw from *rng per group); returns the node of the summed
+ * log-probabilities. */
+static int rollout(const drl *x, pl_tape *t, uint64_t *rng, int *dev)
 {
-    pl_tape *t = x->t;
     const pl_graph *cg = x->cz->coarse;
     int n = x->n, D = x->D;
     int *xs = pl_malloc((size_t)n * sizeof *xs + 1), *hs = pl_malloc((size_t)n * sizeof *hs + 1);
@@ -150,7 +150,7 @@ static int rollout(drl *x, int *dev)
         const float *l = pl_t_value(t, lsm);
         for (int d = 0; d < D; d++)
             p[d] = expf(l[d]);
-        int a = sample(x, p, D);
+        int a = sample(rng, p, D);
         free(p);
         dev[q] = a;
         lps[i] = pl_t_pick(t, lsm, &a);
@@ -187,22 +187,25 @@ static double score(const drl *x, const pl_place_opts *o, const int *gdev, int *
 
 /* ---- training ---- */
 
-/* The search's state: the budget, the best placement seen and its score. */
+/* The search's state: the budget, the best placement seen and its score, and REINFORCE's
+ * running figures. */
 typedef struct run {
     const pl_place_opts *o;
+    pl_pool pool;
     double limit_s, start, best_t;
     int max_ep, ep;
-    int *best; /* op -> device of the best placement */
+    int *best;       /* op -> device of the best placement */
+    double t0, base; /* the first makespan that fits (R's unit) and the moving baseline */
 } run;
 
-static bool budget_left(const run *u)
+static bool time_left(const run *u)
 {
-    return u->ep < u->max_ep && pl_now() - u->start < u->limit_s;
+    return pl_now() - u->start < u->limit_s;
 }
 
 static void report(const run *u)
 {
-    if (u->o->progress)
+    if (u->o->progress && u->pool.rank == 0) /* ranks > 0 print nothing */
         u->o->progress("drl", u->ep, u->o->iterations > 0 ? u->max_ep : 0, u->best_t,
                        u->o->progress_user);
 }
@@ -217,31 +220,170 @@ static int try_placement(const drl *x, run *u, const int *gdev, int *opdev, doub
     return 0;
 }
 
-/* Episodes in batches of BATCH, an Adam step after each (a last, partial batch too, so that
- * an episode budget is met exactly). */
-static int episodes(drl *x, run *u, int *gdev, int *opdev, pl_err *err)
+/* ---- a batch of episodes, spread over the pool (docs/dist.md, "moirai and drl") ----
+ *
+ * Episode e samples from the one stream where e episodes of x->n draws leave it
+ * (pl_rng_skip), whichever rank runs it; the ranks gather every episode's score and
+ * placement, so each one keeps the same best, first makespan and baseline, in episode order,
+ * and scales the gradients of its own episodes by their advantages; the gradients are summed
+ * over the ranks (a batch's loss is the sum over its episodes, as in one process) and every
+ * rank takes the same Adam step. In one process this is the loop it always was: the same
+ * draws, the same baseline, the gradients added in the same order. */
+
+/* One episode's result, as the pool gathers it (fixed size, no pointers). */
+typedef struct ep_slot {
+    double t; /* score(): seconds, INFINITY when it does not fit, -1 when measuring failed */
+    int ran;  /* 0: the time limit came first (or an earlier episode here failed) */
+    int gdev[MAX_GROUPS];
+    char why[PL_ERR_MAX]; /* measuring's error, when t < 0 */
+} ep_slot;
+
+typedef struct batch {
+    drl *x;
+    run *u;
+    int first;   /* the batch's first episode */
+    int *opdev;  /* scratch: op -> device */
+    int *lp;     /* per tape: the summed log-probability node of its episode */
+    bool failed; /* measuring failed here: this rank's later episodes do not run */
+} batch;
+
+/* Episode `first + i` on tape i / size (a rank runs items i, i + size, ...; dist.h). */
+static void episode(int i, void *out, void *user)
 {
-    double t0 = 0, baseline = 0;
+    batch *B = user;
+    ep_slot *s = out;
+    memset(s, 0, sizeof *s);
+    if (B->failed || !time_left(B->u)) return;
+    int j = i / B->u->pool.size;
+    pl_tape *t = B->x->tapes[j];
+    uint64_t rng = pl_rng_skip(B->x->rng, (uint64_t)(B->first + i) * (uint64_t)B->x->n);
+    pl_tape_reset(t);
+    B->lp[j] = rollout(B->x, t, &rng, s->gdev);
+    pl_err e = {""};
+    s->t = score(B->x, B->u->o, s->gdev, B->opdev, &e);
+    s->ran = 1;
+    if (s->t < 0) snprintf(s->why, sizeof s->why, "%s", e.msg), B->failed = true;
+}
+
+/* REINFORCE on the gathered batch, in episode order: the best, R = -T / T0 (-2 when it does
+ * not fit), the advantage against the moving baseline, the backward pass of this rank's own
+ * episodes. Returns the episodes that ran, or -1 (err set) at a failure to measure. */
+static int learn_batch(batch *B, const ep_slot *slots, int nb, pl_err *err)
+{
+    run *u = B->u;
+    int ran = 0;
+    for (int i = 0; i < nb; i++) {
+        const ep_slot *s = &slots[i];
+        if (!s->ran) continue;
+        if (s->t < 0) {
+            pl_err_set(err, "%s", s->why);
+            return pl_err_prefix(err, "drl: episode %d", B->first + i + 1);
+        }
+        if (s->t < u->best_t)
+            u->best_t = s->t, pl_coarsen_expand_placement(B->x->cz, s->gdev, u->best);
+        if (u->t0 <= 0 && isfinite(s->t)) u->t0 = s->t;
+        double r = isfinite(s->t) ? -s->t / u->t0 : -2;
+        if (u->ep == 0) u->base = r;
+        if (i % u->pool.size == u->pool.rank) {
+            pl_tape *t = B->x->tapes[i / u->pool.size];
+            pl_tape_backward(t, pl_t_scale(t, B->lp[i / u->pool.size], -(float)(r - u->base)));
+        }
+        u->base = 0.9 * u->base + 0.1 * r;
+        u->ep++, ran++;
+    }
+    return ran;
+}
+
+/* Every parameter's gradient (grads) or weights, in the set's order, into v; or, back, from
+ * v into the gradients. */
+static void flat_copy(pl_params *s, float *v, bool grads, bool back)
+{
+    for (int i = 0; i < s->n; i++) {
+        size_t m = (size_t)s->p[i]->rows * (size_t)s->p[i]->cols;
+        float *a = grads ? s->p[i]->g : s->p[i]->w;
+        if (back)
+            memcpy(a, v, m * sizeof *v);
+        else
+            memcpy(v, a, m * sizeof *v);
+        v += m;
+    }
+}
+
+/* Sums the parameters' gradients over the pool (one vector, one reduction). */
+static int sum_grads(drl *x, const pl_pool *pool)
+{
+    if (!pool->on) return 0;
+    long n = pl_params_count(&x->s);
+    float *v = pl_malloc((size_t)n * sizeof *v + 1);
+    flat_copy(&x->s, v, true, false);
+    int rc = pl_pool_sumf(pool, v, (int)n) < 0 ? -1 : 0;
+    flat_copy(&x->s, v, true, true);
+    free(v);
+    return rc;
+}
+
+/* Episodes in batches of BATCH (under the pool, the next multiple of its size: every rank
+ * runs as many), an Adam step after each (a last, partial batch too, so that an episode
+ * budget is met exactly); the time limit ends the batch it falls in. */
+static int episodes(drl *x, run *u, int *opdev, pl_err *err)
+{
+    int size = u->pool.size, per = (BATCH + size - 1) / size, bsize = per * size;
+    x->tapes = pl_calloc((size_t)per, sizeof *x->tapes), x->n_tapes = per;
+    for (int j = 0; j < per; j++)
+        x->tapes[j] = pl_tape_new();
+    ep_slot *slots = pl_malloc((size_t)bsize * sizeof *slots);
+    batch B = {.x = x, .u = u, .opdev = opdev, .lp = pl_calloc((size_t)per, sizeof(int))};
     pl_adam adam = pl_adam_default(0.01f);
-    while (budget_left(u)) {
+    int rc = 0;
+    while (rc == 0 && u->ep < u->max_ep) {
+        int nb = u->max_ep - u->ep < bsize ? u->max_ep - u->ep : bsize, ran;
+        B.first = u->ep;
         pl_params_zero_grad(&x->s);
-        for (int b = 0; b < BATCH && budget_left(u); b++, u->ep++) {
-            pl_tape_reset(x->t);
-            int lp = rollout(x, gdev);
-            double t;
-            if (try_placement(x, u, gdev, opdev, &t, err) < 0)
-                return pl_err_prefix(err, "drl: episode %d", u->ep + 1);
-            if (t0 <= 0 && isfinite(t)) t0 = t;
-            double r = isfinite(t) ? -t / t0 : -2;
-            if (u->ep == 0) baseline = r;
-            int loss = pl_t_scale(x->t, lp, -(float)(r - baseline));
-            pl_tape_backward(x->t, loss);
-            baseline = 0.9 * baseline + 0.1 * r;
+        if (pl_pool_map(&u->pool, nb, episode, slots, sizeof *slots, &B) < 0) {
+            rc = pl_err_set(err, "drl: the MPI pool failed gathering episodes %d-%d", u->ep + 1,
+                            u->ep + nb);
+            break;
+        }
+        if ((ran = learn_batch(&B, slots, nb, err)) <= 0) {
+            rc = ran; /* 0: the time was up before the batch */
+            break;
+        }
+        if (sum_grads(x, &u->pool) < 0) {
+            rc = pl_err_set(err, "drl: the MPI pool failed summing the gradients");
+            break;
         }
         pl_params_clip(&x->s, 1.0);
         pl_adam_step(&adam, &x->s);
         report(u);
+        if (ran < nb) break; /* the time limit fell in this batch */
     }
+    free(slots), free(B.lp);
+    return rc;
+}
+
+/* Every rank applied the same summed gradients, so every rank must hold rank 0's weights:
+ * checked once at the end (a rank that drifted would have sampled other episodes than its
+ * share of one search). -1 (err set) when one differs or MPI failed. */
+static int same_weights(drl *x, const pl_pool *pool, pl_err *err)
+{
+    if (!pool->on) return 0;
+    long n = pl_params_count(&x->s);
+    float *w = pl_malloc((size_t)n * sizeof *w + 1);
+    flat_copy(&x->s, w, false, false);
+    char mine[65], root[65];
+    pl_sha256_buffer(w, (size_t)n * sizeof *w, mine);
+    free(w);
+    memcpy(root, mine, sizeof root);
+    float differ[1] = {0};
+    int rc = pl_pool_bcast(pool, root, sizeof root, 0);
+    differ[0] = strcmp(mine, root) != 0;
+    if (rc == 0) rc = pl_pool_sumf(pool, differ, 1) < 0 ? -1 : 0;
+    if (rc < 0) return pl_err_set(err, "drl: the MPI pool failed comparing the ranks' weights");
+    if (differ[0] > 0)
+        return pl_err_set(err,
+                          "drl: %.0f of %d ranks hold other weights than rank 0 after training "
+                          "(the ranks must apply the same gradients: a bug)",
+                          differ[0], pool->size);
     return 0;
 }
 
@@ -252,7 +394,10 @@ static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
     int *opdev = pl_malloc((size_t)n_ops * sizeof *opdev + 1);
     /* the budget: episodes (o->iterations), time, or both; neither: EPISODES episodes (and
      * DEFAULT_TIME_S at most) */
-    run u = {.o = o, .start = pl_now(), .best_t = INFINITY};
+    /* measured episodes stay in one process: ranks would time each other's runs, or score
+     * on different machines, and a failure on one rank would leave the others waiting */
+    run u = {
+        .o = o, .pool = pl_pool_of(o->measure ? NULL : o), .start = pl_now(), .best_t = INFINITY};
     u.best = pl_malloc((size_t)n_ops * sizeof *u.best + 1);
     u.limit_s = o->time_limit_s > 0 ? o->time_limit_s
                 : o->iterations > 0 ? INFINITY
@@ -266,7 +411,8 @@ static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
         if ((rc = try_placement(x, &u, gdev, opdev, &t, err)) < 0)
             pl_err_prefix(err, "drl: everything on %s", x->k->c->devs[d].name);
     }
-    if (rc == 0) rc = episodes(x, &u, gdev, opdev, err);
+    if (rc == 0) rc = episodes(x, &u, opdev, err);
+    if (rc == 0) rc = same_weights(x, &u.pool, err);
     if (rc == 0 && isfinite(u.best_t)) {
         memcpy(out->dev, u.best, (size_t)n_ops * sizeof *u.best);
         if (o->measure) out->measured_s = u.best_t;
@@ -287,7 +433,9 @@ static int place_drl(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_
     features(&x);
     model_init(&x, o->seed);
     int rc = train(&x, o, out, err);
-    pl_tape_free(x.t);
+    for (int j = 0; j < x.n_tapes; j++)
+        pl_tape_free(x.tapes[j]);
+    free(x.tapes);
     pl_params_free(&x.s);
     free(x.type), free(x.numeric), free(x.mask);
     pl_coarsening_free(x.cz);

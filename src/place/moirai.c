@@ -656,19 +656,22 @@ static double search_floor(const milp *P, const outcome *r)
     return lb;
 }
 
-/* The improvement phase: local search from the plan in `out` until the deadline. */
-static void improve(const milp *P, const pl_place_opts *o, double deadline, pl_plan *out,
-                    outcome *r)
+/* The improvement phase: local search from the plan in `out` until the deadline, its
+ * independent searches spread over the pool (pl_moirai_restarts). -1 when MPI failed. */
+static int improve(const milp *P, const pl_place_opts *o, double deadline, pl_plan *out, outcome *r,
+                   pl_err *err)
 {
-    pl_ls_stats st;
+    pl_ls_stats st = {0};
     unsigned seed = o && o->seed ? o->seed : 1;
-    if (pl_moirai_local_search(P->k, out, r->sim, deadline, search_floor(P, r), seed, &MILP_SIM,
-                               &st) > 0) {
+    int moves = pl_moirai_restarts(P->k, out, r->sim, deadline, search_floor(P, r), seed, &MILP_SIM,
+                                   o, &st, err);
+    if (moves > 0) {
         r->sim = pk_sim_makespan(P->k, out, &MILP_SIM,
                                  false); /* the simulator's figure, not the search's memory */
         snprintf(r->source, sizeof r->source, "local search (+%d moves)", st.moves);
     }
     r->ls = st;
+    return moves < 0 ? -1 : 0;
 }
 
 static void note(pl_err *err, const milp *P, const outcome *r, double warm)
@@ -745,6 +748,23 @@ static int solve_milp(milp *P, const start *w, pairs *op, pairs *fp, const pl_pl
     return rc;
 }
 
+/* Under the pool the MILP is one solve, rank 0's (docs/dist.md, "moirai and drl"): its
+ * outcome (status, or error, and plan) goes to every rank, which then all search from the
+ * same plan. A time-limited CBC need not answer the same twice, so every rank solving it
+ * could start the searches from different plans. -1 (err set) when MPI failed. */
+static int share_milp(const pl_pool *pool, int *rc, outcome *r, pl_plan *out, pl_err *err)
+{
+    if (pool->rank == 0 && r->status && r->status != r->status_buf)
+        snprintf(r->status_buf, sizeof r->status_buf, "%s", r->status);
+    if (pl_pool_bcast(pool, rc, sizeof *rc, 0) < 0 ||
+        (*rc < 0 && pl_pool_bcast(pool, err->msg, sizeof err->msg, 0) < 0) ||
+        (*rc == 0 &&
+         (pl_pool_bcast(pool, r, sizeof *r, 0) < 0 || pl_pool_share_plan(pool, out, 0) < 0)))
+        return *rc = pl_err_set(err, "moirai: the MPI pool failed sharing rank 0's MILP plan");
+    r->status = r->status_buf; /* a pointer into rank 0's memory otherwise */
+    return 0;
+}
+
 /* The MILP gets a third of what is left after building it (on small instances it proves its
  * optimum well within that; on GoogLeNet it finds nothing of its own but a bound), the local
  * search the rest, or all of it when the MILP is too big to solve. */
@@ -761,13 +781,15 @@ int pl_moirai_solve(const pl_cost *k, const pl_place_opts *o, double deadline, p
     big_m(&P, &w);
     find_pairs(&P, &op, &fp);
     double limit = deadline - t0;
-    int rc = too_big(&P, &op, &fp, limit, &rows)
+    pl_pool pool = pl_pool_of(o);
+    int rc = 0;
+    if (pool.rank == 0)
+        rc = too_big(&P, &op, &fp, limit, &rows)
                  ? skip_milp(k, &w, rows, out, err, &r)
                  : solve_milp(&P, &w, &op, &fp, o, deadline - pl_now(), out, err, &r);
-    if (rc == 0) {
-        improve(&P, o, deadline, out, &r);
+    if (pool.on) share_milp(&pool, &rc, &r, out, err);
+    if (rc == 0 && (rc = improve(&P, o, deadline, out, &r, err)) == 0)
         note(err, &P, &r, w.makespan);
-    }
     if (P.m) Cbc_deleteModel(P.m);
     milp_free(&P), free(op.a), free(op.b), free(fp.a), free(fp.b);
     if (w.plan) pl_plan_free(w.plan), pl_sim_result_free(&w.res);

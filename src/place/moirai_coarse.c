@@ -144,23 +144,50 @@ static void coarse_phase(const pl_cost *k, const pl_place_opts *o, double deadli
     pl_plan_free(cp), pl_cost_free(kc), pl_coarsening_free(co);
 }
 
-/* The last phase: local search on the original graph from the best plan so far. */
-static void polish(const pl_cost *k, const pl_place_opts *o, double deadline, best *b,
-                   pl_ls_stats *st)
+/* Under the pool every rank polishes rank 0's best plan, and stops when rank 0's clock says
+ * so: the heuristics and the coarse phase run on every rank and a time-limited one could
+ * differ, and the ranks must all reach the searches' gather or none. -1 when MPI failed. */
+static int share_best(const pl_pool *pool, const pl_cost *k, best *b, double deadline, bool *go)
+{
+    struct {
+        int has, go;
+        double ms;
+        char src[64];
+    } h = {b->plan != NULL, pl_now() < deadline, b->ms, ""};
+    memcpy(h.src, b->src, sizeof h.src);
+    if (pl_pool_bcast(pool, &h, sizeof h, 0) < 0) return -1;
+    if (h.has && !b->plan) b->plan = pl_plan_new(k->n_ops, k->n_devs);
+    if (!h.has && b->plan) pl_plan_free(b->plan), b->plan = NULL;
+    b->ms = h.ms, *go = h.go;
+    memcpy(b->src, h.src, sizeof b->src);
+    return b->plan ? pl_pool_share_plan(pool, b->plan, 0) : 0;
+}
+
+/* The last phase: local search on the original graph from the best plan so far (its
+ * independent searches over the pool). -1 (err set) when MPI failed. */
+static int polish(const pl_cost *k, const pl_place_opts *o, double deadline, best *b,
+                  pl_ls_stats *st, pl_err *err)
 {
     memset(st, 0, sizeof *st);
-    if (!b->plan || pl_now() >= deadline) return;
+    pl_pool pool = pl_pool_of(o);
+    bool go = pl_now() < deadline;
+    if (pool.on && share_best(&pool, k, b, deadline, &go) < 0)
+        return pl_err_set(err, "moirai: the MPI pool failed sharing rank 0's best plan");
+    if (!b->plan || !go) return 0;
     pl_plan *p = pl_plan_copy(b->plan);
     /* b->ms is already the judge's figure for this plan: no need to simulate it again */
     double lb = pl_lower_bound(k);
     pl_sim_opts so = {.contention = o->contention};
-    if (pl_moirai_local_search(k, p, b->ms, deadline, lb, o->seed ? o->seed : 1, &so, st) > 0) {
+    int moves =
+        pl_moirai_restarts(k, p, b->ms, deadline, lb, o->seed ? o->seed : 1, &so, o, st, err);
+    if (moves > 0) {
         char src[64];
         snprintf(src, sizeof src, "local search on the model (+%d moves)", st->moves);
         offer(b, p, judge(k, p, o), src);
     } else {
         pl_plan_free(p);
     }
+    return moves < 0 ? -1 : 0;
 }
 
 int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
@@ -177,7 +204,10 @@ int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_e
     heuristics(k, o, &b, &why);
     coarse_phase(k, o, t0 + 0.6 * limit, &b, cnote, sizeof cnote);
     pl_ls_stats st;
-    polish(k, o, t0 + limit, &b, &st);
+    if (polish(k, o, t0 + limit, &b, &st, err) < 0) {
+        if (b.plan) pl_plan_free(b.plan);
+        return -1;
+    }
     if (!b.plan)
         return pl_err_set(err, "moirai: no plan fits the devices: %s",
                           why.msg[0] ? why.msg : cnote);

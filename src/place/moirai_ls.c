@@ -296,3 +296,116 @@ int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double dea
     ls_free(&L);
     return moves;
 }
+
+/* ---- independent searches, spread over the pool (docs/dist.md, "moirai and drl") ----
+ *
+ * The search above restarts from its own best plan, so its rounds are a chain. What is
+ * independent is a whole search: `count` of them from the same start, search i seeded from
+ * the seed and i (never the rank), each on rank i % size, and the best kept, ties to the
+ * lower i. The set of searches is then a function of the seed and the count alone; which
+ * rank runs one changes only how much time it gets (a rank's searches share its time). */
+
+/* A search's result, as the pool gathers it: this header, then prio[n] (doubles first, for
+ * alignment), then dev[n]. */
+typedef struct restart_head {
+    double best_ms, secs;
+    long evals;
+    int moves, has_prio;
+} restart_head;
+
+size_t pl_moirai_restart_bytes(int n_ops)
+{
+    size_t b = sizeof(restart_head) + (size_t)n_ops * (sizeof(double) + sizeof(int));
+    return (b + 7) / 8 * 8; /* every slot's doubles aligned */
+}
+
+unsigned pl_moirai_restart_seed(unsigned seed, int i)
+{
+    if (i == 0) return seed; /* one search is the search as it always was */
+    uint64_t s = (uint64_t)seed << 32 ^ (uint64_t)i;
+    return (unsigned)(pl_rng_next(&s) >> 32);
+}
+
+/* Search i's deadline: what is left of the rank's time, shared among the rank's searches
+ * still to run (items i, i + size, ... run in turn on rank i % size). */
+static double restart_deadline(const pl_ls_job *J, int i)
+{
+    int rank = i % J->size, left = (J->count - 1 - rank) / J->size + 1 - i / J->size;
+    double now = pl_now();
+    return J->deadline > now ? now + (J->deadline - now) / left : now;
+}
+
+void pl_moirai_restart_run(int i, void *slot, void *job)
+{
+    const pl_ls_job *J = job;
+    int n = J->k->n_ops;
+    pl_plan *p = pl_plan_copy(J->start);
+    pl_ls_stats st;
+    int moves = pl_moirai_local_search(J->k, p, J->start_ms, restart_deadline(J, i), J->target,
+                                       pl_moirai_restart_seed(J->seed, i), J->judge, &st);
+    restart_head h = {st.best_ms, st.secs, st.evals, moves, moves > 0 && p->priority};
+    memcpy(slot, &h, sizeof h);
+    double *prio = (double *)((char *)slot + sizeof h);
+    memset(prio, 0, (size_t)n * sizeof *prio);
+    if (h.has_prio) memcpy(prio, p->priority, (size_t)n * sizeof *prio);
+    memcpy(prio + n, p->dev, (size_t)n * sizeof *p->dev);
+    pl_plan_free(p);
+}
+
+int pl_moirai_restart_best(const void *slots, int count, int n_ops)
+{
+    size_t sz = pl_moirai_restart_bytes(n_ops);
+    int best = 0;
+    double best_ms = INFINITY;
+    for (int i = 0; i < count; i++) {
+        restart_head h;
+        memcpy(&h, (const char *)slots + (size_t)i * sz, sizeof h);
+        if (h.best_ms < best_ms) best = i, best_ms = h.best_ms; /* strict: ties keep lower i */
+    }
+    return best;
+}
+
+int pl_moirai_restart_take(const void *slots, int count, pl_plan *p, pl_ls_stats *st)
+{
+    int n = p->n_ops, w = pl_moirai_restart_best(slots, count, n);
+    size_t sz = pl_moirai_restart_bytes(n);
+    restart_head h;
+    long evals = 0;
+    for (int i = 0; i < count; i++) {
+        memcpy(&h, (const char *)slots + (size_t)i * sz, sizeof h);
+        evals += h.evals;
+    }
+    const char *s = (const char *)slots + (size_t)w * sz;
+    memcpy(&h, s, sizeof h);
+    const double *prio = (const double *)(s + sizeof h);
+    if (h.moves > 0) {
+        memcpy(p->dev, prio + n, (size_t)n * sizeof *p->dev);
+        pl_plan_clear_schedule(p);
+        if (h.has_prio) {
+            p->priority = pl_malloc((size_t)(n + 1) * sizeof *p->priority);
+            memcpy(p->priority, prio, (size_t)n * sizeof *p->priority);
+        }
+    }
+    st->moves = h.moves, st->evals = evals, st->best_ms = h.best_ms;
+    return h.moves;
+}
+
+int pl_moirai_restarts(const pl_cost *k, pl_plan *p, double p_ms, double deadline, double target,
+                       unsigned seed, const pl_sim_opts *judge, const pl_place_opts *o,
+                       pl_ls_stats *st, pl_err *err)
+{
+    double t0 = pl_now();
+    pl_pool pool = pl_pool_of(o);
+    int count = o && o->restarts > 0 ? o->restarts : pool.size;
+    pl_ls_job J = {k, p, p_ms, deadline, target, seed, judge, count, pool.size};
+    size_t sz = pl_moirai_restart_bytes(k->n_ops);
+    void *slots = pl_malloc((size_t)count * sz);
+    if (pl_pool_map(&pool, count, pl_moirai_restart_run, slots, sz, &J) < 0) {
+        free(slots);
+        return pl_err_set(err, "moirai: the MPI pool failed in the local search");
+    }
+    int moves = pl_moirai_restart_take(slots, count, p, st);
+    st->secs = pl_now() - t0;
+    free(slots);
+    return moves;
+}
