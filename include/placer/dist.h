@@ -32,10 +32,10 @@ int pl_dist_size(void);
 typedef void (*pl_dist_fn)(int item, void *out, void *user);
 int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *user);
 
-/* Element-wise sum of v[0..n) over the ranks, in rank order (so the same on every run for a
- * rank count), left in v on every rank. Collective. Returns the number of ranks whose vectors
- * were summed (the pool's size; fewer when a rank died and the job went on without it: divide
- * by this to average), or -1 when MPI failed. */
+/* Element-wise sum of v[0..n) over the ranks (MPI_Allreduce), left in v on every rank (the
+ * same on every run for a rank count). Collective. Returns the number of ranks summed (the
+ * pool's size, 1 without MPI or inside a map's item: divide by it to average), or -1 when MPI
+ * failed or a rank was lost (its share cannot be redone elsewhere; pl_dist_error names it). */
 int pl_dist_sum(double *v, int n);
 int pl_dist_sumf(float *v, int n);
 

@@ -218,9 +218,10 @@ const char *pl_dist_host(int rank)
 
 /* ---- waiting while watching the pool ---- */
 
-static void cancel(MPI_Request *rq)
+/* A collective's request (r < 0) cannot be cancelled: it is left, and the pool fails. */
+static void cancel(MPI_Request *rq, int r)
 {
-    if (*rq == MPI_REQUEST_NULL) return;
+    if (*rq == MPI_REQUEST_NULL || r < 0) return;
     MPI_Cancel(rq);
     MPI_Request_free(rq);
 }
@@ -282,8 +283,27 @@ static void report_loss(int r)
             ids_[r].host, p->why);
 }
 
-/* Waits for rq, an exchange with rank `r`, watching the pool meanwhile. 0 when it completed;
- * 1 when r left the pool (rq is cancelled); on a peer, -1 when rank 0 said stop. */
+/* Is rank r (or, with r = -1, any rank but this one) lost: reported gone, dead on this host,
+ * or silent past the timeout since t0? Says why through lose(). */
+static bool lost_now(int r, double t0, double t)
+{
+    for (int k = r < 0 ? 0 : r; k < (r < 0 ? size_ : r + 1); k++) {
+        if (k == rank_) continue;
+        if (rank_ == 0 && peer_[k].gone) return true;
+        if (is_dead(k)) return lose(k, "died"), true;
+    }
+    if (timeout_s_ > 0 && t - t0 > timeout_s_) {
+        if (r >= 0) return lose(r, "stalled past PLACER_DIST_TIMEOUT"), true;
+        snprintf(error_, sizeof error_, "a rank stalled past PLACER_DIST_TIMEOUT");
+        return true;
+    }
+    return false;
+}
+
+/* Waits for rq, an exchange with rank `r` (-1: a collective of every rank), watching the pool
+ * meanwhile. 0 when it completed; 1 when a rank it needs left the pool (a point-to-point rq is
+ * cancelled; a collective one cannot be, and the pool fails); on a peer, -1 when rank 0 said
+ * stop. */
 static int wait_for(MPI_Request *rq, int r)
 {
     double t0 = now_s(), checked = t0;
@@ -291,21 +311,19 @@ static int wait_for(MPI_Request *rq, int r)
     for (;;) {
         int done = 0;
         if (MPI_Test(rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-            lose(r, "failed to communicate");
-            return cancel(rq), 1;
+            if (r >= 0) lose(r, "failed to communicate");
+            return cancel(rq, r), 1;
         }
         if (done) return 0;
         if (rank_ == 0)
             poll_finals();
         else if (poll_stop())
-            return cancel(rq), -1;
-        if (rank_ == 0 && peer_[r].gone) return cancel(rq), 1;
+            return cancel(rq, r), -1;
         double t = now_s();
+        if (rank_ == 0 && r >= 0 && peer_[r].gone) return cancel(rq, r), 1;
         if (t - checked > 0.05) {
             checked = t;
-            if (is_dead(r)) return lose(r, "died"), cancel(rq), 1;
-            if (timeout_s_ > 0 && t - t0 > timeout_s_)
-                return lose(r, "stalled past PLACER_DIST_TIMEOUT"), cancel(rq), 1;
+            if (lost_now(r, t0, t)) return cancel(rq, r), 1;
         }
         usleep(nap);
         if (nap < 2000) nap *= 2;
@@ -394,41 +412,33 @@ static int map_peer(int n, pl_dist_fn fn, char *out, size_t sz, void *user)
 
 /* ---- sum and broadcast ---- */
 
-static void add(void *acc, const void *v, int n, bool f32)
-{
-    for (int k = 0; k < n; k++)
-        if (f32)
-            ((float *)acc)[k] += ((const float *)v)[k];
-        else
-            ((double *)acc)[k] += ((const double *)v)[k];
-}
-
-/* Peers send their vectors to rank 0, which adds them in rank order (the same sum on every
- * run) and sends back the sum and how many ranks it holds. */
+/* MPI_Allreduce, non-blocking so that the wait can watch the pool. A lost rank's share cannot
+ * be redone elsewhere (a DRL episode's gradient exists only on its rank), so a sum that loses
+ * a rank fails, naming it, and the search stops with that message. */
 static int sum_mpi(void *v, int n, bool f32)
 {
-    size_t bytes = (size_t)n * (f32 ? sizeof(float) : sizeof(double));
-    int count = 1;
-    if (rank_ > 0) {
-        if (stop_ || root_lost_) return peer_failed();
-        if (exchange(true, v, bytes, 0, TAG_DATA) || exchange(false, v, bytes, 0, TAG_DATA) ||
-            exchange(false, &count, sizeof count, 0, TAG_COUNT))
-            return peer_failed();
-        return count;
-    }
-    void *tmp = malloc(bytes + 1);
-    if (!tmp) return snprintf(error_, sizeof error_, "out of memory"), -1;
-    for (int r = 1; r < size_; r++) {
-        if (!peer_[r].gone && exchange(false, tmp, bytes, r, TAG_DATA) == 0)
-            add(v, tmp, n, f32), count++;
-        else
-            report_loss(r); /* a lost rank's share cannot be redone: the sum is of the others */
-    }
-    free(tmp);
+    if (rank_ > 0 && (stop_ || root_lost_)) return peer_failed();
+    for (int r = 1; rank_ == 0 && r < size_; r++)
+        if (peer_[r].gone) {
+            report_loss(r);
+            snprintf(error_, sizeof error_,
+                     "rank %d (pid %d on %s) %s: its share of the sum is lost", r, ids_[r].pid,
+                     ids_[r].host, peer_[r].why);
+            return -1;
+        }
+    MPI_Request rq;
+    if (MPI_Iallreduce(MPI_IN_PLACE, v, n, f32 ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+                       &rq) != MPI_SUCCESS)
+        return snprintf(error_, sizeof error_, "MPI_Iallreduce failed"), -1;
+    int w = wait_for(&rq, -1);
+    if (w == 0) return size_;
+    if (rank_ > 0) return peer_failed();
     for (int r = 1; r < size_; r++)
-        if (!peer_[r].gone && exchange(true, v, bytes, r, TAG_DATA) == 0)
-            exchange(true, &count, sizeof count, r, TAG_COUNT);
-    return count;
+        if (peer_[r].gone && !error_[0])
+            snprintf(error_, sizeof error_, "rank %d (pid %d on %s) %s during a sum", r,
+                     ids_[r].pid, ids_[r].host, peer_[r].why);
+    if (!error_[0]) snprintf(error_, sizeof error_, "a rank was lost during a sum");
+    return -1;
 }
 
 /* The root's bytes reach rank 0 first (when the root is a peer), then every peer. */
