@@ -17,7 +17,7 @@ static const char *help =
     "usage: placer deploy MODEL --catalog CAT --slo 50ms [--budget 6 | --budget 60s]\n"
     "                     [--strategy bo|lcf|uniform|ga|de|exhaustive] [--algos LIST]\n"
     "                     [--place-time 1s] [--place-episodes N] [--seed N] [--batch Q]\n"
-    "                     [--include-retired] [-o plan.json] [--optimize]\n"
+    "                     [--include-retired] [-o plan.json] [--optimize] [--measured]\n"
     "                     [--json] [--contention X] [--dim N=V]... [--input NAME=SIZES]...\n"
     "  --optimize       rewrite the model first, once (TASO's search priced on this machine's\n"
     "                   CPU, as `placer optimize`; AutoDeep runs TASO before its search); every\n"
@@ -31,6 +31,10 @@ static const char *help =
     "                   is moirai's and drl's limit per trial (1 s)\n"
     "  --place-episodes N  drl's episode budget per trial (without --place-time, the only\n"
     "                   one); its progress shows per trial\n"
+    "  --measured       each trial's plan is run on this machine (onnxruntime, on the\n"
+    "                   machine of the rank that runs the trial under mpirun) and its\n"
+    "                   measured latency is the trial's; every configuration must be CPUs\n"
+    "                   only, and under mpirun no two ranks may share a host\n"
     "  --batch Q        trials per round (default: the number of ranks, 1 without mpirun);\n"
     "                   under mpirun a round's trials run one per rank; bo, ga and de propose\n"
     "                   a round's Q configurations together (docs/search.md)\n"
@@ -45,7 +49,7 @@ typedef struct deploy_args {
     double place_time_s;
     int place_episodes;
     bool learned; /* --algos names a learned algorithm */
-    bool optimize;
+    bool optimize, measured;
     char optimized[4096]; /* the --optimize result's path */
     pl_cost_params params;
 } deploy_args;
@@ -102,6 +106,7 @@ static int parse_one(int argc, char **argv, int *i, deploy_args *a)
     }
     if (!strcmp(argv[*i], "--include-retired")) return a->so.include_retired = true, 0;
     if (!strcmp(argv[*i], "--optimize")) return a->optimize = true, 0;
+    if (!strcmp(argv[*i], "--measured")) return a->measured = true, 0;
     if (cli_opt(argc, argv, i, "--strategy", &v)) {
         if (v && pl_search_strategy_parse(v, &a->so.strategy) == 0) return 0;
         return cli_fail("deploy", "--strategy wants bo, lcf, uniform, ga, de or exhaustive"), -1;
@@ -134,7 +139,55 @@ static int parse(int argc, char **argv, deploy_args *a)
      * the cost model alone: refused rather than ignored in silence */
     if (a->co.n_profiles)
         return cli_fail("deploy", "--profile is not used by deploy (trials estimate op times)"), -1;
+    if (a->measured && (a->co.n_dims || a->co.n_shapes))
+        return cli_fail("deploy", "--measured runs the model file as it is: --dim and --input "
+                                  "cannot be used with it"),
+               -1;
     return 0;
+}
+
+/* ---- --measured (docs/search.md "Measured trials") ---- */
+
+static void host_item(int i, void *out, void *user)
+{
+    (void)user;
+    snprintf(out, 64, "%s", pl_dist_host(i));
+}
+
+/* Ranks sharing a machine would time each other's runs (two onnxruntime processes on the same
+ * cores): refused, naming the first two. The hosts are gathered to every rank (rank i runs
+ * item i), so every rank refuses alike; rank 0 says why. */
+static int check_hosts(void)
+{
+    int n = pl_dist_size(), rc = 0;
+    char(*host)[64] = pl_calloc(n, sizeof *host);
+    if (pl_dist_map(n, host_item, host, sizeof *host, NULL) < 0)
+        rc = cli_fail("deploy", "--measured: the ranks' hosts could not be gathered");
+    for (int i = 0; rc == 0 && i < n; i++)
+        for (int j = 0; rc == 0 && j < i; j++)
+            if (!strcmp(host[i], host[j]))
+                rc = pl_dist_rank() == 0
+                         ? cli_fail("deploy",
+                                    "--measured: ranks %d and %d share the host '%s': their "
+                                    "measurements would time each other's runs; run one rank "
+                                    "per machine (mpirun --map-by ppr:1:node)",
+                                    j, i, host[i])
+                         : CLI_EXIT_BAD_INPUT;
+    free(host);
+    return rc;
+}
+
+/* Every configuration the search may try must be CPUs only: the measurement runs each device's
+ * stages on a thread of this machine's CPU (pl_trial_measure_plan). */
+static int check_measurable(const deploy_args *a, const pl_catalog *cat)
+{
+    pl_err err = {""};
+    for (int k = 0; k < cat->n; k++) {
+        if (cat->configs[k].retired && !a->so.include_retired) continue;
+        if (pl_trial_measure_check(cat->configs[k].cluster, &err) < 0)
+            return cli_fail("deploy", "--measured: configuration %s", err.msg); /* names it */
+    }
+    return check_hosts();
 }
 
 /* ---- output ---- */
@@ -246,6 +299,9 @@ static void print_choice(const deploy_args *a, const pl_catalog *cat, const pl_s
         printf("the model runs on no configuration tried (%s)\n",
                r->n_trials ? r->trials[0].why : "nothing tried");
     }
+    if (a->measured)
+        printf("measured    every trial's plan run with onnxruntime on the machine named in "
+               "its trial (--json: host)\n");
     printf("search      %d trials of %d configurations%s, %s; %.2f s (worker start-up %.2f s, "
            "paid once)\n",
            r->n_trials, r->n_candidates, r->n_candidates < cat->n ? " (retired ones left out)" : "",
@@ -310,6 +366,7 @@ static int report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *
         print_trials(cat, r), print_choice(a, cat, r);
     if (root) {
         rounds_json(root, r);
+        json_object_set_new(root, "measured", json_boolean(a->measured));
         json_object_set_new(root, "chosen", r->best >= 0 ? json_string(cfg->name) : json_null());
         if (r->best < 0 && cfg) json_object_set_new(root, "closest", json_string(cfg->name));
     }
@@ -356,6 +413,9 @@ int cli_deploy(int argc, char **argv)
     free(clusters);
     if (rc < 0) return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
     to.params = &a.params;
+    if (a.measured && check_measurable(&a, cat)) return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
+    if (a.measured)
+        to.measure = pl_trial_ort_new(&(pl_trial_ort_opts){.model_path = to.model_path});
     w = pl_trial_sim_new(&to);
     pl_search_result r;
     if (pl_dist_rank() == 0) cli_progress("starting the trial worker (loading %s)", a.co.model);
@@ -370,6 +430,7 @@ int cli_deploy(int argc, char **argv)
     }
     pl_search_result_free(&r);
     pl_trial_worker_free(w);
+    pl_trial_worker_free(to.measure); /* after the sim worker, which uses it */
     pl_catalog_free(cat);
     return rc;
 }

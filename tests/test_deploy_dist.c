@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TESTBED "catalogs/autodeep-testbed.json"
 
@@ -330,13 +331,103 @@ static void test_bo_two_ranks(void **state)
     json_decref(seq), json_decref(a), json_decref(b);
 }
 
+/* ---- --measured (docs/search.md "Measured trials") ---- */
+
+/* A catalogue of this machine's CPU as one device and as two (examples/clusters/local-cpu.json
+ * embedded), written to a temporary file whose path is returned (static buffer). */
+static const char *cpu_catalog(void)
+{
+    json_error_t je;
+    json_t *cl = json_load_file("examples/clusters/local-cpu.json", 0, &je);
+    assert_non_null(cl);
+    json_t *configs = json_array();
+    for (int n = 1; n <= 2; n++) {
+        json_t *c = json_deep_copy(cl);
+        json_object_set_new(json_array_get(json_object_get(c, "devices"), 0), "count",
+                            json_integer(n));
+        if (n == 1) json_object_set_new(c, "links", json_array());
+        json_array_append_new(configs, json_pack("{s:s, s:s, s:f, s:s, s:s, s:o}", "name",
+                                                 n == 1 ? "one" : "two", "provider", "local",
+                                                 "price_usd_per_hour", 0.05 * n, "price_date",
+                                                 "2026", "price_source", "test", "cluster", c));
+    }
+    json_t *cat = json_pack("{s:s, s:s, s:s, s:s, s:o}", "format", "placer-catalog/1", "name",
+                            "local", "description", "test", "source", "test", "configs", configs);
+    char *text = json_dumps(cat, 0);
+    const char *path = tu_tmpfile(text, strlen(text), ".json");
+    free(text);
+    json_decref(cat), json_decref(cl);
+    return path;
+}
+
+/* Refused before anything runs: a catalogue with GPUs (naming the configuration), --dim. */
+static void test_measured_refusals(void **state)
+{
+    (void)state;
+    tu_expect_refusal("deploy models/gcn_cora.onnx --catalog " TESTBED " --slo 50ms --measured",
+                      "--measured: configuration 980Ti x1: device 'gpu0' is a gpu");
+    tu_expect_refusal("deploy models/gcn_cora.onnx --catalog " TESTBED
+                      " --slo 50ms --measured --dim N=2",
+                      "--measured runs the model file as it is");
+}
+
+/* Every trial's latency is the measurement of its plan on this machine, which names itself as
+ * the host; the prediction (the same search without --measured) is not what is reported. */
+static void test_measured_trials(void **state)
+{
+    (void)state;
+    tu_require_ort();
+    char args[1024], host[256] = "";
+    snprintf(args, sizeof args,
+             "deploy models/gcn_cora.onnx --catalog %s --slo 1s --algos heft "
+             "--strategy exhaustive --json",
+             cpu_catalog());
+    json_t *pred = tu_run_json(args);
+    strcat(args, " --measured 2>/dev/null");
+    json_t *meas = tu_run_json(args);
+    assert_true(json_is_true(json_object_get(meas, "measured")));
+    assert_true(json_is_false(json_object_get(pred, "measured")));
+    gethostname(host, sizeof host - 1);
+    json_t *tp = json_object_get(pred, "trials"), *tm = json_object_get(meas, "trials");
+    assert_int_equal(json_array_size(tm), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *t = json_array_get(tm, i);
+        double lat = tu_num(t, "latency_s");
+        assert_true(lat > 0 && isfinite(lat));
+        assert_true(lat != tu_num(json_array_get(tp, i), "latency_s"));
+        assert_string_equal(json_string_value(json_object_get(t, "host")), host);
+    }
+    json_decref(pred), json_decref(meas);
+}
+
+/* Two ranks on one machine would time each other: refused (exit 2), naming the shared host,
+ * once (rank 0 says it). */
+static void test_measured_shared_host(void **state)
+{
+    (void)state;
+    char args[1024], *out = NULL, host[256] = "", want[300];
+    snprintf(args, sizeof args, "deploy models/gcn_cora.onnx --catalog %s --slo 1s --measured",
+             cpu_catalog());
+    if (!tu_mpi_begin(2)) skip();
+    int rc = tu_run(args, &out);
+    tu_mpi_end();
+    assert_int_equal(rc, 2);
+    gethostname(host, sizeof host - 1);
+    snprintf(want, sizeof want, "--measured: ranks 0 and 1 share the host '%s'", host);
+    assert_contains(out, want);
+    const char *first = strstr(out, "share the host");
+    assert_null(strstr(first + 1, "share the host"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_batch_rounds),   cmocka_unit_test(test_batch_first_is_sequential),
-        cmocka_unit_test(test_batch_believer), cmocka_unit_test(test_batch_deterministic),
-        cmocka_unit_test(test_plan_bytes),     cmocka_unit_test(test_exhaustive_two_ranks),
-        cmocka_unit_test(test_bo_two_ranks),
+        cmocka_unit_test(test_batch_rounds),    cmocka_unit_test(test_batch_first_is_sequential),
+        cmocka_unit_test(test_batch_believer),  cmocka_unit_test(test_batch_deterministic),
+        cmocka_unit_test(test_plan_bytes),      cmocka_unit_test(test_exhaustive_two_ranks),
+        cmocka_unit_test(test_bo_two_ranks),    cmocka_unit_test(test_measured_refusals),
+        cmocka_unit_test(test_measured_trials), cmocka_unit_test(test_measured_shared_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -291,24 +291,30 @@ static void searcher_init(searcher *S, const pl_catalog *cat, const pl_search_op
 }
 
 /* Starts the worker on every rank; when one fails, every rank fails with its message. */
+typedef struct start_status {
+    char host[64];
+    pl_err err;
+} start_status;
+
 static void start_item(int i, void *out, void *user)
 {
-    (void)i;
-    pl_err *e = out;
-    e->msg[0] = 0;
-    if (pl_trial_start(user, e) < 0 && !e->msg[0]) snprintf(e->msg, sizeof e->msg, "failed");
+    start_status *st = out;
+    memset(st, 0, sizeof *st);
+    snprintf(st->host, sizeof st->host, "%s", pl_dist_host(i));
+    if (pl_trial_start(user, &st->err) < 0 && !st->err.msg[0])
+        snprintf(st->err.msg, sizeof st->err.msg, "the trial worker failed to start");
 }
 
 static int start_everywhere(pl_trial_worker *w, pl_err *err)
 {
-    int n = pl_dist_size();
-    pl_err *got = pl_calloc(n, sizeof *got);
+    int n = pl_dist_size(); /* item i runs on rank i */
+    start_status *got = pl_calloc(n, sizeof *got);
     int rc = pl_dist_map(n, start_item, got, sizeof *got, w);
     if (rc < 0) pl_err_set(err, "search: the workers' start could not be gathered (MPI failed)");
     for (int i = 0; rc == 0 && i < n; i++)
-        if (got[i].msg[0])
-            rc = n > 1 ? pl_err_set(err, "rank %d (%s): %s", i, pl_dist_host(i), got[i].msg)
-                       : pl_err_set(err, "%s", got[i].msg);
+        if (got[i].err.msg[0])
+            rc = n > 1 ? pl_err_set(err, "rank %d (%s): %s", i, got[i].host, got[i].err.msg)
+                       : pl_err_set(err, "%s", got[i].err.msg);
     free(got);
     return rc;
 }
