@@ -14,9 +14,9 @@
  *    measured ones, plus the replay's proposal time per round (fit + believer).
  * 3. BO replayed on cached tables (search_table.h: bench_search's, which `make bench` runs just
  *    before) for every CATALOG x MODEL at SLOs of 1.2x and 2x the fastest, SEEDS seeds, with
- *    batches 1 (sequential), 2, 4, 8 and, for the projection, 16, 32, 64: trials and rounds
- *    until the exhaustive optimum is tried, how often it is before BO stops, trials and rounds
- *    at the stop. */
+ *    batches 1 (sequential), 2, 4, 8 and, for the projection, 16, 32, 64: how often the
+ *    exhaustive optimum is tried before BO stops, the trials and rounds until it is (over the
+ *    runs that try it), trials and rounds at the stop, and the proposals' time per round. */
 #include "placer/report.h"
 #include "placer/search.h"
 #include "search_table.h"
@@ -148,8 +148,7 @@ static void bo_run(const table *t, int batch, unsigned seed, double slo, int opt
     for (int i = 0; i < r.n_trials && at < 0; i++)
         if (r.trials[i].config == opt) at = i;
     st->runs++, st->found += at >= 0;
-    st->trials_sum += at >= 0 ? at + 1 : r.n_candidates + 1;
-    st->rounds_sum += at >= 0 ? r.trials[at].round : r.n_rounds + 1;
+    if (at >= 0) st->trials_sum += at + 1, st->rounds_sum += r.trials[at].round;
     st->end_trials_sum += r.n_trials, st->end_rounds_sum += r.n_rounds;
     st->propose_s_sum += r.n_rounds ? r.total_s / r.n_rounds : 0; /* the trials cost nothing */
     if (proj) st->clouds_end_rounds_sum += r.n_rounds, st->clouds_runs++;
@@ -178,8 +177,8 @@ static void print_batches(const batch_stats *st)
     for (int b = 0; b < N_BATCH; b++) {
         const batch_stats *s = &st[b];
         pl_table_row(t, "%d%s|%.2f|%.2f|%.1f%%|%.2f|%.2f|%.2f", BATCHES[b],
-                     b == 0 ? " (sequential)" : "", s->trials_sum / s->runs,
-                     s->rounds_sum / s->runs, 100.0 * s->found / s->runs,
+                     b == 0 ? " (sequential)" : "", s->trials_sum / s->found,
+                     s->rounds_sum / s->found, 100.0 * s->found / s->runs,
                      s->end_trials_sum / s->runs, s->end_rounds_sum / s->runs,
                      s->propose_s_sum / s->runs * 1e3);
     }
@@ -293,7 +292,7 @@ int main(int argc, char **argv)
     }
     printf("\n-- BO's trials and rounds to the exhaustive optimum by batch (the Kriging believer; "
            "every model x catalogue, SLOs 1.2x and 2x the fastest, %d seeds, default stop; "
-           "never tried: catalogue + 1 trials, rounds at the stop + 1)\n",
+           "trials and rounds to the optimum over the runs that tried it)\n",
            SEEDS);
     print_batches(st);
     for (int m = 0; m < n_models; m++)
