@@ -378,12 +378,16 @@ static void test_measured_trials(void **state)
     (void)state;
     tu_require_ort();
     char args[1024], host[256] = "";
+    const char *cat = cpu_catalog();
     snprintf(args, sizeof args,
              "deploy models/gcn_cora.onnx --catalog %s --slo 1s --algos heft "
-             "--strategy exhaustive --json",
-             cpu_catalog());
+             "--strategy exhaustive --json 2>/dev/null",
+             cat);
     json_t *pred = tu_run_json(args);
-    strcat(args, " --measured 2>/dev/null");
+    snprintf(args, sizeof args,
+             "deploy models/gcn_cora.onnx --catalog %s --slo 1s --algos heft "
+             "--strategy exhaustive --json --measured 2>/dev/null",
+             cat);
     json_t *meas = tu_run_json(args);
     assert_true(json_is_true(json_object_get(meas, "measured")));
     assert_true(json_is_false(json_object_get(pred, "measured")));
