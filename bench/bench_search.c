@@ -12,6 +12,7 @@
  * after how many trials it ends; the cost regret after 6 trials and of the answer. */
 #include "placer/report.h"
 #include "placer/search.h"
+#include "search_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,12 +21,6 @@
 
 enum { SEEDS = 20, BUDGET = 6 };
 
-typedef struct table {
-    const pl_catalog *cat;
-    const char **names;
-    double *lat;
-} table;
-
 typedef struct stats {
     double trials_sum, regret_sum, ended_sum, answer_regret_sum;
     int runs, within6, no_feasible6, regret_n, found;
@@ -33,76 +28,6 @@ typedef struct stats {
 
 /* The rows of the summary: every strategy, then BO with no early stop. */
 enum { BO_NO_STOP = PL_SEARCH_COUNT, N_RUNS };
-
-static const char *base(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
-/* The tables are written to build/bench/search-cache/ and, with PLACER_SEARCH_CACHE=1, read
- * back instead of placing again (for tuning a strategy; stale after any change to placement). */
-static void cache_path(const table *t, const char *model, char *out, size_t n)
-{
-    snprintf(out, n, "build/bench/search-cache/%s--%s.tsv", t->cat->name, base(model));
-}
-
-static bool cache_read(table *t, const char *model)
-{
-    char path[512];
-    cache_path(t, model, path, sizeof path);
-    const char *env = getenv("PLACER_SEARCH_CACHE");
-    FILE *f = env && *env == '1' ? fopen(path, "r") : NULL;
-    if (!f) return false;
-    int k = 0;
-    char line[512];
-    /* "NAME LATENCY" per line; the latency is after the last space, since names may contain
-     * spaces ("P100 x3") */
-    while (k < t->cat->n && fgets(line, sizeof line, f)) {
-        char *sp = strrchr(line, ' '), *end;
-        if (!sp) break;
-        *sp = 0;
-        double lat = strtod(sp + 1, &end);
-        if (end == sp + 1 || strcmp(line, t->cat->configs[k].name)) break;
-        t->names[k] = t->cat->configs[k].name, t->lat[k++] = lat;
-    }
-    fclose(f);
-    return k == t->cat->n;
-}
-
-static void cache_write(const table *t, const char *model)
-{
-    char path[512];
-    cache_path(t, model, path, sizeof path);
-    pl_err err = {""};
-    if (pl_mkdir_p("build/bench/search-cache", &err) < 0) return;
-    pl_out o; /* whole or not at all: a cut file would be read back as a partial table */
-    if (pl_out_open(&o, path, &err) < 0) return;
-    for (int k = 0; k < t->cat->n; k++)
-        fprintf(o.f, "%s %.17g\n", t->cat->configs[k].name, t->lat[k]);
-    if (pl_out_commit(&o, &err) < 0) fprintf(stderr, "%s\n", err.msg);
-}
-
-/* Every configuration once, through the deploy worker. *w is the model's worker, started on
- * first use and kept for the next catalogue (the model is loaded once, as in a search). */
-static int fill(table *t, const char *model, pl_trial_worker **w)
-{
-    if (cache_read(t, model)) return 0;
-    if (!*w) *w = pl_trial_sim_new(&(pl_trial_sim_opts){.model_path = model});
-    pl_err err = {""};
-    double before = (*w)->trial_s;
-    for (int k = 0; k < t->cat->n; k++) {
-        pl_trial_out out;
-        if (pl_trial_run(*w, t->cat->configs[k].cluster, &out, &err) < 0)
-            return fprintf(stderr, "%s\n", err.msg), -1;
-        t->names[k] = t->cat->configs[k].name, t->lat[k] = out.latency_s;
-        pl_plan_free(out.plan);
-    }
-    fprintf(stderr, "  %s: %d configurations placed in %.1f s (start-up %.3f s, once)\n",
-            base(model), t->cat->n, (*w)->trial_s - before, (*w)->startup_s);
-    cache_write(t, model);
-    return 0;
-}
 
 /* The time of one GP fit at the size a long search reaches (docs/search.md "Fitting"):
  * n = 40 points, d = 6 features, on a fixed smooth function with a little noise; the mean over
@@ -132,19 +57,6 @@ static void time_gp_fit(void)
     }
     printf("GP fit (pl_gp_fit, n = %d, d = %d): %.1f ms (mean of %d fits)\n", FIT_N, PL_N_FEATURES,
            (pl_now() - t0) / FIT_REPS * 1e3, FIT_REPS);
-}
-
-/* The optimum by brute force over the table (retired configurations left out, as the search
- * does), or -1. */
-static int optimum(const table *t, double slo)
-{
-    int best = -1;
-    double bc = INFINITY;
-    for (int k = 0; k < t->cat->n; k++) {
-        double c = t->cat->configs[k].price_usd_per_hour / 3600 * t->lat[k];
-        if (!t->cat->configs[k].retired && t->lat[k] <= slo && c < bc) bc = c, best = k;
-    }
-    return best;
 }
 
 /* One search, with the default stop rule unless `no_stop` (then BO runs the whole catalogue). */
@@ -255,6 +167,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_search CATALOG... -- MODEL...\n");
         return 2;
     }
+    const char *env = getenv("PLACER_SEARCH_CACHE");
+    bool use_cache = env && *env == '1';
     total tot[N_RUNS] = {{0}};
     int n_models = argc - sep - 1;
     pl_trial_worker **workers = calloc(n_models, sizeof *workers);
@@ -266,7 +180,7 @@ int main(int argc, char **argv)
         if (!cat) return fprintf(stderr, "%s\n", err.msg), 1;
         table t = {cat, calloc(cat->n + 1, sizeof(char *)), calloc(cat->n + 1, sizeof(double))};
         for (int m = sep + 1; m < argc; m++) {
-            if (fill(&t, argv[m], &workers[m - sep - 1]) < 0) return 1;
+            if (fill(&t, argv[m], &workers[m - sep - 1], use_cache) < 0) return 1;
             row(tb, &t, argv[m], 1.2, tot);
             row(tb, &t, argv[m], 2.0, tot);
         }

@@ -2,6 +2,8 @@
  * catalogue, with its placement, whose predicted latency meets the SLO (AutoDeep; the main
  * job). docs/search.md. */
 #include "cli.h"
+
+#include "placer/dist.h"
 #include "placer/report.h"
 #include "placer/search.h"
 
@@ -14,8 +16,8 @@
 static const char *help =
     "usage: placer deploy MODEL --catalog CAT --slo 50ms [--budget 6 | --budget 60s]\n"
     "                     [--strategy bo|lcf|uniform|ga|de|exhaustive] [--algos LIST]\n"
-    "                     [--place-time 1s] [--place-episodes N] [--seed N]\n"
-    "                     [--include-retired] [-o plan.json] [--optimize]\n"
+    "                     [--place-time 1s] [--place-episodes N] [--seed N] [--batch Q]\n"
+    "                     [--include-retired] [-o plan.json] [--optimize] [--measured]\n"
     "                     [--json] [--contention X] [--dim N=V]... [--input NAME=SIZES]...\n"
     "  --optimize       rewrite the model first, once (TASO's search priced on this machine's\n"
     "                   CPU, as `placer optimize`; AutoDeep runs TASO before its search); every\n"
@@ -29,6 +31,13 @@ static const char *help =
     "                   is moirai's and drl's limit per trial (1 s)\n"
     "  --place-episodes N  drl's episode budget per trial (without --place-time, the only\n"
     "                   one); its progress shows per trial\n"
+    "  --measured       each trial's plan is run on this machine (onnxruntime, on the\n"
+    "                   machine of the rank that runs the trial under mpirun) and its\n"
+    "                   measured latency is the trial's; every configuration must be CPUs\n"
+    "                   only, and under mpirun no two ranks may share a host\n"
+    "  --batch Q        trials per round (default: the number of ranks, 1 without mpirun);\n"
+    "                   under mpirun a round's trials run one per rank; bo, ga and de propose\n"
+    "                   a round's Q configurations together (docs/search.md)\n"
     "  --cost-params F  the cost model's efficiencies from `placer calibrate -o`\n"
     "  -o FILE          write the chosen plan (simulate it with --catalog CAT --config NAME)\n"
     "exit status: 0 done, 1 no configuration tried meets the SLO, 2 bad input or failure\n";
@@ -40,7 +49,7 @@ typedef struct deploy_args {
     double place_time_s;
     int place_episodes;
     bool learned; /* --algos names a learned algorithm */
-    bool optimize;
+    bool optimize, measured;
     char optimized[4096]; /* the --optimize result's path */
     pl_cost_params params;
 } deploy_args;
@@ -83,6 +92,11 @@ static int parse_one(int argc, char **argv, int *i, deploy_args *a)
         return (a->out = v) ? 0 : (cli_fail("deploy", "-o wants a file"), -1);
     if (cli_opt(argc, argv, i, "--algos", &v)) return parse_algos(v, a);
     if (cli_opt(argc, argv, i, "--seed", &v)) return cli_seed("deploy", "--seed", v, &a->so.seed);
+    if (cli_opt(argc, argv, i, "--batch", &v)) {
+        long n;
+        if (cli_count("deploy", "--batch", v, 1, PL_SEARCH_MAX_BATCH, &n) < 0) return -1;
+        return a->so.batch = (int)n, 0;
+    }
     if (cli_opt(argc, argv, i, "--place-time", &v))
         return cli_seconds("deploy", "--place-time", v, &a->place_time_s) < 0 ? -1 : 0;
     if (cli_opt(argc, argv, i, "--place-episodes", &v)) {
@@ -92,6 +106,7 @@ static int parse_one(int argc, char **argv, int *i, deploy_args *a)
     }
     if (!strcmp(argv[*i], "--include-retired")) return a->so.include_retired = true, 0;
     if (!strcmp(argv[*i], "--optimize")) return a->optimize = true, 0;
+    if (!strcmp(argv[*i], "--measured")) return a->measured = true, 0;
     if (cli_opt(argc, argv, i, "--strategy", &v)) {
         if (v && pl_search_strategy_parse(v, &a->so.strategy) == 0) return 0;
         return cli_fail("deploy", "--strategy wants bo, lcf, uniform, ga, de or exhaustive"), -1;
@@ -124,7 +139,55 @@ static int parse(int argc, char **argv, deploy_args *a)
      * the cost model alone: refused rather than ignored in silence */
     if (a->co.n_profiles)
         return cli_fail("deploy", "--profile is not used by deploy (trials estimate op times)"), -1;
+    if (a->measured && (a->co.n_dims || a->co.n_shapes))
+        return cli_fail("deploy", "--measured runs the model file as it is: --dim and --input "
+                                  "cannot be used with it"),
+               -1;
     return 0;
+}
+
+/* ---- --measured (docs/search.md "Measured trials") ---- */
+
+static void host_item(int i, void *out, void *user)
+{
+    (void)user;
+    snprintf(out, 64, "%s", pl_dist_host(i));
+}
+
+/* Ranks sharing a machine would time each other's runs (two onnxruntime processes on the same
+ * cores): refused, naming the first two. The hosts are gathered to every rank (rank i runs
+ * item i), so every rank refuses alike; rank 0 says why. */
+static int check_hosts(void)
+{
+    int n = pl_dist_size(), rc = 0;
+    char(*host)[64] = pl_calloc(n, sizeof *host);
+    if (pl_dist_map(n, host_item, host, sizeof *host, NULL) < 0)
+        rc = cli_fail("deploy", "--measured: the ranks' hosts could not be gathered");
+    for (int i = 0; rc == 0 && i < n; i++)
+        for (int j = 0; rc == 0 && j < i; j++)
+            if (!strcmp(host[i], host[j]))
+                rc = pl_dist_rank() == 0
+                         ? cli_fail("deploy",
+                                    "--measured: ranks %d and %d share the host '%s': their "
+                                    "measurements would time each other's runs; run one rank "
+                                    "per machine (mpirun --map-by ppr:1:node)",
+                                    j, i, host[i])
+                         : CLI_EXIT_BAD_INPUT;
+    free(host);
+    return rc;
+}
+
+/* Every configuration the search may try must be CPUs only: the measurement runs each device's
+ * stages on a thread of this machine's CPU (pl_trial_measure_plan). */
+static int check_measurable(const deploy_args *a, const pl_catalog *cat)
+{
+    pl_err err = {""};
+    for (int k = 0; k < cat->n; k++) {
+        if (cat->configs[k].retired && !a->so.include_retired) continue;
+        if (pl_trial_measure_check(cat->configs[k].cluster, &err) < 0)
+            return cli_fail("deploy", "--measured: configuration %s", err.msg); /* names it */
+    }
+    return check_hosts();
 }
 
 /* ---- output ---- */
@@ -134,10 +197,19 @@ static double per_10k(const pl_trial_record *t)
     return t->runs ? t->cost_usd * 1e4 : NAN;
 }
 
+/* Rounds of one trial in one process (the default) keep the sequential search's table; with
+ * rounds of several trials, or ranks, each trial also says its round and where it ran. */
+static bool in_rounds(const pl_search_result *r)
+{
+    return r->batch > 1 || r->ranks > 1;
+}
+
 static void print_trials(const pl_catalog *cat, const pl_search_result *r)
 {
-    pl_table *t = pl_table_new("trial|configuration|>GPUs|>USD/hour|>latency ms|>USD per 10k "
-                               "requests|SLO|placement");
+    pl_table *t = pl_table_new(in_rounds(r) ? "trial|>round|ran on|configuration|>GPUs|>USD/hour|"
+                                              ">latency ms|>USD per 10k requests|SLO|placement"
+                                            : "trial|configuration|>GPUs|>USD/hour|>latency "
+                                              "ms|>USD per 10k requests|SLO|placement");
     for (int i = 0; i < r->n_trials; i++) {
         const pl_trial_record *x = &r->trials[i];
         const pl_vm_config *c = &cat->configs[x->config];
@@ -146,7 +218,10 @@ static void print_trials(const pl_catalog *cat, const pl_search_result *r)
             snprintf(lat, sizeof lat, "%.3f", x->latency_s * 1e3);
             snprintf(cost, sizeof cost, "%.4f", per_10k(x));
         }
-        pl_table_row(t, "%d|%s|%d x %s|%.3f|%s|%s|%s|%s", i + 1, c->name, c->gpu_count,
+        char where[96] = "";
+        if (in_rounds(r))
+            snprintf(where, sizeof where, "%d|rank %d (%s)|", x->round, x->rank, x->host);
+        pl_table_row(t, "%d|%s%s|%d x %s|%.3f|%s|%s|%s|%s", i + 1, where, c->name, c->gpu_count,
                      c->gpu_count ? c->gpu_model : "-", c->price_usd_per_hour, lat, cost,
                      !x->runs       ? "-"
                      : x->meets_slo ? "met"
@@ -175,6 +250,9 @@ static json_t *trials_json(const pl_catalog *cat, const pl_search_result *r)
         }
         if (isfinite(x->acquisition))
             json_object_set_new(o, "acquisition", json_real(x->acquisition));
+        json_object_set_new(o, "round", json_integer(x->round));
+        json_object_set_new(o, "rank", json_integer(x->rank));
+        json_object_set_new(o, "host", json_string(x->host));
         json_array_append_new(a, o);
     }
     return a;
@@ -221,15 +299,35 @@ static void print_choice(const deploy_args *a, const pl_catalog *cat, const pl_s
         printf("the model runs on no configuration tried (%s)\n",
                r->n_trials ? r->trials[0].why : "nothing tried");
     }
+    if (a->measured)
+        printf("measured    every trial's plan run with onnxruntime on the machine named in "
+               "its trial (--json: host)\n");
     printf("search      %d trials of %d configurations%s, %s; %.2f s (worker start-up %.2f s, "
            "paid once)\n",
            r->n_trials, r->n_candidates, r->n_candidates < cat->n ? " (retired ones left out)" : "",
            r->stop_reason, r->total_s, r->startup_s);
+    if (r->best >= 0)
+        printf("found at    trial %d of %d, round %d of %d (%d trial%s per round, %d rank%s)\n",
+               r->best + 1, r->n_trials, r->trials[r->best].round, r->n_rounds, r->batch,
+               r->batch == 1 ? "" : "s", r->ranks, r->ranks == 1 ? "" : "s");
+}
+
+/* Trials-to-optimum by trial and by round (docs/search.md "Rounds and batches"). */
+static void rounds_json(json_t *root, const pl_search_result *r)
+{
+    json_object_set_new(root, "batch", json_integer(r->batch));
+    json_object_set_new(root, "ranks", json_integer(r->ranks));
+    json_object_set_new(root, "rounds", json_integer(r->n_rounds));
+    json_object_set_new(root, "found_at",
+                        r->best < 0 ? json_null()
+                                    : json_pack("{s:i, s:i}", "trial", r->best + 1, "round",
+                                                r->trials[r->best].round));
 }
 
 static void progress(void *ctx, const pl_search_result *r, int n)
 {
     const pl_catalog *cat = ctx;
+    if (pl_dist_rank() != 0) return;
     const pl_trial_record *t = &r->trials[r->n_trials - 1];
     cli_progress("trial %d (of at most %d): %s %s", r->n_trials, n, cat->configs[t->config].name,
                  t->runs ? (t->meets_slo ? "meets the SLO" : "misses the SLO") : "does not run");
@@ -240,6 +338,7 @@ static void progress(void *ctx, const pl_search_result *r, int n)
 static void place_progress(const char *algo, int step, int total, double best_s, void *user)
 {
     const pl_trial_worker *w = *(pl_trial_worker *const *)user;
+    if (pl_dist_rank() != 0) return;
     char of[32] = "";
     if (total > 0) snprintf(of, sizeof of, "/%d", total);
     if (isfinite(best_s))
@@ -254,6 +353,8 @@ static int report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *
 {
     int idx = r->best >= 0 ? r->best : r->closest;
     const pl_vm_config *cfg = idx >= 0 ? &cat->configs[r->trials[idx].config] : NULL;
+    /* under mpirun rank 0 alone prints and writes (every rank holds the same result) */
+    if (pl_dist_rank() != 0) return r->best >= 0 ? CLI_EXIT_OK : CLI_EXIT_INFEASIBLE;
     json_t *root = NULL;
     if (a->co.json)
         root = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:f, s:o, s:s, s:f, s:f}", "format",
@@ -264,6 +365,8 @@ static int report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *
     else
         print_trials(cat, r), print_choice(a, cat, r);
     if (root) {
+        rounds_json(root, r);
+        json_object_set_new(root, "measured", json_boolean(a->measured));
         json_object_set_new(root, "chosen", r->best >= 0 ? json_string(cfg->name) : json_null());
         if (r->best < 0 && cfg) json_object_set_new(root, "closest", json_string(cfg->name));
     }
@@ -310,19 +413,24 @@ int cli_deploy(int argc, char **argv)
     free(clusters);
     if (rc < 0) return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
     to.params = &a.params;
+    if (a.measured && check_measurable(&a, cat)) return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
+    if (a.measured)
+        to.measure = pl_trial_ort_new(&(pl_trial_ort_opts){.model_path = to.model_path});
     w = pl_trial_sim_new(&to);
     pl_search_result r;
-    cli_progress("starting the trial worker (loading %s)", a.co.model);
+    if (pl_dist_rank() == 0) cli_progress("starting the trial worker (loading %s)", a.co.model);
     if (pl_search_run(cat, w, &a.so, progress, cat, &r, &err) < 0) {
         cli_progress("%s", "");
-        rc = cli_fail("deploy", "%s", err.msg);
+        /* every rank failed with the same message: rank 0 says it */
+        rc = pl_dist_rank() == 0 ? cli_fail("deploy", "%s", err.msg) : CLI_EXIT_BAD_INPUT;
     } else {
         cli_progress("%s", "");
-        if (pl_trial_sim_graph(w)) cli_print_warnings(pl_trial_sim_graph(w));
+        if (pl_trial_sim_graph(w) && pl_dist_rank() == 0) cli_print_warnings(pl_trial_sim_graph(w));
         rc = report(&a, cat, w, &r);
     }
     pl_search_result_free(&r);
     pl_trial_worker_free(w);
+    pl_trial_worker_free(to.measure); /* after the sim worker, which uses it */
     pl_catalog_free(cat);
     return rc;
 }

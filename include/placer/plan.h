@@ -51,6 +51,13 @@ typedef struct pl_plan {
 
 pl_plan *pl_plan_new(int n_ops, int n_devs); /* every op on device 0, no order, no priority */
 pl_plan *pl_plan_copy(const pl_plan *p);
+/* A plan as bytes with no pointers in them, for moving it between the ranks of a search under
+ * mpirun (dist.h moves bytes): pl_plan_pack returns a malloc'd buffer (caller frees) of *len
+ * bytes; pl_plan_unpack rebuilds the plan from it (caller frees), or returns NULL when the
+ * bytes are not what pl_plan_pack made. Everything in pl_plan travels. Not a file format: the
+ * same build on both sides. */
+void *pl_plan_pack(const pl_plan *p, size_t *len);
+pl_plan *pl_plan_unpack(const void *buf, size_t len);
 /* dst (same n_ops and n_devs) takes src's placement and schedule (order, priority, transfer
  * order, or their absence); dst keeps its own algo, contention and figures. */
 void pl_plan_assign(pl_plan *dst, const pl_plan *src);

@@ -89,7 +89,14 @@ typedef struct pl_search_opts {
                              0: the default, 0.01; negative: never, run the budget) */
     int init_trials;      /* bo/ga/de: random trials before the model is used (0: default 2) */
     bool include_retired; /* consider configurations marked retired */
+    /* Trials per round (docs/search.md "Rounds and batches"; 0: the pool's size, pl_dist_size,
+     * so one process runs one trial per round, the sequential search; at most
+     * PL_SEARCH_MAX_BATCH). A round's trials run one per rank under mpirun, one after the other
+     * in one process; bo, ga and de propose a round's configurations together (the Kriging
+     * believer, bo.c). */
+    int batch;
 } pl_search_opts;
+enum { PL_SEARCH_MAX_BATCH = 1024 };
 
 typedef struct pl_trial_record {
     int config;       /* index in the catalogue */
@@ -101,6 +108,9 @@ typedef struct pl_trial_record {
     double acquisition; /* the strategy's score when it chose this trial (NAN if none) */
     char algo[32];      /* the placement algorithm whose plan won */
     char why[256];      /* why it does not run, when !runs */
+    int round;          /* the round it ran in, from 1 */
+    int rank;           /* the rank that ran it (0 in one process), on host `host` */
+    char host[64];
 } pl_trial_record;
 
 typedef struct pl_search_result {
@@ -110,13 +120,24 @@ typedef struct pl_search_result {
     int closest;        /* when best < 0: the trial with the lowest latency that runs, or -1 */
     pl_plan *best_plan; /* the plan of trials[best] (or of closest), owned by the result */
     int n_candidates;   /* configurations the strategy could try (retired left out) */
+    int n_rounds;       /* rounds run (each at most `batch` trials) */
+    int batch;          /* trials per round in force */
+    int ranks;          /* the pool's size (pl_dist_size) */
     double startup_s;   /* the worker's start-up, paid once */
     double total_s;     /* the whole search */
     char stop_reason[96];
 } pl_search_result;
 
 /* Runs a strategy over the catalogue, each trial through `w`. `progress`, when not NULL, is
- * called after each trial (for the CLI's stderr line). */
+ * called after each trial (for the CLI's stderr line).
+ *
+ * Under mpirun every rank calls it with the same arguments (w its own worker): the trials of a
+ * round run one per rank (pl_dist_map) and their records are gathered to every rank in round
+ * order, so every rank holds the same result; rank 0's proposals and its clock (the time
+ * budget) are the ones every rank follows. The best plan is sent from the rank that made it
+ * to all. For a given seed, rank count and batch the answer is the same run to run (when the
+ * trials are: moirai's time limit is not), and the trials are those of one process with the
+ * same batch. A worker failure on any rank fails the search on every rank, with its message. */
 typedef void (*pl_search_progress)(void *ctx, const pl_search_result *r, int n_candidates);
 int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opts *o,
                   pl_search_progress progress, void *ctx, pl_search_result *r, pl_err *err);

@@ -65,6 +65,12 @@ typedef struct pl_trial_sim_opts {
     /* Passed to every algorithm as pl_place_opts.progress (a learned search's episodes). */
     void (*progress)(const char *algo, int step, int total, double best_s, void *user);
     void *progress_user;
+    /* When not NULL, an ort worker (pl_trial_ort_new, on the same model file, loaded without
+     * dims or input shapes) that measures each trial's kept plan on this machine
+     * (pl_trial_measure_plan): the trial's latency is then the measured one (the plan keeps
+     * the predicted makespan, measured_s the measurement). Started with the sim worker; the
+     * caller frees it after the sim worker. `placer deploy --measured` (docs/search.md). */
+    pl_trial_worker *measure;
 } pl_trial_sim_opts;
 pl_trial_worker *pl_trial_sim_new(const pl_trial_sim_opts *o);
 /* The model the sim worker loaded (after start), for plan identity; NULL before. */

@@ -50,6 +50,61 @@ pl_plan *pl_plan_copy(const pl_plan *p)
     return q;
 }
 
+/* The arrays after the struct, in this order: dev, order, order_off, priority, xfer_priority;
+ * the struct's pointers say which are present (non-NULL) and are never followed. */
+static size_t pack_size(const pl_plan *p)
+{
+    size_t n = sizeof *p + (size_t)p->n_ops * sizeof *p->dev;
+    if (p->order) n += ((size_t)p->n_ops + (size_t)p->n_devs + 1) * sizeof *p->order;
+    if (p->priority) n += (size_t)p->n_ops * sizeof *p->priority;
+    if (p->xfer_priority) n += (size_t)p->n_edges * sizeof *p->xfer_priority;
+    return n;
+}
+
+void *pl_plan_pack(const pl_plan *p, size_t *len)
+{
+    *len = pack_size(p);
+    char *buf = pl_malloc(*len), *at = buf + sizeof *p;
+    memcpy(buf, p, sizeof *p);
+    size_t ops = (size_t)p->n_ops;
+    memcpy(at, p->dev, ops * sizeof *p->dev), at += ops * sizeof *p->dev;
+    if (p->order) {
+        memcpy(at, p->order, ops * sizeof *p->order), at += ops * sizeof *p->order;
+        size_t off = ((size_t)p->n_devs + 1) * sizeof *p->order_off;
+        memcpy(at, p->order_off, off), at += off;
+    }
+    if (p->priority) memcpy(at, p->priority, ops * sizeof *p->priority), at += ops * sizeof(double);
+    if (p->xfer_priority) memcpy(at, p->xfer_priority, (size_t)p->n_edges * sizeof(double));
+    return buf;
+}
+
+/* The next `bytes` of the buffer as a fresh array, or NULL when `present` is false. */
+static void *take(const char **at, size_t bytes, bool present)
+{
+    if (!present) return NULL;
+    void *a = dup_array(*at, bytes);
+    *at += bytes;
+    return a;
+}
+
+pl_plan *pl_plan_unpack(const void *buf, size_t len)
+{
+    pl_plan h;
+    if (!buf || len < sizeof h) return NULL;
+    memcpy(&h, buf, sizeof h);
+    if (h.n_ops < 0 || h.n_devs < 0 || h.n_edges < 0 || pack_size(&h) != len) return NULL;
+    pl_plan *p = pl_malloc(sizeof *p);
+    *p = h;
+    const char *at = (const char *)buf + sizeof h;
+    size_t ops = (size_t)h.n_ops;
+    p->dev = take(&at, ops * sizeof *p->dev, true);
+    p->order = take(&at, ops * sizeof *p->order, h.order);
+    p->order_off = take(&at, ((size_t)h.n_devs + 1) * sizeof *p->order_off, h.order);
+    p->priority = take(&at, ops * sizeof *p->priority, h.priority);
+    p->xfer_priority = take(&at, (size_t)h.n_edges * sizeof *p->xfer_priority, h.xfer_priority);
+    return p;
+}
+
 void pl_plan_free(pl_plan *p)
 {
     if (!p) return;

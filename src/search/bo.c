@@ -18,9 +18,12 @@ enum { DEFAULT_INIT = 2, POP_CHILDREN = 16, FIT_FROM = 8 };
 typedef struct surrogate {
     pl_gp gp;
     bool ok;          /* a GP was fitted (at least two trials ran) */
-    int n;            /* the trials that ran when it was fitted; -1 before the first fit */
+    int n;            /* the trials that ran when it was fitted; -1 before the first fit, or
+                         after a believer (believe) changed it */
     double a, b;      /* the trend: ln latency ≈ a + b · capability (docs/search.md) */
-    double best_cost; /* the cheapest trial meeting the SLO; INFINITY before one does */
+    double best_cost; /* the cheapest trial meeting the SLO (or believed to); INFINITY before */
+    double *X, *y;    /* the GP's data: features and ln latency less the trend, n_data rows */
+    int n_data;
 } surrogate;
 
 static const double *feat_of(const searcher *S, int k)
@@ -69,6 +72,8 @@ static void surrogate_free(surrogate *m)
 {
     if (m->ok) pl_gp_free(&m->gp);
     m->ok = false;
+    free(m->X), free(m->y);
+    m->X = m->y = NULL;
 }
 
 /* Fits the surrogate to the trials that ran, unless it already is: a trial where the model did
@@ -83,9 +88,9 @@ static int surrogate_update(searcher *S, surrogate *m, pl_err *err)
     if (runs == m->n) return 0;
     surrogate_free(m);
     m->n = runs, m->a = m->b = 0;
-    int n = 0;
-    double *X = pl_malloc(((size_t)r->n_trials * PL_N_FEATURES + 1) * sizeof *X);
-    double *y = pl_malloc((r->n_trials + 1) * sizeof *y);
+    int n = 0, rows = r->n_trials + S->batch + 1; /* room for a round's believed trials */
+    double *X = m->X = pl_malloc((size_t)rows * PL_N_FEATURES * sizeof *X);
+    double *y = m->y = pl_malloc(rows * sizeof *y);
     double *cap = pl_malloc((r->n_trials + 1) * sizeof *cap);
     for (int i = 0; i < r->n_trials; i++) {
         if (!r->trials[i].runs) continue;
@@ -102,7 +107,8 @@ static int surrogate_update(searcher *S, surrogate *m, pl_err *err)
         m->ok = rc == 0;
         if (rc < 0) m->n = -1; /* not fitted: try again next time */
     }
-    free(X), free(y), free(cap);
+    m->n_data = n;
+    free(cap);
     return rc;
 }
 
@@ -131,7 +137,7 @@ static double surrogate_acq(const searcher *S, const surrogate *m, int k)
 {
     double mu, sigma;
     surrogate_predict(S, m, k, &mu, &sigma);
-    if (S->r->best < 0) return feasibility_acq(S, k, mu, sigma);
+    if (!isfinite(m->best_cost)) return feasibility_acq(S, k, mu, sigma);
     double price_per_s = S->cat->configs[k].price_usd_per_hour / 3600;
     return pl_prob_meets(mu, sigma, S->o->slo_s) *
            pl_ei_lognormal(price_per_s, mu, sigma, m->best_cost);
@@ -150,7 +156,8 @@ static int nearest_untried(const searcher *S, const double *x)
     return best;
 }
 
-/* The untried candidate farthest from every trial so far (maximin), or -1. */
+/* The untried candidate farthest from every trial so far and every one proposed in this
+ * round (maximin), or -1. */
 static int farthest_untried(const searcher *S)
 {
     int best = -1;
@@ -160,6 +167,8 @@ static int farthest_untried(const searcher *S)
         double dmin = INFINITY;
         for (int i = 0; i < S->r->n_trials; i++)
             dmin = fmin(dmin, dist2(feat_of(S, k), feat_of(S, S->r->trials[i].config)));
+        for (int i = 0; i < S->round->n; i++)
+            dmin = fmin(dmin, dist2(feat_of(S, k), feat_of(S, S->round->k[i])));
         if (dmin > bd) bd = dmin, best = k;
     }
     return best;
@@ -167,13 +176,20 @@ static int farthest_untried(const searcher *S)
 
 /* The first trials every model-based strategy starts with (init_trials, else n_default): one
  * at random, the others each as far as possible from those before (a space-filling start, so
- * the GP sees both ends). */
+ * the GP sees both ends); a round at a time. 1 when the search ended, -1 on failure. */
 static int initial(searcher *S, int n_default, pl_err *err)
 {
     int n0 = S->o->init_trials > 0 ? S->o->init_trials : n_default;
-    while (S->r->n_trials < n0 && search_can_go_on(S)) {
-        int k = S->r->n_trials ? farthest_untried(S) : search_random_untried(S);
-        if (search_trial(S, k, NAN, err) < 0) return -1;
+    while (S->r->n_trials < n0) {
+        search_round_begin(S);
+        if (search_can_go_on(S))
+            while (search_round_room(S) > 0 && S->r->n_trials + S->round->n < n0)
+                search_propose(S,
+                               S->r->n_trials + S->round->n ? farthest_untried(S)
+                                                            : search_random_untried(S),
+                               NAN);
+        int rc = search_round_run(S, err);
+        if (rc) return rc;
     }
     return 0;
 }
@@ -238,13 +254,37 @@ static bool should_stop(searcher *S, const surrogate *m)
     return true;
 }
 
-/* One model-based step: fit (when the data changed), score what the proposer offers, try the
- * best. Returns 1 when the search should stop (may_stop: BO's rule above), -1 on error. */
-static int step(searcher *S, surrogate *m, proposer propose, bool may_stop, pl_err *err)
+/* ---- Batches: the Kriging believer (docs/search.md "Rounds and batches") ----
+ *
+ * A round of q trials is proposed before any of them runs. After each proposal the surrogate
+ * believes its own prediction: k's trial is taken to give the surrogate's mean latency at k
+ * (Ginsbourger, Le Riche and Carraro, "Kriging is well-suited to parallelize optimization",
+ * 2010, §3: the Kriging believer), the GP is conditioned on it with the same hyper-parameters,
+ * so the spread near k collapses and the next proposal goes where the acquisition is still
+ * high; and when that latency meets the SLO its cost counts as the best to improve on. The
+ * constant liar (the same section) lies with one value for every proposal; here the objective
+ * is price × latency under a constraint on the latency, and no one latency is a fitting lie for
+ * configurations whose prices differ by 50x, while the believer's lie is each configuration's
+ * own prediction. The real trials replace the beliefs at the next round (a refit). */
+static void believe(searcher *S, surrogate *m, int k)
 {
-    if (surrogate_update(S, m, err) < 0) return -1;
-    if (!m->ok) return search_trial(S, search_random_untried(S), NAN, err) < 0 ? -1 : 0;
-    if (may_stop && should_stop(S, m)) return 1;
+    double mu, var, *x = m->X + (size_t)m->n_data * PL_N_FEATURES;
+    pl_gp_predict(&m->gp, feat_of(S, k), &mu, &var);
+    memcpy(x, feat_of(S, k), PL_N_FEATURES * sizeof *x);
+    m->y[m->n_data++] = mu;
+    pl_gp_hyper h = m->gp.h;
+    pl_gp_free(&m->gp);
+    pl_err err = {""};
+    m->ok = pl_gp_condition(&m->gp, m->X, m->y, m->n_data, PL_N_FEATURES, &h, &err) == 0;
+    m->n = -1; /* the trials' own fit again next round */
+    double lat = exp(mu + m->a + m->b * S->capability[k]);
+    if (lat <= S->o->slo_s) m->best_cost = fmin(m->best_cost, search_cost(S, k, lat));
+}
+
+/* The configuration of highest acquisition among what the proposer offers (a random untried
+ * one when it offers none); *acq its score (-1 for the random one). */
+static int pick_one(searcher *S, const surrogate *m, proposer propose, double *acq)
+{
     int *cands = pl_malloc((S->cat->n + POP_CHILDREN + 1) * sizeof *cands);
     int nc = propose(S, cands), pick = -1;
     double best = -1;
@@ -253,17 +293,38 @@ static int step(searcher *S, surrogate *m, proposer propose, bool may_stop, pl_e
         if (a > best) best = a, pick = cands[i];
     }
     free(cands);
-    if (pick < 0) pick = search_random_untried(S);
-    return search_trial(S, pick, best, err) < 0 ? -1 : 0;
+    *acq = best;
+    return pick >= 0 ? pick : search_random_untried(S);
+}
+
+/* One model-based round: fit (when the data changed), then up to the batch size of proposals,
+ * each the best the proposer offers under the surrogate, believing the ones before (above).
+ * Proposes nothing when BO's rule says stop (may_stop, above); -1 on error. Before the GP can
+ * be fitted (fewer than two trials ran) the round is drawn at random. */
+static int propose_round(searcher *S, surrogate *m, proposer propose, bool may_stop, pl_err *err)
+{
+    if (surrogate_update(S, m, err) < 0) return -1;
+    if (m->ok && may_stop && should_stop(S, m)) return 0;
+    while (search_round_room(S) > 0) {
+        int n = S->round->n;
+        if (n > 0 && m->ok) believe(S, m, S->round->k[n - 1]);
+        double acq = NAN;
+        int k = m->ok ? pick_one(S, m, propose, &acq) : search_random_untried(S);
+        search_propose(S, k, acq);
+    }
+    return 0;
 }
 
 static int run(searcher *S, proposer propose, bool may_stop, int n_init, pl_err *err)
 {
-    if (initial(S, n_init, err) < 0) return -1;
+    int rc = initial(S, n_init, err);
     surrogate m = {.n = -1};
-    int rc = 0;
-    while (rc == 0 && search_can_go_on(S))
-        rc = step(S, &m, propose, may_stop, err);
+    while (rc == 0) {
+        search_round_begin(S);
+        if (search_can_go_on(S) && propose_round(S, &m, propose, may_stop, err) < 0)
+            search_round_fail(S, err);
+        rc = search_round_run(S, err);
+    }
     surrogate_free(&m);
     return rc < 0 ? -1 : 0;
 }

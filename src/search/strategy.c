@@ -2,6 +2,8 @@
  * exhaustive (the oracle), lcf (lowest price first) and uniform (random order). docs/search.md. */
 #include "search_internal.h"
 
+#include "placer/dist.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,20 +61,140 @@ static void record(searcher *S, int k, double acq, pl_trial_out *out)
     keep_plan(r, out, take);
 }
 
-int search_trial(searcher *S, int k, double acq, pl_err *err)
+/* ---- rounds (docs/search.md "Rounds and batches") ---- */
+
+/* What a trial sends back to every rank: fixed size, no pointers (its plan stays on the rank
+ * that made it; pl_search_run sends the winner's at the end). */
+typedef struct trial_summary {
+    int config, runs, failed, rank;
+    double latency_s, work_s;
+    char algo[32], host[64];
+    char why[PL_ERR_MAX]; /* why it does not run, or the worker's error when failed */
+} trial_summary;
+
+typedef struct round_job {
+    searcher *S;
+    pl_plan **plans; /* the plans of the round's trials this rank ran, by item */
+} round_job;
+
+void search_round_begin(searcher *S)
 {
-    pl_trial_out out = {.latency_s = INFINITY}; /* freed below even if the worker fails */
+    S->round->n = S->round->end = 0;
+    S->round->why[0] = 0;
+}
+
+int search_round_room(const searcher *S)
+{
+    int room = S->batch - S->round->n;
+    if (S->n_left < room) room = S->n_left; /* n_left already counts the proposed ones */
+    int budget = S->o->budget_trials;
+    if (budget > 0 && budget - S->r->n_trials - S->round->n < room)
+        room = budget - S->r->n_trials - S->round->n;
+    return room > 0 ? room : 0;
+}
+
+void search_propose(searcher *S, int k, double acq)
+{
+    search_round *R = S->round;
+    PL_ASSERT(k >= 0 && k < S->cat->n && !S->tried[k] && R->n < S->batch);
+    R->k[R->n] = k, R->acq[R->n++] = acq;
+    S->tried[k] = true, S->n_left--;
+}
+
+void search_round_fail(searcher *S, const pl_err *err)
+{
+    S->round->end = -1;
+    snprintf(S->round->why, sizeof S->round->why, "%s", err->msg);
+}
+
+static void mark_round(searcher *S, bool tried)
+{
+    for (int i = 0; i < S->round->n; i++)
+        S->tried[S->round->k[i]] = tried, S->n_left += tried ? -1 : 1;
+}
+
+/* Every rank takes rank 0's round (its proposals, its clock's verdict on the time budget):
+ * proposals depend on floating point, which need not agree to the last bit across machines. */
+static int agree_on_round(searcher *S, pl_err *err)
+{
+    search_round *R = S->round;
+    if (R->n == 0 && R->end == 0)
+        R->end = 1, snprintf(R->why, sizeof R->why, "%s", S->r->stop_reason);
+    if (pl_dist_size() > 1) {
+        mark_round(S, false);
+        if (pl_dist_bcast(R, sizeof *R, 0) < 0)
+            return pl_err_set(err, "search: the ranks could not agree on a round (MPI failed)");
+        mark_round(S, true);
+    }
+    if (R->end > 0)
+        snprintf(S->r->stop_reason, sizeof S->r->stop_reason, "%.*s",
+                 (int)sizeof S->r->stop_reason - 1, R->why);
+    if (R->end < 0) return pl_err_set(err, "%s", R->why);
+    return R->end;
+}
+
+static void run_item(int i, void *out, void *user)
+{
+    round_job *j = user;
+    searcher *S = j->S;
+    trial_summary *t = out;
+    memset(t, 0, sizeof *t);
+    t->config = S->round->k[i];
+    t->rank = pl_dist_rank();
+    snprintf(t->host, sizeof t->host, "%s", pl_dist_host(t->rank));
+    pl_trial_out o = {.latency_s = INFINITY}; /* freed below even if the worker fails */
+    pl_err err = {""};
     long before = S->w->trials;
     double t0 = pl_now();
-    if (pl_trial_run(S->w, S->cat->configs[k].cluster, &out, err) < 0) {
-        pl_plan_free(out.plan);
-        return -1;
+    if (pl_trial_run(S->w, S->cat->configs[t->config].cluster, &o, &err) < 0) {
+        pl_plan_free(o.plan);
+        t->failed = 1;
+        snprintf(t->why, sizeof t->why, "%s", err.msg);
+        return;
     }
-    S->tried[k] = true, S->n_left--;
-    record(S, k, acq, &out);
-    S->r->trials[S->r->n_trials - 1].work_s = S->w->trials > before ? pl_now() - t0 : 0;
+    t->work_s = S->w->trials > before ? pl_now() - t0 : 0;
+    t->runs = o.runs, t->latency_s = o.latency_s;
+    snprintf(t->algo, sizeof t->algo, "%s", o.algo);
+    snprintf(t->why, sizeof t->why, "%s", o.why);
+    j->plans[i] = o.plan;
+}
+
+/* Records trial i of the round (its plan, when this rank made it, in plan). */
+static void record_item(searcher *S, int i, const trial_summary *t, pl_plan *plan)
+{
+    pl_trial_out out = {.runs = t->runs, .latency_s = t->latency_s, .plan = plan};
+    snprintf(out.algo, sizeof out.algo, "%s", t->algo);
+    snprintf(out.why, sizeof out.why, "%.*s", (int)sizeof out.why - 1, t->why);
+    record(S, t->config, S->round->acq[i], &out);
+    pl_trial_record *x = &S->r->trials[S->r->n_trials - 1];
+    x->work_s = t->work_s, x->round = S->r->n_rounds, x->rank = t->rank;
+    snprintf(x->host, sizeof x->host, "%s", t->host);
     if (S->progress) S->progress(S->ctx, S->r, S->n_cand);
-    return 0;
+}
+
+int search_round_run(searcher *S, pl_err *err)
+{
+    int rc = agree_on_round(S, err);
+    if (rc) return rc;
+    int n = S->round->n;
+    trial_summary *sum = pl_calloc(n, sizeof *sum);
+    round_job job = {S, pl_calloc(n, sizeof *job.plans)};
+    if (pl_dist_map(n, run_item, sum, sizeof *sum, &job) < 0)
+        rc = pl_err_set(err, "search: a round's results could not be gathered (MPI failed)");
+    S->r->n_rounds += rc == 0;
+    for (int i = 0; i < n; i++) {
+        if (rc == 0 && sum[i].failed) {
+            rc = pl_dist_size() > 1
+                     ? pl_err_set(err, "rank %d (%s): %s", sum[i].rank, sum[i].host, sum[i].why)
+                     : pl_err_set(err, "%s", sum[i].why);
+        }
+        if (rc == 0)
+            record_item(S, i, &sum[i], job.plans[i]);
+        else
+            pl_plan_free(job.plans[i]);
+    }
+    free(sum), free(job.plans);
+    return rc;
 }
 
 bool search_can_go_on(searcher *S)
@@ -98,18 +220,23 @@ int search_random_untried(searcher *S)
     return -1;
 }
 
+/* The order's untried configurations, a round at a time (a configuration another rank's
+ * round already took is skipped: rank 0's rounds are the ones run). */
 static int run_order(searcher *S, const int *order, int n, bool stop_at_first_feasible, pl_err *err)
 {
-    for (int i = 0; i < n && search_can_go_on(S); i++) {
-        if (search_trial(S, order[i], NAN, err) < 0) return -1;
+    for (int i = 0;;) {
+        search_round_begin(S);
+        if (search_can_go_on(S)) /* names why the order ran out when it did */
+            for (; i < n && search_round_room(S) > 0; i++)
+                if (!S->tried[order[i]]) search_propose(S, order[i], NAN);
+        int rc = search_round_run(S, err);
+        if (rc) return rc < 0 ? -1 : 0;
         if (stop_at_first_feasible && S->r->best >= 0) {
             snprintf(S->r->stop_reason, sizeof S->r->stop_reason,
                      "the cheapest-priced configuration meeting the SLO found");
             return 0;
         }
     }
-    search_can_go_on(S); /* names why the order ran out */
-    return 0;
 }
 
 static int by_price(const void *a, const void *b, void *cat)
@@ -158,6 +285,65 @@ static void searcher_init(searcher *S, const pl_catalog *cat, const pl_search_op
     S->seed = o->seed ? o->seed : 1;
     S->rng = S->seed;
     S->t0 = pl_now();
+    S->batch = o->batch > 0 ? o->batch : pl_dist_size();
+    if (S->batch > PL_SEARCH_MAX_BATCH) S->batch = PL_SEARCH_MAX_BATCH;
+    S->round = pl_calloc(1, sizeof *S->round);
+}
+
+/* Starts the worker on every rank; when one fails, every rank fails with its message. */
+typedef struct start_status {
+    char host[64];
+    pl_err err;
+} start_status;
+
+static void start_item(int i, void *out, void *user)
+{
+    start_status *st = out;
+    memset(st, 0, sizeof *st);
+    snprintf(st->host, sizeof st->host, "%s", pl_dist_host(i));
+    if (pl_trial_start(user, &st->err) < 0 && !st->err.msg[0])
+        snprintf(st->err.msg, sizeof st->err.msg, "the trial worker failed to start");
+}
+
+static int start_everywhere(pl_trial_worker *w, pl_err *err)
+{
+    int n = pl_dist_size(); /* item i runs on rank i */
+    start_status *got = pl_calloc(n, sizeof *got);
+    int rc = pl_dist_map(n, start_item, got, sizeof *got, w);
+    if (rc < 0) pl_err_set(err, "search: the workers' start could not be gathered (MPI failed)");
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (got[i].err.msg[0])
+            rc = n > 1 ? pl_err_set(err, "rank %d (%s): %s", i, got[i].host, got[i].err.msg)
+                       : pl_err_set(err, "%s", got[i].err.msg);
+    free(got);
+    return rc;
+}
+
+/* Under mpirun, the plan of the answer (the best trial's, else the closest's) is on the rank
+ * that ran it: sent from there to every rank. */
+static int share_plan(pl_search_result *r, pl_err *err)
+{
+    int idx = r->best >= 0 ? r->best : r->closest;
+    if (pl_dist_size() == 1 || idx < 0 || !r->trials[idx].runs) return 0;
+    int owner = r->trials[idx].rank;
+    void *buf = NULL;
+    uint64_t len = 0;
+    if (pl_dist_rank() == owner) {
+        size_t n = 0;
+        buf = r->best_plan ? pl_plan_pack(r->best_plan, &n) : NULL;
+        len = n;
+    }
+    int rc = pl_dist_bcast(&len, sizeof len, owner);
+    if (rc == 0 && pl_dist_rank() != owner) buf = pl_malloc(len ? len : 1);
+    if (rc == 0 && len) rc = pl_dist_bcast(buf, len, owner);
+    if (rc == 0 && pl_dist_rank() != owner) {
+        pl_plan_free(r->best_plan);
+        r->best_plan = len ? pl_plan_unpack(buf, len) : NULL;
+    }
+    free(buf);
+    if (rc < 0) return pl_err_set(err, "search: the chosen plan could not be sent (MPI failed)");
+    if (!r->best_plan) return pl_err_set(err, "search: rank %d sent no plan", owner);
+    return 0;
 }
 
 int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opts *o,
@@ -170,7 +356,7 @@ int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opt
     int rc = 0;
     if (S.n_cand == 0)
         rc = pl_err_set(err, "search: the catalogue has no configuration to try (all retired?)");
-    else if (pl_trial_start(w, err) < 0)
+    else if (start_everywhere(w, err) < 0)
         rc = -1;
     else if (o->strategy == PL_SEARCH_BO)
         rc = search_bo(&S, err);
@@ -180,10 +366,12 @@ int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opt
         rc = search_de(&S, err);
     else
         rc = search_simple(&S, err);
+    if (rc == 0) rc = share_plan(r, err);
     r->startup_s = w->startup_s;
     r->n_candidates = S.n_cand;
+    r->batch = S.batch, r->ranks = pl_dist_size();
     r->total_s = pl_now() - S.t0;
-    free(S.cand), free(S.tried), free(S.F), free(S.capability);
+    free(S.cand), free(S.tried), free(S.F), free(S.capability), free(S.round);
     return rc;
 }
 

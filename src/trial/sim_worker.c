@@ -24,6 +24,7 @@ typedef struct sim_state {
     const pl_algo **list; /* the algorithms of `algos`, resolved once at start */
     int n_list;
     pl_graph *g;
+    pl_trial_worker *measure; /* not owned */
 } sim_state;
 
 static char **dup_list(const char **v, int n)
@@ -51,8 +52,10 @@ static int sim_start(pl_trial_worker *w, pl_err *err)
 {
     sim_state *s = w->state;
     if (resolve_algos(s, err) < 0) return -1;
+    pl_graph_free(s->g); /* a start that failed may be retried */
     s->g = pl_graph_load(s->model_path, &s->load, err);
-    return s->g ? 0 : -1;
+    if (!s->g) return -1;
+    return s->measure ? pl_trial_start(s->measure, err) : 0;
 }
 
 /* A refusal from an algorithm that splits the model says more than "no single device fits". */
@@ -116,6 +119,10 @@ static int sim_trial(pl_trial_worker *w, const pl_cluster *c, pl_trial_out *out,
     }
     if (out->runs) out->why[0] = 0;
     pl_cost_free(k);
+    if (!s->measure || !out->runs) return 0;
+    /* the plan the simulator chose, run on this machine: its latency is the trial's */
+    if (pl_trial_measure_plan(s->measure, s->g, c, out->plan, &out->latency_s, err) < 0) return -1;
+    out->plan->measured_s = out->latency_s;
     return 0;
 }
 
@@ -146,6 +153,7 @@ pl_trial_worker *pl_trial_sim_new(const pl_trial_sim_opts *o)
     s->place_episodes = o->place_episodes > 0 ? o->place_episodes : 0;
     s->progress = o->progress, s->progress_user = o->progress_user;
     s->contention = o->contention, s->seed = o->seed;
+    s->measure = o->measure;
     if (o->params)
         s->params = *o->params;
     else
