@@ -162,7 +162,8 @@ static int check_hosts(void)
     int n = pl_dist_size(), rc = 0;
     char(*host)[64] = pl_calloc(n, sizeof *host);
     if (pl_dist_map(n, host_item, host, sizeof *host, NULL) < 0)
-        rc = cli_fail("deploy", "--measured: the ranks' hosts could not be gathered");
+        rc = cli_fail("deploy", "--measured: the ranks' hosts could not be gathered: %s",
+                      pl_dist_error());
     for (int i = 0; rc == 0 && i < n; i++)
         for (int j = 0; rc == 0 && j < i; j++)
             if (!strcmp(host[i], host[j]))

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -286,6 +287,97 @@ static void test_failure_on_one_rank(void **state)
     free(err);
 }
 
+/* deploy over two ranks with rank 1 killed at its first trial. */
+#define DEPLOY_X                                                                                   \
+    "deploy models/rnnlm.onnx --catalog catalogs/autodeep-testbed.json --slo 10ms --algos heft "   \
+    "--strategy exhaustive --json"
+
+/* The files in dir other than keep (a temporary left by a write shows here). */
+static int others_in(const char *dir, const char *keep)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, keep)) n++;
+    if (d) closedir(d);
+    return n;
+}
+
+static json_t *plan_file(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    json_t *p = json_load_file(path, 0, NULL);
+    if (p) json_object_del(p, "search_s"); /* the one wall time in a plan */
+    return p;
+}
+
+/* Under `mpirun --enable-recovery`, deploy finishes on rank 0: every configuration tried once,
+ * the one-process choice and plan file, and the dead rank named. */
+static void test_deploy_survives_dead_rank(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char dir[256], args[1024], *out, *err, line[300];
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-dist-deploy"), 0);
+    snprintf(args, sizeof args, DEPLOY_X " -o %s/one.json 2>/dev/null", dir);
+    json_t *one = tu_run_json(args);
+    snprintf(args, sizeof args, "placer-mpi " DEPLOY_X " -o %s/two.json", dir);
+    assert_int_equal(mpi2("PLACER_DIST_FAULT=die:1:1 PLACER_DIST_TIMEOUT=", "--enable-recovery",
+                          args, &out, &err),
+                     0);
+    json_t *two = json_loads(out, 0, NULL);
+    assert_non_null(two);
+    assert_string_equal(json_string_value(json_object_get(one, "chosen")),
+                        json_string_value(json_object_get(two, "chosen")));
+    json_t *t1 = json_object_get(one, "trials"), *t2 = json_object_get(two, "trials");
+    assert_int_equal(json_array_size(t2), json_array_size(t1));
+    for (size_t i = 0; i < json_array_size(t1); i++) {
+        assert_string_equal(
+            json_string_value(json_object_get(json_array_get(t1, i), "configuration")),
+            json_string_value(json_object_get(json_array_get(t2, i), "configuration")));
+        assert_true(tu_num(json_array_get(t1, i), "latency_s") ==
+                    tu_num(json_array_get(t2, i), "latency_s"));
+    }
+    json_t *p1 = plan_file(dir, "one.json"), *p2 = plan_file(dir, "two.json");
+    assert_non_null(p2);
+    assert_true(json_equal(p1, p2));
+    snprintf(line, sizeof line, " on %s) died; its work runs on rank 0", host);
+    assert_non_null(strstr(err, line));
+    json_decref(one), json_decref(two), json_decref(p1), json_decref(p2);
+    free(out), free(err);
+    tu_rmtree(dir);
+}
+
+/* Under plain mpirun the death ends the job: the plan file is absent (or, had rank 0 finished
+ * first, the whole one-process plan), and no temporary is left beside it. */
+static void test_deploy_dead_rank_no_partial_output(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char dir[256], args[1024], *out, *err, line[300];
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-dist-deploy"), 0);
+    snprintf(args, sizeof args, DEPLOY_X " -o %s/one.json 2>/dev/null", dir);
+    json_decref(tu_run_json(args));
+    snprintf(args, sizeof args, "placer-mpi " DEPLOY_X " -o %s/two.json", dir);
+    int rc = mpi2("PLACER_DIST_FAULT=die:1:2 PLACER_DIST_TIMEOUT=", "", args, &out, &err);
+    json_t *p2 = plan_file(dir, "two.json");
+    if (p2) { /* rank 0 finished before mpirun ended it */
+        json_t *p1 = plan_file(dir, "one.json");
+        assert_true(json_equal(p1, p2));
+        json_decref(p1);
+        assert_int_equal(others_in(dir, "one.json"), 1);
+    } else {
+        assert_int_not_equal(rc, 0);
+        assert_int_equal(others_in(dir, "one.json"), 0);
+    }
+    snprintf(line, sizeof line, " on %s) died", host);
+    assert_non_null(strstr(err, line));
+    json_decref(p2);
+    free(out), free(err);
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,6 +389,8 @@ int main(void)
         cmocka_unit_test(test_dead_rank_under_plain_mpirun),
         cmocka_unit_test(test_bad_input_told_once),
         cmocka_unit_test(test_failure_on_one_rank),
+        cmocka_unit_test(test_deploy_survives_dead_rank),
+        cmocka_unit_test(test_deploy_dead_rank_no_partial_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -340,8 +340,8 @@ static int episodes(drl *x, run *u, int *opdev, pl_err *err)
         B.first = u->ep;
         pl_params_zero_grad(&x->s);
         if (pl_pool_map(&u->pool, nb, episode, slots, sizeof *slots, &B) < 0) {
-            rc = pl_err_set(err, "drl: the MPI pool failed gathering episodes %d-%d", u->ep + 1,
-                            u->ep + nb);
+            rc = pl_err_set(err, "drl: the MPI pool failed gathering episodes %d-%d: %s", u->ep + 1,
+                            u->ep + nb, pl_dist_error());
             break;
         }
         if ((ran = learn_batch(&B, slots, nb, err)) <= 0) {
@@ -349,7 +349,8 @@ static int episodes(drl *x, run *u, int *opdev, pl_err *err)
             break;
         }
         if (sum_grads(x, &u->pool) < 0) {
-            rc = pl_err_set(err, "drl: the MPI pool failed summing the gradients");
+            rc = pl_err_set(err, "drl: the MPI pool failed summing the gradients: %s",
+                            pl_dist_error());
             break;
         }
         pl_params_clip(&x->s, 1.0);
@@ -378,7 +379,9 @@ static int same_weights(drl *x, const pl_pool *pool, pl_err *err)
     int rc = pl_pool_bcast(pool, root, sizeof root, 0);
     differ[0] = strcmp(mine, root) != 0;
     if (rc == 0) rc = pl_pool_sumf(pool, differ, 1) < 0 ? -1 : 0;
-    if (rc < 0) return pl_err_set(err, "drl: the MPI pool failed comparing the ranks' weights");
+    if (rc < 0)
+        return pl_err_set(err, "drl: the MPI pool failed comparing the ranks' weights: %s",
+                          pl_dist_error());
     if (differ[0] > 0)
         return pl_err_set(err,
                           "drl: %.0f of %d ranks hold other weights than rank 0 after training "

@@ -8,6 +8,7 @@
  *
  * The MILP charges a flow per edge; the simulator sends once per (tensor, device). They agree
  * when every tensor has one reader, as in MOIRAI's instances (pl_moirai_load). */
+#include "placer/dist.h"
 #include "algos.h"
 #include "moirai_ls.h"
 #include "sched.h"
@@ -760,7 +761,8 @@ static int share_milp(const pl_pool *pool, int *rc, outcome *r, pl_plan *out, pl
         (*rc < 0 && pl_pool_bcast(pool, err->msg, sizeof err->msg, 0) < 0) ||
         (*rc == 0 &&
          (pl_pool_bcast(pool, r, sizeof *r, 0) < 0 || pl_pool_share_plan(pool, out, 0) < 0)))
-        return *rc = pl_err_set(err, "moirai: the MPI pool failed sharing rank 0's MILP plan");
+        return *rc = pl_err_set(err, "moirai: the MPI pool failed sharing rank 0's MILP plan: %s",
+                                pl_dist_error());
     r->status = r->status_buf; /* a pointer into rank 0's memory otherwise */
     return 0;
 }

@@ -7,6 +7,7 @@
  * split, and a minute of search should never return less than a millisecond heuristic, so every
  * listed heuristic also runs on the original graph; the best of all these, simulated on the
  * original graph, seeds a last local search there, and the best plan seen is returned. */
+#include "placer/dist.h"
 #include "algos.h"
 #include "lp_common.h"
 #include "moirai_ls.h"
@@ -172,7 +173,8 @@ static int polish(const pl_cost *k, const pl_place_opts *o, double deadline, bes
     pl_pool pool = pl_pool_of(o);
     bool go = pl_now() < deadline;
     if (pool.on && share_best(&pool, k, b, deadline, &go) < 0)
-        return pl_err_set(err, "moirai: the MPI pool failed sharing rank 0's best plan");
+        return pl_err_set(err, "moirai: the MPI pool failed sharing rank 0's best plan: %s",
+                          pl_dist_error());
     if (!b->plan || !go) return 0;
     pl_plan *p = pl_plan_copy(b->plan);
     /* b->ms is already the judge's figure for this plan: no need to simulate it again */

@@ -11,6 +11,7 @@
  * A plan here has no per-device order: reordering after a move would need a scheduler. Ops run
  * first-ready-first-served or by a fixed per-op priority (whichever suits the start best), so
  * the priority stays valid whatever device an op moves to. */
+#include "placer/dist.h"
 #include "moirai_ls.h"
 #include "sched.h"
 
@@ -402,7 +403,8 @@ int pl_moirai_restarts(const pl_cost *k, pl_plan *p, double p_ms, double deadlin
     void *slots = pl_malloc((size_t)count * sz);
     if (pl_pool_map(&pool, count, pl_moirai_restart_run, slots, sz, &J) < 0) {
         free(slots);
-        return pl_err_set(err, "moirai: the MPI pool failed in the local search");
+        return pl_err_set(err, "moirai: the MPI pool failed in the local search: %s",
+                          pl_dist_error());
     }
     int moves = pl_moirai_restart_take(slots, count, p, st);
     st->secs = pl_now() - t0;

@@ -123,7 +123,8 @@ static int agree_on_round(searcher *S, pl_err *err)
     if (pl_dist_size() > 1) {
         mark_round(S, false);
         if (pl_dist_bcast(R, sizeof *R, 0) < 0)
-            return pl_err_set(err, "search: the ranks could not agree on a round (MPI failed)");
+            return pl_err_set(err, "search: the ranks could not agree on a round (MPI: %s)",
+                              pl_dist_error());
         mark_round(S, true);
     }
     if (R->end > 0)
@@ -180,7 +181,8 @@ int search_round_run(searcher *S, pl_err *err)
     trial_summary *sum = pl_calloc(n, sizeof *sum);
     round_job job = {S, pl_calloc(n, sizeof *job.plans)};
     if (pl_dist_map(n, run_item, sum, sizeof *sum, &job) < 0)
-        rc = pl_err_set(err, "search: a round's results could not be gathered (MPI failed)");
+        rc = pl_err_set(err, "search: a round's results could not be gathered (MPI: %s)",
+                        pl_dist_error());
     S->r->n_rounds += rc == 0;
     for (int i = 0; i < n; i++) {
         if (rc == 0 && sum[i].failed) {
@@ -310,7 +312,9 @@ static int start_everywhere(pl_trial_worker *w, pl_err *err)
     int n = pl_dist_size(); /* item i runs on rank i */
     start_status *got = pl_calloc(n, sizeof *got);
     int rc = pl_dist_map(n, start_item, got, sizeof *got, w);
-    if (rc < 0) pl_err_set(err, "search: the workers' start could not be gathered (MPI failed)");
+    if (rc < 0)
+        pl_err_set(err, "search: the workers' start could not be gathered (MPI: %s)",
+                   pl_dist_error());
     for (int i = 0; rc == 0 && i < n; i++)
         if (got[i].err.msg[0])
             rc = n > 1 ? pl_err_set(err, "rank %d (%s): %s", i, got[i].host, got[i].err.msg)
@@ -341,7 +345,9 @@ static int share_plan(pl_search_result *r, pl_err *err)
         r->best_plan = len ? pl_plan_unpack(buf, len) : NULL;
     }
     free(buf);
-    if (rc < 0) return pl_err_set(err, "search: the chosen plan could not be sent (MPI failed)");
+    if (rc < 0)
+        return pl_err_set(err, "search: the chosen plan could not be sent (MPI: %s)",
+                          pl_dist_error());
     if (!r->best_plan) return pl_err_set(err, "search: rank %d sent no plan", owner);
     return 0;
 }

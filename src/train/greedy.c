@@ -92,7 +92,8 @@ int tr_greedy(const pl_train_ctx *x, pl_train_strategy **st, double *t, int n, i
     for (int k = 0; rc == 0 && k < x->og.n; k++) {
         p.group = order[k];
         if (tr_map(x, items, try_item, c, sizeof *c, &p) < 0)
-            rc = pl_err_set(err, "train: gathering the simulations from the MPI ranks failed");
+            rc = pl_err_set(err, "train: gathering the simulations from the MPI ranks failed: %s",
+                            pl_dist_error());
         else
             rc = replay(&p, c, n, t, eps, err);
     }

@@ -15,6 +15,7 @@
  * tau the bottleneck bandwidth among the replicas. A tensor from outside the subgraph has
  * alpha_j = 0. CBC solves it (each is small: an op group's ancestors of one gradient); the
  * solution is applied when its objective is negative. */
+#include "placer/dist.h"
 #include "placer/train.h"
 #include "train_internal.h"
 
@@ -237,7 +238,8 @@ int pl_train_sfb(const pl_train_ctx *x, pl_train_strategy *s, pl_err *err)
         j.local[i] = -1;
     unsigned char *all = pl_malloc((size_t)n_params * size + 1);
     if (tr_map(x, n_params, sfb_item, all, size, &j) < 0)
-        rc = pl_err_set(err, "train: gathering SFB's programs from the MPI ranks failed");
+        rc = pl_err_set(err, "train: gathering SFB's programs from the MPI ranks failed: %s",
+                        pl_dist_error());
     for (int p = 0; rc == 0 && p < n_params; p++) {
         const unsigned char *o = all + (size_t)p * size;
         if (!o[0])
