@@ -85,7 +85,8 @@ test: deps
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-DPL_CHECKS -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	  build-asan/placer $(TESTS:$(BUILD)/%=build-asan/%)
+	  build-asan/placer $(PLACER_MPI:$(BUILD)/%=build-asan/%) $(DIST_DRIVER:$(BUILD)/%=build-asan/%) \
+	  $(TESTS:$(BUILD)/%=build-asan/%)
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tools/run_tests.sh build-asan
 
 demo: deps
