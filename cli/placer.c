@@ -14,27 +14,32 @@ static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
+    bool pooled; /* splits its work over mpirun's ranks (docs/dist.md); else rank 0 runs it */
 } verbs[] = {
     {"deploy", cli_deploy,
-     "the cheapest configuration of a catalogue (and its plan) that meets a latency SLO"},
-    {"inspect", cli_inspect, "ops, tensors, parameters, FLOPs, op histogram, unknown ops"},
-    {"place", cli_place, "a placement (and order) on a cluster's devices, simulated"},
-    {"simulate", cli_simulate, "makespan, per-device use, peak memory, trace of a plan"},
-    {"compare", cli_compare, "every placement algorithm side by side, with the lower bound"},
-    {"split", cli_split, "one runnable ONNX file per stage of a plan, and a manifest"},
+     "the cheapest configuration of a catalogue (and its plan) that meets a latency SLO", true},
+    {"inspect", cli_inspect, "ops, tensors, parameters, FLOPs, op histogram, unknown ops", false},
+    {"place", cli_place, "a placement (and order) on a cluster's devices, simulated", true},
+    {"simulate", cli_simulate, "makespan, per-device use, peak memory, trace of a plan", false},
+    {"compare", cli_compare, "every placement algorithm side by side, with the lower bound", true},
+    {"split", cli_split, "one runnable ONNX file per stage of a plan, and a manifest", false},
     {"optimize", cli_optimize,
-     "a cheaper equivalent ONNX model: TASO's search over the rewrite rules"},
-    {"run", cli_run, "a split run for real on this CPU, one thread per device, vs the prediction"},
-    {"profile", cli_profile, "per-op times measured in onnxruntime on this CPU, as a profile"},
-    {"calibrate", cli_calibrate, "the cost model's efficiencies fitted to measured profiles"},
+     "a cheaper equivalent ONNX model: TASO's search over the rewrite rules", false},
+    {"run", cli_run, "a split run for real on this CPU, one thread per device, vs the prediction",
+     false},
+    {"profile", cli_profile, "per-op times measured in onnxruntime on this CPU, as a profile",
+     false},
+    {"calibrate", cli_calibrate, "the cost model's efficiencies fitted to measured profiles",
+     false},
     {"train", cli_train,
-     "a model's training deployed on heterogeneous GPUs (TAG) beside its baselines"},
+     "a model's training deployed on heterogeneous GPUs (TAG) beside its baselines", true},
     {"learn-prior", cli_learn_prior,
-     "TAG's GNN prior trained by MCTS distillation over random topologies"},
+     "TAG's GNN prior trained by MCTS distillation over random topologies", false},
     {"multi", cli_multi,
-     "several models sharing one host's devices, placed op by op (Talos) beside its baselines"},
+     "several models sharing one host's devices, placed op by op (Talos) beside its baselines",
+     false},
     {"serverless", cli_serverless,
-     "the model cut into serverless functions (MOPAR) and priced, beside its baselines"},
+     "the model cut into serverless functions (MOPAR) and priced, beside its baselines", false},
 };
 
 static void usage(FILE *f)
@@ -74,6 +79,8 @@ static void manual_tail(void)
         "                          model, one request): 30, 30s, 500ms (default: 60 s plus\n"
         "                          60 s per GB of model); --deadline overrides it\n"
         "    PLACER_NODE           the node executable (default: node on PATH)\n"
+        "    PLACER_DIST_TIMEOUT   under mpirun, seconds after which a silent rank is lost and\n"
+        "                          its work runs on rank 0 (default: never; docs/dist.md)\n"
         "    PLACER_ORT_WORKER, PLACER_ORT_MODULES   another worker script, another\n"
         "                          node_modules holding onnxruntime-node\n"
         "\nFILES (as this placer finds them, never relative to the working directory)\n");
@@ -157,9 +164,13 @@ static int run(int argc, char **argv)
         return 0;
     }
     for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++)
-        if (!strcmp(argv[1], verbs[k].name))
-            return wants_help(argc - 1, argv + 1) ? verb_help(k, argc - 1, argv + 1)
-                                                  : verbs[k].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], verbs[k].name)) {
+            if (wants_help(argc - 1, argv + 1)) return verb_help(k, argc - 1, argv + 1);
+            /* under mpirun, a verb that does not split its work runs once, on rank 0, rather
+             * than N times writing the same files */
+            if (!verbs[k].pooled && pl_dist_rank() > 0) return 0;
+            return verbs[k].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "placer: unknown verb '%s'\n", argv[1]);
     usage(stderr);
     return CLI_EXIT_BAD_INPUT;

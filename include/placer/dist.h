@@ -13,7 +13,8 @@
  * stderr to memory: rank 0 is the process the user sees. Finalize takes the exit status the
  * process would return and gives the one it must return: on rank 0 it collects every peer's
  * status and stderr, prints a peer's messages when they are not rank 0's own (a failure on
- * every rank, such as bad input, is told once), and every rank then returns rank 0's status. */
+ * every rank, such as bad input, is told once); rank 0 then returns its status and the others
+ * 0, so that mpirun's status is rank 0's. */
 void pl_dist_init(int *argc, char ***argv);
 int pl_dist_finalize(int rc);
 /* This process's rank and the pool's size (0 and 1 without MPI or before init). */

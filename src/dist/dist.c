@@ -129,7 +129,7 @@ static void on_term(int sig)
         size_t at = 0;
         int dead = 0;
         for (int r = 1; r < size_ && at < 700; r++)
-            if (is_dead(r)) {
+            if (!peer_[r].finaled && is_dead(r)) { /* a rank that reported its end has not died */
                 put_str(msg, &at, sizeof msg, dead++ ? "; rank " : "placer: rank ");
                 put_int(msg, &at, r);
                 put_str(msg, &at, sizeof msg, " (pid ");
@@ -491,6 +491,9 @@ static int finalize_peer(int rc)
              exchange(false, &final, sizeof final, 0, TAG_ACK) == 0;
     }
     free(msg);
+    (void) final; /* rank 0 returns the job's status: a peer's own non-zero exit would make
+                   * mpirun end rank 0 before it does */
+    final = 0;
     if (!ok && err_fd_ >= 0) { /* rank 0 is lost: nobody else will say it */
         dprintf(err_fd_, "placer: rank %d (pid %d on %s): %s; stopping\n%s", rank_, (int)getpid(),
                 ids_[rank_].host, error_[0] ? error_ : "rank 0 is lost", text ? text : "");
