@@ -2,6 +2,7 @@
  * (docs/rewrite.md, "placer optimize"), the cheaper equivalent model written, and with --verify
  * compared with the original in onnxruntime. */
 #include "cli.h"
+#include "placer/dist.h"
 #include "placer/cluster.h"
 #include "placer/cost.h"
 #include "placer/report.h"
@@ -203,56 +204,120 @@ done:
     return status;
 }
 
-int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n)
+/* What the search's answer depends on: the model's and the cluster's bytes, the cost model
+ * and the search's settings, as one string (hashed into the name of a reference file). */
+static void search_key(const pl_rw_search_opts *so, const char *model_sha, const pl_cluster *c,
+                       char out[65])
 {
-    char local[4096], dir[4096], sha[65];
-    if (co->n_dims || co->n_shapes)
-        return cli_fail(verb, "--optimize with --dim/--input: not supported (the rewritten file "
-                              "must hold for every size the model takes)"),
-               -1;
+    char key[1024];
+    int at = snprintf(key, sizeof key, "optimize/1 %s %s %a %a %a %s %d %a", model_sha, c->sha256,
+                      so->alpha, so->time_limit_s, so->params->eff_memory, so->params->device_model,
+                      (int)so->params->runtime_fusion, so->params->runtime_conv_ratio);
+    for (int k = 0; k < PL_CLASS_COUNT && at < (int)sizeof key - 32; k++)
+        at += snprintf(key + at, sizeof key - (size_t)at, " %a", so->params->eff_compute[k]);
+    pl_sha256_buffer(key, strlen(key), out);
+}
+
+/* The optimized model of a search already run with this key: its bytes (malloc'd), or NULL. */
+static void *cached_answer(const char *dir, const char *key, size_t *len)
+{
+    char ref[4200], name[256] = "", file[4500];
+    snprintf(ref, sizeof ref, "%s/%.32s.ref", dir, key);
+    FILE *f = fopen(ref, "r");
+    if (!f) return NULL;
+    int ok = fscanf(f, "%255s", name) == 1 && !strchr(name, '/');
+    fclose(f);
+    if (!ok) return NULL;
+    snprintf(file, sizeof file, "%s/%s", dir, name);
+    pl_rw_model *m = pl_rw_load(file, &(pl_err){""}); /* a damaged file is searched again */
+    void *buf = m ? pl_rw_pack(m, len) : NULL;
+    pl_rw_free(m);
+    return buf;
+}
+
+/* Rank 0's answer (the search's, or the cache's) as bytes: under mpirun every rank must place
+ * the same model, and a time-limited search could end differently on each rank, so rank 0
+ * searches and the bytes are broadcast (each rank writes them into its own cache). */
+static void *answer_bytes(const char *verb, cli_common *co, const char *dir, size_t *len,
+                          char *note, size_t note_n)
+{
+    char local[4096], model_sha[65], key[65];
     const char *cluster = co->cluster;
-    if (!cluster && !(cluster = cli_local_cluster(verb, local, sizeof local))) return -1;
+    if (!cluster && !(cluster = cli_local_cluster(verb, local, sizeof local))) return NULL;
     pl_err err = {""};
     pl_cluster *c = pl_cluster_load(cluster, &err);
     pl_rw_model *m = c ? pl_rw_load(co->model, &err) : NULL;
     pl_cost_params params;
     pl_rw_search_result r = {0};
-    int rc = -1;
-    if (!m) {
+    void *buf = NULL;
+    if (!m || pl_sha256_file(co->model, model_sha, &err) < 0) {
         cli_fail(verb, "--optimize: %s", err.msg);
         goto done;
     }
     if (cli_cost_params(verb, co, (const pl_cluster *const *)&c, 1, &params) < 0) goto done;
     pl_rw_search_opts so = {.c = c, .params = &params, .alpha = 1.05, .time_limit_s = 60};
+    search_key(&so, model_sha, c, key);
+    if ((buf = cached_answer(dir, key, len))) {
+        snprintf(note, note_n,
+                 "the search's answer for this model, cluster and cost model, "
+                 "cached");
+        goto done;
+    }
     double t0 = pl_now();
-    if (pl_rw_search(m, &so, &r, &err) < 0 ||
-        pl_cache_dir("optimized", dir, sizeof dir, &err) < 0 || pl_mkdir_p(dir, &err) < 0) {
+    if (pl_rw_search(m, &so, &r, &err) < 0) {
         cli_fail(verb, "--optimize: %s", err.msg);
         goto done;
     }
-    /* named by content: the same optimized model is one file however often it is made */
-    size_t len;
-    void *buf = pl_rw_pack(r.best, &len);
-    pl_sha256_buffer(buf, len, sha);
-    free(buf);
+    buf = pl_rw_pack(r.best, len);
+    snprintf(note, note_n,
+             "%d -> %d ops, predicted %.4g -> %.4g ms on %s's fastest device, %d "
+             "rewrites in %.2f s",
+             pl_rw_nodes(m), pl_rw_nodes(r.best), r.cost0 * 1e3, r.best_cost * 1e3, cluster,
+             r.n_log, pl_now() - t0);
+    char ref[4200], sha[65], body[300];
+    pl_sha256_buffer(buf, *len, sha);
     const char *base = strrchr(co->model, '/') ? strrchr(co->model, '/') + 1 : co->model;
-    snprintf(path, n, "%s/%.*s-%.16s.onnx", dir, (int)strcspn(base, "."), base, sha);
-    if (pl_rw_save(r.best, path, &err) < 0) {
-        cli_fail(verb, "--optimize: %s", err.msg);
-        goto done;
-    }
-    fprintf(stderr,
-            "placer %s: --optimize: %d -> %d ops, predicted %.4g -> %.4g ms on %s's fastest "
-            "device, %d rewrites in %.2f s; %s is placed\n",
-            verb, pl_rw_nodes(m), pl_rw_nodes(r.best), r.cost0 * 1e3, r.best_cost * 1e3, cluster,
-            r.n_log, pl_now() - t0, path);
-    co->model = path;
-    rc = 0;
+    int bn = snprintf(body, sizeof body, "%.*s-%.16s.onnx\n", (int)strcspn(base, "."), base, sha);
+    snprintf(ref, sizeof ref, "%s/%.32s.ref", dir, key);
+    pl_out_write_file(ref, body, (size_t)bn, &err); /* only a cache: a failure costs a search */
 done:
     pl_rw_search_result_free(&r);
     pl_rw_free(m);
     pl_cluster_free(c);
-    return rc;
+    return buf;
+}
+
+int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n)
+{
+    char dir[4096], sha[65], note[512] = "";
+    pl_err err = {""};
+    if (co->n_dims || co->n_shapes)
+        return cli_fail(verb, "--optimize with --dim/--input: not supported (the rewritten file "
+                              "must hold for every size the model takes)"),
+               -1;
+    if (pl_cache_dir("optimized", dir, sizeof dir, &err) < 0 || pl_mkdir_p(dir, &err) < 0)
+        return cli_fail(verb, "--optimize: %s", err.msg), -1;
+    uint64_t len = 0;
+    size_t got = 0;
+    void *buf = pl_dist_rank() == 0 ? answer_bytes(verb, co, dir, &got, note, sizeof note) : NULL;
+    len = buf ? got : 0;
+    if (pl_dist_bcast(&len, sizeof len, 0) < 0 ||
+        (len && pl_dist_rank() != 0 && !(buf = malloc(len))) ||
+        (len && pl_dist_bcast(buf, len, 0) < 0)) {
+        free(buf);
+        return cli_fail(verb, "--optimize: the MPI ranks' pool failed: %s", pl_dist_error()), -1;
+    }
+    if (!len) return -1; /* rank 0 said why */
+    /* named by content: the same optimized model is one file however often it is made */
+    pl_sha256_buffer(buf, len, sha);
+    const char *base = strrchr(co->model, '/') ? strrchr(co->model, '/') + 1 : co->model;
+    snprintf(path, n, "%s/%.*s-%.16s.onnx", dir, (int)strcspn(base, "."), base, sha);
+    int rc = pl_out_write_file(path, buf, len, &err);
+    free(buf);
+    if (rc < 0) return cli_fail(verb, "--optimize: %s", err.msg), -1;
+    fprintf(stderr, "placer %s: --optimize: %s; %s is placed\n", verb, note, path);
+    co->model = path;
+    return 0;
 }
 
 static int parse_alpha(const char *v, double *out)

@@ -292,20 +292,55 @@ static void test_cli_verify_mismatch(void **state)
     tu_rmtree(dir);
 }
 
-/* place --optimize places the rewritten model: rnnlm's 17 ops, not its 49. */
+/* place --optimize places the rewritten model: rnnlm's 17 ops, not its 49. The search runs once
+ * per model, cluster and cost model: a second run takes the cached answer (the same file), a
+ * damaged cached file is searched again, and under mpirun rank 0's answer is every rank's. */
+#define PLACE_OPT "place " ZOO_MODEL " --cluster examples/clusters/local-cpu.json --optimize"
+
+static char *place_optimized(const char *needle)
+{
+    char *o = NULL;
+    int rc = tu_run(PLACE_OPT, &o);
+    if (rc) fail_msg("exit %d: %s", rc, o);
+    if (!strstr(o, needle)) fail_msg("no '%s' in:\n%s", needle, o);
+    assert_non_null(strstr(o, "(17 ops)"));
+    char *end = strstr(o, " is placed"), *at = end;
+    assert_non_null(end);
+    while (at > o && strncmp(at, "; ", 2)) /* the path follows the note's last "; " */
+        at--;
+    char *path = strndup(at + 2, (size_t)(end - at - 2));
+    free(o);
+    return path;
+}
+
 static void test_place_optimize(void **state)
 {
     (void)state;
-    char *o = NULL;
-    int rc =
-        tu_run("place " ZOO_MODEL " --cluster examples/clusters/local-cpu.json --optimize", &o);
-    if (rc) fail_msg("exit %d: %s", rc, o);
-    assert_non_null(strstr(o, "--optimize: 49 -> 17 ops"));
-    assert_non_null(strstr(o, "(17 ops)"));
-    free(o);
-    tu_expect_refusal("place " ZOO_MODEL " --cluster examples/clusters/local-cpu.json --optimize "
-                      "--dim batch=2",
-                      "--optimize with --dim/--input");
+    char dir[256];
+    const char *was = getenv("PLACER_CACHE");
+    char *keep = was ? strdup(was) : NULL;
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-opt-cache"), 0);
+    setenv("PLACER_CACHE", dir, 1);
+    char *first = place_optimized("--optimize: 49 -> 17 ops");
+    char *again = place_optimized("cached");
+    assert_string_equal(first, again);
+    FILE *f = fopen(first, "w"); /* damaged: searched again, and the file made whole */
+    fputs("not onnx", f);
+    fclose(f);
+    char *third = place_optimized("--optimize: 49 -> 17 ops");
+    assert_string_equal(first, third);
+    if (tu_mpi_begin(2)) {
+        free(place_optimized("cached"));
+        tu_mpi_end();
+    }
+    free(first), free(again), free(third);
+    tu_expect_refusal(PLACE_OPT " --dim batch=2", "--optimize with --dim/--input");
+    if (keep)
+        setenv("PLACER_CACHE", keep, 1);
+    else
+        unsetenv("PLACER_CACHE");
+    free(keep);
+    tu_rmtree(dir);
 }
 
 int main(void)
