@@ -276,10 +276,45 @@ static void test_rng_skip_is_draws(void **state)
     }
 }
 
+/* A graph that coarsening cannot bring down to drl's 64 groups (600 independent ops, no chain
+ * to contract): every group is placed (the episodes' slots hold all 600; they held 64, and
+ * `make asan` caught the overflow), and the plan is one of the two devices for every op. */
+static void test_more_groups_than_target(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    assert_int_equal(pl_learn_register(&err), 0);
+    enum { N = 600 };
+    char *text = malloc(N * 96 + 128);
+    int at = sprintf(text, "{\"format\": \"placer-taskgraph/1\", \"name\": \"flat\", \"nodes\": [");
+    for (int v = 0; v < N; v++)
+        at += sprintf(text + at,
+                      "%s{\"name\": \"n%d\", \"times_s\": {\"d0\": \"%d ms\", \"d1\": \"%d ms\"}}",
+                      v ? ", " : "", v, 1 + v % 7, 1 + v % 5);
+    sprintf(text + at, "], \"edges\": []}");
+    pl_graph *g = tu_taskgraph(text);
+    free(text);
+    pl_cluster *c = pl_cluster_load(tu_tmpfile(CLUSTER, strlen(CLUSTER), ".json"), &err);
+    if (!c) fail_msg("%s", err.msg);
+    pl_cost *k = tu_cost(g, c);
+    pl_place_opts o = {.seed = 3, .iterations = 8};
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    assert_int_equal(pl_place(pl_algo_find("drl"), k, &o, p, &err), 0);
+    int used[2] = {0, 0};
+    for (int v = 0; v < k->n_ops; v++) {
+        assert_true(p->dev[v] == 0 || p->dev[v] == 1);
+        used[p->dev[v]]++;
+    }
+    assert_int_equal(used[0] + used[1], N);
+    assert_true(makespan(k, p) >= pl_lower_bound(k) - 1e-12);
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registered),
+        cmocka_unit_test(test_more_groups_than_target),
         cmocka_unit_test(test_rng_skip_is_draws),
         cmocka_unit_test(test_finds_brute_force_optimum),
         cmocka_unit_test(test_zoo_model_plan),

@@ -230,13 +230,26 @@ static int try_placement(const drl *x, run *u, const int *gdev, int *opdev, doub
  * rank takes the same Adam step. In one process this is the loop it always was: the same
  * draws, the same baseline, the gradients added in the same order. */
 
-/* One episode's result, as the pool gathers it (fixed size, no pointers). */
+/* One episode's result, as the pool gathers it (no pointers): the placement of all x->n
+ * groups follows the struct (coarsening aims at MAX_GROUPS but may stop above it), so a slot
+ * is slot_size(x) bytes. */
 typedef struct ep_slot {
     double t; /* score(): seconds, INFINITY when it does not fit, -1 when measuring failed */
     int ran;  /* 0: the time limit came first (or an earlier episode here failed) */
-    int gdev[MAX_GROUPS];
     char why[PL_ERR_MAX]; /* measuring's error, when t < 0 */
+    int gdev[];
 } ep_slot;
+
+static size_t slot_size(const drl *x)
+{
+    size_t n = sizeof(ep_slot) + (size_t)x->n * sizeof(int);
+    return (n + _Alignof(ep_slot) - 1) / _Alignof(ep_slot) * _Alignof(ep_slot);
+}
+
+static const ep_slot *slot_at(const drl *x, const void *slots, int i)
+{
+    return (const ep_slot *)((const char *)slots + (size_t)i * slot_size(x));
+}
 
 typedef struct batch {
     drl *x;
@@ -252,7 +265,7 @@ static void episode(int i, void *out, void *user)
 {
     batch *B = user;
     ep_slot *s = out;
-    memset(s, 0, sizeof *s);
+    memset(s, 0, slot_size(B->x));
     if (B->failed || !time_left(B->u)) return;
     int j = i / B->u->pool.size;
     pl_tape *t = B->x->tapes[j];
@@ -273,7 +286,7 @@ static int learn_batch(batch *B, const ep_slot *slots, int nb, pl_err *err)
     run *u = B->u;
     int ran = 0;
     for (int i = 0; i < nb; i++) {
-        const ep_slot *s = &slots[i];
+        const ep_slot *s = slot_at(B->x, slots, i);
         if (!s->ran) continue;
         if (s->t < 0) {
             pl_err_set(err, "%s", s->why);
@@ -331,7 +344,7 @@ static int episodes(drl *x, run *u, int *opdev, pl_err *err)
     x->tapes = pl_calloc((size_t)per, sizeof *x->tapes), x->n_tapes = per;
     for (int j = 0; j < per; j++)
         x->tapes[j] = pl_tape_new();
-    ep_slot *slots = pl_malloc((size_t)bsize * sizeof *slots);
+    ep_slot *slots = pl_malloc((size_t)bsize * slot_size(x));
     batch B = {.x = x, .u = u, .opdev = opdev, .lp = pl_calloc((size_t)per, sizeof(int))};
     pl_adam adam = pl_adam_default(0.01f);
     int rc = 0;
@@ -339,7 +352,7 @@ static int episodes(drl *x, run *u, int *opdev, pl_err *err)
         int nb = u->max_ep - u->ep < bsize ? u->max_ep - u->ep : bsize, ran;
         B.first = u->ep;
         pl_params_zero_grad(&x->s);
-        if (pl_pool_map(&u->pool, nb, episode, slots, sizeof *slots, &B) < 0) {
+        if (pl_pool_map(&u->pool, nb, episode, slots, slot_size(x), &B) < 0) {
             rc = pl_err_set(err, "drl: the MPI pool failed gathering episodes %d-%d: %s", u->ep + 1,
                             u->ep + nb, pl_dist_error());
             break;
