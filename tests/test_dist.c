@@ -118,23 +118,29 @@ static char *slurp(const char *path)
     return buf;
 }
 
-/* Runs `env ENV mpirun -np 2 FLAGS PROG ARGS` (PROG in the build folder); its stdout and
- * stderr apart; the exit status. */
-static int mpi2(const char *env, const char *flags, const char *prog, char **out, char **err)
+/* Runs `env ENV mpirun -np N FLAGS PROG ARGS` (PROG in the build folder; at most 120 s, so
+ * that a hang fails the test instead of stopping it); its stdout and stderr apart; the exit
+ * status. */
+static int mpin(int n, const char *env, const char *flags, const char *prog, char **out, char **err)
 {
     char o[] = "/tmp/placer-dist-out-XXXXXX", e[] = "/tmp/placer-dist-err-XXXXXX", cmd[3000];
     close(mkstemp(o));
     close(mkstemp(e));
     snprintf(cmd, sizeof cmd,
-             "env ASAN_OPTIONS=detect_leaks=0 %s mpirun -np 2 --oversubscribe --allow-run-as-root "
-             "-x PLACER_DIST_FAULT -x PLACER_DIST_TIMEOUT %s %s/%s >%s 2>%s",
-             env, flags, build_dir, prog, o, e);
+             "env ASAN_OPTIONS=detect_leaks=0 %s timeout 120 mpirun -np %d --oversubscribe "
+             "--allow-run-as-root -x PLACER_DIST_FAULT -x PLACER_DIST_TIMEOUT %s %s/%s >%s 2>%s",
+             env, n, flags, build_dir, prog, o, e);
     int st = system(cmd);
     *out = slurp(o);
     *err = slurp(e);
     unlink(o);
     unlink(e);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int mpi2(const char *env, const char *flags, const char *prog, char **out, char **err)
+{
+    return mpin(2, env, flags, prog, out, err);
 }
 
 static int count_of(const char *hay, const char *needle)
@@ -163,6 +169,29 @@ static void test_primitives_under_mpirun(void **state)
     assert_non_null(strstr(out, "sum 2 3 30\n"));
     assert_non_null(strstr(out, "bcast 0 7\n"));
     assert_non_null(strstr(out, "bcast 1 107\n"));
+    assert_null(strstr(err, "failed with exit")); /* rank 1 found what rank 0 did */
+    free(out);
+    free(err);
+}
+
+/* Three ranks, rank 2 killed at its second item (under --enable-recovery): its items run on
+ * rank 0, the sum that would need its share fails naming it, and the healthy rank 1, left
+ * waiting in that sum, is told to stop: the job ends (no hang) with every map result right. */
+static void test_three_ranks_one_dies(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char *out, *err, line[64];
+    assert_int_equal(mpin(3, "PLACER_DIST_FAULT=die:2:2 PLACER_DIST_TIMEOUT=", "--enable-recovery",
+                          "tests/dist_driver", &out, &err),
+                     0);
+    for (int i = 0; i < 7; i++) {
+        snprintf(line, sizeof line, "map %d %d ", i, i * i);
+        assert_non_null(strstr(out, line));
+    }
+    assert_non_null(strstr(out, "sum failed: rank 2 (pid "));
+    assert_non_null(strstr(err, "placer: rank 2 (pid "));
+    assert_null(strstr(err, "rank 0 (pid")); /* rank 1 did not take rank 2's death for rank 0's */
     free(out);
     free(err);
 }
@@ -385,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_compare_under_mpirun),
         cmocka_unit_test(test_primitives_under_mpirun),
         cmocka_unit_test(test_dead_rank_work_redone),
+        cmocka_unit_test(test_three_ranks_one_dies),
         cmocka_unit_test(test_stalled_rank_work_redone),
         cmocka_unit_test(test_dead_rank_under_plain_mpirun),
         cmocka_unit_test(test_bad_input_told_once),

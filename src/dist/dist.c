@@ -50,6 +50,8 @@ typedef struct peer_state {
     bool reported;   /* its loss was told on stderr */
     bool finaled;    /* its FINAL (exit status and stderr) was received */
     bool stopped;    /* rank 0 sent it STOP */
+    bool dismissed;  /* alive, but out of the pool after a failed collective (rank 0 does its
+                        work); rank 0 still waits for its FINAL */
     int rc;          /* from FINAL */
     char *text;      /* from FINAL: its stderr's tail */
     const char *why; /* "died", "stalled", "failed" */
@@ -61,12 +63,14 @@ static peer_state *peer_; /* rank 0's view of each peer */
 static bool stop_;        /* a peer: rank 0 said stop */
 static bool root_lost_;   /* a peer: rank 0 died or stalled */
 static bool finalizing_;  /* a peer: in pl_dist_finalize, waiting for rank 0's answer */
-static int err_fd_ = -1;  /* a peer: the real stderr (its fd 2 is captured in cap_fd_) */
+static volatile sig_atomic_t finishing_; /* in pl_dist_finalize: the verb's output is whole */
+static int err_fd_ = -1; /* a peer: the real stderr (its fd 2 is captured in cap_fd_) */
 static int cap_fd_ = -1;
 static double timeout_s_; /* PLACER_DIST_TIMEOUT: a silent peer is lost after this long */
 static int fault_rank_ = -1, fault_item_; /* PLACER_DIST_FAULT=die:R:K or stall:R:K */
 static bool fault_stall_;
-static int items_run_; /* items run on this rank, for the fault */
+static int items_run_;        /* items run on this rank, for the fault */
+static bool left_collective_; /* a collective's request was abandoned: MPI_Finalize would wait */
 
 static double now_s(void)
 {
@@ -138,7 +142,13 @@ static void on_term(int sig)
                 put_str(msg, &at, sizeof msg, ids_[r].host);
                 put_str(msg, &at, sizeof msg, ") died");
             }
-        put_str(msg, &at, sizeof msg,
+        if (finishing_) /* the verb was done: what it printed and wrote is whole */
+            put_str(msg, &at, sizeof msg,
+                    dead ? "; mpirun is ending the job after placer finished\n"
+                         : "placer: mpirun is ending the job after placer finished\n");
+        else
+            put_str(
+                msg, &at, sizeof msg,
                 dead ? "; mpirun is ending the job: no output written\n"
                      : "placer: mpirun is ending the job (a rank on another host died or failed, "
                        "or the job was interrupted): no output written\n");
@@ -269,6 +279,7 @@ static void lose(int r, const char *why)
         if (!peer_[r].gone) peer_[r].gone = true, peer_[r].why = why;
         return;
     }
+    if (r != 0) return; /* a peer's loss is rank 0's to handle: it stops or redoes the work */
     root_lost_ = true;
     snprintf(error_, sizeof error_, "rank 0 (pid %d on %s) %s", ids_[0].pid, ids_[0].host, why);
 }
@@ -287,6 +298,9 @@ static void report_loss(int r)
  * or silent past the timeout since t0? Says why through lose(). */
 static bool lost_now(int r, double t0, double t)
 {
+    if (rank_ > 0) /* a peer waits for rank 0 as long as rank 0 lives: rank 0 may be redoing a
+                    * lost rank's work, or waiting out PLACER_DIST_TIMEOUT itself */
+        return is_dead(0) && (lose(0, "died"), true);
     for (int k = r < 0 ? 0 : r; k < (r < 0 ? size_ : r + 1); k++) {
         if (k == rank_) continue;
         if (rank_ == 0 && peer_[k].gone) return true;
@@ -377,15 +391,18 @@ static void run_block(int n, int r, pl_dist_fn fn, char *out, size_t sz, void *u
 static int map_root(int n, pl_dist_fn fn, char *out, size_t sz, void *user)
 {
     run_block(n, 0, fn, out, sz, user);
-    char *block = malloc((size_t)count_of(n, 1) * sz + 1);
-    if (!block) return snprintf(error_, sizeof error_, "out of memory"), -1;
+    size_t cap = (size_t)count_of(n, 1) * sz + 1;
+    char *block = pl_malloc(cap);
     for (int r = 1; r < size_; r++) {
-        int got =
-            peer_[r].gone ? 1 : exchange(false, block, (size_t)count_of(n, r) * sz, r, TAG_DATA);
+        bool was_gone = peer_[r].gone;
+        int got = was_gone ? 1 : exchange(false, block, (size_t)count_of(n, r) * sz, r, TAG_DATA);
         if (got == 0)
             for (int j = 0, i = r; i < n; j++, i += size_)
                 memcpy(out + (size_t)i * sz, block + (size_t)j * sz, sz);
         else {
+            /* an abandoned receive may still complete into its buffer (a slow peer's message
+             * already matched when the timeout fired): that buffer is left to it */
+            if (!was_gone) block = pl_malloc(cap);
             report_loss(r);
             run_block(n, r, fn, out, sz, user);
         }
@@ -400,8 +417,7 @@ static int map_peer(int n, pl_dist_fn fn, char *out, size_t sz, void *user)
 {
     if (stop_ || root_lost_) return peer_failed();
     int mine = count_of(n, rank_);
-    char *block = malloc((size_t)mine * sz + 1);
-    if (!block) return snprintf(error_, sizeof error_, "out of memory"), -1;
+    char *block = pl_malloc((size_t)mine * sz + 1);
     for (int j = 0, i = rank_; i < n; j++, i += size_)
         run_item(i, fn, block + (size_t)j * sz, user);
     int rc = exchange(true, block, (size_t)mine * sz, 0, TAG_DATA);
@@ -412,6 +428,23 @@ static int map_peer(int n, pl_dist_fn fn, char *out, size_t sz, void *user)
 
 /* ---- sum and broadcast ---- */
 
+/* Rank 0, after a sum that lost a rank: the other ranks may be waiting in the same collective,
+ * which will never complete; each is told to stop and leaves the pool (rank 0 does its items
+ * from now on, and the verb fails on the sum's message). */
+static void dismiss_all(void)
+{
+    for (int r = 1; r < size_; r++) {
+        peer_state *p = &peer_[r];
+        if (p->gone) continue;
+        int zero = 0;
+        MPI_Request rq;
+        if (MPI_Isend(&zero, 1, MPI_INT, r, TAG_STOP, MPI_COMM_WORLD, &rq) == MPI_SUCCESS)
+            MPI_Request_free(&rq);
+        p->gone = p->dismissed = p->stopped = p->reported = true;
+        p->why = "stopped";
+    }
+}
+
 /* MPI_Allreduce, non-blocking so that the wait can watch the pool. A lost rank's share cannot
  * be redone elsewhere (a DRL episode's gradient exists only on its rank), so a sum that loses
  * a rank fails, naming it, and the search stops with that message. */
@@ -419,12 +452,12 @@ static int sum_mpi(void *v, int n, bool f32)
 {
     if (rank_ > 0 && (stop_ || root_lost_)) return peer_failed();
     for (int r = 1; rank_ == 0 && r < size_; r++)
-        if (peer_[r].gone) {
+        if (peer_[r].gone && !peer_[r].dismissed) {
             report_loss(r);
             snprintf(error_, sizeof error_,
                      "rank %d (pid %d on %s) %s: its share of the sum is lost", r, ids_[r].pid,
                      ids_[r].host, peer_[r].why);
-            return -1;
+            return dismiss_all(), -1;
         }
     MPI_Request rq;
     if (MPI_Iallreduce(MPI_IN_PLACE, v, n, f32 ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
@@ -432,7 +465,9 @@ static int sum_mpi(void *v, int n, bool f32)
         return snprintf(error_, sizeof error_, "MPI_Iallreduce failed"), -1;
     int w = wait_for(&rq, -1);
     if (w == 0) return size_;
+    left_collective_ = true;
     if (rank_ > 0) return peer_failed();
+    dismiss_all();
     for (int r = 1; r < size_; r++)
         if (peer_[r].gone && !error_[0])
             snprintf(error_, sizeof error_, "rank %d (pid %d on %s) %s during a sum", r,
@@ -502,6 +537,7 @@ static int finalize_peer(int rc)
         _exit(rc ? rc : 2); /* MPI_Finalize would wait for the lost rank */
     }
     free(text);
+    if (left_collective_) _exit(final); /* MPI_Finalize would wait for the collective */
     MPI_Finalize();
     return final;
 }
@@ -521,14 +557,15 @@ static int finalize_root(int rc)
                 MPI_Request_free(&rq);
         }
         double t0 = now_s();
-        while (!p->finaled && !p->gone) {
+        while (!p->finaled && (!p->gone || p->dismissed)) {
             poll_finals();
-            if (is_dead(r))
-                lose(r, "died");
-            else if (timeout_s_ > 0 && now_s() - t0 > timeout_s_)
-                lose(r, "stalled");
-            else
-                usleep(1000);
+            if (p->finaled) break;
+            if (is_dead(r) || (timeout_s_ > 0 && now_s() - t0 > timeout_s_)) {
+                if (!p->gone || p->dismissed) p->why = is_dead(r) ? "died" : "stalled";
+                p->gone = true, p->dismissed = false;
+                break;
+            }
+            usleep(1000);
         }
         if (!p->finaled) lost = true, stalled |= !is_dead(r), report_loss(r);
     }
@@ -548,7 +585,7 @@ static int finalize_root(int rc)
     /* MPI_Finalize would wait for a lost rank; a dead one is gone, but a stalled one would keep
      * mpirun (and the job) waiting, and only MPI_Abort ends it on another host */
     if (stalled) MPI_Abort(MPI_COMM_WORLD, rc);
-    if (lost) _exit(rc);
+    if (lost || left_collective_) _exit(rc);
     MPI_Finalize();
     return rc;
 }
@@ -559,10 +596,14 @@ int pl_dist_finalize(int rc)
     MPI_Initialized(&inited);
     MPI_Finalized(&done);
     if (!inited || done) return rc;
+    finishing_ = true; /* the verb is done: its output is whole */
     if (size_ > 1)
         rc = rank_ == 0 ? finalize_root(rc) : finalize_peer(rc);
     else
         MPI_Finalize();
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP}; /* the handler reads what is freed */
+    for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++)
+        signal(sigs[k], SIG_DFL);
     free(ids_);
     free(peer_);
     ids_ = NULL, peer_ = NULL;
@@ -609,9 +650,18 @@ static bool pooled(void)
 }
 #endif
 
+/* A new call's error starts empty, unless this peer has lost the pool for good. */
+static void clear_error(void)
+{
+#ifdef PL_MPI
+    if (stop_ || root_lost_) return;
+#endif
+    error_[0] = 0;
+}
+
 int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *user)
 {
-    error_[0] = 0;
+    clear_error();
     if (n_items < 0 || !fn || (n_items && !out)) return -1;
 #ifdef PL_MPI
     if (pooled())
@@ -627,7 +677,7 @@ int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *us
 
 int pl_dist_sum(double *v, int n)
 {
-    error_[0] = 0;
+    clear_error();
     if (n < 0 || (n && !v)) return -1;
 #ifdef PL_MPI
     if (pooled()) return sum_mpi(v, n, false);
@@ -637,7 +687,7 @@ int pl_dist_sum(double *v, int n)
 
 int pl_dist_sumf(float *v, int n)
 {
-    error_[0] = 0;
+    clear_error();
     if (n < 0 || (n && !v)) return -1;
 #ifdef PL_MPI
     if (pooled()) return sum_mpi(v, n, true);
@@ -647,7 +697,7 @@ int pl_dist_sumf(float *v, int n)
 
 int pl_dist_bcast(void *buf, size_t bytes, int root)
 {
-    error_[0] = 0;
+    clear_error();
     if (root < 0 || root >= size_ || (bytes && !buf)) return -1;
 #ifdef PL_MPI
     if (pooled()) return bcast_mpi(buf, bytes, root);
