@@ -96,8 +96,10 @@ d1, d2 = doc["1a"], doc["2a"]
 tr = "the same strategy" if strat["1a"] == strat["2a"] else "another strategy"
 again = "the same" if strat["2a"] == strat["2b"] and d2["iteration_s"] == doc["2b"]["iteration_s"] \
     else "NOT the same"
+def ms(v):  # null in the JSON when nothing fits
+    return "none fits" if v is None else f"{v * 1e3:.2f}"
 print(f"| train resnet50 (faster of 2 runs) | {w1:.1f} | {c1:.1f} | {w2:.1f} | {c2:.1f} | "
-      f"{w1 / w2:.2f}x | {d1['iteration_s'] * 1e3:.2f} vs {d2['iteration_s'] * 1e3:.2f} ms, {tr} "
-      f"(MCTS alone {d1['mcts_iteration_s'] * 1e3:.2f} vs {d2['mcts_iteration_s'] * 1e3:.2f} ms); "
+      f"{w1 / w2:.2f}x | {ms(d1['iteration_s'])} vs {ms(d2['iteration_s'])} ms, {tr} "
+      f"(MCTS alone {ms(d1['mcts_iteration_s'])} vs {ms(d2['mcts_iteration_s'])} ms); "
       f"the two 2-rank runs {again} |")
 PY

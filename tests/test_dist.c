@@ -407,6 +407,28 @@ static void test_deploy_dead_rank_no_partial_output(void **state)
     tu_rmtree(dir);
 }
 
+/* train under --enable-recovery with rank 1 killed at its first item, before the trees are
+ * merged: its tree is gone with it, so the merged count is rank 0's 3 iterations of the 6
+ * (not rank 0's counted twice, as when its item was redone by copying rank 0's tree). */
+static void test_train_dead_rank_tree(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char *out, *err;
+    assert_int_equal(mpi2("PLACER_DIST_FAULT=die:1:1 PLACER_DIST_TIMEOUT=", "--enable-recovery",
+                          "placer-mpi train models/resnet50.onnx --cluster "
+                          "examples/clusters/tag-sfb.json --batch 4 --budget 6 --seed 3 --json",
+                          &out, &err),
+                     0);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    assert_int_equal(tu_num(j, "mcts_iterations"), 3);
+    assert_true(tu_num(j, "iteration_s") > 0);
+    assert_non_null(strstr(err, "died; its work runs on rank 0"));
+    json_decref(j);
+    free(out), free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_bad_input_told_once),
         cmocka_unit_test(test_failure_on_one_rank),
         cmocka_unit_test(test_deploy_survives_dead_rank),
+        cmocka_unit_test(test_train_dead_rank_tree),
         cmocka_unit_test(test_deploy_dead_rank_no_partial_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -54,6 +54,9 @@ static void heuristics(const pl_cost *k, const pl_place_opts *o, best *b, pl_err
     int n;
     const pl_algo *a = pl_algo_list(&n);
     bool split_why = false;
+    pl_place_opts h = *o;
+    h.use_pool = false; /* every rank runs them alike (milliseconds): none waits for the pool */
+    o = &h;
     for (int i = 0; i < n; i++) {
         if (!strcmp(a[i].name, "random") || !strcmp(a[i].name, "moirai") || a[i].learned) continue;
         pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);

@@ -427,8 +427,12 @@ int tr_merge_trees(const tr_tree *all, int n, tr_tree *sum, pl_err *err)
 
 static void own_tree(int item, void *out, void *user)
 {
-    (void)item; /* item r runs on rank r (dist.h: i % size) */
-    memcpy(out, user, sizeof(tr_tree));
+    /* item r runs on rank r (dist.h: i % size); a lost rank's item, run on rank 0, has no
+     * tree (its search is gone with it): no iterations, no best */
+    if (item == pl_dist_rank())
+        memcpy(out, user, sizeof(tr_tree));
+    else
+        *(tr_tree *)out = (tr_tree){.best_s = INFINITY, .beat_dp_at = -1, .ok = 1};
 }
 
 /* Every rank's tree's outcome to every rank (tr_merge_trees); the winner's rank broadcasts its
