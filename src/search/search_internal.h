@@ -32,6 +32,7 @@ typedef struct searcher {
     uint64_t rng;  /* the random draws (pl_rng_*), seeded from it */
     int batch;     /* trials per round */
     search_round *round; /* the round being proposed; its configurations count as tried */
+    int shared;          /* the trial whose plan every rank holds (share_plan), or -1 */
 } searcher;
 
 /* A strategy's loop: search_round_begin, then (while search_can_go_on) search_propose until

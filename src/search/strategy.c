@@ -173,6 +173,39 @@ static void record_item(searcher *S, int i, const trial_summary *t, pl_plan *pla
     if (S->progress) S->progress(S->ctx, S->r, S->n_cand);
 }
 
+/* Under mpirun, the plan of the answer so far (the best trial's, else the closest's) is on the
+ * rank that ran it: sent from there to every rank, once per answer. It is sent at the end of
+ * the round that found it, not at the end of the search: the rank that holds it may die
+ * later (mpirun --enable-recovery), and its plan with it. */
+static int share_plan(searcher *S, pl_err *err)
+{
+    pl_search_result *r = S->r;
+    int idx = r->best >= 0 ? r->best : r->closest;
+    if (pl_dist_size() == 1 || idx < 0 || idx == S->shared || !r->trials[idx].runs) return 0;
+    int owner = r->trials[idx].rank;
+    void *buf = NULL;
+    uint64_t len = 0;
+    if (pl_dist_rank() == owner) {
+        size_t n = 0;
+        buf = r->best_plan ? pl_plan_pack(r->best_plan, &n) : NULL;
+        len = n;
+    }
+    int rc = pl_dist_bcast(&len, sizeof len, owner);
+    if (rc == 0 && pl_dist_rank() != owner) buf = pl_malloc(len ? len : 1);
+    if (rc == 0 && len) rc = pl_dist_bcast(buf, len, owner);
+    if (rc == 0 && pl_dist_rank() != owner) {
+        pl_plan_free(r->best_plan);
+        r->best_plan = len ? pl_plan_unpack(buf, len) : NULL;
+    }
+    free(buf);
+    if (rc < 0)
+        return pl_err_set(err, "search: the chosen plan could not be sent (MPI: %s)",
+                          pl_dist_error());
+    if (!r->best_plan) return pl_err_set(err, "search: rank %d sent no plan", owner);
+    S->shared = idx;
+    return 0;
+}
+
 int search_round_run(searcher *S, pl_err *err)
 {
     int rc = agree_on_round(S, err);
@@ -196,6 +229,7 @@ int search_round_run(searcher *S, pl_err *err)
             pl_plan_free(job.plans[i]);
     }
     free(sum), free(job.plans);
+    if (rc == 0) rc = share_plan(S, err);
     return rc;
 }
 
@@ -323,41 +357,13 @@ static int start_everywhere(pl_trial_worker *w, pl_err *err)
     return rc;
 }
 
-/* Under mpirun, the plan of the answer (the best trial's, else the closest's) is on the rank
- * that ran it: sent from there to every rank. */
-static int share_plan(pl_search_result *r, pl_err *err)
-{
-    int idx = r->best >= 0 ? r->best : r->closest;
-    if (pl_dist_size() == 1 || idx < 0 || !r->trials[idx].runs) return 0;
-    int owner = r->trials[idx].rank;
-    void *buf = NULL;
-    uint64_t len = 0;
-    if (pl_dist_rank() == owner) {
-        size_t n = 0;
-        buf = r->best_plan ? pl_plan_pack(r->best_plan, &n) : NULL;
-        len = n;
-    }
-    int rc = pl_dist_bcast(&len, sizeof len, owner);
-    if (rc == 0 && pl_dist_rank() != owner) buf = pl_malloc(len ? len : 1);
-    if (rc == 0 && len) rc = pl_dist_bcast(buf, len, owner);
-    if (rc == 0 && pl_dist_rank() != owner) {
-        pl_plan_free(r->best_plan);
-        r->best_plan = len ? pl_plan_unpack(buf, len) : NULL;
-    }
-    free(buf);
-    if (rc < 0)
-        return pl_err_set(err, "search: the chosen plan could not be sent (MPI: %s)",
-                          pl_dist_error());
-    if (!r->best_plan) return pl_err_set(err, "search: rank %d sent no plan", owner);
-    return 0;
-}
-
 int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opts *o,
                   pl_search_progress progress, void *ctx, pl_search_result *r, pl_err *err)
 {
     *r = (pl_search_result){.best = -1, .closest = -1};
     if (!(o->slo_s > 0)) return pl_err_set(err, "search: the SLO must be a positive time");
-    searcher S = {.cat = cat, .w = w, .o = o, .r = r, .progress = progress, .ctx = ctx};
+    searcher S = {.cat = cat, .w = w, .o = o, .r = r, .progress = progress, .ctx = ctx,
+                  .shared = -1};
     searcher_init(&S, cat, o);
     int rc = 0;
     if (S.n_cand == 0)
@@ -372,7 +378,7 @@ int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opt
         rc = search_de(&S, err);
     else
         rc = search_simple(&S, err);
-    if (rc == 0) rc = share_plan(r, err);
+    if (rc == 0) rc = share_plan(&S, err); /* normally done by the round that found it */
     r->startup_s = w->startup_s;
     r->n_candidates = S.n_cand;
     r->batch = S.batch, r->ranks = pl_dist_size();
