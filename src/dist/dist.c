@@ -584,6 +584,16 @@ static int finalize_root(int rc)
     fflush(NULL);
     /* MPI_Finalize would wait for a lost rank; a dead one is gone, but a stalled one would keep
      * mpirun (and the job) waiting, and only MPI_Abort ends it on another host */
+    /* under --enable-recovery mpirun (OpenMPI 4.1) returns 0 whatever the ranks return or
+     * pass to MPI_Abort: the status is told on stderr instead, for scripts to read */
+    const char *recovery = getenv("OMPI_MCA_orte_enable_recovery");
+    if (rc != 0 && recovery && !strcmp(recovery, "1")) {
+        fprintf(stderr,
+                "placer: exit status %d (mpirun --enable-recovery returns 0 whatever "
+                "the ranks return)\n",
+                rc);
+        fflush(stderr);
+    }
     if (stalled) MPI_Abort(MPI_COMM_WORLD, rc);
     if (lost || left_collective_) _exit(rc);
     MPI_Finalize();
