@@ -450,6 +450,26 @@ static void test_recovery_status_told(void **state)
     free(out), free(err);
 }
 
+/* A peer that crashes (an abort after printing why) has its last messages told, not lost with
+ * the memory its stderr was kept in; rank 0 names it and does its work. */
+static void test_crash_text_kept(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char *out, *err, line[64];
+    assert_int_equal(mpi2("PLACER_DIST_FAULT=abort:1:2 PLACER_DIST_TIMEOUT=", "--enable-recovery",
+                          "tests/dist_driver", &out, &err),
+                     0);
+    assert_non_null(strstr(err, "placer: rank 1 crashed; its last messages:\n"
+                                "rank 1: injected fault: aborting at item 3"));
+    assert_non_null(strstr(err, "died; its work runs on rank 0"));
+    for (int i = 0; i < 7; i++) {
+        snprintf(line, sizeof line, "map %d %d ", i, i * i);
+        assert_non_null(strstr(out, line));
+    }
+    free(out), free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -459,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_dead_rank_work_redone),
         cmocka_unit_test(test_three_ranks_one_dies),
         cmocka_unit_test(test_stalled_rank_work_redone),
+        cmocka_unit_test(test_crash_text_kept),
         cmocka_unit_test(test_dead_rank_under_plain_mpirun),
         cmocka_unit_test(test_bad_input_told_once),
         cmocka_unit_test(test_recovery_status_told),

@@ -68,7 +68,7 @@ static int err_fd_ = -1; /* a peer: the real stderr (its fd 2 is captured in cap
 static int cap_fd_ = -1;
 static double timeout_s_; /* PLACER_DIST_TIMEOUT: a silent peer is lost after this long */
 static int fault_rank_ = -1, fault_item_; /* PLACER_DIST_FAULT=die:R:K or stall:R:K */
-static bool fault_stall_;
+static bool fault_stall_, fault_abort_;
 static int items_run_;        /* items run on this rank, for the fault */
 static bool left_collective_; /* a collective's request was abandoned: MPI_Finalize would wait */
 
@@ -160,8 +160,38 @@ static void on_term(int sig)
     raise(sig);
 }
 
+/* A peer that crashes (SIGSEGV, an abort after "out of memory") would take what it wrote on
+ * stderr with it, as that is read only at pl_dist_finalize: the tail goes to the real stderr
+ * first (pread and write are async-signal-safe). */
+static void on_crash(int sig)
+{
+    static char tail[4096];
+    if (cap_fd_ >= 0 && err_fd_ >= 0) {
+        off_t end = lseek(cap_fd_, 0, SEEK_END),
+              from = end > (off_t)sizeof tail ? end - (off_t)sizeof tail : 0;
+        ssize_t n = pread(cap_fd_, tail, sizeof tail, from);
+        char head[160];
+        size_t at = 0;
+        put_str(head, &at, sizeof head, "placer: rank ");
+        put_int(head, &at, rank_);
+        put_str(head, &at, sizeof head, " crashed; its last messages:\n");
+        if (n > 0 && write(err_fd_, head, at) >= 0 && write(err_fd_, tail, (size_t)n) >= 0) {
+        }
+    }
+    pl_out_remove_temporaries();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static void install_handlers(void)
 {
+    static const int crashes[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+    for (size_t k = 0; rank_ > 0 && k < sizeof crashes / sizeof *crashes; k++) {
+        struct sigaction sa = {0};
+        sa.sa_handler = on_crash;
+        sigemptyset(&sa.sa_mask);
+        sigaction(crashes[k], &sa, NULL);
+    }
     static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
     for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) {
         struct sigaction sa = {0};
@@ -191,7 +221,8 @@ static void read_env(void)
     char kind[16];
     int r, k;
     if (f && sscanf(f, "%15[a-z]:%d:%d", kind, &r, &k) == 3 && k > 0)
-        fault_rank_ = r, fault_item_ = k, fault_stall_ = !strcmp(kind, "stall");
+        fault_rank_ = r, fault_item_ = k, fault_stall_ = !strcmp(kind, "stall"),
+        fault_abort_ = !strcmp(kind, "abort");
 }
 
 void pl_dist_init(int *argc, char ***argv)
@@ -369,6 +400,11 @@ static void run_item(int i, pl_dist_fn fn, void *slot, void *user)
         if (fault_stall_)
             for (;;)
                 pause();
+        if (fault_abort_) {
+            fprintf(stderr, "rank %d: injected fault: aborting at item %d\n", rank_, i);
+            fflush(stderr);
+            abort();
+        }
         raise(SIGKILL);
     }
     depth_++;
