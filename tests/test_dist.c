@@ -96,26 +96,19 @@ static char build_dir[512], host[256];
 /* The build folder (PLACER_BIN's) when it holds the MPI programs and mpirun exists. */
 static bool have_mpi(void)
 {
-    const char *bin = getenv("PLACER_BIN");
-    char dir[512], path[700];
-    snprintf(dir, sizeof dir, "%s", bin ? bin : "build/placer");
-    snprintf(build_dir, sizeof build_dir, "%s", dirname(dir));
-    snprintf(path, sizeof path, "%s/tests/dist_driver", build_dir);
+    char driver[700];
     gethostname(host, sizeof host - 1);
-    if (access(path, X_OK) == 0 && system("command -v mpirun >/dev/null 2>&1") == 0) return true;
-    print_message("skipped: no %s or no mpirun (MPI is optional: docs/dist.md)\n", path);
-    return false;
+    if (!tu_mpi_program("tests/dist_driver", driver, sizeof driver)) return false;
+    snprintf(build_dir, sizeof build_dir, "%s", dirname(dirname(driver)));
+    return true;
 }
 
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) fail_msg("cannot read %s", path);
-    char *buf = calloc(1, 1 << 20);
-    size_t n = fread(buf, 1, (1 << 20) - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
+    pl_err err = {""};
+    char *text = pl_read_file(path, NULL, &err);
+    if (!text) fail_msg("%s", err.msg);
+    return text;
 }
 
 /* Runs `env ENV mpirun -np N FLAGS PROG ARGS` (PROG in the build folder; at most 120 s, so

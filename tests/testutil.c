@@ -360,16 +360,22 @@ void tu_dense_free(tu_dense *f)
 static char *mpi_was; /* PLACER_BIN before tu_mpi_begin */
 static bool mpi_had;
 
+bool tu_mpi_program(const char *name, char *path, size_t n)
+{
+    const char *bin = getenv("PLACER_BIN");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", bin ? bin : "build/placer");
+    snprintf(path, n, "%s/%s", dirname(dir), name);
+    if (access(path, X_OK) == 0 && system("command -v mpirun >/dev/null 2>&1") == 0) return true;
+    print_message("skipped: no %s or no mpirun (MPI is optional: docs/dist.md)\n", path);
+    return false;
+}
+
 bool tu_mpi_begin(int n_ranks)
 {
     const char *bin = getenv("PLACER_BIN");
-    char dir[512], mpi[600], cmd[2048];
-    snprintf(dir, sizeof dir, "%s", bin ? bin : "build/placer");
-    snprintf(mpi, sizeof mpi, "%s/placer-mpi", dirname(dir));
-    if (access(mpi, X_OK) || system("command -v mpirun >/dev/null 2>&1")) {
-        print_message("skipped: no %s or no mpirun (MPI is optional: docs/dist.md)\n", mpi);
-        return false;
-    }
+    char mpi[600], cmd[2048];
+    if (!tu_mpi_program("placer-mpi", mpi, sizeof mpi)) return false;
     /* leak checking off for the ranks (under `make asan`): OpenMPI's own allocations at
      * MPI_Finalize are reported as leaks; the verbs' are checked by one-process runs */
     snprintf(cmd, sizeof cmd,

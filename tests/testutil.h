@@ -40,6 +40,9 @@ struct json_t *tu_run_json(const char *args);
  * for the ranks) and returns true; returns false, printing why, when mpirun or placer-mpi is
  * missing (the caller then skips). tu_mpi_end restores PLACER_BIN. */
 bool tu_mpi_begin(int n_ranks);
+/* The MPI program `name` in PLACER_BIN's build folder ("placer-mpi", "tests/dist_driver") into
+ * path; false, printing why, when it or mpirun is missing (the caller then skips). */
+bool tu_mpi_program(const char *name, char *path, size_t n);
 void tu_mpi_end(void);
 /* The number at key k of a JSON object (fails the test when it is not one); and the element
  * of a JSON document's array `list` whose string `field` equals `value` (fails when none). */

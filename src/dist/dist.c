@@ -37,7 +37,7 @@ const char *pl_dist_error(void)
 #include <sys/mman.h>
 #include <time.h>
 
-enum { TAG_DATA = 11, TAG_COUNT, TAG_FINAL, TAG_ACK, TAG_STOP };
+enum { TAG_DATA = 11, TAG_FINAL, TAG_ACK, TAG_STOP };
 #define TEXT_MAX 8192 /* the tail of a peer's stderr that rank 0 may print */
 
 typedef struct peer_id {
