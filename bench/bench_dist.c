@@ -272,6 +272,10 @@ int main(int argc, char **argv)
                "docs/dist.md)\n",
                build);
     batch_stats st[N_BATCH] = {{0}};
+    /* bench_search's tables, as it left them: only when asked (make bench runs bench_search
+     * first); else placed afresh, since a cached table outlives any change to the placers */
+    const char *env = getenv("PLACER_SEARCH_CACHE");
+    bool use_cache = env && *env == '1';
     int n_models = argc - sep - 1;
     pl_trial_worker **workers = calloc(n_models, sizeof *workers);
     for (int c = 5; c < sep; c++) {
@@ -280,7 +284,7 @@ int main(int argc, char **argv)
         if (!cat) return fprintf(stderr, "%s\n", err.msg), 1;
         table t = {cat, calloc(cat->n + 1, sizeof(char *)), calloc(cat->n + 1, sizeof(double))};
         for (int m = sep + 1; m < argc; m++) {
-            if (fill(&t, argv[m], &workers[m - sep - 1], true) < 0) return 1;
+            if (fill(&t, argv[m], &workers[m - sep - 1], use_cache) < 0) return 1;
             bo_rows(&t, !strcmp(argv[c], dcat), st);
         }
         free(t.names), free(t.lat);

@@ -42,7 +42,7 @@ TIMEFORMAT="wall %R s"
 time ( "$build/placer" deploy models/bert_base.onnx --catalog catalogs/clouds.json --slo 10ms --strategy exhaustive | tail -8 )
 echo
 echo "== deploy over MPI ranks (docs/dist.md, 'deploy'): the same exhaustive deploy under mpirun -np 1 and -np 2, a projection to 8-64 ranks, and BO's trials and rounds to the optimum with batches of 2, 4, 8 beside the sequential search (tables from bench_search above; about 2 minutes)"
-"$build/bench/bench_dist" "$build" models/bert_base.onnx catalogs/clouds.json 10ms \
+PLACER_SEARCH_CACHE=1 "$build/bench/bench_dist" "$build" models/bert_base.onnx catalogs/clouds.json 10ms \
   catalogs/autodeep-testbed.json catalogs/aws.json catalogs/clouds.json -- models/*.onnx
 echo
 echo "== serverless (MOPAR): MOPAR and its baselines on the zoo at Lambda and OpenFaaS prices, with the paper's latency bound and with 2 % of slack; then serving a diurnal trace"

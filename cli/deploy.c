@@ -148,33 +148,19 @@ static int parse(int argc, char **argv, deploy_args *a)
 
 /* ---- --measured (docs/search.md "Measured trials") ---- */
 
-static void host_item(int i, void *out, void *user)
-{
-    (void)user;
-    snprintf(out, 64, "%s", pl_dist_host(i));
-}
-
-/* Ranks sharing a machine would time each other's runs (two onnxruntime processes on the same
- * cores): refused, naming the first two. The hosts are gathered to every rank (rank i runs
- * item i), so every rank refuses alike; rank 0 says why. */
 static int check_hosts(void)
 {
     int n = pl_dist_size(), rc = 0;
-    char(*host)[64] = pl_calloc(n, sizeof *host);
-    if (pl_dist_map(n, host_item, host, sizeof *host, NULL) < 0)
-        rc = cli_fail("deploy", "--measured: the ranks' hosts could not be gathered: %s",
-                      pl_dist_error());
     for (int i = 0; rc == 0 && i < n; i++)
         for (int j = 0; rc == 0 && j < i; j++)
-            if (!strcmp(host[i], host[j]))
+            if (!strcmp(pl_dist_host(i), pl_dist_host(j)))
                 rc = pl_dist_rank() == 0
                          ? cli_fail("deploy",
                                     "--measured: ranks %d and %d share the host '%s': their "
                                     "measurements would time each other's runs; run one rank "
                                     "per machine (mpirun --map-by ppr:1:node)",
-                                    j, i, host[i])
+                                    j, i, pl_dist_host(i))
                          : CLI_EXIT_BAD_INPUT;
-    free(host);
     return rc;
 }
 

@@ -64,11 +64,11 @@ static void record(searcher *S, int k, double acq, pl_trial_out *out)
 /* ---- rounds (docs/search.md "Rounds and batches") ---- */
 
 /* What a trial sends back to every rank: fixed size, no pointers (its plan stays on the rank
- * that made it; pl_search_run sends the winner's at the end). */
+ * that made it; share_plan sends the answer's at the end of the round that found it). */
 typedef struct trial_summary {
     int config, runs, failed, rank;
     double latency_s, work_s;
-    char algo[32], host[64];
+    char algo[32];
     char why[PL_ERR_MAX]; /* why it does not run, or the worker's error when failed */
 } trial_summary;
 
@@ -142,7 +142,6 @@ static void run_item(int i, void *out, void *user)
     memset(t, 0, sizeof *t);
     t->config = S->round->k[i];
     t->rank = pl_dist_rank();
-    snprintf(t->host, sizeof t->host, "%s", pl_dist_host(t->rank));
     pl_trial_out o = {.latency_s = INFINITY}; /* freed below even if the worker fails */
     pl_err err = {""};
     long before = S->w->trials;
@@ -169,7 +168,7 @@ static void record_item(searcher *S, int i, const trial_summary *t, pl_plan *pla
     record(S, t->config, S->round->acq[i], &out);
     pl_trial_record *x = &S->r->trials[S->r->n_trials - 1];
     x->work_s = t->work_s, x->round = S->r->n_rounds, x->rank = t->rank;
-    snprintf(x->host, sizeof x->host, "%s", t->host);
+    snprintf(x->host, sizeof x->host, "%s", pl_dist_host(t->rank));
     if (S->progress) S->progress(S->ctx, S->r, S->n_cand);
 }
 
@@ -219,9 +218,9 @@ int search_round_run(searcher *S, pl_err *err)
     S->r->n_rounds += rc == 0;
     for (int i = 0; i < n; i++) {
         if (rc == 0 && sum[i].failed) {
-            rc = pl_dist_size() > 1
-                     ? pl_err_set(err, "rank %d (%s): %s", sum[i].rank, sum[i].host, sum[i].why)
-                     : pl_err_set(err, "%s", sum[i].why);
+            rc = pl_dist_size() > 1 ? pl_err_set(err, "rank %d (%s): %s", sum[i].rank,
+                                                 pl_dist_host(sum[i].rank), sum[i].why)
+                                    : pl_err_set(err, "%s", sum[i].why);
         }
         if (rc == 0)
             record_item(S, i, &sum[i], job.plans[i]);
@@ -328,15 +327,14 @@ static void searcher_init(searcher *S, const pl_catalog *cat, const pl_search_op
 
 /* Starts the worker on every rank; when one fails, every rank fails with its message. */
 typedef struct start_status {
-    char host[64];
     pl_err err;
 } start_status;
 
 static void start_item(int i, void *out, void *user)
 {
+    (void)i; /* item i runs on rank i: it starts this rank's worker */
     start_status *st = out;
     memset(st, 0, sizeof *st);
-    snprintf(st->host, sizeof st->host, "%s", pl_dist_host(i));
     if (pl_trial_start(user, &st->err) < 0 && !st->err.msg[0])
         snprintf(st->err.msg, sizeof st->err.msg, "the trial worker failed to start");
 }
@@ -351,7 +349,7 @@ static int start_everywhere(pl_trial_worker *w, pl_err *err)
                    pl_dist_error());
     for (int i = 0; rc == 0 && i < n; i++)
         if (got[i].err.msg[0])
-            rc = n > 1 ? pl_err_set(err, "rank %d (%s): %s", i, got[i].host, got[i].err.msg)
+            rc = n > 1 ? pl_err_set(err, "rank %d (%s): %s", i, pl_dist_host(i), got[i].err.msg)
                        : pl_err_set(err, "%s", got[i].err.msg);
     free(got);
     return rc;
@@ -362,8 +360,8 @@ int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opt
 {
     *r = (pl_search_result){.best = -1, .closest = -1};
     if (!(o->slo_s > 0)) return pl_err_set(err, "search: the SLO must be a positive time");
-    searcher S = {.cat = cat, .w = w, .o = o, .r = r, .progress = progress, .ctx = ctx,
-                  .shared = -1};
+    searcher S = {
+        .cat = cat, .w = w, .o = o, .r = r, .progress = progress, .ctx = ctx, .shared = -1};
     searcher_init(&S, cat, o);
     int rc = 0;
     if (S.n_cand == 0)
@@ -378,7 +376,6 @@ int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opt
         rc = search_de(&S, err);
     else
         rc = search_simple(&S, err);
-    if (rc == 0) rc = share_plan(&S, err); /* normally done by the round that found it */
     r->startup_s = w->startup_s;
     r->n_candidates = S.n_cand;
     r->batch = S.batch, r->ranks = pl_dist_size();
