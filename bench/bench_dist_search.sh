@@ -102,4 +102,6 @@ print(f"| train resnet50 (faster of 2 runs) | {w1:.1f} | {c1:.1f} | {w2:.1f} | {
       f"{w1 / w2:.2f}x | {ms(d1['iteration_s'])} vs {ms(d2['iteration_s'])} ms, {tr} "
       f"(MCTS alone {ms(d1['mcts_iteration_s'])} vs {ms(d2['mcts_iteration_s'])} ms); "
       f"the two 2-rank runs {again} |")
+if again != "the same":  # two runs of one seed and rank count must agree (docs/dist.md)
+    sys.exit("bench_dist_search: the two 2-rank train runs differ")
 PY

@@ -162,7 +162,8 @@ static void run_all(const pl_train_ctx *x, const train_opts *o, outcome *b,
         b[B_HETEROG].ran = true, snprintf(b[B_HETEROG].msg, sizeof b[B_HETEROG].msg, "%s", err.msg);
     if (strcmp(o->placer, "none")) {
         b[B_PLACER].ran = true;
-        pl_place_opts po = {.seed = o->so.seed};
+        /* every rank calls it here together: a placer that splits its search (moirai) does */
+        pl_place_opts po = {.seed = o->so.seed, .use_pool = x->dist};
         b[B_PLACER].ok = pl_train_placer(x, o->placer, &po, &b[B_PLACER].e, &err) == 0;
         if (!b[B_PLACER].ok) snprintf(b[B_PLACER].msg, sizeof b[B_PLACER].msg, "%s", err.msg);
     }

@@ -265,6 +265,15 @@ static void test_measure_hook_leaves_others_alone(void **state)
 static void test_rng_skip_is_draws(void **state)
 {
     (void)state;
+    /* pinned to splitmix64's published outputs from state 0 (Vigna's reference), and the
+     * 1001st from an independent implementation: pl_rng_next is written with pl_rng_skip, so
+     * comparing the two alone could not fail */
+    uint64_t z = 0;
+    assert_true(pl_rng_next(&z) == 0xe220a8397b1dcdafull);
+    assert_true(pl_rng_next(&z) == 0x6e789e6aa1b965f4ull);
+    assert_true(pl_rng_next(&z) == 0x06c45d188009454full);
+    z = pl_rng_skip(0, 1000);
+    assert_true(pl_rng_next(&z) == 0x2cfa2f23425329e1ull);
     static const uint64_t draws[] = {0, 1, 7, 64, 1000};
     for (int i = 0; i < 5; i++) {
         uint64_t s = 42, t;
@@ -300,12 +309,9 @@ static void test_more_groups_than_target(void **state)
     pl_place_opts o = {.seed = 3, .iterations = 8};
     pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
     assert_int_equal(pl_place(pl_algo_find("drl"), k, &o, p, &err), 0);
-    int used[2] = {0, 0};
-    for (int v = 0; v < k->n_ops; v++) {
+    assert_int_equal(k->n_ops, N);
+    for (int v = 0; v < k->n_ops; v++)
         assert_true(p->dev[v] == 0 || p->dev[v] == 1);
-        used[p->dev[v]]++;
-    }
-    assert_int_equal(used[0] + used[1], N);
     assert_true(makespan(k, p) >= pl_lower_bound(k) - 1e-12);
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }

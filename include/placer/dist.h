@@ -33,6 +33,10 @@ int pl_dist_size(void);
 typedef void (*pl_dist_fn)(int item, void *out, void *user);
 int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *user);
 
+/* pl_dist_map's one-process loop whatever the pool (every item here, in order, and pool calls
+ * inside the items too): for a caller whose ranks are not all calling it together. */
+int pl_dist_map_here(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *user);
+
 /* Element-wise sum of v[0..n) over the ranks (MPI_Allreduce), left in v on every rank (the
  * same on every run for a rank count). Collective. Returns the number of ranks summed (the
  * pool's size, 1 without MPI or inside a map's item: divide by it to average), or -1 when MPI

@@ -64,10 +64,9 @@ typedef struct pl_place_opts {
     /* The pool (dist.h, docs/dist.md "moirai and drl"): when set and placer runs under
      * mpirun, an algorithm that can split its search spreads it over the ranks (moirai: its
      * local searches, `restarts`; drl: each batch's episodes) and every rank returns the same
-     * plan. Every rank must then call pl_place at the same point with the same arguments, and
-     * never inside a pl_dist_map item (a collective there waits for ranks that are not in it):
-     * `placer place` sets it; `compare` and `deploy`, which spread their own items over the
-     * ranks, do not. Unset, without MPI or with one rank, the search runs in this process. */
+     * plan. Every rank must then call pl_place at the same point with the same arguments
+     * (inside a pl_dist_map item the call runs in this process anyway: dist.h): `placer place`
+     * sets it. Unset, without MPI or with one rank, the search runs in this process. */
     bool use_pool;
     /* moirai: independent local searches from the MILP's plan, restart i seeded from seed and
      * i alone, the best kept (ties: the lower i). 0: one per rank when the pool is in use,

@@ -705,6 +705,16 @@ static void clear_error(void)
     error_[0] = 0;
 }
 
+int pl_dist_map_here(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *user)
+{
+    if (n_items < 0 || !fn || (n_items && !out)) return -1;
+    depth_++;                         /* a pool call inside an item runs here too */
+    for (int i = 0; i < n_items; i++) /* every item here, in order */
+        fn(i, (char *)out + (size_t)i * out_size, user);
+    depth_--;
+    return 0;
+}
+
 int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *user)
 {
     clear_error();
@@ -714,11 +724,7 @@ int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *us
         return rank_ == 0 ? map_root(n_items, fn, out, out_size, user)
                           : map_peer(n_items, fn, out, out_size, user);
 #endif
-    depth_++;
-    for (int i = 0; i < n_items; i++) /* one process: every item here, in order */
-        fn(i, (char *)out + (size_t)i * out_size, user);
-    depth_--;
-    return 0;
+    return pl_dist_map_here(n_items, fn, out, out_size, user);
 }
 
 int pl_dist_sum(double *v, int n)

@@ -1,11 +1,11 @@
 /* pool.c: the pool of ranks as a placement search sees it (place.h, docs/dist.md "moirai and
  * drl").
  *
- * Why a layer over dist.h: a search may run inside an item of another search's pl_dist_map
- * (`compare` spreads its algorithms over the ranks, and moirai is one of them). A collective
- * there would wait for ranks that are busy with other items, so an algorithm uses the pool
- * only when its caller says every rank is calling it together (pl_place_opts.use_pool), and
- * otherwise runs the same code as a pool of one. */
+ * Why a layer over dist.h: a pool exchange needs every rank to make the same call at the same
+ * point. dist.h already runs a call made inside another map's item here (compare's algorithms),
+ * but a caller outside any item may also run on one rank alone (a trial worker's placement,
+ * `multi`), so an algorithm uses the pool only when its caller says every rank is calling it
+ * together (pl_place_opts.use_pool), and otherwise runs the same code as a pool of one. */
 #include "placer/place.h"
 
 #include <string.h>
@@ -19,10 +19,8 @@ pl_pool pl_pool_of(const pl_place_opts *o)
 int pl_pool_map(const pl_pool *pool, int n_items, pl_dist_fn fn, void *out, size_t out_size,
                 void *user)
 {
-    if (pool->on) return pl_dist_map(n_items, fn, out, out_size, user);
-    for (int i = 0; i < n_items; i++)
-        fn(i, (char *)out + (size_t)i * out_size, user);
-    return 0;
+    return pool->on ? pl_dist_map(n_items, fn, out, out_size, user)
+                    : pl_dist_map_here(n_items, fn, out, out_size, user);
 }
 
 int pl_pool_sumf(const pl_pool *pool, float *v, int n)

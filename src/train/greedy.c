@@ -20,10 +20,7 @@
 
 int tr_map(const pl_train_ctx *x, int n, pl_dist_fn fn, void *out, size_t size, void *user)
 {
-    if (x->dist) return pl_dist_map(n, fn, out, size, user);
-    for (int i = 0; i < n; i++)
-        fn(i, (char *)out + (size_t)i * size, user);
-    return 0;
+    return x->dist ? pl_dist_map(n, fn, out, size, user) : pl_dist_map_here(n, fn, out, size, user);
 }
 
 void tr_set_row(pl_train_strategy *st, int group, const pl_train_action *a)
