@@ -41,7 +41,10 @@ typedef struct verify {
 static int run_verify(const char *model, const pl_rw_search_result *r, verify *v, pl_err *err)
 {
     char cache[4096], ref[4096], tmp[4200];
-    if (!cli_cache_dir("optimize", cache, sizeof cache) || pl_mkdir_p(cache, err) < 0) return -1;
+    if (r->n_log == 0) /* nothing rewritten: the file is the model itself */
+        return v->done = true, v->max_rel = 0, 0;
+    if (pl_cache_dir("optimize", cache, sizeof cache, err) < 0 || pl_mkdir_p(cache, err) < 0)
+        return -1;
     if (pl_inflate_model(model, cache, ref, sizeof ref, err) < 0) return -1;
     pl_rw_model *w = pl_rw_load(ref, err);
     if (!w || pl_rw_replay(&w, NULL, r->log, r->n_log, err) < 0) return pl_rw_free(w), -1;
@@ -204,6 +207,15 @@ done:
     return status;
 }
 
+/* The cache's name for an optimized model: the model's stem and the start of its content's
+ * SHA-256 (the reference file and the file itself must agree on it). */
+static void opt_name(const char *model, const char *sha, char *out, size_t n)
+{
+    char *stem = pl_file_stem(model, "model");
+    snprintf(out, n, "%s-%.16s.onnx", stem, sha);
+    free(stem);
+}
+
 /* What the search's answer depends on: the model's and the cluster's bytes, the cost model
  * and the search's settings, as one string (hashed into the name of a reference file). */
 static void search_key(const pl_rw_search_opts *so, const char *model_sha, const pl_cluster *c,
@@ -276,8 +288,9 @@ static void *answer_bytes(const char *verb, cli_common *co, const char *dir, siz
              r.n_log, pl_now() - t0);
     char ref[4200], sha[65], body[300];
     pl_sha256_buffer(buf, *len, sha);
-    const char *base = strrchr(co->model, '/') ? strrchr(co->model, '/') + 1 : co->model;
-    int bn = snprintf(body, sizeof body, "%.*s-%.16s.onnx\n", (int)strcspn(base, "."), base, sha);
+    opt_name(co->model, sha, body, sizeof body - 1);
+    int bn = (int)strlen(body);
+    body[bn++] = '\n';
     snprintf(ref, sizeof ref, "%s/%.32s.ref", dir, key);
     pl_out_write_file(ref, body, (size_t)bn, &err); /* only a cache: a failure costs a search */
 done:
@@ -310,8 +323,9 @@ int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n)
     if (!len) return -1; /* rank 0 said why */
     /* named by content: the same optimized model is one file however often it is made */
     pl_sha256_buffer(buf, len, sha);
-    const char *base = strrchr(co->model, '/') ? strrchr(co->model, '/') + 1 : co->model;
-    snprintf(path, n, "%s/%.*s-%.16s.onnx", dir, (int)strcspn(base, "."), base, sha);
+    char name[300];
+    opt_name(co->model, sha, name, sizeof name);
+    snprintf(path, n, "%s/%s", dir, name);
     int rc = pl_out_write_file(path, buf, len, &err);
     free(buf);
     if (rc < 0) return cli_fail(verb, "--optimize: %s", err.msg), -1;

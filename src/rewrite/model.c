@@ -164,7 +164,7 @@ bool rw_is_output(const Onnx__GraphProto *gp, const char *name)
     return false;
 }
 
-int64_t rw_numel(const Onnx__TensorProto *t)
+static int64_t rw_numel(const Onnx__TensorProto *t)
 {
     int64_t n = 1;
     for (size_t k = 0; k < t->n_dims; k++)

@@ -27,7 +27,6 @@ Onnx__TensorProto *rw_init(const Onnx__GraphProto *gp, const char *name);
 /* The float values of a FLOAT initializer (malloc'd, numel of them), or NULL when it is
  * weightless (no payload). */
 float *rw_floats(const Onnx__TensorProto *t, int64_t *numel);
-int64_t rw_numel(const Onnx__TensorProto *t);
 /* Adds an initializer; data (bytes, little-endian) NULL: weightless. */
 Onnx__TensorProto *rw_add_init(rw_edit *e, const char *name, int dtype, const int64_t *dims,
                                int rank, const void *data, size_t bytes);
