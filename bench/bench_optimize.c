@@ -78,18 +78,12 @@ static double weight_mb(const pl_rw_model *m, pl_err *err)
 static int measure(const char *model, const pl_rw_search_result *r, int runs, double *before,
                    double *after, pl_err *err)
 {
-    char ref[1024], tmp[1100];
-    if (pl_mkdir_p("build/ort-cache", err) < 0 ||
-        pl_inflate_model(model, "build/ort-cache", ref, sizeof ref, err) < 0)
+    char cache[1024], ref[1024], tmp[1100];
+    if (pl_cache_dir("inflated", cache, sizeof cache, err) < 0) return -1;
+    snprintf(tmp, sizeof tmp, "%s/bench-optimize-%ld.onnx", cache, (long)getpid());
+    if (r->n_log ? pl_rw_replay_inflated(model, cache, r->log, r->n_log, ref, sizeof ref, tmp, err)
+                 : pl_mkdir_p(cache, err) || pl_inflate_model(model, cache, ref, sizeof ref, err))
         return -1;
-    snprintf(tmp, sizeof tmp, "build/ort-cache/bench-optimize-%ld.onnx", (long)getpid());
-    if (r->n_log) {
-        pl_rw_model *w = pl_rw_load(ref, err);
-        int rc = w ? pl_rw_replay(&w, NULL, r->log, r->n_log, err) : -1;
-        if (rc == 0) rc = pl_rw_save(w, tmp, err);
-        pl_rw_free(w);
-        if (rc < 0) return -1;
-    }
     pl_ort *o = pl_ort_start(&(pl_ort_opts){.threads = 1}, err);
     double *lat0 = calloc((size_t)(ROUNDS * runs), sizeof *lat0);
     double *lat1 = calloc((size_t)(ROUNDS * runs), sizeof *lat1);

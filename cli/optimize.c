@@ -43,18 +43,13 @@ static int run_verify(const char *model, const pl_rw_search_result *r, verify *v
     char cache[4096], ref[4096], tmp[4200];
     if (r->n_log == 0) /* nothing rewritten: the file is the model itself */
         return v->done = true, v->max_rel = 0, 0;
-    if (pl_cache_dir("optimize", cache, sizeof cache, err) < 0 || pl_mkdir_p(cache, err) < 0)
-        return -1;
-    if (pl_inflate_model(model, cache, ref, sizeof ref, err) < 0) return -1;
-    pl_rw_model *w = pl_rw_load(ref, err);
-    if (!w || pl_rw_replay(&w, NULL, r->log, r->n_log, err) < 0) return pl_rw_free(w), -1;
+    if (pl_cache_dir("optimize", cache, sizeof cache, err) < 0) return -1;
     snprintf(tmp, sizeof tmp, "%s/optimize-verify-%ld.onnx", cache, (long)getpid());
-    int rc = pl_rw_save(w, tmp, err);
-    pl_rw_free(w);
-    if (rc < 0) return -1;
+    if (pl_rw_replay_inflated(model, cache, r->log, r->n_log, ref, sizeof ref, tmp, err) < 0)
+        return -1;
     pl_ort *ort = pl_ort_start(&(pl_ort_opts){0}, err);
     pl_ort_compare_result c = {0};
-    rc = ort ? pl_ort_compare(ort, ref, (const char *const[]){tmp}, 1, &c, err) : -1;
+    int rc = ort ? pl_ort_compare(ort, ref, (const char *const[]){tmp}, 1, &c, err) : -1;
     pl_ort_stop(ort);
     unlink(tmp);
     if (rc < 0) return -1;

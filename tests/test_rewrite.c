@@ -640,13 +640,9 @@ static void replay_inflated(const char *path, const pl_rw_site *log, int n_log, 
     start_worker();
     pl_err err = {""};
     char ref[4096], out[300];
-    if (pl_inflate_model(path, CACHE, ref, sizeof ref, &err) < 0) fail_msg("%s", err.msg);
-    pl_rw_model *w = pl_rw_load(ref, &err);
-    if (!w) fail_msg("%s", err.msg);
-    if (pl_rw_replay(&w, NULL, log, n_log, &err) < 0) fail_msg("%s", err.msg);
     snprintf(out, sizeof out, "%s/weighted.onnx", dir);
-    save(w, out);
-    pl_rw_free(w);
+    if (pl_rw_replay_inflated(path, CACHE, log, n_log, ref, sizeof ref, out, &err) < 0)
+        fail_msg("%s", err.msg);
     pl_ort_compare_result r;
     if (pl_ort_compare(worker, ref, (const char *[]){out}, 1, &r, &err) < 0)
         fail_msg("%s", err.msg);

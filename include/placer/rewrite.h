@@ -93,6 +93,11 @@ int pl_rw_greedy(pl_rw_model **m, const pl_load_opts *opts, int max_per_rule, in
  * error. */
 int pl_rw_replay(pl_rw_model **m, const pl_load_opts *opts, const pl_rw_site *sites, int n,
                  pl_err *err);
+/* The weighted check of a rewrite found on a weightless model: MODEL inflated into the cache
+ * folder `cache` (pl_inflate_model; its path in ref), sites[0..n) replayed on that copy and
+ * the result saved to `out`, for onnxruntime to run both. */
+int pl_rw_replay_inflated(const char *model, const char *cache, const pl_rw_site *sites, int n,
+                          char *ref, size_t ref_n, const char *out, pl_err *err);
 
 /* ---- search (TASO's cost-based backtracking, docs/rewrite.md "Search") ---- */
 struct pl_cluster;

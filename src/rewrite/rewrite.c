@@ -1,6 +1,7 @@
 /* rewrite.c: finding a rule's sites, applying one, and the greedy and replay loops the search
  * and the verification build on (docs/rewrite.md, "API"). */
 #include "rw_internal.h"
+#include "placer/runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -209,4 +210,16 @@ int pl_rw_replay(pl_rw_model **m, const pl_load_opts *opts, const pl_rw_site *si
     pl_rw_free(*m);
     *m = cur;
     return 0;
+}
+
+int pl_rw_replay_inflated(const char *model, const char *cache, const pl_rw_site *sites, int n,
+                          char *ref, size_t ref_n, const char *out, pl_err *err)
+{
+    if (pl_mkdir_p(cache, err) < 0 || pl_inflate_model(model, cache, ref, ref_n, err) < 0)
+        return -1;
+    pl_rw_model *w = pl_rw_load(ref, err);
+    int rc = w ? pl_rw_replay(&w, NULL, sites, n, err) : -1;
+    if (rc == 0) rc = pl_rw_save(w, out, err);
+    pl_rw_free(w);
+    return rc;
 }
