@@ -474,7 +474,7 @@ static cli_exit run_real(const multi_ctx *x, const multi_opts *o, const row *r,
     pl_err err = {""};
     if (!r->ok) return cli_fail("multi", "--run: %s found no plan: %s", r->algo, r->msg);
     if (pl_multi_run(x->models, o->models, x->n, x->u, x->c, x->k, r->plan, &o->ro, res, &err) < 0)
-        return cli_fail("multi", "--run: %s", err.msg);
+        return cli_fail("multi", "--run: %s's plan was not measured: %s", r->algo, err.msg);
     return CLI_EXIT_OK;
 }
 
