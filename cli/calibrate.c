@@ -88,12 +88,12 @@ static void print_text(const pl_calib_result *r, const pl_device *d)
            r->median_before, r->worst_before, r->median_after, r->worst_after);
 }
 
-static int run(const calib_opts *o)
+static cli_exit run(const calib_opts *o)
 {
     calib_in in = {0};
     pl_err err = {""};
     pl_calib_result r;
-    int status = 0;
+    cli_exit status = CLI_EXIT_OK;
     if (load_inputs(o, &in, &err) < 0) {
         status = cli_fail("calibrate", "%s", err.msg);
         free_inputs(o, &in);
@@ -102,10 +102,10 @@ static int run(const calib_opts *o)
     int dev = pl_cluster_find(in.c, o->device ? o->device : "cpu0");
     if (dev < 0 && o->device) status = cli_fail("calibrate", "no device '%s'", o->device);
     const pl_device *d = &in.c->devs[dev < 0 ? 0 : dev];
-    if (!status &&
+    if (cli_ok(status) &&
         pl_calib_fit(in.pg, (const pl_profile *const *)in.p, o->n_profiles, d, NULL, &r, &err) < 0)
         status = cli_fail("calibrate", "%s", err.msg);
-    if (!status) {
+    if (cli_ok(status)) {
         json_t *j = pl_calib_json(&r, d->model, NULL, NULL);
         if (o->out && pl_json_save(j, o->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER, &err) < 0)
             status = cli_fail("calibrate", "%s", err.msg);
@@ -125,7 +125,7 @@ static void progress(const char *step)
 }
 
 /* --machine: the measurement cli_cost_params makes on first use, made now. */
-static int run_machine(const calib_opts *o)
+static cli_exit run_machine(const calib_opts *o)
 {
     pl_err err = {""};
     pl_cluster *c = pl_cluster_load(o->cluster, &err);
@@ -133,7 +133,7 @@ static int run_machine(const calib_opts *o)
     int dev = pl_cluster_find(c, o->device ? o->device : "cpu0");
     for (int k = 0; dev < 0 && !o->device && k < c->n_devs; k++)
         if (c->devs[k].this_machine) dev = k;
-    int status = 0;
+    cli_exit status = CLI_EXIT_OK;
     char cpu[256], path[4096];
     pl_calib_result r;
     pl_cpu_model(cpu, sizeof cpu);
@@ -155,12 +155,13 @@ static int run_machine(const calib_opts *o)
     return status;
 }
 
-int cli_calibrate(int argc, char **argv)
+cli_exit cli_calibrate(int argc, char **argv)
 {
     calib_opts o = {0};
     const char *v;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return fputs(help, stdout), CLI_EXIT_OK;
         if (!strcmp(argv[i], "--json"))
             o.json = true;
         else if (!strcmp(argv[i], "--machine"))

@@ -9,31 +9,49 @@
  *      outcome.
  *   2  bad input or failure: usage, a file or flag refused, an algorithm or an external
  *      process (CBC, the onnxruntime worker) failed, an output could not be written. The
- *      message on stderr says which verb, file or flag, and where. */
+ *      message on stderr says which verb, file or flag, and where.
+ *
+ * Two kinds of status, kept apart by the compiler:
+ *   - cli_exit, a struct, is an exit status: what a verb's entry point returns (placer.c turns
+ *     it into the process's status, once) and what every helper that decides the verb's
+ *     outcome returns. cli_fail prints the message and gives CLI_EXIT_BAD_INPUT.
+ *   - int is the library's rule, 0 or more on success and -1 on failure (after printing, with
+ *     cli_error, which says the same as cli_fail and gives -1).
+ * A cli_exit cannot be returned as an int, compared with `<`, or tested by `if`; an int
+ * cannot be returned as a cli_exit. So a helper that says "exit status 2" can never be read by
+ * a caller that tests `< 0` (issue 27: multi took a failed run for a success and crashed). */
 #ifndef PLACER_CLI_H
 #define PLACER_CLI_H
 
 #include "placer/place.h"
 
-#define CLI_EXIT_OK 0
-#define CLI_EXIT_INFEASIBLE 1
-#define CLI_EXIT_BAD_INPUT 2
+typedef struct cli_exit {
+    int status; /* 0, 1 or 2, as above */
+} cli_exit;
+#define CLI_EXIT_OK ((cli_exit){0})
+#define CLI_EXIT_INFEASIBLE ((cli_exit){1})
+#define CLI_EXIT_BAD_INPUT ((cli_exit){2})
+/* True when e is exit status 0 (the verb goes on); false for 1 and 2. */
+static inline bool cli_ok(cli_exit e)
+{
+    return e.status == 0;
+}
 
-int cli_inspect(int argc, char **argv);
-int cli_place(int argc, char **argv);
-int cli_simulate(int argc, char **argv);
-int cli_compare(int argc, char **argv);
-int cli_deploy(int argc, char **argv);
-int cli_split(int argc, char **argv);
-int cli_optimize(int argc, char **argv);
-int cli_profile(int argc, char **argv);
-int cli_profile_collectives(int argc, char **argv); /* profile --collectives */
-int cli_calibrate(int argc, char **argv);
-int cli_run(int argc, char **argv);
-int cli_serverless(int argc, char **argv);
-int cli_multi(int argc, char **argv);
-int cli_train(int argc, char **argv);
-int cli_learn_prior(int argc, char **argv);
+cli_exit cli_inspect(int argc, char **argv);
+cli_exit cli_place(int argc, char **argv);
+cli_exit cli_simulate(int argc, char **argv);
+cli_exit cli_compare(int argc, char **argv);
+cli_exit cli_deploy(int argc, char **argv);
+cli_exit cli_split(int argc, char **argv);
+cli_exit cli_optimize(int argc, char **argv);
+cli_exit cli_profile(int argc, char **argv);
+cli_exit cli_profile_collectives(int argc, char **argv); /* profile --collectives */
+cli_exit cli_calibrate(int argc, char **argv);
+cli_exit cli_run(int argc, char **argv);
+cli_exit cli_serverless(int argc, char **argv);
+cli_exit cli_multi(int argc, char **argv);
+cli_exit cli_train(int argc, char **argv);
+cli_exit cli_learn_prior(int argc, char **argv);
 
 /* Options every verb that runs a model on a cluster shares. */
 #define CLI_MAX_LIST 64
@@ -90,7 +108,7 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
  * "uncalibrated" (the default efficiencies). */
 const char *cli_calibration(void);
 /* Loads everything; prints the error and returns CLI_EXIT_BAD_INPUT on failure. */
-int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x);
+cli_exit cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x);
 void cli_ctx_close(cli_ctx *x);
 /* The per-device table of a simulated plan (ops, busy, utilisation, peak memory). */
 void cli_print_devices(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r);
@@ -136,8 +154,8 @@ typedef struct cli_measured {
     struct pl_trial_worker *w;
     const cli_ctx *x;
 } cli_measured;
-int cli_measured_open(const char *verb, const cli_common *co, const cli_ctx *x, pl_place_opts *po,
-                      cli_measured *m);
+cli_exit cli_measured_open(const char *verb, const cli_common *co, const cli_ctx *x,
+                           pl_place_opts *po, cli_measured *m);
 void cli_measured_close(cli_measured *m); /* stops the worker; fine when never opened */
 /* pl_place_opts.progress for the verbs: "drl: episode 40/100, best 1.2 ms" (cli_progress). */
 void cli_place_progress(const char *algo, int step, int total, double best_s, void *user);
@@ -145,7 +163,9 @@ void cli_place_progress(const char *algo, int step, int total, double best_s, vo
 void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints "placer VERB: MESSAGE" to stderr and returns CLI_EXIT_BAD_INPUT. */
-int cli_fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+cli_exit cli_fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same message, for a helper under the library's rule: returns -1. */
+int cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints the graph's stored warnings to stderr ("warning: ..."), and how many were not shown. */
 void cli_print_warnings(const pl_graph *g);
 /* True when argv[*i] is `name` with a value (`--name V` or `--name=V`); advances *i. */

@@ -173,7 +173,7 @@ static void print_tables(const coll_opts *o, const pl_coll_run *r, const coll_fi
     pl_table_free(t);
 }
 
-static int run(coll_opts *o)
+static cli_exit run(coll_opts *o)
 {
     pl_err err = {""};
     pl_cluster *c = NULL;
@@ -187,7 +187,7 @@ static int run(coll_opts *o)
     }
     pl_coll_run r;
     coll_fit f[PL_COLL_COUNT] = {0};
-    int status = 0;
+    cli_exit status = CLI_EXIT_OK;
     fprintf(stderr, "profile: timing collectives with mpirun -np %d...\n", np);
     if (pl_coll_measure(&o->run, &r, &err) < 0) {
         pl_cluster_free(c);
@@ -215,23 +215,24 @@ static int run(coll_opts *o)
 static int opt_bytes(const char *v, double *out)
 {
     pl_err err;
-    if (!v) return cli_fail("profile", "--max-bytes wants a size such as 64KiB"), -1;
+    if (!v) return cli_error("profile", "--max-bytes wants a size such as 64KiB");
     char *end;
     *out = strtod(v, &end); /* a bare number is bytes */
     if ((end == v || *end) && pl_parse_quantity(v, PL_UNIT_BYTES, out, &err) < 0)
-        return cli_fail("profile", "--max-bytes: %s", err.msg), -1;
+        return cli_error("profile", "--max-bytes: %s", err.msg);
     if (!(*out >= 2048) || *out > 1e12)
-        return cli_fail("profile", "--max-bytes: '%s' is outside 2 KiB (two sizes) to 1 TB", v), -1;
+        return cli_error("profile", "--max-bytes: '%s' is outside 2 KiB (two sizes) to 1 TB", v);
     return 0;
 }
 
-int cli_profile_collectives(int argc, char **argv)
+cli_exit cli_profile_collectives(int argc, char **argv)
 {
     coll_opts o = {0};
     const char *v;
     long l;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return fputs(help, stdout), CLI_EXIT_OK;
         if (!strcmp(argv[i], "--collectives")) continue;
         if (!strcmp(argv[i], "--json")) {
             o.json = true;

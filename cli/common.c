@@ -17,15 +17,15 @@
 static int one(const char *verb, const char *opt, const char *v, const char *wants,
                const char **field)
 {
-    if (!v) return cli_fail(verb, "%s wants %s", opt, wants), -1;
+    if (!v) return cli_error(verb, "%s wants %s", opt, wants);
     *field = v;
     return 1;
 }
 
 static int push(const char *verb, const char *opt, const char *v, const char **list, int *n)
 {
-    if (!v) return cli_fail(verb, "%s wants a value", opt), -1;
-    if (*n == CLI_MAX_LIST) return cli_fail(verb, "too many %s options", opt), -1;
+    if (!v) return cli_error(verb, "%s wants a value", opt);
+    if (*n == CLI_MAX_LIST) return cli_error(verb, "too many %s options", opt);
     list[(*n)++] = v;
     return 1;
 }
@@ -34,8 +34,8 @@ static int push(const char *verb, const char *opt, const char *v, const char **l
 static bool refused(const char *verb, const cli_common *o, unsigned bit, const char *opt)
 {
     if (!(o->refuse & bit)) return false;
-    cli_fail(verb, "%s has no effect on placer %s, so it is refused (placer %s --help)", opt, verb,
-             verb);
+    cli_error(verb, "%s has no effect on placer %s, so it is refused (placer %s --help)", opt, verb,
+              verb);
     return true;
 }
 
@@ -64,12 +64,11 @@ int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *
     if (cli_opt(argc, argv, i, "--contention", &v)) {
         if (refused(verb, o, CLI_NO_CONTENTION, "--contention")) return -1;
         if (!v || pl_contention_parse(v, &o->contention) < 0)
-            return cli_fail(verb, "--contention wants ports, pair or none"), -1;
+            return cli_error(verb, "--contention wants ports, pair or none");
         return o->contention_set = true, 1;
     }
     if (argv[*i][0] == '-' && argv[*i][1]) return 0;
-    if (o->model)
-        return cli_fail(verb, "one model at a time ('%s' and '%s')", o->model, argv[*i]), -1;
+    if (o->model) return cli_error(verb, "one model at a time ('%s' and '%s')", o->model, argv[*i]);
     o->model = argv[*i];
     return 1;
 }
@@ -83,7 +82,7 @@ static int check_params_model(const char *verb, const char *path, const char *mo
         devs += c[k]->n_devs, match += pl_cost_model_count(model, c[k]);
     pl_err err = {""};
     if (pl_cost_model_check(path, model, c, n_c, &err) < 0)
-        return cli_fail(verb, "--cost-params %s", err.msg), -1;
+        return cli_error(verb, "--cost-params %s", err.msg);
     if (match < devs)
         fprintf(stderr,
                 "placer %s: warning: --cost-params %s was fitted on device model '%s'; %d of "
@@ -154,8 +153,7 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
         return 0;
     }
     if (!o->cost_params) return 0;
-    if (pl_cost_params_load(o->cost_params, out, &err) < 0)
-        return cli_fail(verb, "%s", err.msg), -1;
+    if (pl_cost_params_load(o->cost_params, out, &err) < 0) return cli_error(verb, "%s", err.msg);
     if (!out->device_model[0]) return 0; /* a hand-written file that names no model */
     return check_params_model(verb, o->cost_params, out->device_model, c, n_c);
 }
@@ -174,7 +172,7 @@ static pl_cluster *catalog_cluster(const cli_common *o, cli_ctx *x, pl_err *err)
     return x->cat->configs[k].cluster;
 }
 
-int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
+cli_exit cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
 {
     memset(x, 0, sizeof *x);
     if (!o->model) return cli_fail(verb, "which model? (placer %s --help)", verb);
@@ -215,7 +213,7 @@ int cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x)
         cli_ctx_close(x);
         return cli_fail(verb, "%s", err.msg);
     }
-    return 0;
+    return CLI_EXIT_OK;
 }
 
 void cli_ctx_close(cli_ctx *x)
@@ -343,33 +341,31 @@ int cli_run_algo(const cli_ctx *x, const pl_algo *a, const pl_place_opts *po, co
 int cli_count(const char *verb, const char *opt, const char *v, long lo, long hi, long *out)
 {
     long long x;
-    if (!v) return cli_fail(verb, "%s wants a whole number from %ld to %ld", opt, lo, hi), -1;
+    if (!v) return cli_error(verb, "%s wants a whole number from %ld to %ld", opt, lo, hi);
     if (pl_parse_int(v, lo, hi, &x) < 0)
-        return cli_fail(verb, "%s: '%s' is not a whole number from %ld to %ld", opt, v, lo, hi), -1;
+        return cli_error(verb, "%s: '%s' is not a whole number from %ld to %ld", opt, v, lo, hi);
     return *out = (long)x, 0;
 }
 
 int cli_seed(const char *verb, const char *opt, const char *v, unsigned *out)
 {
     long long x;
-    if (!v) return cli_fail(verb, "%s wants a seed from 0 to %u", opt, UINT_MAX), -1;
+    if (!v) return cli_error(verb, "%s wants a seed from 0 to %u", opt, UINT_MAX);
     if (pl_parse_int(v, 0, UINT_MAX, &x) < 0)
-        return cli_fail(verb, "%s: '%s' is not a seed: a whole number from 0 to %u", opt, v,
-                        UINT_MAX),
-               -1;
+        return cli_error(verb, "%s: '%s' is not a seed: a whole number from 0 to %u", opt, v,
+                         UINT_MAX);
     return *out = (unsigned)x, 0;
 }
 
 int cli_seconds(const char *verb, const char *opt, const char *v, double *out)
 {
     pl_err err;
-    if (!v) return cli_fail(verb, "%s wants a duration such as 60s", opt), -1;
+    if (!v) return cli_error(verb, "%s wants a duration such as 60s", opt);
     if (pl_parse_quantity(v, PL_UNIT_SECONDS, out, &err) < 0)
-        return cli_fail(verb, "%s: %s", opt, err.msg), -1;
+        return cli_error(verb, "%s: %s", opt, err.msg);
     if (!(*out > 0) || *out > CLI_MAX_SECONDS)
-        return cli_fail(verb, "%s: '%s' is not a duration above 0 and at most %.0f s (a week)", opt,
-                        v, CLI_MAX_SECONDS),
-               -1;
+        return cli_error(verb, "%s: '%s' is not a duration above 0 and at most %.0f s (a week)",
+                         opt, v, CLI_MAX_SECONDS);
     return 0;
 }
 
@@ -377,5 +373,5 @@ int cli_algos(const char *verb, const char *opt, const char *v, const pl_algo **
 {
     pl_err err;
     int n = pl_algo_parse_list(v, opt, out, max, &err);
-    return n < 0 ? cli_fail(verb, "%s", err.msg), -1 : n;
+    return n < 0 ? cli_error(verb, "%s", err.msg) : n;
 }

@@ -92,7 +92,7 @@ static bool any_learned(const pl_algo *const *picked, int n)
 
 /* cli.h: 2 when every algorithm failed, 1 when none of the plans made fits, else 0; `say`:
  * print why when every one failed (rank 0 only under mpirun). */
-static int status_of(const row_t *rows, int n, bool say)
+static cli_exit status_of(const row_t *rows, int n, bool say)
 {
     int ran = 0, fit = 0;
     for (int k = 0; k < n; k++)
@@ -176,7 +176,7 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
                   stdout);
 }
 
-int cli_compare(int argc, char **argv)
+cli_exit cli_compare(int argc, char **argv)
 {
     cli_common co = {0};
     const char *v;
@@ -186,7 +186,8 @@ int cli_compare(int argc, char **argv)
     pl_place_opts po = {.time_limit_s = 10, .progress = cli_place_progress};
     bool measured = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return fputs(help, stdout), CLI_EXIT_OK;
         int rc = cli_common_opt("compare", argc, argv, &i, &co);
         if (rc < 0) return CLI_EXIT_BAD_INPUT;
         if (rc) continue;
@@ -219,7 +220,7 @@ int cli_compare(int argc, char **argv)
     for (int k = 0; k < n; k++)
         rows[k].a = picked[k];
     cli_ctx x;
-    if (cli_ctx_open("compare", &co, &x)) return CLI_EXIT_BAD_INPUT;
+    if (!cli_ok(cli_ctx_open("compare", &co, &x))) return CLI_EXIT_BAD_INPUT;
     pl_sim_opts so = {.contention = co.contention};
     po.contention = co.contention;
     pl_err err = {""};
@@ -235,7 +236,7 @@ int cli_compare(int argc, char **argv)
         cli_ctx_close(&x);
         return cli_fail("compare", "--measured runs in one process, not under mpirun");
     }
-    if (measured && cli_measured_open("compare", &co, &x, &po, &m)) {
+    if (measured && !cli_ok(cli_measured_open("compare", &co, &x, &po, &m))) {
         cli_ctx_close(&x);
         return CLI_EXIT_BAD_INPUT;
     }

@@ -59,7 +59,7 @@ typedef struct deploy_args {
 static int parse_budget(const char *v, pl_search_opts *o)
 {
     if (!v)
-        return cli_fail("deploy", "--budget wants a trial count (6) or a time with a unit (60s)");
+        return cli_error("deploy", "--budget wants a trial count (6) or a time with a unit (60s)");
     if (*v && strspn(v, "-0123456789") == strlen(v)) {
         long n;
         if (cli_count("deploy", "--budget", v, 1, 100000, &n) < 0) return -1;
@@ -89,7 +89,7 @@ static int parse_one(int argc, char **argv, int *i, deploy_args *a)
     if (cli_opt(argc, argv, i, "--slo", &v)) return cli_seconds("deploy", "--slo", v, &a->so.slo_s);
     if (cli_opt(argc, argv, i, "--budget", &v)) return parse_budget(v, &a->so) ? -1 : 0;
     if (cli_opt(argc, argv, i, "-o", &v))
-        return (a->out = v) ? 0 : (cli_fail("deploy", "-o wants a file"), -1);
+        return (a->out = v) ? 0 : cli_error("deploy", "-o wants a file");
     if (cli_opt(argc, argv, i, "--algos", &v)) return parse_algos(v, a);
     if (cli_opt(argc, argv, i, "--seed", &v)) return cli_seed("deploy", "--seed", v, &a->so.seed);
     if (cli_opt(argc, argv, i, "--batch", &v)) {
@@ -109,9 +109,9 @@ static int parse_one(int argc, char **argv, int *i, deploy_args *a)
     if (!strcmp(argv[*i], "--measured")) return a->measured = true, 0;
     if (cli_opt(argc, argv, i, "--strategy", &v)) {
         if (v && pl_search_strategy_parse(v, &a->so.strategy) == 0) return 0;
-        return cli_fail("deploy", "--strategy wants bo, lcf, uniform, ga, de or exhaustive"), -1;
+        return cli_error("deploy", "--strategy wants bo, lcf, uniform, ga, de or exhaustive");
     }
-    return cli_fail("deploy", "unknown option '%s'\n%s", argv[*i], help), -1;
+    return cli_error("deploy", "unknown option '%s'\n%s", argv[*i], help);
 }
 
 static int parse(int argc, char **argv, deploy_args *a)
@@ -121,38 +121,36 @@ static int parse(int argc, char **argv, deploy_args *a)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 1;
         if (parse_one(argc, argv, &i, a) < 0) return -1;
     }
-    if (!a->co.model) return cli_fail("deploy", "which model? (placer deploy --help)"), -1;
+    if (!a->co.model) return cli_error("deploy", "which model? (placer deploy --help)");
     if (a->co.config || a->co.cluster)
-        return cli_fail("deploy", "deploy chooses the configuration: give --catalog only"), -1;
+        return cli_error("deploy", "deploy chooses the configuration: give --catalog only");
     if (!a->co.catalog) {
         char dir[4096];
-        return cli_fail("deploy", "which catalogue? give --catalog FILE (shipped ones in %s/)",
-                        cli_own_dir("share/placer/catalogs", "catalogs", dir, sizeof dir)),
-               -1;
+        return cli_error("deploy", "which catalogue? give --catalog FILE (shipped ones in %s/)",
+                         cli_own_dir("share/placer/catalogs", "catalogs", dir, sizeof dir));
     }
-    if (!(a->so.slo_s > 0)) return cli_fail("deploy", "give the latency SLO: --slo 50ms"), -1;
+    if (!(a->so.slo_s > 0)) return cli_error("deploy", "give the latency SLO: --slo 50ms");
     if (a->place_episodes && !a->learned)
-        return cli_fail("deploy", "--place-episodes is a learned algorithm's budget: give "
-                                  "--algos with one (drl)"),
-               -1;
+        return cli_error("deploy", "--place-episodes is a learned algorithm's budget: give "
+                                   "--algos with one (drl)");
     /* cli_common_opt takes --profile for every verb, but a trial prices each configuration with
      * the cost model alone: refused rather than ignored in silence */
     if (a->co.n_profiles)
-        return cli_fail("deploy", "--profile is not used by deploy (trials estimate op times)"), -1;
+        return cli_error("deploy", "--profile is not used by deploy (trials estimate op times)");
     if (a->measured && (a->co.n_dims || a->co.n_shapes))
-        return cli_fail("deploy", "--measured runs the model file as it is: --dim and --input "
-                                  "cannot be used with it"),
-               -1;
+        return cli_error("deploy", "--measured runs the model file as it is: --dim and --input "
+                                   "cannot be used with it");
     return 0;
 }
 
 /* ---- --measured (docs/search.md "Measured trials") ---- */
 
-static int check_hosts(void)
+static cli_exit check_hosts(void)
 {
-    int n = pl_dist_size(), rc = 0;
-    for (int i = 0; rc == 0 && i < n; i++)
-        for (int j = 0; rc == 0 && j < i; j++)
+    int n = pl_dist_size();
+    cli_exit rc = CLI_EXIT_OK;
+    for (int i = 0; cli_ok(rc) && i < n; i++)
+        for (int j = 0; cli_ok(rc) && j < i; j++)
             if (!strcmp(pl_dist_host(i), pl_dist_host(j)))
                 rc = pl_dist_rank() == 0
                          ? cli_fail("deploy",
@@ -166,7 +164,7 @@ static int check_hosts(void)
 
 /* Every configuration the search may try must be CPUs only: the measurement runs each device's
  * stages on a thread of this machine's CPU (pl_trial_measure_plan). */
-static int check_measurable(const deploy_args *a, const pl_catalog *cat)
+static cli_exit check_measurable(const deploy_args *a, const pl_catalog *cat)
 {
     pl_err err = {""};
     for (int k = 0; k < cat->n; k++) {
@@ -246,8 +244,8 @@ static json_t *trials_json(const pl_catalog *cat, const pl_search_result *r)
 }
 
 /* The chosen plan, simulated again on its configuration (per-device table). */
-static int show_plan(const pl_trial_worker *w, const pl_vm_config *cfg, const pl_plan *p,
-                     const pl_cost_params *params, bool json, json_t *root)
+static cli_exit show_plan(const pl_trial_worker *w, const pl_vm_config *cfg, const pl_plan *p,
+                          const pl_cost_params *params, bool json, json_t *root)
 {
     cli_ctx x = {.g = (pl_graph *)pl_trial_sim_graph(w), .c = cfg->cluster};
     pl_err err = {""};
@@ -264,7 +262,7 @@ static int show_plan(const pl_trial_worker *w, const pl_vm_config *cfg, const pl
         cli_print_devices(&x, p, &r);
     pl_sim_result_free(&r);
     pl_cost_free(x.k);
-    return 0;
+    return CLI_EXIT_OK;
 }
 
 static void print_choice(const deploy_args *a, const pl_catalog *cat, const pl_search_result *r)
@@ -335,8 +333,8 @@ static void place_progress(const char *algo, int step, int total, double best_s,
         cli_progress("trial %ld: %s episode %d%s", w->trials + 1, algo, step, of);
 }
 
-static int report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *w,
-                  const pl_search_result *r)
+static cli_exit report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *w,
+                       const pl_search_result *r)
 {
     int idx = r->best >= 0 ? r->best : r->closest;
     const pl_vm_config *cfg = idx >= 0 ? &cat->configs[r->trials[idx].config] : NULL;
@@ -357,24 +355,25 @@ static int report(const deploy_args *a, const pl_catalog *cat, pl_trial_worker *
         json_object_set_new(root, "chosen", r->best >= 0 ? json_string(cfg->name) : json_null());
         if (r->best < 0 && cfg) json_object_set_new(root, "closest", json_string(cfg->name));
     }
-    int rc = 0;
+    cli_exit rc = CLI_EXIT_OK;
     if (cfg && r->best_plan) {
         if (!a->co.json) printf("\n");
         rc = show_plan(w, cfg, r->best_plan, &a->params, a->co.json, root);
     }
     pl_err err = {""};
-    if (rc == 0 && a->out && r->best_plan &&
+    if (cli_ok(rc) && a->out && r->best_plan &&
         pl_plan_save(r->best_plan, pl_trial_sim_graph(w), cfg->cluster, a->out, &err) < 0)
         rc = cli_fail("deploy", "%s", err.msg);
     if (root) pl_json_print(root, stdout);
-    return rc ? rc : r->best >= 0 ? CLI_EXIT_OK : CLI_EXIT_INFEASIBLE; /* cli.h */
+    if (!cli_ok(rc)) return rc;
+    return r->best >= 0 ? CLI_EXIT_OK : CLI_EXIT_INFEASIBLE; /* cli.h */
 }
 
-int cli_deploy(int argc, char **argv)
+cli_exit cli_deploy(int argc, char **argv)
 {
     deploy_args a;
     int rc = parse(argc, argv, &a);
-    if (rc) return rc < 0 ? CLI_EXIT_BAD_INPUT : 0;
+    if (rc) return rc < 0 ? CLI_EXIT_BAD_INPUT : CLI_EXIT_OK;
     pl_err err = {""};
     if (a.optimize && cli_optimize_first("deploy", &a.co, a.optimized, sizeof a.optimized))
         return CLI_EXIT_BAD_INPUT;
@@ -400,24 +399,26 @@ int cli_deploy(int argc, char **argv)
     free(clusters);
     if (rc < 0) return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
     to.params = &a.params;
-    if (a.measured && check_measurable(&a, cat)) return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
+    if (a.measured && !cli_ok(check_measurable(&a, cat)))
+        return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
     if (a.measured)
         to.measure = pl_trial_ort_new(&(pl_trial_ort_opts){.model_path = to.model_path});
     w = pl_trial_sim_new(&to);
     pl_search_result r;
+    cli_exit status;
     if (pl_dist_rank() == 0) cli_progress("starting the trial worker (loading %s)", a.co.model);
     if (pl_search_run(cat, w, &a.so, progress, cat, &r, &err) < 0) {
         cli_progress("%s", "");
         /* every rank failed with the same message: rank 0 says it */
-        rc = pl_dist_rank() == 0 ? cli_fail("deploy", "%s", err.msg) : CLI_EXIT_BAD_INPUT;
+        status = pl_dist_rank() == 0 ? cli_fail("deploy", "%s", err.msg) : CLI_EXIT_BAD_INPUT;
     } else {
         cli_progress("%s", "");
         if (pl_trial_sim_graph(w) && pl_dist_rank() == 0) cli_print_warnings(pl_trial_sim_graph(w));
-        rc = report(&a, cat, w, &r);
+        status = report(&a, cat, w, &r);
     }
     pl_search_result_free(&r);
     pl_trial_worker_free(w);
     pl_trial_worker_free(to.measure); /* after the sim worker, which uses it */
     pl_catalog_free(cat);
-    return rc;
+    return status;
 }

@@ -12,7 +12,7 @@ const char *cli_local_cluster(const char *verb, char *buf, size_t n)
     if (pl_own_file("share/placer/clusters/local-cpu.json", "examples/clusters/local-cpu.json", buf,
                     n, &err) == 0)
         return buf;
-    cli_fail(verb, "no --cluster given, and %s", err.msg);
+    cli_error(verb, "no --cluster given, and %s", err.msg);
     return NULL;
 }
 
@@ -27,6 +27,6 @@ const char *cli_cache_dir(const char *verb, char *buf, size_t n)
 {
     pl_err err = {""};
     if (pl_cache_dir("inflated", buf, n, &err) == 0) return buf;
-    cli_fail(verb, "no --cache given, and %s", err.msg);
+    cli_error(verb, "no --cache given, and %s", err.msg);
     return NULL;
 }

@@ -192,14 +192,14 @@ static int coarsen(const pl_graph *g, const char *rules_path, int target, pl_coa
     pl_err err = {""};
     pl_fusion_rules *r = NULL;
     if (rules_path && !(r = pl_fusion_rules_load(rules_path, &err)))
-        return cli_fail("inspect", "%s", err.msg);
+        return cli_error("inspect", "%s", err.msg);
     pl_coarsen_opts o = {.rules = r, .chain = target > 0, .target_ops = target};
     int rc = pl_coarsen(g, &o, out, &err);
     pl_fusion_rules_free(r);
-    return rc < 0 ? cli_fail("inspect", "%s", err.msg) : 0;
+    return rc < 0 ? cli_error("inspect", "%s", err.msg) : 0;
 }
 
-int cli_inspect(int argc, char **argv)
+cli_exit cli_inspect(int argc, char **argv)
 {
     const char *model = NULL, *v;
     bool json = false, want_coarse = false;
@@ -208,7 +208,8 @@ int cli_inspect(int argc, char **argv)
     const char *dims[64], *shapes[64];
     pl_load_opts opts = {.dims = dims, .input_shapes = shapes};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return fputs(help, stdout), CLI_EXIT_OK;
         if (!strcmp(argv[i], "--json"))
             json = true;
         else if (!strcmp(argv[i], "--coarsen"))
@@ -267,5 +268,5 @@ int cli_inspect(int argc, char **argv)
     pl_graph_summary_free(&s);
     pl_coarsening_free(co);
     pl_graph_free(g);
-    return 0;
+    return CLI_EXIT_OK;
 }

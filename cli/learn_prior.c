@@ -47,8 +47,7 @@ typedef struct lp_opts {
  * (argv stays as given: the provenance records the command). */
 static int add_model(lp_opts *o, const char *given)
 {
-    if (o->n_models == MAX_MODELS)
-        return cli_fail("learn-prior", "at most %d models", MAX_MODELS), -1;
+    if (o->n_models == MAX_MODELS) return cli_error("learn-prior", "at most %d models", MAX_MODELS);
     char *arg = o->owned[o->n_models] = pl_strdup(given);
     char *colon = strrchr(arg, ':');
     long batch = 0;
@@ -91,11 +90,11 @@ static int parse_one(int argc, char **argv, int *i, lp_opts *o)
         if (r) return r < 0 ? -1 : 0;
     }
     if (cli_opt(argc, argv, i, "-o", &v))
-        return (o->out = v) ? 0 : (cli_fail("learn-prior", "-o wants a file"), -1);
+        return (o->out = v) ? 0 : cli_error("learn-prior", "-o wants a file");
     if (cli_opt(argc, argv, i, "--hold-out", &v))
-        return (o->hold_out = v) ? 0 : (cli_fail("learn-prior", "--hold-out wants a name"), -1);
+        return (o->hold_out = v) ? 0 : cli_error("learn-prior", "--hold-out wants a name");
     if (cli_opt(argc, argv, i, "--init", &v))
-        return (o->init = v) ? 0 : (cli_fail("learn-prior", "--init wants a file"), -1);
+        return (o->init = v) ? 0 : cli_error("learn-prior", "--init wants a file");
     if (cli_opt(argc, argv, i, "--time", &v))
         return cli_seconds("learn-prior", "--time", v, &o->d.time_s);
     if (cli_opt(argc, argv, i, "--seed", &v)) return cli_seed("learn-prior", "--seed", v, &o->seed);
@@ -103,14 +102,14 @@ static int parse_one(int argc, char **argv, int *i, lp_opts *o)
         char *end;
         double lr = v ? strtod(v, &end) : 0;
         if (!v || *end || !(lr > 0 && lr < 1))
-            return cli_fail("learn-prior", "--lr: '%s': a learning rate in (0, 1)", v ? v : ""), -1;
+            return cli_error("learn-prior", "--lr: '%s': a learning rate in (0, 1)", v ? v : "");
         return o->d.lr = (float)lr, 0;
     }
     if (!strcmp(argv[*i], "--json")) return o->json = true, 0;
     if (!strcmp(argv[*i], "--self-play")) return o->d.self_play = true, 0;
     if (argv[*i][0] == '-')
-        return cli_fail("learn-prior", "unknown option '%s' (placer learn-prior --help)", argv[*i]),
-               -1;
+        return cli_error("learn-prior", "unknown option '%s' (placer learn-prior --help)",
+                         argv[*i]);
     return add_model(o, argv[*i]);
 }
 
@@ -138,11 +137,10 @@ static int hold_out(lp_opts *o)
         o->models[k] = o->models[i], o->batches[k++] = o->batches[i];
     }
     if (!found)
-        return cli_fail("learn-prior", "--hold-out %s: no model of that name is given",
-                        o->hold_out),
-               -1;
+        return cli_error("learn-prior", "--hold-out %s: no model of that name is given",
+                         o->hold_out);
     o->n_models = k;
-    return k ? 0 : (cli_fail("learn-prior", "--hold-out leaves no model to train on"), -1);
+    return k ? 0 : cli_error("learn-prior", "--hold-out leaves no model to train on");
 }
 
 static int parse(int argc, char **argv, lp_opts *o)
@@ -152,15 +150,14 @@ static int parse(int argc, char **argv, lp_opts *o)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(help, stdout);
-            exit(CLI_EXIT_OK);
+            exit(CLI_EXIT_OK.status);
         }
         if (parse_one(argc, argv, &i, o) < 0) return -1;
     }
     if (!o->n_models)
-        return cli_fail("learn-prior", "which models? (placer learn-prior --help; `make priors` "
-                                       "trains the shipped ones)"),
-               -1;
-    if (!o->out) return cli_fail("learn-prior", "where to? give -o FILE"), -1;
+        return cli_error("learn-prior", "which models? (placer learn-prior --help; `make priors` "
+                                        "trains the shipped ones)");
+    if (!o->out) return cli_error("learn-prior", "where to? give -o FILE");
     return hold_out(o);
 }
 
@@ -219,13 +216,13 @@ static void settle(pl_tag_distill_opts *d)
 
 /* The weights and FILE.json go together: when the second write fails the first is removed,
  * so that no weights are left beside another run's provenance. */
-static int write_out(const lp_opts *o, pl_tag_gnn *m, json_t *doc)
+static cli_exit write_out(const lp_opts *o, pl_tag_gnn *m, json_t *doc)
 {
     pl_err err = {""};
     char side[4200];
     snprintf(side, sizeof side, "%s.json", o->out);
     char *text = json_dumps(doc, JSON_INDENT(2));
-    int rc = CLI_EXIT_OK;
+    cli_exit rc = CLI_EXIT_OK;
     if (!text || pl_tag_gnn_save(m, o->out, &err) < 0)
         rc = cli_fail("learn-prior", "-o %s: %s", o->out, err.msg[0] ? err.msg : "cannot write");
     else if (pl_out_write_file(side, text, strlen(text), &err) < 0) {
@@ -237,7 +234,7 @@ static int write_out(const lp_opts *o, pl_tag_gnn *m, json_t *doc)
 }
 
 /* Trains and writes; the exit status. */
-static int learn(lp_opts *o, int argc, char **argv)
+static cli_exit learn(lp_opts *o, int argc, char **argv)
 {
     settle(&o->d);
     o->d.models = o->models, o->d.batches = o->batches, o->d.n_models = o->n_models;
@@ -245,17 +242,17 @@ static int learn(lp_opts *o, int argc, char **argv)
     pl_err err = {""};
     pl_tag_gnn *m = pl_tag_gnn_new(o->seed);
     pl_tag_distill_result r;
-    int rc = o->init && pl_tag_gnn_load(m, o->init, &err) < 0
-                 ? cli_fail("learn-prior", "--init: %s", err.msg)
-             : pl_tag_distill(m, &o->d, &r, &err) < 0 ? cli_fail("learn-prior", "%s", err.msg)
-                                                      : CLI_EXIT_OK;
-    if (rc == CLI_EXIT_OK) {
+    cli_exit rc = o->init && pl_tag_gnn_load(m, o->init, &err) < 0
+                      ? cli_fail("learn-prior", "--init: %s", err.msg)
+                  : pl_tag_distill(m, &o->d, &r, &err) < 0 ? cli_fail("learn-prior", "%s", err.msg)
+                                                           : CLI_EXIT_OK;
+    if (cli_ok(rc)) {
         json_t *doc = provenance(o, argc, argv, &r);
         rc = write_out(o, m, doc);
-        if (rc == CLI_EXIT_OK && o->json)
+        if (cli_ok(rc) && o->json)
             pl_json_print(doc, stdout);
         else {
-            if (rc == CLI_EXIT_OK)
+            if (cli_ok(rc))
                 printf("%s: %d searches on %d model(s) in %.0f s, %ld samples, loss %.3f -> %.3f; "
                        "%d search(es) skipped%s%s\n",
                        o->out, r.rounds, o->n_models, r.seconds, r.samples, r.first_loss,
@@ -268,10 +265,10 @@ static int learn(lp_opts *o, int argc, char **argv)
     return rc;
 }
 
-int cli_learn_prior(int argc, char **argv)
+cli_exit cli_learn_prior(int argc, char **argv)
 {
     lp_opts o;
-    int rc = parse(argc, argv, &o) < 0 ? CLI_EXIT_BAD_INPUT : learn(&o, argc, argv);
+    cli_exit rc = parse(argc, argv, &o) < 0 ? CLI_EXIT_BAD_INPUT : learn(&o, argc, argv);
     for (int i = 0; i < MAX_MODELS; i++)
         free(o.owned[i]);
     return rc;

@@ -14,8 +14,8 @@ static double measure(const pl_plan *p, void *user, pl_err *err)
     return pl_trial_measure_plan(m->w, m->x->g, m->x->c, p, &t, err) < 0 ? -1 : t;
 }
 
-int cli_measured_open(const char *verb, const cli_common *co, const cli_ctx *x, pl_place_opts *po,
-                      cli_measured *m)
+cli_exit cli_measured_open(const char *verb, const cli_common *co, const cli_ctx *x,
+                           pl_place_opts *po, cli_measured *m)
 {
     *m = (cli_measured){.x = x};
     pl_err err = {""};
@@ -32,7 +32,7 @@ int cli_measured_open(const char *verb, const cli_common *co, const cli_ctx *x, 
         return cli_fail(verb, "--measured: %s", err.msg);
     }
     po->measure = measure, po->measure_user = m;
-    return 0;
+    return CLI_EXIT_OK;
 }
 
 void cli_measured_close(cli_measured *m)

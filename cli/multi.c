@@ -75,22 +75,21 @@ typedef struct multi_ctx {
 static int split_algos(const char *v, multi_opts *o)
 {
     static char buf[1024];
-    if (!v || !*v || strlen(v) >= sizeof buf) return cli_fail("multi", "--algos wants a list"), -1;
+    if (!v || !*v || strlen(v) >= sizeof buf) return cli_error("multi", "--algos wants a list");
     snprintf(buf, sizeof buf, "%s", v);
     o->n_algos = 0;
     for (char *s = strtok(buf, ","); s; s = strtok(NULL, ",")) {
-        if (o->n_algos == MAX_ALGOS) return cli_fail("multi", "--algos: at most %d", MAX_ALGOS), -1;
+        if (o->n_algos == MAX_ALGOS) return cli_error("multi", "--algos: at most %d", MAX_ALGOS);
         if (!pl_multi_own_algo(s) && !pl_algo_find(s))
-            return cli_fail("multi",
-                            "--algos: unknown algorithm '%s' (talos, aswm, tsam, or one "
-                            "of `placer place --help`)",
-                            s),
-                   -1;
+            return cli_error("multi",
+                             "--algos: unknown algorithm '%s' (talos, aswm, tsam, or one "
+                             "of `placer place --help`)",
+                             s);
         for (int j = 0; j < o->n_algos; j++)
-            if (!strcmp(o->algos[j], s)) return cli_fail("multi", "--algos: '%s' twice", s), -1;
+            if (!strcmp(o->algos[j], s)) return cli_error("multi", "--algos: '%s' twice", s);
         o->algos[o->n_algos++] = s;
     }
-    if (!o->n_algos) return cli_fail("multi", "--algos wants a list"), -1;
+    if (!o->n_algos) return cli_error("multi", "--algos wants a list");
     return 0;
 }
 
@@ -100,9 +99,8 @@ static int parse_band(const char *v, pl_multi_opts *mo)
     double lo = v ? strtod(v, &end) : NAN, hi = NAN;
     if (v && *end == ',') hi = strtod(end + 1, &end);
     if (!v || *end || !(lo > 0) || !(hi > lo) || !isfinite(hi))
-        return cli_fail("multi", "--sv: '%s': give LO,HI with 0 < LO < HI (e.g. 0.5,2)",
-                        v ? v : ""),
-               -1;
+        return cli_error("multi", "--sv: '%s': give LO,HI with 0 < LO < HI (e.g. 0.5,2)",
+                         v ? v : "");
     mo->sv_lo = lo, mo->sv_hi = hi;
     return 0;
 }
@@ -112,9 +110,8 @@ static int parse_affinity(const char *v, pl_multi_opts *mo)
     char *end;
     double x = v ? strtod(v, &end) : NAN;
     if (!v || *end || !isfinite(x) || (x < 0 && x != -1))
-        return cli_fail("multi", "--affinity: '%s': give a number >= 0, or -1 (all together)",
-                        v ? v : ""),
-               -1;
+        return cli_error("multi", "--affinity: '%s': give a number >= 0, or -1 (all together)",
+                         v ? v : "");
     mo->affinity = x;
     return 0;
 }
@@ -128,7 +125,7 @@ static int own_opt(int argc, char **argv, int *i, multi_opts *o)
     if (cli_opt(argc, argv, i, "--algo", &v) || cli_opt(argc, argv, i, "--algos", &v))
         return split_algos(v, o) < 0 ? -1 : 1;
     if (cli_opt(argc, argv, i, "-o", &v)) {
-        if (!v) return cli_fail("multi", "-o wants a file"), -1;
+        if (!v) return cli_error("multi", "-o wants a file");
         return o->out = v, 1;
     }
     if (cli_opt(argc, argv, i, "--sv", &v)) return parse_band(v, &o->mo) < 0 ? -1 : 1;
@@ -136,7 +133,7 @@ static int own_opt(int argc, char **argv, int *i, multi_opts *o)
     if (cli_opt(argc, argv, i, "--tv", &v)) {
         pl_err err = {""};
         if (!v || pl_parse_quantity(v, PL_UNIT_SECONDS, &o->mo.tv_s, &err) < 0 || o->mo.tv_s < 0)
-            return cli_fail("multi", "--tv: '%s': give a time such as 10ms", v ? v : ""), -1;
+            return cli_error("multi", "--tv: '%s': give a time such as 10ms", v ? v : "");
         return 1;
     }
     if (cli_opt(argc, argv, i, "--positions", &v)) {
@@ -156,7 +153,7 @@ static int own_opt(int argc, char **argv, int *i, multi_opts *o)
         return o->ro.warmup = (int)n, 1;
     }
     if (cli_opt(argc, argv, i, "--cache", &v)) {
-        if (!v) return cli_fail("multi", "--cache wants a folder"), -1;
+        if (!v) return cli_error("multi", "--cache wants a folder");
         return o->ro.cache_dir = v, 1;
     }
     if (cli_opt(argc, argv, i, "--deadline", &v))
@@ -164,7 +161,7 @@ static int own_opt(int argc, char **argv, int *i, multi_opts *o)
     return 0;
 }
 
-static int parse(int argc, char **argv, multi_opts *o)
+static cli_exit parse(int argc, char **argv, multi_opts *o)
 {
     memset(o, 0, sizeof *o);
     pl_multi_opts_default(&o->mo);
@@ -172,7 +169,7 @@ static int parse(int argc, char **argv, multi_opts *o)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(help, stdout);
-            exit(CLI_EXIT_OK);
+            exit(CLI_EXIT_OK.status);
         }
         if (argv[i][0] != '-' || !argv[i][1]) {
             if (o->n_models == MAX_MODELS)
@@ -194,7 +191,7 @@ static int parse(int argc, char **argv, multi_opts *o)
             o->algos[o->n_algos++] = dflt[j];
     }
     o->po.contention = o->co.contention;
-    return 0;
+    return CLI_EXIT_OK;
 }
 
 /* ---- loading ---- */
@@ -232,7 +229,7 @@ static void ctx_close(multi_ctx *x)
     memset(x, 0, sizeof *x);
 }
 
-static int ctx_open(const multi_opts *o, multi_ctx *x)
+static cli_exit ctx_open(const multi_opts *o, multi_ctx *x)
 {
     memset(x, 0, sizeof *x);
     pl_err err = {""};
@@ -261,7 +258,7 @@ static int ctx_open(const multi_opts *o, multi_ctx *x)
             pl_cost_new(x->u, x->c, &params, (const pl_profile *const *)x->prof, x->n_prof, &err);
     if (!x->k || pl_multi_analyze(x->k, &o->mo, &x->a, &err) < 0)
         return ctx_close(x), cli_fail("multi", "%s", err.msg);
-    return 0;
+    return CLI_EXIT_OK;
 }
 
 /* ---- running the algorithms ---- */
@@ -459,25 +456,26 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
     return j;
 }
 
-static int write_doc(const char *path, json_t *doc)
+static cli_exit write_doc(const char *path, json_t *doc)
 {
     char *text = json_dumps(doc, JSON_INDENT(2));
     pl_err err = {""};
     int rc = text ? pl_out_write_file(path, text, strlen(text), &err) : -1;
     free(text);
     if (rc < 0) return cli_fail("multi", "-o %s: %s", path, err.msg[0] ? err.msg : "cannot write");
-    return 0;
+    return CLI_EXIT_OK;
 }
 
 /* ---- running for real ---- */
 
-static int run_real(const multi_ctx *x, const multi_opts *o, const row *r, pl_multi_run_result *res)
+static cli_exit run_real(const multi_ctx *x, const multi_opts *o, const row *r,
+                         pl_multi_run_result *res)
 {
     pl_err err = {""};
     if (!r->ok) return cli_fail("multi", "--run: %s found no plan: %s", r->algo, r->msg);
     if (pl_multi_run(x->models, o->models, x->n, x->u, x->c, x->k, r->plan, &o->ro, res, &err) < 0)
-        return cli_fail("multi", "--run: %s", err.msg);
-    return 0;
+        return cli_fail("multi", "--run: %s's plan was not measured: %s", r->algo, err.msg);
+    return CLI_EXIT_OK;
 }
 
 static void print_run(const multi_ctx *x, const row *r, const pl_multi_run_result *res)
@@ -496,7 +494,7 @@ static void print_run(const multi_ctx *x, const row *r, const pl_multi_run_resul
     pl_table_free(t);
 }
 
-static int status_of(const row *rows, int n)
+static cli_exit status_of(const row *rows, int n)
 {
     bool any_ok = false, any_fit = false;
     for (int i = 0; i < n; i++) {
@@ -507,13 +505,13 @@ static int status_of(const row *rows, int n)
     return any_fit ? CLI_EXIT_OK : CLI_EXIT_INFEASIBLE;
 }
 
-int cli_multi(int argc, char **argv)
+cli_exit cli_multi(int argc, char **argv)
 {
     multi_opts o;
-    if (parse(argc, argv, &o) != 0) return CLI_EXIT_BAD_INPUT;
+    if (!cli_ok(parse(argc, argv, &o))) return CLI_EXIT_BAD_INPUT;
     multi_ctx x;
-    int rc = ctx_open(&o, &x);
-    if (rc) return rc;
+    cli_exit rc = ctx_open(&o, &x);
+    if (!cli_ok(rc)) return rc;
     row rows[MAX_ALGOS];
     memset(rows, 0, sizeof rows);
     for (int i = 0; i < o.n_algos; i++) {
@@ -525,15 +523,15 @@ int cli_multi(int argc, char **argv)
     rc = status_of(rows, o.n_algos);
     pl_multi_run_result res = {0};
     bool ran = false;
-    if (o.run && rc != CLI_EXIT_BAD_INPUT) {
-        if (run_real(&x, &o, &rows[0], &res) < 0)
+    if (o.run && rc.status != CLI_EXIT_BAD_INPUT.status) {
+        if (!cli_ok(run_real(&x, &o, &rows[0], &res)))
             rc = CLI_EXIT_BAD_INPUT;
         else
             ran = true;
     }
     { /* every algorithm's row, failed ones with their error */
         json_t *doc = doc_json(&x, &o, rows, o.n_algos, ran ? &res : NULL);
-        if (o.out && write_doc(o.out, doc) < 0) rc = CLI_EXIT_BAD_INPUT;
+        if (o.out && !cli_ok(write_doc(o.out, doc))) rc = CLI_EXIT_BAD_INPUT;
         if (o.co.json)
             pl_json_print(doc, stdout);
         else {

@@ -157,12 +157,12 @@ typedef struct opts {
     bool verify;
 } opts;
 
-static int run(const cli_common *co, opts *o)
+static cli_exit run(const cli_common *co, opts *o)
 {
     cli_ctx x;
-    if (cli_ctx_open("optimize", co, &x)) return CLI_EXIT_BAD_INPUT;
+    if (!cli_ok(cli_ctx_open("optimize", co, &x))) return CLI_EXIT_BAD_INPUT;
     pl_err err = {""};
-    int status = 0;
+    cli_exit status = CLI_EXIT_OK;
     pl_rw_search_result r = {0};
     verify v = {0};
     pl_rw_model *m = pl_rw_load(co->model, &err);
@@ -258,7 +258,7 @@ static void *answer_bytes(const char *verb, cli_common *co, const char *dir, siz
     pl_rw_search_result r = {0};
     void *buf = NULL;
     if (!m || pl_sha256_file(co->model, model_sha, &err) < 0) {
-        cli_fail(verb, "--optimize: %s", err.msg);
+        cli_error(verb, "--optimize: %s", err.msg);
         goto done;
     }
     if (cli_cost_params(verb, co, (const pl_cluster *const *)&c, 1, &params) < 0) goto done;
@@ -272,7 +272,7 @@ static void *answer_bytes(const char *verb, cli_common *co, const char *dir, siz
     }
     double t0 = pl_now();
     if (pl_rw_search(m, &so, &r, &err) < 0) {
-        cli_fail(verb, "--optimize: %s", err.msg);
+        cli_error(verb, "--optimize: %s", err.msg);
         goto done;
     }
     buf = pl_rw_pack(r.best, len);
@@ -300,11 +300,10 @@ int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n)
     char dir[4096], sha[65], note[512] = "";
     pl_err err = {""};
     if (co->n_dims || co->n_shapes)
-        return cli_fail(verb, "--optimize with --dim/--input: not supported (the rewritten file "
-                              "must hold for every size the model takes)"),
-               -1;
+        return cli_error(verb, "--optimize with --dim/--input: not supported (the rewritten file "
+                               "must hold for every size the model takes)");
     if (pl_cache_dir("optimized", dir, sizeof dir, &err) < 0 || pl_mkdir_p(dir, &err) < 0)
-        return cli_fail(verb, "--optimize: %s", err.msg), -1;
+        return cli_error(verb, "--optimize: %s", err.msg);
     uint64_t len = 0;
     size_t got = 0;
     void *buf = pl_dist_rank() == 0 ? answer_bytes(verb, co, dir, &got, note, sizeof note) : NULL;
@@ -313,7 +312,7 @@ int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n)
         (len && pl_dist_rank() != 0 && !(buf = malloc(len))) ||
         (len && pl_dist_bcast(buf, len, 0) < 0)) {
         free(buf);
-        return cli_fail(verb, "--optimize: the MPI ranks' pool failed: %s", pl_dist_error()), -1;
+        return cli_error(verb, "--optimize: the MPI ranks' pool failed: %s", pl_dist_error());
     }
     if (!len) return -1; /* rank 0 said why */
     /* named by content: the same optimized model is one file however often it is made */
@@ -323,7 +322,7 @@ int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n)
     snprintf(path, n, "%s/%s", dir, name);
     int rc = pl_out_write_file(path, buf, len, &err);
     free(buf);
-    if (rc < 0) return cli_fail(verb, "--optimize: %s", err.msg), -1;
+    if (rc < 0) return cli_error(verb, "--optimize: %s", err.msg);
     fprintf(stderr, "placer %s: --optimize: %s; %s is placed\n", verb, note, path);
     co->model = path;
     return 0;
@@ -334,14 +333,13 @@ static int parse_alpha(const char *v, double *out)
     char *end = NULL;
     double a = v ? strtod(v, &end) : NAN;
     if (!v || end == v || *end || !isfinite(a) || a < 1 || a > 100)
-        return cli_fail("optimize", "--alpha: '%s': wants a number from 1 to 100 (e.g. 1.05)",
-                        v ? v : ""),
-               -1;
+        return cli_error("optimize", "--alpha: '%s': wants a number from 1 to 100 (e.g. 1.05)",
+                         v ? v : "");
     *out = a;
     return 0;
 }
 
-int cli_optimize(int argc, char **argv)
+cli_exit cli_optimize(int argc, char **argv)
 {
     /* profiles name the model file they were measured on; the candidates are other files */
     cli_common co = {.refuse = CLI_NO_CONTENTION | CLI_NO_PROFILE};
@@ -349,7 +347,8 @@ int cli_optimize(int argc, char **argv)
     const char *v;
     char local[4096];
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return fputs(help, stdout), CLI_EXIT_OK;
         int rc = cli_common_opt("optimize", argc, argv, &i, &co);
         if (rc < 0) return CLI_EXIT_BAD_INPUT;
         if (rc) continue;

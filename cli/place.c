@@ -100,7 +100,7 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     pl_json_print(o, stdout);
 }
 
-int cli_place(int argc, char **argv)
+cli_exit cli_place(int argc, char **argv)
 {
     cli_common co = {0};
     const char *algo = NULL, *out = NULL, *trace = NULL, *v;
@@ -108,7 +108,8 @@ int cli_place(int argc, char **argv)
     bool min_gain_given = false, measured = false, optimize = false;
     char optimized[4096];
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return fputs(help, stdout), CLI_EXIT_OK;
         int rc = cli_common_opt("place", argc, argv, &i, &co);
         if (rc < 0) return CLI_EXIT_BAD_INPUT;
         if (rc) continue;
@@ -175,9 +176,9 @@ int cli_place(int argc, char **argv)
     if (optimize && co.model && cli_optimize_first("place", &co, optimized, sizeof optimized))
         return CLI_EXIT_BAD_INPUT;
     cli_ctx x;
-    if (cli_ctx_open("place", &co, &x)) return CLI_EXIT_BAD_INPUT;
+    if (!cli_ok(cli_ctx_open("place", &co, &x))) return CLI_EXIT_BAD_INPUT;
     cli_measured m = {0};
-    if (measured && cli_measured_open("place", &co, &x, &po, &m)) {
+    if (measured && !cli_ok(cli_measured_open("place", &co, &x, &po, &m))) {
         cli_ctx_close(&x);
         return CLI_EXIT_BAD_INPUT;
     }
@@ -186,7 +187,7 @@ int cli_place(int argc, char **argv)
     pl_plan *p;
     pl_sim_result r;
     pl_err err = {""};
-    int status = 0;
+    cli_exit status = CLI_EXIT_OK;
     int rc = cli_run_algo(&x, a, &po, &so, &p, &r, &err);
     cli_progress("%s", "");
     if (rc < 0) {

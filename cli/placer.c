@@ -12,7 +12,7 @@
 
 static const struct {
     const char *name;
-    int (*run)(int argc, char **argv);
+    cli_exit (*run)(int argc, char **argv);
     const char *summary;
     bool pooled; /* splits its work over mpirun's ranks (docs/dist.md); else rank 0 runs it */
 } verbs[] = {
@@ -103,11 +103,11 @@ static void manual(void)
 }
 
 /* `placer VERB --help`: the verb's own synopsis and options, then what every verb shares. */
-static int verb_help(size_t k, int argc, char **argv)
+static cli_exit verb_help(size_t k, int argc, char **argv)
 {
     printf("NAME\n    placer %s - %s\n\nSYNOPSIS AND OPTIONS\n", verbs[k].name, verbs[k].summary);
     fflush(stdout);
-    int rc = verbs[k].run(argc, argv);
+    cli_exit rc = verbs[k].run(argc, argv);
     manual_tail();
     return rc;
 }
@@ -119,15 +119,29 @@ static bool wants_help(int argc, char **argv)
     return false;
 }
 
-int cli_fail(const char *verb, const char *fmt, ...)
+static void say(const char *verb, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     fprintf(stderr, "placer %s: ", verb);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+}
+
+cli_exit cli_fail(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say(verb, fmt, ap);
     va_end(ap);
     return CLI_EXIT_BAD_INPUT;
+}
+
+int cli_error(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say(verb, fmt, ap);
+    va_end(ap);
+    return -1;
 }
 
 void cli_print_warnings(const pl_graph *g)
@@ -152,23 +166,23 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value
     return true;
 }
 
-static int run(int argc, char **argv)
+static cli_exit run(int argc, char **argv)
 {
     pl_err err = {""};
     if (pl_learn_register(&err) < 0) /* the learned placers join the registry (learn.h) */
         return fprintf(stderr, "placer: %s\n", err.msg), CLI_EXIT_BAD_INPUT;
     if (argc < 2) return usage(stderr), CLI_EXIT_BAD_INPUT;
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return manual(), 0;
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return manual(), CLI_EXIT_OK;
     if (!strcmp(argv[1], "--version")) {
         printf("placer %s\n", PLACER_VERSION);
-        return 0;
+        return CLI_EXIT_OK;
     }
     for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++)
         if (!strcmp(argv[1], verbs[k].name)) {
             if (wants_help(argc - 1, argv + 1)) return verb_help(k, argc - 1, argv + 1);
             /* under mpirun, a verb that does not split its work runs once, on rank 0, rather
              * than N times writing the same files */
-            if (!verbs[k].pooled && pl_dist_rank() > 0) return 0;
+            if (!verbs[k].pooled && pl_dist_rank() > 0) return CLI_EXIT_OK;
             return verbs[k].run(argc - 1, argv + 1);
         }
     fprintf(stderr, "placer: unknown verb '%s'\n", argv[1]);
@@ -181,5 +195,5 @@ static int run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     pl_dist_init(&argc, &argv);
-    return pl_dist_finalize(run(argc, argv));
+    return pl_dist_finalize(run(argc, argv).status); /* the one place a cli_exit becomes an int */
 }

@@ -139,19 +139,20 @@ static void print_json(const prof_opts *o, const cli_ctx *x, int dev, const prof
     pl_json_print(root, stdout);
 }
 
-static int run(prof_opts *o)
+static cli_exit run(prof_opts *o)
 {
     cli_ctx x;
     char local[4096];
     if (!o->co.cluster && !(o->co.cluster = cli_local_cluster("profile", local, sizeof local)))
         return CLI_EXIT_BAD_INPUT;
-    if (cli_ctx_open("profile", &o->co, &x)) return CLI_EXIT_BAD_INPUT;
+    if (!cli_ok(cli_ctx_open("profile", &o->co, &x))) return CLI_EXIT_BAD_INPUT;
     int dev = pl_cluster_find(x.c, PROFILE_DEVICE);
     if (dev < 0) dev = 0;
     if (!o->device_model) o->device_model = x.c->devs[dev].model;
     pl_err err = {""};
     pl_ort_node_time *t = NULL;
-    int n = 0, status = 0;
+    int n = 0;
+    cli_exit status = CLI_EXIT_OK;
     prof_ops m = {0};
     if (measure(o, &t, &n, &err) < 0) {
         status = cli_fail("profile", "%s", err.msg);
@@ -171,14 +172,15 @@ static int run(prof_opts *o)
     return status;
 }
 
-int cli_profile(int argc, char **argv)
+cli_exit cli_profile(int argc, char **argv)
 {
     prof_opts o = {.repeat = 10, .co.refuse = CLI_NO_CONTENTION}; /* it measures, one device */
     const char *v;
     for (int i = 1; i < argc; i++) /* another verb in all but name: its own options */
         if (!strcmp(argv[i], "--collectives")) return cli_profile_collectives(argc, argv);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return fputs(help, stdout), CLI_EXIT_OK;
         if (cli_opt(argc, argv, &i, "-o", &v) || cli_opt(argc, argv, &i, "--output", &v)) {
             if (!v) return cli_fail("profile", "-o wants a file");
             o.out = v;

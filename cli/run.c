@@ -96,7 +96,7 @@ static int predict(const run_opts *o, const pl_split_manifest *m, prediction *p)
     cli_common co = o->co;
     co.model = m->model_path;
     cli_ctx x;
-    if (cli_ctx_open("run", &co, &x)) return -1;
+    if (!cli_ok(cli_ctx_open("run", &co, &x))) return -1;
     pl_err err = {""};
     pl_stages s = {0};
     pl_sim_result r = {0};
@@ -109,18 +109,18 @@ static int predict(const run_opts *o, const pl_split_manifest *m, prediction *p)
                                                       : 0};
     int rc = -1;
     if (sha && strcmp(sha, m->model_sha256))
-        cli_fail("run",
-                 "%s/manifest.json was split from a model with sha256 %s, but %s has %s: not "
-                 "the model this split was made from",
-                 o->dir, m->model_sha256, m->model_path, sha);
+        cli_error("run",
+                  "%s/manifest.json was split from a model with sha256 %s, but %s has %s: not "
+                  "the model this split was made from",
+                  o->dir, m->model_sha256, m->model_path, sha);
     else if (!plan || pl_split_stages_by(x.g, plan, m->cut, &s, &err) < 0 ||
              pl_simulate(x.k, plan, &so, &r, &err) < 0)
-        cli_fail("run", "%s", err.msg);
+        cli_error("run", "%s", err.msg);
     else if (s.n != m->n)
-        cli_fail("run",
-                 "%s cuts %s into %d stages, but %s/manifest.json has %d: not the plan "
-                 "this split was made from",
-                 o->plan, m->model_path, s.n, o->dir, m->n);
+        cli_error("run",
+                  "%s cuts %s into %d stages, but %s/manifest.json has %d: not the plan "
+                  "this split was made from",
+                  o->plan, m->model_path, s.n, o->dir, m->n);
     else {
         p->have = true, p->makespan_s = r.makespan_s;
         /* each stage as the simulator prices it: its ops as placed (fusion lost at cuts) and
@@ -143,7 +143,7 @@ static int predict(const run_opts *o, const pl_split_manifest *m, prediction *p)
     return rc;
 }
 
-static int measure(const run_opts *o, const pl_split_manifest *m, pl_ort_result *r)
+static cli_exit measure(const run_opts *o, const pl_split_manifest *m, pl_ort_result *r)
 {
     pl_err err = {""};
     pl_ort_opts oo = {.seed = o->seed, .int_high = o->int_high, .timeout_s = o->deadline_s};
@@ -155,7 +155,7 @@ static int measure(const run_opts *o, const pl_split_manifest *m, pl_ort_result 
         rc = pl_ort_run(w, o->repeat, o->warmup, r, &err);
     }
     pl_ort_stop(w);
-    return rc < 0 ? cli_fail("run", "%s: %s", o->dir, err.msg) : 0;
+    return rc < 0 ? cli_fail("run", "%s: %s", o->dir, err.msg) : CLI_EXIT_OK;
 }
 
 /* Distinct devices in manifest order; returns their count, dev[j] = stage j's device index. */
@@ -301,7 +301,7 @@ static void print_json(const run_opts *o, const pl_split_manifest *m, const pl_o
 }
 
 /* The median request as Chrome trace events: one track (tid) per device. */
-static int write_trace(const char *path, const pl_split_manifest *m, const pl_ort_result *r)
+static cli_exit write_trace(const char *path, const pl_split_manifest *m, const pl_ort_result *r)
 {
     const char **names = pl_calloc(m->n, sizeof *names);
     int *dev = pl_calloc(m->n, sizeof *dev), n = devices_of(m, names, dev), q = median_request(r);
@@ -322,21 +322,21 @@ static int write_trace(const char *path, const pl_split_manifest *m, const pl_or
     int rc = pl_json_save(t, path, JSON_INDENT(1), &err);
     json_decref(t);
     free(names), free(dev);
-    return rc < 0 ? cli_fail("run", "%s", err.msg) : 0;
+    return rc < 0 ? cli_fail("run", "%s", err.msg) : CLI_EXIT_OK;
 }
 
-static int run(run_opts *o)
+static cli_exit run(run_opts *o)
 {
     pl_split_manifest m;
     pl_err err = {""};
     if (pl_split_manifest_load(o->dir, &m, &err) < 0) return cli_fail("run", "%s", err.msg);
     prediction p = {0};
     pl_ort_result r = {0};
-    int status = o->plan && predict(o, &m, &p) < 0 ? CLI_EXIT_BAD_INPUT : 0;
-    if (status == 0) status = measure(o, &m, &r);
-    if (status == 0 && r.n_stages != m.n)
+    cli_exit status = o->plan && predict(o, &m, &p) < 0 ? CLI_EXIT_BAD_INPUT : CLI_EXIT_OK;
+    if (cli_ok(status)) status = measure(o, &m, &r);
+    if (cli_ok(status) && r.n_stages != m.n)
         status = cli_fail("run", "the worker ran %d stages, the manifest has %d", r.n_stages, m.n);
-    if (status == 0) {
+    if (cli_ok(status)) {
         stage_stats *s = stats_of(&r);
         if (o->co.json)
             print_json(o, &m, &r, s, &p);
@@ -382,17 +382,18 @@ static int parse(int argc, char **argv, run_opts *o)
             if (cli_count("run", "--int-high", v, 1, 2147483647, &x) < 0) return -1;
             o->int_high = (int)x;
         } else
-            return cli_fail("run", "unknown option '%s'\n%s", argv[i], help), -1;
+            return cli_error("run", "unknown option '%s'\n%s", argv[i], help);
     }
     return 0;
 }
 
-int cli_run(int argc, char **argv)
+cli_exit cli_run(int argc, char **argv)
 {
     run_opts o = {.repeat = 10, .warmup = 2, .seed = 1};
     char cache[4096];
     for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return fputs(help, stdout), CLI_EXIT_OK;
     if (parse(argc, argv, &o) < 0) return CLI_EXIT_BAD_INPUT;
     o.dir = o.co.model, o.co.model = NULL; /* the one positional argument is the folder */
     if (!o.dir)

@@ -349,7 +349,7 @@ static int make_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph
     return 0;
 }
 
-static int run(sl_args *a)
+static cli_exit run(sl_args *a)
 {
     pl_err err = {""};
     pl_load_opts lo = {.dims = (const char **)a->co.dims,
@@ -366,7 +366,7 @@ static int run(sl_args *a)
     pl_cost_params params;
     pl_sl_graph *sg = NULL, *raw = NULL;
     pl_sl_plan plans[PL_SL_ALGO_COUNT] = {0};
-    int status = CLI_EXIT_BAD_INPUT;
+    cli_exit status = CLI_EXIT_BAD_INPUT;
     if (cli_cost_params("serverless", &a->co, (const pl_cluster *const *)&pf->vcpu, 1, &params) < 0)
         goto out;
     if (codec_figures(g, pf, &params, a, &err) < 0 ||
@@ -416,7 +416,7 @@ static int run(sl_args *a)
             goto out;
         }
     }
-    status = 0;
+    status = CLI_EXIT_OK;
 out:
     for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
         pl_sl_plan_free(&plans[k]);
@@ -426,7 +426,7 @@ out:
     return status;
 }
 
-/* 0, 1 when help was printed, else an error was (cli_fail's status or -1). */
+/* 0, 1 when help was printed, -1 when an error was. */
 static int parse(int argc, char **argv, sl_args *a)
 {
     const char *v;
@@ -441,10 +441,11 @@ static int parse(int argc, char **argv, sl_args *a)
             a->dir = v;
         else if (cli_opt(argc, argv, &i, "--algo", &v)) {
             if (!v || (a->algo = pl_sl_algo_parse(v)) < 0)
-                return cli_fail("serverless", "--algo wants mopar, unsplit, uniform or latency-dp");
+                return cli_error("serverless",
+                                 "--algo wants mopar, unsplit, uniform or latency-dp");
         } else if (cli_opt(argc, argv, &i, "--codec", &v)) {
             int c = v ? pl_codec_parse(v) : -1;
-            if (c < 0) return cli_fail("serverless", "--codec wants none, fp16, zstd or ae");
+            if (c < 0) return cli_error("serverless", "--codec wants none, fp16, zstd or ae");
             a->so.codec = c;
         } else if (cli_opt(argc, argv, &i, "--ae-ratio", &v)) {
             long r;
@@ -454,14 +455,14 @@ static int parse(int argc, char **argv, sl_args *a)
             char *end = NULL;
             a->so.threshold = v ? strtod(v, &end) : -1;
             if (!v || *end || !(a->so.threshold >= 0 && a->so.threshold <= 1))
-                return cli_fail("serverless", "--threshold: '%s' is not a fraction in [0, 1]",
-                                v ? v : "");
+                return cli_error("serverless", "--threshold: '%s' is not a fraction in [0, 1]",
+                                 v ? v : "");
         } else if (cli_opt(argc, argv, &i, "--latency-slack", &v)) {
             char *end = NULL;
             a->so.latency_slack = v ? strtod(v, &end) : -1;
             if (!v || *end || !(a->so.latency_slack >= 0 && a->so.latency_slack <= 100))
-                return cli_fail("serverless", "--latency-slack: '%s' is not a fraction >= 0",
-                                v ? v : "");
+                return cli_error("serverless", "--latency-slack: '%s' is not a fraction >= 0",
+                                 v ? v : "");
         } else if (cli_opt(argc, argv, &i, "--trace", &v)) {
             if (cli_seconds("serverless", "--trace", v, &a->serve_o.duration_s) < 0) return -1;
             a->serve_o.period_s = a->serve_o.duration_s;
@@ -473,10 +474,10 @@ static int parse(int argc, char **argv, sl_args *a)
             char tail;
             if (!v || sscanf(v, "%lf:%lf%c", &lo, &hi, &tail) != 2 || !(lo > 0) || !(hi >= lo) ||
                 hi > 1e6)
-                return cli_fail("serverless",
-                                "--rps wants MIN:MAX, 0 < MIN <= MAX <= 1e6, not "
-                                "'%s'",
-                                v ? v : "");
+                return cli_error("serverless",
+                                 "--rps wants MIN:MAX, 0 < MIN <= MAX <= 1e6, not "
+                                 "'%s'",
+                                 v ? v : "");
             a->serve_o.rps_min = lo, a->serve_o.rps_max = hi;
         } else if (cli_opt(argc, argv, &i, "--cold-start", &v)) {
             if (v && !strcmp(v, "0"))
@@ -489,8 +490,8 @@ static int parse(int argc, char **argv, sl_args *a)
             a->run = true;
         else if (cli_opt(argc, argv, &i, "--store", &v)) {
             if (!v || strncmp(v, "redis://", 8))
-                return cli_fail("serverless", "--store wants redis://HOST:PORT, not '%s'",
-                                v ? v : "");
+                return cli_error("serverless", "--store wants redis://HOST:PORT, not '%s'",
+                                 v ? v : "");
             a->run_o.store_url = v;
         } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
             long n;
@@ -505,27 +506,27 @@ static int parse(int argc, char **argv, sl_args *a)
         else if (!strcmp(argv[i], "--no-elim"))
             a->so.no_elim = true;
         else
-            return cli_fail("serverless", "unknown option '%s'\n%s", argv[i], help);
+            return cli_error("serverless", "unknown option '%s'\n%s", argv[i], help);
     }
-    if (!a->co.model) return cli_fail("serverless", "which model? give MODEL\n%s", help);
+    if (!a->co.model) return cli_error("serverless", "which model? give MODEL\n%s", help);
     if (!a->platform)
-        return cli_fail("serverless",
-                        "which platform? give --platform P (examples in "
-                        "examples/platforms/)\n%s",
-                        help);
+        return cli_error("serverless",
+                         "which platform? give --platform P (examples in "
+                         "examples/platforms/)\n%s",
+                         help);
     if (a->serve && a->serve_o.duration_s * a->serve_o.rps_max > 5e7)
-        return cli_fail("serverless",
-                        "--trace %g s at up to %g requests a second is %.3g requests; the replay "
-                        "keeps each one's latency, so it takes at most 5e7 (a shorter --trace)",
-                        a->serve_o.duration_s, a->serve_o.rps_max,
-                        a->serve_o.duration_s * a->serve_o.rps_max);
+        return cli_error("serverless",
+                         "--trace %g s at up to %g requests a second is %.3g requests; the replay "
+                         "keeps each one's latency, so it takes at most 5e7 (a shorter --trace)",
+                         a->serve_o.duration_s, a->serve_o.rps_max,
+                         a->serve_o.duration_s * a->serve_o.rps_max);
     if (a->co.cluster || a->co.catalog)
-        return cli_fail("serverless", "a function's CPU is the platform's: no --cluster or "
-                                      "--catalog");
+        return cli_error("serverless", "a function's CPU is the platform's: no --cluster or "
+                                       "--catalog");
     return 0;
 }
 
-int cli_serverless(int argc, char **argv)
+cli_exit cli_serverless(int argc, char **argv)
 {
     sl_args a = {.co = {.refuse = CLI_NO_CONTENTION | CLI_NO_PROFILE},
                  .algo = -1,
@@ -540,7 +541,7 @@ int cli_serverless(int argc, char **argv)
                              .seed = 1},
                  .run_o = {.repeat = 10, .warmup = 2, .seed = 1}};
     a.so.threshold = 0.05;
-    int rc = parse(argc, argv, &a); /* 1: help printed; -1 or 2 (cli_fail's): refused */
-    if (rc) return rc == 1 ? 0 : CLI_EXIT_BAD_INPUT;
+    int rc = parse(argc, argv, &a); /* 1: help printed; -1: refused */
+    if (rc) return rc == 1 ? CLI_EXIT_OK : CLI_EXIT_BAD_INPUT;
     return run(&a);
 }

@@ -54,14 +54,15 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
     cli_print_links(x, r);
 }
 
-int cli_simulate(int argc, char **argv)
+cli_exit cli_simulate(int argc, char **argv)
 {
     cli_common co = {0};
     const char *plan_path = NULL, *trace = NULL, *v;
     bool per_edge = false;
     long requests = 0; /* simulate's own: the other verbs refuse --requests as unknown */
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return fputs(help, stdout), CLI_EXIT_OK;
         int rc = cli_common_opt("simulate", argc, argv, &i, &co);
         if (rc < 0) return CLI_EXIT_BAD_INPUT;
         if (rc) continue;
@@ -79,9 +80,9 @@ int cli_simulate(int argc, char **argv)
     }
     if (!plan_path) return cli_fail("simulate", "which plan? give --plan FILE\n%s", help);
     cli_ctx x;
-    if (cli_ctx_open("simulate", &co, &x)) return CLI_EXIT_BAD_INPUT;
+    if (!cli_ok(cli_ctx_open("simulate", &co, &x))) return CLI_EXIT_BAD_INPUT;
     pl_err err = {""};
-    int status = 0;
+    cli_exit status = CLI_EXIT_OK;
     pl_plan *p = pl_plan_load(plan_path, x.g, x.c, &err);
     pl_sim_opts so = {.contention = co.contention_set ? co.contention
                                     : p               ? p->contention
@@ -117,7 +118,7 @@ int cli_simulate(int argc, char **argv)
         pl_json_print(o, stdout);
     } else
         print_text(&x, p, &so, &r, why);
-    if (status == 0 && r.oom) status = CLI_EXIT_INFEASIBLE; /* cli.h: a plan that does not fit */
+    if (cli_ok(status) && r.oom) status = CLI_EXIT_INFEASIBLE; /* cli.h: a plan that does not fit */
     pl_sim_result_free(&r);
     pl_plan_free(p);
     cli_ctx_close(&x);

@@ -56,27 +56,27 @@ static void print_text(const cli_ctx *x, const pl_stages *s, const char *dir)
 }
 
 /* The manifest as written, read back: what --json prints is exactly what `placer run` reads. */
-static int print_json(const char *dir)
+static cli_exit print_json(const char *dir)
 {
     char *path = pl_malloc(strlen(dir) + 32);
     sprintf(path, "%s/manifest.json", dir);
     json_error_t e;
     json_t *m = json_load_file(path, JSON_PRESERVE_ORDER, &e);
-    int rc = m ? 0 : cli_fail("split", "%s: cannot read it back: %s", path, e.text);
+    cli_exit rc = m ? CLI_EXIT_OK : cli_fail("split", "%s: cannot read it back: %s", path, e.text);
     free(path);
     if (!m) return rc;
     json_object_set_new(m, "dir", json_string(dir));
     pl_json_print(m, stdout);
-    return 0;
+    return CLI_EXIT_OK;
 }
 
-static int run(const cli_common *co, const char *plan, const char *dir, pl_split_cut cut)
+static cli_exit run(const cli_common *co, const char *plan, const char *dir, pl_split_cut cut)
 {
     cli_ctx x;
-    if (cli_ctx_open("split", co, &x)) return CLI_EXIT_BAD_INPUT;
+    if (!cli_ok(cli_ctx_open("split", co, &x))) return CLI_EXIT_BAD_INPUT;
     pl_err err = {""};
     pl_stages s = {0};
-    int status = 0;
+    cli_exit status = CLI_EXIT_OK;
     const char **names = pl_malloc((size_t)x.c->n_devs * sizeof *names);
     for (int d = 0; d < x.c->n_devs; d++)
         names[d] = x.c->devs[d].name;
@@ -95,14 +95,15 @@ static int run(const cli_common *co, const char *plan, const char *dir, pl_split
     return status;
 }
 
-int cli_split(int argc, char **argv)
+cli_exit cli_split(int argc, char **argv)
 {
     /* a split follows the plan: nothing here is priced or simulated */
     cli_common co = {.refuse = CLI_NO_CONTENTION | CLI_NO_PROFILE | CLI_NO_COST_PARAMS};
     const char *plan = NULL, *dir = NULL, *v;
     pl_split_cut cut = PL_SPLIT_FEWEST;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return fputs(help, stdout), CLI_EXIT_OK;
         int rc = cli_common_opt("split", argc, argv, &i, &co);
         if (rc < 0) return CLI_EXIT_BAD_INPUT;
         if (rc) continue;

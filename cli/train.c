@@ -81,34 +81,32 @@ static int own_opt(int argc, char **argv, int *i, train_opts *o)
     if (cli_opt(argc, argv, i, "--algo", &v)) {
         for (int b = 0; b < B_PLACER && v; b++)
             if (!strcmp(v, bname[b])) return o->algo = v, 1;
-        return cli_fail("train", "--algo: '%s': give tag, dp, dp-p, horovod or heterog",
-                        v ? v : ""),
-               -1;
+        return cli_error("train", "--algo: '%s': give tag, dp, dp-p, horovod or heterog",
+                         v ? v : "");
     }
     if (cli_opt(argc, argv, i, "--placer", &v)) {
         if (!v || (strcmp(v, "none") && !pl_algo_find(v)))
-            return cli_fail("train", "--placer: '%s': a placer of `placer place --help`, or none",
-                            v ? v : ""),
-                   -1;
+            return cli_error("train", "--placer: '%s': a placer of `placer place --help`, or none",
+                             v ? v : "");
         return o->placer = v, 1;
     }
     if (cli_opt(argc, argv, i, "--prior", &v)) {
         if (!v || (strcmp(v, "uniform") && strcmp(v, "gnn")))
-            return cli_fail("train", "--prior: '%s': give uniform or gnn", v ? v : ""), -1;
+            return cli_error("train", "--prior: '%s': give uniform or gnn", v ? v : "");
         return o->gnn = !strcmp(v, "gnn"), 1;
     }
     if (cli_opt(argc, argv, i, "--prior-file", &v)) {
-        if (!v) return cli_fail("train", "--prior-file wants a file"), -1;
+        if (!v) return cli_error("train", "--prior-file wants a file");
         return o->prior_file = v, 1;
     }
     if (cli_opt(argc, argv, i, "-o", &v)) {
-        if (!v) return cli_fail("train", "-o wants a file"), -1;
+        if (!v) return cli_error("train", "-o wants a file");
         return o->out = v, 1;
     }
     return 0;
 }
 
-static int parse(int argc, char **argv, train_opts *o)
+static cli_exit parse(int argc, char **argv, train_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->algo = "tag", o->placer = "heft", o->max_groups = 60;
@@ -116,7 +114,7 @@ static int parse(int argc, char **argv, train_opts *o)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(help, stdout);
-            exit(CLI_EXIT_OK);
+            exit(CLI_EXIT_OK.status);
         }
         int r = own_opt(argc, argv, &i, o);
         if (r == 0) r = cli_common_opt("train", argc, argv, &i, &o->co);
@@ -126,7 +124,7 @@ static int parse(int argc, char **argv, train_opts *o)
     if (!o->co.model) return cli_fail("train", "which model? (placer train --help)");
     if (!o->co.cluster) return cli_fail("train", "which cluster? give --cluster FILE");
     if (o->prior_file && !o->gnn) return cli_fail("train", "--prior-file goes with --prior gnn");
-    return 0;
+    return CLI_EXIT_OK;
 }
 
 /* ---- running ---- */
@@ -358,11 +356,11 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
 /* ---- the verb ---- */
 
 /* TAG's GNN from --prior-file, else the shipped weights (made by `placer learn-prior`). */
-static int load_prior(train_opts *o, pl_tag_gnn **m)
+static cli_exit load_prior(train_opts *o, pl_tag_gnn **m)
 {
     char path[4096];
     pl_err err = {""};
-    if (!o->gnn) return 0;
+    if (!o->gnn) return CLI_EXIT_OK;
     if (o->prior_file)
         snprintf(path, sizeof path, "%s", o->prior_file);
     else if (pl_own_file("share/placer/priors/tag-gnn.weights", "models/priors/tag-gnn.weights",
@@ -374,11 +372,11 @@ static int load_prior(train_opts *o, pl_tag_gnn **m)
     *m = pl_tag_gnn_new(1);
     if (pl_tag_gnn_load(*m, path, &err) < 0) return cli_fail("train", "--prior gnn: %s", err.msg);
     o->so.prior = pl_tag_gnn_prior, o->so.prior_user = *m;
-    return 0;
+    return CLI_EXIT_OK;
 }
 
-static int load(const train_opts *o, pl_graph **fwd, pl_cluster **c, pl_train_graph **t,
-                pl_cost_params *params)
+static cli_exit load(const train_opts *o, pl_graph **fwd, pl_cluster **c, pl_train_graph **t,
+                     pl_cost_params *params)
 {
     pl_err err = {""};
     pl_load_opts lo = {.dims = (const char **)o->co.dims,
@@ -394,28 +392,28 @@ static int load(const train_opts *o, pl_graph **fwd, pl_cluster **c, pl_train_gr
         return CLI_EXIT_BAD_INPUT;
     pl_train_opts to = {.batch = o->batch};
     if (pl_train_graph_build(*fwd, &to, t, &err) < 0) return cli_fail("train", "%s", err.msg);
-    return 0;
+    return CLI_EXIT_OK;
 }
 
-int cli_train(int argc, char **argv)
+cli_exit cli_train(int argc, char **argv)
 {
     train_opts o;
-    if (parse(argc, argv, &o) != 0) return CLI_EXIT_BAD_INPUT;
+    if (!cli_ok(parse(argc, argv, &o))) return CLI_EXIT_BAD_INPUT;
     pl_graph *fwd = NULL;
     pl_cluster *c = NULL;
     pl_train_graph *t = NULL;
     pl_cost_params params;
     pl_tag_gnn *gnn = NULL;
-    int rc = load_prior(&o, &gnn);
-    if (rc == 0) rc = load(&o, &fwd, &c, &t, &params);
+    cli_exit rc = load_prior(&o, &gnn);
+    if (cli_ok(rc)) rc = load(&o, &fwd, &c, &t, &params);
     pl_train_ctx x;
     pl_err err = {""};
-    if (rc == 0 && pl_train_ctx_init(&x, t, c, &params, o.max_groups, &err) < 0)
+    if (cli_ok(rc) && pl_train_ctx_init(&x, t, c, &params, o.max_groups, &err) < 0)
         rc = cli_fail("train", "%s", err.msg);
     /* under mpirun the searches spread over the ranks (docs/dist.md, "train"); every rank
      * makes the same calls and gets the same answer, and rank 0 alone prints and writes */
     x.dist = true;
-    if (rc) {
+    if (!cli_ok(rc)) {
         pl_train_graph_free(t), pl_cluster_free(c), pl_graph_free(fwd), pl_tag_gnn_free(gnn);
         return rc;
     }

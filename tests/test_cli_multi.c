@@ -1,15 +1,19 @@
 /* test_cli_multi.c: `placer multi` as a user runs it (docs/multi.md): Talos's motivating
  * example in the JSON, the op -> device map per model, a model given twice as two tenants, the
- * document written atomically with -o, and bad input refused by name. */
+ * document written atomically with -o (and exit 2, the old file kept, when it cannot be), bad
+ * input refused by name, and every way `--run` can fail: exit 2 with its message, nothing left
+ * behind. */
 #include "testutil.h"
 
 #include "placer/common.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FIG1                                                                                       \
@@ -153,6 +157,126 @@ static void test_profile_applies_to_its_model(void **state)
     tu_expect_refusal(cmd, "that is none of the models given");
 }
 
+/* The text of a small file (static buffer). */
+static const char *slurp(const char *path)
+{
+    static char buf[256];
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("%s: %s", path, strerror(errno));
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Runs args (no file of it may grow past fsize bytes when fsize > 0: a full disk), which must
+ * exit 2 printing `what` and `needle`, and no sanitizer report; its output (free it). */
+static char *expect_fails(const char *args, long fsize, const char *what, const char *needle)
+{
+    char *out;
+    int rc = fsize > 0 ? tu_run_fsize(args, fsize, &out) : tu_run(args, &out);
+    if (rc != 2) fail_msg("exit %d, not 2: %s\n%s", rc, args, out);
+    assert_contains(out, what);
+    assert_contains(out, needle);
+    assert_null(strstr(out, "Sanitizer"));
+    return out;
+}
+
+/* -o that cannot be written (issue 27, item 2): exit 2 naming the file, and a file that was
+ * there is left as it was. The status used to be 0: write_doc's 2 was tested as `< 0`. */
+static void expect_not_written(const char *args, long fsize, const char *path, const char *needle)
+{
+    free(expect_fails(args, fsize, "placer multi: -o ", needle));
+    if (access(path, F_OK) == 0) assert_string_equal(slurp(path), "old\n");
+}
+
+static void test_output_unwritable(void **state)
+{
+    (void)state;
+    char dir[64], path[128], args[512];
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-multi-out"), 0);
+    snprintf(path, sizeof path, "%s/missing/plan.json", dir);
+    snprintf(args, sizeof args, FIG1 " --algo talos -o %s", path);
+    expect_not_written(args, 0, path, "No such file or directory");
+    /* a full disk: no file of the command may grow past 64 bytes (the document is ~3 KB) */
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs("old\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, FIG1 " --algo talos -o %s", path);
+    expect_not_written(args, 64, path, "File too large");
+    assert_string_equal(slurp(path), "old\n");
+    if (geteuid() != 0) { /* root writes into a read-only folder all the same */
+        chmod(dir, 0555);
+        expect_not_written(args, 0, path, "Permission denied");
+        chmod(dir, 0755);
+    } else
+        printf("  (read-only folder not tried: root may write into it)\n");
+    unlink(path);
+    tu_expect_empty_dir(dir); /* no temporary left beside it */
+    tu_rmtree(dir);
+}
+
+/* `multi --run` that fails (issue 27, item 1): exit 2 with the message saying the plan was not
+ * measured and why (it ended in SIGSEGV: run_real's status 2 was tested as `< 0` and the
+ * missing measurement read), and no folder left in TMPDIR. */
+#define RUN_LOCAL                                                                                  \
+    "multi models/rnnlm.onnx models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "     \
+    "--algos talos --run"
+
+static void expect_run_fails(const char *tmp, const char *args, const char *needle)
+{
+    char *out =
+        expect_fails(args, 0, "placer multi: --run: talos's plan was not measured: ", needle);
+    assert_null(strstr(out, "restarted")); /* it was not: the verb stops here */
+    free(out);
+    tu_expect_empty_dir(tmp);
+}
+
+static void test_run_failures(void **state)
+{
+    (void)state;
+    char tmp[64], dir[64], js[128], args[1024];
+    assert_int_equal(tu_tmpdir_begin(tmp, sizeof tmp, "placer-multi-tmp"), 0);
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-multi-run"), 0);
+    /* the documented cluster has GPUs: its plan cannot run on this machine's CPU */
+    expect_run_fails(tmp,
+                     "multi models/rnnlm.onnx models/gcn_cora.onnx --cluster "
+                     "examples/clusters/talos-1cpu-2gpu.json --algos talos --run",
+                     "is on 'gpu0', a gpu: only the cluster's CPU devices run on this machine");
+    /* no node to start the worker with */
+    setenv("PLACER_NODE", "/nonexistent/node", 1);
+    expect_run_fails(tmp, RUN_LOCAL, "cannot execute /nonexistent/node");
+    unsetenv("PLACER_NODE");
+    /* a cache folder that cannot be made (under a file), or written (read-only, not as root) */
+    char file[128];
+    snprintf(file, sizeof file, "%s/file", dir);
+    fclose(fopen(file, "w"));
+    snprintf(args, sizeof args, RUN_LOCAL " --cache %s/cache", file);
+    expect_run_fails(tmp, args, "cannot create the directory: Not a directory");
+    unlink(file);
+    if (geteuid() != 0) {
+        chmod(dir, 0555);
+        snprintf(args, sizeof args, RUN_LOCAL " --cache %s", dir);
+        expect_run_fails(tmp, args, "Permission denied");
+        chmod(dir, 0755);
+    }
+    /* a worker killed in the middle of the run, and one stopped (SIGSTOP) past the deadline */
+    tu_failing_worker(dir, "SIGKILL", js, sizeof js);
+    setenv("PLACER_ORT_WORKER", js, 1);
+    expect_run_fails(tmp, RUN_LOCAL, "onnxruntime worker died (signal 9) while running 'run'");
+    tu_expect_worker_gone(dir);
+    tu_failing_worker(dir, "SIGSTOP", js, sizeof js);
+    expect_run_fails(tmp, RUN_LOCAL " --deadline 1s",
+                     "stalled: nothing from it for 1 s in 'run' (before its first step), the "
+                     "deadline of one step (--deadline, $PLACER_ORT_DEADLINE); killed it; the "
+                     "answer to 'run' is lost");
+    tu_expect_worker_gone(dir);
+    unsetenv("PLACER_ORT_WORKER");
+    tu_rmtree(dir);
+    assert_int_equal(tu_tmpdir_end(tmp), 0);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -178,6 +302,8 @@ int main(void)
         cmocka_unit_test(test_fig1_table),
         cmocka_unit_test(test_model_twice),
         cmocka_unit_test(test_output_file),
+        cmocka_unit_test(test_output_unwritable),
+        cmocka_unit_test(test_run_failures),
         cmocka_unit_test(test_profile_applies_to_its_model),
         cmocka_unit_test(test_bad_input),
     };

@@ -1429,7 +1429,9 @@ static void test_verbs_refuse_invalid_models(void **state)
                            "compare %s %s --algos heft",
                            "split %s %s --plan /nonexistent.json -o /tmp/never",
                            "profile %s %s",
-                           "deploy %s --catalog catalogs/aws.json --slo 50ms"};
+                           "deploy %s --catalog catalogs/aws.json --slo 50ms",
+                           /* multi's union of models hid an empty one (issue 27) */
+                           "multi models/gcn_cora.onnx %s %s --algos heft"};
     for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++) {
         snprintf(args, sizeof args, verbs[k], stride0, cl);
         tu_expect_refusal(args, ": node 0 'conv' (Conv): strides[0] = 0");

@@ -10,7 +10,6 @@
 #include "placer/runtime.h"
 #include "placer/split.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -378,41 +377,6 @@ static void test_cli_run(void **state)
     if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
 }
 
-/* A worker that loads nothing and, asked to run or profile, writes its pid to dir/stopped.pid
- * and stops itself with SIGSTOP: a stalled worker, for the CLI. */
-static void write_stopping_worker(const char *dir, char *js, size_t n)
-{
-    snprintf(js, n, "%s/stopping.js", dir);
-    FILE *f = fopen(js, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "const say = (o) => console.log(JSON.stringify(o));\n"
-            "say({ok: true, ready: true});\n"
-            "require('readline').createInterface({input: process.stdin}).on('line', (l) => {\n"
-            "  const m = JSON.parse(l);\n"
-            "  if (m.op === 'load') return say({ok: true, id: m.id, loads: 1, load_s: 0});\n"
-            "  require('fs').writeFileSync('%s/stopped.pid', String(process.pid));\n"
-            "  process.kill(process.pid, 'SIGSTOP');\n"
-            "});\n",
-            dir);
-    fclose(f);
-}
-
-/* The pid the stopped worker wrote; it must be gone (killed and reaped, not left stopped). */
-static void expect_worker_gone(const char *dir)
-{
-    char path[128];
-    snprintf(path, sizeof path, "%s/stopped.pid", dir);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    int pid = 0;
-    assert_int_equal(fscanf(f, "%d", &pid), 1);
-    fclose(f);
-    assert_true(pid > 0);
-    assert_true(kill(pid, 0) < 0 && errno == ESRCH);
-    unlink(path);
-}
-
 /* `placer run` and `placer profile` with a worker that stalls (SIGSTOP) in the middle: a clear
  * error within the deadline (--deadline; $PLACER_ORT_DEADLINE for profile), exit 2, and the
  * stopped worker killed and reaped. Before, both waited for as long as the worker stayed
@@ -423,7 +387,7 @@ static void test_cli_stalled_worker(void **state)
     char dir[64], js[128], args[1024], *out;
     if (tu_mkdtemp(dir, sizeof dir, "placer-stall") < 0) fail_msg("mkdtemp failed");
     schedule_split(dir, NULL);
-    write_stopping_worker(dir, js, sizeof js);
+    tu_failing_worker(dir, "SIGSTOP", js, sizeof js);
     setenv("PLACER_ORT_WORKER", js, 1);
     snprintf(args, sizeof args, "run %s --deadline 2s --cache %s/inflated", dir, dir);
     assert_int_equal(tu_run(args, &out), 2);
@@ -431,7 +395,7 @@ static void test_cli_stalled_worker(void **state)
     assert_contains(out, "stalled: nothing from it for 2 s in 'run' (before its first step)");
     assert_contains(out, "killed it");
     free(out);
-    expect_worker_gone(dir);
+    tu_expect_worker_gone(dir);
     setenv("PLACER_ORT_DEADLINE", "2", 1);
     const char *was = getenv("PLACER_CACHE");
     char cache[4096] = "";
@@ -441,7 +405,7 @@ static void test_cli_stalled_worker(void **state)
     assert_contains(out, "placer profile: ");
     assert_contains(out, "stalled: nothing from it for 2 s in 'profile'");
     free(out);
-    expect_worker_gone(dir);
+    tu_expect_worker_gone(dir);
     unsetenv("PLACER_ORT_WORKER"), unsetenv("PLACER_ORT_DEADLINE");
     if (*cache)
         setenv("PLACER_CACHE", cache, 1);

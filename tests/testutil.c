@@ -228,6 +228,38 @@ void tu_expect_empty_dir(const char *dir)
     closedir(d);
 }
 
+void tu_failing_worker(const char *dir, const char *sig, char *js, size_t n)
+{
+    snprintf(js, n, "%s/failing.js", dir);
+    FILE *f = fopen(js, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "const say = (o) => console.log(JSON.stringify(o));\n"
+            "say({ok: true, ready: true});\n"
+            "require('readline').createInterface({input: process.stdin}).on('line', (l) => {\n"
+            "  const m = JSON.parse(l);\n"
+            "  if (m.op === 'load') return say({ok: true, id: m.id, loads: 1, load_s: 0});\n"
+            "  require('fs').writeFileSync('%s/failed.pid', String(process.pid));\n"
+            "  process.kill(process.pid, '%s');\n"
+            "});\n",
+            dir, sig);
+    fclose(f);
+}
+
+void tu_expect_worker_gone(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/failed.pid", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("%s: the fake worker was never asked to run", path);
+    int pid = 0;
+    assert_int_equal(fscanf(f, "%d", &pid), 1);
+    fclose(f);
+    assert_true(pid > 0);
+    if (!(kill(pid, 0) < 0 && errno == ESRCH)) fail_msg("the worker (pid %d) was left behind", pid);
+    unlink(path);
+}
+
 double tu_num(json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);

@@ -57,6 +57,13 @@ int tu_tmpdir_begin(char *buf, size_t n, const char *prefix);
 int tu_tmpdir_end(const char *dir);
 /* Fails the test naming the first entry of `dir`, when it has one. */
 void tu_expect_empty_dir(const char *dir);
+/* A fake onnxruntime worker (for PLACER_ORT_WORKER) written to dir/failing.js, its path into
+ * js: it loads nothing and, asked anything else (run, profile), writes its pid to
+ * dir/failed.pid and sends itself `sig`: "SIGSTOP" (a stalled worker) or "SIGKILL" (one
+ * that dies mid-request). */
+void tu_failing_worker(const char *dir, const char *sig, char *js, size_t n);
+/* The pid that worker wrote: it must be gone (killed and reaped, not left stopped). */
+void tu_expect_worker_gone(const char *dir);
 /* The edge index of tensor `tensor` read by op `dst` (finalized graph); fails when none. */
 int tu_edge(const pl_graph *g, const char *tensor, const char *dst);
 /* A task graph (placer-taskgraph/1 JSON text, named "t.json") that must load; and the cost

@@ -254,8 +254,9 @@ let current = null; // the request in flight on the device threads
 let reqSeq = 0;
 let finals = new Set(); // the loaded stages' outputs a request hands back (finalOutputs)
 
-// A device thread that dies takes the worker with it: placer sees the worker die, restarts it
-// and loads the stages again, so nothing is left half-loaded or orphaned.
+// A device thread that dies takes the worker with it: placer sees the worker die and fails the
+// request (a later request starts a fresh worker and loads the stages again), so nothing is
+// left half-loaded or orphaned.
 function threadDied(d, why) {
   process.stderr.write(`ort_worker: device thread '${d.name}' ${why}\n`);
   process.exit(4);

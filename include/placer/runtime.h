@@ -5,8 +5,9 @@
  * model (or a set of stages) once, the expensive part, then runs many timed requests over a
  * pipe, one JSON message per line each way. A worker that crashes, answers garbage or does not
  * finish a step of a request within its deadline (pl_ort_opts.timeout_s) is killed with its
- * process group (SIGKILL, reaped), restarted, and reported as an error naming its pid, the
- * request and how far it got. */
+ * process group (SIGKILL, reaped) and reported as an error naming its pid, the request and how
+ * far it got, and saying that the request's answer is lost. The next request, if any, starts a
+ * fresh worker with the same models loaded first. */
 #ifndef PLACER_RUNTIME_H
 #define PLACER_RUNTIME_H
 
@@ -46,7 +47,7 @@ typedef struct pl_ort_opts {
                             build/npm/node_modules in tree) */
     double timeout_s;    /* the deadline of one step of a request (starting, loading a model,
                             one inference request; docs/runtime.md, "Deadlines"), after which
-                            the worker is taken as stalled, killed and restarted; 0:
+                            the worker is taken as stalled and killed; 0:
                             $PLACER_ORT_DEADLINE, else 60 s plus 60 s per GB of the models */
     int threads;         /* intra-op threads per session; 0: 1 */
     bool no_optimize;    /* graph optimisation "disabled" instead of "all" */
@@ -84,7 +85,7 @@ void pl_ort_result_free(pl_ort_result *r);
 pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err);
 /* Loads models[0..n) as the stages of one request, in this order: a stage's inputs named like
  * an earlier stage's outputs are fed from them; the rest are random. Replaces what was loaded.
- * The worker keeps the paths so that it can load them again after a restart. */
+ * The worker keeps the paths so that a worker started again (runtime.h, top) loads them. */
 int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err);
 /* The same, with each stage on a device: devices[i] names stage i's device (NULL: as
  * pl_ort_load). Every device gets a thread of its own in the worker holding its stages'
@@ -99,8 +100,8 @@ int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devic
  * model given twice is two tenants); each tenant's random inputs come from a generator of its
  * own seeded with the options' seed, i.e. what it would get loaded alone; a request starts
  * every tenant at once, and returns each tenant's outputs (pl_ort_output::tenant). Stages of
- * one device run in the order given, whatever their tenant. Kept for a restart as the paths
- * are. */
+ * one device run in the order given, whatever their tenant. Kept for a worker started again
+ * as the paths are. */
 int pl_ort_load_tenants(pl_ort *w, const char *const *paths, const char *const *devices,
                         const int *tenants, int n, pl_err *err);
 /* Loads the split that pl_split_manifest_load read: every stage file inflated into cache_dir
@@ -197,7 +198,7 @@ int pl_ort_profile_optimized(pl_ort *w, const char *model, int repeat, pl_ort_no
 /* What the worker process counts: model loads and timed runs since it started. */
 int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err);
 int pl_ort_pid(const pl_ort *w);       /* the worker's process id (its process group too) */
-int pl_ort_restarts(const pl_ort *w);  /* how many times it was restarted */
+int pl_ort_restarts(const pl_ort *w);  /* how many times a request started it again */
 double pl_ort_load_s(const pl_ort *w); /* the last load's time, as the worker measured it */
 /* Asks the worker to quit, kills it if it does not within a second, reaps it. NULL is fine. */
 void pl_ort_stop(pl_ort *w);

@@ -110,7 +110,7 @@ pl_ort *pl_trial_ort_client(const pl_trial_worker *w);
  * folder (pl_make_temp_dir "placer-episode") removed on every path. -1 with err set when w is
  * not the ort worker, the plan does not match g and c, an op is on a device that is not a CPU
  * (only CPU devices run here, one thread each), or the worker fails: one that dies or stalls
- * past its deadline is killed and restarted (runtime.h) and the measurement fails, naming it;
+ * past its deadline is killed (runtime.h) and the measurement fails, naming it;
  * *latency_s is then INFINITY. Starts the worker if needed. */
 int pl_trial_measure_plan(pl_trial_worker *w, const pl_graph *g, const pl_cluster *c,
                           const pl_plan *p, double *latency_s, pl_err *err);

@@ -382,13 +382,8 @@ static pl_cost *cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_p
 {
     pl_cost_params def;
     if (!params) pl_cost_params_default(&def), params = &def;
-    /* Every verb that places or simulates starts here: a graph of no op would give a
-     * makespan of 0 and, to the cloud search, a latency of 0 it cannot model. */
-    if (!g->n_ops) {
-        pl_err_set(err, "%s: the graph has no operators; nothing to place",
-                   g->path ? g->path : g->name);
-        return NULL;
-    }
+    /* every verb that places or simulates starts here */
+    if (pl_graph_check_ops(g, err) < 0) return NULL;
     sha_hex *shas;
     if (pl_cost_params_check(params, err) < 0 ||
         tenant_shas(g, profiles, n_profiles, &shas, err) < 0)

@@ -94,6 +94,8 @@ pl_graph *pl_graph_union(pl_graph *const *gs, const char *const *names, int n, p
         return NULL;
     }
     for (int i = 0; i < n; i++)
+        if (pl_graph_check_ops(gs[i], err) < 0) return NULL;
+    for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++)
             if (!strcmp(names[i], names[j])) {
                 pl_err_set(err, "union of models: two tenants are named '%s'", names[i]);
@@ -119,4 +121,13 @@ pl_graph *pl_graph_union(pl_graph *const *gs, const char *const *names, int n, p
 int pl_graph_tenants(const pl_graph *g)
 {
     return g->n_tenants > 0 ? g->n_tenants : 1;
+}
+
+/* A graph of no op would give a makespan of 0 and, to the cloud search, a latency of 0 it
+ * cannot model; in a union it would be a tenant that completes at once. */
+int pl_graph_check_ops(const pl_graph *g, pl_err *err)
+{
+    if (g->n_ops) return 0;
+    return pl_err_set(err, "%s: the graph has no operators; nothing to place",
+                      g->path ? g->path : g->name);
 }

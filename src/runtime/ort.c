@@ -3,9 +3,11 @@
  *
  * Every request carries an id that the reply must repeat, so a stray line can never be taken
  * for the answer to a later request. When the worker dies, answers something that is not a
- * reply, or does not answer in time, the stream can no longer be trusted: the worker is killed,
- * started again with the same models loaded, and the request fails with a message that says
- * what happened. It is not retried: a trial whose worker crashed is not a measurement.
+ * reply, or does not answer in time, the stream can no longer be trusted: the worker is killed
+ * and the request fails with a message that says what happened and that its answer is lost.
+ * It is not retried: a trial whose worker crashed is not a measurement. The next request, if
+ * the caller makes one, starts a fresh worker with the same models loaded first; the failed
+ * request's message does not say "restarted", because most callers stop there (issue 27).
  *
  * "In time" is per step, not per request: the worker announces every step of a request (a
  * model loaded, one inference request done) with a progress line, and each step has the
@@ -26,13 +28,13 @@ struct pl_ort {
     ort_proc p;
     char *node, *script, *modules;
     pl_ort_opts o;
-    char **paths;   /* loaded models, reloaded after a restart */
+    char **paths;   /* loaded models, reloaded by the next request after the worker was lost */
     char **devices; /* their devices (NULL: one after the other on one thread) */
     int *tenants;   /* their tenants (NULL: all 0) */
     int n_paths;
     long next_id;
     int restarts;
-    bool restarting; /* a failure now is not restarted again */
+    bool restarting; /* starting (again): a failure now is not met by starting another */
     double load_s;
     double deadline_s;   /* of one step; 0: scaled to the models (step_deadline) */
     double loaded_bytes; /* of the loaded models' files: what a run's steps work on */
@@ -99,25 +101,34 @@ static int spawn(pl_ort *w, pl_err *err)
     return rc;
 }
 
-/* Ends the worker after a failure and starts a fresh one with the same models; appends what
- * happened to err. Once: a failure while restarting leaves the worker stopped. */
-static int restart(pl_ort *w, const char *how, pl_err *err)
+/* The worker is lost (died, stalled, broke the protocol): its process group is killed and
+ * reaped, and err says how, with its last stderr, and that the request's answer is lost. The
+ * worker is not started again here: the next request does it (revive), so that a caller that
+ * stops at this failure pays for no new worker and is told nothing untrue. */
+static int lost(pl_ort *w, const char *how, const char *what, pl_err *err)
 {
     char tail[ORT_TAIL], said[ORT_TAIL + 32] = "";
     ort_proc_tail(&w->p, tail, sizeof tail);
     ort_proc_end(&w->p, 0.2, NULL, 0);
     if (*tail) snprintf(said, sizeof said, " (its stderr: %.700s)", tail);
     if (w->restarting) return pl_err_set(err, "%s%s", how, said);
+    return pl_err_set(err, "%s%s; the answer to '%s' is lost", how, said, what);
+}
+
+/* Before a request to a worker that was lost: a fresh one with the same models loaded. */
+static int revive(pl_ort *w, pl_err *err)
+{
     pl_err e = {{0}};
-    w->restarts++, w->restarting = true;
+    w->restarting = true;
     int rc = spawn(w, &e);
     if (rc == 0 && w->n_paths)
         rc = pl_ort_load_tenants(w, (const char *const *)w->paths, (const char *const *)w->devices,
                                  w->tenants, w->n_paths, &e);
     w->restarting = false;
-    if (rc == 0) return pl_err_set(err, "%s%s; restarted", how, said);
+    if (rc == 0) return w->restarts++, 0;
     ort_proc_end(&w->p, 0, NULL, 0);
-    return pl_err_set(err, "%s%s; restarting it failed too: %.400s", how, said, e.msg);
+    return pl_err_set(
+        err, "onnxruntime worker: starting it again (it was lost before) failed: %.600s", e.msg);
 }
 
 /* A progress line of request `id` (see the top of the file): its step into step. */
@@ -129,7 +140,7 @@ static bool is_progress(json_t *r, long id, char *step, size_t n)
     return true;
 }
 
-/* The worker said nothing for a whole step: it is killed (restart() ends it with SIGKILL and
+/* The worker said nothing for a whole step: it is killed (lost() ends it with SIGKILL and
  * reaps it) and the message says which worker, which request and how far it got. */
 static void stalled(pl_ort *w, const char *what, const char *step, double deadline, pl_err *err)
 {
@@ -138,7 +149,7 @@ static void stalled(pl_ort *w, const char *what, const char *step, double deadli
              "onnxruntime worker (pid %d) stalled: nothing from it for %g s in '%s' (%s), the "
              "deadline of one step (--deadline, $PLACER_ORT_DEADLINE); killed it",
              (int)w->p.pid, deadline, what, step);
-    restart(w, msg, err);
+    lost(w, msg, what, err);
 }
 
 /* Reads the reply to `what` and checks that it is one: a JSON object with "ok", and our id.
@@ -154,7 +165,7 @@ static json_t *read_reply(pl_ort *w, long id, const char *what, double deadline,
             ort_proc_end(&w->p, 1.0, how, sizeof how); /* keeps the stderr tail */
             snprintf(msg, sizeof msg, "onnxruntime worker %s while running '%s' (%s)", how, what,
                      step);
-            restart(w, msg, err);
+            lost(w, msg, what, err);
             return NULL;
         }
         json_error_t je;
@@ -174,7 +185,7 @@ static json_t *read_reply(pl_ort *w, long id, const char *what, double deadline,
                  line);
         json_decref(r);
         free(line);
-        restart(w, msg, err);
+        lost(w, msg, what, err);
         return NULL;
     }
     free(line);
@@ -187,7 +198,7 @@ static int request(pl_ort *w, json_t *msg, const char *what, double bytes, json_
                    pl_err *err)
 {
     *reply = NULL;
-    if (w->p.pid <= 0 && (w->restarting || spawn(w, err) < 0)) return json_decref(msg), -1;
+    if (w->p.pid <= 0 && (w->restarting || revive(w, err) < 0)) return json_decref(msg), -1;
     long id = -1;
     if (msg) {
         id = ++w->next_id;
@@ -200,7 +211,7 @@ static int request(pl_ort *w, json_t *msg, const char *what, double bytes, json_
             char how[160], m[PL_ERR_MAX];
             ort_proc_end(&w->p, 1.0, how, sizeof how);
             snprintf(m, sizeof m, "onnxruntime worker %s before '%s' was sent", how, what);
-            return restart(w, m, err);
+            return lost(w, m, what, err);
         }
     }
     json_t *r = read_reply(w, id, what, step_deadline(w, bytes), err);
