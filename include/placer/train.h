@@ -208,11 +208,13 @@ int pl_train_fit(const pl_train_ctx *x, pl_train_strategy *s, pl_train_eval *e, 
 
 /* ---- search (src/train/mcts.c) ---- */
 
-/* One MCTS action for an op group: the device groups it uses (bit j: device group j) and its
- * option. placer enumerates, per op group, every option over the device-group sets "all",
- * "each one alone", "every group of one GPU model", and "the k fastest groups" (docs/train.md). */
+/* One MCTS action for an op group: the device groups it uses and its option. placer enumerates, per
+ * op group, every option over the device-group sets "all", "each one alone", "every group of one
+ * GPU model", and "the k fastest groups" (docs/train.md). */
 typedef struct pl_train_action {
-    uint64_t mask;
+    /* per device group j of the context (n_dgroups bytes, any number of groups): 1 when the
+     * action uses it, else 0; owned by the search (or the caller that made the action) */
+    const unsigned char *uses;
     pl_train_option option;
 } pl_train_action;
 

@@ -31,6 +31,7 @@ typedef struct search {
     const pl_train_ctx *x;
     const pl_train_search_opts *o;
     pl_train_action *acts;
+    unsigned char *uses; /* the actions' device-group sets */
     int n_acts;
     int *order; /* op groups, descending time */
     vertex *v;
@@ -49,20 +50,26 @@ typedef struct search {
 
 /* ---- actions ---- */
 
-static bool has_mask(const search *s, uint64_t m)
-{
-    for (int i = 0; i < s->n_acts; i += PL_OPT_COUNT)
-        if (s->acts[i].mask == m) return true;
-    return false;
-}
+/* The device-group sets of the actions, one byte per device group (a bit mask of a fixed width
+ * would stop at its width: 64 groups), each set kept once. */
+typedef struct sets {
+    int M, n, cap, cap_count;
+    unsigned char *uses; /* [k * M + j]: set k holds device group j */
+    int *count;          /* per set: its device groups, to compare only sets of one size */
+} sets;
 
-static void add_mask(search *s, uint64_t m, int *cap)
+static void add_set(sets *ss, const unsigned char *uses)
 {
-    if (!m || has_mask(s, m)) return;
-    for (int o = 0; o < PL_OPT_COUNT; o++) {
-        pl_grow((void **)&s->acts, cap, s->n_acts + 1, sizeof *s->acts);
-        s->acts[s->n_acts++] = (pl_train_action){m, (pl_train_option)o};
-    }
+    int c = 0, M = ss->M;
+    for (int j = 0; j < M; j++)
+        c += uses[j];
+    if (!c) return;
+    for (int k = 0; k < ss->n; k++)
+        if (ss->count[k] == c && !memcmp(ss->uses + (size_t)k * M, uses, (size_t)M)) return;
+    pl_grow((void **)&ss->uses, &ss->cap, (ss->n + 1) * M, 1);
+    pl_grow((void **)&ss->count, &ss->cap_count, ss->n + 1, sizeof *ss->count);
+    memcpy(ss->uses + (size_t)ss->n * M, uses, (size_t)M);
+    ss->count[ss->n++] = c;
 }
 
 static double group_speed(const pl_train_ctx *x, int j)
@@ -73,23 +80,10 @@ static double group_speed(const pl_train_ctx *x, int j)
     return sp;
 }
 
-/* All groups; each alone; each GPU model's groups; the k fastest for every k. */
-static void enumerate(search *s)
+/* Device groups in descending speed (ties in group order), malloc'd. */
+static int *by_speed(const pl_train_ctx *x)
 {
-    const pl_train_ctx *x = s->x;
-    int M = x->dg.n, cap = 0;
-    uint64_t all = M >= 64 ? ~0ull : (1ull << M) - 1;
-    add_mask(s, all, &cap);
-    for (int j = 0; j < M && j < 64; j++)
-        add_mask(s, 1ull << j, &cap);
-    for (int j = 0; j < M && j < 64; j++) {
-        uint64_t m = 0;
-        const char *model = x->c->devs[x->dg.dev[x->dg.off[j]]].model;
-        for (int k = 0; k < M && k < 64; k++)
-            if (!strcmp(x->c->devs[x->dg.dev[x->dg.off[k]]].model, model)) m |= 1ull << k;
-        add_mask(s, m, &cap);
-    }
-    int *by = pl_malloc((size_t)M * sizeof *by + 1);
+    int M = x->dg.n, *by = pl_malloc((size_t)M * sizeof *by + 1);
     for (int j = 0; j < M; j++)
         by[j] = j;
     for (int a = 1; a < M; a++)
@@ -97,10 +91,42 @@ static void enumerate(search *s)
             int t = by[b];
             by[b] = by[b - 1], by[b - 1] = t;
         }
-    uint64_t m = 0;
-    for (int k = 0; k < M && k < 64; k++)
-        add_mask(s, m |= 1ull << by[k], &cap);
-    free(by);
+    return by;
+}
+
+/* All groups; each alone; each GPU model's groups; the k fastest for every k. */
+static void enumerate(search *s)
+{
+    const pl_train_ctx *x = s->x;
+    int M = x->dg.n, cap = 0;
+    sets ss = {.M = M};
+    unsigned char *u = pl_malloc((size_t)M + 1);
+    memset(u, 1, (size_t)M);
+    add_set(&ss, u);
+    for (int j = 0; j < M; j++) {
+        memset(u, 0, (size_t)M);
+        u[j] = 1;
+        add_set(&ss, u);
+    }
+    for (int j = 0; j < M; j++) {
+        const char *model = x->c->devs[x->dg.dev[x->dg.off[j]]].model;
+        for (int k = 0; k < M; k++)
+            u[k] = !strcmp(x->c->devs[x->dg.dev[x->dg.off[k]]].model, model);
+        add_set(&ss, u);
+    }
+    int *by = by_speed(x);
+    memset(u, 0, (size_t)M);
+    for (int k = 0; k < M; k++) {
+        u[by[k]] = 1;
+        add_set(&ss, u);
+    }
+    free(by), free(u), free(ss.count);
+    s->uses = ss.uses; /* the actions point into it: complete before they are made */
+    for (int k = 0; k < ss.n; k++)
+        for (int o = 0; o < PL_OPT_COUNT; o++) {
+            pl_grow((void **)&s->acts, &cap, s->n_acts + 1, sizeof *s->acts);
+            s->acts[s->n_acts++] = (pl_train_action){ss.uses + (size_t)k * M, (pl_train_option)o};
+        }
 }
 
 /* The strategy of a path of `depth` actions, completed: the undecided groups take the first
@@ -133,6 +159,25 @@ static int new_vertex(search *s)
     return s->n_v++;
 }
 
+/* A learned prior's values are used as they come only when they are probabilities: a NaN
+ * (weights that overflow) makes every PUCT score NaN and no action is selected. */
+static int check_priors(const search *s, const vertex *v, int group, pl_err *err)
+{
+    double sum = 0;
+    for (int a = 0; a < s->n_acts; a++) {
+        if (!(v->G[a] >= 0 && v->G[a] <= 1 + 1e-6))
+            return pl_err_set(err,
+                              "train: MCTS: the prior gave op group %d's action %d the value %g, "
+                              "not a probability (unusable prior weights?)",
+                              group, a, v->G[a]);
+        sum += v->G[a];
+    }
+    if (!(sum > 0))
+        return pl_err_set(err, "train: MCTS: the prior gave op group %d's actions no weight at all",
+                          group);
+    return 0;
+}
+
 /* A prior fn reads the simulator's feedback on the vertex's completed strategy: the iteration
  * that expanded the vertex kept it; the root (and a vertex whose evaluation came from the
  * cache) is evaluated here. */
@@ -157,9 +202,11 @@ static int set_priors(search *s, int vi, const int *path, int depth, pl_err *err
     pl_train_strategy_free(partial);
     pl_train_eval_free(&v->fb);
     v->has_fb = false, v->priors_set = true;
-    return 0;
+    return check_priors(s, v, s->order[depth], err);
 }
 
+/* The action of vertex vi with the highest PUCT score (ties at random), or -1 when no score
+ * is a number (the priors or the values went NaN): the caller stops the search, saying so. */
 static int select_action(search *s, int vi)
 {
     vertex *v = &s->v[vi];
@@ -237,6 +284,13 @@ static int iterate(search *s, int it, pl_err *err)
     while (depth < G) {
         if ((rc = set_priors(s, vi, path, depth, err)) < 0) break;
         int a = select_action(s, vi);
+        if (a < 0) {
+            rc = pl_err_set(err,
+                            "train: MCTS: no action of op group %d could be selected (every PUCT "
+                            "score is NaN)",
+                            s->order[depth]);
+            break;
+        }
         path[depth] = a, vs[depth] = vi;
         depth++;
         if (s->v[vi].child[a] < 0) {
@@ -315,19 +369,21 @@ static int refine(search *s, pl_train_search_result *r, pl_err *err)
     int M = x->dg.n, fastest = 0;
     for (int j = 1; j < M; j++)
         if (group_speed(x, j) > group_speed(x, fastest)) fastest = j;
-    uint64_t all = M >= 64 ? ~0ull : (1ull << M) - 1;
-    pl_train_action alt[3] = {{all, PL_OPT_ALLREDUCE},
-                              {all, PL_OPT_PS},
-                              {1ull << (fastest < 64 ? fastest : 0), PL_OPT_MP}};
+    unsigned char *all = pl_malloc((size_t)M), *one = pl_calloc((size_t)M, 1);
+    memset(all, 1, (size_t)M);
+    one[fastest] = 1;
+    pl_train_action alt[3] = {{all, PL_OPT_ALLREDUCE}, {all, PL_OPT_PS}, {one, PL_OPT_MP}};
     pl_train_strategy *st[2] = {s->best, complete(s, NULL, 0)};
     pl_train_eval e;
     if (pl_train_evaluate(x, st[1], &e, err) < 0) {
         pl_train_strategy_free(st[1]);
+        free(all), free(one);
         return -1;
     }
     double t[2] = {s->best_s, e.oom ? INFINITY : e.iteration_s};
     pl_train_eval_free(&e);
     int n = tr_greedy(x, st, t, 2, 3, put_action, alt, 1e-9, err);
+    free(all), free(one);
     if (n >= 0) s->refined += n;
     r->refined_mcts_s = t[0], r->refined_root_s = t[1];
     s->best_s = t[0]; /* st[0] is s->best, improved in place */
@@ -374,7 +430,7 @@ static void search_free(search *s)
     }
     for (int i = 0; i < s->n_seen; i++)
         free(s->seen_key[i]);
-    free(s->v), free(s->acts), free(s->order), free(s->seen_t), free(s->seen_key);
+    free(s->v), free(s->acts), free(s->uses), free(s->order), free(s->seen_t), free(s->seen_key);
     pl_strmap_free(&s->seen);
 }
 
