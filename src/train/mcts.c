@@ -40,6 +40,7 @@ typedef struct search {
     pl_train_strategy *best;
     double best_s;
     int beat_dp_at;
+    int iterations; /* run */
     uint64_t rng;
     pl_strmap seen; /* completed strategies already evaluated: their time */
     double *seen_t;
@@ -435,7 +436,7 @@ static void search_free(search *s)
 }
 
 /* DP-NCCL first: the baseline of the reward and the answer when nothing beats it. */
-static int start(search *s, pl_train_search_result *r, pl_err *err)
+static int start(search *s, pl_err *err)
 {
     pl_train_strategy *dp = pl_train_dp(s->x, false, false);
     pl_train_eval e;
@@ -443,10 +444,35 @@ static int start(search *s, pl_train_search_result *r, pl_err *err)
         pl_train_strategy_free(dp);
         return -1;
     }
-    s->dp_s = r->dp_s = e.oom ? INFINITY : e.iteration_s;
+    s->dp_s = e.oom ? INFINITY : e.iteration_s;
     pl_train_eval_free(&e);
     s->best = dp, s->best_s = s->dp_s;
     return 0;
+}
+
+/* Tree `r` of n (its seed and its share of the iterations; r = 0, n = 1 alone) into s, which
+ * the caller frees (search_free, and s->best): from the root to the budget, then its
+ * vertices reported. `own`: this process's own tree, which reports progress and vertices; a
+ * lost rank's tree grown again on rank 0 does neither. */
+static int grow(const pl_train_ctx *x, const pl_train_search_opts *o, int r, int n, bool own,
+                search *s, pl_err *err)
+{
+    double t0 = pl_now();
+    *s = (search){
+        .x = x, .o = o, .beat_dp_at = -1, .best_s = INFINITY, .rng = tr_tree_seed(o->seed, r)};
+    pl_strmap_init(&s->seen);
+    enumerate(s);
+    s->order = pl_train_group_order(x);
+    new_vertex(s);
+    int rc = start(s, err), budget = tr_tree_budget(o, r, n), it = 0;
+    for (; rc == 0 && it < budget; it++) {
+        if (o->time_s > 0 && pl_now() - t0 > o->time_s) break;
+        rc = iterate(s, it + 1, err);
+        if (own && o->progress) o->progress(it + 1, s->best_s, s->dp_s, o->progress_user);
+    }
+    s->iterations = it;
+    if (rc == 0 && own && o->on_vertex) report_vertices(s);
+    return rc;
 }
 
 /* ---- root parallelism (docs/dist.md, "train") ---- */
@@ -481,43 +507,81 @@ int tr_merge_trees(const tr_tree *all, int n, tr_tree *sum, pl_err *err)
     return w;
 }
 
-static void own_tree(int item, void *out, void *user)
+/* The trees' map: this rank's own outcome, and the strategies of lost ranks' trees grown
+ * again here. */
+typedef struct trees {
+    const pl_train_ctx *x;
+    const pl_train_search_opts *o;
+    tr_tree own;
+    pl_train_strategy **regrown; /* per item (rank): its tree's best, grown here; else NULL */
+} trees;
+
+static void tree_item(int item, void *out, void *user)
 {
-    /* item r runs on rank r (dist.h: i % size); a lost rank's item, run on rank 0, has no
-     * tree (its search is gone with it): no iterations, no best */
-    if (item == pl_dist_rank())
-        memcpy(out, user, sizeof(tr_tree));
+    trees *t = user;
+    tr_tree *tt = out;
+    /* item r runs on rank r (dist.h: i % size): its own tree */
+    if (item == pl_dist_rank()) {
+        memcpy(tt, &t->own, sizeof *tt);
+        return;
+    }
+    /* a lost rank's item, run on rank 0: its search is gone with it, so its tree is grown again
+     * here from the root with its seed and share, the tree it would have grown */
+    search s;
+    pl_err err = {""};
+    int rc = grow(t->x, t->o, item, pl_dist_size(), false, &s, &err);
+    *tt = (tr_tree){s.best_s, s.iterations, s.beat_dp_at, rc == 0, "", pl_dist_rank()};
+    if (rc < 0)
+        snprintf(tt->msg, sizeof tt->msg, "%s", err.msg);
     else
-        *(tr_tree *)out = (tr_tree){.best_s = INFINITY, .beat_dp_at = -1, .ok = 1};
+        t->regrown[item] = s.best, s.best = NULL;
+    pl_train_strategy_free(s.best);
+    search_free(&s);
 }
 
-/* Every rank's tree's outcome to every rank (tr_merge_trees); the winner's rank broadcasts its
- * strategy, which becomes every rank's best. A rank's failure (rc < 0) fails them all with its
- * message, so that no rank is left waiting in the refinement's maps. */
-static int merge_trees(search *s, pl_train_search_result *r, int rc, pl_err *err)
+/* The winner w's strategy from `root`, the rank holding it (`held` there when it is a tree
+ * grown again, else s->best), into every rank's s->best. 0 or -1. */
+static int bcast_best(search *s, int w, int root, pl_train_strategy *held)
 {
     const pl_train_ctx *x = s->x;
-    int n = pl_dist_size(), me = pl_dist_rank();
-    tr_tree own = {s->best_s, r->iterations, s->beat_dp_at, rc == 0, ""}, sum;
-    if (rc < 0) snprintf(own.msg, sizeof own.msg, "%s", err->msg);
-    tr_tree *all = pl_malloc((size_t)n * sizeof *all);
-    int w = tr_map(x, n, own_tree, all, sizeof *all, &own);
-    if (w < 0)
-        pl_err_set(err, "train: gathering the MCTS trees from the MPI ranks failed: %s",
-                   pl_dist_error());
-    if (w == 0) w = tr_merge_trees(all, n, &sum, err);
-    free(all);
-    if (w < 0) return -1;
+    int me = pl_dist_rank();
     size_t bytes = tr_strategy_bytes(x);
     unsigned char *buf = pl_malloc(bytes);
-    if (me == w) tr_strategy_pack(x, s->best, buf);
-    rc = pl_dist_bcast(buf, bytes, w);
+    if (me == root) tr_strategy_pack(x, w == me ? s->best : held, buf);
+    int rc = pl_dist_bcast(buf, bytes, root);
     if (rc == 0 && me != w) {
         pl_train_strategy_free(s->best);
         s->best = tr_strategy_unpack(x, buf);
     }
     free(buf);
-    r->iterations = sum.iterations, s->beat_dp_at = sum.beat_dp_at, s->best_s = sum.best_s;
+    return rc;
+}
+
+/* Every rank's tree's outcome to every rank (tr_merge_trees); the rank holding the winner's
+ * strategy (its own rank, or rank 0 when it grew a lost rank's tree again) broadcasts it, and
+ * it becomes every rank's best. A rank's failure (rc < 0) fails them all with its message, so
+ * that no rank is left waiting in the refinement's maps. */
+static int merge_trees(search *s, int rc, pl_err *err)
+{
+    const pl_train_ctx *x = s->x;
+    int n = pl_dist_size(), me = pl_dist_rank();
+    trees t = {x, s->o, {s->best_s, s->iterations, s->beat_dp_at, rc == 0, "", me}, NULL};
+    if (rc < 0) snprintf(t.own.msg, sizeof t.own.msg, "%s", err->msg);
+    t.regrown = pl_calloc((size_t)n, sizeof *t.regrown);
+    tr_tree *all = pl_malloc((size_t)n * sizeof *all), sum;
+    int w = tr_map(x, n, tree_item, all, sizeof *all, &t);
+    if (w < 0)
+        pl_err_set(err, "train: gathering the MCTS trees from the MPI ranks failed: %s",
+                   pl_dist_error());
+    if (w == 0) w = tr_merge_trees(all, n, &sum, err);
+    int root = w >= 0 ? all[w].held_by : -1;
+    free(all);
+    if (w >= 0) rc = bcast_best(s, w, root, t.regrown[w]);
+    for (int k = 0; k < n; k++)
+        pl_train_strategy_free(t.regrown[k]);
+    free(t.regrown);
+    if (w < 0) return -1;
+    s->iterations = sum.iterations, s->beat_dp_at = sum.beat_dp_at, s->best_s = sum.best_s;
     return rc < 0 ? pl_err_set(err,
                                "train: broadcasting the best strategy to the MPI ranks failed: %s",
                                pl_dist_error())
@@ -533,28 +597,13 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     if (!o) o = &dflt;
     memset(r, 0, sizeof *r);
     double t0 = pl_now();
-    search s = {.x = x,
-                .o = o,
-                .beat_dp_at = -1,
-                .best_s = INFINITY,
-                .rng = tr_tree_seed(o->seed, x->dist ? pl_dist_rank() : 0)};
-    pl_strmap_init(&s.seen);
-    enumerate(&s);
-    s.order = pl_train_group_order(x);
-    new_vertex(&s);
+    search s;
+    int rc = x->dist ? grow(x, o, pl_dist_rank(), pl_dist_size(), true, &s, err)
+                     : grow(x, o, 0, 1, true, &s, err);
+    r->dp_s = s.dp_s;
     r->refined_mcts_s = r->refined_root_s = INFINITY;
-    int rc = start(&s, r, err);
-    int budget =
-        x->dist ? tr_tree_budget(o, pl_dist_rank(), pl_dist_size()) : tr_tree_budget(o, 0, 1);
-    int it = 0;
-    for (; rc == 0 && it < budget; it++) {
-        if (o->time_s > 0 && pl_now() - t0 > o->time_s) break;
-        rc = iterate(&s, it + 1, err);
-        if (o->progress) o->progress(it + 1, s.best_s, s.dp_s, o->progress_user);
-    }
-    r->iterations = it;
-    if (rc == 0 && o->on_vertex) report_vertices(&s);
-    if (x->dist) rc = merge_trees(&s, r, rc, err);
+    if (x->dist) rc = merge_trees(&s, rc, err);
+    r->iterations = s.iterations;
     r->iterations_to_beat_dp = s.beat_dp_at;
     r->mcts_s = s.best_s;
     if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, r, err);

@@ -61,6 +61,8 @@ typedef struct tr_tree {
     int beat_dp_at; /* its first iteration faster than DP-NCCL; -1: none */
     int ok;         /* 0: the tree failed, with msg */
     char msg[PL_ERR_MAX];
+    int held_by; /* the rank holding its strategy: its own, or rank 0 when the tree's rank was
+                    lost and rank 0 grew it again */
 } tr_tree;
 /* The merge of n trees in rank order: returns the rank whose strategy is kept (the fastest;
  * ties: the lowest rank), with sum holding its best_s, the iterations summed and the earliest
