@@ -606,9 +606,14 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     r->iterations = s.iterations;
     r->iterations_to_beat_dp = s.beat_dp_at;
     r->mcts_s = s.best_s;
+    /* the best starts as DP-NCCL and is replaced only by a faster strategy */
+    r->found_by = s.best_s < s.dp_s ? PL_FOUND_MCTS : PL_FOUND_DP;
     if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, r, err);
+    if (s.best_s < r->mcts_s) r->found_by = PL_FOUND_REFINE;
     r->refine_evaluations = s.refined;
     if (rc == 0 && !o->no_sfb && isfinite(s.best_s)) rc = apply_sfb(&s, r, err);
+    if (r->sfb_applied) r->found_by = PL_FOUND_SFB;
+    if (!isfinite(s.best_s)) r->found_by = PL_FOUND_FALLBACK; /* nothing fitted: fit splits it */
     if (rc == 0) rc = pl_train_fit(x, s.best, &r->eval, err);
     if (rc == 0) r->best = s.best, s.best = NULL;
     pl_train_strategy_free(s.best);
