@@ -136,6 +136,12 @@ static void test_dist_one_process_same(void **state)
     assert_int_equal(a.sfb_applied + a.sfb_rejected, b.sfb_applied + b.sfb_rejected);
     assert_int_equal(a.iterations, 6);
     assert_int_equal(b.iterations, 6);
+    /* which part found the answer: the same both ways, and the last that improved it */
+    assert_int_equal(a.found_by, b.found_by);
+    if (a.refined_mcts_s < a.mcts_s || a.refined_root_s < a.mcts_s)
+        assert_true(a.found_by == PL_FOUND_REFINE || a.found_by == PL_FOUND_SFB);
+    else
+        assert_true(a.found_by == (a.mcts_s < a.dp_s ? PL_FOUND_MCTS : PL_FOUND_DP));
     assert_memory_equal(a.best->P, b.best->P, 4);
     assert_memory_equal(a.best->O, b.best->O, 2 * sizeof *a.best->O);
     assert_memory_equal(ha->P, hb->P, 4);
