@@ -520,13 +520,18 @@ int cli_train(int argc, char **argv)
     int best = recommend(b), chosen = o.algo_given || best < 0 ? B_TAG : best;
     for (int k = 0; o.algo_given && k < B_PLACER; k++)
         if (!strcmp(o.algo, bname[k])) chosen = k;
-    rc = !b[chosen].ok
+    /* TAG's search failing (unusable prior weights, a lost rank's strategy) is the verb's
+     * failure even when a baseline fits: its answer would hide it */
+    bool tag_failed = !b[B_TAG].ok && !strstr(b[B_TAG].msg, "does not fit");
+    int failed = tag_failed ? B_TAG : chosen;
+    rc = tag_failed ? CLI_EXIT_BAD_INPUT
+         : !b[chosen].ok
              ? (strstr(b[chosen].msg, "does not fit") ? CLI_EXIT_INFEASIBLE : CLI_EXIT_BAD_INPUT)
          : b[chosen].e.oom ? CLI_EXIT_INFEASIBLE
                            : CLI_EXIT_OK;
     json_t *doc = NULL;
     if (pl_dist_rank() != 0) goto done;
-    if (!b[chosen].ok) fprintf(stderr, "placer train: %s: %s\n", bname[chosen], b[chosen].msg);
+    if (!b[failed].ok) fprintf(stderr, "placer train: %s: %s\n", bname[failed], b[failed].msg);
     doc = doc_json(&x, &o, b, &sr, chosen);
     if (o.out) {
         char *text = json_dumps(doc, JSON_INDENT(2));

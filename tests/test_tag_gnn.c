@@ -446,9 +446,8 @@ static void test_nan_prior_stops_search(void **state)
     tu_dense_free(&f);
 }
 
-/* Weights with one finite but huge value (3e38): saved as they are, refused on load with the
- * file, the parameter and the element; the model keeps its weights. */
-static const char *huge_weights(float w)
+/* Weights with one finite but huge value (3e38), or all of them +-w: saved as they are. */
+static const char *huge_weights(float w, bool all)
 {
     static char path[] = "/tmp/tag-gnn-huge-XXXXXX";
     snprintf(path, sizeof path, "/tmp/tag-gnn-huge-XXXXXX");
@@ -458,16 +457,21 @@ static const char *huge_weights(float w)
     pl_tag_gnn *m = pl_tag_gnn_new(1);
     pl_params *ps = pl_tag_gnn_params(m);
     ps->p[0]->w[3] = w;
+    for (int i = 0; all && i < ps->n; i++) /* alternating signs: no layer's sum cancels */
+        for (long k = 0; k < (long)ps->p[i]->rows * ps->p[i]->cols; k++)
+            ps->p[i]->w[k] = k % 2 ? w : -w;
     pl_err err = {""};
     assert_int_equal(pl_tag_gnn_save(m, path, &err), 0);
     pl_tag_gnn_free(m);
     return path;
 }
 
+/* 3e38 is refused on load with the file, the parameter and the element, and the model keeps its
+ * weights; by train --prior gnn and learn-prior --init too. */
 static void test_huge_weights_refused(void **state)
 {
     (void)state;
-    const char *path = huge_weights(3e38f);
+    const char *path = huge_weights(3e38f, false);
     pl_tag_gnn *m = pl_tag_gnn_new(2);
     pl_params *ps = pl_tag_gnn_params(m);
     float before = ps->p[0]->w[3];
@@ -496,6 +500,15 @@ static void test_huge_weights_refused(void **state)
              path);
     tu_expect_refusal(args, "element 3 is 3e+38");
     assert_int_equal(access("/tmp/tag-gnn-never", F_OK), -1);
+    unlink(path);
+    /* weights within the bound whose forward pass still overflows: MCTS refuses the NaN
+     * priors, and train fails (exit 2) rather than answer a baseline with TAG's row failed */
+    path = huge_weights(9000, true);
+    snprintf(args, sizeof args,
+             "train models/gcn_cora.onnx --cluster examples/clusters/tag-sfb.json --budget 5 "
+             "--prior gnn --prior-file %s",
+             path);
+    tu_expect_refusal(args, "not a probability");
     unlink(path);
 }
 
