@@ -68,7 +68,7 @@ static void one(const pl_train_ctx *x, const char *model, int iterations, bool s
     double dpp = run(x, pl_train_dp(x, true, false)), hv = run(x, pl_train_dp(x, false, true));
     double hg = run(x, pl_train_heterog(x, &err));
     pl_train_eval pe;
-    double heft = pl_train_placer(x, "heft", NULL, &pe, &err) == 0
+    double heft = pl_train_placer(x, "heft", NULL, &pe, NULL, &err) == 0
                       ? (pe.oom ? INFINITY : pe.iteration_s)
                       : NAN;
     if (!isnan(heft)) pl_train_eval_free(&pe);

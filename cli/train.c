@@ -21,7 +21,8 @@ static const char *help =
     "                    [--prior uniform|gnn] [--prior-file F] [-o FILE] [--cost-params F]\n"
     "                    [--no-calibration]\n"
     "  --batch N      the global batch size (default: the model's own)\n"
-    "  --algo A       the strategy shown in detail: tag (default), dp, dp-p, horovod, heterog\n"
+    "  --algo A       the answer shown in detail: tag, dp, dp-p, horovod, heterog; default: the\n"
+    "                 fastest row that fits (the recommended answer, whichever part found it)\n"
     "  --budget B     TAG's MCTS: B iterations (default 300), or a time (60s)\n"
     "  --no-sfb       no sufficient factor broadcasting\n"
     "  --max-groups G op groups (METIS; default 60)\n"
@@ -35,7 +36,7 @@ typedef struct train_opts {
     cli_common co;
     int batch, max_groups;
     const char *algo, *out, *placer, *prior_file;
-    bool gnn;
+    bool gnn, algo_given;
     pl_train_search_opts so;
 } train_opts;
 
@@ -46,6 +47,7 @@ typedef struct outcome {
     bool ran, ok;
     char msg[PL_ERR_MAX];
     pl_train_strategy *s; /* NULL for the placer */
+    pl_plan *plan;        /* the placer's placement of the training graph */
     pl_train_eval e;
 } outcome;
 
@@ -80,7 +82,7 @@ static int own_opt(int argc, char **argv, int *i, train_opts *o)
         return cli_seed("train", "--seed", v, &o->so.seed) < 0 ? -1 : 1;
     if (cli_opt(argc, argv, i, "--algo", &v)) {
         for (int b = 0; b < B_PLACER && v; b++)
-            if (!strcmp(v, bname[b])) return o->algo = v, 1;
+            if (!strcmp(v, bname[b])) return o->algo = v, o->algo_given = true, 1;
         return cli_error("train", "--algo: '%s': give tag, dp, dp-p, horovod or heterog",
                          v ? v : "");
     }
@@ -162,7 +164,8 @@ static void run_all(const pl_train_ctx *x, const train_opts *o, outcome *b,
         b[B_PLACER].ran = true;
         /* every rank calls it here together: a placer that splits its search (moirai) does */
         pl_place_opts po = {.seed = o->so.seed, .use_pool = x->dist};
-        b[B_PLACER].ok = pl_train_placer(x, o->placer, &po, &b[B_PLACER].e, &err) == 0;
+        b[B_PLACER].ok =
+            pl_train_placer(x, o->placer, &po, &b[B_PLACER].e, &b[B_PLACER].plan, &err) == 0;
         if (!b[B_PLACER].ok) snprintf(b[B_PLACER].msg, sizeof b[B_PLACER].msg, "%s", err.msg);
     }
     pl_train_search_opts so = o->so;
@@ -174,6 +177,43 @@ static void run_all(const pl_train_ctx *x, const train_opts *o, outcome *b,
         b[B_TAG].s = sr->best, b[B_TAG].e = sr->eval;
     else
         snprintf(b[B_TAG].msg, sizeof b[B_TAG].msg, "%s", err.msg);
+}
+
+/* ---- the answer ---- */
+
+/* The recommended answer: the fastest row that ran and fits (ties: the earlier row, TAG
+ * first); -1 when none does. */
+static int recommend(const outcome *b)
+{
+    int best = -1;
+    for (int k = 0; k < B_COUNT; k++)
+        if (b[k].ran && b[k].ok && !b[k].e.oom &&
+            (best < 0 || b[k].e.iteration_s < b[best].e.iteration_s))
+            best = k;
+    return best;
+}
+
+/* Which part of placer found row k's answer (docs/train.md, "The answer"). */
+static const char *found_by(int k, const pl_train_search_result *sr, const train_opts *o)
+{
+    if (k != B_TAG) return "baseline";
+    switch (sr->found_by) {
+    case PL_FOUND_MCTS:
+        return o->gnn ? "prior" : "search";
+    case PL_FOUND_REFINE:
+        return "refinement";
+    case PL_FOUND_SFB:
+        return "sfb";
+    case PL_FOUND_FALLBACK:
+        return "fallback";
+    default:
+        return "baseline"; /* DP-NCCL, kept by the search */
+    }
+}
+
+static const char *row_name(int k, const train_opts *o)
+{
+    return k == B_PLACER ? o->placer : bname[k];
 }
 
 /* ---- printing ---- */
@@ -233,11 +273,12 @@ static void print_groups(const pl_train_ctx *x)
     printf("\n");
 }
 
-static void print_table(const pl_train_ctx *x, const outcome *b, const train_opts *o)
+static void print_table(const pl_train_ctx *x, const outcome *b, const train_opts *o,
+                        const pl_train_search_result *sr, int best)
 {
     double dp = b[B_DP].ok && !b[B_DP].e.oom ? b[B_DP].e.iteration_s : NAN;
-    pl_table *t =
-        pl_table_new("algorithm|>iteration ms|>speed-up over DP-NCCL|>largest peak memory|note");
+    pl_table *t = pl_table_new(
+        "algorithm|>iteration ms|>speed-up over DP-NCCL|>largest peak memory|found by|note");
     for (int k = 0; k < B_COUNT; k++) {
         const outcome *r = &b[k];
         if (!r->ran) continue;
@@ -245,20 +286,57 @@ static void print_table(const pl_train_ctx *x, const outcome *b, const train_opt
         snprintf(name, sizeof name, "%s%s", k == B_PLACER ? o->placer : bname[k],
                  k == B_PLACER ? " (model parallel)" : "");
         if (!r->ok) {
-            pl_table_row(t, "%s|-|-|-|failed: %s", name, r->msg);
+            pl_table_row(t, "%s|-|-|-|-|not eligible, failed: %s", name, r->msg);
             continue;
         }
         if (r->e.oom || isnan(dp))
             snprintf(sp, sizeof sp, "-");
         else
             snprintf(sp, sizeof sp, "%.2fx", dp / r->e.iteration_s);
-        pl_table_row(t, "%s|%.3f|%s|%s|%s", name, r->e.iteration_s * 1e3, sp,
-                     pl_fmt_bytes(peak_max(&r->e), mem, sizeof mem),
-                     r->e.oom ? "out of memory" : "");
+        pl_table_row(t, "%s|%.3f|%s|%s|%s|%s", name, r->e.iteration_s * 1e3, sp,
+                     pl_fmt_bytes(peak_max(&r->e), mem, sizeof mem), found_by(k, sr, o),
+                     r->e.oom    ? "not eligible: out of memory"
+                     : k == best ? "recommended (the fastest that fits)"
+                                 : "");
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
     (void)x;
+}
+
+/* The placer's answer: its training ops per device. */
+static void print_placement(const pl_train_ctx *x, const pl_plan *p, const char *name)
+{
+    printf("\n%s's placement of the training graph's %d ops (model parallel):\n", name, p->n_ops);
+    pl_table *t = pl_table_new("device|model|>ops");
+    for (int d = 0; d < x->c->n_devs; d++) {
+        int n = 0;
+        for (int v = 0; v < p->n_ops; v++)
+            n += p->dev[v] == d;
+        if (n) pl_table_row(t, "%s|%s|%d", x->c->devs[d].name, x->c->devs[d].model, n);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+}
+
+/* The line under the table: which answer is shown, and which part of placer found it. */
+static void print_answer(const outcome *b, const train_opts *o, const pl_train_search_result *sr,
+                         int chosen, int best)
+{
+    if (best < 0) return;
+    printf("\nrecommended: %s, %.3f ms per iteration, found by ", row_name(best, o),
+           b[best].e.iteration_s * 1e3);
+    if (best == B_TAG && sr->found_by == PL_FOUND_DP)
+        printf("the DP-NCCL baseline, which TAG's search kept (nothing beat it)");
+    else if (best == B_TAG)
+        printf("TAG's %s", found_by(best, sr, o));
+    else
+        printf("the %s baseline", row_name(best, o));
+    if (best != B_TAG && b[B_TAG].ok)
+        printf(" (TAG's own answer: %.3f ms, found by %s)", b[B_TAG].e.iteration_s * 1e3,
+               found_by(B_TAG, sr, o));
+    if (chosen != best) printf("; shown below: %s, as --algo asks", row_name(chosen, o));
+    printf("\n");
 }
 
 static void print_memory(const pl_train_ctx *x, const outcome *r, const char *name)
@@ -304,6 +382,16 @@ static json_t *strategy_json(const pl_train_ctx *x, const pl_train_strategy *s)
     return groups;
 }
 
+/* The placer's answer: per training op, its device. */
+static json_t *placement_json(const pl_train_ctx *x, const pl_plan *p)
+{
+    json_t *a = json_array();
+    for (int v = 0; v < p->n_ops; v++)
+        json_array_append_new(a, json_pack("{s:s,s:s}", "op", x->t->g->ops[v].name, "device",
+                                           x->c->devs[p->dev[v]].name));
+    return a;
+}
+
 /* A time, or null when the search did not reach it (or nothing fitted). */
 static json_t *finite_or_null(double t)
 {
@@ -318,7 +406,11 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
     json_object_set_new(j, "model", json_string(o->co.model));
     json_object_set_new(j, "cluster", json_string(o->co.cluster));
     json_object_set_new(j, "batch", json_integer(x->t->batch));
-    json_object_set_new(j, "algo", json_string(bname[chosen]));
+    json_object_set_new(j, "algo", json_string(row_name(chosen, o)));
+    json_object_set_new(j, "found_by", json_string(found_by(chosen, sr, o)));
+    int best = recommend(b);
+    json_object_set_new(j, "recommended", best >= 0 ? json_string(row_name(best, o)) : json_null());
+    json_object_set_new(j, "tag_found_by", json_string(found_by(B_TAG, sr, o)));
     const outcome *c = &b[chosen];
     json_object_set_new(j, "iteration_s", c->ok ? json_real(c->e.iteration_s) : json_null());
     json_object_set_new(j, "fits_memory", json_boolean(c->ok && !c->e.oom));
@@ -350,6 +442,7 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
     json_object_set_new(j, "op_groups", json_integer(x->og.n));
     json_object_set_new(j, "device_groups", json_integer(x->dg.n));
     if (c->s) json_object_set_new(j, "strategy", strategy_json(x, c->s));
+    if (c->ok && c->plan) json_object_set_new(j, "placement", placement_json(x, c->plan));
     return j;
 }
 
@@ -421,16 +514,22 @@ cli_exit cli_train(int argc, char **argv)
     memset(b, 0, sizeof b);
     pl_train_search_result sr = {0};
     run_all(&x, &o, b, &sr);
-    int chosen = B_TAG;
-    for (int k = 0; k < B_PLACER; k++)
+    /* the answer: the one asked for, else the fastest row that fits (docs/train.md) */
+    int best = recommend(b), chosen = o.algo_given || best < 0 ? B_TAG : best;
+    for (int k = 0; o.algo_given && k < B_PLACER; k++)
         if (!strcmp(o.algo, bname[k])) chosen = k;
-    rc = !b[chosen].ok
+    /* TAG's search failing (unusable prior weights, a lost rank's strategy) is the verb's
+     * failure even when a baseline fits: its answer would hide it */
+    bool tag_failed = !b[B_TAG].ok && !strstr(b[B_TAG].msg, "does not fit");
+    int failed = tag_failed ? B_TAG : chosen;
+    rc = tag_failed ? CLI_EXIT_BAD_INPUT
+         : !b[chosen].ok
              ? (strstr(b[chosen].msg, "does not fit") ? CLI_EXIT_INFEASIBLE : CLI_EXIT_BAD_INPUT)
          : b[chosen].e.oom ? CLI_EXIT_INFEASIBLE
                            : CLI_EXIT_OK;
     json_t *doc = NULL;
     if (pl_dist_rank() != 0) goto done;
-    if (!b[chosen].ok) fprintf(stderr, "placer train: %s: %s\n", bname[chosen], b[chosen].msg);
+    if (!b[failed].ok) fprintf(stderr, "placer train: %s: %s\n", bname[failed], b[failed].msg);
     doc = doc_json(&x, &o, b, &sr, chosen);
     if (o.out) {
         char *text = json_dumps(doc, JSON_INDENT(2));
@@ -459,14 +558,18 @@ cli_exit cli_train(int argc, char **argv)
         if (sr.sfb_rejected)
             printf(" (it proposed %d more, slower in the simulation)", sr.sfb_rejected);
         printf("\n\n");
-        print_table(&x, b, &o);
-        if (b[chosen].ok && b[chosen].s) print_strategy(&x, bname[chosen], b[chosen].s);
-        if (b[chosen].ok) print_memory(&x, &b[chosen], bname[chosen]);
+        print_table(&x, b, &o, &sr, best);
+        print_answer(b, &o, &sr, chosen, best);
+        const char *name = row_name(chosen, &o);
+        if (b[chosen].ok && b[chosen].s) print_strategy(&x, name, b[chosen].s);
+        if (b[chosen].ok && b[chosen].plan) print_placement(&x, b[chosen].plan, name);
+        if (b[chosen].ok) print_memory(&x, &b[chosen], name);
     }
 done:
     for (int k = 0; k < B_COUNT; k++) {
         if (k != B_TAG) pl_train_strategy_free(b[k].s);
         if (k != B_TAG) pl_train_eval_free(&b[k].e);
+        pl_plan_free(b[k].plan);
     }
     pl_train_search_result_free(&sr);
     pl_train_ctx_free(&x);

@@ -105,7 +105,8 @@ static void test_feedback_one_device(void **state)
 
 /* ---- the input graph ---- */
 
-static const pl_train_action ACTS[3] = {{3, PL_OPT_ALLREDUCE}, {1, PL_OPT_MP}, {2, PL_OPT_PS}};
+static const unsigned char BOTH[2] = {1, 1}, G0[2] = {1, 0}, G1[2] = {0, 1};
+static const pl_train_action ACTS[3] = {{BOTH, PL_OPT_ALLREDUCE}, {G0, PL_OPT_MP}, {G1, PL_OPT_PS}};
 
 /* A feedback made up for the features: iteration 10 ms, makespans 6 and 3 ms, 1 ms idle
  * before the forward group's output, g0 at 1 GiB of its memory, idle 25 % and 75 %, the
@@ -419,6 +420,114 @@ static void test_search_with_gnn_prior(void **state)
     tu_dense_free(&f);
 }
 
+/* ---- priors that are not numbers (issue 27) ---- */
+
+static void nan_prior(const pl_train_ctx *x, const pl_train_strategy *partial,
+                      const pl_train_eval *fb, int group, const pl_train_action *a, int n,
+                      double *prior, void *user)
+{
+    (void)x, (void)partial, (void)fb, (void)group, (void)a, (void)user;
+    for (int k = 0; k < n; k++)
+        prior[k] = NAN;
+}
+
+/* NaN priors (weights that overflow) select no action: the search stops with a message
+ * instead of reading child[-1] (a heap overflow under ASan, "double free" in release). */
+static void test_nan_prior_stops_search(void **state)
+{
+    (void)state;
+    tu_dense f;
+    build(&f);
+    pl_train_search_opts o = {.iterations = 10, .seed = 3, .prior = nan_prior};
+    pl_train_search_result r;
+    pl_err err = {""};
+    assert_int_equal(pl_train_search(&f.x, &o, &r, &err), -1);
+    assert_non_null(strstr(err.msg, "not a probability"));
+    tu_dense_free(&f);
+}
+
+/* Weights with one finite but huge value (3e38), or all of them +-w: saved as they are. */
+static const char *huge_weights(float w, bool all)
+{
+    static char path[] = "/tmp/tag-gnn-huge-XXXXXX";
+    snprintf(path, sizeof path, "/tmp/tag-gnn-huge-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    pl_tag_gnn *m = pl_tag_gnn_new(1);
+    pl_params *ps = pl_tag_gnn_params(m);
+    ps->p[0]->w[3] = w;
+    for (int i = 0; all && i < ps->n; i++) /* alternating signs: no layer's sum cancels */
+        for (long k = 0; k < (long)ps->p[i]->rows * ps->p[i]->cols; k++)
+            ps->p[i]->w[k] = k % 2 ? w : -w;
+    pl_err err = {""};
+    assert_int_equal(pl_tag_gnn_save(m, path, &err), 0);
+    pl_tag_gnn_free(m);
+    return path;
+}
+
+/* 3e38 is refused on load with the file, the parameter and the element, and the model keeps its
+ * weights; by train --prior gnn and learn-prior --init too. */
+static void test_huge_weights_refused(void **state)
+{
+    (void)state;
+    const char *path = huge_weights(3e38f, false);
+    pl_tag_gnn *m = pl_tag_gnn_new(2);
+    pl_params *ps = pl_tag_gnn_params(m);
+    float before = ps->p[0]->w[3];
+    pl_err err = {""};
+    assert_int_equal(pl_tag_gnn_load(m, path, &err), -1);
+    assert_non_null(strstr(err.msg, path));
+    char where[128];
+    snprintf(where, sizeof where, "parameter %s: element 3 is 3e+38", ps->p[0]->name);
+    assert_non_null(strstr(err.msg, where));
+    assert_true(ps->p[0]->w[3] == before);
+    assert_int_equal(pl_params_check(ps, &err), 0);
+    ps->p[1]->w[0] = -2e4f;
+    assert_int_equal(pl_params_check(ps, &err), -1);
+    assert_non_null(strstr(err.msg, "element 0 is -20000"));
+    pl_tag_gnn_free(m);
+    /* the commands that load weights refuse the file, exit 2, no crash */
+    char args[1024];
+    snprintf(args, sizeof args,
+             "train models/gcn_cora.onnx --cluster examples/clusters/tag-sfb.json --budget 5 "
+             "--placer none --prior gnn --prior-file %s",
+             path);
+    tu_expect_refusal(args, "element 3 is 3e+38");
+    snprintf(args, sizeof args,
+             "learn-prior models/gcn_cora.onnx -o /tmp/tag-gnn-never --init %s --rounds 1 "
+             "--iterations 5",
+             path);
+    tu_expect_refusal(args, "element 3 is 3e+38");
+    assert_int_equal(access("/tmp/tag-gnn-never", F_OK), -1);
+    unlink(path);
+    /* weights within the bound whose forward pass still overflows: MCTS refuses the NaN
+     * priors, and train fails (exit 2) rather than answer a baseline with TAG's row failed */
+    path = huge_weights(9000, true);
+    snprintf(args, sizeof args,
+             "train models/gcn_cora.onnx --cluster examples/clusters/tag-sfb.json --budget 5 "
+             "--prior gnn --prior-file %s",
+             path);
+    tu_expect_refusal(args, "not a probability");
+    unlink(path);
+}
+
+/* A learn-prior run whose training diverges (lr 0.5, self-play) stops with a message, exit 2,
+ * and writes nothing; before, the NaN weights steered the next search into a heap overflow. */
+static void test_diverging_training_stops(void **state)
+{
+    (void)state;
+    char dir[64], args[1024];
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "tag-diverge"), 0);
+    snprintf(args, sizeof args,
+             "learn-prior models/gcn_cora.onnx -o %s/w --topologies 2 --iterations 60 "
+             "--min-visits 5 --steps 200 --lr 0.5 --rounds 4 --self-play",
+             dir);
+    tu_expect_refusal(args, "the training diverged after search");
+    tu_expect_empty_dir(dir);
+    tu_rmtree(dir);
+}
+
 /* ---- the command ---- */
 
 static void test_cli_prior_file(void **state)
@@ -471,6 +580,9 @@ int main(void)
         cmocka_unit_test(test_save_load),
         cmocka_unit_test(test_search_with_gnn_prior),
         cmocka_unit_test(test_cli_prior_file),
+        cmocka_unit_test(test_nan_prior_stops_search),
+        cmocka_unit_test(test_huge_weights_refused),
+        cmocka_unit_test(test_diverging_training_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -89,8 +89,8 @@ static void on_vertex(const pl_train_ctx *x, const pl_train_strategy *partial, i
     v->path0[v->n] = -1;
     if (partial->n_groups == 2 && group == 0) /* below the root: group 1 holds its action */
         for (int k = 0; k < n; k++)
-            if (partial->O[1] == a[k].option && partial->P[2] == (a[k].mask & 1) &&
-                partial->P[3] == (a[k].mask >> 1 & 1))
+            if (partial->O[1] == a[k].option && partial->P[2] == a[k].uses[0] &&
+                partial->P[3] == a[k].uses[1])
                 v->path0[v->n] = v->path0[v->n] < 0 ? k : v->path0[v->n];
     v->n++;
 }

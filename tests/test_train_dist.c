@@ -51,7 +51,7 @@ static void test_tree_budget(void **state)
 static void test_merge_trees(void **state)
 {
     (void)state;
-    tr_tree t[3] = {{0.020, 4, -1, 1, ""}, {0.015, 3, 3, 1, ""}, {INFINITY, 3, 2, 1, ""}}, sum;
+    tr_tree t[3] = {{0.020, 4, -1, 1, "", 0}, {0.015, 3, 3, 1, "", 1}, {INFINITY, 3, 2, 1, "", 2}}, sum;
     pl_err err = {""};
     assert_int_equal(tr_merge_trees(t, 3, &sum, &err), 1);
     assert_true(sum.best_s == 0.015);
@@ -136,6 +136,12 @@ static void test_dist_one_process_same(void **state)
     assert_int_equal(a.sfb_applied + a.sfb_rejected, b.sfb_applied + b.sfb_rejected);
     assert_int_equal(a.iterations, 6);
     assert_int_equal(b.iterations, 6);
+    /* which part found the answer: the same both ways, and the last that improved it */
+    assert_int_equal(a.found_by, b.found_by);
+    if (a.refined_mcts_s < a.mcts_s || a.refined_root_s < a.mcts_s)
+        assert_true(a.found_by == PL_FOUND_REFINE || a.found_by == PL_FOUND_SFB);
+    else
+        assert_true(a.found_by == (a.mcts_s < a.dp_s ? PL_FOUND_MCTS : PL_FOUND_DP));
     assert_memory_equal(a.best->P, b.best->P, 4);
     assert_memory_equal(a.best->O, b.best->O, 2 * sizeof *a.best->O);
     assert_memory_equal(ha->P, hb->P, 4);

@@ -81,9 +81,19 @@ void pl_adam_step(pl_adam *a, pl_params *s);
  * through pl_out (the file is whole or absent). pl_params_load fills the weights of s, whose
  * parameters must match the file's in count, order, names and shapes; anything else (a short
  * file, a wrong magic or version, a different name or shape, trailing bytes, a NaN or
- * infinite weight) is an error naming the file and the parameter, and leaves s unchanged. */
+ * infinite weight, or one beyond +-PL_WEIGHT_MAX) is an error naming the file, the parameter
+ * and the element, and leaves s unchanged. */
 int pl_params_save(const pl_params *s, const char *path, pl_err *err);
 int pl_params_load(pl_params *s, const char *path, pl_err *err);
+
+/* The largest weight magnitude placer accepts (docs/learn.md, "File format"): every network it
+ * trains keeps its weights within a few units (Xavier starts below 1; the shipped priors are
+ * below 2.3), so a weight past 1e4 means a training diverged, and such weights make a forward
+ * pass overflow float (3e38 squared is infinite) and its outputs NaN. */
+#define PL_WEIGHT_MAX 1e4
+/* 0 when every weight of s is finite and within +-PL_WEIGHT_MAX; else -1 with err naming the
+ * first that is not ("parameter NAME: element K is W, ..."). */
+int pl_params_check(const pl_params *s, pl_err *err);
 
 /* ---- the tape: ops and their gradients (src/learn/tape.c, src/learn/ops.c) ---- */
 

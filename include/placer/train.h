@@ -197,9 +197,10 @@ pl_train_strategy *pl_train_dp(const pl_train_ctx *x, bool proportional, bool ov
  * same answer on every rank and as one process). */
 pl_train_strategy *pl_train_heterog(const pl_train_ctx *x, pl_err *err);
 /* Pipeline-free model parallelism by a placer of one model (place.h: "heft", "moirai", ...) on
- * the training graph at the whole batch: its simulated iteration. */
+ * the training graph at the whole batch: its simulated iteration, and its placement of the
+ * training graph's ops into *plan (the caller frees it; NULL: not wanted). */
 int pl_train_placer(const pl_train_ctx *x, const char *algo, const pl_place_opts *po,
-                    pl_train_eval *e, pl_err *err);
+                    pl_train_eval *e, pl_plan **plan, pl_err *err);
 /* OOM fallback: while the strategy does not fit, the op group with the most parameters (then
  * time) not yet model-parallel becomes model-parallel over every device group. 0 when it fits
  * (e holds its evaluation), -1 with err naming the device and the memory short when even all
@@ -208,11 +209,13 @@ int pl_train_fit(const pl_train_ctx *x, pl_train_strategy *s, pl_train_eval *e, 
 
 /* ---- search (src/train/mcts.c) ---- */
 
-/* One MCTS action for an op group: the device groups it uses (bit j: device group j) and its
- * option. placer enumerates, per op group, every option over the device-group sets "all",
- * "each one alone", "every group of one GPU model", and "the k fastest groups" (docs/train.md). */
+/* One MCTS action for an op group: the device groups it uses and its option. placer enumerates, per
+ * op group, every option over the device-group sets "all", "each one alone", "every group of one
+ * GPU model", and "the k fastest groups" (docs/train.md). */
 typedef struct pl_train_action {
-    uint64_t mask;
+    /* per device group j of the context (n_dgroups bytes, any number of groups): 1 when the
+     * action uses it, else 0; owned by the search (or the caller that made the action) */
+    const unsigned char *uses;
     pl_train_option option;
 } pl_train_action;
 
@@ -255,6 +258,16 @@ typedef struct pl_train_search_opts {
     int min_visits;
 } pl_train_search_opts;
 
+/* Which part of the search found its answer (docs/train.md, "Search"), the last that
+ * improved it. */
+typedef enum {
+    PL_FOUND_DP,      /* DP-NCCL, evaluated first and kept: nothing beat it */
+    PL_FOUND_MCTS,    /* the tree search (guided by the prior fn, when one is set) */
+    PL_FOUND_REFINE,  /* the greedy refinement after MCTS */
+    PL_FOUND_SFB,     /* SFB's duplication, kept because the simulation was faster */
+    PL_FOUND_FALLBACK /* the OOM fallback: the best did not fit and was split until it did */
+} pl_train_found;
+
 typedef struct pl_train_search_result {
     pl_train_strategy *best; /* the fastest that fits; never slower than DP-NCCL when it fits */
     pl_train_eval eval;
@@ -271,6 +284,7 @@ typedef struct pl_train_search_result {
      * root's data parallelism; INFINITY when they did not run. */
     double refined_mcts_s, refined_root_s;
     int refine_evaluations;
+    pl_train_found found_by;
 } pl_train_search_result;
 
 /* TAG: MCTS with PUCT over the op groups in descending time, reward = T_DP / T - 1 (-1 when it

@@ -156,6 +156,25 @@ static int search_round(pl_tag_gnn *m, const model *mo, uint64_t ts, const pl_ta
     return rc;
 }
 
+/* After the fit of search `round`: a loss that is not a number, or a weight that is not finite
+ * or past PL_WEIGHT_MAX, means the training diverged; its weights would make the next
+ * search's priors NaN and must not be written (docs/learn.md, "Training the prior"). */
+static int diverged(pl_tag_gnn *m, int round, double loss, const pl_tag_distill_opts *o,
+                    pl_err *err)
+{
+    pl_err why = {""};
+    if (isnan(loss))
+        snprintf(why.msg, sizeof why.msg, "the loss is not a number");
+    else if (isinf(loss))
+        snprintf(why.msg, sizeof why.msg, "the loss is infinite");
+    else if (pl_params_check(pl_tag_gnn_params(m), &why) == 0)
+        return 0;
+    return pl_err_set(err,
+                      "the training diverged after search %d (%s); nothing is written: lower "
+                      "--lr (it is %g)",
+                      round, why.msg, (double)o->lr);
+}
+
 static void buffer_free(buffer *b)
 {
     for (int i = 0; i < b->n; i++)
@@ -206,6 +225,10 @@ int pl_tag_distill(pl_tag_gnn *m, const pl_tag_distill_opts *opts, pl_tag_distil
         }
         double first = NAN, loss = NAN;
         fit(m, &b, &o, &rng, &first, &loss);
+        if (diverged(m, round + 1, loss, &o, err) < 0) {
+            rc = -1;
+            break;
+        }
         if (isnan(r->first_loss)) r->first_loss = first;
         if (!isnan(loss)) r->last_loss = loss;
         r->rounds = round + 1, r->samples = b.added;

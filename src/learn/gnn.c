@@ -201,8 +201,8 @@ pl_tag_input *pl_tag_input_build(const pl_train_ctx *x, const pl_train_strategy 
     in->cand_P = pl_calloc((size_t)n * M, sizeof(float));
     in->cand_option = pl_malloc((size_t)n * sizeof(int));
     for (int c = 0; c < n; c++) {
-        for (int j = 0; j < M && j < 64; j++)
-            in->cand_P[(size_t)c * M + j] = (float)(a[c].mask >> j & 1);
+        for (int j = 0; j < M; j++)
+            in->cand_P[(size_t)c * M + j] = a[c].uses[j];
         in->cand_option[c] = (int)a[c].option;
     }
     return in;

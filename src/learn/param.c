@@ -120,6 +120,28 @@ void pl_adam_step(pl_adam *a, pl_params *s)
     }
 }
 
+/* ---- bounds ---- */
+
+/* Weight k of p, when it is NaN, infinite or beyond PL_WEIGHT_MAX: -1 with err saying so. */
+static int check_weight(const pl_param *p, long k, float w, pl_err *err)
+{
+    if (!isfinite(w)) return pl_err_set(err, "parameter %s: element %ld is not finite", p->name, k);
+    if (fabsf(w) > PL_WEIGHT_MAX)
+        return pl_err_set(err,
+                          "parameter %s: element %ld is %g, beyond the bound of +-%g on a weight "
+                          "(a diverged training)",
+                          p->name, k, (double)w, PL_WEIGHT_MAX);
+    return 0;
+}
+
+int pl_params_check(const pl_params *s, pl_err *err)
+{
+    for (int i = 0; i < s->n; i++)
+        for (long k = 0; k < param_size(s->p[i]); k++)
+            if (check_weight(s->p[i], k, s->p[i]->w[k], err) < 0) return -1;
+    return 0;
+}
+
 /* ---- the weights file ---- */
 
 #define WTS_MAGIC "PLNNWTS"
@@ -213,8 +235,7 @@ static int load_all(rd *r, const pl_params *s, float **w, pl_err *err)
             uint32_t u = 0;
             get_u32(r, &u);
             memcpy(&w[i][k], &u, 4);
-            if (!isfinite(w[i][k]))
-                return pl_err_set(err, "parameter %s: element %ld is not finite", s->p[i]->name, k);
+            if (check_weight(s->p[i], k, w[i][k], err) < 0) return -1;
         }
     }
     if (r->at != r->len)

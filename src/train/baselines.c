@@ -81,8 +81,9 @@ pl_train_strategy *pl_train_heterog(const pl_train_ctx *x, pl_err *err)
 }
 
 int pl_train_placer(const pl_train_ctx *x, const char *algo, const pl_place_opts *po,
-                    pl_train_eval *e, pl_err *err)
+                    pl_train_eval *e, pl_plan **plan, pl_err *err)
 {
+    if (plan) *plan = NULL;
     memset(e, 0, sizeof *e);
     e->oom_dev = -1;
     const pl_algo *a = pl_algo_find(algo);
@@ -100,7 +101,10 @@ int pl_train_placer(const pl_train_ctx *x, const char *algo, const pl_place_opts
         e->compiled_ops = x->k->n_ops;
         pl_sim_result_free(&r);
     }
-    pl_plan_free(p);
+    if (rc == 0 && plan)
+        *plan = p;
+    else
+        pl_plan_free(p);
     return rc;
 }
 

@@ -25,9 +25,7 @@ int tr_map(const pl_train_ctx *x, int n, pl_dist_fn fn, void *out, size_t size, 
 
 void tr_set_row(pl_train_strategy *st, int group, const pl_train_action *a)
 {
-    int M = st->n_dgroups;
-    for (int j = 0; j < M; j++)
-        st->P[(size_t)group * M + j] = j < 64 && (a->mask >> j & 1);
+    memcpy(st->P + (size_t)group * st->n_dgroups, a->uses, (size_t)st->n_dgroups);
     st->O[group] = a->option;
 }
 

@@ -31,6 +31,7 @@ typedef struct search {
     const pl_train_ctx *x;
     const pl_train_search_opts *o;
     pl_train_action *acts;
+    unsigned char *uses; /* the actions' device-group sets */
     int n_acts;
     int *order; /* op groups, descending time */
     vertex *v;
@@ -39,6 +40,7 @@ typedef struct search {
     pl_train_strategy *best;
     double best_s;
     int beat_dp_at;
+    int iterations; /* run */
     uint64_t rng;
     pl_strmap seen; /* completed strategies already evaluated: their time */
     double *seen_t;
@@ -49,20 +51,26 @@ typedef struct search {
 
 /* ---- actions ---- */
 
-static bool has_mask(const search *s, uint64_t m)
-{
-    for (int i = 0; i < s->n_acts; i += PL_OPT_COUNT)
-        if (s->acts[i].mask == m) return true;
-    return false;
-}
+/* The device-group sets of the actions, one byte per device group (a bit mask of a fixed width
+ * would stop at its width: 64 groups), each set kept once. */
+typedef struct sets {
+    int M, n, cap, cap_count;
+    unsigned char *uses; /* [k * M + j]: set k holds device group j */
+    int *count;          /* per set: its device groups, to compare only sets of one size */
+} sets;
 
-static void add_mask(search *s, uint64_t m, int *cap)
+static void add_set(sets *ss, const unsigned char *uses)
 {
-    if (!m || has_mask(s, m)) return;
-    for (int o = 0; o < PL_OPT_COUNT; o++) {
-        pl_grow((void **)&s->acts, cap, s->n_acts + 1, sizeof *s->acts);
-        s->acts[s->n_acts++] = (pl_train_action){m, (pl_train_option)o};
-    }
+    int c = 0, M = ss->M;
+    for (int j = 0; j < M; j++)
+        c += uses[j];
+    if (!c) return;
+    for (int k = 0; k < ss->n; k++)
+        if (ss->count[k] == c && !memcmp(ss->uses + (size_t)k * M, uses, (size_t)M)) return;
+    pl_grow((void **)&ss->uses, &ss->cap, (ss->n + 1) * M, 1);
+    pl_grow((void **)&ss->count, &ss->cap_count, ss->n + 1, sizeof *ss->count);
+    memcpy(ss->uses + (size_t)ss->n * M, uses, (size_t)M);
+    ss->count[ss->n++] = c;
 }
 
 static double group_speed(const pl_train_ctx *x, int j)
@@ -73,23 +81,10 @@ static double group_speed(const pl_train_ctx *x, int j)
     return sp;
 }
 
-/* All groups; each alone; each GPU model's groups; the k fastest for every k. */
-static void enumerate(search *s)
+/* Device groups in descending speed (ties in group order), malloc'd. */
+static int *by_speed(const pl_train_ctx *x)
 {
-    const pl_train_ctx *x = s->x;
-    int M = x->dg.n, cap = 0;
-    uint64_t all = M >= 64 ? ~0ull : (1ull << M) - 1;
-    add_mask(s, all, &cap);
-    for (int j = 0; j < M && j < 64; j++)
-        add_mask(s, 1ull << j, &cap);
-    for (int j = 0; j < M && j < 64; j++) {
-        uint64_t m = 0;
-        const char *model = x->c->devs[x->dg.dev[x->dg.off[j]]].model;
-        for (int k = 0; k < M && k < 64; k++)
-            if (!strcmp(x->c->devs[x->dg.dev[x->dg.off[k]]].model, model)) m |= 1ull << k;
-        add_mask(s, m, &cap);
-    }
-    int *by = pl_malloc((size_t)M * sizeof *by + 1);
+    int M = x->dg.n, *by = pl_malloc((size_t)M * sizeof *by + 1);
     for (int j = 0; j < M; j++)
         by[j] = j;
     for (int a = 1; a < M; a++)
@@ -97,10 +92,42 @@ static void enumerate(search *s)
             int t = by[b];
             by[b] = by[b - 1], by[b - 1] = t;
         }
-    uint64_t m = 0;
-    for (int k = 0; k < M && k < 64; k++)
-        add_mask(s, m |= 1ull << by[k], &cap);
-    free(by);
+    return by;
+}
+
+/* All groups; each alone; each GPU model's groups; the k fastest for every k. */
+static void enumerate(search *s)
+{
+    const pl_train_ctx *x = s->x;
+    int M = x->dg.n, cap = 0;
+    sets ss = {.M = M};
+    unsigned char *u = pl_malloc((size_t)M + 1);
+    memset(u, 1, (size_t)M);
+    add_set(&ss, u);
+    for (int j = 0; j < M; j++) {
+        memset(u, 0, (size_t)M);
+        u[j] = 1;
+        add_set(&ss, u);
+    }
+    for (int j = 0; j < M; j++) {
+        const char *model = x->c->devs[x->dg.dev[x->dg.off[j]]].model;
+        for (int k = 0; k < M; k++)
+            u[k] = !strcmp(x->c->devs[x->dg.dev[x->dg.off[k]]].model, model);
+        add_set(&ss, u);
+    }
+    int *by = by_speed(x);
+    memset(u, 0, (size_t)M);
+    for (int k = 0; k < M; k++) {
+        u[by[k]] = 1;
+        add_set(&ss, u);
+    }
+    free(by), free(u), free(ss.count);
+    s->uses = ss.uses; /* the actions point into it: complete before they are made */
+    for (int k = 0; k < ss.n; k++)
+        for (int o = 0; o < PL_OPT_COUNT; o++) {
+            pl_grow((void **)&s->acts, &cap, s->n_acts + 1, sizeof *s->acts);
+            s->acts[s->n_acts++] = (pl_train_action){ss.uses + (size_t)k * M, (pl_train_option)o};
+        }
 }
 
 /* The strategy of a path of `depth` actions, completed: the undecided groups take the first
@@ -133,6 +160,25 @@ static int new_vertex(search *s)
     return s->n_v++;
 }
 
+/* A learned prior's values are used as they come only when they are probabilities: a NaN
+ * (weights that overflow) makes every PUCT score NaN and no action is selected. */
+static int check_priors(const search *s, const vertex *v, int group, pl_err *err)
+{
+    double sum = 0;
+    for (int a = 0; a < s->n_acts; a++) {
+        if (!(v->G[a] >= 0 && v->G[a] <= 1 + 1e-6))
+            return pl_err_set(err,
+                              "train: MCTS: the prior gave op group %d's action %d the value %g, "
+                              "not a probability (unusable prior weights?)",
+                              group, a, v->G[a]);
+        sum += v->G[a];
+    }
+    if (!(sum > 0))
+        return pl_err_set(err, "train: MCTS: the prior gave op group %d's actions no weight at all",
+                          group);
+    return 0;
+}
+
 /* A prior fn reads the simulator's feedback on the vertex's completed strategy: the iteration
  * that expanded the vertex kept it; the root (and a vertex whose evaluation came from the
  * cache) is evaluated here. */
@@ -157,9 +203,11 @@ static int set_priors(search *s, int vi, const int *path, int depth, pl_err *err
     pl_train_strategy_free(partial);
     pl_train_eval_free(&v->fb);
     v->has_fb = false, v->priors_set = true;
-    return 0;
+    return check_priors(s, v, s->order[depth], err);
 }
 
+/* The action of vertex vi with the highest PUCT score (ties at random), or -1 when no score
+ * is a number (the priors or the values went NaN): the caller stops the search, saying so. */
 static int select_action(search *s, int vi)
 {
     vertex *v = &s->v[vi];
@@ -237,6 +285,13 @@ static int iterate(search *s, int it, pl_err *err)
     while (depth < G) {
         if ((rc = set_priors(s, vi, path, depth, err)) < 0) break;
         int a = select_action(s, vi);
+        if (a < 0) {
+            rc = pl_err_set(err,
+                            "train: MCTS: no action of op group %d could be selected (every PUCT "
+                            "score is NaN)",
+                            s->order[depth]);
+            break;
+        }
         path[depth] = a, vs[depth] = vi;
         depth++;
         if (s->v[vi].child[a] < 0) {
@@ -315,19 +370,21 @@ static int refine(search *s, pl_train_search_result *r, pl_err *err)
     int M = x->dg.n, fastest = 0;
     for (int j = 1; j < M; j++)
         if (group_speed(x, j) > group_speed(x, fastest)) fastest = j;
-    uint64_t all = M >= 64 ? ~0ull : (1ull << M) - 1;
-    pl_train_action alt[3] = {{all, PL_OPT_ALLREDUCE},
-                              {all, PL_OPT_PS},
-                              {1ull << (fastest < 64 ? fastest : 0), PL_OPT_MP}};
+    unsigned char *all = pl_malloc((size_t)M), *one = pl_calloc((size_t)M, 1);
+    memset(all, 1, (size_t)M);
+    one[fastest] = 1;
+    pl_train_action alt[3] = {{all, PL_OPT_ALLREDUCE}, {all, PL_OPT_PS}, {one, PL_OPT_MP}};
     pl_train_strategy *st[2] = {s->best, complete(s, NULL, 0)};
     pl_train_eval e;
     if (pl_train_evaluate(x, st[1], &e, err) < 0) {
         pl_train_strategy_free(st[1]);
+        free(all), free(one);
         return -1;
     }
     double t[2] = {s->best_s, e.oom ? INFINITY : e.iteration_s};
     pl_train_eval_free(&e);
     int n = tr_greedy(x, st, t, 2, 3, put_action, alt, 1e-9, err);
+    free(all), free(one);
     if (n >= 0) s->refined += n;
     r->refined_mcts_s = t[0], r->refined_root_s = t[1];
     s->best_s = t[0]; /* st[0] is s->best, improved in place */
@@ -374,12 +431,12 @@ static void search_free(search *s)
     }
     for (int i = 0; i < s->n_seen; i++)
         free(s->seen_key[i]);
-    free(s->v), free(s->acts), free(s->order), free(s->seen_t), free(s->seen_key);
+    free(s->v), free(s->acts), free(s->uses), free(s->order), free(s->seen_t), free(s->seen_key);
     pl_strmap_free(&s->seen);
 }
 
 /* DP-NCCL first: the baseline of the reward and the answer when nothing beats it. */
-static int start(search *s, pl_train_search_result *r, pl_err *err)
+static int start(search *s, pl_err *err)
 {
     pl_train_strategy *dp = pl_train_dp(s->x, false, false);
     pl_train_eval e;
@@ -387,10 +444,35 @@ static int start(search *s, pl_train_search_result *r, pl_err *err)
         pl_train_strategy_free(dp);
         return -1;
     }
-    s->dp_s = r->dp_s = e.oom ? INFINITY : e.iteration_s;
+    s->dp_s = e.oom ? INFINITY : e.iteration_s;
     pl_train_eval_free(&e);
     s->best = dp, s->best_s = s->dp_s;
     return 0;
+}
+
+/* Tree `r` of n (its seed and its share of the iterations; r = 0, n = 1 alone) into s, which
+ * the caller frees (search_free, and s->best): from the root to the budget, then its
+ * vertices reported. `own`: this process's own tree, which reports progress and vertices; a
+ * lost rank's tree grown again on rank 0 does neither. */
+static int grow(const pl_train_ctx *x, const pl_train_search_opts *o, int r, int n, bool own,
+                search *s, pl_err *err)
+{
+    double t0 = pl_now();
+    *s = (search){
+        .x = x, .o = o, .beat_dp_at = -1, .best_s = INFINITY, .rng = tr_tree_seed(o->seed, r)};
+    pl_strmap_init(&s->seen);
+    enumerate(s);
+    s->order = pl_train_group_order(x);
+    new_vertex(s);
+    int rc = start(s, err), budget = tr_tree_budget(o, r, n), it = 0;
+    for (; rc == 0 && it < budget; it++) {
+        if (o->time_s > 0 && pl_now() - t0 > o->time_s) break;
+        rc = iterate(s, it + 1, err);
+        if (own && o->progress) o->progress(it + 1, s->best_s, s->dp_s, o->progress_user);
+    }
+    s->iterations = it;
+    if (rc == 0 && own && o->on_vertex) report_vertices(s);
+    return rc;
 }
 
 /* ---- root parallelism (docs/dist.md, "train") ---- */
@@ -425,43 +507,81 @@ int tr_merge_trees(const tr_tree *all, int n, tr_tree *sum, pl_err *err)
     return w;
 }
 
-static void own_tree(int item, void *out, void *user)
+/* The trees' map: this rank's own outcome, and the strategies of lost ranks' trees grown
+ * again here. */
+typedef struct trees {
+    const pl_train_ctx *x;
+    const pl_train_search_opts *o;
+    tr_tree own;
+    pl_train_strategy **regrown; /* per item (rank): its tree's best, grown here; else NULL */
+} trees;
+
+static void tree_item(int item, void *out, void *user)
 {
-    /* item r runs on rank r (dist.h: i % size); a lost rank's item, run on rank 0, has no
-     * tree (its search is gone with it): no iterations, no best */
-    if (item == pl_dist_rank())
-        memcpy(out, user, sizeof(tr_tree));
+    trees *t = user;
+    tr_tree *tt = out;
+    /* item r runs on rank r (dist.h: i % size): its own tree */
+    if (item == pl_dist_rank()) {
+        memcpy(tt, &t->own, sizeof *tt);
+        return;
+    }
+    /* a lost rank's item, run on rank 0: its search is gone with it, so its tree is grown again
+     * here from the root with its seed and share, the tree it would have grown */
+    search s;
+    pl_err err = {""};
+    int rc = grow(t->x, t->o, item, pl_dist_size(), false, &s, &err);
+    *tt = (tr_tree){s.best_s, s.iterations, s.beat_dp_at, rc == 0, "", pl_dist_rank()};
+    if (rc < 0)
+        snprintf(tt->msg, sizeof tt->msg, "%s", err.msg);
     else
-        *(tr_tree *)out = (tr_tree){.best_s = INFINITY, .beat_dp_at = -1, .ok = 1};
+        t->regrown[item] = s.best, s.best = NULL;
+    pl_train_strategy_free(s.best);
+    search_free(&s);
 }
 
-/* Every rank's tree's outcome to every rank (tr_merge_trees); the winner's rank broadcasts its
- * strategy, which becomes every rank's best. A rank's failure (rc < 0) fails them all with its
- * message, so that no rank is left waiting in the refinement's maps. */
-static int merge_trees(search *s, pl_train_search_result *r, int rc, pl_err *err)
+/* The winner w's strategy from `root`, the rank holding it (`held` there when it is a tree
+ * grown again, else s->best), into every rank's s->best. 0 or -1. */
+static int bcast_best(search *s, int w, int root, pl_train_strategy *held)
 {
     const pl_train_ctx *x = s->x;
-    int n = pl_dist_size(), me = pl_dist_rank();
-    tr_tree own = {s->best_s, r->iterations, s->beat_dp_at, rc == 0, ""}, sum;
-    if (rc < 0) snprintf(own.msg, sizeof own.msg, "%s", err->msg);
-    tr_tree *all = pl_malloc((size_t)n * sizeof *all);
-    int w = tr_map(x, n, own_tree, all, sizeof *all, &own);
-    if (w < 0)
-        pl_err_set(err, "train: gathering the MCTS trees from the MPI ranks failed: %s",
-                   pl_dist_error());
-    if (w == 0) w = tr_merge_trees(all, n, &sum, err);
-    free(all);
-    if (w < 0) return -1;
+    int me = pl_dist_rank();
     size_t bytes = tr_strategy_bytes(x);
     unsigned char *buf = pl_malloc(bytes);
-    if (me == w) tr_strategy_pack(x, s->best, buf);
-    rc = pl_dist_bcast(buf, bytes, w);
+    if (me == root) tr_strategy_pack(x, w == me ? s->best : held, buf);
+    int rc = pl_dist_bcast(buf, bytes, root);
     if (rc == 0 && me != w) {
         pl_train_strategy_free(s->best);
         s->best = tr_strategy_unpack(x, buf);
     }
     free(buf);
-    r->iterations = sum.iterations, s->beat_dp_at = sum.beat_dp_at, s->best_s = sum.best_s;
+    return rc;
+}
+
+/* Every rank's tree's outcome to every rank (tr_merge_trees); the rank holding the winner's
+ * strategy (its own rank, or rank 0 when it grew a lost rank's tree again) broadcasts it, and
+ * it becomes every rank's best. A rank's failure (rc < 0) fails them all with its message, so
+ * that no rank is left waiting in the refinement's maps. */
+static int merge_trees(search *s, int rc, pl_err *err)
+{
+    const pl_train_ctx *x = s->x;
+    int n = pl_dist_size(), me = pl_dist_rank();
+    trees t = {x, s->o, {s->best_s, s->iterations, s->beat_dp_at, rc == 0, "", me}, NULL};
+    if (rc < 0) snprintf(t.own.msg, sizeof t.own.msg, "%s", err->msg);
+    t.regrown = pl_calloc((size_t)n, sizeof *t.regrown);
+    tr_tree *all = pl_malloc((size_t)n * sizeof *all), sum;
+    int w = tr_map(x, n, tree_item, all, sizeof *all, &t);
+    if (w < 0)
+        pl_err_set(err, "train: gathering the MCTS trees from the MPI ranks failed: %s",
+                   pl_dist_error());
+    if (w == 0) w = tr_merge_trees(all, n, &sum, err);
+    int root = w >= 0 ? all[w].held_by : -1;
+    free(all);
+    if (w >= 0) rc = bcast_best(s, w, root, t.regrown[w]);
+    for (int k = 0; k < n; k++)
+        pl_train_strategy_free(t.regrown[k]);
+    free(t.regrown);
+    if (w < 0) return -1;
+    s->iterations = sum.iterations, s->beat_dp_at = sum.beat_dp_at, s->best_s = sum.best_s;
     return rc < 0 ? pl_err_set(err,
                                "train: broadcasting the best strategy to the MPI ranks failed: %s",
                                pl_dist_error())
@@ -477,33 +597,23 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     if (!o) o = &dflt;
     memset(r, 0, sizeof *r);
     double t0 = pl_now();
-    search s = {.x = x,
-                .o = o,
-                .beat_dp_at = -1,
-                .best_s = INFINITY,
-                .rng = tr_tree_seed(o->seed, x->dist ? pl_dist_rank() : 0)};
-    pl_strmap_init(&s.seen);
-    enumerate(&s);
-    s.order = pl_train_group_order(x);
-    new_vertex(&s);
+    search s;
+    int rc = x->dist ? grow(x, o, pl_dist_rank(), pl_dist_size(), true, &s, err)
+                     : grow(x, o, 0, 1, true, &s, err);
+    r->dp_s = s.dp_s;
     r->refined_mcts_s = r->refined_root_s = INFINITY;
-    int rc = start(&s, r, err);
-    int budget =
-        x->dist ? tr_tree_budget(o, pl_dist_rank(), pl_dist_size()) : tr_tree_budget(o, 0, 1);
-    int it = 0;
-    for (; rc == 0 && it < budget; it++) {
-        if (o->time_s > 0 && pl_now() - t0 > o->time_s) break;
-        rc = iterate(&s, it + 1, err);
-        if (o->progress) o->progress(it + 1, s.best_s, s.dp_s, o->progress_user);
-    }
-    r->iterations = it;
-    if (rc == 0 && o->on_vertex) report_vertices(&s);
-    if (x->dist) rc = merge_trees(&s, r, rc, err);
+    if (x->dist) rc = merge_trees(&s, rc, err);
+    r->iterations = s.iterations;
     r->iterations_to_beat_dp = s.beat_dp_at;
     r->mcts_s = s.best_s;
+    /* the best starts as DP-NCCL and is replaced only by a faster strategy */
+    r->found_by = s.best_s < s.dp_s ? PL_FOUND_MCTS : PL_FOUND_DP;
     if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, r, err);
+    if (s.best_s < r->mcts_s) r->found_by = PL_FOUND_REFINE;
     r->refine_evaluations = s.refined;
     if (rc == 0 && !o->no_sfb && isfinite(s.best_s)) rc = apply_sfb(&s, r, err);
+    if (r->sfb_applied) r->found_by = PL_FOUND_SFB;
+    if (!isfinite(s.best_s)) r->found_by = PL_FOUND_FALLBACK; /* nothing fitted: fit splits it */
     if (rc == 0) rc = pl_train_fit(x, s.best, &r->eval, err);
     if (rc == 0) r->best = s.best, s.best = NULL;
     pl_train_strategy_free(s.best);

@@ -31,8 +31,7 @@ pl_train_strategy *tr_strategy_unpack(const pl_train_ctx *x, const unsigned char
 /* fn over items 0..n-1 into out (size bytes each): on dist.h's pool when x->dist (every rank
  * calls it alike: collective), else here in order. The same results either way. 0 or -1. */
 int tr_map(const pl_train_ctx *x, int n, pl_dist_fn fn, void *out, size_t size, void *user);
-/* Op group `group`'s row of st becomes action a: its device groups (mask bit j: device group
- * j) and its option. */
+/* Op group `group`'s row of st becomes action a: its device groups and its option. */
 void tr_set_row(pl_train_strategy *st, int group, const pl_train_action *a);
 /* Puts alternative a (0 <= a < n_alt) in op group `group`'s row of st: its device groups and
  * option, replacing the whole row (whatever the row held, the result is the same). */
@@ -62,6 +61,8 @@ typedef struct tr_tree {
     int beat_dp_at; /* its first iteration faster than DP-NCCL; -1: none */
     int ok;         /* 0: the tree failed, with msg */
     char msg[PL_ERR_MAX];
+    int held_by; /* the rank holding its strategy: its own, or rank 0 when the tree's rank was
+                    lost and rank 0 grew it again */
 } tr_tree;
 /* The merge of n trees in rank order: returns the rank whose strategy is kept (the fastest;
  * ties: the lowest rank), with sum holding its best_s, the iterations summed and the earliest
