@@ -362,6 +362,14 @@ static int run(sl_args *a)
         pl_graph_free(g);
         return cli_fail("serverless", "%s", err.msg);
     }
+    if (a->so.shm && !pf->shm.present) { /* the help promises it: never the store instead */
+        cli_fail("serverless",
+                 "--shm: %s: the platform offers no shared memory (no "
+                 "\"shared_memory\"); leave --shm out to use its store",
+                 a->platform);
+        pl_platform_free(pf), pl_graph_free(g);
+        return CLI_EXIT_BAD_INPUT;
+    }
     cli_print_warnings(g);
     pl_cost_params params;
     pl_sl_graph *sg = NULL, *raw = NULL;
@@ -389,7 +397,10 @@ static int run(sl_args *a)
     pl_sl_serve_result res[PL_SL_ALGO_COUNT] = {0};
     if (a->cold_start_s >= 0) pf->cold_start_s = a->cold_start_s; /* the replay's only */
     for (int k = 0; k < PL_SL_ALGO_COUNT && a->serve; k++)
-        if (plans[k].n) pl_sl_serve(&plans[k], pf, &a->serve_o, &res[k]);
+        if (plans[k].n && pl_sl_serve(&plans[k], pf, &a->serve_o, &res[k], &err) < 0) {
+            cli_fail("serverless", "--serve: %s: %s", pl_sl_algo_name(k), err.msg);
+            goto out;
+        }
     const pl_sl_graph *shown_sg = shown->algo == PL_SL_UNIFORM ? raw : sg;
     if (a->co.json) {
         json_t *j = result_json(a, g, pf, sg, raw, plans, PL_SL_ALGO_COUNT, res);
