@@ -262,6 +262,18 @@ static void test_cli_refusals(void **state)
     tu_tmpdir_end(dir);
 }
 
+/* A temporary folder (dir) holding the model m as in = DIR/NAME, with out = DIR/opt.onnx. */
+static void model_file(Onnx__ModelProto *m, const char *name, char *dir, char *in, char *out)
+{
+    assert_int_equal(tu_mkdtemp(dir, 256, "optimize"), 0);
+    snprintf(in, 300, "%s/%s", dir, name);
+    snprintf(out, 300, "%s/opt.onnx", dir);
+    pl_rw_model *r = load(m);
+    pl_err err = {""};
+    if (pl_rw_save(r, in, &err) < 0) fail_msg("%s", err.msg);
+    pl_rw_free(r);
+}
+
 /* A model no rule has a site in (one Relu) is answered at once: the file is the model, exit
  * 0, and the cost model was never set up: no calibration note (PLACER_CALIBRATION=off prints
  * one whenever the verb gets to pricing; calibrating took 24 s before this answer). */
@@ -269,17 +281,12 @@ static void test_cli_nothing_to_rewrite(void **state)
 {
     (void)state;
     char dir[256], in[300], out[300], args[800];
-    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "optimize"), 0);
-    snprintf(in, sizeof in, "%s/relu.onnx", dir);
-    snprintf(out, sizeof out, "%s/opt.onnx", dir);
     Onnx__ModelProto *m = model();
     input(m, "x", "64,256");
     node(m, "Relu", "relu", "x", "y");
     output(m, "y", "");
-    pl_rw_model *r = load(m);
+    model_file(m, "relu.onnx", dir, in, out);
     pl_err err = {""};
-    if (pl_rw_save(r, in, &err) < 0) fail_msg("%s", err.msg);
-    pl_rw_free(r);
     setenv("PLACER_CALIBRATION", "off", 1);
     char *o = NULL;
     snprintf(args, sizeof args, "optimize %s -o %s", in, out);
@@ -308,9 +315,6 @@ static void test_cli_verify_mismatch(void **state)
     (void)state;
     tu_require_ort();
     char dir[256], in[300], out[300], args[800];
-    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "optimize"), 0);
-    snprintf(in, sizeof in, "%s/cancel.onnx", dir);
-    snprintf(out, sizeof out, "%s/opt.onnx", dir);
     Onnx__ModelProto *m = model();
     input(m, "x", "64,256");
     init_f(m, "big", "256", 1e8, 0, true);
@@ -318,10 +322,7 @@ static void test_cli_verify_mismatch(void **state)
     node(m, "Add", "up", "x,big", "x1");
     node(m, "Add", "down", "x1,minus_big", "y");
     output(m, "y", "");
-    pl_rw_model *r = load(m);
-    pl_err err = {""};
-    if (pl_rw_save(r, in, &err) < 0) fail_msg("%s", err.msg);
-    pl_rw_free(r);
+    model_file(m, "cancel.onnx", dir, in, out);
     snprintf(args, sizeof args, "optimize %s -o %s --verify", in, out);
     tu_expect_refusal(args, "output 'y' differs");
     tu_expect_refusal(args, "opt.onnx not written");
