@@ -166,8 +166,14 @@ static int nothing_to_rewrite(const cli_common *co, const opts *o)
     pl_err err = {""};
     pl_rw_model *m = pl_rw_load(co->model, &err);
     int n = m ? pl_rw_count_sites(m, NULL, &err) : -1;
-    if (n == 0 && pl_rw_save(m, o->out, &err) < 0) n = -1;
     if (n < 0) cli_fail("optimize", "%s", err.msg);
+    cli_common checked = *co; /* the cluster and the rest checked as ever, nothing calibrated */
+    checked.refuse |= CLI_NO_COST_PARAMS;
+    cli_ctx x;
+    if (n == 0 && (n = cli_ctx_open("optimize", &checked, &x) ? -1 : 0) == 0) {
+        cli_ctx_close(&x);
+        if (pl_rw_save(m, o->out, &err) < 0) n = -1, cli_fail("optimize", "%s", err.msg);
+    }
     int ops = m ? pl_rw_nodes(m) : 0;
     pl_rw_free(m);
     if (n != 0) return n < 0 ? -1 : 1;

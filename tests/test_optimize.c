@@ -303,6 +303,8 @@ static void test_cli_nothing_to_rewrite(void **state)
     if (!back) fail_msg("%s", err.msg);
     assert_int_equal(pl_rw_nodes(back), 1);
     pl_rw_free(back);
+    snprintf(args, sizeof args, "optimize %s -o %s --cluster /nonexistent.json", in, out);
+    tu_expect_refusal(args, "/nonexistent.json"); /* still checked, only not calibrated */
     tu_rmtree(dir);
 }
 
