@@ -72,8 +72,11 @@ static int parse_url(const char *url, pl_sl_store *s, pl_err *err)
 #define OPEN_TIMEOUT_S 5.0
 #define RUN_TIMEOUT_S 30.0
 
+/* s seconds as a timeval; beyond a day (PLACER_STORE_TIMEOUT=1e300) is a day, so the
+ * conversion to time_t stays in range. */
 static struct timeval seconds_tv(double s)
 {
+    s = fmin(fmax(s, 0), 86400);
     return (struct timeval){(time_t)s, (suseconds_t)((s - floor(s)) * 1e6)};
 }
 
