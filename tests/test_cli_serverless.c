@@ -110,6 +110,11 @@ static void test_refusals(void **state)
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS
                       " --serve --trace 168h --rps 1:1000",
                       "at most 5e7");
+    /* 2.5e7 requests, but at least one function in each of four plans: 1e8 invocations, which
+     * took minutes; refused once the plans are known, before any replay */
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS
+                      " --serve --trace 20000s --rps 1250:1250 --no-calibration",
+                      "invocations; at most 5e+07 are replayed");
 }
 
 /* What a platform's values imply is bounded and --shm is kept to its word: a λ of 1e-9 MB (the
