@@ -350,7 +350,7 @@ static int make_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph
 }
 
 /* Whether the replays of every plan together would pass PL_SL_SERVE_INVOCATIONS_MAX (about
- * 10 s here: docs/serverless.md, "Serving a trace"); said when they would. */
+ * 7 s here: docs/serverless.md, "Serving a trace"); said when they would. */
 static bool serve_too_long(const sl_args *a, const pl_sl_plan *plans)
 {
     int fns = 0, n = 0;
