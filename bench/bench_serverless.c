@@ -69,7 +69,11 @@ static void serve_rows(const char *model, const pl_platform *pf, const pl_sl_pla
                           .seed = 1};
     for (int a = 0; a < 2; a++) { /* MOPAR, unsplit */
         pl_sl_serve_result r;
-        pl_sl_serve(&plans[a], pf, &o, &r);
+        pl_err err = {""};
+        if (pl_sl_serve(&plans[a], pf, &o, &r, &err) < 0) {
+            fprintf(stderr, "bench_serverless: %s\n", err.msg);
+            exit(1);
+        }
         printf("%-12s %-20s %-10s %9ld %9.1f %9.1f %14.3f %10ld\n", pf->name, base(model),
                pl_sl_algo_name(a), r.requests, r.p50_s * 1e3, r.p95_s * 1e3, r.mem_gb_per_100rps,
                r.cold_starts);

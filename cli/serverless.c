@@ -349,6 +349,23 @@ static int make_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph
     return 0;
 }
 
+/* Whether the replays of every plan together would pass PL_SL_SERVE_INVOCATIONS_MAX (about
+ * 7 s here: docs/serverless.md, "Serving a trace"); said when they would. */
+static bool serve_too_long(const sl_args *a, const pl_sl_plan *plans)
+{
+    int fns = 0, n = 0;
+    for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
+        fns += plans[k].n, n += plans[k].n > 0;
+    double inv = a->serve_o.duration_s * a->serve_o.rps_max * fns;
+    if (inv <= PL_SL_SERVE_INVOCATIONS_MAX) return false;
+    cli_error("serverless",
+              "--serve: %g s at up to %g requests a second through the %d functions of %d plans "
+              "is %.3g invocations; at most %.3g are replayed (a shorter --trace, or --algo A "
+              "for one plan)",
+              a->serve_o.duration_s, a->serve_o.rps_max, fns, n, inv, PL_SL_SERVE_INVOCATIONS_MAX);
+    return true;
+}
+
 static cli_exit run(sl_args *a)
 {
     pl_err err = {""};
@@ -361,6 +378,14 @@ static cli_exit run(sl_args *a)
     if (!g || !pf) {
         pl_graph_free(g);
         return cli_fail("serverless", "%s", err.msg);
+    }
+    if (a->so.shm && !pf->shm.present) { /* the help promises it: never the store instead */
+        cli_fail("serverless",
+                 "--shm: %s: the platform offers no shared memory (no "
+                 "\"shared_memory\"); leave --shm out to use its store",
+                 a->platform);
+        pl_platform_free(pf), pl_graph_free(g);
+        return CLI_EXIT_BAD_INPUT;
     }
     cli_print_warnings(g);
     pl_cost_params params;
@@ -388,8 +413,12 @@ static cli_exit run(sl_args *a)
     }
     pl_sl_serve_result res[PL_SL_ALGO_COUNT] = {0};
     if (a->cold_start_s >= 0) pf->cold_start_s = a->cold_start_s; /* the replay's only */
+    if (a->serve && serve_too_long(a, plans)) goto out;
     for (int k = 0; k < PL_SL_ALGO_COUNT && a->serve; k++)
-        if (plans[k].n) pl_sl_serve(&plans[k], pf, &a->serve_o, &res[k]);
+        if (plans[k].n && pl_sl_serve(&plans[k], pf, &a->serve_o, &res[k], &err) < 0) {
+            cli_fail("serverless", "--serve: %s: %s", pl_sl_algo_name(k), err.msg);
+            goto out;
+        }
     const pl_sl_graph *shown_sg = shown->algo == PL_SL_UNIFORM ? raw : sg;
     if (a->co.json) {
         json_t *j = result_json(a, g, pf, sg, raw, plans, PL_SL_ALGO_COUNT, res);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define OPENFAAS "examples/platforms/openfaas.json"
 
@@ -109,6 +110,38 @@ static void test_refusals(void **state)
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS
                       " --serve --trace 168h --rps 1:1000",
                       "at most 5e7");
+    /* 2.5e7 requests, but at least one function in each of four plans: 1e8 invocations, which
+     * took minutes; refused once the plans are known, before any replay */
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS
+                      " --serve --trace 20000s --rps 1250:1250 --no-calibration",
+                      "invocations; at most 5e+07 are replayed");
+}
+
+/* What a platform's values imply is bounded and --shm is kept to its word: a λ of 1e-9 MB (the
+ * largest Lambda function would have 10^13 vCPUs: the pricing looped for hours, or overflowed
+ * an int and printed "eta": 1 with exit 0) is refused naming the file, the field and the
+ * limit; --shm on a platform without shared memory is refused (it was silently the store). */
+static void test_platform_limits(void **state)
+{
+    (void)state;
+    json_t *pf = json_load_file("examples/platforms/aws-lambda.json", 0, NULL);
+    assert_non_null(pf);
+    json_object_set_new(pf, "mb_per_vcpu", json_real(1e-9));
+    char *text = json_dumps(pf, 0), path[512], args[1024];
+    snprintf(path, sizeof path, "%s", tu_tmpfile(text, strlen(text), ".json"));
+    free(text), json_decref(pf);
+    snprintf(args, sizeof args, "serverless models/resnet50.onnx --platform %s --no-calibration",
+             path);
+    char want[600];
+    snprintf(want, sizeof want, "%s: $.mb_per_vcpu: 1e-09 MB per vCPU", path);
+    tu_expect_refusal(args, want);
+    tu_expect_refusal(args, "at most 1024 are allowed");
+    unlink(path);
+    tu_expect_refusal(
+        "serverless models/resnet50.onnx --platform examples/platforms/aws-lambda.json"
+        " --shm --no-calibration",
+        "--shm: examples/platforms/aws-lambda.json: the platform offers no shared "
+        "memory");
 }
 
 int main(void)
@@ -117,6 +150,7 @@ int main(void)
         cmocka_unit_test(test_json_recomputes),
         cmocka_unit_test(test_writes_split),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_platform_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -277,9 +277,13 @@ static void test_refused_numbers(void **state)
         {"parallel_efficiency", "0", "$.parallel_efficiency: ", "must be above 0"},
         {"min_vcpus", "-1", "$.min_vcpus: ", "must be at least 0, got -1"},
         {"min_vcpus", "2000", "$.min_vcpus: ", "almost certainly a unit mistake"},
+        /* memory.max_mb 3008 over λ: more than 1024 vCPUs in the largest function */
+        {"mb_per_vcpu", "1e-09", "$.mb_per_vcpu: ", "3.01e+12 vCPUs; at most 1024"},
+        {"mb_per_vcpu", "0.0001", "$.mb_per_vcpu: ", "3.01e+07 vCPUs; at most 1024"},
+        {"mb_per_vcpu", "2.9", "$.mb_per_vcpu: ", "1.04e+03 vCPUs; at most 1024"},
         {"runtime_weight_factor", "0", "$.runtime_weight_factor: ", "must be above 0"},
-        {"runtime_activation_factor", "1024", "$.runtime_activation_factor: ",
-         "almost certainly a unit mistake"},
+        {"runtime_activation_factor", "1024",
+         "$.runtime_activation_factor: ", "almost certainly a unit mistake"},
         {"billing_granularity_s", "0",
          "$.billing_granularity_s: ", "a billing granularity of zero is not allowed"},
         {"billing_granularity_s", "\"1\"", "$.billing_granularity_s: ", "the unit is missing"},
@@ -288,6 +292,20 @@ static void test_refused_numbers(void **state)
         {"runtime_base_mb", "3008", "$.runtime_base_mb: ", "leaves nothing"},
     };
     refused_all(b, sizeof b / sizeof b[0]);
+}
+
+/* The largest function may have 1024 vCPUs, not more: 3008 MB at 2.9375 MB per vCPU is read */
+static void test_vcpus_bound(void **state)
+{
+    (void)state;
+    json_t *v = edited("mb_per_vcpu", "2.9375");
+    char path[256];
+    pl_err err = {""};
+    pl_platform *p = load_json(v, path, sizeof path, &err);
+    json_decref(v);
+    if (!p) fail_msg("%s", err.msg);
+    assert_close(pl_platform_vcpus(p, p->mem_max_mb), PL_PLATFORM_VCPUS_MAX, 1e-9);
+    pl_platform_free(p);
 }
 
 static void test_refused_fields(void **state)
@@ -403,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_billed_s),
         cmocka_unit_test(test_vcpus),
         cmocka_unit_test(test_load_buffer),
+        cmocka_unit_test(test_vcpus_bound),
         cmocka_unit_test(test_usd),
         cmocka_unit_test(test_refused_numbers),
         cmocka_unit_test(test_refused_fields),

@@ -16,10 +16,12 @@
 #include <glob.h>
 #include <hiredis/hiredis.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define MODEL "models/mobilenet_v3_large.onnx"
@@ -360,12 +362,43 @@ static void test_store_refused(void **state)
     assert_int_equal(children(-1), 0);
 }
 
+/* A store that accepts the connection and never answers (a loopback socket that listens and
+ * does nothing: the kernel completes the handshake) is named as silent, with how long it was
+ * given, $PLACER_STORE_TIMEOUT here; it was "refused: Resource temporarily unavailable" after
+ * 30 s. A timeout that is no duration is refused by name. */
+static void test_store_silent(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 4), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    char url[64], want[128];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", ntohs(a.sin_port));
+    snprintf(want, sizeof want, "store %s is silent: no answer within 0.2 s from 127.0.0.1:%d", url,
+             ntohs(a.sin_port));
+    setenv("PLACER_STORE_TIMEOUT", "200ms", 1);
+    pl_err err = {""};
+    assert_null(pl_sl_store_open(url, &err));
+    assert_contains(err.msg, want);
+    print_message("silent: %s\n", err.msg);
+    setenv("PLACER_STORE_TIMEOUT", "soon", 1);
+    assert_null(pl_sl_store_open(url, &err));
+    assert_contains(err.msg, "PLACER_STORE_TIMEOUT='soon': wants a duration above 0");
+    unsetenv("PLACER_STORE_TIMEOUT");
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matches_whole_model), cmocka_unit_test(test_own_server_is_stopped),
         cmocka_unit_test(test_killed_slice),        cmocka_unit_test(test_store_dies),
         cmocka_unit_test(test_store_refused),       cmocka_unit_test(test_shared_memory),
+        cmocka_unit_test(test_store_silent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -47,8 +47,8 @@ int pl_cmp_double(const void *a, const void *b);
  * n is 0. */
 double pl_median(double *v, int n);
 
-/* A file's base name without a ".json" or ".onnx" ending, malloc'd ("examples/a/v100.json" -> "v100");
- * `dflt` when path is NULL. */
+/* A file's base name without a ".json" or ".onnx" ending, malloc'd ("examples/a/v100.json" ->
+ * "v100"); `dflt` when path is NULL. */
 char *pl_file_stem(const char *path, const char *dflt);
 
 /* Creates a directory and its missing parents (mkdir -p); fails when it is not a directory. */
@@ -170,6 +170,10 @@ typedef enum {
     PL_UNIT_USD_PER_HOUR
 } pl_unit;
 int pl_parse_quantity(const char *text, pl_unit unit, double *out, pl_err *err);
+/* The duration in environment variable `name`, as a bare number of seconds ("30") or with its
+ * unit ("30s", "500ms"): 0 and *out unchanged when unset or empty, -1 with err naming the
+ * variable when not a duration above 0. */
+int pl_env_seconds(const char *name, double *out, pl_err *err);
 const char *pl_unit_name(pl_unit unit);
 /* A whole number in [lo, hi], decimal, the whole text: an optional '-' then digits, nothing
  * before or after ("5x", " 5", "+5", "", "1e3" are not numbers). 0, or -1 when text is not

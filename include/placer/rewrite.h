@@ -74,6 +74,10 @@ void pl_rw_sites_free(pl_rw_site *s, int n);
  * another (find again on the result). Returns 0, or -1 with err set. */
 int pl_rw_find(const pl_rw_model *m, const pl_graph *g, int rule, pl_rw_site **sites, int *n,
                pl_err *err);
+/* How many sites every rule has in m, all rules together (its graph built with opts, NULL:
+ * the defaults); 0 says no rewrite applies, so a search would answer m itself. -1 with err
+ * set. */
+int pl_rw_count_sites(const pl_rw_model *m, const pl_load_opts *opts, pl_err *err);
 /* A new model: m with the site's rule applied there, every condition checked again on g (m's
  * graph, NULL: built here). m is not changed. NULL with err set when the site does not match
  * m ("FILE: rule R at node N: PROBLEM"). */

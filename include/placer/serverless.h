@@ -53,6 +53,11 @@ typedef struct pl_platform {
     pl_cluster *vcpu;                 /* one device: what one vCPU of a function computes */
 } pl_platform;
 
+/* The most vCPUs a function may have, whether from min_vcpus or from memory.max_mb / λ: no
+ * serverless platform gives one function more (Lambda 6), so more is a unit mistake, and it
+ * keeps a parallel degree (at most the vCPUs) a small int. */
+#define PL_PLATFORM_VCPUS_MAX 1024
+
 /* Reads placer-platform/1. A malformed file gives "FILE: FIELD: PROBLEM". */
 pl_platform *pl_platform_load(const char *path, pl_err *err);
 /* The same from len bytes of buf, named `name` in messages (the fuzzer's entry). */
@@ -259,11 +264,18 @@ typedef struct pl_sl_serve_result {
     double busy_gb_s; /* billed: memory x busy time, over the trace */
 } pl_sl_serve_result;
 
+/* What one replay may cost (docs/serverless.md, "Serving"): its invocations, duration_s x
+ * rps_max x the plan's slices (about 0.2 us each here), and the instances alive at once
+ * (about 100 bytes each); its memory does not grow with the requests. */
+#define PL_SL_SERVE_INVOCATIONS_MAX 5e7
+#define PL_SL_SERVE_INSTANCES_MAX 1000000
+
 /* Serves the trace with plan p on platform pf: every request runs the slices one after the
  * other; a slice takes the warm idle instance of its function freed last, else starts one
- * (cold_start_s first). Deterministic for a seed. */
-void pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_opts *o,
-                 pl_sl_serve_result *r);
+ * (cold_start_s first). Deterministic for a seed. -1 with err set, and *r partial, when the
+ * trace implies more invocations, or the replay more live instances, than allowed above. */
+int pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_opts *o,
+                pl_sl_serve_result *r, pl_err *err);
 
 /* ---- running slices for real (src/serverless/run.c) ---- */
 

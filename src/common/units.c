@@ -275,3 +275,16 @@ int pl_parse_int(const char *text, long long lo, long long hi, long long *out)
     *out = v;
     return 0;
 }
+
+int pl_env_seconds(const char *name, double *out, pl_err *err)
+{
+    const char *e = getenv(name);
+    if (!e || !*e) return 0;
+    char *end;
+    double v = strtod(e, &end);
+    if (*end && pl_parse_quantity(e, PL_UNIT_SECONDS, &v, NULL) < 0) v = NAN;
+    if (!(v > 0) || !isfinite(v))
+        return pl_err_set(err, "%s='%s': wants a duration above 0 (30, 30s, 500ms)", name, e);
+    *out = v;
+    return 0;
+}

@@ -79,6 +79,22 @@ int pl_rw_find(const pl_rw_model *m, const pl_graph *g, int rule, pl_rw_site **s
     return 0;
 }
 
+int pl_rw_count_sites(const pl_rw_model *m, const pl_load_opts *opts, pl_err *err)
+{
+    pl_graph *g = pl_rw_graph(m, opts, err);
+    if (!g) return -1;
+    int total = 0;
+    for (int r = 0; r < rw_n_rules && total >= 0; r++) {
+        pl_rw_site *s;
+        int n;
+        if (pl_rw_find(m, g, r, &s, &n, err) < 0) total = -1;
+        pl_rw_sites_free(s, n);
+        if (total >= 0) total += n;
+    }
+    pl_graph_free(g);
+    return total;
+}
+
 static int64_t opset_of(const Onnx__ModelProto *m)
 {
     for (size_t i = 0; i < m->n_opset_import; i++) {

@@ -63,18 +63,7 @@ static double step_deadline(const pl_ort *w, double bytes)
 /* $PLACER_ORT_DEADLINE: seconds, as a bare number ("30") or a duration ("30s", "500ms"). */
 static int env_deadline(double *out, pl_err *err)
 {
-    const char *e = getenv("PLACER_ORT_DEADLINE");
-    if (!e || !*e) return 0;
-    char *end;
-    double v = strtod(e, &end);
-    if (*end && pl_parse_quantity(e, PL_UNIT_SECONDS, &v, NULL) < 0) v = NAN;
-    if (!(v > 0) || !isfinite(v))
-        return pl_err_set(err,
-                          "PLACER_ORT_DEADLINE='%s': wants a duration above 0 (30, 30s, "
-                          "500ms)",
-                          e);
-    *out = v;
-    return 0;
+    return pl_env_seconds("PLACER_ORT_DEADLINE", out, err);
 }
 
 /* The caller's value, else the environment's, else placer's own file (pl_own_file); NULL

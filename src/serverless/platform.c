@@ -32,9 +32,6 @@
  * what any platform or timer here resolves. The same tolerance rounds memory sizes to the step. */
 #define REL_TOL 1e-9
 
-/* More vCPUs than any function is given is a unit mistake. */
-#define VCPUS_MAX 1024
-
 /* A runtime that takes ten times a weight's bytes is a unit mistake. */
 #define FACTOR_MAX 10
 
@@ -150,7 +147,7 @@ static int read_figures(const pl_json *root, pl_platform *p, pl_err *err)
         read_number(root, "runtime_base_mb", 0, false, MB_MAX, &p->runtime_base_mb, err) < 0 ||
         read_number(root, "parallel_efficiency", 0, true, INFINITY, &p->parallel_eff, err) < 0 ||
         (pl_json_has(root, "min_vcpus") &&
-         read_number(root, "min_vcpus", 0, false, VCPUS_MAX, &p->min_vcpus, err) < 0) ||
+         read_number(root, "min_vcpus", 0, false, PL_PLATFORM_VCPUS_MAX, &p->min_vcpus, err) < 0) ||
         (pl_json_has(root, "runtime_weight_factor") &&
          read_number(root, "runtime_weight_factor", 0, true, FACTOR_MAX, &p->runtime_weight_factor,
                      err) < 0) ||
@@ -163,6 +160,14 @@ static int read_figures(const pl_json *root, pl_platform *p, pl_err *err)
                           "must be at most 1 (each vCPU beyond the first adds this fraction of "
                           "one), got %g",
                           p->parallel_eff);
+    /* λ far below a MB (1e-9) gives the largest function 10^13 vCPUs: no platform's, and a
+     * parallel degree that is no int */
+    if (p->mem_max_mb / p->mb_per_vcpu > PL_PLATFORM_VCPUS_MAX)
+        return fail_field(root, "mb_per_vcpu", err,
+                          "%g MB per vCPU gives the largest function (memory.max_mb %g) %.3g "
+                          "vCPUs; at most %d are allowed (a unit mistake?)",
+                          p->mb_per_vcpu, p->mem_max_mb, p->mem_max_mb / p->mb_per_vcpu,
+                          PL_PLATFORM_VCPUS_MAX);
     if (p->runtime_base_mb >= p->mem_max_mb)
         return fail_field(root, "runtime_base_mb", err,
                           "%g MB leaves nothing of the largest function (memory.max_mb %g)",

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <jansson.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the store ---- */
@@ -63,21 +65,54 @@ static int parse_url(const char *url, pl_sl_store *s, pl_err *err)
     return 0;
 }
 
-/* Connects and checks that PING answers PONG; -1 with the reason in why. */
-static int connect_ping(pl_sl_store *s, char *why, size_t n)
+/* How long a store may stay silent: at connect and at its first PING, $PLACER_STORE_TIMEOUT
+ * (default 5 s: a Redis server answers PING in well under a millisecond, and across the
+ * world in a few hundred); during a run, each command's reply may take up to RUN_TIMEOUT_S
+ * (a tensor of hundreds of MB through a slow link). */
+#define OPEN_TIMEOUT_S 5.0
+#define RUN_TIMEOUT_S 30.0
+
+/* s seconds as a timeval; beyond a day (PLACER_STORE_TIMEOUT=1e300) is a day, so the
+ * conversion to time_t stays in range. */
+static struct timeval seconds_tv(double s)
 {
-    struct timeval tv = {1, 0};
+    s = fmin(fmax(s, 0), 86400);
+    return (struct timeval){(time_t)s, (suseconds_t)((s - floor(s)) * 1e6)};
+}
+
+/* Whether hiredis's error is a wait that ran out (hiredis 0.14 says it with errno's text). */
+static bool timed_out(const redisContext *c)
+{
+    return c && c->err == REDIS_ERR_IO &&
+           (!strcmp(c->errstr, strerror(EAGAIN)) || !strcmp(c->errstr, strerror(ETIMEDOUT)));
+}
+
+/* Connects and checks that PING answers PONG within wait_s each; -1 with the reason in why,
+ * which says how long nothing answered when that is what happened. */
+static int connect_ping(pl_sl_store *s, double wait_s, char *why, size_t n)
+{
     if (s->c) redisFree(s->c);
-    s->c = redisConnectWithTimeout(s->host, s->port, tv);
+    s->c = redisConnectWithTimeout(s->host, s->port, seconds_tv(wait_s));
     if (!s->c || s->c->err) {
-        snprintf(why, n, "%s", s->c ? s->c->errstr : "out of memory");
+        if (timed_out(s->c))
+            snprintf(why, n, "no answer within %g s from %s:%d (connect)", wait_s, s->host,
+                     s->port);
+        else
+            snprintf(why, n, "%s", s->c ? s->c->errstr : "out of memory");
         return -1;
     }
-    redisSetTimeout(s->c, (struct timeval){30, 0});
+    redisSetTimeout(s->c, seconds_tv(wait_s));
     redisReply *r = redisCommand(s->c, "PING");
     bool ok = r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
-    if (!ok) snprintf(why, n, "%s", !r ? s->c->errstr : r->str ? r->str : "no PONG to PING");
+    if (!ok && !r && timed_out(s->c))
+        snprintf(why, n,
+                 "no answer within %g s from %s:%d (the connection was accepted; PING was "
+                 "not answered)",
+                 wait_s, s->host, s->port);
+    else if (!ok)
+        snprintf(why, n, "%s", !r ? s->c->errstr : r->str ? r->str : "no PONG to PING");
     if (r) freeReplyObject(r);
+    if (ok) redisSetTimeout(s->c, seconds_tv(RUN_TIMEOUT_S));
     return ok ? 0 : -1;
 }
 
@@ -155,7 +190,7 @@ static int start_server(pl_sl_store *s, pl_err *err)
             return pl_err_set(err, "redis-server (%s) exited with status %d at start: %s", s->url,
                               WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), tail);
         }
-        if (connect_ping(s, why, sizeof why) == 0) return 0;
+        if (connect_ping(s, 1, why, sizeof why) == 0) return 0;
     }
     return pl_err_set(err, "redis-server (%s, pid %d) did not answer PING within 10 s: %s", s->url,
                       (int)pid, why);
@@ -166,9 +201,12 @@ pl_sl_store *pl_sl_store_open(const char *url, pl_err *err)
     pl_sl_store *s = pl_calloc(1, sizeof *s);
     s->pid = -1;
     char why[256];
+    double wait_s = OPEN_TIMEOUT_S;
     int rc = url ? parse_url(url, s, err) : start_server(s, err);
-    if (rc == 0 && url && connect_ping(s, why, sizeof why) < 0)
-        rc = pl_err_set(err, "store %s refused: %s", s->url, why);
+    if (rc == 0 && url && pl_env_seconds("PLACER_STORE_TIMEOUT", &wait_s, err) < 0) rc = -1;
+    if (rc == 0 && url && connect_ping(s, wait_s, why, sizeof why) < 0)
+        rc = pl_err_set(err, "store %s %s: %s", s->url,
+                        strstr(why, "no answer within") ? "is silent" : "refused", why);
     if (rc == 0) return s;
     pl_sl_store_close(s);
     return NULL;
@@ -205,8 +243,11 @@ static int store_error(pl_sl_store *s, redisReply *r, const char *what, pl_err *
                  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
         s->pid = -1;
     }
+    char silent[64];
+    snprintf(silent, sizeof silent, "no answer within %g s", RUN_TIMEOUT_S);
     pl_err_set(err, "store %s: %s: %s%s", s->url, what,
                r && r->type == REDIS_REPLY_ERROR ? r->str
+               : !r && timed_out(s->c)           ? silent
                : s->c->errstr[0]                 ? s->c->errstr
                                                  : "unexpected reply",
                how);
