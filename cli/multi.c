@@ -465,8 +465,8 @@ static int write_doc(const char *path, json_t *doc)
     pl_err err = {""};
     int rc = text ? pl_out_write_file(path, text, strlen(text), &err) : -1;
     free(text);
-    if (rc < 0) return cli_fail("multi", "-o %s: %s", path, err.msg[0] ? err.msg : "cannot write");
-    return 0;
+    if (rc < 0) cli_fail("multi", "-o %s: %s", path, err.msg[0] ? err.msg : "cannot write");
+    return rc < 0 ? -1 : 0; /* cli_fail's status is 2, which its caller's `< 0` did not see */
 }
 
 /* ---- running for real ---- */
