@@ -264,12 +264,12 @@ static int remove_dir_at(int parent, const char *name, int depth)
             nanosleep(&ms, NULL);
             lseek(fd, 0, SEEK_SET);
         }
-        empty_dir(fd, depth);
+        int emptied = empty_dir(fd, depth);
         if (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
             rc = 0;
             break;
         }
-        if (errno != ENOTEMPTY && errno != EEXIST) break;
+        if (emptied < 0 || (errno != ENOTEMPTY && errno != EEXIST)) break; /* no use trying again */
     }
     close(fd);
     return rc;
