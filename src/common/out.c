@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,31 +288,35 @@ int pl_remove_tree(const char *dir)
     return rc;
 }
 
-/* SIGINT, SIGTERM and SIGHUP held back while a temporary whose name is not known in advance
- * (mkdtemp) is made and registered: one that arrives meanwhile is handled after, and finds it
- * registered. */
-static void hold_signals(sigset_t *old)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT), sigaddset(&set, SIGTERM), sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, old);
-}
-
+/* mkdtemp's folder, but registered under its name before it is made, as pl_out's files are:
+ * a signal in between finds nothing to remove, and one after finds it registered. (Blocking
+ * the signals around mkdtemp instead would only send them to another thread, OpenBLAS's, whose
+ * handler would run before the folder is registered.) A name that exists already is never
+ * registered, so the handler cannot remove another's folder. */
 int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err)
 {
+    static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     const char *tmp = getenv("TMPDIR");
     int w = name[0] == '/' ? snprintf(out, n, "%s-XXXXXX", name)
                            : snprintf(out, n, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
     if (w < 0 || (size_t)w >= n)
         return out[0] = 0, pl_err_set(err, "the temporary folder's path is too long");
-    sigset_t old;
-    hold_signals(&old);
-    bool made = mkdtemp(out) != NULL;
-    int e = errno;
-    if (made) live_add(out, true);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (made) return 0;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    static uint64_t made;
+    uint64_t s =
+        (uint64_t)getpid() << 40 ^ (uint64_t)now.tv_nsec ^ (uint64_t)now.tv_sec << 20 ^ ++made;
+    int e = EEXIST;
+    for (int tries = 0; tries < 1000 && e == EEXIST; tries++) {
+        for (int i = 0; i < 6; i++)
+            out[w - 6 + i] = chars[pl_rng_next(&s) % 62];
+        struct stat st;
+        if (lstat(out, &st) == 0) continue;
+        live_add(out, true);
+        if (mkdir(out, 0700) == 0) return 0;
+        e = errno;
+        live_remove(out);
+    }
     char tried[4096];
     snprintf(tried, sizeof tried, "%s", out);
     out[0] = 0;
@@ -428,6 +431,7 @@ void pl_outdir_abort(pl_outdir *o)
 enum { IDLE, COMMITTING, COMMITTED };
 static struct {
     volatile sig_atomic_t stage, n;
+    pid_t tid; /* the committing thread */
     const char *path[PL_OUTSET_MAX], *tmp[PL_OUTSET_MAX];
     char *backup[PL_OUTSET_MAX]; /* ".NAME.tmp.PID.old": the old file, while it exists */
     volatile sig_atomic_t backed[PL_OUTSET_MAX], renamed[PL_OUTSET_MAX];
@@ -443,6 +447,13 @@ static struct {
 static void rollback(void)
 {
     if (cm.stage == IDLE) return;
+    /* in another thread (a signal the kernel gave to one of OpenBLAS's): the commit goes on
+     * meanwhile, so undoing it here would race it; it is a few renames, let it end */
+    for (int ms = 0; gettid() != cm.tid && cm.stage != IDLE && ms < 5000; ms++) {
+        struct timespec one = {0, 1000000};
+        nanosleep(&one, NULL);
+    }
+    if (cm.stage == IDLE || gettid() != cm.tid) return;
     for (int k = cm.n - 1; k >= 0; k--) {
         if (cm.stage == COMMITTED) {
             if (cm.backed[k]) unlink(cm.backup[k]);
@@ -557,6 +568,7 @@ int pl_outset_commit(pl_outset *s, pl_err *err)
             cm.backup[k] = pl_malloc(strlen(s->tmp[k]) + 8);
             sprintf(cm.backup[k], "%s.old", s->tmp[k]);
         }
+        cm.tid = gettid();
         cm.stage = COMMITTING;
         rc = swap_members(had, err);
         if (rc == 0) cm.stage = COMMITTED;
