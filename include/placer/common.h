@@ -104,10 +104,11 @@ void pl_outdir_abort(pl_outdir *o);
  * registration as a temporary (pl_make_temp_dir), and uses only async-signal-safe calls. */
 int pl_remove_tree(const char *dir);
 /* A new private folder $TMPDIR/NAME-XXXXXX (else /tmp/NAME-XXXXXX; a NAME that starts with
- * '/' is the whole prefix: "/dev/shm/placer-sl"), made with mkdtemp, into out; -1 with err
- * naming the path and the reason when it cannot be made (out is then ""). It is a temporary
- * like pl_out's: SIGINT, SIGTERM and SIGHUP remove it with everything in it (it is registered
- * before those signals can see it), until the caller removes it with pl_remove_tree. */
+ * '/' is the whole prefix: "/dev/shm/placer-sl"), mode 0700 and a random name as mkdtemp's,
+ * into out; -1 with err naming the path and the reason when it cannot be made (out is then
+ * ""). It is a temporary like pl_out's: SIGINT, SIGTERM and SIGHUP remove it with everything
+ * in it (its name is registered before it is made), until the caller removes it with
+ * pl_remove_tree. */
 int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err);
 
 /* Files that go together (learn-prior's weights and the FILE.json that says what made them),
