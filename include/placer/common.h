@@ -124,8 +124,10 @@ int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err);
  *   4. after the last rename, fsyncs the folders and removes the backups.
  * A failure in 2 or 3 puts every old file back (and removes new ones that had none) before it
  * returns -1. SIGINT, SIGTERM or SIGHUP at any point (or pl_out_remove_temporaries from a
- * program's own handler) leaves the old set when it comes before the last rename, the new set
- * after it: never a mix, never a set with a file missing that it had. Only a kill that cannot
+ * program's own handler) leaves the old set when it comes before the commit has seen its last
+ * rename succeed, the new set after: never a mix, never a set with a file missing that it had
+ * (a signal that the kernel hands to another thread waits, up to 5 s, for the commit to end
+ * and leaves what it left). Only a kill that cannot
  * be caught (SIGKILL, power loss) during the few renames of 2-4 may leave a mix, with the old
  * files still under their ".old" names. s starts zeroed; after commit or abort it holds
  * nothing; pl_outset_abort removes the temporaries. */
