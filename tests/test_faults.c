@@ -223,12 +223,11 @@ static bool private_mounts(void)
     return unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
 }
 
-static void setup(fcase *c, const verb *v, bool mounts)
+static void setup(fcase *c, const verb *v, const char *root, bool mounts)
 {
     memset(c, 0, sizeof *c);
     c->v = v;
-    if (tu_mkdtemp(c->root, sizeof c->root, "placer-faults") < 0)
-        bad("mkdtemp: %s", strerror(errno));
+    snprintf(c->root, sizeof c->root, "%s", root);
     snprintf(c->tmp, sizeof c->tmp, "%s/tmp", c->root);
     snprintf(c->out_dir, sizeof c->out_dir, "%s/out", c->root);
     snprintf(c->out, sizeof c->out, "%s/output", c->out_dir);
@@ -315,11 +314,11 @@ static void wait_mid_run(const fcase *c, pid_t pid)
     if (c->v->watch < 0) bad("no temporary appeared within %d s", ms / 1000);
 }
 
-static void run_case(const verb *v, int kind)
+static void run_case(const verb *v, int kind, const char *root)
 {
     bool mounts = private_mounts();
     fcase c;
-    setup(&c, v, mounts);
+    setup(&c, v, root, mounts);
     const char *extra = "";
     if (kind == C_MISSING) {
         snprintf(c.out_dir, sizeof c.out_dir, "%s/missing", c.root);
@@ -352,7 +351,6 @@ static void run_case(const verb *v, int kind)
     check_no_temporaries(&c);
     if (kind == C_READONLY || kind == C_FULL) umount2(c.out_dir, MNT_DETACH);
     if (c.own_shm) umount2("/dev/shm", MNT_DETACH);
-    tu_rmtree(c.root);
     _exit(0);
 }
 
@@ -369,10 +367,13 @@ static void check(int kind)
         if (kind >= C_SIGINT ? !v->slow : !v->args) continue;
         printf("  %s: %s\n", v->name, case_names[kind]);
         fflush(stdout);
+        char root[64]; /* the case's folder, removed here whatever the case did */
+        assert_int_equal(tu_mkdtemp(root, sizeof root, "placer-faults"), 0);
         pid_t pid = fork();
-        if (pid == 0) run_case(v, kind);
+        if (pid == 0) run_case(v, kind, root);
         int st;
         assert_int_equal(waitpid(pid, &st, 0), pid);
+        tu_rmtree(root);
         if (WIFEXITED(st) && WEXITSTATUS(st) == 77) return; /* said why; so would every verb */
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             snprintf(failed + strlen(failed), sizeof failed - strlen(failed), "%s%s",
