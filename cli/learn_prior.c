@@ -214,23 +214,34 @@ static void settle(pl_tag_distill_opts *d)
     if (!(d->lr > 0)) d->lr = 1e-3f;
 }
 
-/* The weights and FILE.json go together: when the second write fails the first is removed,
- * so that no weights are left beside another run's provenance. */
-static cli_exit write_out(const lp_opts *o, pl_tag_gnn *m, json_t *doc)
+/* The weights and FILE.json go together: one pl_outset, opened before training (a folder
+ * named FILE.json, or a folder that cannot be written, is refused before any search) and
+ * committed as one: FILE and FILE.json are both the new ones or both as they were. */
+static cli_exit open_out(const lp_opts *o, pl_outset *set)
 {
     pl_err err = {""};
     char side[4200];
     snprintf(side, sizeof side, "%s.json", o->out);
-    char *text = json_dumps(doc, JSON_INDENT(2));
-    cli_exit rc = CLI_EXIT_OK;
-    if (!text || pl_tag_gnn_save(m, o->out, &err) < 0)
-        rc = cli_fail("learn-prior", "-o %s: %s", o->out, err.msg[0] ? err.msg : "cannot write");
-    else if (pl_out_write_file(side, text, strlen(text), &err) < 0) {
-        remove(o->out);
-        rc = cli_fail("learn-prior", "-o %s: %s (the weights were removed too)", side, err.msg);
+    if (pl_outset_add(set, o->out, &err) < 0 || pl_outset_add(set, side, &err) < 0) {
+        pl_outset_abort(set);
+        return cli_fail("learn-prior", "-o %s: %s", o->out, err.msg);
     }
+    return CLI_EXIT_OK;
+}
+
+static cli_exit write_out(const lp_opts *o, pl_outset *set, pl_tag_gnn *m, json_t *doc)
+{
+    pl_err err = {""};
+    char *text = json_dumps(doc, JSON_INDENT(2));
+    int rc = text && pl_tag_gnn_save(m, set->tmp[0], &err) == 0 &&
+                     pl_out_write_file(set->tmp[1], text, strlen(text), &err) == 0
+                 ? pl_outset_commit(set, &err)
+                 : -1;
+    if (rc < 0) pl_outset_abort(set);
     free(text);
-    return rc;
+    return rc < 0
+               ? cli_fail("learn-prior", "-o %s: %s", o->out, err.msg[0] ? err.msg : "cannot write")
+               : CLI_EXIT_OK;
 }
 
 /* Trains and writes; the exit status. */
@@ -242,13 +253,15 @@ static cli_exit learn(lp_opts *o, int argc, char **argv)
     pl_err err = {""};
     pl_tag_gnn *m = pl_tag_gnn_new(o->seed);
     pl_tag_distill_result r;
-    cli_exit rc = o->init && pl_tag_gnn_load(m, o->init, &err) < 0
+    pl_outset set = {0};
+    cli_exit rc = !cli_ok(open_out(o, &set)) ? CLI_EXIT_BAD_INPUT
+                  : o->init && pl_tag_gnn_load(m, o->init, &err) < 0
                       ? cli_fail("learn-prior", "--init: %s", err.msg)
                   : pl_tag_distill(m, &o->d, &r, &err) < 0 ? cli_fail("learn-prior", "%s", err.msg)
                                                            : CLI_EXIT_OK;
     if (cli_ok(rc)) {
         json_t *doc = provenance(o, argc, argv, &r);
-        rc = write_out(o, m, doc);
+        rc = write_out(o, &set, m, doc);
         if (cli_ok(rc) && o->json)
             pl_json_print(doc, stdout);
         else {
@@ -261,6 +274,7 @@ static cli_exit learn(lp_opts *o, int argc, char **argv)
             json_decref(doc);
         }
     }
+    pl_outset_abort(&set); /* a failed search: the temporaries go */
     pl_tag_gnn_free(m);
     return rc;
 }

@@ -282,11 +282,10 @@ static void print_run(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_ru
 static int run_for_real(const sl_args *a, const pl_graph *g, const pl_platform *pf,
                         const pl_sl_graph *sg, const pl_sl_plan *p, json_t *json, pl_err *err)
 {
-    char tmp[] = "/tmp/placer-serverless-XXXXXX";
+    char tmp[4096];
     const char *dir = a->dir;
     if (!dir) {
-        if (!mkdtemp(tmp))
-            return pl_err_set(err, "cannot make a temporary folder: %s", strerror(errno));
+        if (pl_make_temp_dir("placer-serverless", tmp, sizeof tmp, err) < 0) return -1;
         dir = tmp;
         if (write_split(a->co.model, g, sg, p, dir, err) < 0) return pl_remove_tree(tmp), -1;
     }

@@ -687,7 +687,8 @@ function nodeTimes(events, warmup, repeat) {
 async function profile(msg) {
   if (typeof msg.model !== 'string') throw new Error('"model" must be a path');
   const repeat = msg.repeat > 0 ? msg.repeat : 10, warmup = msg.warmup >= 0 ? msg.warmup : 1;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'placer-prof-'));
+  // placer's own temporary folder when it gives one (it removes it even if this worker is killed)
+  const dir = typeof msg.dir === 'string' ? msg.dir : fs.mkdtempSync(path.join(os.tmpdir(), 'placer-prof-'));
   try {
     const opts = Object.assign(sessionOptions(Object.assign({}, msg, {optimize: msg.optimize === 'all' ? 'all' : 'disabled'})),
                                {enableProfiling: true, profileFilePrefix: path.join(dir, 'trace')});

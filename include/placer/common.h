@@ -51,7 +51,9 @@ double pl_median(double *v, int n);
  * "v100"); `dflt` when path is NULL. */
 char *pl_file_stem(const char *path, const char *dflt);
 
-/* Creates a directory and its missing parents (mkdir -p); fails when it is not a directory. */
+/* Creates a directory and its missing parents (mkdir -p), for caches (never for an output,
+ * whose folder must exist); fails when it is not a directory, with the reason of the first
+ * mkdir that failed (EROFS, EACCES), not the ENOENT of the ones below it. */
 int pl_mkdir_p(const char *dir, pl_err *err);
 
 /* Output written whole or not at all: every file placer writes for the user goes through
@@ -74,8 +76,10 @@ typedef struct pl_out {
 int pl_out_open(pl_out *o, const char *path, pl_err *err);
 int pl_out_commit(pl_out *o, pl_err *err);
 void pl_out_abort(pl_out *o);
-/* Removes the temporaries being written now; async-signal-safe, for a program's own signal
- * handler (which keeps pl_out from installing its own: src/dist's, under mpirun). */
+/* Removes every temporary that exists now (pl_out's and pl_outset's files, pl_outdir's and
+ * pl_make_temp_dir's folders, with what is in them) and undoes a pl_outset_commit under way;
+ * async-signal-safe, for a program's own signal handler (which keeps pl_out from installing
+ * its own: src/dist's, under mpirun). */
 void pl_out_remove_temporaries(void);
 /* The whole of a buffer to path, through pl_out. */
 int pl_out_write_file(const char *path, const void *buf, size_t n, pl_err *err);
@@ -96,12 +100,45 @@ typedef struct pl_outdir {
 int pl_outdir_open(pl_outdir *o, const char *path, pl_err *err);
 int pl_outdir_commit(pl_outdir *o, pl_err *err);
 void pl_outdir_abort(pl_outdir *o);
-/* rm -r that does not follow symbolic links; 0 when dir is already absent. */
+/* rm -r that does not follow symbolic links; 0 when dir is already absent. It ends dir's
+ * registration as a temporary (pl_make_temp_dir), and uses only async-signal-safe calls. */
 int pl_remove_tree(const char *dir);
-/* A new private folder $TMPDIR/NAME-XXXXXX (else /tmp/NAME-XXXXXX, mkdtemp) into out; -1 with
- * err naming the path and the reason when it cannot be made (out is then ""). The caller
- * removes it (pl_remove_tree). */
+/* A new private folder $TMPDIR/NAME-XXXXXX (else /tmp/NAME-XXXXXX; a NAME that starts with
+ * '/' is the whole prefix: "/dev/shm/placer-sl"), mode 0700 and a random name as mkdtemp's,
+ * into out; -1 with err naming the path and the reason when it cannot be made (out is then
+ * ""). It is a temporary like pl_out's: SIGINT, SIGTERM and SIGHUP remove it with everything
+ * in it (its name is registered before it is made), until the caller removes it with
+ * pl_remove_tree. */
 int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err);
+
+/* Files that go together (learn-prior's weights and the FILE.json that says what made them),
+ * replaced as one. pl_outset_add checks that PATH is a regular file or absent (a symbolic link
+ * is followed, as by pl_out; a folder, a pipe or a device is refused) and creates its empty
+ * hidden temporary s->tmp[k] (".NAME.tmp.PID", same folder), k being the return value; the
+ * caller writes each temporary whole with any of placer's writers (they go through pl_out),
+ * then pl_outset_commit:
+ *   1. checks every PATH again and fsyncs every temporary: a failure here replaces nothing;
+ *   2. keeps each old file under a second name, ".NAME.tmp.PID.old" (a hard link: PATH keeps
+ *      its old file throughout; where the file system has no links, a rename aside);
+ *   3. renames every temporary over its PATH in the order added;
+ *   4. after the last rename, fsyncs the folders and removes the backups.
+ * A failure in 2 or 3 puts every old file back (and removes new ones that had none) before it
+ * returns -1. SIGINT, SIGTERM or SIGHUP at any point (or pl_out_remove_temporaries from a
+ * program's own handler) leaves the old set when it comes before the commit has seen its last
+ * rename succeed, the new set after: never a mix, never a set with a file missing that it had
+ * (a signal that the kernel hands to another thread waits, up to 5 s, for the commit to end
+ * and leaves what it left). Only a kill that cannot
+ * be caught (SIGKILL, power loss) during the few renames of 2-4 may leave a mix, with the old
+ * files still under their ".old" names. s starts zeroed; after commit or abort it holds
+ * nothing; pl_outset_abort removes the temporaries. */
+#define PL_OUTSET_MAX 4
+typedef struct pl_outset {
+    int n;
+    char *path[PL_OUTSET_MAX], *tmp[PL_OUTSET_MAX];
+} pl_outset;
+int pl_outset_add(pl_outset *s, const char *path, pl_err *err);
+int pl_outset_commit(pl_outset *s, pl_err *err);
+void pl_outset_abort(pl_outset *s);
 
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *pl_read_file(const char *path, size_t *len, pl_err *err);

@@ -210,20 +210,26 @@ void pl_strmap_put(pl_strmap *m, const char *key, int val)
     strmap_insert(m, key, val);
 }
 
+/* The first mkdir that fails for another reason than EEXIST says why (EROFS, EACCES): the
+ * ones after it fail only with ENOENT, which would hide it. */
 int pl_mkdir_p(const char *dir, pl_err *err)
 {
     char *p = pl_strdup(dir);
-    for (char *c = p + 1; *c; c++)
-        if (*c == '/') { /* parents: a failure shows on the last mkdir or the stat below */
+    int first = 0;
+    for (char *c = p + 1;; c++)
+        if (*c == '/' || !*c) {
+            char end = *c;
             *c = 0;
-            mkdir(p, 0777);
-            *c = '/';
+            if (mkdir(p, 0777) < 0 && errno != EEXIST && !first) first = errno;
+            if (!(*c = end)) break;
         }
-    int rc = mkdir(p, 0777) < 0 && errno != EEXIST ? -1 : 0;
     struct stat st;
-    if (rc < 0 || stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+    int rc = 0;
+    if (stat(p, &st) < 0)
         rc = pl_err_set(err, "%s: cannot create the directory: %s", dir,
-                        rc < 0 ? strerror(errno) : "not a directory");
+                        strerror(first ? first : errno));
+    else if (!S_ISDIR(st.st_mode))
+        rc = pl_err_set(err, "%s: cannot create the directory: not a directory", dir);
     free(p);
     return rc;
 }
@@ -246,7 +252,9 @@ char *pl_file_stem(const char *path, const char *dflt)
     const char *base = path ? strrchr(path, '/') : NULL;
     base = base ? base + 1 : path ? path : dflt;
     size_t len = strlen(base);
-    if (len > 5 && strcmp(base + len - 5, ".json") == 0) len -= 5;
-    else if (len > 5 && strcmp(base + len - 5, ".onnx") == 0) len -= 5;
+    if (len > 5 && strcmp(base + len - 5, ".json") == 0)
+        len -= 5;
+    else if (len > 5 && strcmp(base + len - 5, ".onnx") == 0)
+        len -= 5;
     return pl_strndup(base, len);
 }

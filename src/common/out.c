@@ -13,26 +13,38 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- temporaries removed on SIGINT/SIGTERM/SIGHUP ---- */
 
-/* The temporary files being written now. A slot is set before the file is created and
- * cleared after it is renamed or removed; the handler only calls unlink (async-signal-safe).
- * Outputs are written from the main thread only, so the list takes no lock. */
-#define MAX_LIVE 16
+/* The temporaries that exist now: files being written (pl_out, pl_outset), folders being
+ * filled (pl_outdir) and a run's private folders (pl_make_temp_dir). A slot holds its own copy
+ * of the path, published before the temporary is created and cleared after it is renamed or
+ * removed; the handler only reads the slots and calls async-signal-safe functions.
+ * Temporaries are made from the main thread only, so the list takes no lock. */
+#define MAX_LIVE 32
 static char *volatile live[MAX_LIVE];
+static volatile sig_atomic_t live_dir[MAX_LIVE];
+
+static void rollback(void);
+static int remove_entry(int parent, const char *name);
 
 void pl_out_remove_temporaries(void)
 {
-    for (int k = 0; k < MAX_LIVE; k++)
-        if (live[k]) unlink(live[k]);
+    rollback(); /* a multi-file commit under way: its old files are put back first */
+    for (int k = 0; k < MAX_LIVE; k++) {
+        char *p = live[k];
+        if (p && live_dir[k])
+            remove_entry(AT_FDCWD, p);
+        else if (p)
+            unlink(p);
+    }
 }
 
 static void on_signal(int sig)
@@ -43,7 +55,7 @@ static void on_signal(int sig)
 }
 
 /* Installed on first use, and only over the default disposition: a program that handles these
- * signals itself keeps its handler (and its cleanup is its own). */
+ * signals itself keeps its handler (and calls pl_out_remove_temporaries from it). */
 static void install_handlers(void)
 {
     static bool done;
@@ -59,20 +71,27 @@ static void install_handlers(void)
     }
 }
 
-static void live_add(char *tmp)
+/* A full list leaves the temporary unregistered (32 at once: placer holds a handful). */
+static void live_add(const char *path, bool dir)
 {
     install_handlers();
     for (int k = 0; k < MAX_LIVE; k++)
         if (!live[k]) {
-            live[k] = tmp;
+            live_dir[k] = dir;
+            live[k] = pl_strdup(path);
             return;
         }
 }
 
-static void live_remove(const char *tmp)
+static void live_remove(const char *path)
 {
-    for (int k = 0; k < MAX_LIVE; k++)
-        if (live[k] == tmp) live[k] = NULL;
+    for (int k = 0; path && k < MAX_LIVE; k++)
+        if (live[k] && !strcmp(live[k], path)) {
+            char *p = live[k];
+            live[k] = NULL;
+            free(p);
+            return;
+        }
 }
 
 /* ---- names ---- */
@@ -134,7 +153,7 @@ int pl_out_open(pl_out *o, const char *path, pl_err *err)
     memset(o, 0, sizeof *o);
     bool direct;
     o->path = target(path, &direct);
-    if (!direct) o->tmp = pl_out_tmp_name(o->path), live_add(o->tmp);
+    if (!direct) o->tmp = pl_out_tmp_name(o->path), live_add(o->tmp, false);
     int fd = open(direct ? o->path : o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     o->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!o->f) {
@@ -204,27 +223,100 @@ int pl_out_write_file(const char *path, const void *buf, size_t n, pl_err *err)
 
 /* ---- folders ---- */
 
-static int rm_entry(const char *p, const struct stat *st, int type, struct FTW *ftw)
+/* rm -r with only async-signal-safe calls (openat, getdents64, unlinkat, close, nanosleep), so
+ * that the signal handler removes folders as pl_remove_tree does: no opendir (it allocates),
+ * no nftw. A folder that is not empty once its entries are gone gained one meanwhile (a worker
+ * still writing its outputs there): it is emptied again, a bounded number of times. */
+#define MAX_DEPTH 32
+#define MAX_PASSES 100
+
+static int remove_dir_at(int parent, const char *name, int depth);
+
+static int empty_dir(int fd, int depth)
 {
-    (void)st, (void)ftw;
-    return type == FTW_DP ? rmdir(p) : unlink(p);
+    _Alignas(8) char buf[2048];
+    int rc = 0;
+    long n;
+    while ((n = (long)getdents64(fd, buf, sizeof buf)) > 0)
+        for (long at = 0; at < n;) {
+            struct dirent64 *e = (struct dirent64 *)(buf + at);
+            at += e->d_reclen;
+            const char *nm = e->d_name;
+            if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]))) continue;
+            if (unlinkat(fd, nm, 0) == 0 || errno == ENOENT) continue;
+            if ((errno != EISDIR && errno != EPERM) || remove_dir_at(fd, nm, depth + 1) < 0)
+                rc = -1;
+        }
+    return n < 0 ? -1 : rc;
+}
+
+/* The folder name in parent, with everything in it; a symbolic link is not followed. */
+static int remove_dir_at(int parent, const char *name, int depth)
+{
+    if (depth > MAX_DEPTH) return -1;
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? 0 : -1;
+    int rc = -1;
+    for (int pass = 0; pass < MAX_PASSES; pass++) {
+        if (pass) {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+            lseek(fd, 0, SEEK_SET);
+        }
+        int emptied = empty_dir(fd, depth);
+        if (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
+            rc = 0;
+            break;
+        }
+        if (emptied < 0 || (errno != ENOTEMPTY && errno != EEXIST)) break; /* no use trying again */
+    }
+    close(fd);
+    return rc;
+}
+
+/* A file, a link or a whole folder. */
+static int remove_entry(int parent, const char *name)
+{
+    if (unlinkat(parent, name, 0) == 0 || errno == ENOENT) return 0;
+    return errno == EISDIR || errno == EPERM ? remove_dir_at(parent, name, 0) : -1;
 }
 
 int pl_remove_tree(const char *dir)
 {
-    struct stat st;
-    if (lstat(dir, &st) < 0) return errno == ENOENT ? 0 : -1;
-    return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    int rc = remove_entry(AT_FDCWD, dir);
+    live_remove(dir); /* a pl_make_temp_dir folder's registration ends with it */
+    return rc;
 }
 
+/* mkdtemp's folder, but registered under its name before it is made, as pl_out's files are:
+ * a signal in between finds nothing to remove, and one after finds it registered. (Blocking
+ * the signals around mkdtemp instead would only send them to another thread, OpenBLAS's, whose
+ * handler would run before the folder is registered.) A name that exists already is never
+ * registered, so the handler cannot remove another's folder. */
 int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err)
 {
+    static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     const char *tmp = getenv("TMPDIR");
-    int w = snprintf(out, n, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+    int w = name[0] == '/' ? snprintf(out, n, "%s-XXXXXX", name)
+                           : snprintf(out, n, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
     if (w < 0 || (size_t)w >= n)
         return out[0] = 0, pl_err_set(err, "the temporary folder's path is too long");
-    if (mkdtemp(out)) return 0;
-    int e = errno;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    static uint64_t made;
+    uint64_t s =
+        (uint64_t)getpid() << 40 ^ (uint64_t)now.tv_nsec ^ (uint64_t)now.tv_sec << 20 ^ ++made;
+    int e = EEXIST;
+    for (int tries = 0; tries < 1000 && e == EEXIST; tries++) {
+        for (int i = 0; i < 6; i++)
+            out[w - 6 + i] = chars[pl_rng_next(&s) % 62];
+        struct stat st;
+        if (lstat(out, &st) == 0) continue;
+        live_add(out, true);
+        if (mkdir(out, 0700) == 0) return 0;
+        e = errno;
+        live_remove(out);
+    }
     char tried[4096];
     snprintf(tried, sizeof tried, "%s", out);
     out[0] = 0;
@@ -270,8 +362,10 @@ int pl_outdir_open(pl_outdir *o, const char *path, pl_err *err)
     o->tmp = pl_out_tmp_name(path);
     pl_remove_tree(o->tmp); /* a folder left by a killed process that had our PID */
     remove_stale(o->tmp);
+    live_add(o->tmp, true); /* before it exists: a signal in between finds nothing */
     if (mkdir(o->tmp, 0777) < 0) {
         pl_err_set(err, "%s: cannot create %s beside it: %s", path, o->tmp, strerror(errno));
+        live_remove(o->tmp);
         free(o->tmp), free(o->path);
         memset(o, 0, sizeof *o);
         return -1;
@@ -326,4 +420,170 @@ void pl_outdir_abort(pl_outdir *o)
     if (o->tmp) pl_remove_tree(o->tmp);
     free(o->tmp), free(o->path);
     memset(o, 0, sizeof *o);
+}
+
+/* ---- files committed as one ---- */
+
+/* The commit under way, for the signal handler: what each member's rename and backup have
+ * reached. Each step's flag is raised before the step, so a signal between a step and its flag
+ * finds the flag up; the undo of every step is harmless when the step was not taken (see
+ * rollback). */
+enum { IDLE, COMMITTING, COMMITTED };
+static struct {
+    volatile sig_atomic_t stage, n;
+    pid_t tid; /* the committing thread */
+    const char *path[PL_OUTSET_MAX], *tmp[PL_OUTSET_MAX];
+    char *backup[PL_OUTSET_MAX]; /* ".NAME.tmp.PID.old": the old file, while it exists */
+    volatile sig_atomic_t backed[PL_OUTSET_MAX], renamed[PL_OUTSET_MAX];
+} cm;
+
+/* Async-signal-safe (rename, unlink, access). Until the last rename every member gets its old
+ * file back: a backup made by link() is the old file under a second name, so renaming it over
+ * the member restores the old file whether the new one was renamed there or not (rename
+ * between two names of one file does nothing and succeeds; the second name is then
+ * unlinked); a backup kept only when it was renamed back, so nothing old is ever deleted. A
+ * member that had no old file loses the new one, if its temporary is gone (renamed there).
+ * After the last rename the new files stay and only the backups go. */
+static void rollback(void)
+{
+    if (cm.stage == IDLE) return;
+    /* in another thread (a signal the kernel gave to one of OpenBLAS's): the commit goes on
+     * meanwhile, so undoing it here would race it; it is a few renames, let it end */
+    for (int ms = 0; gettid() != cm.tid && cm.stage != IDLE && ms < 5000; ms++) {
+        struct timespec one = {0, 1000000};
+        nanosleep(&one, NULL);
+    }
+    if (cm.stage == IDLE || gettid() != cm.tid) return;
+    for (int k = cm.n - 1; k >= 0; k--) {
+        if (cm.stage == COMMITTED) {
+            if (cm.backed[k]) unlink(cm.backup[k]);
+            continue;
+        }
+        if (cm.backed[k] && rename(cm.backup[k], cm.path[k]) == 0)
+            unlink(cm.backup[k]);
+        else if (!cm.backed[k] && cm.renamed[k] && access(cm.tmp[k], F_OK) != 0)
+            unlink(cm.path[k]);
+        unlink(cm.tmp[k]);
+    }
+}
+
+/* path's member target (a symbolic link's target, as pl_out) into *out, or why it cannot be
+ * one: only a regular file is replaced with another (a folder named FILE.json, a pipe or a
+ * device cannot take part in a rename that may have to be undone). */
+static int member_target(const char *path, char **out, bool *exists, pl_err *err)
+{
+    struct stat st;
+    *out = NULL;
+    *exists = stat(path, &st) == 0;
+    if (!*exists && errno != ENOENT) return pl_err_set(err, "%s: %s", path, strerror(errno));
+    if (*exists && !S_ISREG(st.st_mode))
+        return pl_err_set(err, "%s: is %s, not a file: refusing to replace it", path,
+                          S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
+    bool direct;
+    *out = target(path, &direct);
+    return 0;
+}
+
+int pl_outset_add(pl_outset *s, const char *path, pl_err *err)
+{
+    PL_ASSERT(s->n < PL_OUTSET_MAX);
+    if (s->n == PL_OUTSET_MAX) return pl_err_set(err, "%s: too many files in one output", path);
+    char *real;
+    bool exists;
+    if (member_target(path, &real, &exists, err) < 0) return -1;
+    char *tmp = pl_out_tmp_name(real);
+    live_add(tmp, false);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        pl_err_set(err, "%s: cannot create %s beside it: %s", path, tmp, strerror(errno));
+        live_remove(tmp);
+        free(tmp), free(real);
+        return -1;
+    }
+    close(fd);
+    s->path[s->n] = real, s->tmp[s->n] = tmp;
+    return s->n++;
+}
+
+void pl_outset_abort(pl_outset *s)
+{
+    for (int k = 0; k < s->n; k++) {
+        unlink(s->tmp[k]);
+        live_remove(s->tmp[k]);
+        free(s->tmp[k]), free(s->path[k]);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+/* Every member checked again and its temporary on disk, before anything is renamed. */
+static int preflight(pl_outset *s, bool *had, pl_err *err)
+{
+    for (int k = 0; k < s->n; k++) {
+        char *again;
+        if (member_target(s->path[k], &again, &had[k], err) < 0) return -1;
+        free(again);
+        int fd = open(s->tmp[k], O_RDONLY | O_CLOEXEC);
+        int rc = fd >= 0 ? fsync(fd) : -1, e = errno;
+        if (fd >= 0) close(fd);
+        if (rc < 0) return pl_err_set(err, "%s: %s: %s", s->path[k], s->tmp[k], strerror(e));
+    }
+    return 0;
+}
+
+/* The old file kept under the backup's name: a second link (the member keeps its old file
+ * throughout), or where the file system has none, the old file renamed aside. */
+static int keep_old(int k)
+{
+    unlink(cm.backup[k]); /* one left by a killed process that had our PID */
+    cm.backed[k] = 1;
+    if (link(cm.path[k], cm.backup[k]) == 0 || rename(cm.path[k], cm.backup[k]) == 0) return 0;
+    cm.backed[k] = 0;
+    return -1;
+}
+
+static int swap_members(const bool *had, pl_err *err)
+{
+    for (int k = 0; k < cm.n; k++)
+        if (had[k] && keep_old(k) < 0)
+            return pl_err_set(err, "%s: cannot keep the old file aside while replacing it: %s",
+                              cm.path[k], strerror(errno));
+    for (int k = 0; k < cm.n; k++) {
+        cm.renamed[k] = 1;
+        if (rename(cm.tmp[k], cm.path[k]) < 0)
+            return pl_err_set(err, "%s: cannot put the new file in place: %s", cm.path[k],
+                              strerror(errno));
+    }
+    return 0;
+}
+
+int pl_outset_commit(pl_outset *s, pl_err *err)
+{
+    bool had[PL_OUTSET_MAX] = {false};
+    int rc = preflight(s, had, err);
+    if (rc == 0) {
+        memset((void *)&cm, 0, sizeof cm);
+        cm.n = s->n;
+        for (int k = 0; k < s->n; k++) {
+            cm.path[k] = s->path[k], cm.tmp[k] = s->tmp[k];
+            cm.backup[k] = pl_malloc(strlen(s->tmp[k]) + 8);
+            sprintf(cm.backup[k], "%s.old", s->tmp[k]);
+        }
+        cm.tid = gettid();
+        cm.stage = COMMITTING;
+        rc = swap_members(had, err);
+        if (rc == 0) cm.stage = COMMITTED;
+        rollback(); /* the old files back, or (committed) only the backups removed */
+        for (int k = 0; k < s->n; k++)
+            if (rc == 0) sync_parent(s->path[k]);
+        cm.stage = IDLE;
+        for (int k = 0; k < s->n; k++)
+            free(cm.backup[k]);
+    }
+    if (rc < 0 && err) {
+        size_t at = strlen(err->msg);
+        snprintf(err->msg + at, sizeof err->msg - at,
+                 " (nothing was replaced: the old files, if any, are as they were)");
+    }
+    pl_outset_abort(s);
+    return rc;
 }

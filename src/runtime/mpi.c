@@ -247,16 +247,49 @@ static int fail_end(runner *r, bool force, const char *what, pl_err *err)
                       how, below, *tail ? "; its stderr: " : "", tail);
 }
 
-int pl_coll_measure(const pl_coll_run_opts *o, pl_coll_run *out, pl_err *err)
+/* The environment variable name set to value ("" leaves it) for a child started meanwhile;
+ * the old value back with restore_env. */
+static char *set_env(const char *name, const char *value)
 {
-    memset(out, 0, sizeof *out);
+    const char *was = getenv(name);
+    char *old = was ? pl_strdup(was) : NULL;
+    if (*value) setenv(name, value, 1);
+    return old;
+}
+
+static void restore_env(const char *name, char *old)
+{
+    if (old)
+        setenv(name, old, 1);
+    else
+        unsetenv(name);
+    free(old);
+}
+
+/* mpirun started with TMPDIR set to tmp, and Open MPI's shared-memory segments in shm (a
+ * folder in /dev/shm, memory as they were), both registered temporaries of placer's
+ * (common.h): its session folder and its ranks' files go there, and a signal that ends placer
+ * removes them, which mpirun, killed with placer (PR_SET_PDEATHSIG), could not. */
+static int spawn(runner *r, const char *mpirun, const char *bench, const pl_coll_run_opts *o,
+                 char num[4][32], const char *tmp, const char *shm, pl_err *err)
+{
+    char *old_tmp = set_env("TMPDIR", tmp),
+         *old_shm = set_env("OMPI_MCA_btl_vader_backing_directory", shm);
+    int rc = ort_proc_spawn_argv(&r->p, make_argv(mpirun, bench, o, num), "mpirun",
+                                 " (install openmpi-bin or set PLACER_MPIRUN)\n", err);
+    restore_env("TMPDIR", old_tmp);
+    restore_env("OMPI_MCA_btl_vader_backing_directory", old_shm);
+    return rc;
+}
+
+static int measure(const pl_coll_run_opts *o, const char *tmp, const char *shm, pl_coll_run *out,
+                   pl_err *err)
+{
     const char *mpirun;
     char bench[4096], num[4][32];
     if (find_programs(o, &mpirun, bench, sizeof bench, err) < 0) return -1;
     runner r = {.last = "the start (no result yet)"};
-    if (ort_proc_spawn_argv(&r.p, make_argv(mpirun, bench, o, num), "mpirun",
-                            " (install openmpi-bin or set PLACER_MPIRUN)\n", err) < 0)
-        return -1;
+    if (spawn(&r, mpirun, bench, o, num, tmp, shm, err) < 0) return -1;
     double deadline = o->timeout_s > 0 ? o->timeout_s : MPI_DEADLINE_S;
     int rc = 0;
     while (rc == 0) {
@@ -279,6 +312,18 @@ int pl_coll_measure(const pl_coll_run_opts *o, pl_coll_run *out, pl_err *err)
     stop(&r, false, how, sizeof how);
     if (out->n == 0) return pl_err_set(err, "mpirun: the benchmark measured nothing");
     return 0;
+}
+
+int pl_coll_measure(const pl_coll_run_opts *o, pl_coll_run *out, pl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char tmp[4096], shm[4096] = "";
+    if (pl_make_temp_dir("placer-mpirun", tmp, sizeof tmp, err) < 0) return -1;
+    pl_make_temp_dir("/dev/shm/placer-mpi", shm, sizeof shm, NULL); /* else Open MPI's own */
+    int rc = measure(o, tmp, shm, out, err);
+    pl_remove_tree(tmp);
+    if (shm[0]) pl_remove_tree(shm);
+    return rc;
 }
 
 void pl_coll_run_free(pl_coll_run *r)

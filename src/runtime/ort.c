@@ -574,12 +574,18 @@ static int profile(pl_ort *w, const char *model, int repeat, bool optimized, pl_
                    int *n, pl_err *err)
 {
     *out = NULL, *n = 0;
-    json_t *msg = json_pack("{s:s, s:s?, s:i, s:i, s:I, s:i, s:i, s:s}", "op", "profile", "model",
-                            model, "repeat", repeat > 0 ? repeat : 1, "warmup", 1, "seed",
+    /* onnxruntime's trace goes to a folder of placer's, a registered temporary: the worker is
+     * killed with placer (SIGKILL) and could not remove one of its own */
+    char dir[4096];
+    if (pl_make_temp_dir("placer-prof", dir, sizeof dir, err) < 0)
+        return pl_err_prefix(err, "onnxruntime profile");
+    json_t *msg = json_pack("{s:s, s:s?, s:i, s:i, s:I, s:i, s:i, s:s, s:s}", "op", "profile",
+                            "model", model, "repeat", repeat > 0 ? repeat : 1, "warmup", 1, "seed",
                             seed_of(w), "int_high", w->o.int_high, "threads", w->o.threads,
-                            "optimize", optimized ? "all" : "disabled"),
+                            "optimize", optimized ? "all" : "disabled", "dir", dir),
            *rep = NULL;
     int rc = request(w, msg, "profile", bytes_of(&model, 1), &rep, err);
+    pl_remove_tree(dir);
     if (rc == 0 && read_profile(rep, out, n) < 0) {
         pl_ort_node_times_free(*out, *n);
         *out = NULL, *n = 0;

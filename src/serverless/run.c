@@ -163,11 +163,8 @@ static void log_tail(const pl_sl_store *s, char *out, size_t n)
 
 static int start_server(pl_sl_store *s, pl_err *err)
 {
-    snprintf(s->dir, sizeof s->dir, "/tmp/placer-redis-XXXXXX");
-    if (!mkdtemp(s->dir)) {
-        s->dir[0] = 0;
-        return pl_err_set(err, "cannot start redis-server: mkdtemp: %s", strerror(errno));
-    }
+    if (pl_make_temp_dir("placer-redis", s->dir, sizeof s->dir, err) < 0)
+        return pl_err_prefix(err, "cannot start redis-server");
     s->port = free_port();
     snprintf(s->host, sizeof s->host, "127.0.0.1");
     snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
@@ -754,14 +751,11 @@ static int run(sl_run *x, const char *split_dir, pl_sl_run_result *r, pl_err *er
     static int runs;
     int repeat = x->o->repeat > 0 ? x->o->repeat : 10, warmup = x->o->warmup > 0 ? x->o->warmup : 0;
     snprintf(x->ns, sizeof x->ns, "placer:%d:%d", (int)getpid(), ++runs);
-    snprintf(x->dir, sizeof x->dir, "/dev/shm/placer-sl-XXXXXX");
-    if (!mkdtemp(x->dir)) {
-        snprintf(x->dir, sizeof x->dir, "/tmp/placer-sl-XXXXXX");
-        if (!mkdtemp(x->dir)) {
-            x->dir[0] = 0;
-            return pl_err_set(err, "cannot make a folder for the run: %s", strerror(errno));
-        }
-    }
+    /* in memory where there is a /dev/shm, else in $TMPDIR; a temporary either way (removed
+     * on SIGINT, SIGTERM, SIGHUP) */
+    if (pl_make_temp_dir("/dev/shm/placer-sl", x->dir, sizeof x->dir, NULL) < 0 &&
+        pl_make_temp_dir("placer-sl", x->dir, sizeof x->dir, err) < 0)
+        return pl_err_prefix(err, "cannot make a folder for the run");
     x->sl = pl_calloc(x->m.n, sizeof *x->sl);
     if (read_routes(split_dir, x->sl, x->m.n, err) < 0) return -1;
     sl_slice *routes = x->sl;

@@ -335,18 +335,13 @@ static bool is_empty(const char *dir)
 }
 
 /* DIR may be replaced when it is absent, an empty folder or a previous split, so that a
- * user's folder given to -o by mistake is never deleted. Creates DIR's parents. */
+ * user's folder given to -o by mistake is never deleted. Its parent must exist, as for every
+ * output (docs/formats.md): a mistyped path is refused, not created. */
 static int check_replaceable(const char *dir, pl_err *err)
 {
     struct stat st;
-    if (lstat(dir, &st) < 0) {
-        if (errno != ENOENT) return pl_err_set(err, "%s: %s", dir, strerror(errno));
-        char *parent = pl_strdup(dir), *slash = strrchr(parent, '/');
-        int rc = 0;
-        if (slash && slash != parent) *slash = 0, rc = pl_mkdir_p(parent, err);
-        free(parent);
-        return rc;
-    }
+    if (lstat(dir, &st) < 0)
+        return errno == ENOENT ? 0 : pl_err_set(err, "%s: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return pl_err_set(err, "%s: exists and is not a folder: refusing to replace it", dir);
     if (!is_empty(dir) && !is_split(dir))
