@@ -8,11 +8,10 @@
 # and exits 1 on any; also when a folder of src/ is missing from the diagram or the diagram
 # names one that does not exist. Run by `make test` before the test binaries.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 diagram=${1:-docs/layers.md}
 [ -r "$diagram" ] || { echo "check_layers: $diagram: cannot read the diagram" >&2; exit 1; }
-mods=$(cd src && ls -d */ | tr -d /)
-# shellcheck disable=SC2086
+mods=$(for d in src/*/; do d=${d%/}; echo "${d#src/}"; done)
 awk -v mods="$mods" -v diagram="$diagram" '
 # pass 1: the first fenced block of the diagram, rows top to bottom; rank 1 is the bottom row
 FNR == NR {
