@@ -4,7 +4,6 @@
  * beside Table V's optimisation overheads in hours (Google-RL and AutoDeep with TASO, on 4 K80s).
  *
  *   bench_drl CLUSTER MODEL...       (moirai and drl: PLACER_DRL_LIMIT seconds each, 20) */
-#include "placer/learn.h"
 #include "placer/place.h"
 
 #include <math.h>

@@ -24,7 +24,6 @@
  *
  * prints the placer-cluster/1 document of a topology the bench (2 to G GPUs) or a
  * distillation run would use, to look at or to give a verb's --cluster. */
-#include "placer/learn.h"
 #include "placer/train.h"
 
 #include <math.h>

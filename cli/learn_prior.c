@@ -2,7 +2,7 @@
  * distillation over random topologies (docs/learn.md, "Training the prior") and writes its
  * weights, with a FILE.json beside them saying what produced them. */
 #include "cli.h"
-#include "placer/learn.h"
+#include "placer/train.h"
 #include "placer/report.h"
 
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* placer.c: the command: dispatches to one verb per file. */
 #include "cli.h"
 #include "placer/dist.h"
-#include "placer/learn.h"
+#include "placer/place.h"
 #include "placer/runtime.h"
 
 #include <stdarg.h>
@@ -169,7 +169,7 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value
 static cli_exit run(int argc, char **argv)
 {
     pl_err err = {""};
-    if (pl_learn_register(&err) < 0) /* the learned placers join the registry (learn.h) */
+    if (pl_learn_register(&err) < 0) /* the learned placers join the registry (place.h) */
         return fprintf(stderr, "placer: %s\n", err.msg), CLI_EXIT_BAD_INPUT;
     if (argc < 2) return usage(stderr), CLI_EXIT_BAD_INPUT;
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return manual(), CLI_EXIT_OK;

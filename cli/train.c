@@ -4,7 +4,6 @@
  * HeteroG-like search and a placer of one model (docs/train.md). */
 #include "cli.h"
 #include "placer/dist.h"
-#include "placer/learn.h"
 #include "placer/report.h"
 #include "placer/runtime.h"
 #include "placer/train.h"

@@ -5,11 +5,15 @@
  *   sum COUNT A B      the sum of (rank + 1, 10 * (rank + 1)) and how many ranks it holds,
  *                      or "sum failed: WHY"
  *   bcast ROOT VALUE   rank ROOT's 100 * ROOT + 7 on every rank, or "bcast ROOT failed: WHY"
+ * With the argument or-here, only pl_dist_map_or_here's two choices over the same 7 items:
+ *   pool I RANK        pool true: item I ran on rank RANK (the pool's i % size)
+ *   here I RANK        pool false: every rank ran every item itself (rank 0 prints its own)
  * A rank that finds a result it did not expect exits 3, so a wrong gather shows on any rank. */
 #include "placer/dist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     int value, rank, nested;
@@ -34,10 +38,31 @@ static void outer(int i, void *out, void *user)
                     : -1;
 }
 
+/* pl_dist_map_or_here with the pool and without: "pool" and "here" lines; 3 on a wrong result
+ * (an item of the local map run by another rank, or a wrong value). */
+static int or_here(int me)
+{
+    int rc = 0;
+    item_out got[7];
+    for (int pool = 1; pool >= 0; pool--) {
+        if (pl_dist_map_or_here(pool, 7, outer, got, sizeof *got, NULL) != 0) {
+            fprintf(stderr, "map failed: %s\n", pl_dist_error());
+            return 4;
+        }
+        for (int i = 0; i < 7; i++) {
+            printf("%s %d %d\n", pool ? "pool" : "here", i, got[i].rank);
+            if (got[i].value != i * i || (!pool && got[i].rank != me)) rc = 3;
+        }
+    }
+    fflush(stdout);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     pl_dist_init(&argc, &argv);
     int rc = 0, me = pl_dist_rank(), n = pl_dist_size();
+    if (argc > 1 && strcmp(argv[1], "or-here") == 0) return pl_dist_finalize(or_here(me));
     item_out got[7];
     if (pl_dist_map(7, outer, got, sizeof *got, NULL) != 0) {
         fprintf(stderr, "map failed: %s\n", pl_dist_error());

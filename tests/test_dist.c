@@ -52,6 +52,17 @@ static void test_map_one_process(void **state)
     assert_int_equal(pl_dist_map(-1, square, out, sizeof *out, &s), -1);
     assert_int_equal(pl_dist_map(2, NULL, out, sizeof *out, &s), -1);
     assert_int_equal(s.n, 5);
+    /* the pool-or-local map: in one process both choices run every item once, in order */
+    for (int pool = 0; pool < 2; pool++) {
+        seen_t t = {0};
+        memset(out, 0xff, sizeof out);
+        assert_int_equal(pl_dist_map_or_here(pool, 5, square, out, sizeof *out, &t), 0);
+        assert_int_equal(t.n, 5);
+        for (int i = 0; i < 5; i++) {
+            assert_int_equal(t.order[i], i);
+            assert_int_equal(out[i][1], i * i);
+        }
+    }
 }
 
 /* Five algorithms with five different makespans (hand-checked on this cluster), over two
@@ -163,6 +174,27 @@ static void test_primitives_under_mpirun(void **state)
     assert_non_null(strstr(out, "bcast 0 7\n"));
     assert_non_null(strstr(out, "bcast 1 107\n"));
     assert_null(strstr(err, "failed with exit")); /* rank 1 found what rank 0 did */
+    free(out);
+    free(err);
+}
+
+/* pl_dist_map_or_here (the map of place's pl_pool_map and train's searches) over two ranks:
+ * with the pool, item i runs on rank i % 2; without, every rank runs every item itself. */
+static void test_map_or_here_under_mpirun(void **state)
+{
+    (void)state;
+    if (!have_mpi()) skip();
+    char *out, *err, line[64];
+    assert_int_equal(mpi2("PLACER_DIST_FAULT= PLACER_DIST_TIMEOUT=", "",
+                          "tests/dist_driver or-here", &out, &err),
+                     0);
+    for (int i = 0; i < 7; i++) {
+        snprintf(line, sizeof line, "pool %d %d\n", i, i % 2);
+        assert_non_null(strstr(out, line));
+        snprintf(line, sizeof line, "here %d 0\n", i);
+        assert_non_null(strstr(out, line));
+    }
+    assert_null(strstr(err, "failed with exit")); /* rank 1 ran its own local map */
     free(out);
     free(err);
 }
@@ -480,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_map_one_process),
         cmocka_unit_test(test_compare_under_mpirun),
         cmocka_unit_test(test_primitives_under_mpirun),
+        cmocka_unit_test(test_map_or_here_under_mpirun),
         cmocka_unit_test(test_dead_rank_work_redone),
         cmocka_unit_test(test_three_ranks_one_dies),
         cmocka_unit_test(test_stalled_rank_work_redone),

@@ -8,7 +8,6 @@
 
 #include "placer/cluster.h"
 #include "placer/cost.h"
-#include "placer/learn.h"
 #include "placer/place.h"
 
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * worker stops (the worker keeps the split it has loaded: it reloads it after a restart). */
 #include "testutil.h"
 
-#include "placer/learn.h"
+#include "placer/place.h"
 #include "placer/runtime.h"
 #include "placer/trial.h"
 

@@ -92,14 +92,25 @@ typedef struct pl_profile_match {
     int n_unmatched;        /* top-level nodes that match no op */
     double measured_s;      /* the timed ops' sum */
 } pl_profile_match;
-struct pl_ort_node_time;
+/* One node's measured kernel time (runtime.h's pl_ort_profile; here, below runtime, because
+ * pl_profile_from_node_times reads it). `name` is the node's name as onnxruntime
+ * reports it (the ONNX node name; a node inside a Loop/If/Scan body has its body's name and is
+ * not an op of placer's graph), `node_index` its position in its graph's node list. */
+typedef struct pl_ort_node_time {
+    char *name;
+    int node_index;
+    char op_type[64];
+    double mean_s; /* kernel time per request, mean over the timed requests */
+    double count;  /* kernel launches per request (more than 1 inside a loop body) */
+    bool nested;   /* ran inside another node's kernel: a node of a Loop/If/Scan body */
+} pl_ort_node_time;
 /* The profile of graph g on `device_model` from the node times t[0..n) of g's ONNX file
  * (`placer profile`, bench_fidelity): a named node is the op of that name; an unnamed one (the
  * profiler reports an empty name) the op at its position, as placer names it TYPE_k, if the
  * types agree; nodes of Loop/If/Scan bodies are not ops (their time is the control op's).
  * Times of nodes that map to the same op add up. Entries are in op order, model_sha256 is g's
  * file's. `m` (may be NULL) gets the counts. NULL with err set when g's file cannot be read. */
-pl_profile *pl_profile_from_node_times(const pl_graph *g, const struct pl_ort_node_time *t, int n,
+pl_profile *pl_profile_from_node_times(const pl_graph *g, const pl_ort_node_time *t, int n,
                                        const char *device_model, pl_profile_match *m, pl_err *err);
 /* Writes p as placer-profile/1 (`description` may be NULL). */
 int pl_profile_save(const pl_profile *p, const char *path, const char *description, pl_err *err);

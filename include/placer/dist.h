@@ -6,6 +6,7 @@
 #ifndef PLACER_DIST_H
 #define PLACER_DIST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* MPI_Init / MPI_Finalize (no-ops without MPI). Init once, before anything reads argv.
@@ -36,6 +37,12 @@ int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *us
 /* pl_dist_map's one-process loop whatever the pool (every item here, in order, and pool calls
  * inside the items too): for a caller whose ranks are not all calling it together. */
 int pl_dist_map_here(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *user);
+
+/* pl_dist_map when `pool` (the caller's ranks are all calling it together), else
+ * pl_dist_map_here: the one pool-or-local choice, made by place's pl_pool_map (pl_pool.on) and
+ * train's searches (pl_train_ctx.dist). */
+int pl_dist_map_or_here(bool pool, int n_items, pl_dist_fn fn, void *out, size_t out_size,
+                        void *user);
 
 /* Element-wise sum of v[0..n) over the ranks (MPI_Allreduce), left in v on every rank (the
  * same on every run for a rank count). Collective. Returns the number of ranks summed (the

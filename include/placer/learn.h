@@ -1,6 +1,8 @@
 /* learn.h: a small neural-network core for the learned placers (issue 17, docs/learn.md):
  * float matrices, parameters with their Adam moments, reverse-mode gradients recorded on a
  * tape, the layers AutoDeep's DRL placer and TAG's GNN prior need, Adam, and one weights file.
+ * It depends on common alone (docs/layers.md): the DRL placer that uses it is declared in
+ * place.h, TAG's GNN prior and its distillation in train.h.
  *
  * Semantics, exactly: every value is a row-major float matrix (rows x cols). A tape records
  * each op of a forward pass as a node, identified by the int the op returns (its index on the
@@ -20,7 +22,6 @@
 #define PLACER_LEARN_H
 
 #include "placer/common.h"
-#include "placer/train.h"
 
 #include <stdint.h>
 
@@ -232,123 +233,5 @@ void pl_gat_init(pl_gat *g, pl_params *s, const char *name, int n_types, int in,
 void pl_gat_free(pl_gat *g);
 /* H [n,in]; edges[0..n_types). */
 int pl_gat_apply(pl_tape *t, const pl_gat *g, int H, int n, const pl_gat_edges *edges);
-
-/* ---- TAG's GNN prior (src/learn/gnn.c; docs/learn.md, "TAG's GNN prior") ----
- * TAG's heterogeneous graph neural network, the prior G(s, a) of its MCTS: a graph of op
- * groups and device groups with Table 1's features (raw, the strategy, the simulator's
- * feedback, the search's progress), four GAT layers over typed edges, and a decoder that
- * scores each candidate action of the next op group. */
-
-/* Columns of the node and edge feature rows (docs/learn.md gives each with its scale). */
-enum { PL_TAG_OP_FEATS = 12, PL_TAG_DEV_FEATS = 7, PL_TAG_EDGE_FEATS = 3 };
-/* Edge types: op-op (tensors, both ways), dev-dev (routes between different device groups),
- * op->dev and dev->op (every op group with every device group: placed or not). */
-enum { PL_TAG_OP_OP, PL_TAG_DEV_DEV, PL_TAG_OP_DEV, PL_TAG_DEV_OP, PL_TAG_EDGE_TYPES };
-
-/* One search state and its candidate actions as the GNN reads them. Self-contained (no
- * pointer into the ctx, strategy or evaluation it was built from), so a trainer can keep many
- * after those are freed. Nodes: op groups 0..n_op-1, then device groups n_op..n_op+n_dev-1. */
-typedef struct pl_tag_input {
-    int n_op, n_dev, group; /* group: the op group the candidates are for */
-    float *op_feat;         /* [n_op * PL_TAG_OP_FEATS] */
-    float *dev_feat;        /* [n_dev * PL_TAG_DEV_FEATS] */
-    int n_edges[PL_TAG_EDGE_TYPES];
-    int *ptr[PL_TAG_EDGE_TYPES];     /* CSR of incoming edges over the n_op + n_dev nodes */
-    int *src[PL_TAG_EDGE_TYPES];     /* per edge: its source node */
-    float *efeat[PL_TAG_EDGE_TYPES]; /* [n_edges * PL_TAG_EDGE_FEATS] */
-    int n_cand;
-    float *cand_P;    /* [n_cand * n_dev]: 1 where the candidate uses device group j */
-    int *cand_option; /* per candidate: its pl_train_option */
-} pl_tag_input;
-
-/* The input for choosing op group `group`'s action among a[0..n) given the partial strategy
- * (completed, as MCTS evaluates it) and fb, its evaluation with feedback (NULL, or one without
- * feedback: the feedback features are 0). Never fails; free with pl_tag_input_free. */
-pl_tag_input *pl_tag_input_build(const pl_train_ctx *x, const pl_train_strategy *partial,
-                                 const pl_train_eval *fb, int group, const pl_train_action *a,
-                                 int n);
-void pl_tag_input_free(pl_tag_input *in);
-
-/* The model: encoders, 4 GAT layers, decoder, its Adam state and a tape. Not thread-safe. */
-typedef struct pl_tag_gnn pl_tag_gnn;
-/* A freshly initialised model (deterministic for a seed). */
-pl_tag_gnn *pl_tag_gnn_new(uint64_t seed);
-void pl_tag_gnn_free(pl_tag_gnn *m);
-/* The weights file (pl_params_save/load, the one format). Loading checks the file against
- * this model (names, shapes) and says what is wrong, naming the file; m is unchanged then. */
-int pl_tag_gnn_save(const pl_tag_gnn *m, const char *path, pl_err *err);
-int pl_tag_gnn_load(pl_tag_gnn *m, const char *path, pl_err *err);
-/* Parameters (for tests and the trainer: counts, gradient checks). */
-pl_params *pl_tag_gnn_params(pl_tag_gnn *m);
-/* G over in's candidates: prior[0..in->n_cand), summing to 1. Returns in->n_cand. */
-int pl_tag_gnn_priors(pl_tag_gnn *m, const pl_tag_input *in, double *prior);
-/* Forward and backward of the cross-entropy -sum_c target[c] log G[c] (target: a
- * distribution over in's candidates, e.g. normalised MCTS visit counts): gradients ADD to
- * the model's until pl_tag_gnn_update. Returns the loss. */
-double pl_tag_gnn_accumulate(pl_tag_gnn *m, const pl_tag_input *in, const double *target);
-/* One training step: clips the gradients' global norm to 5, Adam with learning rate lr,
- * zeroes the gradients. */
-void pl_tag_gnn_update(pl_tag_gnn *m, float lr);
-/* A pl_train_prior_fn (train.h) with user = the pl_tag_gnn *: builds the input and fills
- * prior[0..n). */
-void pl_tag_gnn_prior(const pl_train_ctx *x, const pl_train_strategy *partial,
-                      const pl_train_eval *feedback, int group, const pl_train_action *a, int n,
-                      double *prior, void *user);
-
-/* ---- training the prior by MCTS distillation (src/learn/distill.c; docs/learn.md,
- * "Training the prior") ----
- * TAG's training loop (digest §3.2.4): searches on the models' training graphs over random
- * topologies (pl_cluster_random, seeds 1..n_topologies), guided by the current prior; each tree
- * vertex with at least min_visits visits gives a sample (its state as a pl_tag_input, with the
- * simulator's feedback for its completed strategy, and the normalised visit counts as target);
- * after each search the model takes `steps` Adam steps on minibatches drawn from a replay
- * buffer of the most recent samples. Search r (0-based) runs model r mod n_models on topology
- * 1 + (r / n_models) mod n_topologies, so every pair is visited in turn; deterministic for a
- * seed and a round count. */
-#define PL_TAG_DISTILL_GROUPS 16      /* op groups per model (TAG: 60) */
-#define PL_TAG_DISTILL_GPUS 8         /* GPUs per random topology, at most (and 2 at least) */
-#define PL_TAG_DISTILL_TOPOLOGIES 36  /* TAG: 100 */
-#define PL_TAG_DISTILL_ITERATIONS 200 /* MCTS iterations per search */
-#define PL_TAG_DISTILL_VISITS 25      /* a vertex's visits to give a target (TAG: 800) */
-
-typedef struct pl_tag_distill_result {
-    int rounds;      /* searches run */
-    long samples;    /* targets collected */
-    int skipped;     /* searches that failed (e.g. nothing fits): skipped, last_skip says why */
-    char last_skip[PL_ERR_MAX];
-    double first_loss, last_loss; /* mean cross-entropy of the first and the last minibatch */
-    double seconds;
-} pl_tag_distill_result;
-
-typedef struct pl_tag_distill_opts {
-    const char *const *models; /* ONNX files */
-    const int *batches;        /* per model, its global batch (NULL or 0: the model's own) */
-    int n_models;
-    int max_groups, max_gpus, n_topologies, iterations, min_visits; /* 0: the defaults above */
-    int rounds;    /* searches; 0: one per (model, topology) pair, unless time_s ends it first */
-    double time_s; /* stop starting searches after this long; 0: none */
-    int steps, minibatch, buffer; /* per search; 0: 32 steps of 16 samples, 4096 kept */
-    float lr;                     /* 0: 1e-3 */
-    /* true: each search is guided by the prior being trained (TAG's and AlphaZero's loop);
-     * false: by uniform priors, so that the targets are what the rewards alone make MCTS
-     * visit (docs/learn.md, "Training the prior", says why this is the default). */
-    bool self_play;
-    uint64_t seed;                /* minibatch draws */
-    void (*progress)(const pl_tag_distill_result *r, const char *model, int topology,
-                     int samples, double loss, void *user);
-    void *progress_user;
-} pl_tag_distill_opts;
-
-/* Trains m in place. -1 with err set when a model cannot be loaded or trained, or when no
- * search gave a sample. */
-int pl_tag_distill(pl_tag_gnn *m, const pl_tag_distill_opts *o, pl_tag_distill_result *r,
-                   pl_err *err);
-
-/* ---- learned placers (src/learn/drl.c) ---- */
-
-/* Registers the learned placement algorithms with place.h's registry ("drl": AutoDeep's
- * seq2seq policy trained by REINFORCE; docs/learn.md, "The DRL placer"), so that `place`,
- * `compare` and `deploy` find them by name. Idempotent. */
-int pl_learn_register(pl_err *err);
 
 #endif

@@ -107,7 +107,7 @@ typedef struct pl_algo {
 #define PL_MAX_ALGOS 16
 
 const pl_algo *pl_algo_find(const char *name); /* NULL when unknown */
-/* Adds an algorithm that lives in a module above this one (src/learn's placers), so that
+/* Adds an algorithm that is not built in (a learned placer: pl_learn_register), so that
  * every verb finds it by name; the entry is copied. -1 with err set for a name already taken,
  * a missing name or entry point, or a full registry (PL_MAX_ALGOS). Not thread-safe: the
  * command registers at start-up. */
@@ -179,5 +179,12 @@ int pl_mem_track_no_room(const pl_mem_track *m, const char *algo, int op, pl_err
  * The transfers' device × device times are the graph's given transfer times
  * (pl_graph_add_xfer_time), which pl_cost_new turns into its per-pair table. */
 int pl_moirai_load(const char *path, pl_graph **g, pl_cluster **c, pl_err *err);
+
+/* ---- learned placers (src/place/drl.c) ---- */
+
+/* Registers the learned placement algorithms with the registry above ("drl": AutoDeep's
+ * seq2seq policy trained by REINFORCE; docs/learn.md, "The DRL placer"), so that `place`,
+ * `compare` and `deploy` find them by name. Idempotent. */
+int pl_learn_register(pl_err *err);
 
 #endif

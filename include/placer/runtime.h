@@ -13,6 +13,7 @@
 
 #include "placer/cluster.h"
 #include "placer/common.h"
+#include "placer/cost.h"
 
 /* placer's own files, found from the executable, never from the working directory
  * (docs/runtime.md, "Files"): `installed` under the install prefix (PREFIX/bin/placer ->
@@ -170,17 +171,7 @@ void pl_ort_compare_result_free(pl_ort_compare_result *r);
  * is kept for the next compare of the same model. */
 int pl_ort_compare(pl_ort *w, const char *reference, const char *const *stages, int n,
                    pl_ort_compare_result *r, pl_err *err);
-/* One node's measured kernel time (pl_ort_profile). `name` is the node's name as onnxruntime
- * reports it (the ONNX node name; a node inside a Loop/If/Scan body has its body's name and is
- * not an op of placer's graph), `node_index` its position in its graph's node list. */
-typedef struct pl_ort_node_time {
-    char *name;
-    int node_index;
-    char op_type[64];
-    double mean_s; /* kernel time per request, mean over the timed requests */
-    double count;  /* kernel launches per request (more than 1 inside a loop body) */
-    bool nested;   /* ran inside another node's kernel: a node of a Loop/If/Scan body */
-} pl_ort_node_time;
+/* pl_ort_node_time, one node's measured kernel time, is in cost.h: cost's profile reads it. */
 void pl_ort_node_times_free(pl_ort_node_time *t, int n);
 
 /* Runs `model` (runnable: inflate weightless files first) in a session of its own with graph

@@ -7,7 +7,6 @@
  * unit, as everywhere in placer's files), a string carries its own unit. */
 #include "placer/cost.h"
 #include "placer/json.h"
-#include "placer/runtime.h"
 
 #include <ctype.h>
 #include <jansson.h>

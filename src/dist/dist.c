@@ -727,6 +727,13 @@ int pl_dist_map(int n_items, pl_dist_fn fn, void *out, size_t out_size, void *us
     return pl_dist_map_here(n_items, fn, out, out_size, user);
 }
 
+int pl_dist_map_or_here(bool pool, int n_items, pl_dist_fn fn, void *out, size_t out_size,
+                        void *user)
+{
+    return pool ? pl_dist_map(n_items, fn, out, out_size, user)
+                : pl_dist_map_here(n_items, fn, out, out_size, user);
+}
+
 int pl_dist_sum(double *v, int n)
 {
     clear_error();

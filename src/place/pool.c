@@ -19,8 +19,7 @@ pl_pool pl_pool_of(const pl_place_opts *o)
 int pl_pool_map(const pl_pool *pool, int n_items, pl_dist_fn fn, void *out, size_t out_size,
                 void *user)
 {
-    return pool->on ? pl_dist_map(n_items, fn, out, out_size, user)
-                    : pl_dist_map_here(n_items, fn, out, out_size, user);
+    return pl_dist_map_or_here(pool->on, n_items, fn, out, out_size, user);
 }
 
 int pl_pool_sumf(const pl_pool *pool, float *v, int n)

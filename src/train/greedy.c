@@ -1,7 +1,6 @@
 /* greedy.c: the greedy passes over the op groups that TAG's refinement and the HeteroG-like
- * baseline make (docs/train.md, "Search" and "Baselines"), and the map that spreads their
- * simulations over the pool of workers (dist.h) when the context asks for it (docs/dist.md,
- * "train").
+ * baseline make (docs/train.md, "Search" and "Baselines"); their simulations go over the pool of
+ * workers (dist.h's pl_dist_map_or_here) when the context asks for it (docs/dist.md, "train").
  *
  * A pass visits the op groups in descending time; for each it tries every alternative row
  * (device groups and option) on a copy of its current strategy and keeps the copy when the
@@ -17,11 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int tr_map(const pl_train_ctx *x, int n, pl_dist_fn fn, void *out, size_t size, void *user)
-{
-    return x->dist ? pl_dist_map(n, fn, out, size, user) : pl_dist_map_here(n, fn, out, size, user);
-}
 
 void tr_set_row(pl_train_strategy *st, int group, const pl_train_action *a)
 {
@@ -86,7 +80,7 @@ int tr_greedy(const pl_train_ctx *x, pl_train_strategy **st, double *t, int n, i
     step p = {x, st, n_alt, 0, alt, user};
     for (int k = 0; rc == 0 && k < x->og.n; k++) {
         p.group = order[k];
-        if (tr_map(x, items, try_item, c, sizeof *c, &p) < 0)
+        if (pl_dist_map_or_here(x->dist, items, try_item, c, sizeof *c, &p) < 0)
             rc = pl_err_set(err, "train: gathering the simulations from the MPI ranks failed: %s",
                             pl_dist_error());
         else

@@ -569,7 +569,7 @@ static int merge_trees(search *s, int rc, pl_err *err)
     if (rc < 0) snprintf(t.own.msg, sizeof t.own.msg, "%s", err->msg);
     t.regrown = pl_calloc((size_t)n, sizeof *t.regrown);
     tr_tree *all = pl_malloc((size_t)n * sizeof *all), sum;
-    int w = tr_map(x, n, tree_item, all, sizeof *all, &t);
+    int w = pl_dist_map_or_here(x->dist, n, tree_item, all, sizeof *all, &t);
     if (w < 0)
         pl_err_set(err, "train: gathering the MCTS trees from the MPI ranks failed: %s",
                    pl_dist_error());

@@ -237,7 +237,7 @@ int pl_train_sfb(const pl_train_ctx *x, pl_train_strategy *s, pl_err *err)
     for (int i = 0; i < n_ops; i++)
         j.local[i] = -1;
     unsigned char *all = pl_malloc((size_t)n_params * size + 1);
-    if (tr_map(x, n_params, sfb_item, all, size, &j) < 0)
+    if (pl_dist_map_or_here(x->dist, n_params, sfb_item, all, size, &j) < 0)
         rc = pl_err_set(err, "train: gathering SFB's programs from the MPI ranks failed: %s",
                         pl_dist_error());
     for (int p = 0; rc == 0 && p < n_params; p++) {

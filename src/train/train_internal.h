@@ -28,9 +28,6 @@ pl_train_strategy *tr_strategy_unpack(const pl_train_ctx *x, const unsigned char
 
 /* ---- greedy passes (greedy.c) ---- */
 
-/* fn over items 0..n-1 into out (size bytes each): on dist.h's pool when x->dist (every rank
- * calls it alike: collective), else here in order. The same results either way. 0 or -1. */
-int tr_map(const pl_train_ctx *x, int n, pl_dist_fn fn, void *out, size_t size, void *user);
 /* Op group `group`'s row of st becomes action a: its device groups and its option. */
 void tr_set_row(pl_train_strategy *st, int group, const pl_train_action *a);
 /* Puts alternative a (0 <= a < n_alt) in op group `group`'s row of st: its device groups and

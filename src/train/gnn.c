@@ -3,6 +3,7 @@
  * per-type encoders, four GAT layers over typed edges, and the decoder over the candidate
  * actions of the next op group. */
 #include "placer/learn.h"
+#include "placer/train.h"
 
 #include <math.h>
 #include <stdio.h>
