@@ -15,6 +15,13 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))
 TLIB    := $(BUILD)/tests/testutil.o
 LIB     := $(BUILD)/libplacer.a
+# Only pl_ symbols leave the library (README, "What the library exports"): each module's
+# objects are relinked into one (ld -r, so calls between its files are resolved inside it) and
+# every symbol but pl_* is made local; the generated ONNX code joins graph. The unstripped
+# module objects form the internal library, for tests that reach a module's internals.
+MODULES := $(sort $(patsubst src/%/,%,$(dir $(SRC))))
+ILIB    := $(BUILD)/libplacer-internal.a
+TESTS_INTERNAL := $(addprefix $(BUILD)/tests/,test_multi test_place_lp test_train_dist test_train_sfb)
 
 PREFIX  ?= /usr/local
 
@@ -36,9 +43,12 @@ all: $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI)
 deps:
 	@tools/deps.sh
 
-$(BUILD)/gen/onnx/onnx.pb-c.c $(BUILD)/gen/onnx/onnx.pb-c.h: $(PROTO)
+# The generated functions and descriptors are renamed onnx__* -> pl_onnx__* (only pl_ symbols
+# leave the library, and rewrite, runtime and split call them across modules).
+$(BUILD)/gen/onnx/onnx.pb-c.c $(BUILD)/gen/onnx/onnx.pb-c.h &: $(PROTO) tools/onnx_prefix.sed
 	@mkdir -p $(BUILD)/gen/onnx
 	protoc-c --c_out=$(BUILD)/gen -I/usr/include $(PROTO)
+	sed -i -f tools/onnx_prefix.sed $(BUILD)/gen/onnx/onnx.pb-c.c $(BUILD)/gen/onnx/onnx.pb-c.h
 
 # Generated code is not ours to keep warning-free.
 $(BUILD)/gen/onnx/onnx.pb-c.o: $(BUILD)/gen/onnx/onnx.pb-c.c
@@ -48,7 +58,21 @@ $(BUILD)/%.o: %.c $(BUILD)/gen/onnx/onnx.pb-c.h $(wildcard include/placer/*.h) $
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(LIB): $(OBJ)
+define module_rules
+$(BUILD)/internal/$(1).o: $(filter $(BUILD)/src/$(1)/%,$(OBJ)) $(if $(filter graph,$(1)),$(BUILD)/gen/onnx/onnx.pb-c.o)
+	@mkdir -p $$(dir $$@)
+	$(LD) -r $$^ -o $$@
+$(BUILD)/lib/$(1).o: $(BUILD)/internal/$(1).o
+	@mkdir -p $$(dir $$@)
+	objcopy --wildcard --keep-global-symbol='pl_*' $$< $$@
+endef
+$(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
+
+$(LIB): $(MODULES:%=$(BUILD)/lib/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(ILIB): $(MODULES:%=$(BUILD)/internal/%.o)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -78,10 +102,17 @@ $(BUILD)/tests/%: tests/%.c $(TLIB) $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(TLIB) $(LIB) $(LDLIBS) -lcmocka -o $@
 
+# tests of a module's internals (functions of src/MODULE/*.h): the same rule, the internal library
+$(TESTS_INTERNAL): LIB := $(ILIB)
+$(TESTS_INTERNAL): $(ILIB)
+# test_symbols runs tools/check_symbols.sh on both archives
+$(BUILD)/tests/test_symbols: $(ILIB)
+
 # The include graph first (docs/layers.md): an #include that points up the layers fails it.
 test: deps
 	@tools/check_layers.sh
 	@$(MAKE) --no-print-directory $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI) $(DIST_DRIVER) $(TESTS)
+	@tools/check_symbols.sh $(LIB)
 	@tools/run_tests.sh $(BUILD)
 
 asan: deps

@@ -43,23 +43,23 @@ static char **words(const char *s, size_t *n)
 static Onnx__ValueInfoProto *vi(const char *name, const char *shape)
 {
     Onnx__ValueInfoProto *v = malloc(sizeof *v);
-    onnx__value_info_proto__init(v);
+    pl_onnx__value_info_proto__init(v);
     v->name = strdup(name);
     v->type = malloc(sizeof *v->type);
-    onnx__type_proto__init(v->type);
+    pl_onnx__type_proto__init(v->type);
     v->type->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
     Onnx__TypeProto__Tensor *tt = malloc(sizeof *tt);
-    onnx__type_proto__tensor__init(tt);
+    pl_onnx__type_proto__tensor__init(tt);
     tt->has_elem_type = 1, tt->elem_type = FLT;
     v->type->tensor_type = tt;
     if (!shape) return v; /* shape left to inference */
     tt->shape = malloc(sizeof *tt->shape);
-    onnx__tensor_shape_proto__init(tt->shape);
+    pl_onnx__tensor_shape_proto__init(tt->shape);
     size_t n;
     char **d = words(shape, &n);
     for (size_t k = 0; k < n; k++) {
         Onnx__TensorShapeProto__Dimension *dim = malloc(sizeof *dim);
-        onnx__tensor_shape_proto__dimension__init(dim);
+        pl_onnx__tensor_shape_proto__dimension__init(dim);
         if (d[k][0] >= '0' && d[k][0] <= '9') {
             dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
             dim->dim_value = atoll(d[k]);
@@ -77,15 +77,15 @@ static Onnx__ValueInfoProto *vi(const char *name, const char *shape)
 static Onnx__ModelProto *model(void)
 {
     Onnx__ModelProto *m = malloc(sizeof *m);
-    onnx__model_proto__init(m);
+    pl_onnx__model_proto__init(m);
     m->has_ir_version = 1, m->ir_version = 8;
     Onnx__OperatorSetIdProto *o = malloc(sizeof *o);
-    onnx__operator_set_id_proto__init(o);
+    pl_onnx__operator_set_id_proto__init(o);
     o->domain = strdup("");
     o->has_version = 1, o->version = 17;
     APPEND(m->opset_import, m->n_opset_import, o);
     m->graph = malloc(sizeof *m->graph);
-    onnx__graph_proto__init(m->graph);
+    pl_onnx__graph_proto__init(m->graph);
     m->graph->name = strdup("t");
     return m;
 }
@@ -105,7 +105,7 @@ static Onnx__NodeProto *node(Onnx__ModelProto *m, const char *type, const char *
                              const char *ins, const char *outs)
 {
     Onnx__NodeProto *n = malloc(sizeof *n);
-    onnx__node_proto__init(n);
+    pl_onnx__node_proto__init(n);
     n->op_type = strdup(type);
     n->name = strdup(name);
     n->input = words(ins, &n->n_input);
@@ -117,7 +117,7 @@ static Onnx__NodeProto *node(Onnx__ModelProto *m, const char *type, const char *
 static void ints_attr(Onnx__NodeProto *n, const char *name, const char *vals)
 {
     Onnx__AttributeProto *a = malloc(sizeof *a);
-    onnx__attribute_proto__init(a);
+    pl_onnx__attribute_proto__init(a);
     a->name = strdup(name);
     a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
     size_t k_n;
@@ -133,7 +133,7 @@ static void ints_attr(Onnx__NodeProto *n, const char *name, const char *vals)
 static void int_attr(Onnx__NodeProto *n, const char *name, int64_t v)
 {
     Onnx__AttributeProto *a = malloc(sizeof *a);
-    onnx__attribute_proto__init(a);
+    pl_onnx__attribute_proto__init(a);
     a->name = strdup(name);
     a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
     a->has_i = 1, a->i = v;
@@ -146,7 +146,7 @@ static void init_f(Onnx__ModelProto *m, const char *name, const char *dims, doub
                    double step, bool data)
 {
     Onnx__TensorProto *t = malloc(sizeof *t);
-    onnx__tensor_proto__init(t);
+    pl_onnx__tensor_proto__init(t);
     t->name = strdup(name);
     t->has_data_type = 1, t->data_type = FLT;
     size_t n;
@@ -170,7 +170,7 @@ static void init_f(Onnx__ModelProto *m, const char *name, const char *dims, doub
 static void init_i(Onnx__ModelProto *m, const char *name, const char *vals, bool scalar)
 {
     Onnx__TensorProto *t = malloc(sizeof *t);
-    onnx__tensor_proto__init(t);
+    pl_onnx__tensor_proto__init(t);
     t->name = strdup(name);
     t->has_data_type = 1, t->data_type = I64;
     size_t n;
@@ -187,10 +187,10 @@ static void init_i(Onnx__ModelProto *m, const char *name, const char *vals, bool
 /* Packs and frees m, then loads it as a rewrite model (must load). */
 static pl_rw_model *load(Onnx__ModelProto *m)
 {
-    size_t len = onnx__model_proto__get_packed_size(m);
+    size_t len = pl_onnx__model_proto__get_packed_size(m);
     uint8_t *buf = malloc(len);
-    onnx__model_proto__pack(m, buf);
-    onnx__model_proto__free_unpacked(m, NULL);
+    pl_onnx__model_proto__pack(m, buf);
+    pl_onnx__model_proto__free_unpacked(m, NULL);
     pl_err err = {""};
     pl_rw_model *r = pl_rw_load_buffer(buf, len, "t.onnx", &err);
     free(buf);
@@ -204,7 +204,7 @@ static Onnx__ModelProto *unpack(const pl_rw_model *m)
 {
     size_t len;
     void *buf = pl_rw_pack(m, &len);
-    Onnx__ModelProto *p = onnx__model_proto__unpack(NULL, len, buf);
+    Onnx__ModelProto *p = pl_onnx__model_proto__unpack(NULL, len, buf);
     free(buf);
     return p;
 }
@@ -218,7 +218,7 @@ static void expect_ops(const pl_rw_model *m, const char *want)
         if (i) strcat(got, ",");
         strcat(got, p->graph->node[i]->op_type);
     }
-    onnx__model_proto__free_unpacked(p, NULL);
+    pl_onnx__model_proto__free_unpacked(p, NULL);
     assert_string_equal(got, want);
 }
 
@@ -245,7 +245,7 @@ static void expect_init(const pl_rw_model *m, const char *type, int k, const cha
         assert_true(t->raw_data.len >= (size_t)n_vals * 4);
         memcpy(vals, t->raw_data.data, (size_t)n_vals * 4);
     }
-    onnx__model_proto__free_unpacked(p, NULL);
+    pl_onnx__model_proto__free_unpacked(p, NULL);
 }
 
 static int n_sites(const pl_rw_model *m, const char *rule)

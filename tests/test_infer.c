@@ -1356,7 +1356,7 @@ static void feed_inputs(pl_graph *g, const char *model_path)
         size_t len;
         char *buf = pl_read_file(path, &len, NULL);
         if (!buf) continue;
-        Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)buf);
+        Onnx__TensorProto *tp = pl_onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)buf);
         free(buf);
         if (!tp) continue;
         pl_tensor *t = &g->tensors[g->inputs[k]];
@@ -1368,7 +1368,7 @@ static void feed_inputs(pl_graph *g, const char *model_path)
             else
                 pl_tensor_set_ivals(t, iv, (int)n);
         }
-        onnx__tensor_proto__free_unpacked(tp, NULL);
+        pl_onnx__tensor_proto__free_unpacked(tp, NULL);
     }
 }
 

@@ -56,7 +56,7 @@ static void split_ints(const char *spec, int64_t **out, size_t *n)
 static Onnx__GraphProto *mk_graph(const char *name)
 {
     Onnx__GraphProto *g = malloc(sizeof *g);
-    onnx__graph_proto__init(g);
+    pl_onnx__graph_proto__init(g);
     g->name = sd(name);
     return g;
 }
@@ -64,7 +64,7 @@ static Onnx__GraphProto *mk_graph(const char *name)
 static void set_opset(Onnx__ModelProto *m, const char *domain, int64_t v)
 {
     Onnx__OperatorSetIdProto *o = malloc(sizeof *o);
-    onnx__operator_set_id_proto__init(o);
+    pl_onnx__operator_set_id_proto__init(o);
     o->domain = sd(domain);
     o->has_version = 1;
     o->version = v;
@@ -74,7 +74,7 @@ static void set_opset(Onnx__ModelProto *m, const char *domain, int64_t v)
 static Onnx__ModelProto *mk_model(Onnx__GraphProto *g)
 {
     Onnx__ModelProto *m = malloc(sizeof *m);
-    onnx__model_proto__init(m);
+    pl_onnx__model_proto__init(m);
     m->has_ir_version = 1;
     m->ir_version = 8;
     m->producer_name = sd("test");
@@ -88,22 +88,22 @@ static Onnx__ModelProto *mk_model(Onnx__GraphProto *g)
 static Onnx__TypeProto *mk_type(int dtype, const char *shape)
 {
     Onnx__TypeProto *tp = malloc(sizeof *tp);
-    onnx__type_proto__init(tp);
+    pl_onnx__type_proto__init(tp);
     Onnx__TypeProto__Tensor *tt = malloc(sizeof *tt);
-    onnx__type_proto__tensor__init(tt);
+    pl_onnx__type_proto__tensor__init(tt);
     tt->has_elem_type = 1;
     tt->elem_type = dtype;
     tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
     tp->tensor_type = tt;
     if (!shape) return tp;
     tt->shape = malloc(sizeof *tt->shape);
-    onnx__tensor_shape_proto__init(tt->shape);
+    pl_onnx__tensor_shape_proto__init(tt->shape);
     char **toks = NULL;
     size_t n = 0;
     split(shape, &toks, &n);
     for (size_t k = 0; k < n; k++) {
         Onnx__TensorShapeProto__Dimension *d = malloc(sizeof *d);
-        onnx__tensor_shape_proto__dimension__init(d);
+        pl_onnx__tensor_shape_proto__dimension__init(d);
         if (toks[k][0] == '-' || (toks[k][0] >= '0' && toks[k][0] <= '9')) {
             d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
             d->dim_value = strtoll(toks[k], NULL, 10);
@@ -121,7 +121,7 @@ static Onnx__TypeProto *mk_type(int dtype, const char *shape)
 static Onnx__ValueInfoProto *mk_vi(const char *name, int dtype, const char *shape)
 {
     Onnx__ValueInfoProto *vi = malloc(sizeof *vi);
-    onnx__value_info_proto__init(vi);
+    pl_onnx__value_info_proto__init(vi);
     vi->name = sd(name);
     vi->type = mk_type(dtype, shape);
     return vi;
@@ -141,7 +141,7 @@ static Onnx__NodeProto *add_node(Onnx__GraphProto *g, const char *type, const ch
                                  const char *ins, const char *outs)
 {
     Onnx__NodeProto *n = malloc(sizeof *n);
-    onnx__node_proto__init(n);
+    pl_onnx__node_proto__init(n);
     n->op_type = sd(type);
     if (name) n->name = sd(name);
     split(ins, &n->input, &n->n_input);
@@ -154,7 +154,7 @@ static Onnx__AttributeProto *add_attr(Onnx__NodeProto *n, const char *name,
                                       Onnx__AttributeProto__AttributeType type)
 {
     Onnx__AttributeProto *a = malloc(sizeof *a);
-    onnx__attribute_proto__init(a);
+    pl_onnx__attribute_proto__init(a);
     a->name = sd(name);
     a->has_type = 1;
     a->type = type;
@@ -171,7 +171,7 @@ static void add_graph_attr(Onnx__NodeProto *n, const char *name, Onnx__GraphProt
 static Onnx__TensorProto *mk_tensor(const char *name, int dtype, const char *dims)
 {
     Onnx__TensorProto *t = malloc(sizeof *t);
-    onnx__tensor_proto__init(t);
+    pl_onnx__tensor_proto__init(t);
     if (name) t->name = sd(name);
     t->has_data_type = 1;
     t->data_type = dtype;
@@ -202,10 +202,10 @@ static pl_err last_err;
 /* Packs and frees the model, then reads it back; NULL (with last_err) when refused. */
 static pl_graph *load_opts(Onnx__ModelProto *m, const pl_load_opts *opts)
 {
-    size_t len = onnx__model_proto__get_packed_size(m);
+    size_t len = pl_onnx__model_proto__get_packed_size(m);
     uint8_t *buf = malloc(len ? len : 1);
-    onnx__model_proto__pack(m, buf);
-    onnx__model_proto__free_unpacked(m, NULL);
+    pl_onnx__model_proto__pack(m, buf);
+    pl_onnx__model_proto__free_unpacked(m, NULL);
     last_err.msg[0] = 0;
     pl_graph *g = pl_onnx_load_buffer(buf, len, "test.onnx", opts, &last_err);
     free(buf);
@@ -415,7 +415,7 @@ static void test_initializers(void **state)
     e->has_data_location = 1;
     e->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     Onnx__StringStringEntryProto *kv = malloc(sizeof *kv);
-    onnx__string_string_entry_proto__init(kv);
+    pl_onnx__string_string_entry_proto__init(kv);
     kv->key = sd("location"), kv->value = sd("does-not-exist.bin");
     PUSH(e->external_data, e->n_external_data, kv);
     /* weightless: no payload at all */
@@ -461,7 +461,7 @@ static void test_sparse_initializer_counts_dense_dims(void **state)
     add_input(g, "x", FLT, "4,100");
     add_output(g, "y", FLT, "4,50");
     Onnx__SparseTensorProto *sp = malloc(sizeof *sp);
-    onnx__sparse_tensor_proto__init(sp);
+    pl_onnx__sparse_tensor_proto__init(sp);
     sp->values = mk_tensor("S", FLT, "3");
     float vals[3] = {1, 2, 3};
     set_raw(sp->values, vals, sizeof vals);
@@ -770,7 +770,7 @@ static void test_not_a_model(void **state)
     m = mk_model(mk_graph("g"));
     m->has_ir_version = 0;
     for (size_t k = 0; k < m->n_opset_import; k++)
-        onnx__operator_set_id_proto__free_unpacked(m->opset_import[k], NULL);
+        pl_onnx__operator_set_id_proto__free_unpacked(m->opset_import[k], NULL);
     m->n_opset_import = 0;
     assert_has(must_fail(m), "not an ONNX model");
 
@@ -815,10 +815,10 @@ static void test_files(void **state)
     assert_string_equal(err.msg, "/tmp: not a regular file");
 
     Onnx__ModelProto *m = chain_model();
-    size_t len = onnx__model_proto__get_packed_size(m);
+    size_t len = pl_onnx__model_proto__get_packed_size(m);
     uint8_t *buf = malloc(len);
-    onnx__model_proto__pack(m, buf);
-    onnx__model_proto__free_unpacked(m, NULL);
+    pl_onnx__model_proto__pack(m, buf);
+    pl_onnx__model_proto__free_unpacked(m, NULL);
     snprintf(path, sizeof path, "%s", tu_tmpfile(buf, len, ".onnx"));
     free(buf);
     pl_graph *g = pl_onnx_load(path, NULL, &err);
@@ -838,10 +838,10 @@ static void test_truncated_and_corrupted(void **state)
 {
     (void)state;
     Onnx__ModelProto *m = if_model("y,x");
-    size_t len = onnx__model_proto__get_packed_size(m);
+    size_t len = pl_onnx__model_proto__get_packed_size(m);
     uint8_t *buf = malloc(len);
-    onnx__model_proto__pack(m, buf);
-    onnx__model_proto__free_unpacked(m, NULL);
+    pl_onnx__model_proto__pack(m, buf);
+    pl_onnx__model_proto__free_unpacked(m, NULL);
     int loaded = 0, refused = 0;
     pl_load_opts modes[2] = {{.no_infer = true}, {.no_infer = false}};
     for (int md = 0; md < 2; md++)
@@ -973,7 +973,7 @@ static void test_large_graph_is_fast(void **state)
             snprintf(in, sizeof in, "t%d", k);
         }
         Onnx__NodeProto *n = malloc(sizeof *n);
-        onnx__node_proto__init(n);
+        pl_onnx__node_proto__init(n);
         n->op_type = sd(k % 10 == 0 ? "Mul" : "Relu");
         if (k % 3) n->name = sd(name);
         split(in, &n->input, &n->n_input);
@@ -981,10 +981,10 @@ static void test_large_graph_is_fast(void **state)
         g->node[g->n_node++] = n;
     }
     Onnx__ModelProto *m = mk_model(g);
-    size_t len = onnx__model_proto__get_packed_size(m);
+    size_t len = pl_onnx__model_proto__get_packed_size(m);
     uint8_t *buf = malloc(len);
-    onnx__model_proto__pack(m, buf);
-    onnx__model_proto__free_unpacked(m, NULL);
+    pl_onnx__model_proto__pack(m, buf);
+    pl_onnx__model_proto__free_unpacked(m, NULL);
     pl_err err = {""};
     pl_load_opts opts = {.no_infer = true};
     double t0 = pl_now();
@@ -1177,12 +1177,12 @@ static void test_elem_types(void **state)
     add_output(g, "x", FLT, NULL);
     Onnx__ValueInfoProto *vi = mk_vi("s", FLT, NULL);
     Onnx__TypeProto *seq = malloc(sizeof *seq);
-    onnx__type_proto__init(seq);
+    pl_onnx__type_proto__init(seq);
     seq->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
     seq->sequence_type = malloc(sizeof *seq->sequence_type);
-    onnx__type_proto__sequence__init(seq->sequence_type);
+    pl_onnx__type_proto__sequence__init(seq->sequence_type);
     seq->sequence_type->elem_type = mk_type(1000, NULL);
-    onnx__type_proto__free_unpacked(vi->type, NULL);
+    pl_onnx__type_proto__free_unpacked(vi->type, NULL);
     vi->type = seq;
     PUSH(g->value_info, g->n_value_info, vi);
     assert_has(must_fail(mk_model(g)), "value_info 0 's': elem_type 1000");
@@ -1390,10 +1390,10 @@ static void test_graph_without_ops(void **state)
 /* Packs m into a temporary .onnx file; its path (static buffer, as tu_tmpfile's). */
 static const char *write_model(Onnx__ModelProto *m)
 {
-    size_t len = onnx__model_proto__get_packed_size(m);
+    size_t len = pl_onnx__model_proto__get_packed_size(m);
     uint8_t *buf = malloc(len);
-    onnx__model_proto__pack(m, buf);
-    onnx__model_proto__free_unpacked(m, NULL);
+    pl_onnx__model_proto__pack(m, buf);
+    pl_onnx__model_proto__free_unpacked(m, NULL);
     const char *path = tu_tmpfile(buf, len, ".onnx");
     free(buf);
     return path;
@@ -1423,12 +1423,9 @@ static void test_verbs_refuse_invalid_models(void **state)
     assert_has(err.msg, "node 0 'conv' (Conv): strides[0] = 0");
 
     const char *cl = "--cluster examples/clusters/local-cpu.json";
-    const char *verbs[] = {"inspect %s",
-                           "place %s %s",
-                           "simulate %s %s --plan /nonexistent.json",
+    const char *verbs[] = {"inspect %s", "place %s %s", "simulate %s %s --plan /nonexistent.json",
                            "compare %s %s --algos heft",
-                           "split %s %s --plan /nonexistent.json -o /tmp/never",
-                           "profile %s %s",
+                           "split %s %s --plan /nonexistent.json -o /tmp/never", "profile %s %s",
                            "deploy %s --catalog catalogs/aws.json --slo 50ms",
                            /* multi's union of models hid an empty one (issue 27) */
                            "multi models/gcn_cora.onnx %s %s --algos heft"};

@@ -157,7 +157,7 @@ static void test_merge_matmul(void **state)
     assert_int_equal(s->n_output, 2);
     assert_string_equal(s->output[0], "y1");
     assert_string_equal(s->output[1], "y2");
-    onnx__model_proto__free_unpacked(p, NULL);
+    pl_onnx__model_proto__free_unpacked(p, NULL);
     pl_rw_free(m);
     m = parallel_mm(true, true); /* B2 is fed at run time: no weights to concatenate */
     assert_int_equal(n_sites(m, "merge_matmul"), 0);
@@ -222,7 +222,7 @@ static void test_transpose_merge(void **state)
     expect_ops(m, "Relu"); /* the two cancel: Relu reads x */
     Onnx__ModelProto *p = unpack(m);
     assert_string_equal(p->graph->node[0]->input[0], "x");
-    onnx__model_proto__free_unpacked(p, NULL);
+    pl_onnx__model_proto__free_unpacked(p, NULL);
     pl_rw_free(m);
     /* p1 = (1,0,2), p2 = (0,2,1): q[j] = p1[p2[j]] = (1,2,0) */
     m = apply_one(transposes("1,0,2", "0,2,1", false), "transpose_merge");
@@ -232,7 +232,7 @@ static void test_transpose_merge(void **state)
     assert_int_equal(a->n_ints, 3);
     assert_int_equal(a->ints[0], 1), assert_int_equal(a->ints[1], 2);
     assert_int_equal(a->ints[2], 0);
-    onnx__model_proto__free_unpacked(p, NULL);
+    pl_onnx__model_proto__free_unpacked(p, NULL);
     pl_rw_free(m);
     m = transposes("0,2,1", "0,2,1", true);
     assert_int_equal(n_sites(m, "transpose_merge"), 0);
@@ -260,7 +260,7 @@ static void test_reshape_merge(void **state)
     Onnx__ModelProto *p = unpack(m);
     assert_string_equal(p->graph->node[0]->input[0], "x");
     assert_string_equal(p->graph->node[0]->input[1], "s2");
-    onnx__model_proto__free_unpacked(p, NULL);
+    pl_onnx__model_proto__free_unpacked(p, NULL);
     pl_rw_free(m);
     /* s2 copies dim 0 of the intermediate (0), which is symbolic (x is [n,3,4]): the
      * result's shape is not static and s2 cannot be reused */
@@ -300,7 +300,7 @@ static void test_shape_fold(void **state)
     memcpy(v, t->raw_data.data, 16);
     assert_int_equal(v[0], 2), assert_int_equal(v[1], -1); /* [x.shape[0], -1] */
     assert_int_equal(p->graph->n_initializer, 1);          /* i0, ax, minus1 dropped */
-    onnx__model_proto__free_unpacked(p, NULL);
+    pl_onnx__model_proto__free_unpacked(p, NULL);
     pl_rw_free(m);
     m = shape_chain("n,3,4"); /* the batch is symbolic: nothing is static */
     assert_int_equal(n_sites(m, "shape_fold"), 0);
@@ -341,7 +341,7 @@ static void test_split_add_merge(void **state)
     Onnx__ModelProto *p = unpack(m);
     assert_string_equal(p->graph->node[1]->output[0], "z1");
     assert_string_equal(p->graph->node[1]->output[1], "z2");
-    onnx__model_proto__free_unpacked(p, NULL);
+    pl_onnx__model_proto__free_unpacked(p, NULL);
     pl_rw_free(m);
     m = split_adds(true, -1, true); /* y1 is read by the Neg as well */
     assert_int_equal(n_sites(m, "split_add_merge"), 0);
@@ -466,13 +466,13 @@ static void test_const_assoc(void **state)
 static Onnx__AttributeProto *branch(const char *attr, const char *out)
 {
     Onnx__AttributeProto *a = malloc(sizeof *a);
-    onnx__attribute_proto__init(a);
+    pl_onnx__attribute_proto__init(a);
     a->name = strdup(attr);
     a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
     Onnx__ModelProto *holder = model(); /* borrow its graph */
     a->g = holder->graph;
     holder->graph = NULL;
-    onnx__model_proto__free_unpacked(holder, NULL);
+    pl_onnx__model_proto__free_unpacked(holder, NULL);
     Onnx__ModelProto tmp = {.graph = a->g};
     int_attr(node(&tmp, "Cast", out, "d0", out), "to", FLT);
     output(&tmp, out, "");

@@ -78,9 +78,9 @@ static const char *one_initializer_model(Onnx__TensorProto *t)
     g.name = "one", g.n_initializer = 1, g.initializer = inits;
     Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
     m.ir_version = 8, m.has_ir_version = 1, m.graph = &g;
-    size_t len = onnx__model_proto__get_packed_size(&m);
+    size_t len = pl_onnx__model_proto__get_packed_size(&m);
     uint8_t *buf = malloc(len);
-    onnx__model_proto__pack(&m, buf);
+    pl_onnx__model_proto__pack(&m, buf);
     const char *path = tu_tmpfile(buf, len, ".onnx");
     free(buf);
     return path;

@@ -272,9 +272,9 @@ static size_t tiny_model(const tnode *nodes, int n, uint8_t **buf)
     Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
     m.has_ir_version = 1, m.ir_version = 7, m.graph = &gp, m.n_opset_import = 1;
     m.opset_import = &osp;
-    size_t len = onnx__model_proto__get_packed_size(&m);
+    size_t len = pl_onnx__model_proto__get_packed_size(&m);
     *buf = pl_malloc(len);
-    onnx__model_proto__pack(&m, *buf);
+    pl_onnx__model_proto__pack(&m, *buf);
     return len;
 }
 

@@ -207,21 +207,21 @@ static int wire_depth(const uint8_t *p, const uint8_t *end, const ProtobufCMessa
 static pl_graph *load_message(const void *buf, size_t len, const char *file,
                               const pl_load_opts *opts, pl_err *err, void *map)
 {
-    if (wire_depth(buf, (const uint8_t *)buf + len, &onnx__model_proto__descriptor, 1,
+    if (wire_depth(buf, (const uint8_t *)buf + len, &pl_onnx__model_proto__descriptor, 1,
                    OX_MAX_MSG_DEPTH) > OX_MAX_MSG_DEPTH) {
         if (map) munmap(map, len);
         pl_err_set(err, "%s: messages are nested more than %d deep (subgraphs within subgraphs)",
                    file, OX_MAX_MSG_DEPTH);
         return NULL;
     }
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    Onnx__ModelProto *m = pl_onnx__model_proto__unpack(NULL, len, buf);
     if (map) munmap(map, len); /* the message holds copies of everything we need */
     if (!m) {
         pl_err_set(err, "%s: not an ONNX model (protobuf parse failed)", file);
         return NULL;
     }
     pl_graph *g = build_model(m, file, opts, err);
-    onnx__model_proto__free_unpacked(m, NULL);
+    pl_onnx__model_proto__free_unpacked(m, NULL);
     if (!g) return NULL;
     if (map) g->path = pl_strdup(file);
     int rc =

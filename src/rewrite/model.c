@@ -1,7 +1,7 @@
 /* model.c: the ModelProto a rewrite edits, and the edits themselves.
  *
  * The model is unpacked by protobuf-c with its default allocator (malloc), so every edit
- * allocates with malloc as well and onnx__model_proto__free_unpacked frees old and new parts
+ * allocates with malloc as well and pl_onnx__model_proto__free_unpacked frees old and new parts
  * alike. Copies go through pack and unpack: one code path, exact. */
 #include "rw_internal.h"
 
@@ -60,14 +60,14 @@ pl_rw_model *pl_rw_load_buffer(const void *buf, size_t len, const char *name, pl
     pl_graph *g = pl_onnx_load_buffer(buf, len, name, &(pl_load_opts){.no_infer = true}, err);
     if (!g) return NULL;
     pl_graph_free(g);
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    Onnx__ModelProto *m = pl_onnx__model_proto__unpack(NULL, len, buf);
     if (!m || !m->graph) {
-        if (m) onnx__model_proto__free_unpacked(m, NULL);
+        if (m) pl_onnx__model_proto__free_unpacked(m, NULL);
         pl_err_set(err, "%s: not an ONNX model (protobuf parse failed)", name);
         return NULL;
     }
     if (check_external(m, name, err) < 0) {
-        onnx__model_proto__free_unpacked(m, NULL);
+        pl_onnx__model_proto__free_unpacked(m, NULL);
         return NULL;
     }
     name_nodes(m->graph);
@@ -89,9 +89,9 @@ pl_rw_model *pl_rw_load(const char *path, pl_err *err)
 
 void *pl_rw_pack(const pl_rw_model *m, size_t *len)
 {
-    *len = onnx__model_proto__get_packed_size(m->m);
+    *len = pl_onnx__model_proto__get_packed_size(m->m);
     uint8_t *buf = pl_malloc(*len ? *len : 1);
-    onnx__model_proto__pack(m->m, buf);
+    pl_onnx__model_proto__pack(m->m, buf);
     return buf;
 }
 
@@ -99,7 +99,7 @@ pl_rw_model *pl_rw_copy(const pl_rw_model *m)
 {
     size_t len;
     void *buf = pl_rw_pack(m, &len);
-    Onnx__ModelProto *c = onnx__model_proto__unpack(NULL, len, buf);
+    Onnx__ModelProto *c = pl_onnx__model_proto__unpack(NULL, len, buf);
     free(buf);
     PL_ASSERT(c); /* what pack wrote unpacks */
     if (!c) abort();
@@ -112,7 +112,7 @@ pl_rw_model *pl_rw_copy(const pl_rw_model *m)
 void pl_rw_free(pl_rw_model *m)
 {
     if (!m) return;
-    onnx__model_proto__free_unpacked(m->m, NULL);
+    pl_onnx__model_proto__free_unpacked(m->m, NULL);
     free(m->name);
     free(m);
 }
@@ -194,7 +194,7 @@ Onnx__TensorProto *rw_add_init(rw_edit *e, const char *name, int dtype, const in
                                int rank, const void *data, size_t bytes)
 {
     Onnx__TensorProto *t = pl_malloc(sizeof *t);
-    onnx__tensor_proto__init(t);
+    pl_onnx__tensor_proto__init(t);
     t->name = dup_str(name);
     t->has_data_type = 1;
     t->data_type = dtype;
@@ -267,7 +267,7 @@ Onnx__NodeProto *rw_node(const char *type, const char *name, const char *const *
                          const char *const *outs, int n_out)
 {
     Onnx__NodeProto *n = pl_malloc(sizeof *n);
-    onnx__node_proto__init(n);
+    pl_onnx__node_proto__init(n);
     n->op_type = dup_str(type);
     n->name = dup_str(name);
     n->input = dup_list(ins, n_in);
@@ -281,7 +281,7 @@ static Onnx__AttributeProto *add_attr(Onnx__NodeProto *n, const char *name,
                                       Onnx__AttributeProto__AttributeType type)
 {
     Onnx__AttributeProto *a = pl_malloc(sizeof *a);
-    onnx__attribute_proto__init(a);
+    pl_onnx__attribute_proto__init(a);
     a->name = dup_str(name);
     a->has_type = 1;
     a->type = type;
@@ -317,7 +317,7 @@ void rw_insert_node(rw_edit *e, size_t pos, Onnx__NodeProto *n)
 void rw_remove_node(rw_edit *e, size_t pos)
 {
     Onnx__GraphProto *gp = e->gp;
-    onnx__node_proto__free_unpacked(gp->node[pos], NULL);
+    pl_onnx__node_proto__free_unpacked(gp->node[pos], NULL);
     memmove(gp->node + pos, gp->node + pos + 1, (gp->n_node - pos - 1) * sizeof *gp->node);
     gp->n_node--;
 }
@@ -390,11 +390,11 @@ void rw_prune(rw_edit *e)
             /* graph inputs that name a dropped initializer go too (IR < 4 lists initializers
              * there); the map keys point into nodes and outputs, which no filter here frees */
 #define KEEP_INPUT(v) (pl_strmap_get(&read, (v)->name) >= 0 || !rw_init(gp, (v)->name))
-    RW_FILTER(gp->input, gp->n_input, KEEP_INPUT, onnx__value_info_proto__free_unpacked);
+    RW_FILTER(gp->input, gp->n_input, KEEP_INPUT, pl_onnx__value_info_proto__free_unpacked);
 #define KEEP_INIT(t) (pl_strmap_get(&read, (t)->name) >= 0)
-    RW_FILTER(gp->initializer, gp->n_initializer, KEEP_INIT, onnx__tensor_proto__free_unpacked);
+    RW_FILTER(gp->initializer, gp->n_initializer, KEEP_INIT, pl_onnx__tensor_proto__free_unpacked);
 #define KEEP_VI(v) (pl_strmap_get(&produced, (v)->name) >= 0)
-    RW_FILTER(gp->value_info, gp->n_value_info, KEEP_VI, onnx__value_info_proto__free_unpacked);
+    RW_FILTER(gp->value_info, gp->n_value_info, KEEP_VI, pl_onnx__value_info_proto__free_unpacked);
     pl_strmap_free(&read);
     pl_strmap_free(&produced);
 }

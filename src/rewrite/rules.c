@@ -84,10 +84,10 @@ static size_t remove_ops(rw_edit *e, const int *ops, int n, bool at_last)
 /* A copy of node n (attributes and all), renamed. */
 static Onnx__NodeProto *clone_node(const Onnx__NodeProto *n, const char *name)
 {
-    size_t len = onnx__node_proto__get_packed_size(n);
+    size_t len = pl_onnx__node_proto__get_packed_size(n);
     uint8_t *buf = pl_malloc(len ? len : 1);
-    onnx__node_proto__pack(n, buf);
-    Onnx__NodeProto *c = onnx__node_proto__unpack(NULL, len, buf);
+    pl_onnx__node_proto__pack(n, buf);
+    Onnx__NodeProto *c = pl_onnx__node_proto__unpack(NULL, len, buf);
     free(buf);
     PL_ASSERT(c);
     if (!c) abort();

@@ -212,16 +212,16 @@ static int write_sidecar(const char *out, pl_err *err)
  * buf as soon as it is unpacked, so that a large model is not held twice. */
 static int inflate_buffer(const char *src, char *buf, size_t len, const char *out, pl_err *err)
 {
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
+    Onnx__ModelProto *m = pl_onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
     free(buf);
     if (!m || !m->graph) {
-        if (m) onnx__model_proto__free_unpacked(m, NULL);
+        if (m) pl_onnx__model_proto__free_unpacked(m, NULL);
         return pl_err_set(err, "%s: not an ONNX model (it does not parse as a ModelProto)", src);
     }
     inflate_ctx c = {src, err, 0};
     int rc = inflate_graph(&c, m->graph);
     if (rc == 0 && c.filled) rc = write_model(m, out, err) < 0 ? -1 : 1;
-    onnx__model_proto__free_unpacked(m, NULL);
+    pl_onnx__model_proto__free_unpacked(m, NULL);
     return rc;
 }
 

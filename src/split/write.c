@@ -111,7 +111,7 @@ static int wctx_init(wctx *w, const char *path, const pl_graph *g, const pl_stag
     size_t len;
     char *buf = pl_read_file(path, &len, err);
     if (!buf) return -1;
-    w->m = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
+    w->m = pl_onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
     free(buf); /* protobuf-c copied what it needs */
     const Onnx__GraphProto *gp = w->m ? w->m->graph : NULL;
     if (!gp) return pl_err_set(err, "%s: not an ONNX model (protobuf parse failed)", path);
@@ -140,7 +140,7 @@ static int wctx_init(wctx *w, const char *path, const pl_graph *g, const pl_stag
 
 static void wctx_free(wctx *w)
 {
-    if (w->m) onnx__model_proto__free_unpacked(w->m, NULL);
+    if (w->m) pl_onnx__model_proto__free_unpacked(w->m, NULL);
     for (int t = 0; w->built && t < w->g->n_tensors; t++)
         free_vi(w->built[t]);
     free(w->built), free(w->src_vi);
@@ -209,9 +209,9 @@ static void stage_io(wctx *w, const pl_stage *st, parts *p)
 /* The packed model to path, and its SHA-256 into sha (the manifest's check of the file). */
 static int write_file(const char *path, const Onnx__ModelProto *m, char sha[65], pl_err *err)
 {
-    size_t n = onnx__model_proto__get_packed_size(m);
+    size_t n = pl_onnx__model_proto__get_packed_size(m);
     uint8_t *buf = pl_malloc(n ? n : 1);
-    onnx__model_proto__pack(m, buf);
+    pl_onnx__model_proto__pack(m, buf);
     pl_sha256_buffer(buf, n, sha);
     int rc = pl_out_write_file(path, buf, n, err);
     free(buf);
@@ -278,8 +278,8 @@ static json_t *stage_json(const pl_graph *g, const pl_stages *s, int j, const ch
     return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:o, s:o, s:o}", "name", name,
                      "file", file, "sha256", sha, "device", dev, "ops", st->n_ops, "weights",
                      st->n_weights, "weight_bytes", (json_int_t)st->weight_bytes,
-                     "copied_weight_bytes", (json_int_t)st->copied_weight_bytes,
-                     "copied_constants", consts, "inputs", in, "outputs", out);
+                     "copied_weight_bytes", (json_int_t)st->copied_weight_bytes, "copied_constants",
+                     consts, "inputs", in, "outputs", out);
 }
 
 static int write_manifest(const char *model_path, const pl_graph *g, const pl_stages *s,
