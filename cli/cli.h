@@ -25,6 +25,8 @@
 
 #include "placer/place.h"
 
+#include <getopt.h>
+
 typedef struct cli_exit {
     int status; /* 0, 1 or 2, as above */
 } cli_exit;
@@ -89,9 +91,79 @@ typedef struct cli_ctx {
     struct pl_catalog *cat; /* owns c when the cluster is a catalogue configuration */
 } cli_ctx;
 
-/* Consumes argv[*i] when it is a shared option (or the model path); returns 1 when consumed,
- * 0 when not, -1 after printing a usage error. */
-int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o);
+/* Options, the same conventions for every verb (README.md, "Usage"):
+ *   - one table per verb, a getopt_long `struct option` array: the verb's own options, then
+ *     CLI_COMMON_OPTIONS (the shared ones, when the verb runs a model on a cluster), then
+ *     CLI_HELP_OPTION and CLI_OPTIONS_END; cli_next walks argv by it;
+ *   - `--opt VALUE` and `--opt=VALUE`; the full name only (getopt_long's abbreviations are
+ *     refused as unknown options, so that a new option never changes what an old line means);
+ *   - positional arguments (model paths) anywhere, in order;
+ *   - `--` to end the options is refused with a message: every positional argument is a
+ *     path, and a path that starts with '-' is written ./-NAME;
+ *   - every value goes through the parser of its kind below (cli_count, cli_number, ...), so
+ *     that a refusal reads "placer VERB: OPT: 'VALUE' is not ...", and a missing value "placer
+ *     VERB: OPT wants ...";
+ *   - --help prints the verb's own part and returns CLI_EXIT_OK: placer.c adds the shared
+ *     tail (EXIT STATUS, ENVIRONMENT, FILES). No verb calls exit().
+ * The codes a table's entries return: a verb's own from CLI_OWN up (or a short option's
+ * letter, named in cli_args.shorts), the shared ones below it. */
+enum {
+    CLI_ARG = 1, /* a positional argument */
+    CLI_JSON = 0x100,
+    CLI_NO_CALIBRATION,
+    CLI_CLUSTER,
+    CLI_CATALOG,
+    CLI_COST_PARAMS,
+    CLI_CONFIG,
+    CLI_DIM,
+    CLI_INPUT,
+    CLI_PROFILE,
+    CLI_CONTENTION,
+    CLI_OWN = 0x200
+};
+#define CLI_JSON_OPTION                                                                            \
+    {                                                                                              \
+        "json", no_argument, NULL, CLI_JSON                                                        \
+    }
+#define CLI_COMMON_OPTIONS                                                                         \
+    CLI_JSON_OPTION, {"no-calibration", no_argument, NULL, CLI_NO_CALIBRATION},                    \
+        {"cluster", required_argument, NULL, CLI_CLUSTER},                                         \
+        {"catalog", required_argument, NULL, CLI_CATALOG},                                         \
+        {"cost-params", required_argument, NULL, CLI_COST_PARAMS},                                 \
+        {"config", required_argument, NULL, CLI_CONFIG},                                           \
+        {"dim", required_argument, NULL, CLI_DIM}, {"input", required_argument, NULL, CLI_INPUT},  \
+        {"profile", required_argument, NULL, CLI_PROFILE},                                         \
+    {                                                                                              \
+        "contention", required_argument, NULL, CLI_CONTENTION                                      \
+    }
+#define CLI_HELP_OPTION                                                                            \
+    {                                                                                              \
+        "help", no_argument, NULL, 'h'                                                             \
+    }
+#define CLI_OPTIONS_END                                                                            \
+    {                                                                                              \
+        NULL, 0, NULL, 0                                                                           \
+    }
+
+/* One walk over a verb's argv (argv[0] is the verb). Fill verb, argv, argc, opts; shorts is
+ * the short options ("ho:"; NULL: "h"); help is printed after an unknown option (NULL: "(placer
+ * VERB --help)"). */
+typedef struct cli_args {
+    const char *verb;
+    int argc;
+    char **argv;
+    const struct option *opts;
+    const char *shorts, *help;
+    int at; /* internal: the index of the element being read */
+} cli_args;
+/* The next option's code, its value in *v (NULL when the option wants one and was given
+ * none: the value's parser says what it wants); CLI_ARG with *v the positional argument; 0 at
+ * the end; -1 after printing the error (unknown or abbreviated option, a value given to a
+ * flag, `--`). */
+int cli_next(cli_args *a, const char **v);
+/* Takes a shared option (or, for CLI_ARG, the one model path): 1 when taken, 0 when `code` is
+ * not one of them, -1 after printing a usage error (a CLI_NO_* refusal among them). */
+int cli_common_set(const char *verb, int code, const char *v, cli_common *o);
 /* The cost parameters --cost-params names; without it, when a cluster has a device with
  * "this_machine", the calibration cached for this machine's CPU (measured now, once, when
  * absent, corrupt or for another CPU: docs/calibrate.md, "Calibrated by default"), unless
@@ -134,6 +206,20 @@ int cli_seed(const char *verb, const char *opt, const char *v, unsigned *out);
  * CLI_MAX_SECONDS. */
 #define CLI_MAX_SECONDS (7 * 86400.0) /* a week: no search or run of placer's is longer */
 int cli_seconds(const char *verb, const char *opt, const char *v, double *out);
+/* A decimal number in [lo, hi], an end left out when `open` says so (CLI_OPEN_LO, CLI_OPEN_HI):
+ * "OPT: 'V' is not a number in (0, 1)". Infinities and NaN are refused. */
+#define CLI_OPEN_LO 1u
+#define CLI_OPEN_HI 2u
+int cli_number(const char *verb, const char *opt, const char *v, double lo, double hi,
+               unsigned open, double *out);
+/* A fraction: cli_number in [0, 1], or [0, 1) when below_one ("is not a fraction in ..."). */
+int cli_fraction(const char *verb, const char *opt, const char *v, bool below_one, double *out);
+/* A size in bytes: a bare number, or with its unit ("64KiB", "1MB"; pl_parse_quantity), in
+ * [lo, hi]; `range` names the range in the refusal ("2 KiB (two sizes) to 1 TB"). */
+int cli_bytes(const char *verb, const char *opt, const char *v, double lo, double hi,
+              const char *range, double *out);
+/* A file or a name: stores v, or says "OPT wants WHAT" when it was given none. */
+int cli_file(const char *verb, const char *opt, const char *v, const char *what, const char **out);
 /* A comma-separated list of placement algorithms (pl_algo_parse_list: not empty, no empty,
  * unknown or repeated item) into out[0..max); the count, or -1. */
 int cli_algos(const char *verb, const char *opt, const char *v, const pl_algo **out, int max);
@@ -168,6 +254,10 @@ cli_exit cli_fail(const char *verb, const char *fmt, ...) __attribute__((format(
 int cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints the graph's stored warnings to stderr ("warning: ..."), and how many were not shown. */
 void cli_print_warnings(const pl_graph *g);
+
+/* The walk of the verbs not yet on cli_next: consumes argv[*i] when it is a shared option
+ * (or the model path); 1 when consumed, 0 when not, -1 after printing a usage error. */
+int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o);
 /* True when argv[*i] is `name` with a value (`--name V` or `--name=V`); advances *i. */
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value);
 

@@ -425,10 +425,38 @@ static void test_exit_status(void **state)
     remove(tiny), remove(mid);
 }
 
+/* Issue 28: every verb parses one option table the same way (cli/cli.h, "Options"): `--` is
+ * refused with a message, an abbreviated option is unknown, `--opt=value` is read as
+ * `--opt value`, and a flag's missing value is refused by its kind's parser. Each row: the verb
+ * (with what it needs before the checks), an option of its own spelled `--opt=value` with a
+ * bad value, and what that refusal says. */
+static const struct {
+    const char *verb, *bad_value, *says;
+} conventions[] = {
+    {"place", "--min-gain=2", "--min-gain: '2' is not a fraction in [0, 1)"},
+};
+
+static void test_option_conventions(void **state)
+{
+    (void)state;
+    char args[512];
+    for (size_t k = 0; k < sizeof conventions / sizeof *conventions; k++) {
+        const char *verb = conventions[k].verb;
+        snprintf(args, sizeof args, "%s models/resnet50.onnx -- -x.onnx", verb);
+        tu_expect_refusal(args, "'--' to end the options is refused");
+        snprintf(args, sizeof args, "%s models/resnet50.onnx --hel", verb);
+        tu_expect_refusal(args, "unknown option '--hel'");
+        snprintf(args, sizeof args, "%s models/resnet50.onnx %s", verb, conventions[k].bad_value);
+        tu_expect_refusal(args, conventions[k].says);
+    }
+    tu_expect_refusal("place models/resnet50.onnx -o", "-o wants a file");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_option_conventions),
         cmocka_unit_test(test_missing_empty_and_non_onnx),
         cmocka_unit_test(test_truncated_model),
         cmocka_unit_test(test_malformed_taskgraph),
