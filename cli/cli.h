@@ -94,7 +94,7 @@ typedef struct cli_ctx {
 /* Options, the same conventions for every verb (README.md, "Usage"):
  *   - one table per verb, a getopt_long `struct option` array: the verb's own options, then
  *     CLI_COMMON_OPTIONS (the shared ones, when the verb runs a model on a cluster), then
- *     CLI_HELP_OPTION and CLI_OPTIONS_END; cli_next walks argv by it;
+ *     CLI_OPTIONS_END (--help and the end mark); cli_next walks argv by it;
  *   - `--opt VALUE` and `--opt=VALUE`; the full name only (getopt_long's abbreviations are
  *     refused as unknown options, so that a new option never changes what an old line means);
  *   - positional arguments (model paths) anywhere, in order;
@@ -119,48 +119,71 @@ enum {
     CLI_INPUT,
     CLI_PROFILE,
     CLI_CONTENTION,
+    CLI_SEED = 0x180, /* CLI_PLACE_OPTIONS */
+    CLI_TIME_LIMIT,
+    CLI_NO_COARSEN,
+    CLI_FINE_CUTS,
+    CLI_MEASURED,
+    CLI_EPISODES,
     CLI_OWN = 0x200
 };
-#define CLI_JSON_OPTION                                                                            \
-    {                                                                                              \
-        "json", no_argument, NULL, CLI_JSON                                                        \
-    }
+// clang-format off
+#define CLI_JSON_OPTION {"json", no_argument, NULL, CLI_JSON}
 #define CLI_COMMON_OPTIONS                                                                         \
-    CLI_JSON_OPTION, {"no-calibration", no_argument, NULL, CLI_NO_CALIBRATION},                    \
-        {"cluster", required_argument, NULL, CLI_CLUSTER},                                         \
-        {"catalog", required_argument, NULL, CLI_CATALOG},                                         \
-        {"cost-params", required_argument, NULL, CLI_COST_PARAMS},                                 \
-        {"config", required_argument, NULL, CLI_CONFIG},                                           \
-        {"dim", required_argument, NULL, CLI_DIM}, {"input", required_argument, NULL, CLI_INPUT},  \
-        {"profile", required_argument, NULL, CLI_PROFILE},                                         \
-    {                                                                                              \
-        "contention", required_argument, NULL, CLI_CONTENTION                                      \
-    }
-#define CLI_HELP_OPTION                                                                            \
-    {                                                                                              \
-        "help", no_argument, NULL, 'h'                                                             \
-    }
-#define CLI_OPTIONS_END                                                                            \
-    {                                                                                              \
-        NULL, 0, NULL, 0                                                                           \
-    }
+    CLI_JSON_OPTION,                                                                               \
+    {"no-calibration", no_argument, NULL, CLI_NO_CALIBRATION},                                     \
+    {"cluster", required_argument, NULL, CLI_CLUSTER},                                             \
+    {"catalog", required_argument, NULL, CLI_CATALOG},                                             \
+    {"cost-params", required_argument, NULL, CLI_COST_PARAMS},                                     \
+    {"config", required_argument, NULL, CLI_CONFIG},                                               \
+    {"dim", required_argument, NULL, CLI_DIM},                                                     \
+    {"input", required_argument, NULL, CLI_INPUT},                                                 \
+    {"profile", required_argument, NULL, CLI_PROFILE},                                             \
+    {"contention", required_argument, NULL, CLI_CONTENTION}
+/* What a placing verb (place, compare) passes to pl_place: cli_place_set takes them. */
+#define CLI_PLACE_OPTIONS                                                                          \
+    {"seed", required_argument, NULL, CLI_SEED},                                                   \
+    {"time-limit", required_argument, NULL, CLI_TIME_LIMIT},                                       \
+    {"no-coarsen", no_argument, NULL, CLI_NO_COARSEN},                                             \
+    {"fine-cuts", no_argument, NULL, CLI_FINE_CUTS},                                               \
+    {"measured", no_argument, NULL, CLI_MEASURED},                                                 \
+    {"episodes", required_argument, NULL, CLI_EPISODES}
+/* A table's last entries: --help (-h), then the end mark. */
+#define CLI_OPTIONS_END {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+// clang-format on
 
-/* One walk over a verb's argv (argv[0] is the verb). Fill verb, argv, argc, opts; shorts is
- * the short options ("ho:"; NULL: "h"); help is printed after an unknown option (NULL: "(placer
- * VERB --help)"). */
+/* One walk over a verb's argv (argv[0] is the verb) by its table. shorts: the short options
+ * ("ho:"; NULL: "h"). help: the verb's own part of --help; after an unknown option it is
+ * printed too, or, when brief, "(placer VERB --help)" is said instead. */
 typedef struct cli_args {
     const char *verb;
     int argc;
     char **argv;
     const struct option *opts;
     const char *shorts, *help;
-    int at; /* internal: the index of the element being read */
+    bool brief;
+    bool asked_help; /* set by cli_parse: --help or -h was given, and the help printed */
+    int at;          /* internal: the index of the element being read */
 } cli_args;
+/* The walk of a verb's entry point (argc, argv) over its table, which is named `options`. */
+#define CLI_ARGS(verb, shorts, help, brief)                                                        \
+    {                                                                                              \
+        (verb), argc, argv, options, (shorts), (help), (brief), false, 0                           \
+    }
 /* The next option's code, its value in *v (NULL when the option wants one and was given
  * none: the value's parser says what it wants); CLI_ARG with *v the positional argument; 0 at
  * the end; -1 after printing the error (unknown or abbreviated option, a value given to a
  * flag, `--`). */
 int cli_next(cli_args *a, const char **v);
+/* Takes one of CLI_PLACE_OPTIONS into *po (--measured into *measured): 1 when taken, 0 when
+ * `code` is not one of them, -1 after printing the error. */
+int cli_place_set(const char *verb, int code, const char *v, pl_place_opts *po, bool *measured);
+/* The whole walk: --help and -h print a->help and set a->asked_help (the verb then returns
+ * CLI_EXIT_OK: placer.c adds the shared tail); each option through cli_common_set (when co is
+ * not NULL), the others through take(o, code, value), which returns -1 after printing the error.
+ * CLI_EXIT_BAD_INPUT after the first error. */
+cli_exit cli_parse(cli_args *a, cli_common *co, int (*take)(void *o, int code, const char *v),
+                   void *o);
 /* Takes a shared option (or, for CLI_ARG, the one model path): 1 when taken, 0 when `code` is
  * not one of them, -1 after printing a usage error (a CLI_NO_* refusal among them). */
 int cli_common_set(const char *verb, int code, const char *v, cli_common *o);

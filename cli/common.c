@@ -78,10 +78,32 @@ int cli_common_set(const char *verb, int code, const char *v, cli_common *o)
     }
 }
 
+int cli_place_set(const char *verb, int code, const char *v, pl_place_opts *po, bool *measured)
+{
+    long n;
+    switch (code) {
+    case CLI_SEED:
+        return cli_seed(verb, "--seed", v, &po->seed) < 0 ? -1 : 1;
+    case CLI_TIME_LIMIT:
+        return cli_seconds(verb, "--time-limit", v, &po->time_limit_s) < 0 ? -1 : 1;
+    case CLI_NO_COARSEN:
+        return po->no_coarsen = true, 1;
+    case CLI_FINE_CUTS:
+        return po->fine_cuts = true, 1;
+    case CLI_MEASURED:
+        return *measured = true, 1;
+    case CLI_EPISODES:
+        if (cli_count(verb, "--episodes", v, 1, 1000000, &n) < 0) return -1;
+        return po->iterations = (int)n, 1;
+    default:
+        return 0;
+    }
+}
+
 /* The transitional walk (cli.h): argv[*i] through the shared table's codes. */
 int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o)
 {
-    static const struct option shared[] = {CLI_COMMON_OPTIONS, CLI_OPTIONS_END};
+    static const struct option shared[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
     const char *v;
     if (argv[*i][0] != '-' || !argv[*i][1]) return cli_common_set(verb, CLI_ARG, argv[*i], o);
     for (const struct option *s = shared; s->name; s++) {
@@ -111,7 +133,7 @@ static bool full_name(const char *arg, const char *name)
 
 static int unknown(const cli_args *a, const char *arg)
 {
-    if (a->help) return cli_error(a->verb, "unknown option '%s'\n%s", arg, a->help);
+    if (!a->brief) return cli_error(a->verb, "unknown option '%s'\n%s", arg, a->help);
     return cli_error(a->verb, "unknown option '%s' (placer %s --help)", arg, a->verb);
 }
 
@@ -486,4 +508,21 @@ int cli_bytes(const char *verb, const char *opt, const char *v, double lo, doubl
 int cli_file(const char *verb, const char *opt, const char *v, const char *what, const char **out)
 {
     return one(verb, opt, v, what, out) < 0 ? -1 : 0;
+}
+
+cli_exit cli_parse(cli_args *a, cli_common *co, int (*take)(void *o, int code, const char *v),
+                   void *o)
+{
+    const char *v;
+    for (int c, rc; (c = cli_next(a, &v));) {
+        if (c < 0) return CLI_EXIT_BAD_INPUT;
+        if (c == 'h') {
+            if (!a->asked_help) fputs(a->help, stdout);
+            a->asked_help = true;
+            continue;
+        }
+        rc = co ? cli_common_set(a->verb, c, v, co) : 0;
+        if (rc < 0 || (!rc && take(o, c, v) < 0)) return CLI_EXIT_BAD_INPUT;
+    }
+    return CLI_EXIT_OK;
 }

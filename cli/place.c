@@ -100,71 +100,39 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     pl_json_print(o, stdout);
 }
 
-enum {
-    ALGO = CLI_OWN,
-    TRACE,
-    SEED,
-    TIME_LIMIT,
-    NO_COARSEN,
-    FINE_CUTS,
-    MEASURED,
-    OPTIMIZE,
-    EPISODES,
-    RESTARTS,
-    MIN_GAIN
-};
+enum { ALGO = CLI_OWN, TRACE, OPTIMIZE, RESTARTS, MIN_GAIN };
 static const struct option options[] = {{"algo", required_argument, NULL, ALGO},
                                         {"trace", required_argument, NULL, TRACE},
-                                        {"seed", required_argument, NULL, SEED},
-                                        {"time-limit", required_argument, NULL, TIME_LIMIT},
-                                        {"no-coarsen", no_argument, NULL, NO_COARSEN},
-                                        {"fine-cuts", no_argument, NULL, FINE_CUTS},
-                                        {"measured", no_argument, NULL, MEASURED},
                                         {"optimize", no_argument, NULL, OPTIMIZE},
-                                        {"episodes", required_argument, NULL, EPISODES},
                                         {"restarts", required_argument, NULL, RESTARTS},
                                         {"min-gain", required_argument, NULL, MIN_GAIN},
+                                        CLI_PLACE_OPTIONS,
                                         CLI_COMMON_OPTIONS,
-                                        CLI_HELP_OPTION,
                                         CLI_OPTIONS_END};
 
 typedef struct args {
     cli_common co;
     const char *algo, *out, *trace;
     pl_place_opts po;
-    bool min_gain_given, measured, optimize, help;
+    bool min_gain_given, measured, optimize;
 } args;
 
 /* One option of the table into *a; -1 after printing the error. */
-static int take(args *a, int c, const char *v)
+static int take(void *o, int c, const char *v)
 {
+    args *a = o;
     long n;
-    int rc = cli_common_set("place", c, v, &a->co);
+    int rc = cli_place_set("place", c, v, &a->po, &a->measured);
     if (rc) return rc < 0 ? -1 : 0;
     switch (c) {
-    case 'h':
-        return a->help = true, 0;
     case 'o':
         return cli_file("place", "-o", v, "a file", &a->out);
     case ALGO:
         return cli_file("place", "--algo", v, "an algorithm", &a->algo);
     case TRACE:
         return cli_file("place", "--trace", v, "a file", &a->trace);
-    case SEED:
-        return cli_seed("place", "--seed", v, &a->po.seed);
-    case TIME_LIMIT:
-        return cli_seconds("place", "--time-limit", v, &a->po.time_limit_s);
-    case NO_COARSEN:
-        return a->po.no_coarsen = true, 0;
-    case FINE_CUTS:
-        return a->po.fine_cuts = true, 0;
-    case MEASURED:
-        return a->measured = true, 0;
     case OPTIMIZE:
         return a->optimize = true, 0;
-    case EPISODES:
-        if (cli_count("place", "--episodes", v, 1, 1000000, &n) < 0) return -1;
-        return a->po.iterations = (int)n, 0;
     case RESTARTS:
         if (cli_count("place", "--restarts", v, 1, 100000, &n) < 0) return -1;
         return a->po.restarts = (int)n, 0;
@@ -177,11 +145,9 @@ static int take(args *a, int c, const char *v)
 cli_exit cli_place(int argc, char **argv)
 {
     args o = {0};
-    cli_args g = {"place", argc, argv, options, "ho:", help, 0};
-    const char *v;
-    for (int c; (c = cli_next(&g, &v));)
-        if (c < 0 || take(&o, c, v) < 0) return CLI_EXIT_BAD_INPUT;
-    if (o.help) return fputs(help, stdout), CLI_EXIT_OK;
+    cli_args g = CLI_ARGS("place", "ho:", help, false);
+    cli_exit parsed = cli_parse(&g, &o.co, take, &o);
+    if (!cli_ok(parsed) || g.asked_help) return parsed;
     cli_common co = o.co;
     const char *algo = o.algo, *out = o.out, *trace = o.trace;
     pl_place_opts po = o.po;

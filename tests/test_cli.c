@@ -434,6 +434,9 @@ static const struct {
     const char *verb, *bad_value, *says;
 } conventions[] = {
     {"place", "--min-gain=2", "--min-gain: '2' is not a fraction in [0, 1)"},
+    {"simulate", "--requests=0", "--requests: '0' is not a whole number from 1"},
+    {"compare", "--episodes=0", "--episodes: '0' is not a whole number from 1"},
+    {"split", "--cut=middle", "--cut wants fewest or schedule"},
 };
 
 static void test_option_conventions(void **state)
