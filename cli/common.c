@@ -507,7 +507,7 @@ int cli_bytes(const char *verb, const char *opt, const char *v, double lo, doubl
 
 int cli_file(const char *verb, const char *opt, const char *v, const char *what, const char **out)
 {
-    return one(verb, opt, v, what, out) < 0 ? -1 : 0;
+    return one(verb, opt, v && *v ? v : NULL, what, out) < 0 ? -1 : 0;
 }
 
 cli_exit cli_parse(cli_args *a, cli_common *co, int (*take)(void *o, int code, const char *v),

@@ -437,6 +437,9 @@ static const struct {
     {"simulate", "--requests=0", "--requests: '0' is not a whole number from 1"},
     {"compare", "--episodes=0", "--episodes: '0' is not a whole number from 1"},
     {"split", "--cut=middle", "--cut wants fewest or schedule"},
+    {"deploy", "--strategy=best", "--strategy wants bo, lcf"},
+    {"optimize", "--alpha=0.5", "--alpha: '0.5' is not a number in [1, 100]"},
+    {"run", "--warmup=-1", "--warmup: '-1' is not a whole number from 0"},
 };
 
 static void test_option_conventions(void **state)
