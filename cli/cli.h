@@ -241,6 +241,9 @@ int cli_fraction(const char *verb, const char *opt, const char *v, bool below_on
  * [lo, hi]; `range` names the range in the refusal ("2 KiB (two sizes) to 1 TB"). */
 int cli_bytes(const char *verb, const char *opt, const char *v, double lo, double hi,
               const char *range, double *out);
+/* One more value of an option that may be repeated (--profile P...): list[(*n)++] = v, at most
+ * CLI_MAX_LIST; 1, or -1 after printing the error. */
+int cli_list(const char *verb, const char *opt, const char *v, const char **list, int *n);
 /* A file or a name: stores v, or says "OPT wants WHAT" when it was given none or "". */
 int cli_file(const char *verb, const char *opt, const char *v, const char *what, const char **out);
 /* A comma-separated list of placement algorithms (pl_algo_parse_list: not empty, no empty,

@@ -23,7 +23,7 @@ static int one(const char *verb, const char *opt, const char *v, const char *wan
     return 1;
 }
 
-static int push(const char *verb, const char *opt, const char *v, const char **list, int *n)
+int cli_list(const char *verb, const char *opt, const char *v, const char **list, int *n)
 {
     if (!v) return cli_error(verb, "%s wants a value", opt);
     if (*n == CLI_MAX_LIST) return cli_error(verb, "too many %s options", opt);
@@ -58,13 +58,13 @@ int cli_common_set(const char *verb, int code, const char *v, cli_common *o)
     case CLI_CONFIG:
         return one(verb, "--config", v, "a configuration name", &o->config);
     case CLI_DIM:
-        return push(verb, "--dim", v, o->dims, &o->n_dims);
+        return cli_list(verb, "--dim", v, o->dims, &o->n_dims);
     case CLI_INPUT:
-        return push(verb, "--input", v, o->shapes, &o->n_shapes);
+        return cli_list(verb, "--input", v, o->shapes, &o->n_shapes);
     case CLI_PROFILE:
         return refused(verb, o, CLI_NO_PROFILE, "--profile")
                    ? -1
-                   : push(verb, "--profile", v, o->profiles, &o->n_profiles);
+                   : cli_list(verb, "--profile", v, o->profiles, &o->n_profiles);
     case CLI_CONTENTION:
         if (refused(verb, o, CLI_NO_CONTENTION, "--contention")) return -1;
         if (!v || pl_contention_parse(v, &o->contention) < 0)
