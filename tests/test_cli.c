@@ -444,6 +444,8 @@ static const struct {
     {"run models/resnet50.onnx", "--warmup=-1", "--warmup: '-1' is not a whole number from 0"},
     {"profile models/resnet50.onnx", "--repeat=0", "--repeat: '0' is not a whole number from 1"},
     {"calibrate tests/data/p.json", "--device=", "--device wants a device name"},
+    {"serverless models/resnet50.onnx", "--latency-slack=-1",
+     "--latency-slack: '-1' is not a number in [0, 100]"},
     {"profile --collectives", "--max-bytes=1KiB", "--max-bytes: '1KiB' is outside 2 KiB"},
 };
 
