@@ -162,13 +162,14 @@ typedef struct cli_args {
     const struct option *opts;
     const char *shorts, *help;
     bool brief;
+    bool own_args;   /* positional arguments go to the verb's take (several models), not to co */
     bool asked_help; /* set by cli_parse: --help or -h was given, and the help printed */
     int at;          /* internal: the index of the element being read */
 } cli_args;
 /* The walk of a verb's entry point (argc, argv) over its table, which is named `options`. */
 #define CLI_ARGS(verb, shorts, help, brief)                                                        \
     {                                                                                              \
-        (verb), argc, argv, options, (shorts), (help), (brief), false, 0                           \
+        (verb), argc, argv, options, (shorts), (help), (brief), false, false, 0                    \
     }
 /* The next option's code, its value in *v (NULL when the option wants one and was given
  * none: the value's parser says what it wants); CLI_ARG with *v the positional argument; 0 at
@@ -235,6 +236,8 @@ int cli_seconds(const char *verb, const char *opt, const char *v, double *out);
 #define CLI_OPEN_HI 2u
 int cli_number(const char *verb, const char *opt, const char *v, double lo, double hi,
                unsigned open, double *out);
+/* cli_number's check without its message, for a value that holds several numbers ("LO,HI"). */
+bool cli_number_in(const char *v, double lo, double hi, unsigned open, double *out);
 /* A fraction: cli_number in [0, 1], or [0, 1) when below_one ("is not a fraction in ..."). */
 int cli_fraction(const char *verb, const char *opt, const char *v, bool below_one, double *out);
 /* A size in bytes: a bare number, or with its unit ("64KiB", "1MB"; pl_parse_quantity), in
@@ -274,6 +277,10 @@ void cli_place_progress(const char *algo, int step, int total, double best_s, vo
 /* Progress on stderr, only when it is a terminal. */
 void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* -o FILE of a verb whose output is a JSON document (a jansson json_t *): written whole or not
+ * at all (pl_json_save, pl_out), indented by 2; "placer VERB: -o FILE: why" and
+ * CLI_EXIT_BAD_INPUT when it cannot be. */
+cli_exit cli_write_json(const char *verb, const char *path, const void *doc);
 /* Prints "placer VERB: MESSAGE" to stderr and returns CLI_EXIT_BAD_INPUT. */
 cli_exit cli_fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same message, for a helper under the library's rule: returns -1. */

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "placer/calib.h"
 #include "placer/catalog.h"
+#include "placer/json.h"
 #include "placer/report.h"
 
 #include <jansson.h>
@@ -460,8 +461,7 @@ int cli_algos(const char *verb, const char *opt, const char *v, const pl_algo **
     return n < 0 ? cli_error(verb, "%s", err.msg) : n;
 }
 
-/* v as a finite decimal number in lo..hi, an end left out as `open` says. */
-static bool number_in(const char *v, double lo, double hi, unsigned open, double *out)
+bool cli_number_in(const char *v, double lo, double hi, unsigned open, double *out)
 {
     char *end;
     double x = strtod(v, &end);
@@ -478,7 +478,7 @@ int cli_number(const char *verb, const char *opt, const char *v, double lo, doub
     snprintf(range, sizeof range, "%c%g, %g%c", open & CLI_OPEN_LO ? '(' : '[', lo, hi,
              open & CLI_OPEN_HI ? ')' : ']');
     if (!v) return cli_error(verb, "%s wants a number in %s", opt, range);
-    if (!number_in(v, lo, hi, open, out))
+    if (!cli_number_in(v, lo, hi, open, out))
         return cli_error(verb, "%s: '%s' is not a number in %s", opt, v, range);
     return 0;
 }
@@ -487,7 +487,7 @@ int cli_fraction(const char *verb, const char *opt, const char *v, bool below_on
 {
     const char *range = below_one ? "[0, 1)" : "[0, 1]";
     if (!v) return cli_error(verb, "%s wants a fraction in %s, such as 0.05", opt, range);
-    if (!number_in(v, 0, 1, below_one ? CLI_OPEN_HI : 0, out))
+    if (!cli_number_in(v, 0, 1, below_one ? CLI_OPEN_HI : 0, out))
         return cli_error(verb, "%s: '%s' is not a fraction in %s", opt, v, range);
     return 0;
 }
@@ -521,8 +521,16 @@ cli_exit cli_parse(cli_args *a, cli_common *co, int (*take)(void *o, int code, c
             a->asked_help = true;
             continue;
         }
-        rc = co ? cli_common_set(a->verb, c, v, co) : 0;
+        rc = co && !(c == CLI_ARG && a->own_args) ? cli_common_set(a->verb, c, v, co) : 0;
         if (rc < 0 || (!rc && take(o, c, v) < 0)) return CLI_EXIT_BAD_INPUT;
     }
+    return CLI_EXIT_OK;
+}
+
+cli_exit cli_write_json(const char *verb, const char *path, const void *doc)
+{
+    pl_err err = {""};
+    if (pl_json_save(doc, path, JSON_INDENT(2), &err) < 0)
+        return cli_fail(verb, "-o %s: %s", path, err.msg);
     return CLI_EXIT_OK;
 }

@@ -446,6 +446,8 @@ static const struct {
     {"calibrate tests/data/p.json", "--device=", "--device wants a device name"},
     {"serverless models/resnet50.onnx", "--latency-slack=-1",
      "--latency-slack: '-1' is not a number in [0, 100]"},
+    {"multi models/resnet50.onnx models/gcn_cora.onnx", "--affinity=-2",
+     "--affinity: '-2': give a number >= 0, or -1"},
     {"profile --collectives", "--max-bytes=1KiB", "--max-bytes: '1KiB' is outside 2 KiB"},
 };
 
