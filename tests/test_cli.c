@@ -448,6 +448,8 @@ static const struct {
      "--latency-slack: '-1' is not a number in [0, 100]"},
     {"multi models/resnet50.onnx models/gcn_cora.onnx", "--affinity=-2",
      "--affinity: '-2': give a number >= 0, or -1"},
+    {"train models/resnet50.onnx", "--prior=best", "--prior: 'best': give uniform or gnn"},
+    {"learn-prior models/resnet50.onnx", "--lr=1", "--lr: '1' is not a number in (0, 1)"},
     {"profile --collectives", "--max-bytes=1KiB", "--max-bytes: '1KiB' is outside 2 KiB"},
 };
 
@@ -467,11 +469,33 @@ static void test_option_conventions(void **state)
     tu_expect_refusal("place models/resnet50.onnx -o", "-o wants a file");
 }
 
+/* Issue 28: every verb's --help goes through the shared help: its own part, then the manual's
+ * tail (EXIT STATUS, ENVIRONMENT, FILES), and exit status 0; no verb exits on its own (multi
+ * and train called exit(), which skipped the tail). */
+static void test_help_tail(void **state)
+{
+    (void)state;
+    static const char *verbs[] = {
+        "inspect", "place",    "simulate",   "compare",     "deploy",
+        "split",   "optimize", "run",        "profile",     "calibrate",
+        "train",   "multi",    "serverless", "learn-prior", "profile --collectives"};
+    char args[128], *out;
+    for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++) {
+        snprintf(args, sizeof args, "%s --help", verbs[k]);
+        assert_int_equal(tu_run(args, &out), 0);
+        if (!strstr(out, "usage: placer") || !strstr(out, "\nEXIT STATUS\n") ||
+            !strstr(out, "\nENVIRONMENT\n") || !strstr(out, "\nFILES"))
+            fail_msg("placer %s: no shared help tail in:\n%s", args, out);
+        free(out);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_option_conventions),
+        cmocka_unit_test(test_help_tail),
         cmocka_unit_test(test_missing_empty_and_non_onnx),
         cmocka_unit_test(test_truncated_model),
         cmocka_unit_test(test_malformed_taskgraph),
