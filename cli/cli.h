@@ -288,10 +288,4 @@ int cli_error(const char *verb, const char *fmt, ...) __attribute__((format(prin
 /* Prints the graph's stored warnings to stderr ("warning: ..."), and how many were not shown. */
 void cli_print_warnings(const pl_graph *g);
 
-/* The walk of the verbs not yet on cli_next: consumes argv[*i] when it is a shared option
- * (or the model path); 1 when consumed, 0 when not, -1 after printing a usage error. */
-int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o);
-/* True when argv[*i] is `name` with a value (`--name V` or `--name=V`); advances *i. */
-bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value);
-
 #endif

@@ -101,23 +101,6 @@ int cli_place_set(const char *verb, int code, const char *v, pl_place_opts *po, 
     }
 }
 
-/* The transitional walk (cli.h): argv[*i] through the shared table's codes. */
-int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o)
-{
-    static const struct option shared[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    const char *v;
-    if (argv[*i][0] != '-' || !argv[*i][1]) return cli_common_set(verb, CLI_ARG, argv[*i], o);
-    for (const struct option *s = shared; s->name; s++) {
-        char name[64];
-        snprintf(name, sizeof name, "--%s", s->name);
-        if (s->has_arg == no_argument && !strcmp(argv[*i], name))
-            return cli_common_set(verb, s->val, NULL, o);
-        if (s->has_arg != no_argument && cli_opt(argc, argv, i, name, &v))
-            return cli_common_set(verb, s->val, v, o);
-    }
-    return 0;
-}
-
 /* The short options' string for getopt_long: '-' returns positional arguments in order (code
  * 1), ':' returns a missing value as ':' rather than printing. */
 static void shorts(const cli_args *a, char *buf, size_t n)

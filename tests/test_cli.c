@@ -450,6 +450,7 @@ static const struct {
      "--affinity: '-2': give a number >= 0, or -1"},
     {"train models/resnet50.onnx", "--prior=best", "--prior: 'best': give uniform or gnn"},
     {"learn-prior models/resnet50.onnx", "--lr=1", "--lr: '1' is not a number in (0, 1)"},
+    {"inspect models/resnet50.onnx", "--top=0", "--top: '0' is not a whole number from 1"},
     {"profile --collectives", "--max-bytes=1KiB", "--max-bytes: '1KiB' is outside 2 KiB"},
 };
 
