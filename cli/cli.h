@@ -91,10 +91,12 @@ typedef struct cli_ctx {
     struct pl_catalog *cat; /* owns c when the cluster is a catalogue configuration */
 } cli_ctx;
 
-/* Options, the same conventions for every verb (README.md, "Usage"):
+/* Options, the same conventions for every verb (README.md, "Set-up"):
  *   - one table per verb, a getopt_long `struct option` array: the verb's own options, then
- *     CLI_COMMON_OPTIONS (the shared ones, when the verb runs a model on a cluster), then
- *     CLI_OPTIONS_END (--help and the end mark); cli_next walks argv by it;
+ *     the shared parts it takes (CLI_PLACE_OPTIONS, CLI_COMMON_OPTIONS: the options of a verb
+ *     that runs a model on a cluster), then CLI_OPTIONS_END (--help and the end mark); the
+ *     verb's entry point walks argv by it with cli_parse (cli_next underneath) and a `take`
+ *     function that switches on the codes;
  *   - `--opt VALUE` and `--opt=VALUE`; the full name only (getopt_long's abbreviations are
  *     refused as unknown options, so that a new option never changes what an old line means);
  *   - positional arguments (model paths) anywhere, in order;
@@ -103,8 +105,12 @@ typedef struct cli_ctx {
  *   - every value goes through the parser of its kind below (cli_count, cli_number, ...), so
  *     that a refusal reads "placer VERB: OPT: 'VALUE' is not ...", and a missing value "placer
  *     VERB: OPT wants ...";
+ *   - a refused shared option (CLI_NO_*) is refused by cli_common_set, not ignored;
  *   - --help prints the verb's own part and returns CLI_EXIT_OK: placer.c adds the shared
- *     tail (EXIT STATUS, ENVIRONMENT, FILES). No verb calls exit().
+ *     tail (EXIT STATUS, ENVIRONMENT, FILES). No verb calls exit() (MPI's finalize and the
+ *     tail run after every verb);
+ *   - -o FILE is written whole or not at all, by the shared writer (pl_out, pl_outset,
+ *     pl_json_save through cli_write_json, or the library's own savers built on them).
  * The codes a table's entries return: a verb's own from CLI_OWN up (or a short option's
  * letter, named in cli_args.shorts), the shared ones below it. */
 enum {

@@ -125,9 +125,8 @@ int cli_next(cli_args *a, const char **v)
 {
     char opts[64];
     shorts(a, opts, sizeof opts);
-    if (!a->at) optind = 0, opterr = 0, a->at = 1; /* optind 0: glibc starts a new walk */
-    a->at = optind ? optind : 1;
-    int at = a->at, index = -1;
+    if (!a->at) optind = 0, opterr = 0; /* optind 0: glibc starts a new walk */
+    int at = a->at = optind ? optind : 1, index = -1;
     int c = getopt_long(a->argc, a->argv, opts, a->opts, &index);
     *v = optarg;
     if (c == -1 && at < a->argc) /* getopt_long stops early only at "--" */
