@@ -137,6 +137,9 @@ int cli_next(cli_args *a, const char **v)
     if (c == '?') return unknown(a, a->argv[at]);
     if (c == ':') return *v = NULL, optopt; /* the value's parser says what it wants */
     if (index >= 0 && !full_name(a->argv[at], a->opts[index].name)) return unknown(a, a->argv[at]);
+    const char *arg = a->argv[at];
+    if (index < 0 && *v && arg[0] == '-' && arg[1] && arg[2] == '=' && *v == arg + 2)
+        ++*v; /* -o=FILE as --opt=value (getopt_long alone would read "=FILE") */
     return c;
 }
 

@@ -468,6 +468,7 @@ static void test_option_conventions(void **state)
         tu_expect_refusal(args, conventions[k].says);
     }
     tu_expect_refusal("place models/resnet50.onnx -o", "-o wants a file");
+    tu_expect_refusal("optimize models/gcn_cora.onnx -o=", "-o wants a file name"); /* not "=" */
 }
 
 /* Issue 28: every verb's --help goes through the shared help: its own part, then the manual's
