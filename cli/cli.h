@@ -185,10 +185,10 @@ int cli_next(cli_args *a, const char **v);
 /* Takes one of CLI_PLACE_OPTIONS into *po (--measured into *measured): 1 when taken, 0 when
  * `code` is not one of them, -1 after printing the error. */
 int cli_place_set(const char *verb, int code, const char *v, pl_place_opts *po, bool *measured);
-/* The whole walk: --help and -h print a->help and set a->asked_help (the verb then returns
- * CLI_EXIT_OK: placer.c adds the shared tail); each option through cli_common_set (when co is
- * not NULL), the others through take(o, code, value), which returns -1 after printing the error.
- * CLI_EXIT_BAD_INPUT after the first error. */
+/* The whole walk: --help and -h print a->help, set a->asked_help and end the walk (the verb
+ * then returns CLI_EXIT_OK: placer.c adds the shared tail); each option through cli_common_set
+ * (when co is not NULL), the others through take(o, code, value), which returns -1 after printing
+ * the error. CLI_EXIT_BAD_INPUT after the first error. */
 cli_exit cli_parse(cli_args *a, cli_common *co, int (*take)(void *o, int code, const char *v),
                    void *o);
 /* Takes a shared option (or, for CLI_ARG, the one model path): 1 when taken, 0 when `code` is

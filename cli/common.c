@@ -501,10 +501,10 @@ cli_exit cli_parse(cli_args *a, cli_common *co, int (*take)(void *o, int code, c
     const char *v;
     for (int c, rc; (c = cli_next(a, &v));) {
         if (c < 0) return CLI_EXIT_BAD_INPUT;
-        if (c == 'h') {
-            if (!a->asked_help) fputs(a->help, stdout);
+        if (c == 'h') { /* what follows is not read, as before the tables */
+            fputs(a->help, stdout);
             a->asked_help = true;
-            continue;
+            return CLI_EXIT_OK;
         }
         rc = co && !(c == CLI_ARG && a->own_args) ? cli_common_set(a->verb, c, v, co) : 0;
         if (rc < 0 || (!rc && take(o, c, v) < 0)) return CLI_EXIT_BAD_INPUT;
