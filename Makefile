@@ -54,7 +54,7 @@ $(BUILD)/gen/onnx/onnx.pb-c.c $(BUILD)/gen/onnx/onnx.pb-c.h &: $(PROTO) tools/on
 $(BUILD)/gen/onnx/onnx.pb-c.o: $(BUILD)/gen/onnx/onnx.pb-c.c
 	$(CC) -std=c11 $(OPT) -g $(SAN) -I$(BUILD)/gen -c $< -o $@
 
-$(BUILD)/%.o: %.c $(BUILD)/gen/onnx/onnx.pb-c.h $(wildcard include/placer/*.h) $(wildcard src/*/*.h)
+$(BUILD)/%.o: %.c $(BUILD)/gen/onnx/onnx.pb-c.h $(wildcard include/placer/*.h) $(wildcard src/*/*.h) cli/cli.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

@@ -155,30 +155,41 @@ static cli_exit run_machine(const calib_opts *o)
     return status;
 }
 
+enum { MACHINE = CLI_OWN, MODEL, CLUSTER, DEVICE };
+static const struct option options[] = {CLI_JSON_OPTION,
+                                        {"machine", no_argument, NULL, MACHINE},
+                                        {"model", required_argument, NULL, MODEL},
+                                        {"cluster", required_argument, NULL, CLUSTER},
+                                        {"device", required_argument, NULL, DEVICE},
+                                        CLI_OPTIONS_END};
+
+static int take(void *p, int c, const char *v)
+{
+    calib_opts *o = p;
+    switch (c) {
+    case CLI_JSON:
+        return o->json = true, 0;
+    case MACHINE:
+        return o->machine = true, 0;
+    case MODEL:
+        return cli_list("calibrate", "--model", v, o->models, &o->n_models) < 0 ? -1 : 0;
+    case CLUSTER:
+        return cli_file("calibrate", "--cluster", v, "a cluster file", &o->cluster);
+    case DEVICE:
+        return cli_file("calibrate", "--device", v, "a device name", &o->device);
+    case 'o':
+        return cli_file("calibrate", "-o", v, "a file", &o->out);
+    default: /* CLI_ARG */
+        return cli_list("calibrate", "PROFILE", v, o->profiles, &o->n_profiles) < 0 ? -1 : 0;
+    }
+}
+
 cli_exit cli_calibrate(int argc, char **argv)
 {
     calib_opts o = {0};
-    const char *v;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return fputs(help, stdout), CLI_EXIT_OK;
-        if (!strcmp(argv[i], "--json"))
-            o.json = true;
-        else if (!strcmp(argv[i], "--machine"))
-            o.machine = true;
-        else if (cli_opt(argc, argv, &i, "--model", &v) && v && o.n_models < CLI_MAX_LIST)
-            o.models[o.n_models++] = v;
-        else if (cli_opt(argc, argv, &i, "--cluster", &v) && v)
-            o.cluster = v;
-        else if (cli_opt(argc, argv, &i, "--device", &v) && v)
-            o.device = v;
-        else if (cli_opt(argc, argv, &i, "-o", &v) && v)
-            o.out = v;
-        else if (argv[i][0] != '-' && o.n_profiles < CLI_MAX_LIST)
-            o.profiles[o.n_profiles++] = argv[i];
-        else
-            return cli_fail("calibrate", "bad option '%s'\n%s", argv[i], help);
-    }
+    cli_args g = CLI_ARGS("calibrate", "ho:", help, false);
+    cli_exit parsed = cli_parse(&g, NULL, take, &o);
+    if (!cli_ok(parsed) || g.asked_help) return parsed;
     if (o.machine && (o.n_profiles || o.n_models || o.out))
         return cli_fail("calibrate", "--machine measures this machine: no PROFILE, --model or -o");
     if (!o.machine && (!o.n_profiles || !o.n_models))

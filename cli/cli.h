@@ -25,6 +25,8 @@
 
 #include "placer/place.h"
 
+#include <getopt.h>
+
 typedef struct cli_exit {
     int status; /* 0, 1 or 2, as above */
 } cli_exit;
@@ -89,9 +91,109 @@ typedef struct cli_ctx {
     struct pl_catalog *cat; /* owns c when the cluster is a catalogue configuration */
 } cli_ctx;
 
-/* Consumes argv[*i] when it is a shared option (or the model path); returns 1 when consumed,
- * 0 when not, -1 after printing a usage error. */
-int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o);
+/* Options, the same conventions for every verb (README.md, "Set-up"):
+ *   - one table per verb, a getopt_long `struct option` array: the verb's own options, then
+ *     the shared parts it takes (CLI_PLACE_OPTIONS, CLI_COMMON_OPTIONS: the options of a verb
+ *     that runs a model on a cluster), then CLI_OPTIONS_END (--help and the end mark); the
+ *     verb's entry point walks argv by it with cli_parse (cli_next underneath) and a `take`
+ *     function that switches on the codes;
+ *   - `--opt VALUE` and `--opt=VALUE`; the full name only (getopt_long's abbreviations are
+ *     refused as unknown options, so that a new option never changes what an old line means);
+ *   - positional arguments (model paths) anywhere, in order;
+ *   - `--` to end the options is refused with a message: every positional argument is a
+ *     path, and a path that starts with '-' is written ./-NAME;
+ *   - every value goes through the parser of its kind below (cli_count, cli_number, ...), so
+ *     that a refusal reads "placer VERB: OPT: 'VALUE' is not ...", and a missing value "placer
+ *     VERB: OPT wants ...";
+ *   - a refused shared option (CLI_NO_*) is refused by cli_common_set, not ignored;
+ *   - --help prints the verb's own part and returns CLI_EXIT_OK: placer.c adds the shared
+ *     tail (EXIT STATUS, ENVIRONMENT, FILES). No verb calls exit() (MPI's finalize and the
+ *     tail run after every verb);
+ *   - -o FILE is written whole or not at all, by the shared writer (pl_out, pl_outset,
+ *     pl_json_save through cli_write_json, or the library's own savers built on them).
+ * The codes a table's entries return: a verb's own from CLI_OWN up (or a short option's
+ * letter, named in cli_args.shorts), the shared ones below it. */
+enum {
+    CLI_ARG = 1, /* a positional argument */
+    CLI_JSON = 0x100,
+    CLI_NO_CALIBRATION,
+    CLI_CLUSTER,
+    CLI_CATALOG,
+    CLI_COST_PARAMS,
+    CLI_CONFIG,
+    CLI_DIM,
+    CLI_INPUT,
+    CLI_PROFILE,
+    CLI_CONTENTION,
+    CLI_SEED = 0x180, /* CLI_PLACE_OPTIONS */
+    CLI_TIME_LIMIT,
+    CLI_NO_COARSEN,
+    CLI_FINE_CUTS,
+    CLI_MEASURED,
+    CLI_EPISODES,
+    CLI_OWN = 0x200
+};
+// clang-format off
+#define CLI_JSON_OPTION {"json", no_argument, NULL, CLI_JSON}
+#define CLI_COMMON_OPTIONS                                                                         \
+    CLI_JSON_OPTION,                                                                               \
+    {"no-calibration", no_argument, NULL, CLI_NO_CALIBRATION},                                     \
+    {"cluster", required_argument, NULL, CLI_CLUSTER},                                             \
+    {"catalog", required_argument, NULL, CLI_CATALOG},                                             \
+    {"cost-params", required_argument, NULL, CLI_COST_PARAMS},                                     \
+    {"config", required_argument, NULL, CLI_CONFIG},                                               \
+    {"dim", required_argument, NULL, CLI_DIM},                                                     \
+    {"input", required_argument, NULL, CLI_INPUT},                                                 \
+    {"profile", required_argument, NULL, CLI_PROFILE},                                             \
+    {"contention", required_argument, NULL, CLI_CONTENTION}
+/* What a placing verb (place, compare) passes to pl_place: cli_place_set takes them. */
+#define CLI_PLACE_OPTIONS                                                                          \
+    {"seed", required_argument, NULL, CLI_SEED},                                                   \
+    {"time-limit", required_argument, NULL, CLI_TIME_LIMIT},                                       \
+    {"no-coarsen", no_argument, NULL, CLI_NO_COARSEN},                                             \
+    {"fine-cuts", no_argument, NULL, CLI_FINE_CUTS},                                               \
+    {"measured", no_argument, NULL, CLI_MEASURED},                                                 \
+    {"episodes", required_argument, NULL, CLI_EPISODES}
+/* A table's last entries: --help (-h), then the end mark. */
+#define CLI_OPTIONS_END {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+// clang-format on
+
+/* One walk over a verb's argv (argv[0] is the verb) by its table. shorts: the short options
+ * ("ho:"; NULL: "h"). help: the verb's own part of --help; after an unknown option it is
+ * printed too, or, when brief, "(placer VERB --help)" is said instead. */
+typedef struct cli_args {
+    const char *verb;
+    int argc;
+    char **argv;
+    const struct option *opts;
+    const char *shorts, *help;
+    bool brief;
+    bool own_args;   /* positional arguments go to the verb's take (several models), not to co */
+    bool asked_help; /* set by cli_parse: --help or -h was given, and the help printed */
+    int at;          /* internal: the index of the element being read */
+} cli_args;
+/* The walk of a verb's entry point (argc, argv) over its table, which is named `options`. */
+#define CLI_ARGS(verb, shorts, help, brief)                                                        \
+    {                                                                                              \
+        (verb), argc, argv, options, (shorts), (help), (brief), false, false, 0                    \
+    }
+/* The next option's code, its value in *v (NULL when the option wants one and was given
+ * none: the value's parser says what it wants); CLI_ARG with *v the positional argument; 0 at
+ * the end; -1 after printing the error (unknown or abbreviated option, a value given to a
+ * flag, `--`). */
+int cli_next(cli_args *a, const char **v);
+/* Takes one of CLI_PLACE_OPTIONS into *po (--measured into *measured): 1 when taken, 0 when
+ * `code` is not one of them, -1 after printing the error. */
+int cli_place_set(const char *verb, int code, const char *v, pl_place_opts *po, bool *measured);
+/* The whole walk: --help and -h print a->help, set a->asked_help and end the walk (the verb
+ * then returns CLI_EXIT_OK: placer.c adds the shared tail); each option through cli_common_set
+ * (when co is not NULL), the others through take(o, code, value), which returns -1 after printing
+ * the error. CLI_EXIT_BAD_INPUT after the first error. */
+cli_exit cli_parse(cli_args *a, cli_common *co, int (*take)(void *o, int code, const char *v),
+                   void *o);
+/* Takes a shared option (or, for CLI_ARG, the one model path): 1 when taken, 0 when `code` is
+ * not one of them, -1 after printing a usage error (a CLI_NO_* refusal among them). */
+int cli_common_set(const char *verb, int code, const char *v, cli_common *o);
 /* The cost parameters --cost-params names; without it, when a cluster has a device with
  * "this_machine", the calibration cached for this machine's CPU (measured now, once, when
  * absent, corrupt or for another CPU: docs/calibrate.md, "Calibrated by default"), unless
@@ -134,6 +236,25 @@ int cli_seed(const char *verb, const char *opt, const char *v, unsigned *out);
  * CLI_MAX_SECONDS. */
 #define CLI_MAX_SECONDS (7 * 86400.0) /* a week: no search or run of placer's is longer */
 int cli_seconds(const char *verb, const char *opt, const char *v, double *out);
+/* A decimal number in [lo, hi], an end left out when `open` says so (CLI_OPEN_LO, CLI_OPEN_HI):
+ * "OPT: 'V' is not a number in (0, 1)". Infinities and NaN are refused. */
+#define CLI_OPEN_LO 1u
+#define CLI_OPEN_HI 2u
+int cli_number(const char *verb, const char *opt, const char *v, double lo, double hi,
+               unsigned open, double *out);
+/* cli_number's check without its message, for a value that holds several numbers ("LO,HI"). */
+bool cli_number_in(const char *v, double lo, double hi, unsigned open, double *out);
+/* A fraction: cli_number in [0, 1], or [0, 1) when below_one ("is not a fraction in ..."). */
+int cli_fraction(const char *verb, const char *opt, const char *v, bool below_one, double *out);
+/* A size in bytes: a bare number, or with its unit ("64KiB", "1MB"; pl_parse_quantity), in
+ * [lo, hi]; `range` names the range in the refusal ("2 KiB (two sizes) to 1 TB"). */
+int cli_bytes(const char *verb, const char *opt, const char *v, double lo, double hi,
+              const char *range, double *out);
+/* One more value of an option that may be repeated (--profile P...): list[(*n)++] = v, at most
+ * CLI_MAX_LIST; 1, or -1 after printing the error. */
+int cli_list(const char *verb, const char *opt, const char *v, const char **list, int *n);
+/* A file or a name: stores v, or says "OPT wants WHAT" when it was given none or "". */
+int cli_file(const char *verb, const char *opt, const char *v, const char *what, const char **out);
 /* A comma-separated list of placement algorithms (pl_algo_parse_list: not empty, no empty,
  * unknown or repeated item) into out[0..max); the count, or -1. */
 int cli_algos(const char *verb, const char *opt, const char *v, const pl_algo **out, int max);
@@ -162,13 +283,15 @@ void cli_place_progress(const char *algo, int step, int total, double best_s, vo
 /* Progress on stderr, only when it is a terminal. */
 void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* -o FILE of a verb whose output is a JSON document (a jansson json_t *): written whole or not
+ * at all (pl_json_save, pl_out), indented by 2; "placer VERB: -o FILE: why" and
+ * CLI_EXIT_BAD_INPUT when it cannot be. */
+cli_exit cli_write_json(const char *verb, const char *path, const void *doc);
 /* Prints "placer VERB: MESSAGE" to stderr and returns CLI_EXIT_BAD_INPUT. */
 cli_exit cli_fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same message, for a helper under the library's rule: returns -1. */
 int cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints the graph's stored warnings to stderr ("warning: ..."), and how many were not shown. */
 void cli_print_warnings(const pl_graph *g);
-/* True when argv[*i] is `name` with a value (`--name V` or `--name=V`); advances *i. */
-bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value);
 
 #endif

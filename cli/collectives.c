@@ -212,55 +212,54 @@ static cli_exit run(coll_opts *o)
     return status;
 }
 
-static int opt_bytes(const char *v, double *out)
+enum { COLLECTIVES = CLI_OWN, CLUSTER, NP, REPEAT, MAX_BYTES, BUDGET, DEADLINE };
+static const struct option options[] = {{"collectives", no_argument, NULL, COLLECTIVES},
+                                        CLI_JSON_OPTION,
+                                        {"output", required_argument, NULL, 'o'},
+                                        {"cluster", required_argument, NULL, CLUSTER},
+                                        {"np", required_argument, NULL, NP},
+                                        {"repeat", required_argument, NULL, REPEAT},
+                                        {"max-bytes", required_argument, NULL, MAX_BYTES},
+                                        {"budget", required_argument, NULL, BUDGET},
+                                        {"deadline", required_argument, NULL, DEADLINE},
+                                        CLI_OPTIONS_END};
+
+static int take(void *p, int c, const char *v)
 {
-    pl_err err;
-    if (!v) return cli_error("profile", "--max-bytes wants a size such as 64KiB");
-    char *end;
-    *out = strtod(v, &end); /* a bare number is bytes */
-    if ((end == v || *end) && pl_parse_quantity(v, PL_UNIT_BYTES, out, &err) < 0)
-        return cli_error("profile", "--max-bytes: %s", err.msg);
-    if (!(*out >= 2048) || *out > 1e12)
-        return cli_error("profile", "--max-bytes: '%s' is outside 2 KiB (two sizes) to 1 TB", v);
-    return 0;
+    coll_opts *o = p;
+    long l;
+    switch (c) {
+    case COLLECTIVES:
+        return 0; /* how profile got here */
+    case CLI_JSON:
+        return o->json = true, 0;
+    case 'o':
+        return cli_file("profile", "-o", v, "a file", &o->out);
+    case CLUSTER:
+        return cli_file("profile", "--cluster", v, "a file", &o->cluster);
+    case NP:
+        if (cli_count("profile", "--np", v, 2, 256, &l) < 0) return -1;
+        return o->run.np = (int)l, 0;
+    case REPEAT:
+        if (cli_count("profile", "--repeat", v, 1, 10000, &l) < 0) return -1;
+        return o->run.repeat = (int)l, 0;
+    case MAX_BYTES:
+        return cli_bytes("profile", "--max-bytes", v, 2048, 1e12, "2 KiB (two sizes) to 1 TB",
+                         &o->run.max_bytes);
+    case BUDGET:
+        return cli_seconds("profile", "--budget", v, &o->run.budget_s);
+    case DEADLINE:
+        return cli_seconds("profile", "--deadline", v, &o->run.timeout_s);
+    default: /* CLI_ARG: the collectives are measured on no model */
+        return cli_error("profile", "unknown option '%s' with --collectives\n%s", v, help);
+    }
 }
 
 cli_exit cli_profile_collectives(int argc, char **argv)
 {
     coll_opts o = {0};
-    const char *v;
-    long l;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return fputs(help, stdout), CLI_EXIT_OK;
-        if (!strcmp(argv[i], "--collectives")) continue;
-        if (!strcmp(argv[i], "--json")) {
-            o.json = true;
-            continue;
-        }
-        if (cli_opt(argc, argv, &i, "-o", &v) || cli_opt(argc, argv, &i, "--output", &v)) {
-            if (!v) return cli_fail("profile", "-o wants a file");
-            o.out = v;
-        } else if (cli_opt(argc, argv, &i, "--cluster", &v)) {
-            if (!v) return cli_fail("profile", "--cluster wants a file");
-            o.cluster = v;
-        } else if (cli_opt(argc, argv, &i, "--np", &v)) {
-            if (cli_count("profile", "--np", v, 2, 256, &l) < 0) return CLI_EXIT_BAD_INPUT;
-            o.run.np = (int)l;
-        } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
-            if (cli_count("profile", "--repeat", v, 1, 10000, &l) < 0) return CLI_EXIT_BAD_INPUT;
-            o.run.repeat = (int)l;
-        } else if (cli_opt(argc, argv, &i, "--max-bytes", &v)) {
-            if (opt_bytes(v, &o.run.max_bytes) < 0) return CLI_EXIT_BAD_INPUT;
-        } else if (cli_opt(argc, argv, &i, "--budget", &v)) {
-            if (cli_seconds("profile", "--budget", v, &o.run.budget_s) < 0)
-                return CLI_EXIT_BAD_INPUT;
-        } else if (cli_opt(argc, argv, &i, "--deadline", &v)) {
-            if (cli_seconds("profile", "--deadline", v, &o.run.timeout_s) < 0)
-                return CLI_EXIT_BAD_INPUT;
-        } else {
-            return cli_fail("profile", "unknown option '%s' with --collectives\n%s", argv[i], help);
-        }
-    }
+    cli_args g = CLI_ARGS("profile", "ho:", help, false);
+    cli_exit parsed = cli_parse(&g, NULL, take, &o);
+    if (!cli_ok(parsed) || g.asked_help) return parsed;
     return run(&o);
 }

@@ -3,10 +3,12 @@
 #include "cli.h"
 #include "placer/calib.h"
 #include "placer/catalog.h"
+#include "placer/json.h"
 #include "placer/report.h"
 
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +24,7 @@ static int one(const char *verb, const char *opt, const char *v, const char *wan
     return 1;
 }
 
-static int push(const char *verb, const char *opt, const char *v, const char **list, int *n)
+int cli_list(const char *verb, const char *opt, const char *v, const char **list, int *n)
 {
     if (!v) return cli_error(verb, "%s wants a value", opt);
     if (*n == CLI_MAX_LIST) return cli_error(verb, "too many %s options", opt);
@@ -39,38 +41,106 @@ static bool refused(const char *verb, const cli_common *o, unsigned bit, const c
     return true;
 }
 
-int cli_common_opt(const char *verb, int argc, char **argv, int *i, cli_common *o)
+int cli_common_set(const char *verb, int code, const char *v, cli_common *o)
 {
-    const char *v;
-    if (!strcmp(argv[*i], "--json")) return o->json = true, 1;
-    if (!strcmp(argv[*i], "--no-calibration")) return o->no_calibration = true, 1;
-    if (cli_opt(argc, argv, i, "--cluster", &v))
+    switch (code) {
+    case CLI_JSON:
+        return o->json = true, 1;
+    case CLI_NO_CALIBRATION:
+        return o->no_calibration = true, 1;
+    case CLI_CLUSTER:
         return one(verb, "--cluster", v, "a cluster file", &o->cluster);
-    if (cli_opt(argc, argv, i, "--catalog", &v))
+    case CLI_CATALOG:
         return one(verb, "--catalog", v, "a catalogue file", &o->catalog);
-    if (cli_opt(argc, argv, i, "--cost-params", &v))
+    case CLI_COST_PARAMS:
         return refused(verb, o, CLI_NO_COST_PARAMS, "--cost-params")
                    ? -1
                    : one(verb, "--cost-params", v, "a placer-cost-params/1 file", &o->cost_params);
-    if (cli_opt(argc, argv, i, "--config", &v))
+    case CLI_CONFIG:
         return one(verb, "--config", v, "a configuration name", &o->config);
-    if (cli_opt(argc, argv, i, "--dim", &v)) return push(verb, "--dim", v, o->dims, &o->n_dims);
-    if (cli_opt(argc, argv, i, "--input", &v))
-        return push(verb, "--input", v, o->shapes, &o->n_shapes);
-    if (cli_opt(argc, argv, i, "--profile", &v))
+    case CLI_DIM:
+        return cli_list(verb, "--dim", v, o->dims, &o->n_dims);
+    case CLI_INPUT:
+        return cli_list(verb, "--input", v, o->shapes, &o->n_shapes);
+    case CLI_PROFILE:
         return refused(verb, o, CLI_NO_PROFILE, "--profile")
                    ? -1
-                   : push(verb, "--profile", v, o->profiles, &o->n_profiles);
-    if (cli_opt(argc, argv, i, "--contention", &v)) {
+                   : cli_list(verb, "--profile", v, o->profiles, &o->n_profiles);
+    case CLI_CONTENTION:
         if (refused(verb, o, CLI_NO_CONTENTION, "--contention")) return -1;
         if (!v || pl_contention_parse(v, &o->contention) < 0)
             return cli_error(verb, "--contention wants ports, pair or none");
         return o->contention_set = true, 1;
+    case CLI_ARG:
+        if (o->model) return cli_error(verb, "one model at a time ('%s' and '%s')", o->model, v);
+        return o->model = v, 1;
+    default:
+        return 0;
     }
-    if (argv[*i][0] == '-' && argv[*i][1]) return 0;
-    if (o->model) return cli_error(verb, "one model at a time ('%s' and '%s')", o->model, argv[*i]);
-    o->model = argv[*i];
-    return 1;
+}
+
+int cli_place_set(const char *verb, int code, const char *v, pl_place_opts *po, bool *measured)
+{
+    long n;
+    switch (code) {
+    case CLI_SEED:
+        return cli_seed(verb, "--seed", v, &po->seed) < 0 ? -1 : 1;
+    case CLI_TIME_LIMIT:
+        return cli_seconds(verb, "--time-limit", v, &po->time_limit_s) < 0 ? -1 : 1;
+    case CLI_NO_COARSEN:
+        return po->no_coarsen = true, 1;
+    case CLI_FINE_CUTS:
+        return po->fine_cuts = true, 1;
+    case CLI_MEASURED:
+        return *measured = true, 1;
+    case CLI_EPISODES:
+        if (cli_count(verb, "--episodes", v, 1, 1000000, &n) < 0) return -1;
+        return po->iterations = (int)n, 1;
+    default:
+        return 0;
+    }
+}
+
+/* The short options' string for getopt_long: '-' returns positional arguments in order (code
+ * 1), ':' returns a missing value as ':' rather than printing. */
+static void shorts(const cli_args *a, char *buf, size_t n)
+{
+    snprintf(buf, n, "-:%s", a->shorts ? a->shorts : "h");
+}
+
+/* True when the long option argv[at] is spelled in full (`--name` or `--name=...`). */
+static bool full_name(const char *arg, const char *name)
+{
+    size_t n = strcspn(arg + 2, "=");
+    return !strncmp(arg, "--", 2) && strlen(name) == n && !strncmp(arg + 2, name, n);
+}
+
+static int unknown(const cli_args *a, const char *arg)
+{
+    if (!a->brief) return cli_error(a->verb, "unknown option '%s'\n%s", arg, a->help);
+    return cli_error(a->verb, "unknown option '%s' (placer %s --help)", arg, a->verb);
+}
+
+int cli_next(cli_args *a, const char **v)
+{
+    char opts[64];
+    shorts(a, opts, sizeof opts);
+    if (!a->at) optind = 0, opterr = 0; /* optind 0: glibc starts a new walk */
+    int at = a->at = optind ? optind : 1, index = -1;
+    int c = getopt_long(a->argc, a->argv, opts, a->opts, &index);
+    *v = optarg;
+    if (c == -1 && at < a->argc) /* getopt_long stops early only at "--" */
+        return cli_error(a->verb,
+                         "'--' to end the options is refused: every argument after the options "
+                         "is a path, and a path that starts with '-' is written ./-NAME");
+    if (c == -1) return 0;
+    if (c == '?') return unknown(a, a->argv[at]);
+    if (c == ':') return *v = NULL, optopt; /* the value's parser says what it wants */
+    if (index >= 0 && !full_name(a->argv[at], a->opts[index].name)) return unknown(a, a->argv[at]);
+    const char *arg = a->argv[at];
+    if (index < 0 && *v && arg[0] == '-' && arg[1] && arg[2] == '=' && *v == arg + 2)
+        ++*v; /* -o=FILE as --opt=value (getopt_long alone would read "=FILE") */
+    return c;
 }
 
 /* See cli.h: refused when no device of the clusters has the fit's model, warned when some. */
@@ -374,4 +444,78 @@ int cli_algos(const char *verb, const char *opt, const char *v, const pl_algo **
     pl_err err;
     int n = pl_algo_parse_list(v, opt, out, max, &err);
     return n < 0 ? cli_error(verb, "%s", err.msg) : n;
+}
+
+bool cli_number_in(const char *v, double lo, double hi, unsigned open, double *out)
+{
+    char *end;
+    double x = strtod(v, &end);
+    bool in = x > lo || (!(open & CLI_OPEN_LO) && x == lo);
+    in = in && (x < hi || (!(open & CLI_OPEN_HI) && x == hi));
+    if (end == v || *end || !isfinite(x) || !in) return false;
+    return *out = x, true;
+}
+
+int cli_number(const char *verb, const char *opt, const char *v, double lo, double hi,
+               unsigned open, double *out)
+{
+    char range[96];
+    snprintf(range, sizeof range, "%c%g, %g%c", open & CLI_OPEN_LO ? '(' : '[', lo, hi,
+             open & CLI_OPEN_HI ? ')' : ']');
+    if (!v) return cli_error(verb, "%s wants a number in %s", opt, range);
+    if (!cli_number_in(v, lo, hi, open, out))
+        return cli_error(verb, "%s: '%s' is not a number in %s", opt, v, range);
+    return 0;
+}
+
+int cli_fraction(const char *verb, const char *opt, const char *v, bool below_one, double *out)
+{
+    const char *range = below_one ? "[0, 1)" : "[0, 1]";
+    if (!v) return cli_error(verb, "%s wants a fraction in %s, such as 0.05", opt, range);
+    if (!cli_number_in(v, 0, 1, below_one ? CLI_OPEN_HI : 0, out))
+        return cli_error(verb, "%s: '%s' is not a fraction in %s", opt, v, range);
+    return 0;
+}
+
+int cli_bytes(const char *verb, const char *opt, const char *v, double lo, double hi,
+              const char *range, double *out)
+{
+    pl_err err;
+    if (!v) return cli_error(verb, "%s wants a size such as 64KiB", opt);
+    char *end;
+    *out = strtod(v, &end); /* a bare number is bytes */
+    if ((end == v || *end) && pl_parse_quantity(v, PL_UNIT_BYTES, out, &err) < 0)
+        return cli_error(verb, "%s: %s", opt, err.msg);
+    if (!(*out >= lo) || *out > hi) return cli_error(verb, "%s: '%s' is outside %s", opt, v, range);
+    return 0;
+}
+
+int cli_file(const char *verb, const char *opt, const char *v, const char *what, const char **out)
+{
+    return one(verb, opt, v && *v ? v : NULL, what, out) < 0 ? -1 : 0;
+}
+
+cli_exit cli_parse(cli_args *a, cli_common *co, int (*take)(void *o, int code, const char *v),
+                   void *o)
+{
+    const char *v;
+    for (int c, rc; (c = cli_next(a, &v));) {
+        if (c < 0) return CLI_EXIT_BAD_INPUT;
+        if (c == 'h') { /* what follows is not read, as before the tables */
+            fputs(a->help, stdout);
+            a->asked_help = true;
+            return CLI_EXIT_OK;
+        }
+        rc = co && !(c == CLI_ARG && a->own_args) ? cli_common_set(a->verb, c, v, co) : 0;
+        if (rc < 0 || (!rc && take(o, c, v) < 0)) return CLI_EXIT_BAD_INPUT;
+    }
+    return CLI_EXIT_OK;
+}
+
+cli_exit cli_write_json(const char *verb, const char *path, const void *doc)
+{
+    pl_err err = {""};
+    if (pl_json_save(doc, path, JSON_INDENT(2), &err) < 0)
+        return cli_fail(verb, "-o %s: %s", path, err.msg);
+    return CLI_EXIT_OK;
 }

@@ -176,42 +176,40 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
                   stdout);
 }
 
+enum { ALGOS = CLI_OWN };
+static const struct option options[] = {{"algos", required_argument, NULL, ALGOS},
+                                        CLI_PLACE_OPTIONS,
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+typedef struct args {
+    cli_common co;
+    const pl_algo *picked[32];
+    int n;
+    pl_place_opts po;
+    bool measured;
+} args;
+
+static int take(void *o, int c, const char *v)
+{
+    args *a = o;
+    int rc = cli_place_set("compare", c, v, &a->po, &a->measured);
+    if (rc) return rc < 0 ? -1 : 0;
+    return (a->n = cli_algos("compare", "--algos", v, a->picked, 32)) < 0 ? -1 : 0; /* ALGOS */
+}
+
 cli_exit cli_compare(int argc, char **argv)
 {
-    cli_common co = {0};
-    const char *v;
-    const pl_algo *picked[32];
-    int n = -1; /* --algos not given: every algorithm */
     /* a side-by-side table is for looking at now: moirai gets 10 s unless told otherwise */
-    pl_place_opts po = {.time_limit_s = 10, .progress = cli_place_progress};
-    bool measured = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return fputs(help, stdout), CLI_EXIT_OK;
-        int rc = cli_common_opt("compare", argc, argv, &i, &co);
-        if (rc < 0) return CLI_EXIT_BAD_INPUT;
-        if (rc) continue;
-        if (cli_opt(argc, argv, &i, "--algos", &v)) {
-            if ((n = cli_algos("compare", "--algos", v, picked, 32)) < 0) return CLI_EXIT_BAD_INPUT;
-        } else if (cli_opt(argc, argv, &i, "--seed", &v)) {
-            if (cli_seed("compare", "--seed", v, &po.seed) < 0) return CLI_EXIT_BAD_INPUT;
-        } else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
-            if (cli_seconds("compare", "--time-limit", v, &po.time_limit_s) < 0)
-                return CLI_EXIT_BAD_INPUT;
-        } else if (!strcmp(argv[i], "--no-coarsen"))
-            po.no_coarsen = true;
-        else if (!strcmp(argv[i], "--fine-cuts"))
-            po.fine_cuts = true;
-        else if (!strcmp(argv[i], "--measured"))
-            measured = true;
-        else if (cli_opt(argc, argv, &i, "--episodes", &v)) {
-            long e;
-            if (cli_count("compare", "--episodes", v, 1, 1000000, &e) < 0)
-                return CLI_EXIT_BAD_INPUT;
-            po.iterations = (int)e;
-        } else
-            return cli_fail("compare", "unknown option '%s'\n%s", argv[i], help);
-    }
+    args o = {.n = -1, .po = {.time_limit_s = 10, .progress = cli_place_progress}};
+    cli_args g = CLI_ARGS("compare", NULL, help, false);
+    cli_exit parsed = cli_parse(&g, &o.co, take, &o);
+    if (!cli_ok(parsed) || g.asked_help) return parsed;
+    cli_common co = o.co;
+    const pl_algo **picked = o.picked;
+    int n = o.n; /* -1: --algos not given, every algorithm */
+    pl_place_opts po = o.po;
+    bool measured = o.measured;
     if (n < 0) n = pick_all(picked, 32);
     if ((measured || po.iterations) && !any_learned(picked, n))
         return cli_fail("compare", "--%s is for learned algorithms (drl), and --algos has none",

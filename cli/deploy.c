@@ -81,46 +81,75 @@ static int parse_algos(const char *v, deploy_args *a)
     return n < 0 ? -1 : (a->algos = v, 0);
 }
 
-static int parse_one(int argc, char **argv, int *i, deploy_args *a)
+enum {
+    SLO = CLI_OWN,
+    BUDGET,
+    ALGOS,
+    SEED,
+    BATCH,
+    PLACE_TIME,
+    PLACE_EPISODES,
+    INCLUDE_RETIRED,
+    OPTIMIZE,
+    MEASURED,
+    STRATEGY
+};
+static const struct option options[] = {{"slo", required_argument, NULL, SLO},
+                                        {"budget", required_argument, NULL, BUDGET},
+                                        {"algos", required_argument, NULL, ALGOS},
+                                        {"seed", required_argument, NULL, SEED},
+                                        {"batch", required_argument, NULL, BATCH},
+                                        {"place-time", required_argument, NULL, PLACE_TIME},
+                                        {"place-episodes", required_argument, NULL, PLACE_EPISODES},
+                                        {"include-retired", no_argument, NULL, INCLUDE_RETIRED},
+                                        {"optimize", no_argument, NULL, OPTIMIZE},
+                                        {"measured", no_argument, NULL, MEASURED},
+                                        {"strategy", required_argument, NULL, STRATEGY},
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+static int take(void *o, int c, const char *v)
 {
-    const char *v;
-    int rc = cli_common_opt("deploy", argc, argv, i, &a->co);
-    if (rc) return rc < 0 ? -1 : 0;
-    if (cli_opt(argc, argv, i, "--slo", &v)) return cli_seconds("deploy", "--slo", v, &a->so.slo_s);
-    if (cli_opt(argc, argv, i, "--budget", &v)) return parse_budget(v, &a->so) ? -1 : 0;
-    if (cli_opt(argc, argv, i, "-o", &v))
-        return (a->out = v) ? 0 : cli_error("deploy", "-o wants a file");
-    if (cli_opt(argc, argv, i, "--algos", &v)) return parse_algos(v, a);
-    if (cli_opt(argc, argv, i, "--seed", &v)) return cli_seed("deploy", "--seed", v, &a->so.seed);
-    if (cli_opt(argc, argv, i, "--batch", &v)) {
-        long n;
+    deploy_args *a = o;
+    long n;
+    switch (c) {
+    case SLO:
+        return cli_seconds("deploy", "--slo", v, &a->so.slo_s);
+    case BUDGET:
+        return parse_budget(v, &a->so) ? -1 : 0;
+    case 'o':
+        return cli_file("deploy", "-o", v, "a file", &a->out);
+    case ALGOS:
+        return parse_algos(v, a);
+    case SEED:
+        return cli_seed("deploy", "--seed", v, &a->so.seed);
+    case BATCH:
         if (cli_count("deploy", "--batch", v, 1, PL_SEARCH_MAX_BATCH, &n) < 0) return -1;
         return a->so.batch = (int)n, 0;
-    }
-    if (cli_opt(argc, argv, i, "--place-time", &v))
-        return cli_seconds("deploy", "--place-time", v, &a->place_time_s) < 0 ? -1 : 0;
-    if (cli_opt(argc, argv, i, "--place-episodes", &v)) {
-        long n;
+    case PLACE_TIME:
+        return cli_seconds("deploy", "--place-time", v, &a->place_time_s);
+    case PLACE_EPISODES:
         if (cli_count("deploy", "--place-episodes", v, 1, 1000000, &n) < 0) return -1;
         return a->place_episodes = (int)n, 0;
-    }
-    if (!strcmp(argv[*i], "--include-retired")) return a->so.include_retired = true, 0;
-    if (!strcmp(argv[*i], "--optimize")) return a->optimize = true, 0;
-    if (!strcmp(argv[*i], "--measured")) return a->measured = true, 0;
-    if (cli_opt(argc, argv, i, "--strategy", &v)) {
+    case INCLUDE_RETIRED:
+        return a->so.include_retired = true, 0;
+    case OPTIMIZE:
+        return a->optimize = true, 0;
+    case MEASURED:
+        return a->measured = true, 0;
+    default: /* STRATEGY */
         if (v && pl_search_strategy_parse(v, &a->so.strategy) == 0) return 0;
         return cli_error("deploy", "--strategy wants bo, lcf, uniform, ga, de or exhaustive");
     }
-    return cli_error("deploy", "unknown option '%s'\n%s", argv[*i], help);
 }
 
+/* The options, checked together: -1 after printing the error, 1 when --help was asked. */
 static int parse(int argc, char **argv, deploy_args *a)
 {
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 1;
-        if (parse_one(argc, argv, &i, a) < 0) return -1;
-    }
+    cli_args g = CLI_ARGS("deploy", "ho:", help, false);
+    if (!cli_ok(cli_parse(&g, &a->co, take, a))) return -1;
+    if (g.asked_help) return 1;
     if (!a->co.model) return cli_error("deploy", "which model? (placer deploy --help)");
     if (a->co.config || a->co.cluster)
         return cli_error("deploy", "deploy chooses the configuration: give --catalog only");
@@ -133,7 +162,7 @@ static int parse(int argc, char **argv, deploy_args *a)
     if (a->place_episodes && !a->learned)
         return cli_error("deploy", "--place-episodes is a learned algorithm's budget: give "
                                    "--algos with one (drl)");
-    /* cli_common_opt takes --profile for every verb, but a trial prices each configuration with
+    /* the shared table takes --profile for every verb, but a trial prices each configuration with
      * the cost model alone: refused rather than ignored in silence */
     if (a->co.n_profiles)
         return cli_error("deploy", "--profile is not used by deploy (trials estimate op times)");

@@ -199,49 +199,73 @@ static int coarsen(const pl_graph *g, const char *rules_path, int target, pl_coa
     return rc < 0 ? cli_error("inspect", "%s", err.msg) : 0;
 }
 
+enum { COARSEN = CLI_OWN, FUSION_RULES, COARSEN_TARGET, TOP };
+static const struct option options[] = {CLI_JSON_OPTION,
+                                        {"coarsen", no_argument, NULL, COARSEN},
+                                        {"fusion-rules", required_argument, NULL, FUSION_RULES},
+                                        {"coarsen-target", required_argument, NULL, COARSEN_TARGET},
+                                        {"dim", required_argument, NULL, CLI_DIM},
+                                        {"input", required_argument, NULL, CLI_INPUT},
+                                        {"top", required_argument, NULL, TOP},
+                                        CLI_OPTIONS_END};
+
+typedef struct args {
+    const char *model, *rules_path;
+    bool json, want_coarse;
+    long top, target;
+    const char *dims[CLI_MAX_LIST], *shapes[CLI_MAX_LIST];
+    int n_dims, n_shapes;
+} args;
+
+/* --dim NAME=VALUE and --input NAME=SIZES. */
+static int take_size(args *a, int c, const char *v)
+{
+    bool dim = c == CLI_DIM;
+    if (!v || !strchr(v, '='))
+        return cli_error("inspect", "%s wants %s", dim ? "--dim" : "--input",
+                         dim ? "NAME=VALUE" : "NAME=SIZES");
+    return cli_list("inspect", dim ? "--dim" : "--input", v, dim ? a->dims : a->shapes,
+                    dim ? &a->n_dims : &a->n_shapes) < 0
+               ? -1
+               : 0;
+}
+
+static int take(void *o, int c, const char *v)
+{
+    args *a = o;
+    switch (c) {
+    case CLI_ARG:
+        if (a->model)
+            return cli_error("inspect", "one model at a time ('%s' and '%s')", a->model, v);
+        return a->model = v, 0;
+    case CLI_JSON:
+        return a->json = true, 0;
+    case COARSEN:
+        return a->want_coarse = true, 0;
+    case FUSION_RULES:
+        a->want_coarse = true;
+        return cli_file("inspect", "--fusion-rules", v, "a file", &a->rules_path);
+    case COARSEN_TARGET:
+        a->want_coarse = true;
+        return cli_count("inspect", "--coarsen-target", v, 1, INT_MAX, &a->target);
+    case TOP:
+        return cli_count("inspect", "--top", v, 1, INT_MAX, &a->top);
+    default:
+        return take_size(a, c, v); /* CLI_DIM, CLI_INPUT */
+    }
+}
+
 cli_exit cli_inspect(int argc, char **argv)
 {
-    const char *model = NULL, *v;
-    bool json = false, want_coarse = false;
-    int top = 1 << 30, target = 0;
-    const char *rules_path = NULL;
-    const char *dims[64], *shapes[64];
-    pl_load_opts opts = {.dims = dims, .input_shapes = shapes};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return fputs(help, stdout), CLI_EXIT_OK;
-        if (!strcmp(argv[i], "--json"))
-            json = true;
-        else if (!strcmp(argv[i], "--coarsen"))
-            want_coarse = true;
-        else if (cli_opt(argc, argv, &i, "--fusion-rules", &v)) {
-            if (!v) return cli_fail("inspect", "--fusion-rules wants a file");
-            rules_path = v;
-            want_coarse = true;
-        } else if (cli_opt(argc, argv, &i, "--coarsen-target", &v)) {
-            long x;
-            if (cli_count("inspect", "--coarsen-target", v, 1, INT_MAX, &x) < 0)
-                return CLI_EXIT_BAD_INPUT;
-            target = (int)x, want_coarse = true;
-        } else if (cli_opt(argc, argv, &i, "--dim", &v)) {
-            if (!v || !strchr(v, '=')) return cli_fail("inspect", "--dim wants NAME=VALUE");
-            if (opts.n_dims == 64) return cli_fail("inspect", "too many --dim options");
-            dims[opts.n_dims++] = v;
-        } else if (cli_opt(argc, argv, &i, "--input", &v)) {
-            if (!v || !strchr(v, '=')) return cli_fail("inspect", "--input wants NAME=SIZES");
-            if (opts.n_input_shapes == 64) return cli_fail("inspect", "too many --input options");
-            shapes[opts.n_input_shapes++] = v;
-        } else if (cli_opt(argc, argv, &i, "--top", &v)) {
-            long x;
-            if (cli_count("inspect", "--top", v, 1, INT_MAX, &x) < 0) return CLI_EXIT_BAD_INPUT;
-            top = (int)x;
-        } else if (argv[i][0] == '-')
-            return cli_fail("inspect", "unknown option '%s'\n%s", argv[i], help);
-        else if (model)
-            return cli_fail("inspect", "one model at a time ('%s' and '%s')", model, argv[i]);
-        else
-            model = argv[i];
-    }
+    args o = {.top = 1 << 30};
+    cli_args walk = CLI_ARGS("inspect", NULL, help, false);
+    cli_exit parsed = cli_parse(&walk, NULL, take, &o);
+    if (!cli_ok(parsed) || walk.asked_help) return parsed;
+    const char *model = o.model, *rules_path = o.rules_path;
+    bool json = o.json, want_coarse = o.want_coarse;
+    int top = (int)o.top, target = (int)o.target;
+    pl_load_opts opts = {
+        .dims = o.dims, .n_dims = o.n_dims, .input_shapes = o.shapes, .n_input_shapes = o.n_shapes};
     if (!model) return cli_fail("inspect", "which model?\n%s", help);
     pl_err err = {""};
     pl_graph *g = pl_graph_load(model, &opts, &err);

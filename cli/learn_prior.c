@@ -59,58 +59,73 @@ static int add_model(lp_opts *o, const char *given)
     return 0;
 }
 
-static int count_opt(int argc, char **argv, int *i, const char *name, long lo, long hi, int *out)
+/* The counts: option, range, field of pl_tag_distill_opts; their codes are CLI_OWN + index. */
+static const struct {
+    const char *name;
+    long lo, hi;
+    size_t off;
+} counts[] = {
+    {"--topologies", 1, 100000, offsetof(pl_tag_distill_opts, n_topologies)},
+    {"--iterations", 1, 1000000, offsetof(pl_tag_distill_opts, iterations)},
+    {"--min-visits", 1, 1000000, offsetof(pl_tag_distill_opts, min_visits)},
+    {"--max-groups", 1, 10000, offsetof(pl_tag_distill_opts, max_groups)},
+    {"--max-gpus", 2, 48, offsetof(pl_tag_distill_opts, max_gpus)},
+    {"--rounds", 1, 10000000, offsetof(pl_tag_distill_opts, rounds)},
+    {"--steps", 1, 100000, offsetof(pl_tag_distill_opts, steps)},
+};
+enum { N_COUNTS = sizeof counts / sizeof *counts };
+enum { HOLD_OUT = CLI_OWN + N_COUNTS, INIT, TIME, SEED, LR, SELF_PLAY };
+static const struct option options[] = {{"topologies", required_argument, NULL, CLI_OWN + 0},
+                                        {"iterations", required_argument, NULL, CLI_OWN + 1},
+                                        {"min-visits", required_argument, NULL, CLI_OWN + 2},
+                                        {"max-groups", required_argument, NULL, CLI_OWN + 3},
+                                        {"max-gpus", required_argument, NULL, CLI_OWN + 4},
+                                        {"rounds", required_argument, NULL, CLI_OWN + 5},
+                                        {"steps", required_argument, NULL, CLI_OWN + 6},
+                                        {"hold-out", required_argument, NULL, HOLD_OUT},
+                                        {"init", required_argument, NULL, INIT},
+                                        {"time", required_argument, NULL, TIME},
+                                        {"seed", required_argument, NULL, SEED},
+                                        {"lr", required_argument, NULL, LR},
+                                        {"self-play", no_argument, NULL, SELF_PLAY},
+                                        CLI_JSON_OPTION,
+                                        CLI_OPTIONS_END};
+
+static int take_count(lp_opts *o, int k, const char *v)
 {
-    const char *v;
     long n;
-    if (!cli_opt(argc, argv, i, name, &v)) return 0;
-    if (cli_count("learn-prior", name, v, lo, hi, &n) < 0) return -1;
-    return *out = (int)n, 1;
+    if (cli_count("learn-prior", counts[k].name, v, counts[k].lo, counts[k].hi, &n) < 0) return -1;
+    return *(int *)((char *)&o->d + counts[k].off) = (int)n, 0;
 }
 
-static int parse_one(int argc, char **argv, int *i, lp_opts *o)
+static int take(void *p, int c, const char *v)
 {
-    const char *v;
-    static const struct {
-        const char *name;
-        long lo, hi;
-        size_t off;
-    } counts[] = {
-        {"--topologies", 1, 100000, offsetof(pl_tag_distill_opts, n_topologies)},
-        {"--iterations", 1, 1000000, offsetof(pl_tag_distill_opts, iterations)},
-        {"--min-visits", 1, 1000000, offsetof(pl_tag_distill_opts, min_visits)},
-        {"--max-groups", 1, 10000, offsetof(pl_tag_distill_opts, max_groups)},
-        {"--max-gpus", 2, 48, offsetof(pl_tag_distill_opts, max_gpus)},
-        {"--rounds", 1, 10000000, offsetof(pl_tag_distill_opts, rounds)},
-        {"--steps", 1, 100000, offsetof(pl_tag_distill_opts, steps)},
-    };
-    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
-        int r = count_opt(argc, argv, i, counts[k].name, counts[k].lo, counts[k].hi,
-                          (int *)((char *)&o->d + counts[k].off));
-        if (r) return r < 0 ? -1 : 0;
-    }
-    if (cli_opt(argc, argv, i, "-o", &v))
-        return (o->out = v) ? 0 : cli_error("learn-prior", "-o wants a file");
-    if (cli_opt(argc, argv, i, "--hold-out", &v))
-        return (o->hold_out = v) ? 0 : cli_error("learn-prior", "--hold-out wants a name");
-    if (cli_opt(argc, argv, i, "--init", &v))
-        return (o->init = v) ? 0 : cli_error("learn-prior", "--init wants a file");
-    if (cli_opt(argc, argv, i, "--time", &v))
+    lp_opts *o = p;
+    double lr;
+    switch (c) {
+    case CLI_ARG:
+        return add_model(o, v);
+    case 'o':
+        return cli_file("learn-prior", "-o", v, "a file", &o->out);
+    case HOLD_OUT:
+        return cli_file("learn-prior", "--hold-out", v, "a name", &o->hold_out);
+    case INIT:
+        return cli_file("learn-prior", "--init", v, "a file", &o->init);
+    case TIME:
         return cli_seconds("learn-prior", "--time", v, &o->d.time_s);
-    if (cli_opt(argc, argv, i, "--seed", &v)) return cli_seed("learn-prior", "--seed", v, &o->seed);
-    if (cli_opt(argc, argv, i, "--lr", &v)) {
-        char *end;
-        double lr = v ? strtod(v, &end) : 0;
-        if (!v || *end || !(lr > 0 && lr < 1))
-            return cli_error("learn-prior", "--lr: '%s': a learning rate in (0, 1)", v ? v : "");
+    case SEED:
+        return cli_seed("learn-prior", "--seed", v, &o->seed);
+    case LR:
+        if (cli_number("learn-prior", "--lr", v, 0, 1, CLI_OPEN_LO | CLI_OPEN_HI, &lr) < 0)
+            return -1;
         return o->d.lr = (float)lr, 0;
+    case SELF_PLAY:
+        return o->d.self_play = true, 0;
+    case CLI_JSON:
+        return o->json = true, 0;
+    default:
+        return take_count(o, c - CLI_OWN, v);
     }
-    if (!strcmp(argv[*i], "--json")) return o->json = true, 0;
-    if (!strcmp(argv[*i], "--self-play")) return o->d.self_play = true, 0;
-    if (argv[*i][0] == '-')
-        return cli_error("learn-prior", "unknown option '%s' (placer learn-prior --help)",
-                         argv[*i]);
-    return add_model(o, argv[*i]);
 }
 
 /* The model's name: its file's base name without .onnx. */
@@ -143,17 +158,14 @@ static int hold_out(lp_opts *o)
     return k ? 0 : cli_error("learn-prior", "--hold-out leaves no model to train on");
 }
 
+/* 0, 1 when --help was asked (and printed), -1 after printing the error. */
 static int parse(int argc, char **argv, lp_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->seed = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(help, stdout);
-            exit(CLI_EXIT_OK.status);
-        }
-        if (parse_one(argc, argv, &i, o) < 0) return -1;
-    }
+    cli_args g = CLI_ARGS("learn-prior", "ho:", help, true);
+    if (!cli_ok(cli_parse(&g, NULL, take, o))) return -1;
+    if (g.asked_help) return 1;
     if (!o->n_models)
         return cli_error("learn-prior", "which models? (placer learn-prior --help; `make priors` "
                                         "trains the shipped ones)");
@@ -282,7 +294,8 @@ static cli_exit learn(lp_opts *o, int argc, char **argv)
 cli_exit cli_learn_prior(int argc, char **argv)
 {
     lp_opts o;
-    cli_exit rc = parse(argc, argv, &o) < 0 ? CLI_EXIT_BAD_INPUT : learn(&o, argc, argv);
+    int parsed = parse(argc, argv, &o);
+    cli_exit rc = parsed < 0 ? CLI_EXIT_BAD_INPUT : parsed ? CLI_EXIT_OK : learn(&o, argc, argv);
     for (int i = 0; i < MAX_MODELS; i++)
         free(o.owned[i]);
     return rc;

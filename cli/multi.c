@@ -8,12 +8,13 @@
 #include "placer/report.h"
 
 #include <jansson.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *help =
+static const char *help_text =
     "usage: placer multi M1 M2 ... --cluster C [--algo A | --algos a,b,...] [--json]\n"
     "                    [-o FILE] [--sv LO,HI] [--tv T] [--affinity X] [--positions P]\n"
     "                    [--no-pack] [--contention X] [--seed N] [--time-limit T]\n"
@@ -93,95 +94,135 @@ static int split_algos(const char *v, multi_opts *o)
     return 0;
 }
 
+/* --sv LO,HI: 0 < LO < HI. */
 static int parse_band(const char *v, pl_multi_opts *mo)
 {
-    char *end;
-    double lo = v ? strtod(v, &end) : NAN, hi = NAN;
-    if (v && *end == ',') hi = strtod(end + 1, &end);
-    if (!v || *end || !(lo > 0) || !(hi > lo) || !isfinite(hi))
+    char lo_s[64];
+    const char *comma = v ? strchr(v, ',') : NULL;
+    size_t n = comma ? (size_t)(comma - v) : 0;
+    double lo = 0, hi = 0;
+    if (comma && n < sizeof lo_s) memcpy(lo_s, v, n), lo_s[n] = 0;
+    if (!comma || n >= sizeof lo_s || !cli_number_in(lo_s, 0, DBL_MAX, CLI_OPEN_LO, &lo) ||
+        !cli_number_in(comma + 1, lo, DBL_MAX, CLI_OPEN_LO, &hi))
         return cli_error("multi", "--sv: '%s': give LO,HI with 0 < LO < HI (e.g. 0.5,2)",
                          v ? v : "");
     mo->sv_lo = lo, mo->sv_hi = hi;
     return 0;
 }
 
+/* --affinity: a number >= 0, or -1. */
 static int parse_affinity(const char *v, pl_multi_opts *mo)
 {
-    char *end;
-    double x = v ? strtod(v, &end) : NAN;
-    if (!v || *end || !isfinite(x) || (x < 0 && x != -1))
+    double x;
+    if (!v || (!cli_number_in(v, 0, DBL_MAX, 0, &x) && !cli_number_in(v, -1, -1, 0, &x)))
         return cli_error("multi", "--affinity: '%s': give a number >= 0, or -1 (all together)",
                          v ? v : "");
     mo->affinity = x;
     return 0;
 }
 
-static int own_opt(int argc, char **argv, int *i, multi_opts *o)
+static int parse_tv(const char *v, pl_multi_opts *mo)
 {
-    const char *v;
-    long n;
-    if (!strcmp(argv[*i], "--no-pack")) return o->mo.no_pack = true, 1;
-    if (!strcmp(argv[*i], "--run")) return o->run = true, 1;
-    if (cli_opt(argc, argv, i, "--algo", &v) || cli_opt(argc, argv, i, "--algos", &v))
-        return split_algos(v, o) < 0 ? -1 : 1;
-    if (cli_opt(argc, argv, i, "-o", &v)) {
-        if (!v) return cli_error("multi", "-o wants a file");
-        return o->out = v, 1;
-    }
-    if (cli_opt(argc, argv, i, "--sv", &v)) return parse_band(v, &o->mo) < 0 ? -1 : 1;
-    if (cli_opt(argc, argv, i, "--affinity", &v)) return parse_affinity(v, &o->mo) < 0 ? -1 : 1;
-    if (cli_opt(argc, argv, i, "--tv", &v)) {
-        pl_err err = {""};
-        if (!v || pl_parse_quantity(v, PL_UNIT_SECONDS, &o->mo.tv_s, &err) < 0 || o->mo.tv_s < 0)
-            return cli_error("multi", "--tv: '%s': give a time such as 10ms", v ? v : "");
-        return 1;
-    }
-    if (cli_opt(argc, argv, i, "--positions", &v)) {
-        if (cli_count("multi", "--positions", v, 1, 64, &n) < 0) return -1;
-        return o->mo.positions = (int)n, 1;
-    }
-    if (cli_opt(argc, argv, i, "--seed", &v))
-        return cli_seed("multi", "--seed", v, &o->po.seed) < 0 ? -1 : 1;
-    if (cli_opt(argc, argv, i, "--time-limit", &v))
-        return cli_seconds("multi", "--time-limit", v, &o->po.time_limit_s) < 0 ? -1 : 1;
-    if (cli_opt(argc, argv, i, "--repeat", &v)) {
-        if (cli_count("multi", "--repeat", v, 1, 100000, &n) < 0) return -1;
-        return o->ro.repeat = (int)n, 1;
-    }
-    if (cli_opt(argc, argv, i, "--warmup", &v)) {
-        if (cli_count("multi", "--warmup", v, 0, 100000, &n) < 0) return -1;
-        return o->ro.warmup = (int)n, 1;
-    }
-    if (cli_opt(argc, argv, i, "--cache", &v)) {
-        if (!v) return cli_error("multi", "--cache wants a folder");
-        return o->ro.cache_dir = v, 1;
-    }
-    if (cli_opt(argc, argv, i, "--deadline", &v))
-        return cli_seconds("multi", "--deadline", v, &o->ro.deadline_s) < 0 ? -1 : 1;
+    pl_err err = {""};
+    if (!v || pl_parse_quantity(v, PL_UNIT_SECONDS, &mo->tv_s, &err) < 0 || mo->tv_s < 0)
+        return cli_error("multi", "--tv: '%s': give a time such as 10ms", v ? v : "");
     return 0;
 }
 
-static cli_exit parse(int argc, char **argv, multi_opts *o)
+enum {
+    NO_PACK = CLI_OWN,
+    RUN,
+    ALGOS,
+    SV,
+    AFFINITY,
+    TV,
+    POSITIONS,
+    SEED,
+    TIME_LIMIT,
+    REPEAT, /* --run's from here */
+    WARMUP,
+    CACHE,
+    DEADLINE
+};
+static const struct option options[] = {{"no-pack", no_argument, NULL, NO_PACK},
+                                        {"run", no_argument, NULL, RUN},
+                                        {"algo", required_argument, NULL, ALGOS},
+                                        {"algos", required_argument, NULL, ALGOS},
+                                        {"sv", required_argument, NULL, SV},
+                                        {"affinity", required_argument, NULL, AFFINITY},
+                                        {"tv", required_argument, NULL, TV},
+                                        {"positions", required_argument, NULL, POSITIONS},
+                                        {"seed", required_argument, NULL, SEED},
+                                        {"time-limit", required_argument, NULL, TIME_LIMIT},
+                                        {"repeat", required_argument, NULL, REPEAT},
+                                        {"warmup", required_argument, NULL, WARMUP},
+                                        {"cache", required_argument, NULL, CACHE},
+                                        {"deadline", required_argument, NULL, DEADLINE},
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+/* --run's options. */
+static int take_run(multi_opts *o, int c, const char *v)
+{
+    long n;
+    switch (c) {
+    case REPEAT:
+        if (cli_count("multi", "--repeat", v, 1, 100000, &n) < 0) return -1;
+        return o->ro.repeat = (int)n, 0;
+    case WARMUP:
+        if (cli_count("multi", "--warmup", v, 0, 100000, &n) < 0) return -1;
+        return o->ro.warmup = (int)n, 0;
+    case CACHE:
+        return cli_file("multi", "--cache", v, "a folder", &o->ro.cache_dir);
+    default:
+        return cli_seconds("multi", "--deadline", v, &o->ro.deadline_s); /* DEADLINE */
+    }
+}
+
+static int take(void *p, int c, const char *v)
+{
+    multi_opts *o = p;
+    long n;
+    switch (c) {
+    case CLI_ARG:
+        if (o->n_models == MAX_MODELS) return cli_error("multi", "at most %d models", MAX_MODELS);
+        return o->models[o->n_models++] = v, 0;
+    case NO_PACK:
+        return o->mo.no_pack = true, 0;
+    case RUN:
+        return o->run = true, 0;
+    case ALGOS:
+        return split_algos(v, o);
+    case 'o':
+        return cli_file("multi", "-o", v, "a file", &o->out);
+    case SV:
+        return parse_band(v, &o->mo);
+    case AFFINITY:
+        return parse_affinity(v, &o->mo);
+    case TV:
+        return parse_tv(v, &o->mo);
+    case POSITIONS:
+        if (cli_count("multi", "--positions", v, 1, 64, &n) < 0) return -1;
+        return o->mo.positions = (int)n, 0;
+    case SEED:
+        return cli_seed("multi", "--seed", v, &o->po.seed);
+    case TIME_LIMIT:
+        return cli_seconds("multi", "--time-limit", v, &o->po.time_limit_s);
+    default:
+        return take_run(o, c, v);
+    }
+}
+
+/* The options, checked together; *help when --help was asked (and printed). */
+static cli_exit parse(int argc, char **argv, multi_opts *o, bool *help)
 {
     memset(o, 0, sizeof *o);
     pl_multi_opts_default(&o->mo);
     o->po.time_limit_s = 10;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(help, stdout);
-            exit(CLI_EXIT_OK.status);
-        }
-        if (argv[i][0] != '-' || !argv[i][1]) {
-            if (o->n_models == MAX_MODELS)
-                return cli_fail("multi", "at most %d models", MAX_MODELS);
-            o->models[o->n_models++] = argv[i];
-            continue;
-        }
-        int r = own_opt(argc, argv, &i, o);
-        if (r == 0) r = cli_common_opt("multi", argc, argv, &i, &o->co);
-        if (r < 0) return CLI_EXIT_BAD_INPUT;
-        if (r == 0) return cli_fail("multi", "unknown option '%s' (placer multi --help)", argv[i]);
-    }
+    cli_args g = CLI_ARGS("multi", "ho:", help_text, true);
+    g.own_args = true;
+    cli_exit parsed = cli_parse(&g, &o->co, take, o);
+    if (!cli_ok(parsed) || (*help = g.asked_help)) return parsed;
     if (o->n_models < 1) return cli_fail("multi", "which models? (placer multi --help)");
     if (!o->co.cluster) return cli_fail("multi", "which cluster? give --cluster FILE");
     if (o->co.catalog) return cli_fail("multi", "--catalog: give the host as --cluster FILE");
@@ -456,16 +497,6 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
     return j;
 }
 
-static cli_exit write_doc(const char *path, json_t *doc)
-{
-    char *text = json_dumps(doc, JSON_INDENT(2));
-    pl_err err = {""};
-    int rc = text ? pl_out_write_file(path, text, strlen(text), &err) : -1;
-    free(text);
-    if (rc < 0) return cli_fail("multi", "-o %s: %s", path, err.msg[0] ? err.msg : "cannot write");
-    return CLI_EXIT_OK;
-}
-
 /* ---- running for real ---- */
 
 static cli_exit run_real(const multi_ctx *x, const multi_opts *o, const row *r,
@@ -508,7 +539,9 @@ static cli_exit status_of(const row *rows, int n)
 cli_exit cli_multi(int argc, char **argv)
 {
     multi_opts o;
-    if (!cli_ok(parse(argc, argv, &o))) return CLI_EXIT_BAD_INPUT;
+    bool help;
+    cli_exit parsed = parse(argc, argv, &o, &help);
+    if (!cli_ok(parsed) || help) return parsed;
     multi_ctx x;
     cli_exit rc = ctx_open(&o, &x);
     if (!cli_ok(rc)) return rc;
@@ -531,7 +564,7 @@ cli_exit cli_multi(int argc, char **argv)
     }
     { /* every algorithm's row, failed ones with their error */
         json_t *doc = doc_json(&x, &o, rows, o.n_algos, ran ? &res : NULL);
-        if (o.out && !cli_ok(write_doc(o.out, doc))) rc = CLI_EXIT_BAD_INPUT;
+        if (o.out && !cli_ok(cli_write_json("multi", o.out, doc))) rc = CLI_EXIT_BAD_INPUT;
         if (o.co.json)
             pl_json_print(doc, stdout);
         else {

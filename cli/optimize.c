@@ -362,15 +362,31 @@ int cli_optimize_first(const char *verb, cli_common *co, char *path, size_t n)
     return 0;
 }
 
-static int parse_alpha(const char *v, double *out)
+enum { ALPHA = CLI_OWN, TIME_LIMIT, MAX_EXPAND, VERIFY };
+static const struct option options[] = {{"alpha", required_argument, NULL, ALPHA},
+                                        {"time-limit", required_argument, NULL, TIME_LIMIT},
+                                        {"max-expand", required_argument, NULL, MAX_EXPAND},
+                                        {"verify", no_argument, NULL, VERIFY},
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+static int take(void *p, int c, const char *v)
 {
-    char *end = NULL;
-    double a = v ? strtod(v, &end) : NAN;
-    if (!v || end == v || *end || !isfinite(a) || a < 1 || a > 100)
-        return cli_error("optimize", "--alpha: '%s': wants a number from 1 to 100 (e.g. 1.05)",
-                         v ? v : "");
-    *out = a;
-    return 0;
+    opts *o = p;
+    long n;
+    switch (c) {
+    case 'o':
+        return cli_file("optimize", "-o", v, "a file name", &o->out);
+    case ALPHA:
+        return cli_number("optimize", "--alpha", v, 1, 100, 0, &o->so.alpha);
+    case TIME_LIMIT:
+        return cli_seconds("optimize", "--time-limit", v, &o->so.time_limit_s);
+    case MAX_EXPAND:
+        if (cli_count("optimize", "--max-expand", v, 1, 1000000, &n) < 0) return -1;
+        return o->so.max_expand = (int)n, 0;
+    default:
+        return o->verify = true, 0; /* VERIFY */
+    }
 }
 
 cli_exit cli_optimize(int argc, char **argv)
@@ -378,32 +394,10 @@ cli_exit cli_optimize(int argc, char **argv)
     /* profiles name the model file they were measured on; the candidates are other files */
     cli_common co = {.refuse = CLI_NO_CONTENTION | CLI_NO_PROFILE};
     opts o = {.so = {.alpha = 1.05, .time_limit_s = 60, .max_expand = 200}};
-    const char *v;
     char local[4096];
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return fputs(help, stdout), CLI_EXIT_OK;
-        int rc = cli_common_opt("optimize", argc, argv, &i, &co);
-        if (rc < 0) return CLI_EXIT_BAD_INPUT;
-        if (rc) continue;
-        long n;
-        if (cli_opt(argc, argv, &i, "-o", &v)) {
-            if (!v || !*v) return cli_fail("optimize", "-o wants a file name");
-            o.out = v;
-        } else if (cli_opt(argc, argv, &i, "--alpha", &v)) {
-            if (parse_alpha(v, &o.so.alpha) < 0) return CLI_EXIT_BAD_INPUT;
-        } else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
-            if (cli_seconds("optimize", "--time-limit", v, &o.so.time_limit_s) < 0)
-                return CLI_EXIT_BAD_INPUT;
-        } else if (cli_opt(argc, argv, &i, "--max-expand", &v)) {
-            if (cli_count("optimize", "--max-expand", v, 1, 1000000, &n) < 0)
-                return CLI_EXIT_BAD_INPUT;
-            o.so.max_expand = (int)n;
-        } else if (!strcmp(argv[i], "--verify"))
-            o.verify = true;
-        else
-            return cli_fail("optimize", "unknown option '%s'\n%s", argv[i], help);
-    }
+    cli_args g = CLI_ARGS("optimize", "ho:", help, false);
+    cli_exit parsed = cli_parse(&g, &co, take, &o);
+    if (!cli_ok(parsed) || g.asked_help) return parsed;
     if (!co.model) return cli_fail("optimize", "which model? give MODEL\n%s", help);
     if (!o.out) return cli_fail("optimize", "where? give -o OUT.onnx\n%s", help);
     if (co.n_dims || co.n_shapes)

@@ -100,58 +100,59 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     pl_json_print(o, stdout);
 }
 
+enum { ALGO = CLI_OWN, TRACE, OPTIMIZE, RESTARTS, MIN_GAIN };
+static const struct option options[] = {{"algo", required_argument, NULL, ALGO},
+                                        {"trace", required_argument, NULL, TRACE},
+                                        {"optimize", no_argument, NULL, OPTIMIZE},
+                                        {"restarts", required_argument, NULL, RESTARTS},
+                                        {"min-gain", required_argument, NULL, MIN_GAIN},
+                                        CLI_PLACE_OPTIONS,
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+typedef struct args {
+    cli_common co;
+    const char *algo, *out, *trace;
+    pl_place_opts po;
+    bool min_gain_given, measured, optimize;
+} args;
+
+/* One option of the table into *a; -1 after printing the error. */
+static int take(void *o, int c, const char *v)
+{
+    args *a = o;
+    long n;
+    int rc = cli_place_set("place", c, v, &a->po, &a->measured);
+    if (rc) return rc < 0 ? -1 : 0;
+    switch (c) {
+    case 'o':
+        return cli_file("place", "-o", v, "a file", &a->out);
+    case ALGO:
+        return cli_file("place", "--algo", v, "an algorithm", &a->algo);
+    case TRACE:
+        return cli_file("place", "--trace", v, "a file", &a->trace);
+    case OPTIMIZE:
+        return a->optimize = true, 0;
+    case RESTARTS:
+        if (cli_count("place", "--restarts", v, 1, 100000, &n) < 0) return -1;
+        return a->po.restarts = (int)n, 0;
+    default: /* MIN_GAIN */
+        a->min_gain_given = true;
+        return cli_fraction("place", "--min-gain", v, true, &a->po.min_gain);
+    }
+}
+
 cli_exit cli_place(int argc, char **argv)
 {
-    cli_common co = {0};
-    const char *algo = NULL, *out = NULL, *trace = NULL, *v;
-    pl_place_opts po = {0};
-    bool min_gain_given = false, measured = false, optimize = false;
+    args o = {0};
+    cli_args g = CLI_ARGS("place", "ho:", help, false);
+    cli_exit parsed = cli_parse(&g, &o.co, take, &o);
+    if (!cli_ok(parsed) || g.asked_help) return parsed;
+    cli_common co = o.co;
+    const char *algo = o.algo, *out = o.out, *trace = o.trace;
+    pl_place_opts po = o.po;
+    bool min_gain_given = o.min_gain_given, measured = o.measured, optimize = o.optimize;
     char optimized[4096];
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return fputs(help, stdout), CLI_EXIT_OK;
-        int rc = cli_common_opt("place", argc, argv, &i, &co);
-        if (rc < 0) return CLI_EXIT_BAD_INPUT;
-        if (rc) continue;
-        if (cli_opt(argc, argv, &i, "--algo", &v))
-            algo = v;
-        else if (cli_opt(argc, argv, &i, "-o", &v))
-            out = v;
-        else if (cli_opt(argc, argv, &i, "--trace", &v))
-            trace = v;
-        else if (cli_opt(argc, argv, &i, "--seed", &v)) {
-            if (cli_seed("place", "--seed", v, &po.seed) < 0) return CLI_EXIT_BAD_INPUT;
-        } else if (cli_opt(argc, argv, &i, "--time-limit", &v)) {
-            if (cli_seconds("place", "--time-limit", v, &po.time_limit_s) < 0)
-                return CLI_EXIT_BAD_INPUT;
-        } else if (!strcmp(argv[i], "--no-coarsen"))
-            po.no_coarsen = true;
-        else if (!strcmp(argv[i], "--fine-cuts"))
-            po.fine_cuts = true;
-        else if (!strcmp(argv[i], "--measured"))
-            measured = true;
-        else if (!strcmp(argv[i], "--optimize"))
-            optimize = true;
-        else if (cli_opt(argc, argv, &i, "--episodes", &v)) {
-            long n;
-            if (cli_count("place", "--episodes", v, 1, 1000000, &n) < 0) return CLI_EXIT_BAD_INPUT;
-            po.iterations = (int)n;
-        } else if (cli_opt(argc, argv, &i, "--restarts", &v)) {
-            long n;
-            if (cli_count("place", "--restarts", v, 1, 100000, &n) < 0) return CLI_EXIT_BAD_INPUT;
-            po.restarts = (int)n;
-        } else if (cli_opt(argc, argv, &i, "--min-gain", &v)) {
-            char *end = NULL;
-            po.min_gain = v ? strtod(v, &end) : -1;
-            if (!v || end == v || *end || !(po.min_gain >= 0 && po.min_gain < 1))
-                return cli_fail("place",
-                                "--min-gain wants a fraction in [0, 1), such as 0.05; "
-                                "got '%s'",
-                                v ? v : "");
-            min_gain_given = true;
-        } else
-            return cli_fail("place", "unknown option '%s'\n%s", argv[i], help);
-    }
     /* plans that pay: the default algorithm and moirai never return a plan predicted slower
      * than the best single-device plan (pl_place_opts.single_if_faster) */
     po.single_if_faster = !algo || !strcmp(algo, "moirai");

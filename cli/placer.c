@@ -153,19 +153,6 @@ void cli_print_warnings(const pl_graph *g)
                 g->n_warnings - g->n_warnings_stored);
 }
 
-bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0) return false;
-    if (argv[*i][n] == '=') {
-        *value = argv[*i] + n + 1;
-        return true;
-    }
-    if (argv[*i][n] != 0) return false;
-    *value = *i + 1 < argc ? argv[++*i] : NULL;
-    return true;
-}
-
 static cli_exit run(int argc, char **argv)
 {
     pl_err err = {""};

@@ -172,40 +172,39 @@ static cli_exit run(prof_opts *o)
     return status;
 }
 
+enum { DEVICE_MODEL = CLI_OWN, DEADLINE, REPEAT };
+static const struct option options[] = {{"output", required_argument, NULL, 'o'},
+                                        {"device-model", required_argument, NULL, DEVICE_MODEL},
+                                        {"deadline", required_argument, NULL, DEADLINE},
+                                        {"repeat", required_argument, NULL, REPEAT},
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+static int take(void *p, int c, const char *v)
+{
+    prof_opts *o = p;
+    long r;
+    switch (c) {
+    case 'o':
+        return cli_file("profile", "-o", v, "a file", &o->out);
+    case DEVICE_MODEL:
+        return cli_file("profile", "--device-model", v, "a name", &o->device_model);
+    case DEADLINE:
+        return cli_seconds("profile", "--deadline", v, &o->deadline_s);
+    default: /* REPEAT */
+        if (cli_count("profile", "--repeat", v, 1, 10000, &r) < 0) return -1;
+        return o->repeat = (int)r, 0;
+    }
+}
+
 cli_exit cli_profile(int argc, char **argv)
 {
     prof_opts o = {.repeat = 10, .co.refuse = CLI_NO_CONTENTION}; /* it measures, one device */
-    const char *v;
-    for (int i = 1; i < argc; i++) /* another verb in all but name: its own options */
+    for (int i = 1; i < argc; i++) /* another verb in all but name: its own table */
         if (!strcmp(argv[i], "--collectives")) return cli_profile_collectives(argc, argv);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return fputs(help, stdout), CLI_EXIT_OK;
-        if (cli_opt(argc, argv, &i, "-o", &v) || cli_opt(argc, argv, &i, "--output", &v)) {
-            if (!v) return cli_fail("profile", "-o wants a file");
-            o.out = v;
-            continue;
-        }
-        if (cli_opt(argc, argv, &i, "--device-model", &v)) {
-            if (!v || !*v) return cli_fail("profile", "--device-model wants a name");
-            o.device_model = v;
-            continue;
-        }
-        if (cli_opt(argc, argv, &i, "--deadline", &v)) {
-            if (cli_seconds("profile", "--deadline", v, &o.deadline_s) < 0)
-                return CLI_EXIT_BAD_INPUT;
-            continue;
-        }
-        if (cli_opt(argc, argv, &i, "--repeat", &v)) {
-            long r;
-            if (cli_count("profile", "--repeat", v, 1, 10000, &r) < 0) return CLI_EXIT_BAD_INPUT;
-            o.repeat = (int)r;
-            continue;
-        }
-        int rc = cli_common_opt("profile", argc, argv, &i, &o.co);
-        if (rc < 0) return CLI_EXIT_BAD_INPUT;
-        if (!rc) return cli_fail("profile", "unknown option '%s'\n%s", argv[i], help);
-    }
+    cli_args g = CLI_ARGS("profile", "ho:", help, false);
+    cli_exit parsed = cli_parse(&g, &o.co, take, &o);
+    if (!cli_ok(parsed) || g.asked_help) return parsed;
     if (!o.co.model) return cli_fail("profile", "which model?\n%s", help);
     if (o.co.n_profiles) return cli_fail("profile", "--profile makes no sense here: it measures");
     return run(&o);

@@ -351,50 +351,61 @@ static cli_exit run(run_opts *o)
     return status;
 }
 
-static int parse(int argc, char **argv, run_opts *o)
+enum { SEQUENTIAL = CLI_OWN, PLAN, CACHE, TRACE, DEADLINE, REPEAT, WARMUP, SEED, INT_HIGH };
+static const struct option options[] = {{"sequential", no_argument, NULL, SEQUENTIAL},
+                                        {"plan", required_argument, NULL, PLAN},
+                                        {"cache", required_argument, NULL, CACHE},
+                                        {"trace", required_argument, NULL, TRACE},
+                                        {"deadline", required_argument, NULL, DEADLINE},
+                                        {"repeat", required_argument, NULL, REPEAT},
+                                        {"warmup", required_argument, NULL, WARMUP},
+                                        {"seed", required_argument, NULL, SEED},
+                                        {"int-high", required_argument, NULL, INT_HIGH},
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+/* A whole number in [lo, hi] into *out. */
+static int count(const char *opt, const char *v, long lo, long hi, int *out)
 {
-    const char *v;
     long x;
-    for (int i = 1; i < argc; i++) {
-        int rc = cli_common_opt("run", argc, argv, &i, &o->co);
-        if (rc < 0) return -1;
-        if (rc) continue;
-        if (!strcmp(argv[i], "--sequential"))
-            o->sequential = true;
-        else if (cli_opt(argc, argv, &i, "--plan", &v))
-            o->plan = v;
-        else if (cli_opt(argc, argv, &i, "--cache", &v))
-            o->cache = v;
-        else if (cli_opt(argc, argv, &i, "--trace", &v))
-            o->trace = v;
-        else if (cli_opt(argc, argv, &i, "--deadline", &v)) {
-            if (cli_seconds("run", "--deadline", v, &o->deadline_s) < 0) return -1;
-        } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
-            if (cli_count("run", "--repeat", v, 1, 100000, &x) < 0) return -1;
-            o->repeat = (int)x;
-        } else if (cli_opt(argc, argv, &i, "--warmup", &v)) {
-            if (cli_count("run", "--warmup", v, 0, 100000, &x) < 0) return -1;
-            o->warmup = (int)x;
-        } else if (cli_opt(argc, argv, &i, "--seed", &v)) {
-            if (cli_count("run", "--seed", v, 1, 2147483647, &x) < 0) return -1;
-            o->seed = (unsigned)x;
-        } else if (cli_opt(argc, argv, &i, "--int-high", &v)) {
-            if (cli_count("run", "--int-high", v, 1, 2147483647, &x) < 0) return -1;
-            o->int_high = (int)x;
-        } else
-            return cli_error("run", "unknown option '%s'\n%s", argv[i], help);
+    if (cli_count("run", opt, v, lo, hi, &x) < 0) return -1;
+    return *out = (int)x, 0;
+}
+
+static int take(void *p, int c, const char *v)
+{
+    run_opts *o = p;
+    int seed;
+    switch (c) {
+    case SEQUENTIAL:
+        return o->sequential = true, 0;
+    case PLAN:
+        return cli_file("run", "--plan", v, "a plan file", &o->plan);
+    case CACHE:
+        return cli_file("run", "--cache", v, "a folder", &o->cache);
+    case TRACE:
+        return cli_file("run", "--trace", v, "a file", &o->trace);
+    case DEADLINE:
+        return cli_seconds("run", "--deadline", v, &o->deadline_s);
+    case REPEAT:
+        return count("--repeat", v, 1, 100000, &o->repeat);
+    case WARMUP:
+        return count("--warmup", v, 0, 100000, &o->warmup);
+    case SEED:
+        if (count("--seed", v, 1, 2147483647, &seed) < 0) return -1;
+        return o->seed = (unsigned)seed, 0;
+    default:
+        return count("--int-high", v, 1, 2147483647, &o->int_high); /* INT_HIGH */
     }
-    return 0;
 }
 
 cli_exit cli_run(int argc, char **argv)
 {
     run_opts o = {.repeat = 10, .warmup = 2, .seed = 1};
     char cache[4096];
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return fputs(help, stdout), CLI_EXIT_OK;
-    if (parse(argc, argv, &o) < 0) return CLI_EXIT_BAD_INPUT;
+    cli_args g = CLI_ARGS("run", NULL, help, false);
+    cli_exit parsed = cli_parse(&g, &o.co, take, &o);
+    if (!cli_ok(parsed) || g.asked_help) return parsed;
     o.dir = o.co.model, o.co.model = NULL; /* the one positional argument is the folder */
     if (!o.dir)
         return cli_fail("run", "which split? give the folder `placer split -o` wrote\n%s", help);

@@ -217,18 +217,6 @@ static int write_split(const char *model, const pl_graph *g, const pl_sl_graph *
 
 /* ---- running the slices for real ---- */
 
-/* The bill of the measured run at the platform's prices: each function's memory for its
- * measured billed duration, its request, and the store's price for the bytes it moved. */
-static double measured_usd(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,
-                           const pl_sl_opts *o)
-{
-    const pl_transport *x = pl_sl_transport(pf, o);
-    double usd = 0;
-    for (int k = 0; k < p->n && k < r->n; k++)
-        usd += pl_platform_usd(pf, p->slices[k].mem_mb, r->fn_s[k]);
-    return usd + r->bytes_through_store / 1e9 * x->usd_per_gb;
-}
-
 static json_t *run_json(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,
                         const pl_sl_opts *o)
 {
@@ -240,7 +228,7 @@ static json_t *run_json(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_
                                              "peak_rss_bytes", r->fn_rss_bytes[k]));
     return json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:o}", "repeat", r->repeat, "latency_median_s",
                      r->latency_median_s, "latency_p95_s", r->latency_p95_s, "bytes_through_store",
-                     r->bytes_through_store, "usd_per_request", measured_usd(pf, p, r, o),
+                     r->bytes_through_store, "usd_per_request", pl_sl_run_usd(pf, p, r, o),
                      "predicted_latency_s", p->latency_s, "functions", fns);
 }
 
@@ -266,7 +254,7 @@ static void print_run(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_ru
            pl_fmt_bytes(p->bytes_moved, b2, sizeof b2));
     printf("bill       %.4g USD per request at %s's prices for the measured durations "
            "(predicted %.4g)\n",
-           measured_usd(pf, p, r, o), pf->name, p->usd);
+           pl_sl_run_usd(pf, p, r, o), pf->name, p->usd);
     if (o->codec != PL_CODEC_NONE)
         printf("note       the run moves cut tensors uncompressed: the plan's %s codec is priced, "
                "not run\n",
@@ -454,88 +442,129 @@ out:
     return status;
 }
 
+enum {
+    PLATFORM = CLI_OWN,
+    ALGO,
+    CODEC,
+    AE_RATIO,
+    THRESHOLD,
+    LATENCY_SLACK,
+    SHM,
+    NO_ELIM,
+    TRACE, /* the --serve and --run options from here */
+    KEEP_ALIVE,
+    RPS,
+    COLD_START,
+    SERVE,
+    RUN,
+    STORE,
+    REPEAT,
+    WARMUP
+};
+static const struct option options[] = {{"platform", required_argument, NULL, PLATFORM},
+                                        {"algo", required_argument, NULL, ALGO},
+                                        {"codec", required_argument, NULL, CODEC},
+                                        {"ae-ratio", required_argument, NULL, AE_RATIO},
+                                        {"threshold", required_argument, NULL, THRESHOLD},
+                                        {"latency-slack", required_argument, NULL, LATENCY_SLACK},
+                                        {"shm", no_argument, NULL, SHM},
+                                        {"no-elim", no_argument, NULL, NO_ELIM},
+                                        {"trace", required_argument, NULL, TRACE},
+                                        {"keep-alive", required_argument, NULL, KEEP_ALIVE},
+                                        {"rps", required_argument, NULL, RPS},
+                                        {"cold-start", required_argument, NULL, COLD_START},
+                                        {"serve", no_argument, NULL, SERVE},
+                                        {"run", no_argument, NULL, RUN},
+                                        {"store", required_argument, NULL, STORE},
+                                        {"repeat", required_argument, NULL, REPEAT},
+                                        {"warmup", required_argument, NULL, WARMUP},
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+/* --rps MIN:MAX, the replayed trace's request rates. */
+static int parse_rps(const char *v, pl_sl_serve_opts *o)
+{
+    double lo, hi;
+    char tail;
+    if (!v || sscanf(v, "%lf:%lf%c", &lo, &hi, &tail) != 2 || !(lo > 0) || !(hi >= lo) || hi > 1e6)
+        return cli_error("serverless", "--rps wants MIN:MAX, 0 < MIN <= MAX <= 1e6, not '%s'",
+                         v ? v : "");
+    o->rps_min = lo, o->rps_max = hi;
+    return 0;
+}
+
+/* The options of --serve and --run. */
+static int take_serve(sl_args *a, int c, const char *v)
+{
+    long n;
+    switch (c) {
+    case TRACE:
+        if (cli_seconds("serverless", "--trace", v, &a->serve_o.duration_s) < 0) return -1;
+        return a->serve_o.period_s = a->serve_o.duration_s, 0;
+    case KEEP_ALIVE:
+        return cli_seconds("serverless", "--keep-alive", v, &a->serve_o.keep_alive_s);
+    case RPS:
+        return parse_rps(v, &a->serve_o);
+    case COLD_START:
+        if (v && !strcmp(v, "0")) return a->cold_start_s = 0, 0;
+        return cli_seconds("serverless", "--cold-start", v, &a->cold_start_s);
+    case SERVE:
+        return a->serve = true, 0;
+    case RUN:
+        return a->run = true, 0;
+    case STORE:
+        if (!v || strncmp(v, "redis://", 8))
+            return cli_error("serverless", "--store wants redis://HOST:PORT, not '%s'", v ? v : "");
+        return a->run_o.store_url = v, 0;
+    case REPEAT:
+        if (cli_count("serverless", "--repeat", v, 1, 100000, &n) < 0) return -1;
+        return a->run_o.repeat = (int)n, 0;
+    default: /* WARMUP */
+        if (cli_count("serverless", "--warmup", v, 0, 100000, &n) < 0) return -1;
+        return a->run_o.warmup = (int)n, 0;
+    }
+}
+
+static int take(void *o, int c, const char *v)
+{
+    sl_args *a = o;
+    long r;
+    switch (c) {
+    case PLATFORM:
+        return cli_file("serverless", "--platform", v, "a platform file", &a->platform);
+    case 'o':
+        return cli_file("serverless", "-o", v, "a folder", &a->dir);
+    case ALGO:
+        if (!v || (a->algo = pl_sl_algo_parse(v)) < 0)
+            return cli_error("serverless", "--algo wants mopar, unsplit, uniform or latency-dp");
+        return 0;
+    case CODEC: {
+        int k = v ? pl_codec_parse(v) : -1;
+        if (k < 0) return cli_error("serverless", "--codec wants none, fp16, zstd or ae");
+        return a->so.codec = k, 0;
+    }
+    case AE_RATIO:
+        if (cli_count("serverless", "--ae-ratio", v, 1, 1024, &r) < 0) return -1;
+        return a->ae_ratio = (double)r, 0;
+    case THRESHOLD:
+        return cli_fraction("serverless", "--threshold", v, false, &a->so.threshold);
+    case LATENCY_SLACK:
+        return cli_number("serverless", "--latency-slack", v, 0, 100, 0, &a->so.latency_slack);
+    case SHM:
+        return a->so.shm = true, 0;
+    case NO_ELIM:
+        return a->so.no_elim = true, 0;
+    default:
+        return take_serve(a, c, v);
+    }
+}
+
 /* 0, 1 when help was printed, -1 when an error was. */
 static int parse(int argc, char **argv, sl_args *a)
 {
-    const char *v;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(help, stdout), 1;
-        int rc = cli_common_opt("serverless", argc, argv, &i, &a->co);
-        if (rc < 0) return -1;
-        if (rc) continue;
-        if (cli_opt(argc, argv, &i, "--platform", &v))
-            a->platform = v;
-        else if (cli_opt(argc, argv, &i, "-o", &v))
-            a->dir = v;
-        else if (cli_opt(argc, argv, &i, "--algo", &v)) {
-            if (!v || (a->algo = pl_sl_algo_parse(v)) < 0)
-                return cli_error("serverless",
-                                 "--algo wants mopar, unsplit, uniform or latency-dp");
-        } else if (cli_opt(argc, argv, &i, "--codec", &v)) {
-            int c = v ? pl_codec_parse(v) : -1;
-            if (c < 0) return cli_error("serverless", "--codec wants none, fp16, zstd or ae");
-            a->so.codec = c;
-        } else if (cli_opt(argc, argv, &i, "--ae-ratio", &v)) {
-            long r;
-            if (cli_count("serverless", "--ae-ratio", v, 1, 1024, &r) < 0) return -1;
-            a->ae_ratio = (double)r;
-        } else if (cli_opt(argc, argv, &i, "--threshold", &v)) {
-            char *end = NULL;
-            a->so.threshold = v ? strtod(v, &end) : -1;
-            if (!v || *end || !(a->so.threshold >= 0 && a->so.threshold <= 1))
-                return cli_error("serverless", "--threshold: '%s' is not a fraction in [0, 1]",
-                                 v ? v : "");
-        } else if (cli_opt(argc, argv, &i, "--latency-slack", &v)) {
-            char *end = NULL;
-            a->so.latency_slack = v ? strtod(v, &end) : -1;
-            if (!v || *end || !(a->so.latency_slack >= 0 && a->so.latency_slack <= 100))
-                return cli_error("serverless", "--latency-slack: '%s' is not a fraction >= 0",
-                                 v ? v : "");
-        } else if (cli_opt(argc, argv, &i, "--trace", &v)) {
-            if (cli_seconds("serverless", "--trace", v, &a->serve_o.duration_s) < 0) return -1;
-            a->serve_o.period_s = a->serve_o.duration_s;
-        } else if (cli_opt(argc, argv, &i, "--keep-alive", &v)) {
-            if (cli_seconds("serverless", "--keep-alive", v, &a->serve_o.keep_alive_s) < 0)
-                return -1;
-        } else if (cli_opt(argc, argv, &i, "--rps", &v)) {
-            double lo, hi;
-            char tail;
-            if (!v || sscanf(v, "%lf:%lf%c", &lo, &hi, &tail) != 2 || !(lo > 0) || !(hi >= lo) ||
-                hi > 1e6)
-                return cli_error("serverless",
-                                 "--rps wants MIN:MAX, 0 < MIN <= MAX <= 1e6, not "
-                                 "'%s'",
-                                 v ? v : "");
-            a->serve_o.rps_min = lo, a->serve_o.rps_max = hi;
-        } else if (cli_opt(argc, argv, &i, "--cold-start", &v)) {
-            if (v && !strcmp(v, "0"))
-                a->cold_start_s = 0;
-            else if (cli_seconds("serverless", "--cold-start", v, &a->cold_start_s) < 0)
-                return -1;
-        } else if (!strcmp(argv[i], "--serve"))
-            a->serve = true;
-        else if (!strcmp(argv[i], "--run"))
-            a->run = true;
-        else if (cli_opt(argc, argv, &i, "--store", &v)) {
-            if (!v || strncmp(v, "redis://", 8))
-                return cli_error("serverless", "--store wants redis://HOST:PORT, not '%s'",
-                                 v ? v : "");
-            a->run_o.store_url = v;
-        } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
-            long n;
-            if (cli_count("serverless", "--repeat", v, 1, 100000, &n) < 0) return -1;
-            a->run_o.repeat = (int)n;
-        } else if (cli_opt(argc, argv, &i, "--warmup", &v)) {
-            long n;
-            if (cli_count("serverless", "--warmup", v, 0, 100000, &n) < 0) return -1;
-            a->run_o.warmup = (int)n;
-        } else if (!strcmp(argv[i], "--shm"))
-            a->so.shm = true;
-        else if (!strcmp(argv[i], "--no-elim"))
-            a->so.no_elim = true;
-        else
-            return cli_error("serverless", "unknown option '%s'\n%s", argv[i], help);
-    }
+    cli_args g = CLI_ARGS("serverless", "ho:", help, false);
+    if (!cli_ok(cli_parse(&g, &a->co, take, a))) return -1;
+    if (g.asked_help) return 1;
     if (!a->co.model) return cli_error("serverless", "which model? give MODEL\n%s", help);
     if (!a->platform)
         return cli_error("serverless",

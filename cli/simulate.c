@@ -54,30 +54,46 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
     cli_print_links(x, r);
 }
 
+enum { PER_EDGE = CLI_OWN, REQUESTS, PLAN, TRACE };
+static const struct option options[] = {{"per-edge", no_argument, NULL, PER_EDGE},
+                                        {"requests", required_argument, NULL, REQUESTS},
+                                        {"plan", required_argument, NULL, PLAN},
+                                        {"trace", required_argument, NULL, TRACE},
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+typedef struct args {
+    cli_common co;
+    const char *plan, *trace;
+    bool per_edge;
+    long requests; /* simulate's own: the other verbs refuse --requests as unknown */
+} args;
+
+static int take(void *o, int c, const char *v)
+{
+    args *a = o;
+    switch (c) {
+    case PER_EDGE:
+        return a->per_edge = true, 0;
+    case REQUESTS:
+        return cli_count("simulate", "--requests", v, 1, 100000, &a->requests);
+    case PLAN:
+        return cli_file("simulate", "--plan", v, "a plan file", &a->plan);
+    default:
+        return cli_file("simulate", "--trace", v, "a file", &a->trace); /* TRACE */
+    }
+}
+
 cli_exit cli_simulate(int argc, char **argv)
 {
-    cli_common co = {0};
-    const char *plan_path = NULL, *trace = NULL, *v;
-    bool per_edge = false;
-    long requests = 0; /* simulate's own: the other verbs refuse --requests as unknown */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return fputs(help, stdout), CLI_EXIT_OK;
-        int rc = cli_common_opt("simulate", argc, argv, &i, &co);
-        if (rc < 0) return CLI_EXIT_BAD_INPUT;
-        if (rc) continue;
-        if (!strcmp(argv[i], "--per-edge"))
-            per_edge = true;
-        else if (cli_opt(argc, argv, &i, "--requests", &v)) {
-            if (cli_count("simulate", "--requests", v, 1, 100000, &requests) < 0)
-                return CLI_EXIT_BAD_INPUT;
-        } else if (cli_opt(argc, argv, &i, "--plan", &v))
-            plan_path = v;
-        else if (cli_opt(argc, argv, &i, "--trace", &v))
-            trace = v;
-        else
-            return cli_fail("simulate", "unknown option '%s'\n%s", argv[i], help);
-    }
+    args o = {0};
+    cli_args g = CLI_ARGS("simulate", NULL, help, false);
+    cli_exit parsed = cli_parse(&g, &o.co, take, &o);
+    if (!cli_ok(parsed) || g.asked_help) return parsed;
+    cli_common co = o.co;
+    const char *plan_path = o.plan, *trace = o.trace;
+    bool per_edge = o.per_edge;
+    long requests = o.requests;
     if (!plan_path) return cli_fail("simulate", "which plan? give --plan FILE\n%s", help);
     cli_ctx x;
     if (!cli_ok(cli_ctx_open("simulate", &co, &x))) return CLI_EXIT_BAD_INPUT;

@@ -95,30 +95,43 @@ static cli_exit run(const cli_common *co, const char *plan, const char *dir, pl_
     return status;
 }
 
+enum { PLAN = CLI_OWN, CUT };
+static const struct option options[] = {{"plan", required_argument, NULL, PLAN},
+                                        {"cut", required_argument, NULL, CUT},
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+typedef struct args {
+    cli_common co;
+    const char *plan, *dir;
+    pl_split_cut cut;
+} args;
+
+static int take(void *o, int c, const char *v)
+{
+    args *a = o;
+    switch (c) {
+    case PLAN:
+        return cli_file("split", "--plan", v, "a plan file", &a->plan);
+    case 'o':
+        return cli_file("split", "-o", v, "a folder", &a->dir);
+    default: /* CUT */
+        if (!v || (strcmp(v, "fewest") && strcmp(v, "schedule")))
+            return cli_error("split", "--cut wants fewest or schedule");
+        return a->cut = strcmp(v, "fewest") ? PL_SPLIT_SCHEDULE : PL_SPLIT_FEWEST, 0;
+    }
+}
+
 cli_exit cli_split(int argc, char **argv)
 {
     /* a split follows the plan: nothing here is priced or simulated */
-    cli_common co = {.refuse = CLI_NO_CONTENTION | CLI_NO_PROFILE | CLI_NO_COST_PARAMS};
-    const char *plan = NULL, *dir = NULL, *v;
-    pl_split_cut cut = PL_SPLIT_FEWEST;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return fputs(help, stdout), CLI_EXIT_OK;
-        int rc = cli_common_opt("split", argc, argv, &i, &co);
-        if (rc < 0) return CLI_EXIT_BAD_INPUT;
-        if (rc) continue;
-        if (cli_opt(argc, argv, &i, "--plan", &v))
-            plan = v;
-        else if (cli_opt(argc, argv, &i, "-o", &v))
-            dir = v;
-        else if (cli_opt(argc, argv, &i, "--cut", &v)) {
-            if (!v || (strcmp(v, "fewest") && strcmp(v, "schedule")))
-                return cli_fail("split", "--cut wants fewest or schedule");
-            cut = strcmp(v, "fewest") ? PL_SPLIT_SCHEDULE : PL_SPLIT_FEWEST;
-        } else
-            return cli_fail("split", "unknown option '%s'\n%s", argv[i], help);
-    }
+    args o = {.co = {.refuse = CLI_NO_CONTENTION | CLI_NO_PROFILE | CLI_NO_COST_PARAMS},
+              .cut = PL_SPLIT_FEWEST};
+    cli_args g = CLI_ARGS("split", "ho:", help, false);
+    cli_exit parsed = cli_parse(&g, &o.co, take, &o);
+    if (!cli_ok(parsed) || g.asked_help) return parsed;
+    const char *plan = o.plan, *dir = o.dir;
     if (!plan) return cli_fail("split", "which plan? give --plan P\n%s", help);
     if (!dir) return cli_fail("split", "where? give -o DIR\n%s", help);
-    return run(&co, plan, dir, cut);
+    return run(&o.co, plan, dir, o.cut);
 }

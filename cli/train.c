@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *help =
+static const char *help_text =
     "usage: placer train MODEL --cluster C --batch N [--algo A] [--budget 300 | --budget 60s]\n"
     "                    [--no-sfb] [--max-groups G] [--seed S] [--placer heft] [--json]\n"
     "                    [--prior uniform|gnn] [--prior-file F] [-o FILE] [--cost-params F]\n"
@@ -63,65 +63,75 @@ static int parse_budget(const char *v, train_opts *o)
     return cli_seconds("train", "--budget", v, &o->so.time_s);
 }
 
-static int own_opt(int argc, char **argv, int *i, train_opts *o)
+enum { NO_SFB = CLI_OWN, BATCH, MAX_GROUPS, BUDGET, SEED, ALGO, PLACER, PRIOR, PRIOR_FILE };
+static const struct option options[] = {{"no-sfb", no_argument, NULL, NO_SFB},
+                                        {"batch", required_argument, NULL, BATCH},
+                                        {"max-groups", required_argument, NULL, MAX_GROUPS},
+                                        {"budget", required_argument, NULL, BUDGET},
+                                        {"seed", required_argument, NULL, SEED},
+                                        {"algo", required_argument, NULL, ALGO},
+                                        {"placer", required_argument, NULL, PLACER},
+                                        {"prior", required_argument, NULL, PRIOR},
+                                        {"prior-file", required_argument, NULL, PRIOR_FILE},
+                                        CLI_COMMON_OPTIONS,
+                                        CLI_OPTIONS_END};
+
+/* --algo, --placer and --prior: a name of a list. */
+static int take_name(train_opts *o, int c, const char *v)
 {
-    const char *v;
-    long n;
-    if (!strcmp(argv[*i], "--no-sfb")) return o->so.no_sfb = true, 1;
-    if (cli_opt(argc, argv, i, "--batch", &v)) {
-        if (cli_count("train", "--batch", v, 1, 1 << 24, &n) < 0) return -1;
-        return o->batch = (int)n, 1;
-    }
-    if (cli_opt(argc, argv, i, "--max-groups", &v)) {
-        if (cli_count("train", "--max-groups", v, 1, 10000, &n) < 0) return -1;
-        return o->max_groups = (int)n, 1;
-    }
-    if (cli_opt(argc, argv, i, "--budget", &v)) return parse_budget(v, o) < 0 ? -1 : 1;
-    if (cli_opt(argc, argv, i, "--seed", &v))
-        return cli_seed("train", "--seed", v, &o->so.seed) < 0 ? -1 : 1;
-    if (cli_opt(argc, argv, i, "--algo", &v)) {
+    switch (c) {
+    case ALGO:
         for (int b = 0; b < B_PLACER && v; b++)
-            if (!strcmp(v, bname[b])) return o->algo = v, o->algo_given = true, 1;
+            if (!strcmp(v, bname[b])) return o->algo = v, o->algo_given = true, 0;
         return cli_error("train", "--algo: '%s': give tag, dp, dp-p, horovod or heterog",
                          v ? v : "");
-    }
-    if (cli_opt(argc, argv, i, "--placer", &v)) {
+    case PLACER:
         if (!v || (strcmp(v, "none") && !pl_algo_find(v)))
             return cli_error("train", "--placer: '%s': a placer of `placer place --help`, or none",
                              v ? v : "");
-        return o->placer = v, 1;
-    }
-    if (cli_opt(argc, argv, i, "--prior", &v)) {
+        return o->placer = v, 0;
+    default: /* PRIOR */
         if (!v || (strcmp(v, "uniform") && strcmp(v, "gnn")))
             return cli_error("train", "--prior: '%s': give uniform or gnn", v ? v : "");
-        return o->gnn = !strcmp(v, "gnn"), 1;
+        return o->gnn = !strcmp(v, "gnn"), 0;
     }
-    if (cli_opt(argc, argv, i, "--prior-file", &v)) {
-        if (!v) return cli_error("train", "--prior-file wants a file");
-        return o->prior_file = v, 1;
-    }
-    if (cli_opt(argc, argv, i, "-o", &v)) {
-        if (!v) return cli_error("train", "-o wants a file");
-        return o->out = v, 1;
-    }
-    return 0;
 }
 
-static cli_exit parse(int argc, char **argv, train_opts *o)
+static int take(void *p, int c, const char *v)
+{
+    train_opts *o = p;
+    long n;
+    switch (c) {
+    case NO_SFB:
+        return o->so.no_sfb = true, 0;
+    case BATCH:
+        if (cli_count("train", "--batch", v, 1, 1 << 24, &n) < 0) return -1;
+        return o->batch = (int)n, 0;
+    case MAX_GROUPS:
+        if (cli_count("train", "--max-groups", v, 1, 10000, &n) < 0) return -1;
+        return o->max_groups = (int)n, 0;
+    case BUDGET:
+        return parse_budget(v, o);
+    case SEED:
+        return cli_seed("train", "--seed", v, &o->so.seed);
+    case PRIOR_FILE:
+        return cli_file("train", "--prior-file", v, "a file", &o->prior_file);
+    case 'o':
+        return cli_file("train", "-o", v, "a file", &o->out);
+    default:
+        return take_name(o, c, v);
+    }
+}
+
+/* The options, checked together; *help when --help was asked (and printed). */
+static cli_exit parse(int argc, char **argv, train_opts *o, bool *help)
 {
     memset(o, 0, sizeof *o);
     o->algo = "tag", o->placer = "heft", o->max_groups = 60;
     o->co.refuse = CLI_NO_PROFILE | CLI_NO_CONTENTION;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(help, stdout);
-            exit(CLI_EXIT_OK.status);
-        }
-        int r = own_opt(argc, argv, &i, o);
-        if (r == 0) r = cli_common_opt("train", argc, argv, &i, &o->co);
-        if (r < 0) return CLI_EXIT_BAD_INPUT;
-        if (r == 0) return cli_fail("train", "unknown option '%s' (placer train --help)", argv[i]);
-    }
+    cli_args g = CLI_ARGS("train", "ho:", help_text, true);
+    cli_exit parsed = cli_parse(&g, &o->co, take, o);
+    if (!cli_ok(parsed) || (*help = g.asked_help)) return parsed;
     if (!o->co.model) return cli_fail("train", "which model? (placer train --help)");
     if (!o->co.cluster) return cli_fail("train", "which cluster? give --cluster FILE");
     if (o->prior_file && !o->gnn) return cli_fail("train", "--prior-file goes with --prior gnn");
@@ -490,7 +500,9 @@ static cli_exit load(const train_opts *o, pl_graph **fwd, pl_cluster **c, pl_tra
 cli_exit cli_train(int argc, char **argv)
 {
     train_opts o;
-    if (!cli_ok(parse(argc, argv, &o))) return CLI_EXIT_BAD_INPUT;
+    bool help;
+    cli_exit parsed = parse(argc, argv, &o, &help);
+    if (!cli_ok(parsed) || help) return parsed;
     pl_graph *fwd = NULL;
     pl_cluster *c = NULL;
     pl_train_graph *t = NULL;
@@ -530,12 +542,7 @@ cli_exit cli_train(int argc, char **argv)
     if (pl_dist_rank() != 0) goto done;
     if (!b[failed].ok) fprintf(stderr, "placer train: %s: %s\n", bname[failed], b[failed].msg);
     doc = doc_json(&x, &o, b, &sr, chosen);
-    if (o.out) {
-        char *text = json_dumps(doc, JSON_INDENT(2));
-        if (!text || pl_out_write_file(o.out, text, strlen(text), &err) < 0)
-            rc = cli_fail("train", "-o %s: %s", o.out, err.msg[0] ? err.msg : "cannot write");
-        free(text);
-    }
+    if (o.out && !cli_ok(cli_write_json("train", o.out, doc))) rc = CLI_EXIT_BAD_INPUT;
     if (o.co.json)
         pl_json_print(doc, stdout);
     else {

@@ -425,10 +425,79 @@ static void test_exit_status(void **state)
     remove(tiny), remove(mid);
 }
 
+/* Issue 28: every verb parses one option table the same way (cli/cli.h, "Options"): `--` is
+ * refused with a message, an abbreviated option is unknown, `--opt=value` is read as
+ * `--opt value`, and a flag's missing value is refused by its kind's parser. Each row: the verb
+ * with its positional argument, an option of its own spelled `--opt=value` with a
+ * bad value, and what that refusal says. */
+static const struct {
+    const char *verb, *bad_value, *says;
+} conventions[] = {
+    {"place models/resnet50.onnx", "--min-gain=2", "--min-gain: '2' is not a fraction in [0, 1)"},
+    {"simulate models/resnet50.onnx", "--requests=0",
+     "--requests: '0' is not a whole number from 1"},
+    {"compare models/resnet50.onnx", "--episodes=0",
+     "--episodes: '0' is not a whole number from 1"},
+    {"split models/resnet50.onnx", "--cut=middle", "--cut wants fewest or schedule"},
+    {"deploy models/resnet50.onnx", "--strategy=best", "--strategy wants bo, lcf"},
+    {"optimize models/resnet50.onnx", "--alpha=0.5", "--alpha: '0.5' is not a number in [1, 100]"},
+    {"run models/resnet50.onnx", "--warmup=-1", "--warmup: '-1' is not a whole number from 0"},
+    {"profile models/resnet50.onnx", "--repeat=0", "--repeat: '0' is not a whole number from 1"},
+    {"calibrate tests/data/p.json", "--device=", "--device wants a device name"},
+    {"serverless models/resnet50.onnx", "--latency-slack=-1",
+     "--latency-slack: '-1' is not a number in [0, 100]"},
+    {"multi models/resnet50.onnx models/gcn_cora.onnx", "--affinity=-2",
+     "--affinity: '-2': give a number >= 0, or -1"},
+    {"train models/resnet50.onnx", "--prior=best", "--prior: 'best': give uniform or gnn"},
+    {"learn-prior models/resnet50.onnx", "--lr=1", "--lr: '1' is not a number in (0, 1)"},
+    {"inspect models/resnet50.onnx", "--top=0", "--top: '0' is not a whole number from 1"},
+    {"profile --collectives", "--max-bytes=1KiB", "--max-bytes: '1KiB' is outside 2 KiB"},
+};
+
+static void test_option_conventions(void **state)
+{
+    (void)state;
+    char args[512];
+    for (size_t k = 0; k < sizeof conventions / sizeof *conventions; k++) {
+        const char *verb = conventions[k].verb;
+        snprintf(args, sizeof args, "%s -- -x.onnx", verb);
+        tu_expect_refusal(args, "'--' to end the options is refused");
+        snprintf(args, sizeof args, "%s --hel", verb);
+        tu_expect_refusal(args, "unknown option '--hel'");
+        snprintf(args, sizeof args, "%s %s", verb, conventions[k].bad_value);
+        tu_expect_refusal(args, conventions[k].says);
+    }
+    tu_expect_refusal("place models/resnet50.onnx -o", "-o wants a file");
+    tu_expect_refusal("optimize models/gcn_cora.onnx -o=", "-o wants a file name"); /* not "=" */
+}
+
+/* Issue 28: every verb's --help goes through the shared help: its own part, then the manual's
+ * tail (EXIT STATUS, ENVIRONMENT, FILES), and exit status 0; no verb exits on its own (multi
+ * and train called exit(), which skipped the tail). */
+static void test_help_tail(void **state)
+{
+    (void)state;
+    static const char *verbs[] = {
+        "inspect", "place",    "simulate",   "compare",     "deploy",
+        "split",   "optimize", "run",        "profile",     "calibrate",
+        "train",   "multi",    "serverless", "learn-prior", "profile --collectives"};
+    char args[128], *out;
+    for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++) {
+        snprintf(args, sizeof args, "%s --help", verbs[k]);
+        assert_int_equal(tu_run(args, &out), 0);
+        if (!strstr(out, "usage: placer") || !strstr(out, "\nEXIT STATUS\n") ||
+            !strstr(out, "\nENVIRONMENT\n") || !strstr(out, "\nFILES"))
+            fail_msg("placer %s: no shared help tail in:\n%s", args, out);
+        free(out);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_option_conventions),
+        cmocka_unit_test(test_help_tail),
         cmocka_unit_test(test_missing_empty_and_non_onnx),
         cmocka_unit_test(test_truncated_model),
         cmocka_unit_test(test_malformed_taskgraph),

@@ -272,6 +272,26 @@ static void test_bill_by_hand(void **state)
     platform_free(pf);
 }
 
+/* Issue 28: the bill of a measured run is the library's (pl_sl_run_usd), not the verb's: on the
+ * test platform, slice 0 (400 MB) measured 0.5 s and slice 1 (1600 MB) 0.1 s, with 8 MB through
+ * the store at 0.01 USD per GB. 400 / 1024 GB x 0.5 s x 1.66667e-5 + 2e-7 = 3.4552148e-6;
+ * 1.5625 GB x 0.1 s x 1.66667e-5 + 2e-7 = 2.8041719e-6; 0.008 GB x 0.01 = 8e-5. A slice the run
+ * did not measure (r.n < p.n) is not billed. */
+static void test_measured_bill(void **state)
+{
+    (void)state;
+    pl_platform *pf = platform();
+    pl_sl_slice slices[2] = {{.mem_mb = 400}, {.mem_mb = 1600}};
+    pl_sl_plan p = {.n = 2, .slices = slices};
+    double fn_s[] = {0.5, 0.1};
+    pl_sl_run_result r = {.n = 2, .fn_s = fn_s, .bytes_through_store = 8e6};
+    pl_sl_opts o = {0};
+    assert_close(pl_sl_run_usd(pf, &p, &r, &o), 3.4552148e-6 + 2.8041719e-6 + 8e-5, 1e-9);
+    r.n = 1;
+    assert_close(pl_sl_run_usd(pf, &p, &r, &o), 3.4552148e-6 + 8e-5, 1e-9);
+    platform_free(pf);
+}
+
 /* A slice needing more than 10240 MB does not fit, and a layer that does is refused by name;
  * a slice's degree is as many sub-slices as it has whole vCPUs when its time all divides. */
 static void test_memory_bounds(void **state)
@@ -532,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_node_elimination),
         cmocka_unit_test(test_fork_and_edge_elimination),
         cmocka_unit_test(test_bill_by_hand),
+        cmocka_unit_test(test_measured_bill),
         cmocka_unit_test(test_memory_bounds),
         cmocka_unit_test(test_degree),
         cmocka_unit_test(test_resnet50_layers),

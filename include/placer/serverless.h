@@ -338,5 +338,12 @@ typedef struct pl_sl_run_result {
  * on success (free with pl_sl_run_result_free), zeroed on failure. */
 int pl_sl_run(const char *split_dir, const pl_sl_run_opts *o, pl_sl_run_result *r, pl_err *err);
 void pl_sl_run_result_free(pl_sl_run_result *r);
+/* The bill of one measured request of plan p (what `serverless --run` reports beside the
+ * plan's predicted p->usd): for each slice k < min(p->n, r->n), pl_platform_usd of its memory
+ * p->slices[k].mem_mb for its measured billed duration r->fn_s[k] (request price included),
+ * plus r->bytes_through_store at the price per GB of the transport o chooses
+ * (pl_sl_transport). USD; reads its arguments only. */
+double pl_sl_run_usd(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,
+                     const pl_sl_opts *o);
 
 #endif

@@ -318,3 +318,13 @@ double pl_platform_usd(const pl_platform *p, double mb, double s)
     PL_ASSERT(p && mb >= 0);
     return mb / 1024 * pl_platform_billed_s(p, s) * p->usd_per_gb_s + p->usd_per_request;
 }
+
+double pl_sl_run_usd(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,
+                     const pl_sl_opts *o)
+{
+    PL_ASSERT(pf && p && r && o);
+    double usd = 0;
+    for (int k = 0; k < p->n && k < r->n; k++)
+        usd += pl_platform_usd(pf, p->slices[k].mem_mb, r->fn_s[k]);
+    return usd + r->bytes_through_store / 1e9 * pl_sl_transport(pf, o)->usd_per_gb;
+}
