@@ -103,13 +103,17 @@ void pl_outdir_abort(pl_outdir *o);
 /* rm -r that does not follow symbolic links; 0 when dir is already absent. It ends dir's
  * registration as a temporary (pl_make_temp_dir), and uses only async-signal-safe calls. */
 int pl_remove_tree(const char *dir);
-/* A new private folder $TMPDIR/NAME-XXXXXX (else /tmp/NAME-XXXXXX; a NAME that starts with
- * '/' is the whole prefix: "/dev/shm/placer-sl"), mode 0700 and a random name as mkdtemp's,
+/* A new private folder $TMPDIR/NAME-XXXXXX (else /tmp/NAME-XXXXXX), mode 0700 and a random
+ * name as mkdtemp's,
  * into out; -1 with err naming the path and the reason when it cannot be made (out is then
  * ""). It is a temporary like pl_out's: SIGINT, SIGTERM and SIGHUP remove it with everything
  * in it (its name is registered before it is made), until the caller removes it with
  * pl_remove_tree. */
 int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err);
+/* The same in shared memory: $PLACER_SHM_DIR/NAME-XXXXXX, else /dev/shm/NAME-XXXXXX. Callers
+ * fall back to pl_make_temp_dir (or to the tool's own default) when it fails: a machine or a
+ * container may have no /dev/shm. */
+int pl_make_shm_dir(const char *name, char *out, size_t n, pl_err *err);
 
 /* Files that go together (learn-prior's weights and the FILE.json that says what made them),
  * replaced as one. pl_outset_add checks that PATH is a regular file or absent (a symbolic link
@@ -259,5 +263,53 @@ void pl_strmap_free(pl_strmap *m);
 /* Returns the value or -1. */
 int pl_strmap_get(const pl_strmap *m, const char *key);
 void pl_strmap_put(pl_strmap *m, const char *key, int val);
+
+/* Child processes (src/common/proc.c), for every program placer starts: the onnxruntime
+ * worker, mpirun, redis-server.
+ *
+ * pl_proc_start runs argv (argv[0] looked up on PATH) in a process group of its own, so that
+ * it and whatever it starts are ended as one, and tied to placer's life (PR_SET_PDEATHSIG
+ * SIGKILL: a placer that dies, even by SIGKILL, takes it along). Its stdin and stdout are
+ * socket pairs (writing to a dead child fails with EPIPE instead of raising SIGPIPE in the
+ * caller, a library that installs no handler for it) and its stderr a pipe whose last
+ * PL_PROC_TAIL bytes are kept for error messages; with `log` set, stdout and stderr go to
+ * that file instead (created 0600, truncated) and stdin is /dev/null. `what` names the
+ * program in errors; `hint` follows "cannot execute ARGV0" on its stderr when argv[0] cannot
+ * be executed (the child then exits with status 127). -1 with err when the pipes or the fork
+ * fail; p is then not running (pid -1).
+ *
+ * pl_proc_end always ends and reaps it: it closes stdin (end of input: a well-behaved child
+ * quits), sends SIGTERM to the group when `term`, waits up to grace_s for the child to exit,
+ * then sends SIGKILL to the group whatever happened (nothing it started outlives it), reaps
+ * it and closes the pipes; `how` (n bytes, may be NULL) says how it ended: "exited with
+ * status 3", "died (signal 9)" or "did not exit and was killed". The stderr tail survives
+ * until the next pl_proc_start. */
+#define PL_PROC_TAIL 768
+typedef struct pl_proc {
+    int pid;        /* -1 when not running; also its process group */
+    int in, out, e; /* its stdin (we write), stdout and stderr (we read); -1 when closed */
+    char *buf;      /* stdout bytes not yet returned as lines */
+    size_t len, cap;
+    char tail[PL_PROC_TAIL]; /* the last bytes of its stderr */
+    size_t tail_len;
+} pl_proc;
+
+typedef enum { PL_PROC_LINE = 0, PL_PROC_EOF = -2, PL_PROC_TIMEOUT = -3 } pl_proc_rc;
+
+/* A pl_proc that is not running, for a struct filled before its first start. */
+#define PL_PROC_NONE ((pl_proc){.pid = -1, .in = -1, .out = -1, .e = -1})
+int pl_proc_start(pl_proc *p, char *const argv[], const char *log, const char *what,
+                  const char *hint, pl_err *err);
+/* Sends one line (a newline is added). -1 when the child is gone. */
+int pl_proc_send(pl_proc *p, const char *line);
+/* The next stdout line (malloc'd, without its newline) within timeout_s: PL_PROC_LINE, or
+ * PL_PROC_EOF (its stdout closed: the child is ending) or PL_PROC_TIMEOUT (*line untouched). */
+pl_proc_rc pl_proc_line(pl_proc *p, double timeout_s, char **line);
+/* Whether the child has exited, without reaping it (its pid and group stay reserved until
+ * pl_proc_end); `how` as pl_proc_end's when it has. */
+bool pl_proc_exited(const pl_proc *p, char *how, size_t n);
+void pl_proc_end(pl_proc *p, bool term, double grace_s, char *how, size_t n);
+/* The stderr tail, flattened to one line, into out (n bytes). */
+const char *pl_proc_tail(const pl_proc *p, char *out, size_t n);
 
 #endif
