@@ -312,4 +312,50 @@ void pl_proc_end(pl_proc *p, bool term, double grace_s, char *how, size_t n);
 /* The stderr tail, flattened to one line, into out (n bytes). */
 const char *pl_proc_tail(const pl_proc *p, char *out, size_t n);
 
+/* Isolated solves (src/common/solve.c), for every CBC/Clp solve (src/place's MOIRAI and
+ * LP-SCT, src/train's SFB).
+ *
+ * CBC 2.10 crashes on some instances (SIGSEGV in CglPreProcess::postProcess when its clock
+ * runs out during the root LP of the preprocessed model, docs/moirai.md) and overruns its
+ * time limit on others. A solver bug must not take placer down, so the model is built in the
+ * parent, solved in a forked child that only solves, writes its answer to a pipe and _exits,
+ * and the parent waits no longer than a deadline a little past the time limit. A crash, a
+ * stall or a malformed answer comes back as a failure with a reason; the caller falls back
+ * or reports it.
+ *
+ * Fault injection for the tests: PLACER_TEST_SOLVER_FAULT=segv|stall|garbage makes the child
+ * raise SIGSEGV, hang, or send a malformed answer instead of solving. */
+typedef enum pl_solve_status {
+    PL_SOLVE_OPTIMAL,    /* proven optimal; x holds the solution */
+    PL_SOLVE_FEASIBLE,   /* a solution, not proven optimal (stopped on a limit); x holds it */
+    PL_SOLVE_INFEASIBLE, /* proven infeasible */
+    PL_SOLVE_STOPPED,    /* stopped on a limit with no solution */
+    PL_SOLVE_FAILED      /* the solver gave up (numerical trouble) */
+} pl_solve_status;
+
+/* What the child sends back. The caller sets n and sizes x (n values) before the solve. */
+typedef struct pl_solve_answer {
+    pl_solve_status status;
+    double obj, bound; /* objective of x and the best bound (INFINITY / -INFINITY: none) */
+    int n;
+    double *x; /* n column values; meaningful for OPTIMAL and FEASIBLE only */
+} pl_solve_answer;
+
+/* Runs in the child: solves `ctx` and fills a (status, obj, bound, x[0..n)). It must not
+ * change n. */
+typedef void (*pl_solve_fn)(void *ctx, pl_solve_answer *a);
+
+/* Grace past the solver's own time limit before the parent kills a child that has not
+ * answered: CBC checks its clock only between phases (docs/moirai.md). */
+double pl_solve_grace_s(double limit_s);
+
+/* Solves in a child process, waiting for its answer up to wait_s seconds, and at least the
+ * solver's time limit limit_s plus pl_solve_grace_s(limit_s). 0: *a filled from a
+ * well-formed answer. -1: the solver crashed, gave no answer in time (the child is killed
+ * and reaped), exited without answering or sent garbage, or the fork failed; `why` (cap
+ * bytes) then says which and after how long, e.g. "crashed (SIGSEGV) after 2.61 s", and
+ * a->status, obj, bound and x are unspecified. */
+int pl_solve_isolated(pl_solve_fn solve, void *ctx, double limit_s, double wait_s,
+                      pl_solve_answer *a, char *why, size_t cap);
+
 #endif

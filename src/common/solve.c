@@ -1,12 +1,11 @@
-/* solve.c: LP/MILP solves in a child process (solve.h, docs/moirai.md "Solver isolation").
+/* solve.c: LP/MILP solves in a child process (common.h, "Isolated solves"; docs/moirai.md,
+ * "Solver isolation"), for src/place (MOIRAI, LP-SCT) and src/train (SFB).
  *
  * The child inherits a copy of the built model, solves it, writes one answer (header, column
  * values, trailer) to a pipe and _exits: no atexit handler, no flush of the parent's stdio,
  * no other work, since the parent may hold threads (OpenBLAS, a runtime worker) whose locks
  * the copy keeps. A child that deadlocks on such a lock is just one more stall the deadline
  * catches. */
-#include "solve.h"
-
 #include "placer/common.h"
 
 #include <errno.h>
@@ -32,7 +31,7 @@ typedef struct wire_head {
     double obj, bound;
 } wire_head;
 
-double lp_solve_grace_s(double limit_s)
+double pl_solve_grace_s(double limit_s)
 {
     return 2 + limit_s / 2;
 }
@@ -49,7 +48,7 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* Test-only faults (solve.h), injected where a real solver bug would strike. */
+/* Test-only faults (common.h, "Isolated solves"), injected where a real solver bug would strike. */
 static void inject_fault(int fd)
 {
     const char *f = getenv("PLACER_TEST_SOLVER_FAULT");
@@ -64,7 +63,7 @@ static void inject_fault(int fd)
     }
 }
 
-static _Noreturn void child(pid_t parent, int fd, lp_solve_fn solve, void *ctx, lp_answer *a)
+static _Noreturn void child(pid_t parent, int fd, pl_solve_fn solve, void *ctx, pl_solve_answer *a)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* placer killed: the solve goes with it */
     if (getppid() != parent) _exit(126);
@@ -132,7 +131,7 @@ static bool reap(pid_t pid, double deadline, int *status)
 
 /* A well-formed answer: magic numbers, the size we asked for, a known status, a number for
  * the objective and finite column values when it claims a solution. */
-static bool decode(const char *buf, size_t got, lp_answer *a)
+static bool decode(const char *buf, size_t got, pl_solve_answer *a)
 {
     wire_head h;
     uint64_t end;
@@ -141,10 +140,10 @@ static bool decode(const char *buf, size_t got, lp_answer *a)
     memcpy(&h, buf, sizeof h);
     memcpy(&end, buf + sizeof h + xs, sizeof end);
     if (h.magic != ANS_MAGIC || end != ~ANS_MAGIC || h.n != a->n) return false;
-    if (h.status < LP_ANS_OPTIMAL || h.status > LP_ANS_FAILED) return false;
-    a->status = (lp_answer_status)h.status, a->obj = h.obj, a->bound = h.bound;
+    if (h.status < PL_SOLVE_OPTIMAL || h.status > PL_SOLVE_FAILED) return false;
+    a->status = (pl_solve_status)h.status, a->obj = h.obj, a->bound = h.bound;
     memcpy(a->x, buf + sizeof h, xs);
-    if (a->status != LP_ANS_OPTIMAL && a->status != LP_ANS_FEASIBLE) return true;
+    if (a->status != PL_SOLVE_OPTIMAL && a->status != PL_SOLVE_FEASIBLE) return true;
     if (isnan(h.obj)) return false;
     for (int c = 0; c < a->n; c++)
         if (!isfinite(a->x[c])) return false;
@@ -173,10 +172,10 @@ static const char *signame(int sig)
     return b;
 }
 
-int lp_solve_isolated(lp_solve_fn solve, void *ctx, double limit_s, double wait_s, lp_answer *a,
-                      char *why, size_t cap)
+int pl_solve_isolated(pl_solve_fn solve, void *ctx, double limit_s, double wait_s,
+                      pl_solve_answer *a, char *why, size_t cap)
 {
-    double t0 = pl_now(), deadline = t0 + fmax(wait_s, limit_s + lp_solve_grace_s(limit_s));
+    double t0 = pl_now(), deadline = t0 + fmax(wait_s, limit_s + pl_solve_grace_s(limit_s));
     int fd[2];
     if (pipe2(fd, O_CLOEXEC) < 0)
         return failed(why, cap, "could not start: pipe: %s", strerror(errno));
