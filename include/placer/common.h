@@ -264,9 +264,11 @@ void pl_strmap_free(pl_strmap *m);
 int pl_strmap_get(const pl_strmap *m, const char *key);
 void pl_strmap_put(pl_strmap *m, const char *key, int val);
 
-/* Union-find over 0..n-1 (src/common/uf.c), the one under every grouping of ops or models.
- * pl_uf_union joins the sets of a and b by size, the larger's root staying the root (a's on
- * a tie), and returns it; pl_uf_find halves paths as it goes. size[r] is the size of r's set
+/* Union-find over 0..n-1 (src/common/uf.c), the one under every grouping of ops, stages or
+ * models. pl_uf_union joins the sets of a and b by size, the larger's root staying the root
+ * (a's on a tie), and returns it; pl_uf_join joins other's set into keep's, whose root stays
+ * the root whatever the sizes (for a caller whose roots carry data: a split's surviving
+ * stage); pl_uf_find halves paths as it goes. size[r] is the size of r's set
  * and n_sets the number of sets. pl_uf_free frees the arrays (u may be zeroed instead of
  * initialised when n is 0). */
 typedef struct pl_uf {
@@ -276,6 +278,7 @@ typedef struct pl_uf {
 void pl_uf_init(pl_uf *u, int n);
 int pl_uf_find(pl_uf *u, int v);
 int pl_uf_union(pl_uf *u, int a, int b);
+int pl_uf_join(pl_uf *u, int keep, int other);
 void pl_uf_free(pl_uf *u);
 
 /* Child processes (src/common/proc.c), for every program placer starts: the onnxruntime

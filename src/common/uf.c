@@ -1,5 +1,6 @@
 /* uf.c: the union-find (common.h) under every grouping of ops: coarsening's passes and Talos's
- * packs (src/coarsen), Talos's groups of models (src/multi). */
+ * packs (src/coarsen), Talos's groups of models (src/multi), a split's merged stages
+ * (src/split). */
 #include "placer/common.h"
 
 #include <stdlib.h>
@@ -20,18 +21,20 @@ int pl_uf_find(pl_uf *u, int v)
     return v;
 }
 
-int pl_uf_union(pl_uf *u, int a, int b)
+int pl_uf_join(pl_uf *u, int keep, int other)
 {
-    a = pl_uf_find(u, a), b = pl_uf_find(u, b);
+    int a = pl_uf_find(u, keep), b = pl_uf_find(u, other);
     if (a == b) return a;
-    if (u->size[a] < u->size[b]) {
-        int t = a;
-        a = b, b = t;
-    }
     u->up[b] = a;
     u->size[a] += u->size[b];
     u->n_sets--;
     return a;
+}
+
+int pl_uf_union(pl_uf *u, int a, int b)
+{
+    a = pl_uf_find(u, a), b = pl_uf_find(u, b);
+    return u->size[a] < u->size[b] ? pl_uf_join(u, b, a) : pl_uf_join(u, a, b);
 }
 
 void pl_uf_free(pl_uf *u)
