@@ -5,9 +5,10 @@
  * stage. The worker reads its inputs from raw files and writes its outputs as raw files
  * (pl_ort_run_files); this file moves them between the files and Redis with hiredis, as a
  * function's handler would move them between its memory and the store. Files live in a private
- * folder under /dev/shm (memory, as a function's own), so the file copy costs a memcpy, not a
- * disk write. Slices of one request run one after the other in the manifest's order: a
- * function is invoked when its predecessor is done, as MOPAR's chain of slices is. */
+ * shared-memory folder (pl_make_shm_dir: $PLACER_SHM_DIR, else /dev/shm; memory, as a
+ * function's own), so the file copy costs a memcpy, not a disk write. Slices of one request run one
+ * after the other in the manifest's order: a function is invoked when its predecessor is done, as
+ * MOPAR's chain of slices is. */
 #include "placer/runtime.h"
 #include "placer/serverless.h"
 #include "placer/split.h"
