@@ -1,7 +1,7 @@
 /* test_proc.c: common.h's child processes (pl_proc) and shared-memory folders
  * (pl_make_shm_dir): a child and what it starts end as one, SIGTERM comes before SIGKILL, a
- * log takes both outputs, a program that cannot run says why; PLACER_SHM_DIR moves the
- * shared-memory folders. */
+ * log takes both outputs, a program that cannot run says why, a forked copy's status comes
+ * back; PLACER_SHM_DIR moves the shared-memory folders. */
 #include "testutil.h"
 
 #include "placer/common.h"
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void start(pl_proc *p, const char *script, const char *log)
@@ -149,12 +150,43 @@ static void test_shm_dir(void **state)
     tu_rmtree(base);
 }
 
+static void exit_5(void *ctx)
+{
+    (void)ctx;
+    _exit(5);
+}
+
+static void hang(void *ctx)
+{
+    (void)ctx;
+    for (;;)
+        pause();
+}
+
+/* pl_proc_fork: a copy running a function; pl_proc_end returns its wait status when it exits
+ * in time, -1 when it had to be killed. */
+static void test_fork(void **state)
+{
+    (void)state;
+    pl_proc p;
+    pl_err err = {""};
+    char how[64];
+    assert_int_equal(pl_proc_fork(&p, exit_5, NULL, "a copy", &err), 0);
+    assert_int_equal(p.in, -1);
+    int st = pl_proc_end(&p, false, 20, how, sizeof how);
+    assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 5);
+    assert_string_equal(how, "exited with status 5");
+    assert_int_equal(pl_proc_fork(&p, hang, NULL, "a copy", &err), 0);
+    assert_int_equal(pl_proc_end(&p, false, 0.05, how, sizeof how), -1);
+    assert_string_equal(how, "did not exit and was killed");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_killed), cmocka_unit_test(test_term_then_kill),
         cmocka_unit_test(test_log),          cmocka_unit_test(test_cannot_execute),
-        cmocka_unit_test(test_shm_dir),
+        cmocka_unit_test(test_shm_dir),      cmocka_unit_test(test_fork),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

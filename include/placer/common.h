@@ -295,12 +295,19 @@ void pl_uf_free(pl_uf *u);
  * be executed (the child then exits with status 127). -1 with err when the pipes or the fork
  * fail; p is then not running (pid -1).
  *
+ * pl_proc_fork starts a copy of the caller instead, in a group of its own and tied to placer
+ * as above, that runs fn(ctx) and then _exits with status 0 (fn may _exit itself); it has no
+ * pipes (in, out, e are -1: the caller makes its own before). The copy inherits every lock
+ * as the caller's other threads held it at the fork (OpenBLAS's, a runtime worker's): a copy
+ * that waits on one hangs, and only the caller's deadline (pl_proc_end) ends it.
+ *
  * pl_proc_end always ends and reaps it: it closes stdin (end of input: a well-behaved child
  * quits), sends SIGTERM to the group when `term`, waits up to grace_s for the child to exit,
  * then sends SIGKILL to the group whatever happened (nothing it started outlives it), reaps
  * it and closes the pipes; `how` (n bytes, may be NULL) says how it ended: "exited with
- * status 3", "died (signal 9)" or "did not exit and was killed". The stderr tail survives
- * until the next pl_proc_start. */
+ * status 3", "died (signal 9)" or "did not exit and was killed". It returns the child's wait
+ * status (WIFEXITED, WIFSIGNALED apply) when it exited by itself within grace_s, else -1 (it
+ * was killed, or was not running). The stderr tail survives until the next pl_proc_start. */
 #define PL_PROC_TAIL 768
 typedef struct pl_proc {
     int pid;        /* -1 when not running; also its process group */
@@ -325,7 +332,8 @@ pl_proc_rc pl_proc_line(pl_proc *p, double timeout_s, char **line);
 /* Whether the child has exited, without reaping it (its pid and group stay reserved until
  * pl_proc_end); `how` as pl_proc_end's when it has. */
 bool pl_proc_exited(const pl_proc *p, char *how, size_t n);
-void pl_proc_end(pl_proc *p, bool term, double grace_s, char *how, size_t n);
+int pl_proc_fork(pl_proc *p, void (*fn)(void *ctx), void *ctx, const char *what, pl_err *err);
+int pl_proc_end(pl_proc *p, bool term, double grace_s, char *how, size_t n);
 /* The stderr tail, flattened to one line, into out (n bytes). */
 const char *pl_proc_tail(const pl_proc *p, char *out, size_t n);
 

@@ -25,14 +25,21 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
+/* In a new child: its own process group, and death with placer (parent is placer's pid
+ * before the fork: if it died meanwhile, PDEATHSIG came too late). */
+static void tie(pid_t parent)
+{
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
+}
+
 /* Only async-signal-safe calls between fork and exec. With a log, in is /dev/null's and out
  * and e the log's descriptor (opened here: the parent keeps no copy). */
 static void child(pid_t parent, int in, int out, int e, char *const argv[], const char *log,
                   const char *hint)
 {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(126);
+    tie(parent);
     if (log) {
         in = open("/dev/null", O_RDONLY);
         out = e = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -45,6 +52,21 @@ static void child(pid_t parent, int in, int out, int e, char *const argv[], cons
         write(2, hint, strlen(hint)) < 0)
         _exit(127);
     _exit(127);
+}
+
+int pl_proc_fork(pl_proc *p, void (*fn)(void *ctx), void *ctx, const char *what, pl_err *err)
+{
+    *p = PL_PROC_NONE;
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+        tie(parent);
+        fn(ctx);
+        _exit(0);
+    }
+    if (pid < 0) return pl_err_set(err, "cannot start %s: fork: %s", what, strerror(errno));
+    setpgid(pid, pid); /* also here: no window where a kill of the group misses it */
+    p->pid = pid;
+    return 0;
 }
 
 /* The child's ends in in[1], out[1], e[1], ours in [0]. */
@@ -184,20 +206,21 @@ bool pl_proc_exited(const pl_proc *p, char *how, size_t n)
     return true;
 }
 
-void pl_proc_end(pl_proc *p, bool term, double grace_s, char *how, size_t n)
+int pl_proc_end(pl_proc *p, bool term, double grace_s, char *how, size_t n)
 {
     char local[64];
     if (!how || !n) how = local, n = sizeof local;
     how[0] = 0;
     close_fd(&p->in); /* end of input: a healthy child quits */
+    int rc = -1;
     if (p->pid > 0) {
         int st = 0;
         if (term) kill(-p->pid, SIGTERM);
         bool gone = exited(p->pid, &st);
         for (double end = pl_now() + grace_s; !gone && pl_now() < end; gone = exited(p->pid, &st))
-            usleep(5000);
+            usleep(1000); /* a solve child exits just after its answer: be there soon */
         if (gone)
-            describe(st, how, n);
+            describe(st, how, n), rc = st;
         else
             snprintf(how, n, "did not exit and was killed");
         kill(-p->pid, SIGKILL); /* the whole group: nothing it started outlives it */
@@ -207,6 +230,7 @@ void pl_proc_end(pl_proc *p, bool term, double grace_s, char *how, size_t n)
     close_fd(&p->out), close_fd(&p->e);
     free(p->buf);
     p->buf = NULL, p->len = p->cap = 0, p->pid = -1;
+    return rc;
 }
 
 const char *pl_proc_tail(const pl_proc *p, char *out, size_t n)

@@ -18,9 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define ANS_MAGIC 0x31766c6f736c70ULL /* "plsolv1" */
@@ -63,10 +61,19 @@ static void inject_fault(int fd)
     }
 }
 
-static _Noreturn void child(pid_t parent, int fd, pl_solve_fn solve, void *ctx, pl_solve_answer *a)
+typedef struct job {
+    int fd; /* the pipe's write end */
+    pl_solve_fn solve;
+    void *ctx;
+    pl_solve_answer *a;
+} job;
+
+/* In the child (pl_proc_fork: its own group, killed with placer). */
+static _Noreturn void child(void *arg)
 {
-    prctl(PR_SET_PDEATHSIG, SIGKILL); /* placer killed: the solve goes with it */
-    if (getppid() != parent) _exit(126);
+    const job *j = arg;
+    int fd = j->fd;
+    pl_solve_answer *a = j->a;
     /* The parent's handlers are not the child's to run (a test harness's SIGSEGV handler
      * would carry on with the parent's work in the copy; an output cleaner would remove the
      * parent's files): every signal to its default, none blocked, so a crash is a death. */
@@ -79,7 +86,7 @@ static _Noreturn void child(pid_t parent, int fd, pl_solve_fn solve, void *ctx, 
     if (fd > 3) close_range(3, (unsigned)fd - 1, 0);
     close_range((unsigned)fd + 1, ~0U, 0);
     inject_fault(fd);
-    solve(ctx, a);
+    j->solve(j->ctx, a);
     wire_head h = {ANS_MAGIC, (int32_t)a->status, a->n, a->obj, a->bound};
     uint64_t end = ~ANS_MAGIC;
     int rc = write_all(fd, &h, sizeof h) || write_all(fd, a->x, (size_t)a->n * sizeof *a->x) ||
@@ -107,26 +114,6 @@ static bool read_answer(int fd, char *buf, size_t cap, size_t *got, double deadl
         if (r <= 0) return true;
         *got += (size_t)r;
     }
-}
-
-/* Waits for the child until the deadline, then kills it. Returns false when it was killed. */
-static bool reap(pid_t pid, double deadline, int *status)
-{
-    for (;;) {
-        pid_t w = waitpid(pid, status, WNOHANG);
-        if (w == pid) return true;
-        if (w < 0 && errno == ECHILD) { /* SIGCHLD ignored: reaped already, status unknown */
-            *status = 0;
-            return true;
-        }
-        if (w < 0 && errno == EINTR) continue;
-        if (pl_now() >= deadline) break;
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-    }
-    kill(pid, SIGKILL);
-    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-        ;
-    return false;
 }
 
 /* A well-formed answer: magic numbers, the size we asked for, a known status, a number for
@@ -180,19 +167,21 @@ int pl_solve_isolated(pl_solve_fn solve, void *ctx, double limit_s, double wait_
     if (pipe2(fd, O_CLOEXEC) < 0)
         return failed(why, cap, "could not start: pipe: %s", strerror(errno));
     fflush(NULL); /* or a child dying in exit() would write the parent's buffers again */
-    pid_t parent = getpid(), pid = fork();
-    if (pid == 0) child(parent, fd[1], solve, ctx, a);
+    pl_proc p;
+    pl_err err;
+    int started = pl_proc_fork(&p, child, &(job){fd[1], solve, ctx, a}, "the solver", &err);
     close(fd[1]);
-    if (pid < 0) {
+    if (started < 0) {
         close(fd[0]);
-        return failed(why, cap, "could not start: fork: %s", strerror(errno));
+        return failed(why, cap, "could not start: %s", err.msg);
     }
     size_t want = sizeof(wire_head) + (size_t)a->n * sizeof *a->x + sizeof(uint64_t), got;
     char *buf = pl_malloc(want + 1);
     bool in_time = read_answer(fd[0], buf, want + 1, &got, deadline);
     close(fd[0]);
-    int st = 0;
-    in_time = reap(pid, in_time ? deadline : t0, &st) && in_time;
+    /* answered: it has until the deadline to exit; silent: it is killed now */
+    int st = pl_proc_end(&p, false, in_time ? deadline - pl_now() : 0, NULL, 0);
+    in_time = in_time && st != -1;
     double s = pl_now() - t0;
     int rc = 0;
     if (!in_time)
