@@ -104,10 +104,9 @@ void pl_outdir_abort(pl_outdir *o);
  * registration as a temporary (pl_make_temp_dir), and uses only async-signal-safe calls. */
 int pl_remove_tree(const char *dir);
 /* A new private folder $TMPDIR/NAME-XXXXXX (else /tmp/NAME-XXXXXX), mode 0700 and a random
- * name as mkdtemp's,
- * into out; -1 with err naming the path and the reason when it cannot be made (out is then
- * ""). It is a temporary like pl_out's: SIGINT, SIGTERM and SIGHUP remove it with everything
- * in it (its name is registered before it is made), until the caller removes it with
+ * name as mkdtemp's, into out; -1 with err naming the path and the reason when it cannot be
+ * made (out is then ""). It is a temporary like pl_out's: SIGINT, SIGTERM and SIGHUP remove it with
+ * everything in it (its name is registered before it is made), until the caller removes it with
  * pl_remove_tree. */
 int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err);
 /* The same in shared memory: $PLACER_SHM_DIR/NAME-XXXXXX, else /dev/shm/NAME-XXXXXX. Callers
@@ -268,8 +267,8 @@ void pl_strmap_put(pl_strmap *m, const char *key, int val);
  * models. pl_uf_union joins the sets of a and b by size, the larger's root staying the root
  * (a's on a tie), and returns it; pl_uf_join joins other's set into keep's, whose root stays
  * the root whatever the sizes (for a caller whose roots carry data: a split's surviving
- * stage); pl_uf_find halves paths as it goes. size[r] is the size of r's set
- * and n_sets the number of sets. pl_uf_free frees the arrays (u may be zeroed instead of
+ * stage); pl_uf_find halves paths as it goes. size[r] is the size of r's set and n_sets the
+ * number of sets. pl_uf_free frees the arrays (u may be zeroed instead of
  * initialised when n is 0). */
 typedef struct pl_uf {
     int *up, *size;
