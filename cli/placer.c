@@ -83,6 +83,9 @@ static void manual_tail(void)
         "                          its work runs on rank 0 (default: never; docs/dist.md)\n"
         "    PLACER_ORT_WORKER, PLACER_ORT_MODULES   another worker script, another\n"
         "                          node_modules holding onnxruntime-node\n"
+        "    TMPDIR                where a run's private folders go (default /tmp)\n"
+        "    PLACER_SHM_DIR        where its shared-memory folders go (default /dev/shm):\n"
+        "                          serverless --run's tensors, Open MPI's segments\n"
         "\nFILES (as this placer finds them, never relative to the working directory)\n");
     own("cloud catalogues (--catalog)", "share/placer/catalogs", "catalogs");
     own("example clusters (--cluster)", "share/placer/clusters", "examples/clusters");

@@ -46,6 +46,26 @@ static void test_json_and_never_slower_than_dp(void **state)
     json_decref(doc);
 }
 
+/* SFB's CBC crashes or sends garbage (fault injected in its child process, common.h
+ * "Isolated solves"): train says which program and why and exits 2, instead of dying. */
+static void test_sfb_solver_fault(void **state)
+{
+    (void)state;
+    const char *fault[] = {"segv", "garbage"}, *said[] = {"crashed (SIGSEGV)", "malformed answer"};
+    for (int k = 0; k < 2; k++) {
+        char *out = NULL;
+        setenv("PLACER_TEST_SOLVER_FAULT", fault[k], 1);
+        int rc = tu_run("train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json "
+                        "--batch 4 --budget 5 --placer none",
+                        &out);
+        unsetenv("PLACER_TEST_SOLVER_FAULT");
+        assert_int_equal(rc, 2);
+        assert_non_null(strstr(out, "SFB's integer program for parameter"));
+        assert_non_null(strstr(out, said[k]));
+        free(out);
+    }
+}
+
 /* vgg19's parameters with Adam (1.7 GB) fit no 2.4 GB GPU whole: data parallelism is out of
  * memory, TAG's fallback splits the model and fits; the table marks the rows out of memory
  * not eligible. */
@@ -211,6 +231,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_and_never_slower_than_dp),
+        cmocka_unit_test(test_sfb_solver_fault),
         cmocka_unit_test(test_dp_oom_tag_fits),
         cmocka_unit_test(test_fits_nowhere),
         cmocka_unit_test(test_bad_input),

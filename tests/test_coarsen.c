@@ -285,6 +285,59 @@ static void test_colocation(void **state)
     pl_graph_free(g);
 }
 
+/* The join pass (Talos's packs): along runs, the rule decides, asked with the group's first
+ * op; a run breaks where an op has two data predecessors or its predecessor two successors;
+ * a source feeder joins its reader whatever the rule says. */
+static bool join_unless_stop(void *ctx, int first, int v)
+{
+    const pl_graph *g = ctx;
+    assert_true(first >= 0 && first < g->n_ops && first != v);
+    return strcmp(g->ops[v].name, "stop") != 0;
+}
+
+static bool join_never(void *ctx, int first, int v)
+{
+    (void)ctx, (void)first, (void)v;
+    return false;
+}
+
+static bool same_group(pl_uf *u, const pl_graph *g, const char *a, const char *b)
+{
+    return pl_uf_find(u, pl_graph_find_op(g, a)) == pl_uf_find(u, pl_graph_find_op(g, b));
+}
+
+static void test_join_pass(void **state)
+{
+    (void)state;
+    pl_graph *g = graph_x();
+    weight(g, "k");
+    op(g, "a", "Relu", "x", "ta");
+    op(g, "b", "Relu", "ta", "tb");
+    op(g, "const", "Constant", "", "k");
+    op(g, "c", "Mul", "tb,k", "tc"); /* one data predecessor: the Constant does not count */
+    op(g, "stop", "Relu", "tc", "ts");
+    op(g, "d", "Relu", "ts", "td");
+    op(g, "e1", "Relu", "td", "u1"); /* d has two successors: the run ends at d */
+    op(g, "e2", "Relu", "td", "u2");
+    op(g, "f", "Add", "u1,u2", "y");
+    done(g, "y");
+    pl_uf u;
+    pl_coarsen_join(g, join_unless_stop, g, &u);
+    assert_true(same_group(&u, g, "a", "b") && same_group(&u, g, "a", "c"));
+    assert_true(same_group(&u, g, "const", "c"));
+    assert_false(same_group(&u, g, "c", "stop"));
+    assert_true(same_group(&u, g, "stop", "d"));
+    assert_false(same_group(&u, g, "d", "e1") || same_group(&u, g, "d", "e2"));
+    assert_false(same_group(&u, g, "e1", "f") || same_group(&u, g, "e2", "f"));
+    assert_int_equal(u.n_sets, 5); /* {a,b,const,c} {stop,d} {e1} {e2} {f} */
+    pl_uf_free(&u);
+    pl_coarsen_join(g, join_never, NULL, &u);
+    assert_true(same_group(&u, g, "const", "c"));
+    assert_int_equal(u.n_sets, g->n_ops - 1);
+    pl_uf_free(&u);
+    pl_graph_free(g);
+}
+
 static void test_chain_to_target(void **state)
 {
     (void)state;
@@ -436,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_cycle_refused),
         cmocka_unit_test(test_control_never_fused),
         cmocka_unit_test(test_colocation),
+        cmocka_unit_test(test_join_pass),
         cmocka_unit_test(test_chain_to_target),
         cmocka_unit_test(test_times_summed),
         cmocka_unit_test(test_rules_file),

@@ -385,7 +385,7 @@ static void test_ls_improves(void **state)
     pl_plan_free(p), inst_free(&x);
 }
 
-/* ---- the solver in a child process (src/place/solve.h) ---- */
+/* ---- the solver in a child process (common.h, "Isolated solves") ---- */
 
 /* The plan passes the simulator's checker (memory included) and simulates at least at the
  * published optimum; returns its makespan. */
@@ -436,7 +436,7 @@ static void test_solver_faults(void **state)
                 ", and again without preprocessing");
     check_fault("garbage", 20, "the MILP solver sent a malformed answer (14 bytes)",
                 ", and again without preprocessing");
-    /* 3 s: CBC's limit is 1 s; the child is killed 1 + lp_solve_grace_s(1) = 3.5 s in */
+    /* 3 s: CBC's limit is 1 s; the child is killed 1 + pl_solve_grace_s(1) = 3.5 s in */
     check_fault("stall", 3, "the MILP solver gave no answer within ", NULL);
 }
 

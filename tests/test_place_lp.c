@@ -180,7 +180,7 @@ static void test_sct_lp_picks_heavy_child(void **state)
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
-/* The LP solver crashes (fault injected in its child process, src/place/solve.h): the
+/* The LP solver crashes (fault injected in its child process, common.h, "Isolated solves"): the
  * favourites come from the greedy matching, m-sct says why, and its plan is valid. */
 static void test_sct_solver_crash(void **state)
 {

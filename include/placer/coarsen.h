@@ -62,4 +62,22 @@ int pl_coarsen(const pl_graph *g, const pl_coarsen_opts *o, pl_coarsening **out,
 void pl_coarsen_expand_placement(const pl_coarsening *c, const int *coarse_dev, int *orig_dev);
 void pl_coarsening_free(pl_coarsening *c);
 
+/* ---- feeders, and the join pass (Talos's packs, src/multi) ---- */
+
+/* Constant, Shape, Size, ConstantOfShape: ops that only materialise a constant or read a
+ * tensor's metadata. The colocation pass groups them with their one reader, a fused group's
+ * type name leaves them out, and the join pass puts them in their reader's group. */
+bool pl_coarsen_is_feeder_type(const char *type);
+
+/* Whether op v joins the group whose first op (in topological order) is `first`. */
+typedef bool (*pl_coarsen_join_rule)(void *ctx, int first, int v);
+
+/* Groups a finalized graph's ops into runs, into groups (initialised here over g's ops; the
+ * caller pl_uf_frees it): each op v, in topological order, whose one data predecessor u (a
+ * source feeder, below, is not one) has v as its only successor, joins u's group when
+ * join(ctx, FIRST, v) says so, FIRST being that group's first op. Then every source feeder (a
+ * feeder type with no predecessor and one successor) joins its successor's group. Control
+ * ops are not told apart: the rule decides. */
+void pl_coarsen_join(const pl_graph *g, pl_coarsen_join_rule join, void *ctx, pl_uf *groups);
+
 #endif

@@ -103,13 +103,16 @@ void pl_outdir_abort(pl_outdir *o);
 /* rm -r that does not follow symbolic links; 0 when dir is already absent. It ends dir's
  * registration as a temporary (pl_make_temp_dir), and uses only async-signal-safe calls. */
 int pl_remove_tree(const char *dir);
-/* A new private folder $TMPDIR/NAME-XXXXXX (else /tmp/NAME-XXXXXX; a NAME that starts with
- * '/' is the whole prefix: "/dev/shm/placer-sl"), mode 0700 and a random name as mkdtemp's,
- * into out; -1 with err naming the path and the reason when it cannot be made (out is then
- * ""). It is a temporary like pl_out's: SIGINT, SIGTERM and SIGHUP remove it with everything
- * in it (its name is registered before it is made), until the caller removes it with
+/* A new private folder $TMPDIR/NAME-XXXXXX (else /tmp/NAME-XXXXXX), mode 0700 and a random
+ * name as mkdtemp's, into out; -1 with err naming the path and the reason when it cannot be
+ * made (out is then ""). It is a temporary like pl_out's: SIGINT, SIGTERM and SIGHUP remove it with
+ * everything in it (its name is registered before it is made), until the caller removes it with
  * pl_remove_tree. */
 int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err);
+/* The same in shared memory: $PLACER_SHM_DIR/NAME-XXXXXX, else /dev/shm/NAME-XXXXXX. Callers
+ * fall back to pl_make_temp_dir (or to the tool's own default) when it fails: a machine or a
+ * container may have no /dev/shm. */
+int pl_make_shm_dir(const char *name, char *out, size_t n, pl_err *err);
 
 /* Files that go together (learn-prior's weights and the FILE.json that says what made them),
  * replaced as one. pl_outset_add checks that PATH is a regular file or absent (a symbolic link
@@ -259,5 +262,124 @@ void pl_strmap_free(pl_strmap *m);
 /* Returns the value or -1. */
 int pl_strmap_get(const pl_strmap *m, const char *key);
 void pl_strmap_put(pl_strmap *m, const char *key, int val);
+
+/* Union-find over 0..n-1 (src/common/uf.c), the one under every grouping of ops, stages or
+ * models. pl_uf_union joins the sets of a and b by size, the larger's root staying the root
+ * (a's on a tie), and returns it; pl_uf_join joins other's set into keep's, whose root stays
+ * the root whatever the sizes (for a caller whose roots carry data: a split's surviving
+ * stage); pl_uf_find halves paths as it goes. size[r] is the size of r's set and n_sets the
+ * number of sets. pl_uf_free frees the arrays (u may be zeroed instead of
+ * initialised when n is 0). */
+typedef struct pl_uf {
+    int *up, *size;
+    int n, n_sets;
+} pl_uf;
+void pl_uf_init(pl_uf *u, int n);
+int pl_uf_find(pl_uf *u, int v);
+int pl_uf_union(pl_uf *u, int a, int b);
+int pl_uf_join(pl_uf *u, int keep, int other);
+void pl_uf_free(pl_uf *u);
+
+/* Child processes (src/common/proc.c), for every program placer starts: the onnxruntime
+ * worker, mpirun, redis-server.
+ *
+ * pl_proc_start runs argv (argv[0] looked up on PATH) in a process group of its own, so that
+ * it and whatever it starts are ended as one, and tied to placer's life (PR_SET_PDEATHSIG
+ * SIGKILL: a placer that dies, even by SIGKILL, takes it along). Its stdin and stdout are
+ * socket pairs (writing to a dead child fails with EPIPE instead of raising SIGPIPE in the
+ * caller, a library that installs no handler for it) and its stderr a pipe whose last
+ * PL_PROC_TAIL bytes are kept for error messages; with `log` set, stdout and stderr go to
+ * that file instead (created 0600, truncated) and stdin is /dev/null. `what` names the
+ * program in errors; `hint` follows "cannot execute ARGV0" on its stderr when argv[0] cannot
+ * be executed (the child then exits with status 127). -1 with err when the pipes or the fork
+ * fail; p is then not running (pid -1).
+ *
+ * pl_proc_fork starts a copy of the caller instead, in a group of its own and tied to placer
+ * as above, that runs fn(ctx) and then _exits with status 0 (fn may _exit itself); it has no
+ * pipes (in, out, e are -1: the caller makes its own before). The copy inherits every lock
+ * as the caller's other threads held it at the fork (OpenBLAS's, a runtime worker's): a copy
+ * that waits on one hangs, and only the caller's deadline (pl_proc_end) ends it.
+ *
+ * pl_proc_end always ends and reaps it: it closes stdin (end of input: a well-behaved child
+ * quits), sends SIGTERM to the group when `term`, waits up to grace_s for the child to exit,
+ * then sends SIGKILL to the group whatever happened (nothing it started outlives it), reaps
+ * it and closes the pipes; `how` (n bytes, may be NULL) says how it ended: "exited with
+ * status 3", "died (signal 9)" or "did not exit and was killed". It returns the child's wait
+ * status (WIFEXITED, WIFSIGNALED apply) when it exited by itself within grace_s, else -1 (it
+ * was killed, or was not running). The stderr tail survives until the next pl_proc_start. */
+#define PL_PROC_TAIL 768
+typedef struct pl_proc {
+    int pid;        /* -1 when not running; also its process group */
+    int in, out, e; /* its stdin (we write), stdout and stderr (we read); -1 when closed */
+    char *buf;      /* stdout bytes not yet returned as lines */
+    size_t len, cap;
+    char tail[PL_PROC_TAIL]; /* the last bytes of its stderr */
+    size_t tail_len;
+} pl_proc;
+
+typedef enum { PL_PROC_LINE = 0, PL_PROC_EOF = -2, PL_PROC_TIMEOUT = -3 } pl_proc_rc;
+
+/* A pl_proc that is not running, for a struct filled before its first start. */
+#define PL_PROC_NONE ((pl_proc){.pid = -1, .in = -1, .out = -1, .e = -1})
+int pl_proc_start(pl_proc *p, char *const argv[], const char *log, const char *what,
+                  const char *hint, pl_err *err);
+/* Sends one line (a newline is added). -1 when the child is gone. */
+int pl_proc_send(pl_proc *p, const char *line);
+/* The next stdout line (malloc'd, without its newline) within timeout_s: PL_PROC_LINE, or
+ * PL_PROC_EOF (its stdout closed: the child is ending) or PL_PROC_TIMEOUT (*line untouched). */
+pl_proc_rc pl_proc_line(pl_proc *p, double timeout_s, char **line);
+/* Whether the child has exited, without reaping it (its pid and group stay reserved until
+ * pl_proc_end); `how` as pl_proc_end's when it has. */
+bool pl_proc_exited(const pl_proc *p, char *how, size_t n);
+int pl_proc_fork(pl_proc *p, void (*fn)(void *ctx), void *ctx, const char *what, pl_err *err);
+int pl_proc_end(pl_proc *p, bool term, double grace_s, char *how, size_t n);
+/* The stderr tail, flattened to one line, into out (n bytes). */
+const char *pl_proc_tail(const pl_proc *p, char *out, size_t n);
+
+/* Isolated solves (src/common/solve.c), for every CBC/Clp solve (src/place's MOIRAI and
+ * LP-SCT, src/train's SFB).
+ *
+ * CBC 2.10 crashes on some instances (SIGSEGV in CglPreProcess::postProcess when its clock
+ * runs out during the root LP of the preprocessed model, docs/moirai.md) and overruns its
+ * time limit on others. A solver bug must not take placer down, so the model is built in the
+ * parent, solved in a forked child that only solves, writes its answer to a pipe and _exits,
+ * and the parent waits no longer than a deadline a little past the time limit. A crash, a
+ * stall or a malformed answer comes back as a failure with a reason; the caller falls back
+ * or reports it.
+ *
+ * Fault injection for the tests: PLACER_TEST_SOLVER_FAULT=segv|stall|garbage makes the child
+ * raise SIGSEGV, hang, or send a malformed answer instead of solving. */
+typedef enum pl_solve_status {
+    PL_SOLVE_OPTIMAL,    /* proven optimal; x holds the solution */
+    PL_SOLVE_FEASIBLE,   /* a solution, not proven optimal (stopped on a limit); x holds it */
+    PL_SOLVE_INFEASIBLE, /* proven infeasible */
+    PL_SOLVE_STOPPED,    /* stopped on a limit with no solution */
+    PL_SOLVE_FAILED      /* the solver gave up (numerical trouble) */
+} pl_solve_status;
+
+/* What the child sends back. The caller sets n and sizes x (n values) before the solve. */
+typedef struct pl_solve_answer {
+    pl_solve_status status;
+    double obj, bound; /* objective of x and the best bound (INFINITY / -INFINITY: none) */
+    int n;
+    double *x; /* n column values; meaningful for OPTIMAL and FEASIBLE only */
+} pl_solve_answer;
+
+/* Runs in the child: solves `ctx` and fills a (status, obj, bound, x[0..n)). It must not
+ * change n. */
+typedef void (*pl_solve_fn)(void *ctx, pl_solve_answer *a);
+
+/* Grace past the solver's own time limit before the parent kills a child that has not
+ * answered: CBC checks its clock only between phases (docs/moirai.md). */
+double pl_solve_grace_s(double limit_s);
+
+/* Solves in a child process, waiting for its answer up to wait_s seconds, and at least the
+ * solver's time limit limit_s plus pl_solve_grace_s(limit_s). 0: *a filled from a
+ * well-formed answer. -1: the solver crashed, gave no answer in time (the child is killed
+ * and reaped), exited without answering or sent garbage, or the fork failed; `why` (cap
+ * bytes) then says which and after how long, e.g. "crashed (SIGSEGV) after 2.61 s", and
+ * a->status, obj, bound and x are unspecified. */
+int pl_solve_isolated(pl_solve_fn solve, void *ctx, double limit_s, double wait_s,
+                      pl_solve_answer *a, char *why, size_t cap);
 
 #endif

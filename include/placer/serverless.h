@@ -303,8 +303,9 @@ void pl_sl_store_close(pl_sl_store *s);
 typedef struct pl_sl_run_opts {
     const char *store_url; /* "redis://HOST:PORT"; NULL: start one (pl_sl_store_open) */
     bool shm;              /* tensors through shared memory instead (MOPAR's COM): a maker's
-                              output stays a file in tmpfs (/dev/shm) that each reader reads
-                              in place; no store is opened */
+                              output stays a file in shared memory ($PLACER_SHM_DIR, else
+                              /dev/shm; common.h pl_make_shm_dir) that each reader reads in
+                              place; no store is opened */
     int repeat, warmup;    /* timed requests (0: 10) after untimed ones */
     unsigned seed;         /* of the random inputs, as placer run makes them (0: 1) */
     const char *cache_dir; /* where weightless stage files are inflated (pl_inflate_model);

@@ -35,7 +35,7 @@ static void group_type(const builder *b, const int *m, int n, char *buf, size_t 
     buf[0] = 0;
     for (int k = 0; k < n; k++) {
         const char *t = b->g->ops[m[k]].type;
-        if (cs_is_feeder_type(t)) continue;
+        if (pl_coarsen_is_feeder_type(t)) continue;
         if (++parts > 10) break;
         used += snprintf(buf + used, used < len ? len - used : 0, "%s%s", parts > 1 ? "+" : "", t);
     }
@@ -46,7 +46,7 @@ static void group_type(const builder *b, const int *m, int n, char *buf, size_t 
 static int lead_member(const builder *b, const int *m, int n)
 {
     for (int k = 0; k < n; k++)
-        if (!cs_is_feeder_type(b->g->ops[m[k]].type)) return m[k];
+        if (!pl_coarsen_is_feeder_type(b->g->ops[m[k]].type)) return m[k];
     return m[0];
 }
 
@@ -152,7 +152,7 @@ static void number_groups(cs_state *s, pl_coarsening *c)
     c->n_orig = n;
     c->coarse_of = pl_malloc((size_t)n * sizeof(int) + 1);
     for (int i = 0; i < n; i++) {
-        int v = g->topo[i], r = cs_find(s, v);
+        int v = g->topo[i], r = pl_uf_find(&s->uf, v);
         if (id[r] < 0) id[r] = next++;
         c->coarse_of[v] = id[r];
     }
@@ -187,7 +187,7 @@ int cs_build(cs_state *s, pl_coarsening *c, pl_err *err)
     for (int t = 0; t < g->n_tensors; t++)
         b.tmap[t] = -1;
     c->coarse = b.cg;
-    int n_coarse = s->n_groups;
+    int n_coarse = s->uf.n_sets;
     for (int k = 0; k < n_coarse; k++) {
         const int *m = c->members + c->member_off[k];
         int n = c->member_off[k + 1] - c->member_off[k];

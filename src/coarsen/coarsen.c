@@ -60,7 +60,7 @@ static void fuse(cs_state *s, const pl_fusion_rules *r)
     int *root_of = pl_malloc(((size_t)s->g->n_ops + 1) * sizeof *root_of);
     pl_fusion_match(s->g, r, s->reach, root_of, s->rule_count);
     for (int op = 0; op < s->g->n_ops; op++)
-        if (root_of[op] != op) cs_union(s, root_of[op], op);
+        if (root_of[op] != op) pl_uf_union(&s->uf, root_of[op], op);
     free(root_of);
 }
 
@@ -69,21 +69,21 @@ static void run_passes(cs_state *s, const pl_coarsen_opts *o, pl_coarsening *c)
     pl_fusion_rules *own = o->rules ? NULL : pl_fusion_rules_default();
     const pl_fusion_rules *r = o->rules ? o->rules : own;
     s->rule_count = pl_calloc((size_t)r->n + 1, sizeof(int));
-    int before = s->n_groups;
+    int before = s->uf.n_sets;
     if (!o->no_fuse) {
         fuse(s, r);
-        record(c, "fuse", before, s->n_groups);
+        record(c, "fuse", before, s->uf.n_sets);
         summarize_fused(c, r, s->rule_count);
     }
     if (!o->no_colocate) {
-        before = s->n_groups;
+        before = s->uf.n_sets;
         cs_colocate(s);
-        record(c, "colocate", before, s->n_groups);
+        record(c, "colocate", before, s->uf.n_sets);
     }
     if (o->chain) {
-        before = s->n_groups;
+        before = s->uf.n_sets;
         cs_chain(s, o->target_ops > 0 ? o->target_ops : 1);
-        record(c, "chain", before, s->n_groups);
+        record(c, "chain", before, s->uf.n_sets);
     }
     free(s->rule_count);
     pl_fusion_rules_free(own);
@@ -96,21 +96,15 @@ int pl_coarsen(const pl_graph *g, const pl_coarsen_opts *o, pl_coarsening **out,
     if (!o) o = &dflt;
     if (!g->topo && g->n_ops) return pl_err_set(err, "coarsen: the graph is not finalized");
     int n = g->n_ops;
-    cs_state s = {.g = g, .n_groups = n};
-    s.parent = pl_malloc((size_t)n * sizeof(int) + 1);
-    s.size = pl_malloc((size_t)n * sizeof(int) + 1);
+    cs_state s = {.g = g};
+    pl_uf_init(&s.uf, n);
     s.stamp = pl_calloc((size_t)n + 1, sizeof(int));
-    for (int i = 0; i < n; i++) {
-        s.parent[i] = i;
-        s.size[i] = 1;
-    }
     s.reach = pl_graph_reach(g);
     pl_coarsening *c = pl_calloc(1, sizeof *c);
     run_passes(&s, o, c);
     int rc = cs_build(&s, c, err);
     pl_reach_free(s.reach);
-    free(s.parent);
-    free(s.size);
+    pl_uf_free(&s.uf);
     free(s.stamp);
     if (rc < 0) {
         pl_coarsening_free(c);

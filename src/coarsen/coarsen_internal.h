@@ -12,9 +12,7 @@
 typedef struct cs_state {
     const pl_graph *g;
     pl_reach *reach;
-    int *parent; /* union-find */
-    int *size;   /* members, valid at roots */
-    int n_groups;
+    pl_uf uf;   /* the groups; uf.size[root] its members, uf.n_sets their count */
     int *stamp; /* scratch marks, compared with `tick` */
     int tick;
     int *rule_count; /* fusion pass: groups made per rule */
@@ -22,9 +20,7 @@ typedef struct cs_state {
 
 /* Constant, Shape, Size, ConstantOfShape: ops that only materialise a constant or read a
  * tensor's metadata, colocated with their one reader and left out of a group's type name. */
-bool cs_is_feeder_type(const char *type);
-int cs_find(cs_state *s, int op);
-void cs_union(cs_state *s, int a, int b);
+bool pl_coarsen_is_feeder_type(const char *type);
 void cs_colocate(cs_state *s);
 void cs_chain(cs_state *s, int target);
 /* Builds the coarse graph and the mapping from the final groups. */

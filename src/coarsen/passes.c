@@ -1,35 +1,12 @@
-/* passes.c: union-find, the colocation pass and the chain contraction pass. */
+/* passes.c: the colocation pass, the chain contraction pass and the join pass (Talos's packs)
+ * over common.h's union-find. */
 #include "coarsen_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-int cs_find(cs_state *s, int op)
-{
-    while (s->parent[op] != op) {
-        s->parent[op] = s->parent[s->parent[op]];
-        op = s->parent[op];
-    }
-    return op;
-}
-
-void cs_union(cs_state *s, int a, int b)
-{
-    a = cs_find(s, a);
-    b = cs_find(s, b);
-    if (a == b) return;
-    if (s->size[a] < s->size[b]) {
-        int t = a;
-        a = b;
-        b = t;
-    }
-    s->parent[b] = a;
-    s->size[a] += s->size[b];
-    s->n_groups--;
-}
-
 /* Feeders are cheap, and their result would otherwise travel to the one op that reads it. */
-bool cs_is_feeder_type(const char *type)
+bool pl_coarsen_is_feeder_type(const char *type)
 {
     static const char *const types[] = {"Constant", "Shape", "Size", "ConstantOfShape"};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
@@ -59,10 +36,11 @@ void cs_colocate(cs_state *s)
     const pl_graph *g = s->g;
     for (int i = 0; i < g->n_ops; i++) {
         int p = g->topo[i];
-        if (!cs_is_feeder_type(g->ops[p].type) || s->size[cs_find(s, p)] != 1) continue;
+        if (!pl_coarsen_is_feeder_type(g->ops[p].type) || s->uf.size[pl_uf_find(&s->uf, p)] != 1)
+            continue;
         int q = sole_reader(g, p);
         if (q < 0 || g->ops[q].cls == PL_CLASS_CONTROL) continue;
-        cs_union(s, p, q);
+        pl_uf_union(&s->uf, p, q);
     }
 }
 
@@ -93,7 +71,7 @@ static void build_quotient(cs_state *s, quotient *q)
     int64_t *e = pl_malloc((size_t)(g->n_edges + 1) * sizeof *e);
     int m = 0;
     for (int k = 0; k < g->n_edges; k++) {
-        int a = cs_find(s, g->edges[k].src), b = cs_find(s, g->edges[k].dst);
+        int a = pl_uf_find(&s->uf, g->edges[k].src), b = pl_uf_find(&s->uf, g->edges[k].dst);
         if (a != b) e[m++] = (int64_t)a * n + b;
     }
     pl_sort(e, (size_t)m, sizeof *e, cmp_i64);
@@ -106,7 +84,7 @@ static void build_quotient(cs_state *s, quotient *q)
     }
     free(e);
     for (int i = 0; i < n; i++) {
-        int r = cs_find(s, i);
+        int r = pl_uf_find(&s->uf, i);
         if (g->ops[i].cls == PL_CLASS_CONTROL) q->control[r] = true;
         for (int k = 0; k < g->ops[i].n_outputs; k++)
             if (g->ops[i].outputs[k] >= 0 &&
@@ -123,15 +101,15 @@ static int chain_round(cs_state *s, quotient *q, bool strict, int target)
     const pl_graph *g = s->g;
     int merges = 0;
     s->tick++;
-    for (int i = 0; i < g->n_ops && s->n_groups > target; i++) {
-        int a = cs_find(s, g->topo[i]);
+    for (int i = 0; i < g->n_ops && s->uf.n_sets > target; i++) {
+        int a = pl_uf_find(&s->uf, g->topo[i]);
         if (s->stamp[a] == s->tick || q->n_succ[a] != 1 || q->control[a] || q->exported[a])
             continue;
-        int b = cs_find(s, q->succ[a]);
+        int b = pl_uf_find(&s->uf, q->succ[a]);
         if (s->stamp[b] == s->tick || q->control[b] || (strict && q->n_pred[b] != 1)) continue;
         s->stamp[a] = s->stamp[b] = s->tick;
-        cs_union(s, a, b);
-        s->stamp[cs_find(s, a)] = s->tick;
+        pl_uf_union(&s->uf, a, b);
+        s->stamp[pl_uf_find(&s->uf, a)] = s->tick;
         merges++;
     }
     return merges;
@@ -144,7 +122,7 @@ void cs_chain(cs_state *s, int target)
                   pl_malloc((size_t)n * sizeof(int)), pl_malloc((size_t)n * sizeof(bool)),
                   pl_malloc((size_t)n * sizeof(bool))};
     bool strict = true;
-    while (s->n_groups > target) {
+    while (s->uf.n_sets > target) {
         build_quotient(s, &q);
         if (chain_round(s, &q, strict, target)) continue;
         if (!strict) break;
@@ -155,4 +133,43 @@ void cs_chain(cs_state *s, int target)
     free(q.succ);
     free(q.control);
     free(q.exported);
+}
+
+/* ---- the join pass (Talos's packs) ---- */
+
+/* A feeder that is a source with one successor, whose group it always joins. */
+static bool is_source_feeder(const pl_graph *g, int v)
+{
+    return pl_coarsen_is_feeder_type(g->ops[v].type) && g->pred_off[v + 1] == g->pred_off[v] &&
+           g->succ_off[v + 1] - g->succ_off[v] == 1;
+}
+
+/* The one predecessor of v that is not a source feeder, or -1 when it has none or several. */
+static int data_pred(const pl_graph *g, int v)
+{
+    int u = -1;
+    for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
+        if (is_source_feeder(g, g->pred[e])) continue;
+        if (u >= 0) return -1;
+        u = g->pred[e];
+    }
+    return u;
+}
+
+void pl_coarsen_join(const pl_graph *g, pl_coarsen_join_rule join, void *ctx, pl_uf *groups)
+{
+    int n = g->n_ops;
+    pl_uf_init(groups, n);
+    int *first = pl_malloc((size_t)n * sizeof *first + 1); /* root -> its group's first op */
+    for (int v = 0; v < n; v++)
+        first[v] = v;
+    for (int i = 0; i < n; i++) {
+        int v = g->topo[i], u = data_pred(g, v);
+        if (u < 0 || g->succ_off[u + 1] - g->succ_off[u] != 1) continue;
+        int f = first[pl_uf_find(groups, u)];
+        if (join(ctx, f, v)) first[pl_uf_union(groups, u, v)] = f;
+    }
+    for (int v = 0; v < n; v++)
+        if (is_source_feeder(g, v)) pl_uf_union(groups, g->succ[g->succ_off[v]], v);
+    free(first);
 }

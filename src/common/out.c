@@ -293,12 +293,12 @@ int pl_remove_tree(const char *dir)
  * the signals around mkdtemp instead would only send them to another thread, OpenBLAS's, whose
  * handler would run before the folder is registered.) A name that exists already is never
  * registered, so the handler cannot remove another's folder. */
-int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err)
+static int make_dir_in(const char *env, const char *dflt, const char *name, char *out, size_t n,
+                       pl_err *err)
 {
     static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    const char *tmp = getenv("TMPDIR");
-    int w = name[0] == '/' ? snprintf(out, n, "%s-XXXXXX", name)
-                           : snprintf(out, n, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+    const char *base = getenv(env);
+    int w = snprintf(out, n, "%s/%s-XXXXXX", base && *base ? base : dflt, name);
     if (w < 0 || (size_t)w >= n)
         return out[0] = 0, pl_err_set(err, "the temporary folder's path is too long");
     struct timespec now;
@@ -321,6 +321,16 @@ int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err)
     snprintf(tried, sizeof tried, "%s", out);
     out[0] = 0;
     return pl_err_set(err, "cannot make the folder %s: %s", tried, strerror(e));
+}
+
+int pl_make_temp_dir(const char *name, char *out, size_t n, pl_err *err)
+{
+    return make_dir_in("TMPDIR", "/tmp", name, out, n, err);
+}
+
+int pl_make_shm_dir(const char *name, char *out, size_t n, pl_err *err)
+{
+    return make_dir_in("PLACER_SHM_DIR", "/dev/shm", name, out, n, err);
 }
 
 /* Removes the temporary folders ".NAME.tmp.PID" beside tmp (ours) left by processes that no

@@ -1,7 +1,10 @@
 /* pack.c: what Talos reads off the models before placing them (docs/multi.md): each op's
- * speedup, op packing by (sv, tv) with its NOD, and the affinity of each pair of models
- * (Eq. 2-3) that decides which models one flow places together. */
+ * speedup, op packing by (sv, tv) with its NOD (coarsen.h's join pass with Talos's rule), and
+ * the affinity of each pair of models (Eq. 2-3) that decides which models one flow places
+ * together. */
 #include "multi_internal.h"
+
+#include "placer/coarsen.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -42,66 +45,25 @@ double mt_best(const mt_packs *p, int pack)
 
 /* ---- packing ---- */
 
-/* An op that only materialises a constant for one other (Constant, ConstantOfShape, or Shape
- * or Size of a graph input): no predecessor, one successor, whose pack it always joins. */
-static bool is_feeder(const pl_graph *g, int v)
-{
-    const char *t = g->ops[v].type;
-    bool kind = pl_plan_is_const(g, v) || !strcmp(t, "ConstantOfShape") || !strcmp(t, "Shape") ||
-                !strcmp(t, "Size");
-    return kind && g->pred_off[v + 1] == g->pred_off[v] && g->succ_off[v + 1] - g->succ_off[v] == 1;
-}
+/* Talos's rule for the join pass (coarsen.h): in a maximal run of adjacent ops, v joins the
+ * pack while its speedup is within (sv_lo, sv_hi) x the speedup of the pack's first op and its
+ * time on the reference device is below tv. */
+typedef struct band {
+    const pl_cost *k;
+    const pl_multi_opts *o;
+    int ref;
+    const double *sp;
+} band;
 
-/* The one predecessor of v that is not a feeder, or -1 when it has none or several. */
-static int data_pred(const pl_graph *g, int v)
+static bool in_band(void *ctx, int first, int v)
 {
-    int u = -1;
-    for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
-        if (is_feeder(g, g->pred[e])) continue;
-        if (u >= 0) return -1;
-        u = g->pred[e];
-    }
-    return u;
-}
-
-static int uf_find(int *up, int v)
-{
-    while (up[v] != v)
-        v = up[v] = up[up[v]];
-    return v;
-}
-
-/* Talos's rule: in a maximal run of adjacent ops (v's only data predecessor u has v as its
- * only successor), v joins u's pack while its speedup is within (sv_lo, sv_hi) x the speedup of
- * the pack's first op and its time on the reference device is below tv. */
-static void group_ops(const pl_cost *k, const pl_multi_opts *o, int ref, const double *sp, int *up)
-{
-    const pl_graph *g = k->g;
-    int n = g->n_ops;
-    int *first = pl_malloc((size_t)n * sizeof *first + 1); /* root -> its first op */
-    for (int v = 0; v < n; v++)
-        up[v] = v, first[v] = v;
-    if (o->no_pack) {
-        free(first);
-        return;
-    }
-    for (int i = 0; i < n; i++) {
-        int v = g->topo[i], u = data_pred(g, v);
-        if (u < 0 || g->succ_off[u + 1] - g->succ_off[u] != 1) continue;
-        double s0 = sp[first[uf_find(up, u)]];
-        double tv = k->op_s[(size_t)v * k->n_devs + ref];
-        if (sp[v] > o->sv_lo * s0 && sp[v] < o->sv_hi * s0 && tv < o->tv_s) {
-            int r = uf_find(up, u);
-            up[uf_find(up, v)] = r;
-        }
-    }
-    for (int v = 0; v < n; v++) /* feeders join their reader's pack */
-        if (is_feeder(g, v)) up[uf_find(up, v)] = uf_find(up, g->succ[g->succ_off[v]]);
-    free(first);
+    const band *b = ctx;
+    double s0 = b->sp[first], tv = b->k->op_s[(size_t)v * b->k->n_devs + b->ref];
+    return b->sp[v] > b->o->sv_lo * s0 && b->sp[v] < b->o->sv_hi * s0 && tv < b->o->tv_s;
 }
 
 /* Numbers packs by the topological position of their last member, fills members. */
-static void number_packs(mt_packs *p, const pl_graph *g, int *up)
+static void number_packs(mt_packs *p, const pl_graph *g, pl_uf *up)
 {
     int n = g->n_ops;
     int *id = pl_malloc((size_t)n * sizeof *id + 1);
@@ -110,12 +72,12 @@ static void number_packs(mt_packs *p, const pl_graph *g, int *up)
     p->of = pl_malloc((size_t)n * sizeof *p->of + 1);
     int next = 0;
     for (int i = n - 1; i >= 0; i--) { /* last member first, from the end: reversed below */
-        int r = uf_find(up, g->topo[i]);
+        int r = pl_uf_find(up, g->topo[i]);
         if (id[r] < 0) id[r] = next++;
     }
     p->n = next;
     for (int v = 0; v < n; v++)
-        p->of[v] = next - 1 - id[uf_find(up, v)];
+        p->of[v] = next - 1 - id[pl_uf_find(up, v)];
     p->moff = pl_calloc((size_t)next + 1, sizeof *p->moff);
     p->mem = pl_malloc((size_t)n * sizeof *p->mem + 1);
     for (int v = 0; v < n; v++)
@@ -161,10 +123,13 @@ void mt_pack(const pl_cost *k, const pl_multi_opts *o, int ref, const double *sp
     const pl_graph *g = k->g;
     memset(p, 0, sizeof *p);
     p->k = k, p->D = k->n_devs;
-    int *up = pl_malloc((size_t)g->n_ops * sizeof *up + 1);
-    group_ops(k, o, ref, sp, up);
-    number_packs(p, g, up);
-    free(up);
+    pl_uf up;
+    if (o->no_pack)
+        pl_uf_init(&up, g->n_ops);
+    else
+        pl_coarsen_join(g, in_band, &(band){k, o, ref, sp}, &up);
+    number_packs(p, g, &up);
+    pl_uf_free(&up);
     p->tenant = pl_malloc((size_t)p->n * sizeof *p->tenant + 1);
     p->t = pl_calloc((size_t)p->n * p->D + 1, sizeof *p->t);
     p->order = pl_malloc((size_t)p->n * sizeof *p->order + 1);
@@ -233,24 +198,22 @@ static double common_share(const pl_graph *g, int a, int b)
 static void group_tenants(pl_multi_analysis *a, double threshold)
 {
     int T = a->n_tenants;
-    int *up = pl_malloc((size_t)T * sizeof *up + 1);
-    for (int i = 0; i < T; i++)
-        up[i] = i;
+    pl_uf up;
+    pl_uf_init(&up, T);
     for (int i = 0; i < T; i++)
         for (int j = i + 1; j < T; j++)
-            if (threshold < 0 || a->affinity[i * T + j] > threshold)
-                up[uf_find(up, j)] = uf_find(up, i);
+            if (threshold < 0 || a->affinity[i * T + j] > threshold) pl_uf_union(&up, i, j);
     a->group = pl_malloc((size_t)T * sizeof *a->group + 1);
     int *id = pl_malloc((size_t)T * sizeof *id + 1);
     for (int i = 0; i < T; i++)
         id[i] = -1;
     a->n_groups = 0;
     for (int i = 0; i < T; i++) {
-        int r = uf_find(up, i);
+        int r = pl_uf_find(&up, i);
         if (id[r] < 0) id[r] = a->n_groups++;
         a->group[i] = id[r];
     }
-    free(id), free(up);
+    free(id), pl_uf_free(&up);
 }
 
 int pl_multi_analyze(const pl_cost *k, const pl_multi_opts *o, pl_multi_analysis *a, pl_err *err)

@@ -16,7 +16,6 @@
  * makespan row: every other op's end is bounded by a successor's start. */
 #include "lp_sct.h"
 #include "lp_common.h"
-#include "solve.h"
 
 #include <Clp_C_Interface.h>
 #include <float.h>
@@ -248,9 +247,9 @@ typedef struct clp_job {
     double limit_s;
 } clp_job;
 
-/* Runs in the solver's child process (solve.h). The limit is set here: Clp stores it as an
- * absolute process CPU time, and the child's CPU clock starts again from zero. */
-static void clp_child(void *ctx, lp_answer *a)
+/* Runs in the solver's child process (common.h, "Isolated solves"). The limit is set here: Clp
+ * stores it as an absolute process CPU time, and the child's CPU clock starts again from zero. */
+static void clp_child(void *ctx, pl_solve_answer *a)
 {
     clp_job *job = ctx;
     Clp_Simplex *m = job->m;
@@ -258,18 +257,19 @@ static void clp_child(void *ctx, lp_answer *a)
     Clp_initialSolve(m);
     a->obj = INFINITY, a->bound = -INFINITY;
     if (Clp_isProvenOptimal(m)) {
-        a->status = LP_ANS_OPTIMAL;
+        a->status = PL_SOLVE_OPTIMAL;
         memcpy(a->x, Clp_getColSolution(m), a->n * sizeof *a->x);
         a->obj = a->bound = Clp_objectiveValue(m);
     } else /* status 3: stopped on iterations or time */
-        a->status = Clp_status(m) == 3 ? LP_ANS_STOPPED : LP_ANS_FAILED;
+        a->status = Clp_status(m) == 3 ? PL_SOLVE_STOPPED : PL_SOLVE_FAILED;
 }
 
 /* Solves with Clp, the LP engine of the CBC distribution. Not through Cbc_solve: CBC 2.10's
  * C interface runs a pure LP through CbcMain1, whose time limit only bounds branch-and-bound
  * (measured: a 5 s limit, a 70 s solve), while Clp's simplex checks its own limit. In a
- * child process (solve.h): a solver crash or stall is a failure with a reason in `why`. On
- * success copies x (the first ne columns) out and returns the objective in LP units. */
+ * child process (common.h, "Isolated solves"): a solver crash or stall is a failure with a reason
+ * in `why`. On success copies x (the first ne columns) out and returns the objective in LP units.
+ */
 static lp_sct_status lp_solve(const lp *L, int ne, double time_limit_s, double *x, double *obj,
                               char *why, size_t cap)
 {
@@ -282,15 +282,15 @@ static lp_sct_status lp_solve(const lp *L, int ne, double time_limit_s, double *
                     L->rowub);
     free(st), free(ix), free(v);
     clp_job job = {m, time_limit_s};
-    lp_answer a = {.n = L->n_cols, .x = pl_malloc((L->n_cols + 1) * sizeof *a.x)};
+    pl_solve_answer a = {.n = L->n_cols, .x = pl_malloc((L->n_cols + 1) * sizeof *a.x)};
     lp_sct_status s = LP_SCT_FAILED;
-    if (lp_solve_isolated(clp_child, &job, time_limit_s, 0, &a, why, cap) < 0)
+    if (pl_solve_isolated(clp_child, &job, time_limit_s, 0, &a, why, cap) < 0)
         s = LP_SCT_CRASHED;
-    else if (a.status == LP_ANS_OPTIMAL) {
+    else if (a.status == PL_SOLVE_OPTIMAL) {
         s = LP_SCT_OPTIMAL;
         memcpy(x, a.x, ne * sizeof *x);
         *obj = a.obj;
-    } else if (a.status == LP_ANS_STOPPED)
+    } else if (a.status == PL_SOLVE_STOPPED)
         s = LP_SCT_TIME_LIMIT;
     free(a.x);
     Clp_deleteModel(m);

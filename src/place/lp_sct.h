@@ -20,7 +20,8 @@ typedef enum {
     LP_SCT_TOO_BIG,    /* over max_nodes: greedy favourites */
     LP_SCT_TIME_LIMIT, /* the solver hit the time limit: greedy favourites */
     LP_SCT_FAILED,     /* the solver gave up (numerical trouble): greedy favourites */
-    LP_SCT_CRASHED     /* the solver crashed, stalled or sent garbage (solve.h): greedy */
+    LP_SCT_CRASHED     /* the solver crashed, stalled or sent garbage (common.h, "Isolated solves"):
+                          greedy */
 } lp_sct_status;
 
 const char *lp_sct_status_name(lp_sct_status s);

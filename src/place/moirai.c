@@ -12,7 +12,6 @@
 #include "algos.h"
 #include "moirai_ls.h"
 #include "sched.h"
-#include "solve.h"
 
 #include <Cbc_C_Interface.h>
 #include <math.h>
@@ -571,7 +570,7 @@ typedef struct outcome {
     double obj, bound, sim, cbc_s, build_s;
     char source[64]; /* which part found the plan now in `out` */
     char status_buf[96];
-    char warning[400]; /* the solver failed (solve.h): said first in the note */
+    char warning[400]; /* the solver failed (common.h, "Isolated solves"): said first in the note */
     pl_ls_stats ls;
 } outcome;
 
@@ -580,11 +579,11 @@ typedef struct cbc_job {
     double limit_s;
 } cbc_job;
 
-/* Runs in the solver's child process (solve.h): solves and reports what CBC has. The limit
- * is set here, on the child's clocks (Clp, under CBC, keeps absolute CPU times), and counts
- * wall-clock time as placer's limits do: CBC's default, CPU time, runs slower than the wall
+/* Runs in the solver's child process (common.h, "Isolated solves"): solves and reports what CBC
+ * has. The limit is set here, on the child's clocks (Clp, under CBC, keeps absolute CPU times), and
+ * counts wall-clock time as placer's limits do: CBC's default, CPU time, runs slower than the wall
  * clock on a loaded machine (a 1.6 s limit took 4.8 s under a load of 10 on 2 cores). */
-static void cbc_child(void *ctx, lp_answer *a)
+static void cbc_child(void *ctx, pl_solve_answer *a)
 {
     cbc_job *job = ctx;
     Cbc_Model *m = job->m;
@@ -592,10 +591,10 @@ static void cbc_child(void *ctx, lp_answer *a)
     Cbc_setParameter(m, "timeMode", "elapsed");
     Cbc_solve(m);
     bool opt = Cbc_isProvenOptimal(m), has = opt || Cbc_numberSavedSolutions(m) > 0;
-    a->status = opt                         ? LP_ANS_OPTIMAL
-                : has                       ? LP_ANS_FEASIBLE
-                : Cbc_isProvenInfeasible(m) ? LP_ANS_INFEASIBLE
-                                            : LP_ANS_STOPPED;
+    a->status = opt                         ? PL_SOLVE_OPTIMAL
+                : has                       ? PL_SOLVE_FEASIBLE
+                : Cbc_isProvenInfeasible(m) ? PL_SOLVE_INFEASIBLE
+                                            : PL_SOLVE_STOPPED;
     a->obj = has ? Cbc_getObjValue(m) : INFINITY;
     a->bound = Cbc_getBestPossibleObjValue(m);
     if (has) memcpy(a->x, Cbc_getColSolution(m), a->n * sizeof *a->x);
@@ -621,13 +620,13 @@ static int solver_failed(const pl_cost *k, const start *w, const char *why, pl_p
 }
 
 /* Uses the MILP's plan unless its simulation is worse than the warm start's. */
-static int finish(milp *P, const start *w, const lp_answer *a, pl_plan *out, pl_err *err,
+static int finish(milp *P, const start *w, const pl_solve_answer *a, pl_plan *out, pl_err *err,
                   outcome *r)
 {
-    bool opt = a->status == LP_ANS_OPTIMAL, has = opt || a->status == LP_ANS_FEASIBLE;
+    bool opt = a->status == PL_SOLVE_OPTIMAL, has = opt || a->status == PL_SOLVE_FEASIBLE;
     r->obj = has ? a->obj : INFINITY, r->bound = a->bound;
     r->status = opt ? "optimal" : has ? "feasible" : "no solution";
-    if (a->status == LP_ANS_INFEASIBLE && !w->plan)
+    if (a->status == PL_SOLVE_INFEASIBLE && !w->plan)
         return pl_err_set(err, "moirai: infeasible: no placement meets device memory (5)");
     r->sim = INFINITY;
     snprintf(r->source, sizeof r->source, "milp");
@@ -705,13 +704,13 @@ static int skip_milp(const pl_cost *k, const start *w, double rows, pl_plan *out
     return 0;
 }
 
-/* One CBC solve in a child process (solve.h), its limit a third of what is left before
- * `end`. CBC overruns its limit (preprocessing and the root LP do not look at the clock):
+/* One CBC solve in a child process (common.h, "Isolated solves"), its limit a third of what is left
+ * before `end`. CBC overruns its limit (preprocessing and the root LP do not look at the clock):
  * its answer is awaited until `end`, or a grace past its limit when that is later. */
-static bool cbc_solve(milp *P, double end, lp_answer *a, char *why, size_t cap)
+static bool cbc_solve(milp *P, double end, pl_solve_answer *a, char *why, size_t cap)
 {
     cbc_job job = {P->m, fmax(1, (end - pl_now()) / 3)};
-    return lp_solve_isolated(cbc_child, &job, job.limit_s, end - pl_now(), a, why, cap) == 0;
+    return pl_solve_isolated(cbc_child, &job, job.limit_s, end - pl_now(), a, why, cap) == 0;
 }
 
 /* Builds and solves the MILP, then picks its plan or the warm start (finish). CBC 2.10 can
@@ -729,10 +728,10 @@ static int solve_milp(milp *P, const start *w, pairs *op, pairs *fp, const pl_pl
     Cbc_setAllowableFractionGap(P->m, o && o->rel_gap > 0 ? o->rel_gap : 1e-6);
     double t1 = pl_now();
     char why[320], again[160];
-    lp_answer a = {.n = P->ncols, .x = pl_malloc((P->ncols + 1) * sizeof *a.x)};
+    pl_solve_answer a = {.n = P->ncols, .x = pl_malloc((P->ncols + 1) * sizeof *a.x)};
     bool ok = cbc_solve(P, end, &a, why, sizeof why);
     /* a retry only when the shortest limit, 1 s, and the wait the parent allows past it fit */
-    if (!ok && end - pl_now() >= 1 + lp_solve_grace_s(1)) {
+    if (!ok && end - pl_now() >= 1 + pl_solve_grace_s(1)) {
         Cbc_setParameter(P->m, "preprocess", "off");
         size_t n = strlen(why);
         if (cbc_solve(P, end, &a, again, sizeof again))

@@ -1,13 +1,13 @@
 /* mpi.c: runs the collectives benchmark under mpirun and reads its results (docs/runtime.md,
  * "Measuring collectives"). placer itself links no MPI: the benchmark (tools/collbench.c) is a
  * program of its own, started as `mpirun -np N placer-collbench ...` in its own process group
- * through the worker's process plumbing (proc.c), read one JSON line at a time with a deadline.
+ * through common.h's pl_proc, read one JSON line at a time with a deadline.
  *
  * OpenMPI's mpirun puts each rank in a process group of its own, so killing mpirun's group is
  * not enough: every process below mpirun is recorded (pid and start time, from /proc) while it
  * runs, and after a stall or a crash mpirun gets SIGTERM (it then ends its ranks), SIGKILL
  * after a grace period, and whatever recorded process is still there SIGKILL too. */
-#include "ort_internal.h"
+#include "placer/runtime.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,7 +30,7 @@ typedef struct tracked {
 } tracked;
 
 typedef struct runner {
-    ort_proc p;
+    pl_proc p;
     tracked t[TRACKED_MAX];
     int n_t;
     char last[96]; /* the last result heard, for messages */
@@ -113,8 +113,7 @@ static int kill_tracked(const runner *r)
 static void stop(runner *r, bool force, char *how, size_t n)
 {
     track(r);
-    if (force && r->p.pid > 0) kill(-r->p.pid, SIGTERM);
-    ort_proc_end(&r->p, force ? MPI_GRACE_S : 10.0, how, n);
+    pl_proc_end(&r->p, force, force ? MPI_GRACE_S : 10.0, how, n);
     kill_tracked(r);
 }
 
@@ -195,13 +194,13 @@ static int take_line(runner *r, const char *line, pl_coll_run *out, pl_err *err)
 
 /* The next line within the deadline, looking below mpirun every TRACK_EVERY_S meanwhile, so
  * that its ranks are known even if it dies before saying anything. */
-static ort_line_rc next_line(runner *r, double deadline, char **line)
+static pl_proc_rc next_line(runner *r, double deadline, char **line)
 {
     double end = pl_now() + deadline;
     for (;;) {
         double left = end - pl_now();
-        ort_line_rc lr = ort_proc_line(&r->p, left < TRACK_EVERY_S ? left : TRACK_EVERY_S, line);
-        if (lr != ORT_LINE_TIMEOUT || left <= TRACK_EVERY_S) return lr;
+        pl_proc_rc lr = pl_proc_line(&r->p, left < TRACK_EVERY_S ? left : TRACK_EVERY_S, line);
+        if (lr != PL_PROC_TIMEOUT || left <= TRACK_EVERY_S) return lr;
         track(r);
     }
 }
@@ -234,12 +233,12 @@ static char *const *make_argv(const char *mpirun, const char *bench, const pl_co
 
 static int fail_end(runner *r, bool force, const char *what, pl_err *err)
 {
-    char how[64], tail[ORT_TAIL] = "";
+    char how[64], tail[PL_PROC_TAIL] = "";
     pid_t pid = r->p.pid;
     track(r);
     int n_below = r->n_t;
     stop(r, force, how, sizeof how);
-    ort_proc_tail(&r->p, tail, sizeof tail);
+    pl_proc_tail(&r->p, tail, sizeof tail);
     char below[64] = "";
     if (n_below)
         snprintf(below, sizeof below, ", and the %d processes it started were ended", n_below);
@@ -267,16 +266,17 @@ static void restore_env(const char *name, char *old)
 }
 
 /* mpirun started with TMPDIR set to tmp, and Open MPI's shared-memory segments in shm (a
- * folder in /dev/shm, memory as they were), both registered temporaries of placer's
- * (common.h): its session folder and its ranks' files go there, and a signal that ends placer
- * removes them, which mpirun, killed with placer (PR_SET_PDEATHSIG), could not. */
+ * pl_make_shm_dir folder: $PLACER_SHM_DIR, else /dev/shm, memory as they were), both registered
+ * temporaries of placer's (common.h): its session folder and its ranks' files go there, and a
+ * signal that ends placer removes them, which mpirun, killed with placer (PR_SET_PDEATHSIG), could
+ * not. */
 static int spawn(runner *r, const char *mpirun, const char *bench, const pl_coll_run_opts *o,
                  char num[4][32], const char *tmp, const char *shm, pl_err *err)
 {
     char *old_tmp = set_env("TMPDIR", tmp),
          *old_shm = set_env("OMPI_MCA_btl_vader_backing_directory", shm);
-    int rc = ort_proc_spawn_argv(&r->p, make_argv(mpirun, bench, o, num), "mpirun",
-                                 " (install openmpi-bin or set PLACER_MPIRUN)\n", err);
+    int rc = pl_proc_start(&r->p, make_argv(mpirun, bench, o, num), NULL, "mpirun",
+                           " (install openmpi-bin or set PLACER_MPIRUN)\n", err);
     restore_env("TMPDIR", old_tmp);
     restore_env("OMPI_MCA_btl_vader_backing_directory", old_shm);
     return rc;
@@ -294,11 +294,11 @@ static int measure(const pl_coll_run_opts *o, const char *tmp, const char *shm, 
     int rc = 0;
     while (rc == 0) {
         char *line = NULL, what[96];
-        ort_line_rc lr = next_line(&r, deadline, &line);
-        if (lr == ORT_LINE_TIMEOUT) {
+        pl_proc_rc lr = next_line(&r, deadline, &line);
+        if (lr == PL_PROC_TIMEOUT) {
             snprintf(what, sizeof what, "gave no result within the deadline of %g s", deadline);
             rc = fail_end(&r, true, what, err);
-        } else if (lr == ORT_LINE_EOF) {
+        } else if (lr == PL_PROC_EOF) {
             rc = fail_end(&r, true, "stopped before the benchmark finished", err);
         } else {
             track(&r);
@@ -319,7 +319,7 @@ int pl_coll_measure(const pl_coll_run_opts *o, pl_coll_run *out, pl_err *err)
     memset(out, 0, sizeof *out);
     char tmp[4096], shm[4096] = "";
     if (pl_make_temp_dir("placer-mpirun", tmp, sizeof tmp, err) < 0) return -1;
-    pl_make_temp_dir("/dev/shm/placer-mpi", shm, sizeof shm, NULL); /* else Open MPI's own */
+    pl_make_shm_dir("placer-mpi", shm, sizeof shm, NULL); /* else Open MPI's own */
     int rc = measure(o, tmp, shm, out, err);
     pl_remove_tree(tmp);
     if (shm[0]) pl_remove_tree(shm);

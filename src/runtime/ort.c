@@ -15,7 +15,7 @@
  * plus 60 s per GB of the models the step works on. A run of many requests is therefore never
  * taken for a stall, and a stalled worker (stopped, deadlocked, swapping) is found out within
  * one step's deadline, killed with SIGKILL and reaped. */
-#include "ort_internal.h"
+#include "placer/runtime.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 
 struct pl_ort {
-    ort_proc p;
+    pl_proc p;
     char *node, *script, *modules;
     pl_ort_opts o;
     char **paths;   /* loaded models, reloaded by the next request after the worker was lost */
@@ -83,7 +83,10 @@ static int request(pl_ort *w, json_t *msg, const char *what, double bytes, json_
 /* Waits for the greeting: the worker found onnxruntime-node and reads requests. */
 static int spawn(pl_ort *w, pl_err *err)
 {
-    if (ort_proc_spawn(&w->p, w->node, w->script, w->modules, err) < 0) return -1;
+    char *argv[] = {w->node, w->script, w->modules, NULL};
+    if (pl_proc_start(&w->p, argv, NULL, "the onnxruntime worker",
+                      " (set PLACER_NODE or put node on PATH)\n", err) < 0)
+        return -1;
     json_t *r = NULL;
     int rc = request(w, NULL, "start", 0, &r, err);
     json_decref(r);
@@ -96,9 +99,9 @@ static int spawn(pl_ort *w, pl_err *err)
  * stops at this failure pays for no new worker and is told nothing untrue. */
 static int lost(pl_ort *w, const char *how, const char *what, pl_err *err)
 {
-    char tail[ORT_TAIL], said[ORT_TAIL + 32] = "";
-    ort_proc_tail(&w->p, tail, sizeof tail);
-    ort_proc_end(&w->p, 0.2, NULL, 0);
+    char tail[PL_PROC_TAIL], said[PL_PROC_TAIL + 32] = "";
+    pl_proc_tail(&w->p, tail, sizeof tail);
+    pl_proc_end(&w->p, false, 0.2, NULL, 0);
     if (*tail) snprintf(said, sizeof said, " (its stderr: %.700s)", tail);
     if (w->restarting) return pl_err_set(err, "%s%s", how, said);
     return pl_err_set(err, "%s%s; the answer to '%s' is lost", how, said, what);
@@ -115,7 +118,7 @@ static int revive(pl_ort *w, pl_err *err)
                                  w->tenants, w->n_paths, &e);
     w->restarting = false;
     if (rc == 0) return w->restarts++, 0;
-    ort_proc_end(&w->p, 0, NULL, 0);
+    pl_proc_end(&w->p, false, 0, NULL, 0);
     return pl_err_set(
         err, "onnxruntime worker: starting it again (it was lost before) failed: %.600s", e.msg);
 }
@@ -148,10 +151,10 @@ static json_t *read_reply(pl_ort *w, long id, const char *what, double deadline,
     char *line = NULL, how[160], msg[PL_ERR_MAX], step[160] = "before its first step";
     json_t *r = NULL;
     for (;;) {
-        ort_line_rc rc = ort_proc_line(&w->p, deadline, &line);
-        if (rc == ORT_LINE_TIMEOUT) return stalled(w, what, step, deadline, err), NULL;
-        if (rc == ORT_LINE_EOF) {
-            ort_proc_end(&w->p, 1.0, how, sizeof how); /* keeps the stderr tail */
+        pl_proc_rc rc = pl_proc_line(&w->p, deadline, &line);
+        if (rc == PL_PROC_TIMEOUT) return stalled(w, what, step, deadline, err), NULL;
+        if (rc == PL_PROC_EOF) {
+            pl_proc_end(&w->p, false, 1.0, how, sizeof how); /* keeps the stderr tail */
             snprintf(msg, sizeof msg, "onnxruntime worker %s while running '%s' (%s)", how, what,
                      step);
             lost(w, msg, what, err);
@@ -194,11 +197,11 @@ static int request(pl_ort *w, json_t *msg, const char *what, double bytes, json_
         json_object_set_new(msg, "id", json_integer(id));
         char *line = json_dumps(msg, JSON_COMPACT);
         json_decref(msg);
-        int rc = ort_proc_send(&w->p, line);
+        int rc = pl_proc_send(&w->p, line);
         free(line);
         if (rc < 0) {
             char how[160], m[PL_ERR_MAX];
-            ort_proc_end(&w->p, 1.0, how, sizeof how);
+            pl_proc_end(&w->p, false, 1.0, how, sizeof how);
             snprintf(m, sizeof m, "onnxruntime worker %s before '%s' was sent", how, what);
             return lost(w, m, what, err);
         }
@@ -236,7 +239,7 @@ pl_ort *pl_ort_start(const pl_ort_opts *o, pl_err *err)
 {
     pl_ort *w = pl_calloc(1, sizeof *w);
     if (o) w->o = *o;
-    w->p = (ort_proc){.pid = -1, .in = -1, .out = -1, .e = -1};
+    w->p = PL_PROC_NONE;
     if (configure(w, err) < 0) {
         pl_ort_stop(w);
         return NULL;
@@ -650,8 +653,8 @@ double pl_ort_load_s(const pl_ort *w)
 void pl_ort_stop(pl_ort *w)
 {
     if (!w) return;
-    if (w->p.pid > 0) ort_proc_send(&w->p, "{\"op\":\"quit\"}");
-    ort_proc_end(&w->p, 1.0, NULL, 0);
+    if (w->p.pid > 0) pl_proc_send(&w->p, "{\"op\":\"quit\"}");
+    pl_proc_end(&w->p, false, 1.0, NULL, 0);
     forget_paths(w);
     free(w->node), free(w->script), free(w->modules), free(w);
 }

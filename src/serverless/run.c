@@ -5,9 +5,10 @@
  * stage. The worker reads its inputs from raw files and writes its outputs as raw files
  * (pl_ort_run_files); this file moves them between the files and Redis with hiredis, as a
  * function's handler would move them between its memory and the store. Files live in a private
- * folder under /dev/shm (memory, as a function's own), so the file copy costs a memcpy, not a
- * disk write. Slices of one request run one after the other in the manifest's order: a
- * function is invoked when its predecessor is done, as MOPAR's chain of slices is. */
+ * shared-memory folder (pl_make_shm_dir: $PLACER_SHM_DIR, else /dev/shm; memory, as a
+ * function's own), so the file copy costs a memcpy, not a disk write. Slices of one request run one
+ * after the other in the manifest's order: a function is invoked when its predecessor is done, as
+ * MOPAR's chain of slices is. */
 #include "placer/runtime.h"
 #include "placer/serverless.h"
 #include "placer/split.h"
@@ -22,10 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,7 +34,7 @@ struct pl_sl_store {
     redisContext *c;
     char url[160], host[128];
     int port;
-    pid_t pid;     /* the redis-server placer started, else -1 */
+    pl_proc srv;   /* the redis-server placer started (pid -1: none) */
     char dir[128]; /* its private folder (log and working directory) */
 };
 
@@ -46,7 +45,7 @@ const char *pl_sl_store_url(const pl_sl_store *s)
 
 int pl_sl_store_pid(const pl_sl_store *s)
 {
-    return s ? (int)s->pid : -1;
+    return s ? s->srv.pid : -1;
 }
 
 /* "redis://HOST:PORT" into s->host and s->port. */
@@ -130,20 +129,6 @@ static int free_port(void)
     return port;
 }
 
-/* Only async-signal-safe calls between fork and exec. */
-static void server_child(pid_t parent, const char *log, char *const argv[])
-{
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(126);
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
-    execvp(argv[0], argv);
-    static const char msg[] = "cannot execute redis-server (install it: make deps)\n";
-    if (write(2, msg, sizeof msg - 1) < 0) _exit(127);
-    _exit(127);
-}
-
 /* The end of the server's log, one line, for error messages. */
 static void log_tail(const pl_sl_store *s, char *out, size_t n)
 {
@@ -173,30 +158,24 @@ static int start_server(pl_sl_store *s, pl_err *err)
     snprintf(log, sizeof log, "%s/redis.log", s->dir);
     char *argv[] = {"redis-server", "--port", port,           "--bind", "127.0.0.1", "--save", "",
                     "--dir",        s->dir,   "--appendonly", "no",     NULL};
-    pid_t parent = getpid(), pid = fork();
-    if (pid == 0) server_child(parent, log, argv);
-    if (pid < 0) return pl_err_set(err, "cannot start redis-server: fork: %s", strerror(errno));
-    setpgid(pid, pid);
-    s->pid = pid;
-    char why[256] = "", tail[512];
+    if (pl_proc_start(&s->srv, argv, log, "redis-server", " (install it: make deps)\n", err) < 0)
+        return -1;
+    char why[256] = "", tail[512], how[64];
     for (double end = pl_now() + 10; pl_now() < end; usleep(20000)) {
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            s->pid = -1;
+        if (pl_proc_exited(&s->srv, how, sizeof how)) {
             log_tail(s, tail, sizeof tail);
-            return pl_err_set(err, "redis-server (%s) exited with status %d at start: %s", s->url,
-                              WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), tail);
+            return pl_err_set(err, "redis-server (%s) %s at start: %s", s->url, how, tail);
         }
         if (connect_ping(s, 1, why, sizeof why) == 0) return 0;
     }
     return pl_err_set(err, "redis-server (%s, pid %d) did not answer PING within 10 s: %s", s->url,
-                      (int)pid, why);
+                      s->srv.pid, why);
 }
 
 pl_sl_store *pl_sl_store_open(const char *url, pl_err *err)
 {
     pl_sl_store *s = pl_calloc(1, sizeof *s);
-    s->pid = -1;
+    s->srv = PL_PROC_NONE;
     char why[256];
     double wait_s = OPEN_TIMEOUT_S;
     int rc = url ? parse_url(url, s, err) : start_server(s, err);
@@ -213,18 +192,7 @@ void pl_sl_store_close(pl_sl_store *s)
 {
     if (!s) return;
     if (s->c) redisFree(s->c);
-    if (s->pid > 0) {
-        kill(-s->pid, SIGTERM);
-        int st;
-        bool gone = false;
-        for (double end = pl_now() + 2; !gone && pl_now() < end; usleep(5000))
-            gone = waitpid(s->pid, &st, WNOHANG) == s->pid;
-        if (!gone) {
-            kill(-s->pid, SIGKILL);
-            while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
-                ;
-        }
-    }
+    pl_proc_end(&s->srv, true, 2, NULL, 0); /* SIGTERM: redis-server exits cleanly */
     if (s->dir[0]) pl_remove_tree(s->dir);
     free(s);
 }
@@ -233,13 +201,9 @@ void pl_sl_store_close(pl_sl_store *s)
 static int store_error(pl_sl_store *s, redisReply *r, const char *what, pl_err *err)
 {
     char how[160] = "";
-    int st;
-    if (s->pid > 0 && waitpid(s->pid, &st, WNOHANG) == s->pid) {
-        snprintf(how, sizeof how, " (redis-server pid %d %s %d)", (int)s->pid,
-                 WIFSIGNALED(st) ? "died of signal" : "exited with status",
-                 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-        s->pid = -1;
-    }
+    char died[64];
+    if (pl_proc_exited(&s->srv, died, sizeof died))
+        snprintf(how, sizeof how, " (redis-server pid %d %s)", s->srv.pid, died);
     char silent[64];
     snprintf(silent, sizeof silent, "no answer within %g s", RUN_TIMEOUT_S);
     pl_err_set(err, "store %s: %s: %s%s", s->url, what,
@@ -751,9 +715,9 @@ static int run(sl_run *x, const char *split_dir, pl_sl_run_result *r, pl_err *er
     static int runs;
     int repeat = x->o->repeat > 0 ? x->o->repeat : 10, warmup = x->o->warmup > 0 ? x->o->warmup : 0;
     snprintf(x->ns, sizeof x->ns, "placer:%d:%d", (int)getpid(), ++runs);
-    /* in memory where there is a /dev/shm, else in $TMPDIR; a temporary either way (removed
-     * on SIGINT, SIGTERM, SIGHUP) */
-    if (pl_make_temp_dir("/dev/shm/placer-sl", x->dir, sizeof x->dir, NULL) < 0 &&
+    /* in memory ($PLACER_SHM_DIR, else /dev/shm) where there is one, else in $TMPDIR; a
+     * temporary either way (removed on SIGINT, SIGTERM, SIGHUP) */
+    if (pl_make_shm_dir("placer-sl", x->dir, sizeof x->dir, NULL) < 0 &&
         pl_make_temp_dir("placer-sl", x->dir, sizeof x->dir, err) < 0)
         return pl_err_prefix(err, "cannot make a folder for the run");
     x->sl = pl_calloc(x->m.n, sizeof *x->sl);

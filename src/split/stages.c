@@ -17,20 +17,13 @@ typedef struct sgraph {
     uint64_t *adj, *reach;
     int *dev;
     bool *alive;
-    int *into; /* merged stages point to the stage they joined */
+    pl_uf into; /* merged stages joined into the stage that survives (the root) */
 } sgraph;
 
 #define ROW(m, u) ((m) + (size_t)(u)*sg->words)
 #define HAS(row, v) (((row)[(v) >> 6] >> ((v)&63)) & 1)
 #define SET(row, v) ((row)[(v) >> 6] |= (uint64_t)1 << ((v)&63))
 #define CLR(row, v) ((row)[(v) >> 6] &= ~((uint64_t)1 << ((v)&63)))
-
-static int find(const sgraph *sg, int u)
-{
-    while (sg->into[u] != u)
-        u = sg->into[u];
-    return u;
-}
 
 /* Depth-first post-order over live stages: reach[u] = union over successors w of reach[w]+w. */
 static void close_from(sgraph *sg, int u, char *state)
@@ -81,7 +74,7 @@ static void merge(sgraph *sg, int u, int v)
     }
     CLR(au, u);
     sg->alive[v] = false;
-    sg->into[v] = u;
+    pl_uf_join(&sg->into, u, v);
     close_all(sg);
 }
 
@@ -147,9 +140,9 @@ static void sgraph_init(sgraph *sg, const pl_graph *g, const int *stage0, int n,
     sg->reach = pl_calloc((size_t)(n ? n : 1) * sg->words, sizeof *sg->reach);
     sg->dev = dev;
     sg->alive = pl_malloc((n ? n : 1) * sizeof *sg->alive);
-    sg->into = pl_malloc((n ? n : 1) * sizeof *sg->into);
+    pl_uf_init(&sg->into, n);
     for (int u = 0; u < n; u++)
-        sg->alive[u] = true, sg->into[u] = u;
+        sg->alive[u] = true;
     for (int e = 0; e < g->n_edges; e++) {
         int a = stage0[g->edges[e].src], b = stage0[g->edges[e].dst];
         if (a >= 0 && b >= 0 && a != b) SET(ROW(sg->adj, a), b);
@@ -159,7 +152,7 @@ static void sgraph_init(sgraph *sg, const pl_graph *g, const int *stage0, int n,
 
 static void sgraph_free(sgraph *sg)
 {
-    free(sg->adj), free(sg->reach), free(sg->dev), free(sg->alive), free(sg->into);
+    free(sg->adj), free(sg->reach), free(sg->dev), free(sg->alive), pl_uf_free(&sg->into);
 }
 
 /* ---- step 3: execution order of the merged stages (Kahn; ties by first op) ---- */
@@ -290,7 +283,7 @@ int pl_split_stages_by(const pl_graph *g, const pl_plan *p, pl_split_cut cut, pl
     if (cut == PL_SPLIT_FEWEST) merge_all(&sg);
     int *first = pl_malloc((n0 ? n0 : 1) * sizeof *first), n;
     for (int k = g->n_ops - 1; k >= 0; k--)
-        if (stage0[g->topo[k]] >= 0) first[find(&sg, stage0[g->topo[k]])] = k;
+        if (stage0[g->topo[k]] >= 0) first[pl_uf_find(&sg.into, stage0[g->topo[k]])] = k;
     int *order = stage_order(&sg, first, &n), *rank = pl_malloc((n0 ? n0 : 1) * sizeof *rank);
     int alive = 0;
     for (int u = 0; u < n0; u++)
@@ -310,7 +303,7 @@ int pl_split_stages_by(const pl_graph *g, const pl_plan *p, pl_split_cut cut, pl
     for (int k = 0; k < n; k++)
         out->st[k].dev = sg.dev[order[k]];
     for (int op = 0; op < g->n_ops; op++)
-        out->stage_of[op] = stage0[op] >= 0 ? rank[find(&sg, stage0[op])] : -1;
+        out->stage_of[op] = stage0[op] >= 0 ? rank[pl_uf_find(&sg.into, stage0[op])] : -1;
     fill_io(g, out);
     free(rank), free(order), free(first), free(stage0);
     sgraph_free(&sg);

@@ -21,12 +21,44 @@
 
 #include <Cbc_C_Interface.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define SFB_LIMIT_S 10.0 /* CBC's limit (CPU time, its default clock) on one program */
+#define SFB_WHY 160      /* bytes of a failed solve's reason, carried with its map item */
+
+/* Runs in the solver's child process (common.h, "Isolated solves"): CBC 2.10 can crash. */
+static void cbc_child(void *ctx, pl_solve_answer *a)
+{
+    Cbc_Model *m = ctx;
+    Cbc_setMaximumSeconds(m, SFB_LIMIT_S);
+    Cbc_solve(m);
+    bool opt = Cbc_isProvenOptimal(m);
+    a->status = opt ? PL_SOLVE_OPTIMAL : PL_SOLVE_STOPPED;
+    a->obj = opt ? Cbc_getObjValue(m) : INFINITY;
+    a->bound = -INFINITY;
+    if (opt) memcpy(a->x, Cbc_getColSolution(m), (size_t)a->n * sizeof *a->x);
+}
+
+/* The first n columns of the optimum as alpha, and its objective. */
+static int solve(Cbc_Model *m, int n, unsigned char *alpha, double *obj, char *why, size_t cap)
+{
+    pl_solve_answer a = {.n = Cbc_getNumCols(m)};
+    a.x = pl_malloc((size_t)a.n * sizeof *a.x + 1);
+    int rc = pl_solve_isolated(cbc_child, m, SFB_LIMIT_S, 0, &a, why, cap);
+    if (rc == 0 && a.status != PL_SOLVE_OPTIMAL)
+        rc = -1, snprintf(why, cap, "proved no optimum within its limit of %g s", SFB_LIMIT_S);
+    for (int i = 0; rc == 0 && i < n; i++)
+        alpha[i] = a.x[i] > 0.5;
+    if (rc == 0) *obj = a.obj;
+    free(a.x);
+    return rc;
+}
+
 /* Columns: alpha_0..alpha_{n-1}, then b_0..b_{m-1}. Rows: one per k != g (alpha_k - sum of its
  * consumers' alpha <= 0), one per edge (alpha_i - alpha_j - b <= 0, alpha_j absent when -1). */
-int tr_sfb_solve(const tr_sfb *p, unsigned char *alpha, double *obj)
+int tr_sfb_solve(const tr_sfb *p, unsigned char *alpha, double *obj, char *why, size_t cap)
 {
     int n = p->n, m = p->m, nc = n + m, nr = 0;
     int *start = pl_calloc((size_t)nc + 1, sizeof *start);
@@ -84,18 +116,10 @@ int tr_sfb_solve(const tr_sfb *p, unsigned char *alpha, double *obj)
     Cbc_loadProblem(model, nc, nr, start, row, val, lb, ub, c, rlb, rub);
     for (int k = 0; k < nc; k++)
         Cbc_setInteger(model, k);
-    Cbc_setMaximumSeconds(model, 10);
-    Cbc_solve(model);
-    int rc = Cbc_isProvenOptimal(model) ? 0 : -1;
-    if (rc == 0) {
-        const double *x = Cbc_getColSolution(model);
-        for (int i = 0; i < n; i++)
-            alpha[i] = x[i] > 0.5;
-        *obj = Cbc_getObjValue(model);
-    }
-    Cbc_deleteModel(model);
     free(start), free(row), free(val), free(row_of_k), free(es), free(fill);
     free(lb), free(ub), free(c), free(rlb), free(rub);
+    int rc = solve(model, n, alpha, obj, why, cap);
+    Cbc_deleteModel(model);
     return rc;
 }
 
@@ -149,9 +173,10 @@ static int ancestors(const pl_train_ctx *x, int g, int *v, int *local)
 }
 
 /* Builds and solves the ILP for parameter p; sets mark[op] (one per training op) for its
- * chosen ops when it saves. It reads s's P and O only, so parameters can be solved apart. */
+ * chosen ops when it saves. It reads s's P and O only, so parameters can be solved apart. -1
+ * with why (SFB_WHY bytes) when the solver failed. */
 static int sfb_param(const pl_train_ctx *x, const pl_train_strategy *s, int p, int *local, int *v,
-                     unsigned char *mark, bool *applied)
+                     unsigned char *mark, bool *applied, char *why)
 {
     const pl_train_graph *t = x->t;
     const pl_graph *tg = t->g;
@@ -193,7 +218,7 @@ static int sfb_param(const pl_train_ctx *x, const pl_train_strategy *s, int p, i
     }
     unsigned char *alpha = pl_calloc((size_t)n + 1, 1);
     double obj = 0;
-    int rc = tr_sfb_solve(&q, alpha, &obj);
+    int rc = tr_sfb_solve(&q, alpha, &obj, why, SFB_WHY);
     if (rc == 0 && obj < -1e-12 && alpha[q.g]) {
         for (int a = 0; a < n; a++)
             if (alpha[a]) mark[v[a]] = 1;
@@ -205,7 +230,8 @@ static int sfb_param(const pl_train_ctx *x, const pl_train_strategy *s, int p, i
     return rc;
 }
 
-/* Parameter p as an item of a map: [solved, applied, then mark, one byte per training op]. */
+/* Parameter p as an item of a map: [solved, applied, why the solver failed (SFB_WHY bytes),
+ * then mark, one byte per training op]. */
 typedef struct {
     const pl_train_ctx *x;
     const pl_train_strategy *s;
@@ -217,8 +243,8 @@ static void sfb_item(int p, void *out, void *user)
     sfb_job *j = user;
     unsigned char *o = out;
     bool applied = false;
-    memset(o, 0, 2 + (size_t)j->x->t->g->n_ops);
-    o[0] = sfb_param(j->x, j->s, p, j->local, j->v, o + 2, &applied) == 0;
+    memset(o, 0, 2 + SFB_WHY + (size_t)j->x->t->g->n_ops);
+    o[0] = sfb_param(j->x, j->s, p, j->local, j->v, o + 2 + SFB_WHY, &applied, (char *)o + 2) == 0;
     o[1] = applied;
 }
 
@@ -227,7 +253,7 @@ static void sfb_item(int p, void *out, void *user)
 int pl_train_sfb(const pl_train_ctx *x, pl_train_strategy *s, pl_err *err)
 {
     int n_ops = x->t->g->n_ops, n_params = x->t->n_params, count = 0, rc = 0;
-    size_t size = 2 + (size_t)n_ops;
+    size_t size = 2 + SFB_WHY + (size_t)n_ops;
     if (!s->sfb) {
         s->sfb = pl_calloc((size_t)n_ops + 1, 1);
         s->n_sfb = n_ops;
@@ -243,10 +269,11 @@ int pl_train_sfb(const pl_train_ctx *x, pl_train_strategy *s, pl_err *err)
     for (int p = 0; rc == 0 && p < n_params; p++) {
         const unsigned char *o = all + (size_t)p * size;
         if (!o[0])
-            rc = pl_err_set(err, "train: SFB's integer program for parameter '%s' was not solved",
-                            x->t->g->tensors[x->t->param_tensor[p]].name);
+            rc = pl_err_set(err, "train: SFB's integer program for parameter '%s': the solver %.*s",
+                            x->t->g->tensors[x->t->param_tensor[p]].name, SFB_WHY,
+                            (const char *)o + 2);
         for (int u = 0; rc == 0 && u < n_ops; u++)
-            s->sfb[u] |= o[2 + u];
+            s->sfb[u] |= o[2 + SFB_WHY + u];
         count += o[1];
     }
     free(all), free(j.local), free(j.v);

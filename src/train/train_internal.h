@@ -14,8 +14,10 @@ typedef struct tr_sfb {
     double *time_s, *bytes, tau, grad_bytes;
     int *from, *to;
 } tr_sfb;
-/* Solves it with CBC: alpha[0..n) and the objective; -1 when CBC proves nothing. */
-int tr_sfb_solve(const tr_sfb *p, unsigned char *alpha, double *obj);
+/* Solves it with CBC in a child process (common.h, "Isolated solves"): alpha[0..n) and the
+ * objective. -1 when CBC crashed, stalled, sent garbage or proved no optimum in its limit;
+ * why (cap bytes) then says which, and alpha and obj are left as they were. */
+int tr_sfb_solve(const tr_sfb *p, unsigned char *alpha, double *obj, char *why, size_t cap);
 
 /* ---- strategies as bytes (strategy.c), to move one between MPI ranks ---- */
 

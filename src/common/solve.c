@@ -1,12 +1,11 @@
-/* solve.c: LP/MILP solves in a child process (solve.h, docs/moirai.md "Solver isolation").
+/* solve.c: LP/MILP solves in a child process (common.h, "Isolated solves"; docs/moirai.md,
+ * "Solver isolation"), for src/place (MOIRAI, LP-SCT) and src/train (SFB).
  *
  * The child inherits a copy of the built model, solves it, writes one answer (header, column
  * values, trailer) to a pipe and _exits: no atexit handler, no flush of the parent's stdio,
  * no other work, since the parent may hold threads (OpenBLAS, a runtime worker) whose locks
  * the copy keeps. A child that deadlocks on such a lock is just one more stall the deadline
  * catches. */
-#include "solve.h"
-
 #include "placer/common.h"
 
 #include <errno.h>
@@ -19,9 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define ANS_MAGIC 0x31766c6f736c70ULL /* "plsolv1" */
@@ -32,7 +29,7 @@ typedef struct wire_head {
     double obj, bound;
 } wire_head;
 
-double lp_solve_grace_s(double limit_s)
+double pl_solve_grace_s(double limit_s)
 {
     return 2 + limit_s / 2;
 }
@@ -49,7 +46,7 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* Test-only faults (solve.h), injected where a real solver bug would strike. */
+/* Test-only faults (common.h, "Isolated solves"), injected where a real solver bug would strike. */
 static void inject_fault(int fd)
 {
     const char *f = getenv("PLACER_TEST_SOLVER_FAULT");
@@ -64,10 +61,19 @@ static void inject_fault(int fd)
     }
 }
 
-static _Noreturn void child(pid_t parent, int fd, lp_solve_fn solve, void *ctx, lp_answer *a)
+typedef struct job {
+    int fd; /* the pipe's write end */
+    pl_solve_fn solve;
+    void *ctx;
+    pl_solve_answer *a;
+} job;
+
+/* In the child (pl_proc_fork: its own group, killed with placer). */
+static _Noreturn void child(void *arg)
 {
-    prctl(PR_SET_PDEATHSIG, SIGKILL); /* placer killed: the solve goes with it */
-    if (getppid() != parent) _exit(126);
+    const job *j = arg;
+    int fd = j->fd;
+    pl_solve_answer *a = j->a;
     /* The parent's handlers are not the child's to run (a test harness's SIGSEGV handler
      * would carry on with the parent's work in the copy; an output cleaner would remove the
      * parent's files): every signal to its default, none blocked, so a crash is a death. */
@@ -80,7 +86,7 @@ static _Noreturn void child(pid_t parent, int fd, lp_solve_fn solve, void *ctx, 
     if (fd > 3) close_range(3, (unsigned)fd - 1, 0);
     close_range((unsigned)fd + 1, ~0U, 0);
     inject_fault(fd);
-    solve(ctx, a);
+    j->solve(j->ctx, a);
     wire_head h = {ANS_MAGIC, (int32_t)a->status, a->n, a->obj, a->bound};
     uint64_t end = ~ANS_MAGIC;
     int rc = write_all(fd, &h, sizeof h) || write_all(fd, a->x, (size_t)a->n * sizeof *a->x) ||
@@ -110,29 +116,9 @@ static bool read_answer(int fd, char *buf, size_t cap, size_t *got, double deadl
     }
 }
 
-/* Waits for the child until the deadline, then kills it. Returns false when it was killed. */
-static bool reap(pid_t pid, double deadline, int *status)
-{
-    for (;;) {
-        pid_t w = waitpid(pid, status, WNOHANG);
-        if (w == pid) return true;
-        if (w < 0 && errno == ECHILD) { /* SIGCHLD ignored: reaped already, status unknown */
-            *status = 0;
-            return true;
-        }
-        if (w < 0 && errno == EINTR) continue;
-        if (pl_now() >= deadline) break;
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-    }
-    kill(pid, SIGKILL);
-    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-        ;
-    return false;
-}
-
 /* A well-formed answer: magic numbers, the size we asked for, a known status, a number for
  * the objective and finite column values when it claims a solution. */
-static bool decode(const char *buf, size_t got, lp_answer *a)
+static bool decode(const char *buf, size_t got, pl_solve_answer *a)
 {
     wire_head h;
     uint64_t end;
@@ -141,10 +127,10 @@ static bool decode(const char *buf, size_t got, lp_answer *a)
     memcpy(&h, buf, sizeof h);
     memcpy(&end, buf + sizeof h + xs, sizeof end);
     if (h.magic != ANS_MAGIC || end != ~ANS_MAGIC || h.n != a->n) return false;
-    if (h.status < LP_ANS_OPTIMAL || h.status > LP_ANS_FAILED) return false;
-    a->status = (lp_answer_status)h.status, a->obj = h.obj, a->bound = h.bound;
+    if (h.status < PL_SOLVE_OPTIMAL || h.status > PL_SOLVE_FAILED) return false;
+    a->status = (pl_solve_status)h.status, a->obj = h.obj, a->bound = h.bound;
     memcpy(a->x, buf + sizeof h, xs);
-    if (a->status != LP_ANS_OPTIMAL && a->status != LP_ANS_FEASIBLE) return true;
+    if (a->status != PL_SOLVE_OPTIMAL && a->status != PL_SOLVE_FEASIBLE) return true;
     if (isnan(h.obj)) return false;
     for (int c = 0; c < a->n; c++)
         if (!isfinite(a->x[c])) return false;
@@ -173,27 +159,29 @@ static const char *signame(int sig)
     return b;
 }
 
-int lp_solve_isolated(lp_solve_fn solve, void *ctx, double limit_s, double wait_s, lp_answer *a,
-                      char *why, size_t cap)
+int pl_solve_isolated(pl_solve_fn solve, void *ctx, double limit_s, double wait_s,
+                      pl_solve_answer *a, char *why, size_t cap)
 {
-    double t0 = pl_now(), deadline = t0 + fmax(wait_s, limit_s + lp_solve_grace_s(limit_s));
+    double t0 = pl_now(), deadline = t0 + fmax(wait_s, limit_s + pl_solve_grace_s(limit_s));
     int fd[2];
     if (pipe2(fd, O_CLOEXEC) < 0)
         return failed(why, cap, "could not start: pipe: %s", strerror(errno));
     fflush(NULL); /* or a child dying in exit() would write the parent's buffers again */
-    pid_t parent = getpid(), pid = fork();
-    if (pid == 0) child(parent, fd[1], solve, ctx, a);
+    pl_proc p;
+    pl_err err;
+    int started = pl_proc_fork(&p, child, &(job){fd[1], solve, ctx, a}, "the solver", &err);
     close(fd[1]);
-    if (pid < 0) {
+    if (started < 0) {
         close(fd[0]);
-        return failed(why, cap, "could not start: fork: %s", strerror(errno));
+        return failed(why, cap, "could not start: %s", err.msg);
     }
     size_t want = sizeof(wire_head) + (size_t)a->n * sizeof *a->x + sizeof(uint64_t), got;
     char *buf = pl_malloc(want + 1);
     bool in_time = read_answer(fd[0], buf, want + 1, &got, deadline);
     close(fd[0]);
-    int st = 0;
-    in_time = reap(pid, in_time ? deadline : t0, &st) && in_time;
+    /* answered: it has until the deadline to exit; silent: it is killed now */
+    int st = pl_proc_end(&p, false, in_time ? deadline - pl_now() : 0, NULL, 0);
+    in_time = in_time && st != -1;
     double s = pl_now() - t0;
     int rc = 0;
     if (!in_time)

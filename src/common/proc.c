@@ -1,11 +1,11 @@
-/* proc.c: the onnxruntime worker as a child process: spawned in its own process group (so it
- * and anything it starts can be killed as one), tied to placer's life (PR_SET_PDEATHSIG, and
- * the worker exits when its stdin closes), read with poll and a deadline, always reaped.
+/* proc.c: every child program placer starts (common.h, "Child processes"): spawned in its own
+ * process group (so it and anything it starts can be killed as one), tied to placer's life
+ * (PR_SET_PDEATHSIG), read with poll and a deadline, ended TERM then KILL, always reaped.
  *
- * Its stdin and stdout are socket pairs rather than pipes so that writing to a dead worker
+ * Its stdin and stdout are socket pairs rather than pipes so that writing to a dead child
  * fails with EPIPE (send with MSG_NOSIGNAL) instead of raising SIGPIPE in placer, a library
  * that must not install signal handlers behind its caller's back. */
-#include "ort_internal.h"
+#include "placer/common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,12 +25,26 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
-/* Only async-signal-safe calls between fork and exec. */
-static void child(pid_t parent, int in, int out, int e, char *const argv[], const char *hint)
+/* In a new child: its own process group, and death with placer (parent is placer's pid
+ * before the fork: if it died meanwhile, PDEATHSIG came too late). */
+static void tie(pid_t parent)
 {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(126);
+}
+
+/* Only async-signal-safe calls between fork and exec. With a log, in is /dev/null's and out
+ * and e the log's descriptor (opened here: the parent keeps no copy). */
+static void child(pid_t parent, int in, int out, int e, char *const argv[], const char *log,
+                  const char *hint)
+{
+    tie(parent);
+    if (log) {
+        in = open("/dev/null", O_RDONLY);
+        out = e = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (in < 0 || out < 0) _exit(126);
+    }
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(e, 2) < 0) _exit(126);
     execvp(argv[0], argv);
     static const char msg[] = "cannot execute ";
@@ -40,40 +54,54 @@ static void child(pid_t parent, int in, int out, int e, char *const argv[], cons
     _exit(127);
 }
 
-int ort_proc_spawn_argv(ort_proc *p, char *const argv[], const char *what, const char *hint,
-                        pl_err *err)
+int pl_proc_fork(pl_proc *p, void (*fn)(void *ctx), void *ctx, const char *what, pl_err *err)
 {
-    int in[2], out[2], e[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0) goto fail0;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) < 0) goto fail1;
-    if (pipe2(e, O_CLOEXEC) < 0) goto fail2;
+    *p = PL_PROC_NONE;
     pid_t parent = getpid(), pid = fork();
-    if (pid == 0) child(parent, in[1], out[1], e[1], argv, hint);
-    close(in[1]), close(out[1]), close(e[1]);
+    if (pid == 0) {
+        tie(parent);
+        fn(ctx);
+        _exit(0);
+    }
+    if (pid < 0) return pl_err_set(err, "cannot start %s: fork: %s", what, strerror(errno));
+    setpgid(pid, pid); /* also here: no window where a kill of the group misses it */
+    p->pid = pid;
+    return 0;
+}
+
+/* The child's ends in in[1], out[1], e[1], ours in [0]. */
+static int make_pipes(int in[2], int out[2], int e[2])
+{
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0) return -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) == 0) {
+        if (pipe2(e, O_CLOEXEC) == 0) return 0;
+        close(out[0]), close(out[1]);
+    }
+    close(in[0]), close(in[1]);
+    return -1;
+}
+
+int pl_proc_start(pl_proc *p, char *const argv[], const char *log, const char *what,
+                  const char *hint, pl_err *err)
+{
+    *p = PL_PROC_NONE;
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, e[2] = {-1, -1};
+    if (!log && make_pipes(in, out, e) < 0)
+        return pl_err_set(err, "cannot start %s: %s", what, strerror(errno));
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) child(parent, in[1], out[1], e[1], argv, log, hint);
+    close_fd(&in[1]), close_fd(&out[1]), close_fd(&e[1]);
     if (pid < 0) {
-        close(in[0]), close(out[0]), close(e[0]);
-        return pl_err_set(err, "cannot start %s: fork: %s", what, strerror(errno));
+        int errno_was = errno;
+        close_fd(&in[0]), close_fd(&out[0]), close_fd(&e[0]);
+        return pl_err_set(err, "cannot start %s: fork: %s", what, strerror(errno_was));
     }
     setpgid(pid, pid); /* also here: no window where a kill of the group misses it */
-    *p = (ort_proc){.pid = pid, .in = in[0], .out = out[0], .e = e[0]};
+    *p = (pl_proc){.pid = pid, .in = in[0], .out = out[0], .e = e[0]};
     return 0;
-fail2:
-    close(out[0]), close(out[1]);
-fail1:
-    close(in[0]), close(in[1]);
-fail0:
-    return pl_err_set(err, "cannot start %s: %s", what, strerror(errno));
 }
 
-int ort_proc_spawn(ort_proc *p, const char *node, const char *script, const char *modules,
-                   pl_err *err)
-{
-    char *argv[] = {(char *)node, (char *)script, (char *)modules, NULL};
-    return ort_proc_spawn_argv(p, argv, "the onnxruntime worker",
-                               " (set PLACER_NODE or put node on PATH)\n", err);
-}
-
-int ort_proc_send(ort_proc *p, const char *line)
+int pl_proc_send(pl_proc *p, const char *line)
 {
     size_t n = strlen(line);
     char *msg = pl_malloc(n + 1);
@@ -90,17 +118,17 @@ int ort_proc_send(ort_proc *p, const char *line)
     return off == n ? 0 : -1;
 }
 
-static void keep_tail(ort_proc *p, const char *b, size_t n)
+static void keep_tail(pl_proc *p, const char *b, size_t n)
 {
-    if (n >= ORT_TAIL) b += n - (ORT_TAIL - 1), n = ORT_TAIL - 1;
-    size_t keep = p->tail_len + n < ORT_TAIL ? p->tail_len : ORT_TAIL - 1 - n;
+    if (n >= PL_PROC_TAIL) b += n - (PL_PROC_TAIL - 1), n = PL_PROC_TAIL - 1;
+    size_t keep = p->tail_len + n < PL_PROC_TAIL ? p->tail_len : PL_PROC_TAIL - 1 - n;
     memmove(p->tail, p->tail + p->tail_len - keep, keep);
     memcpy(p->tail + keep, b, n);
     p->tail_len = keep + n;
 }
 
 /* Takes a complete line out of the buffer, if there is one. */
-static bool pop_line(ort_proc *p, char **line)
+static bool pop_line(pl_proc *p, char **line)
 {
     char *nl = p->len ? memchr(p->buf, '\n', p->len) : NULL;
     if (!nl) return false;
@@ -112,7 +140,7 @@ static bool pop_line(ort_proc *p, char **line)
 }
 
 /* Reads what is there on one descriptor; 0 at end of file. */
-static ssize_t drain(ort_proc *p, int fd)
+static ssize_t drain(pl_proc *p, int fd)
 {
     char b[65536];
     ssize_t r;
@@ -133,23 +161,23 @@ static ssize_t drain(ort_proc *p, int fd)
     return r;
 }
 
-ort_line_rc ort_proc_line(ort_proc *p, double timeout_s, char **line)
+pl_proc_rc pl_proc_line(pl_proc *p, double timeout_s, char **line)
 {
     double deadline = pl_now() + timeout_s;
     while (!pop_line(p, line)) {
         double left = deadline - pl_now();
-        if (left <= 0) return ORT_LINE_TIMEOUT;
+        if (left <= 0) return PL_PROC_TIMEOUT;
         struct pollfd f[2] = {{p->out, POLLIN, 0}, {p->e, POLLIN, 0}};
         int r = poll(f, p->e >= 0 ? 2 : 1, (int)(left * 1000) + 1);
-        if (r < 0 && errno != EINTR) return ORT_LINE_EOF;
+        if (r < 0 && errno != EINTR) return PL_PROC_EOF;
         if (r <= 0) continue;
         if (f[1].revents && p->e >= 0 && drain(p, p->e) == 0) close_fd(&p->e);
         if (f[0].revents && drain(p, p->out) == 0) {
             if (p->e >= 0) drain(p, p->e); /* its last words, usually why */
-            return ORT_LINE_EOF;
+            return PL_PROC_EOF;
         }
     }
-    return ORT_LINE_OK;
+    return PL_PROC_LINE;
 }
 
 static void describe(int st, char *how, size_t n)
@@ -170,19 +198,29 @@ static bool exited(pid_t pid, int *st)
     return true;
 }
 
-void ort_proc_end(ort_proc *p, double grace_s, char *how, size_t n)
+bool pl_proc_exited(const pl_proc *p, char *how, size_t n)
+{
+    int st = 0;
+    if (p->pid <= 0 || !exited(p->pid, &st)) return false;
+    if (how && n) describe(st, how, n);
+    return true;
+}
+
+int pl_proc_end(pl_proc *p, bool term, double grace_s, char *how, size_t n)
 {
     char local[64];
     if (!how || !n) how = local, n = sizeof local;
     how[0] = 0;
-    close_fd(&p->in); /* end of input: a healthy worker quits */
+    close_fd(&p->in); /* end of input: a healthy child quits */
+    int rc = -1;
     if (p->pid > 0) {
         int st = 0;
+        if (term) kill(-p->pid, SIGTERM);
         bool gone = exited(p->pid, &st);
         for (double end = pl_now() + grace_s; !gone && pl_now() < end; gone = exited(p->pid, &st))
-            usleep(5000);
+            usleep(1000); /* a solve child exits just after its answer: be there soon */
         if (gone)
-            describe(st, how, n);
+            describe(st, how, n), rc = st;
         else
             snprintf(how, n, "did not exit and was killed");
         kill(-p->pid, SIGKILL); /* the whole group: nothing it started outlives it */
@@ -192,9 +230,10 @@ void ort_proc_end(ort_proc *p, double grace_s, char *how, size_t n)
     close_fd(&p->out), close_fd(&p->e);
     free(p->buf);
     p->buf = NULL, p->len = p->cap = 0, p->pid = -1;
+    return rc;
 }
 
-const char *ort_proc_tail(const ort_proc *p, char *out, size_t n)
+const char *pl_proc_tail(const pl_proc *p, char *out, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < p->tail_len && k + 1 < n; i++)
