@@ -53,6 +53,14 @@ typedef struct pl_platform {
     pl_cluster *vcpu;                 /* one device: what one vCPU of a function computes */
 } pl_platform;
 
+/* The platform's units in bytes, used only where its figures are read or printed (inside,
+ * placer works in bytes and seconds): its MB is a MiB (Lambda's, 2^20 bytes); the GB of its
+ * GB-seconds (usd_per_gb_s, gb_s) is 1024 of those MB, 2^30 bytes, as AWS bills ("512MB/1024
+ * = 0.5 GB"); the GB of a transport's usd_per_gb is 10^9 bytes (SI, as bandwidth_Bps). */
+#define PL_PLATFORM_MB_BYTES 1048576.0
+#define PL_PLATFORM_GB_S_BYTES 1073741824.0
+#define PL_TRANSPORT_GB_BYTES 1e9
+
 /* The most vCPUs a function may have, whether from min_vcpus or from memory.max_mb / λ: no
  * serverless platform gives one function more (Lambda 6), so more is a unit mistake, and it
  * keeps a parallel degree (at most the vCPUs) a small int. */
