@@ -569,11 +569,12 @@ static int merge_trees(search *s, int rc, pl_err *err)
     if (rc < 0) snprintf(t.own.msg, sizeof t.own.msg, "%s", err->msg);
     t.regrown = pl_calloc((size_t)n, sizeof *t.regrown);
     tr_tree *all = pl_malloc((size_t)n * sizeof *all), sum;
-    int w = tr_map(x, n, tree_item, all, sizeof *all, &t);
-    if (w < 0)
+    int mapped = tr_map(x, n, tree_item, all, sizeof *all, &t), w = -1; /* 0 or -1 */
+    if (mapped < 0)
         pl_err_set(err, "train: gathering the MCTS trees from the MPI ranks failed: %s",
                    pl_dist_error());
-    if (w == 0) w = tr_merge_trees(all, n, &sum, err);
+    else
+        w = tr_merge_trees(all, n, &sum, err); /* the winning tree's item, or -1 */
     int root = w >= 0 ? all[w].held_by : -1;
     free(all);
     if (w >= 0) rc = bcast_best(s, w, root, t.regrown[w]);
