@@ -617,6 +617,7 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     if (!isfinite(s.best_s)) r->found_by = PL_FOUND_FALLBACK; /* nothing fitted: fit splits it */
     if (rc == 0) rc = pl_train_fit(x, s.best, &r->eval, err);
     if (rc == 0) r->best = s.best, s.best = NULL;
+    if (rc < 0) pl_train_eval_free(&r->eval); /* train.h: nothing to free after a failure */
     pl_train_strategy_free(s.best);
     search_free(&s);
     r->search_s = pl_now() - t0;
