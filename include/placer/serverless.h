@@ -22,7 +22,7 @@
  * slower than the unsplit model is a result (MOPAR refuses it only as its latency bound says).
  * Units: bytes and seconds inside; the platform's MB (a MiB) and GB only at the edges, in the
  * platform file's *_mb fields, the slices' *_mb fields and printed tables (the constants
- * below say which GB each price means; docs/serverless.md, "Bills").
+ * below say which GB each price means; docs/serverless.md, "The bill").
  *
  * Ownership and failure: a function returning a pointer gives the caller what it frees with
  * the matching _free (NULL on failure, err set); a struct filled through a pointer is the
