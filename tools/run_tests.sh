@@ -34,7 +34,9 @@ run_one() {
   local t=$1 name=${1##*/} tmp t0 rc
   tmp=$(mktemp -d "$logs/$name.tmp.XXXXXX")
   t0=$EPOCHREALTIME
-  TMPDIR=$tmp "$t" >"$logs/$name.out" 2>&1
+  # a job started with & has SIGINT and SIGQUIT ignored (bash, without job control), which the
+  # binary would inherit: tests that interrupt a run (test_faults) need them as usual
+  env --default-signal=INT,QUIT TMPDIR="$tmp" "$t" >"$logs/$name.out" 2>&1
   rc=$?
   echo "$rc $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')" \
     >"$logs/$name.rc"
