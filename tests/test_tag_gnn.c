@@ -443,6 +443,9 @@ static void test_nan_prior_stops_search(void **state)
     pl_err err = {""};
     assert_int_equal(pl_train_search(&f.x, &o, &r, &err), -1);
     assert_non_null(strstr(err.msg, "not a probability"));
+    /* train.h: a failed search leaves no strategy and nothing to free */
+    assert_null(r.best);
+    assert_null(r.eval.peak_mem_bytes);
     tu_dense_free(&f);
 }
 

@@ -205,15 +205,24 @@ int tu_rmtree(const char *dir)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+static char *tmpdir_was; /* TMPDIR before tu_tmpdir_begin (NULL: unset) */
+
 int tu_tmpdir_begin(char *buf, size_t n, const char *prefix)
 {
     if (tu_mkdtemp(buf, n, prefix) < 0) return -1;
+    const char *was = getenv("TMPDIR");
+    free(tmpdir_was);
+    tmpdir_was = was ? strdup(was) : NULL;
     return setenv("TMPDIR", buf, 1);
 }
 
 int tu_tmpdir_end(const char *dir)
 {
-    unsetenv("TMPDIR");
+    if (tmpdir_was)
+        setenv("TMPDIR", tmpdir_was, 1);
+    else
+        unsetenv("TMPDIR");
+    free(tmpdir_was), tmpdir_was = NULL;
     return tu_rmtree(dir);
 }
 

@@ -52,7 +52,8 @@ struct json_t *tu_find(struct json_t *doc, const char *list, const char *field, 
 int tu_mkdtemp(char *buf, size_t n, const char *prefix);
 int tu_rmtree(const char *dir);
 /* A private $TMPDIR for tests that check a run leaves nothing behind: a fresh folder
- * (tu_mkdtemp) exported as TMPDIR (0, or -1); its end unsets TMPDIR and removes it. */
+ * (tu_mkdtemp) exported as TMPDIR (0, or -1); its end gives TMPDIR back the value it had
+ * (tools/run_tests.sh gives each binary its own) and removes the folder. Not nested. */
 int tu_tmpdir_begin(char *buf, size_t n, const char *prefix);
 int tu_tmpdir_end(const char *dir);
 /* Fails the test naming the first entry of `dir`, when it has one. */

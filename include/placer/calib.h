@@ -2,7 +2,11 @@
  * (docs/calibrate.md). The roofline estimate of every op that a profile times is compared
  * with the measurement on log time, each op's squared error weighted by its measured time,
  * and each efficiency is chosen by a coordinate search over a log-spaced grid in [0.01, 1].
- * Launch overhead and peaks are the device's, not fitted. */
+ * Launch overhead and peaks are the device's, not fitted.
+ *
+ * Ownership and failure: pl_calib_result and pl_cost_params hold no pointers (nothing to
+ * free); after a failure the *r or *p a function fills is unspecified, except where it says
+ * otherwise (pl_machine_params: the defaults). A cached entry is written through pl_out. */
 #ifndef PLACER_CALIB_H
 #define PLACER_CALIB_H
 

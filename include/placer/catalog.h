@@ -5,7 +5,11 @@
  * the provider, region, and the date and source of the price. Each becomes a finalized
  * pl_cluster (the CPU as the I/O device, the GPUs linked by the interconnect and to the CPU by
  * PCIe) that the cost model and the placement algorithms use as is, plus the feature vector
- * D_k the configuration search learns on. */
+ * D_k the configuration search learns on.
+ *
+ * Ownership and failure: the readers return a catalogue the caller frees with
+ * pl_catalog_free, its configurations' clusters with it (NULL on failure, err set: the
+ * configuration, the JSON path and the problem). */
 #ifndef PLACER_CATALOG_H
 #define PLACER_CATALOG_H
 

@@ -3,7 +3,11 @@
  * A cluster is a set of devices plus, for every ordered pair, a route with a bandwidth and a
  * latency. Routes come from the file's direct links, or are derived from a topology of hosts
  * and switches: the bandwidth of a multi-hop route is its slowest hop and its latency the sum
- * (MOIRAI §III). Units are SI (design.md §3): bytes, seconds, bytes/s, flop/s. */
+ * (MOIRAI §III). Units are SI (design.md §3): bytes, seconds, bytes/s, flop/s.
+ *
+ * Ownership and failure: the readers, pl_cluster_new and pl_cluster_random return a cluster
+ * the caller frees with pl_cluster_free (NULL on failure, err set); after pl_cluster_finalize
+ * returns -1 the cluster is fit only for pl_cluster_free. Later modules only read it. */
 #ifndef PLACER_CLUSTER_H
 #define PLACER_CLUSTER_H
 

@@ -12,7 +12,11 @@
  *
  * The result is a real finalized pl_graph whose ops are groups (their cost is given, so
  * inference keeps it), plus the mapping both ways, so a placement of the coarse graph maps
- * back to every original op. Ops of class CONTROL are never grouped with others. */
+ * back to every original op. Ops of class CONTROL are never grouped with others.
+ *
+ * Ownership and failure: pl_coarsen sets *out to a coarsening the caller frees (NULL on
+ * failure, err set); the rules readers return rules the caller frees (NULL on failure). The
+ * fine graph is only read. */
 #ifndef PLACER_COARSEN_H
 #define PLACER_COARSEN_H
 

@@ -2,7 +2,12 @@
  *
  * Errors: a function that can fail takes a `pl_err *` (may be NULL) and returns a negative
  * value or NULL; the message names the file, the place in it and the problem, in the form
- * "FILE: PLACE: PROBLEM", so the CLI can print it as is and exit 2. */
+ * "FILE: PLACE: PROBLEM", so the CLI can print it as is and exit 2.
+ *
+ * Ownership: a function's comment says who frees what it returns and what an output holds
+ * after a failure; a module header that opens with "Ownership and failure" (graph, cluster,
+ * cost, plan, place, coarsen, catalog, split, runtime, trial, serverless, multi, train) states
+ * its rule once there, and each function it does not say otherwise of follows it. */
 #ifndef PLACER_COMMON_H
 #define PLACER_COMMON_H
 

@@ -8,7 +8,12 @@
  * model. A time of INFINITY means the op cannot run on that device. An estimated op that the
  * runtime fuses into an earlier op's kernel costs only its share of that kernel
  * (pl_cost_params.runtime_fusion; docs/cost.md, "Runtime fusion"). Everything is computed
- * once into an n_ops × n_devs table, so algorithms and the simulator read it in O(1). */
+ * once into an n_ops × n_devs table, so algorithms and the simulator read it in O(1).
+ *
+ * Ownership and failure: pl_cost_new, pl_cost_new_placed and the profile readers return what
+ * the caller frees with the matching _free (NULL on failure, err set); a cost table borrows its
+ * graph and cluster, which must outlive it. pl_cost_params_load fills *p: after -1 it holds
+ * the defaults with part of the file, fit for nothing. */
 #ifndef PLACER_COST_H
 #define PLACER_COST_H
 

@@ -2,7 +2,13 @@
  *
  * This module owns every MPI call. Built with -DPL_MPI (build/placer-mpi) it uses MPI; built
  * without (build/placer, libplacer) it is one process of rank 0 in a pool of size 1, and the
- * rest of the code is the same either way. */
+ * rest of the code is the same either way.
+ *
+ * Semantics, exactly: a collective call (map, sum, bcast) is made by every rank with the same
+ * arguments, in the same order; on return its answer is the same on every rank (a map: every
+ * item's result once, in item order, whichever rank ran it, a lost rank's items again on rank
+ * 0). Ownership: the buffers are the caller's; a pool call writes only `out` / `v` / `buf`,
+ * whose bytes are unspecified after -1. */
 #ifndef PLACER_DIST_H
 #define PLACER_DIST_H
 

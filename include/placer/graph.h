@@ -8,7 +8,12 @@
  * while a pointer may not during construction.
  *
  * Units (design.md §3): bytes are bytes, flops is a count of floating-point operations
- * (a multiply-add is 2), times are seconds. */
+ * (a multiply-add is 2), times are seconds.
+ *
+ * Ownership and failure: the readers, pl_graph_new and pl_graph_union return a graph the
+ * caller frees with pl_graph_free (NULL on failure, err set); a graph is read, never changed,
+ * by every later module. pl_graph_finalize, pl_graph_infer and pl_graph_set_input_shapes
+ * change g in place: after -1, g is fit only for pl_graph_free. */
 #ifndef PLACER_GRAPH_H
 #define PLACER_GRAPH_H
 

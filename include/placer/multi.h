@@ -8,7 +8,19 @@
  * are grouped by affinity (Eq. 2-3), and each group is placed by an incremental min-cost flow
  * over topological steps (GLPK's out-of-kilter solver), with Algorithm 1's completion-time
  * cost. ASWM and TSAM are the paper's baselines; every placement algorithm of place.h runs on
- * the union graph too. */
+ * the union graph too.
+ *
+ * Semantics, exactly: tenant t's completion time is the end of its last op in the simulation
+ * of the whole union plan (one request, memory reported but not enforced: an over-full device
+ * is `oom`, not a failure); TOCT = the sum over tenants; a device's idle time = makespan -
+ * the time it runs ops. A tenant alone is the model alone: the union graph of one model is
+ * priced and simulated exactly as that model. Packing, affinity and the flow only choose the
+ * placement; the simulator alone gives every figure.
+ *
+ * Ownership and failure: every struct filled here (analysis, eval, run result) is the
+ * caller's, zeroed at entry, and freed by its _free, which also zeroes it and accepts a zeroed
+ * or failed one; on failure (-1, err set) it holds nothing to free, except where a function
+ * says otherwise. Inputs are only read. */
 #ifndef PLACER_MULTI_H
 #define PLACER_MULTI_H
 
@@ -37,13 +49,17 @@ typedef struct pl_multi_analysis {
     int *group;       /* per tenant: its co-placement group, groups in order of first tenant */
     int n_groups;
 } pl_multi_analysis;
+/* o NULL: defaults. -1 with err set, and *a zeroed, on a packing band that is not
+ * 0 < sv_lo < sv_hi with tv_s >= 0. */
 int pl_multi_analyze(const pl_cost *k, const pl_multi_opts *o, pl_multi_analysis *a, pl_err *err);
 void pl_multi_analysis_free(pl_multi_analysis *a);
 
 /* ---- placing: "talos", "aswm", "tsam", or any algorithm of place.h on the union graph ---- */
 /* Runs the named algorithm on k (a union graph, or one model), filling `out` (placement and
  * per-device order for talos, aswm and tsam), timed in out->search_s. mo may be NULL
- * (defaults). -1 with err set on an unknown name or when no feasible placement exists. */
+ * (defaults). -1 with err set on an unknown name or when no feasible placement exists; out is
+ * the caller's plan (pl_plan_new of k's ops and devices), its placement then unspecified, and
+ * the caller frees it either way. */
 int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
                    const pl_multi_opts *mo, pl_plan *out, pl_err *err);
 /* True for the names pl_multi_place runs itself (talos, aswm, tsam). */
@@ -60,6 +76,8 @@ typedef struct pl_multi_eval {
     bool oom;                /* a device's peak memory exceeds its capacity */
     int oom_dev;
 } pl_multi_eval;
+/* Simulates p on k (memory not enforced). -1 with err set, and *e zeroed, when the simulator
+ * refuses the plan. */
 int pl_multi_evaluate(const pl_cost *k, const pl_plan *p, pl_contention contention,
                       pl_multi_eval *e, pl_err *err);
 void pl_multi_eval_free(pl_multi_eval *e);
@@ -85,7 +103,10 @@ typedef struct pl_multi_run_result {
  * concurrently on this machine: each model is split by its part of the plan (the split
  * writer), all stages are loaded into one onnxruntime worker on the cluster's device threads
  * (stages of several tenants on one device in the order the simulator runs them), and one
- * round starts every tenant at once. paths[i] is model i's ONNX file. */
+ * round starts every tenant at once. paths[i] is model i's ONNX file. The stage files live in
+ * a temporary folder (pl_make_temp_dir) removed on success and on failure; the worker is
+ * stopped and reaped either way. -1 with err set, and *r zeroed (nothing to free), when a
+ * split, the worker or a round fails, or the folder cannot be removed. */
 int pl_multi_run(pl_graph *const *models, const char *const *paths, int n, const pl_graph *u,
                  const pl_cluster *c, const pl_cost *k, const pl_plan *p,
                  const pl_multi_run_opts *o, pl_multi_run_result *r, pl_err *err);

@@ -3,7 +3,19 @@
  * An algorithm reads the cost table (graph, cluster, times) and fills a plan: a device for
  * every op and, when the algorithm schedules, a per-device order or priorities. It respects
  * device memory (weights of its ops plus a working-set estimate, docs/placement.md) and fails
- * with a clear message when no feasible placement exists. It never parses files. */
+ * with a clear message when no feasible placement exists. It never parses files.
+ *
+ * Semantics, exactly: pl_place returns 0 only with every op on a device of the cluster that
+ * can run it (a finite time there) and every colocation class on one device; it checks that
+ * whatever the algorithm did. The answer's quality is the simulator's makespan of the plan
+ * (sim.h), never the algorithm's own estimate; pl_lower_bound is never above any plan's
+ * makespan under any contention model.
+ *
+ * Ownership and failure: the plan an algorithm fills is the caller's (pl_plan_new of the cost
+ * table's ops and devices), which frees it whatever the outcome. On failure (-1, err set) its
+ * algo and search_s are set, its order, priorities and transfer order cleared, and its
+ * devices unspecified: use it for nothing but freeing or another pl_place. The cost table is
+ * only read. */
 #ifndef PLACER_PLACE_H
 #define PLACER_PLACE_H
 

@@ -4,7 +4,13 @@
  * placer-plan/1 JSON (docs/plans.md): the model and cluster it was made for (path and
  * SHA-256, so a plan for another model or cluster is refused), the algorithm, op → device by
  * name, per-device order, the contention model and the predicted figures. A hand-written plan
- * may leave out identity and order, and may give a default device. */
+ * may leave out identity and order, and may give a default device.
+ *
+ * Ownership and failure: pl_plan_new, _copy, _unpack and _load return a plan the caller frees
+ * with pl_plan_free (NULL on failure, err set where the function takes one); the functions
+ * taking a plan only read it unless their name says they set or clear part of it.
+ * pl_plan_save writes through pl_out (a temporary renamed into place): on failure the file at
+ * `path` is what it was before. */
 #ifndef PLACER_PLAN_H
 #define PLACER_PLAN_H
 

@@ -7,7 +7,12 @@
  * finish a step of a request within its deadline (pl_ort_opts.timeout_s) is killed with its
  * process group (SIGKILL, reaped) and reported as an error naming its pid, the request and how
  * far it got, and saying that the request's answer is lost. The next request, if any, starts a
- * fresh worker with the same models loaded first. */
+ * fresh worker with the same models loaded first.
+ *
+ * Ownership and failure: pl_ort_start returns a worker the caller ends with pl_ort_stop (the
+ * process stopped and reaped, its memory freed), also after any failed request. The results
+ * of pl_ort_run, pl_ort_compare and pl_ort_profile* are the caller's, zeroed (NULL, 0) at
+ * entry and freed by their _free; on failure (-1, err set) they hold nothing to free. */
 #ifndef PLACER_RUNTIME_H
 #define PLACER_RUNTIME_H
 

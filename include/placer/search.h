@@ -137,7 +137,10 @@ typedef struct pl_search_result {
  * budget) are the ones every rank follows. The best plan is sent from the rank that made it
  * to all. For a given seed, rank count and batch the answer is the same run to run (when the
  * trials are: moirai's time limit is not), and the trials are those of one process with the
- * same batch. A worker failure on any rank fails the search on every rank, with its message. */
+ * same batch. A worker failure on any rank fails the search on every rank, with its message.
+ * *r is the caller's, freed by pl_search_result_free (best and closest -1 at entry); on
+ * failure it still holds the trials run before the failure (and their best plan, if any), to
+ * be freed the same way. */
 typedef void (*pl_search_progress)(void *ctx, const pl_search_result *r, int n_candidates);
 int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opts *o,
                   pl_search_progress progress, void *ctx, pl_search_result *r, pl_err *err);

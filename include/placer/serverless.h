@@ -7,7 +7,28 @@
  * each function's memory, runs resource-dominant slices η ways in parallel and compresses what
  * crosses a cut, at the lowest cost per request with a latency no worse than the whole model's.
  * This header is the module's contract: the platform, the codecs that compress cut tensors,
- * and the partitioning itself. */
+ * and the partitioning itself.
+ *
+ * Semantics, exactly: a slice is layers [first, last] run as one function. Its memory is the
+ * smallest size the platform allows at least runtime_base + f_w x its weights (a weight shared
+ * by several of its layers once) + f_a x the most activation memory one of its layers holds,
+ * or raised to one whole vCPU's; its vCPUs are memory / λ (at least min_vcpus); its time is
+ * its layers' one-vCPU times at its share of a vCPU (at most one) and parallel degree η (the
+ * fastest of 1 .. its whole vCPUs), plus, per cut tensor it reads or writes, the transport's
+ * latency + bytes / ratio / bandwidth + the codec's time; its bill is memory (GB) x its time
+ * rounded up to billing_s x usd_per_gb_s + usd_per_request + the bytes it moves / ratio x the
+ * transport's usd_per_gb. A plan's latency is the sum of its slices' times (one after the
+ * other), its bill the sum of theirs. A plan that does not fit is an error; a plan that is
+ * slower than the unsplit model is a result (MOPAR refuses it only as its latency bound says).
+ * Units: bytes and seconds inside; the platform's MB (a MiB) and GB only at the edges, in the
+ * platform file's *_mb fields, the slices' *_mb fields and printed tables (the constants
+ * below say which GB each price means; docs/serverless.md, "The bill").
+ *
+ * Ownership and failure: a function returning a pointer gives the caller what it frees with
+ * the matching _free (NULL on failure, err set); a struct filled through a pointer is the
+ * caller's, zeroed at entry and freed (and zeroed) by its _free, which accepts a zeroed one;
+ * on failure it is zeroed (nothing to free) unless the function says otherwise. Inputs are
+ * only read. */
 #ifndef PLACER_SERVERLESS_H
 #define PLACER_SERVERLESS_H
 
@@ -53,6 +74,14 @@ typedef struct pl_platform {
     pl_cluster *vcpu;                 /* one device: what one vCPU of a function computes */
 } pl_platform;
 
+/* The platform's units in bytes, used only where its figures are read or printed (inside,
+ * placer works in bytes and seconds): its MB is a MiB (Lambda's, 2^20 bytes); the GB of its
+ * GB-seconds (usd_per_gb_s, gb_s) is 1024 of those MB, 2^30 bytes, as AWS bills ("512MB/1024
+ * = 0.5 GB"); the GB of a transport's usd_per_gb is 10^9 bytes (SI, as bandwidth_Bps). */
+#define PL_PLATFORM_MB_BYTES 1048576.0
+#define PL_PLATFORM_GB_S_BYTES 1073741824.0
+#define PL_TRANSPORT_GB_BYTES 1e9
+
 /* The most vCPUs a function may have, whether from min_vcpus or from memory.max_mb / λ: no
  * serverless platform gives one function more (Lambda 6), so more is a unit mistake, and it
  * keeps a parallel degree (at most the vCPUs) a small int. */
@@ -97,15 +126,17 @@ typedef struct pl_codec_cost {
     double decode_s_per_B; /* seconds to decode back one raw byte */
 } pl_codec_cost;
 
-/* Encodes n floats with codec c into a malloc'd buffer (*out, *out_len); decodes it back into
- * n floats. NONE, FP16 and ZSTD only; -1 with err on failure or a codec that does not run. */
+/* Encodes n floats with codec c into a malloc'd buffer (*out, *out_len: the caller frees
+ * *out; NULL and 0 on failure); decodes it back into the caller's n floats x (on failure x
+ * may be partly written). NONE, FP16 and ZSTD only; -1 with err on failure or a codec that
+ * does not run. */
 int pl_codec_encode(pl_codec c, const float *x, size_t n, unsigned char **out, size_t *out_len,
                     pl_err *err);
 int pl_codec_decode(pl_codec c, const unsigned char *in, size_t len, float *x, size_t n,
                     pl_err *err);
 
 /* Measures codec c (NONE, FP16 or ZSTD) on the n floats x on this machine (median of `reps`
- * round trips): the ratio and the times per raw byte. */
+ * round trips): the ratio and the times per raw byte. *out is written only on success. */
 int pl_codec_measure(pl_codec c, const float *x, size_t n, int reps, pl_codec_cost *out,
                      pl_err *err);
 
@@ -227,7 +258,7 @@ typedef struct pl_sl_plan {
  * UNIFORM and LATENCY_DP (0: what MOPAR chooses). Fails when a layer needs more memory than
  * the platform allows, or when a's partition does not fit (UNSPLIT: the whole model in one
  * function). When the whole model does not fit one function, MOPAR has no latency bound and
- * takes the cheapest partition that fits. */
+ * takes the cheapest partition that fits. *out (pl_sl_plan_free) is zeroed on failure. */
 int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, pl_sl_algo a,
                     int k, pl_sl_plan *out, pl_err *err);
 /* The transport cut tensors take: shared memory when o->shm and the platform has it, else the
@@ -239,7 +270,9 @@ const pl_transport *pl_sl_transport(const pl_platform *pf, const pl_sl_opts *o);
  * the one pricing every algorithm uses. Slice k's memory is what it needs (MOPAR's), or, when
  * raise[k] (raise may be NULL: none), at least one whole vCPU's (λ): below one vCPU a
  * function's CPU share follows its memory, so the bill per unit of work is the same and the
- * slice runs faster. -1 when a slice does not fit. */
+ * slice runs faster. *out is the caller's (pl_sl_plan_free); -1 when a slice does not fit,
+ * *out then freed and zeroed (what it held before the call is not freed: pass a zeroed or
+ * freed plan). No err: the caller names the partition. */
 int pl_sl_price(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, const int *ends,
                 const bool *raise, int n, pl_sl_plan *out);
 void pl_sl_plan_free(pl_sl_plan *p);
@@ -272,8 +305,10 @@ typedef struct pl_sl_serve_result {
 
 /* Serves the trace with plan p on platform pf: every request runs the slices one after the
  * other; a slice takes the warm idle instance of its function freed last, else starts one
- * (cold_start_s first). Deterministic for a seed. -1 with err set, and *r partial, when the
- * trace implies more invocations, or the replay more live instances, than allowed above. */
+ * (cold_start_s first). Deterministic for a seed. *r holds no pointers. -1 with err set when
+ * the trace implies more invocations than allowed above (*r zeroed: nothing replayed), or
+ * when the replay needs more live instances at once (*r then holds the replay up to where it
+ * stopped, with at most PL_SL_SERVE_INSTANCES_MAX + 1 instances). */
 int pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_opts *o,
                 pl_sl_serve_result *r, pl_err *err);
 

@@ -7,7 +7,16 @@
  *
  * Constant ops are not sent between stages: each stage that reads a Constant's value holds its
  * own copy of the node. The Constant is owned by the stage of its first reader (topological
- * order), or, when nothing reads it, by a stage of the device the plan gives it. */
+ * order), or, when nothing reads it, by a stage of the device the plan gives it.
+ *
+ * Semantics, exactly: every op of the graph is owned by exactly one stage (a Constant's node
+ * also copied into each other stage that reads it), a stage's ops all on one device; a stage reads
+ * only tensors made by earlier stages (or graph inputs, weights and Constants' values), so the
+ * stages in their order compute exactly the whole model's outputs.
+ *
+ * Ownership and failure: pl_stages and pl_split_manifest are the caller's, zeroed at entry and
+ * freed (and zeroed) by their _free; on failure (-1, err set) they hold nothing to free. The
+ * files of pl_split_write are replaced whole or not at all (below). */
 #ifndef PLACER_SPLIT_H
 #define PLACER_SPLIT_H
 

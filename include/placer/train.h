@@ -7,7 +7,22 @@
  * parallelism), plus which ops SFB duplicates. The compiler turns a strategy into one graph with
  * a placement, in which replicas, Split/Concat/AddN, the collectives' steps and broadcasts are
  * ordinary ops and transfers, so that the one simulator judges it (its links, contention and
- * memory). MCTS searches the strategies; the baselines are strategies too. */
+ * memory). MCTS searches the strategies; the baselines are strategies too.
+ *
+ * Semantics, exactly: one training iteration = the forward, backward and optimizer ops of the
+ * whole global batch on every replica, with every gradient synchronised once, as the compiled
+ * graph; its time is that graph's simulated makespan (one request), and it fits when no
+ * device's simulated peak memory exceeds its capacity (not fitting is a result, `oom`, not an
+ * error). A replica on 1/k of the batch costs t * (f / k + 1 - f), f the op's batch_frac.
+ * Every search (MCTS, the greedy passes, the baselines) is judged only by pl_train_evaluate, so
+ * two strategies compare by the simulator alone; with ctx.dist every rank returns the same
+ * answer (docs/dist.md).
+ *
+ * Ownership and failure: a function returning a pointer gives the caller what it must free
+ * with the matching _free (NULL on failure, err set); a struct filled through a pointer is the
+ * caller's, zeroed at entry, freed (and zeroed) by its _free, which accepts a zeroed one; on
+ * failure (-1, err set) it holds nothing to free unless the function says otherwise. The
+ * context (pl_train_ctx) borrows its training graph, cluster and params: they must outlive it. */
 #ifndef PLACER_TRAIN_H
 #define PLACER_TRAIN_H
 
@@ -55,9 +70,10 @@ typedef struct pl_train_graph {
     int *param_tensor, *grad_tensor, *apply_op;
 } pl_train_graph;
 
-/* Builds the training graph of the forward graph fwd (finalized, inferred). Backward rules
- * per op class and the memory kept alive are in docs/train.md. -1 with err set on failure
- * (e.g. a graph with no weight to train). */
+/* Builds the training graph of the forward graph fwd (finalized, inferred) into *out (the
+ * caller's, pl_train_graph_free). Backward rules per op class and the memory kept alive are in
+ * docs/train.md. -1 with err set, and *out NULL, on failure (e.g. a graph with no weight to
+ * train). */
 int pl_train_graph_build(const pl_graph *fwd, const pl_train_opts *o, pl_train_graph **out,
                          pl_err *err);
 void pl_train_graph_free(pl_train_graph *t);
@@ -178,7 +194,9 @@ typedef struct pl_train_eval {
 typedef struct pl_train_eval_opts {
     bool feedback; /* fill the feedback fields (the simulation records its times) */
 } pl_train_eval_opts;
-/* Compiles and simulates one training iteration (o NULL: no feedback). */
+/* Compiles and simulates one training iteration (o NULL: no feedback) into *e (the caller's,
+ * pl_train_eval_free); an iteration that does not fit is e->oom, not a failure. -1 with err
+ * set, and *e zeroed, when the strategy does not compile or the simulation fails. */
 int pl_train_evaluate_opts(const pl_train_ctx *x, const pl_train_strategy *s,
                            const pl_train_eval_opts *o, pl_train_eval *e, pl_err *err);
 /* The same without feedback. */
@@ -205,7 +223,8 @@ int pl_train_placer(const pl_train_ctx *x, const char *algo, const pl_place_opts
 /* OOM fallback: while the strategy does not fit, the op group with the most parameters (then
  * time) not yet model-parallel becomes model-parallel over every device group. 0 when it fits
  * (e holds its evaluation), -1 with err naming the device and the memory short when even all
- * model parallel does not. */
+ * model parallel does not, *e then zeroed; s keeps the splits made (the caller still owns
+ * and frees it). */
 int pl_train_fit(const pl_train_ctx *x, pl_train_strategy *s, pl_train_eval *e, pl_err *err);
 
 /* ---- search (src/train/mcts.c) ---- */
@@ -294,7 +313,12 @@ typedef struct pl_train_search_result {
  * own tree and the fastest strategy of any tree (ties: the lowest rank) goes on to the
  * refinement, whose simulations are spread over the ranks; every rank returns the same
  * result. Rank 0's tree is the one a single process grows with the same seed and rank 0's
- * share of the iterations. */
+ * share of the iterations.
+ * On success r->best and r->eval are the caller's (pl_train_search_result_free). On failure
+ * (-1, err set) r->best is NULL and r->eval zeroed (nothing to free), while the statistics
+ * hold what the search reached before it failed (iterations, dp_s, mcts_s, refined_*_s,
+ * sfb_*, search_s, found_by), which `placer train` reports beside the baselines; calling
+ * pl_train_search_result_free on it is fine. */
 int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_train_search_result *r,
                     pl_err *err);
 void pl_train_search_result_free(pl_train_search_result *r);

@@ -6,7 +6,14 @@
  * what does not depend on the configuration) is paid once per search, not once per trial.
  * The simulator worker is in-process: it places the model on the configuration's cluster and
  * simulates the plan (what `placer deploy` uses). The ort worker measures the whole model on
- * this machine's CPU, whatever the configuration (pl_trial_ort_new). */
+ * this machine's CPU, whatever the configuration (pl_trial_ort_new).
+ *
+ * Semantics, exactly: a configuration that cannot run the model is a successful trial with
+ * runs = false and its reason in `why`; -1 is a failure of the worker itself.
+ * Ownership and failure: the constructors return a worker the caller frees with
+ * pl_trial_worker_free (which stops it). pl_trial_run sets *out before anything can fail
+ * (runs false, latency INFINITY, plan NULL); out->plan is then the caller's to free on every
+ * return, success or not. */
 #ifndef PLACER_TRIAL_H
 #define PLACER_TRIAL_H
 

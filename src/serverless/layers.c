@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MB (1024.0 * 1024.0)
-
 static double tensor_bytes(const pl_graph *g, int t)
 {
     return t >= 0 && g->tensors[t].bytes > 0 ? (double)g->tensors[t].bytes : 0;
@@ -103,7 +101,7 @@ static void fill_layer(const pl_graph *g, const pl_cost *k, const pl_coarsening 
         for (int i = 0; i < o->n_outputs; i++)
             L->out_bytes += tensor_bytes(g, o->outputs[i]);
     }
-    L->mem_mb = layer_bytes(g, L->ops, n, layer_of, depth) / MB;
+    L->mem_mb = layer_bytes(g, L->ops, n, layer_of, depth) / PL_PLATFORM_MB_BYTES;
     dominant(g, k, L->ops, n, L);
 }
 
@@ -152,10 +150,10 @@ static void fill_weights(const pl_graph *g, const int *layer_of, pl_sl_graph *sg
                 dup = seen[m] == l;
             if (!dup) seen[n++] = l;
         }
-        if (n == 1) sg->layers[seen[0]].weight_mb += tensor_bytes(g, t) / MB;
+        if (n == 1) sg->layers[seen[0]].weight_mb += tensor_bytes(g, t) / PL_PLATFORM_MB_BYTES;
         if (n < 2) continue;
         pl_grow((void **)&sg->wt_mb, &cap, sg->n_wts, sizeof *sg->wt_mb);
-        sg->wt_mb[sg->n_wts] = tensor_bytes(g, t) / MB;
+        sg->wt_mb[sg->n_wts] = tensor_bytes(g, t) / PL_PLATFORM_MB_BYTES;
         for (int m = 0; m < n; m++) {
             pl_sl_layer *L = &sg->layers[seen[m]];
             L->wts = pl_realloc(L->wts, ((size_t)L->n_wts + 1) * sizeof *L->wts);

@@ -61,7 +61,8 @@ static double move_s(const pl_transport *x, const pl_sl_opts *o, double bytes, b
  * tensors it reads (made before i, read in it) and writes (made in it, read after j), with
  * their count, raw bytes and transfer time. */
 typedef struct span {
-    double t, par, out, act, weights;
+    double t, par, out;
+    double act_bytes, weight_bytes; /* bytes: the layers' MB are the platform's (a MiB) */
     int n_in, n_out;
     double in_bytes, out_bytes, comm_s;
 } span;
@@ -71,9 +72,11 @@ typedef struct span {
 static void add_layer(span *sp, const pl_sl_graph *sg, const pl_sl_layer *l, int *stamp, int key)
 {
     sp->t += l->t1_s, sp->par += l->par_s, sp->out += l->out_bytes;
-    sp->act = fmax(sp->act, l->mem_mb), sp->weights += l->weight_mb;
+    sp->act_bytes = fmax(sp->act_bytes, l->mem_mb * PL_PLATFORM_MB_BYTES);
+    sp->weight_bytes += l->weight_mb * PL_PLATFORM_MB_BYTES;
     for (int k = 0; k < l->n_wts; k++)
-        if (stamp[l->wts[k]] != key) stamp[l->wts[k]] = key, sp->weights += sg->wt_mb[l->wts[k]];
+        if (stamp[l->wts[k]] != key)
+            stamp[l->wts[k]] = key, sp->weight_bytes += sg->wt_mb[l->wts[k]] * PL_PLATFORM_MB_BYTES;
 }
 
 /* A stamp array for add_layer: every shared weight unheld (-1). */
@@ -115,30 +118,32 @@ static void span_of(const pl_sl_graph *sg, const pl_transport *x, const pl_sl_op
     }
 }
 
-/* The compute time of a span on a function of `mb` MB at degree eta: the dominant ops' part
+/* The compute time of a span on a function of `mem_bytes` at degree eta: the dominant ops' part
  * divided among eta sub-slices (each vCPU beyond the first adding parallel_eff of one), the
  * gathering of their partial outputs (Eq. 5's t_a: (eta - 1) / eta of the layers' output bytes
  * copied at the vCPU's memory bandwidth), all at the function's share of a vCPU. */
-static double compute_s(const span *sp, const pl_platform *pf, double mb, int eta)
+static double compute_s(const span *sp, const pl_platform *pf, double mem_bytes, int eta)
 {
     double speed = 1 + (eta - 1) * pf->parallel_eff;
     double bw = pf->vcpu && pf->vcpu->n_devs ? pf->vcpu->devs[0].mem_bandwidth_Bps : 0;
     double agg = eta > 1 && bw > 0 ? (eta - 1.0) / eta * sp->out / bw : 0;
-    double share = fmin(pl_platform_vcpus(pf, mb), 1);
+    double share = fmin(pl_platform_vcpus(pf, mem_bytes / PL_PLATFORM_MB_BYTES), 1);
     return share > 0 ? (sp->t - sp->par + sp->par / speed + agg) / share : INFINITY;
 }
 
 /* The function's memory for a span: its layers' weights, resident, the most activation memory
  * one of them holds (Eq. 1 over the slice's chain of layers), each as the runtime holds them
- * (its factors), and the runtime's own, or at least a whole vCPU's when `raise`; -1 when
- * beyond the platform's largest size. */
+ * (its factors), and the runtime's own, or at least a whole vCPU's when `raise`, in bytes,
+ * rounded to a size the platform allows; -1 when beyond its largest. */
 static double memory_of(const span *sp, const pl_platform *pf, bool raise)
 {
     double fw = pf->runtime_weight_factor > 0 ? pf->runtime_weight_factor : 1;
     double fa = pf->runtime_activation_factor > 0 ? pf->runtime_activation_factor : 1;
-    double need = fw * sp->weights + fa * sp->act + pf->runtime_base_mb;
-    if (raise) need = fmax(need, pf->mb_per_vcpu);
-    return pl_platform_round_mb(pf, need);
+    double need = fw * sp->weight_bytes + fa * sp->act_bytes;
+    need += pf->runtime_base_mb * PL_PLATFORM_MB_BYTES;
+    if (raise) need = fmax(need, pf->mb_per_vcpu * PL_PLATFORM_MB_BYTES);
+    double mb = pl_platform_round_mb(pf, need / PL_PLATFORM_MB_BYTES);
+    return mb < 0 ? -1 : mb * PL_PLATFORM_MB_BYTES;
 }
 
 /* Whether raising a span to a whole vCPU changes anything: it needs less memory than that,
@@ -146,15 +151,15 @@ static double memory_of(const span *sp, const pl_platform *pf, bool raise)
 static bool can_raise(const span *sp, const pl_platform *pf)
 {
     double a = memory_of(sp, pf, false), b = memory_of(sp, pf, true);
-    return a >= 0 && b > a && pl_platform_vcpus(pf, a) < 1;
+    return a >= 0 && b > a && pl_platform_vcpus(pf, a / PL_PLATFORM_MB_BYTES) < 1;
 }
 
-/* The largest degree a function of `mb` MB may take: its whole vCPUs, at least 1, at most
+/* The largest degree a function of `mem_bytes` may take: its whole vCPUs, at least 1, at most
  * PL_PLATFORM_VCPUS_MAX (the reader refuses a platform that implies more; one built in code
  * is held to it here, so the conversion to int is always in range). */
-static int max_degree(const pl_platform *pf, double mb)
+static int max_degree(const pl_platform *pf, double mem_bytes)
 {
-    double v = floor(pl_platform_vcpus(pf, mb) + 1e-9);
+    double v = floor(pl_platform_vcpus(pf, mem_bytes / PL_PLATFORM_MB_BYTES) + 1e-9);
     return v >= PL_PLATFORM_VCPUS_MAX ? PL_PLATFORM_VCPUS_MAX : v >= 1 ? (int)v : 1;
 }
 
@@ -164,10 +169,10 @@ static int max_degree(const pl_platform *pf, double mb)
  * and g'(eta) < 0 exactly when eta (sqrt(P e) - e sqrt(B)) > sqrt(B) (1 - e): a line in eta,
  * so g falls all the way, rises all the way, or rises then falls. Its least value on [1, max]
  * is at 1 or at max (1 on a tie, as the loop over every degree this replaces chose). */
-static int fastest_degree(const span *sp, const pl_platform *pf, double mb, double *compute)
+static int fastest_degree(const span *sp, const pl_platform *pf, double mem_bytes, double *compute)
 {
-    int max = max_degree(pf, mb);
-    double one = compute_s(sp, pf, mb, 1), most = compute_s(sp, pf, mb, max);
+    int max = max_degree(pf, mem_bytes);
+    double one = compute_s(sp, pf, mem_bytes, 1), most = compute_s(sp, pf, mem_bytes, max);
     *compute = most < one ? most : one;
     return most < one ? max : 1;
 }
@@ -178,18 +183,23 @@ static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, 
                       const span *sp, pl_sl_slice *s)
 {
     memset(s, 0, sizeof *s);
-    s->first = i, s->last = j, s->mem_mb = memory_of(sp, pf, raise);
-    s->weight_mb = sp->weights, s->act_mb = sp->act;
+    double mem_bytes = memory_of(sp, pf, raise);
+    s->first = i, s->last = j;
+    /* MB only in the slice, the module's edge (tables, JSON) */
+    s->mem_mb = mem_bytes < 0 ? -1 : mem_bytes / PL_PLATFORM_MB_BYTES;
+    s->weight_mb = sp->weight_bytes / PL_PLATFORM_MB_BYTES;
+    s->act_mb = sp->act_bytes / PL_PLATFORM_MB_BYTES;
     s->raised = raise && can_raise(sp, pf);
-    if (s->mem_mb < 0) return -1;
-    s->eta = fastest_degree(sp, pf, s->mem_mb, &s->compute_s);
+    if (mem_bytes < 0) return -1;
+    s->eta = fastest_degree(sp, pf, mem_bytes, &s->compute_s);
     const pl_transport *x = pl_sl_transport(pf, o);
     s->comm_s = sp->comm_s, s->in_bytes = sp->in_bytes, s->out_bytes = sp->out_bytes;
     s->time_s = s->compute_s + s->comm_s;
     s->billed_s = pl_platform_billed_s(pf, s->time_s);
-    s->gb_s = s->mem_mb / 1024 * s->billed_s;
-    double moved_gb = (sp->in_bytes + sp->out_bytes) / ratio_of(o) / 1e9;
-    s->usd = pl_platform_usd(pf, s->mem_mb, s->time_s) + moved_gb * x->usd_per_gb;
+    s->gb_s = mem_bytes / PL_PLATFORM_GB_S_BYTES * s->billed_s;
+    double moved_bytes = (sp->in_bytes + sp->out_bytes) / ratio_of(o);
+    s->usd = pl_platform_usd(pf, s->mem_mb, s->time_s) +
+             moved_bytes / PL_TRANSPORT_GB_BYTES * x->usd_per_gb;
     return 0;
 }
 
@@ -534,8 +544,10 @@ int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
         return pl_err_set(err,
                           "layer %d needs %.0f MB (weights %.0f, activations %.0f) with "
                           "the runtime's %.0f MB, more than %s allows (%.0f MB)",
-                          l, one.weights + one.act, one.weights, one.act, pf->runtime_base_mb,
-                          pf->name, pf->mem_max_mb);
+                          l, (one.weight_bytes + one.act_bytes) / PL_PLATFORM_MB_BYTES,
+                          one.weight_bytes / PL_PLATFORM_MB_BYTES,
+                          one.act_bytes / PL_PLATFORM_MB_BYTES, pf->runtime_base_mb, pf->name,
+                          pf->mem_max_mb);
     }
     free(stamp);
     double bound = a == PL_SL_MOPAR || k <= 0 ? latency_bound(sg, pf, o) : INFINITY;

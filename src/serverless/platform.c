@@ -316,7 +316,8 @@ double pl_platform_vcpus(const pl_platform *p, double mb)
 double pl_platform_usd(const pl_platform *p, double mb, double s)
 {
     PL_ASSERT(p && mb >= 0);
-    return mb / 1024 * pl_platform_billed_s(p, s) * p->usd_per_gb_s + p->usd_per_request;
+    double gb = mb * PL_PLATFORM_MB_BYTES / PL_PLATFORM_GB_S_BYTES;
+    return gb * pl_platform_billed_s(p, s) * p->usd_per_gb_s + p->usd_per_request;
 }
 
 double pl_sl_run_usd(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,

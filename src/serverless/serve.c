@@ -185,7 +185,8 @@ int pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_op
     sv.fns = pl_calloc((size_t)p->n + 1, sizeof *sv.fns);
     double sum_s = 0;
     for (int k = 0; k < p->n; k++) {
-        sv.fns[k].mem_gb = p->slices[k].mem_mb / 1024, sv.fns[k].time_s = p->slices[k].time_s;
+        sv.fns[k].mem_gb = p->slices[k].mem_mb * PL_PLATFORM_MB_BYTES / PL_PLATFORM_GB_S_BYTES,
+        sv.fns[k].time_s = p->slices[k].time_s;
         sum_s += p->slices[k].time_s;
     }
     long *count = pl_calloc((size_t)p->n + 1, sizeof *count);

@@ -569,11 +569,12 @@ static int merge_trees(search *s, int rc, pl_err *err)
     if (rc < 0) snprintf(t.own.msg, sizeof t.own.msg, "%s", err->msg);
     t.regrown = pl_calloc((size_t)n, sizeof *t.regrown);
     tr_tree *all = pl_malloc((size_t)n * sizeof *all), sum;
-    int w = pl_dist_map_or_here(x->dist, n, tree_item, all, sizeof *all, &t);
-    if (w < 0)
+    int mapped = pl_dist_map_or_here(x->dist, n, tree_item, all, sizeof *all, &t), w = -1;
+    if (mapped < 0)
         pl_err_set(err, "train: gathering the MCTS trees from the MPI ranks failed: %s",
                    pl_dist_error());
-    if (w == 0) w = tr_merge_trees(all, n, &sum, err);
+    else
+        w = tr_merge_trees(all, n, &sum, err); /* the winning tree's item, or -1 */
     int root = w >= 0 ? all[w].held_by : -1;
     free(all);
     if (w >= 0) rc = bcast_best(s, w, root, t.regrown[w]);
@@ -616,6 +617,7 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     if (!isfinite(s.best_s)) r->found_by = PL_FOUND_FALLBACK; /* nothing fitted: fit splits it */
     if (rc == 0) rc = pl_train_fit(x, s.best, &r->eval, err);
     if (rc == 0) r->best = s.best, s.best = NULL;
+    if (rc < 0) pl_train_eval_free(&r->eval); /* train.h: nothing to free after a failure */
     pl_train_strategy_free(s.best);
     search_free(&s);
     r->search_s = pl_now() - t0;
