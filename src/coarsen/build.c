@@ -146,23 +146,23 @@ static void number_groups(cs_state *s, pl_coarsening *c)
 {
     const pl_graph *g = s->g;
     int n = g->n_ops, next = 0;
-    int *id = pl_malloc((size_t)n * sizeof(int) + 1);
+    int *id = pl_malloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++)
         id[i] = -1;
     c->n_orig = n;
-    c->coarse_of = pl_malloc((size_t)n * sizeof(int) + 1);
+    c->coarse_of = pl_malloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) {
         int v = g->topo[i], r = pl_uf_find(&s->uf, v);
         if (id[r] < 0) id[r] = next++;
         c->coarse_of[v] = id[r];
     }
     c->member_off = pl_calloc((size_t)next + 1, sizeof(int));
-    c->members = pl_malloc((size_t)n * sizeof(int) + 1);
+    c->members = pl_malloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++)
         c->member_off[c->coarse_of[i] + 1]++;
     for (int k = 0; k < next; k++)
         c->member_off[k + 1] += c->member_off[k];
-    int *fill = pl_malloc((size_t)next * sizeof(int) + 1);
+    int *fill = pl_malloc((size_t)next * sizeof(int));
     memcpy(fill, c->member_off, (size_t)next * sizeof(int));
     for (int i = 0; i < n; i++)
         c->members[fill[c->coarse_of[g->topo[i]]]++] = g->topo[i];
@@ -182,7 +182,7 @@ int cs_build(cs_state *s, pl_coarsening *c, pl_err *err)
 {
     const pl_graph *g = s->g;
     number_groups(s, c);
-    builder b = {g, new_coarse(g), c, pl_malloc((size_t)g->n_tensors * sizeof(int) + 1),
+    builder b = {g, new_coarse(g), c, pl_malloc((size_t)g->n_tensors * sizeof(int)),
                  pl_calloc((size_t)g->n_tensors + 1, sizeof(int))};
     for (int t = 0; t < g->n_tensors; t++)
         b.tmap[t] = -1;

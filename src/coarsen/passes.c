@@ -160,7 +160,7 @@ void pl_coarsen_join(const pl_graph *g, pl_coarsen_join_rule join, void *ctx, pl
 {
     int n = g->n_ops;
     pl_uf_init(groups, n);
-    int *first = pl_malloc((size_t)n * sizeof *first + 1); /* root -> its group's first op */
+    int *first = pl_malloc((size_t)n * sizeof *first); /* root -> its group's first op */
     for (int v = 0; v < n; v++)
         first[v] = v;
     for (int i = 0; i < n; i++) {

@@ -8,8 +8,8 @@
 void pl_uf_init(pl_uf *u, int n)
 {
     u->n = u->n_sets = n;
-    u->up = pl_malloc((size_t)n * sizeof *u->up + 1);
-    u->size = pl_malloc((size_t)n * sizeof *u->size + 1);
+    u->up = pl_malloc((size_t)n * sizeof *u->up);
+    u->size = pl_malloc((size_t)n * sizeof *u->size);
     for (int i = 0; i < n; i++)
         u->up[i] = i, u->size[i] = 1;
 }

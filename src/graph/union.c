@@ -18,11 +18,11 @@ static void copy_attr(pl_attr *to, const pl_attr *a, const int *tmap)
     to->tensor = a->tensor >= 0 ? tmap[a->tensor] : a->tensor;
     if (a->s) to->s = pl_strdup(a->s);
     if (a->ints) {
-        to->ints = pl_malloc((size_t)a->n * sizeof *a->ints + 1);
+        to->ints = pl_malloc((size_t)a->n * sizeof *a->ints);
         memcpy(to->ints, a->ints, (size_t)a->n * sizeof *a->ints);
     }
     if (a->floats) {
-        to->floats = pl_malloc((size_t)a->n * sizeof *a->floats + 1);
+        to->floats = pl_malloc((size_t)a->n * sizeof *a->floats);
         memcpy(to->floats, a->floats, (size_t)a->n * sizeof *a->floats);
     }
 }
@@ -72,7 +72,7 @@ static void copy_op(pl_graph *u, const pl_graph *g, int i, const char *pre, int 
 
 static void copy_graph(pl_graph *u, const pl_graph *g, const char *pre, int tenant)
 {
-    int *tmap = pl_malloc((size_t)g->n_tensors * sizeof *tmap + 1);
+    int *tmap = pl_malloc((size_t)g->n_tensors * sizeof *tmap);
     copy_tensors(u, g, pre, tmap);
     for (int i = 0; i < g->n_ops; i++)
         copy_op(u, g, i, pre, tenant, tmap);

@@ -54,11 +54,11 @@ static bool put_model(const pl_cost *k, pl_mem_track *mt, int m, int d, int *dev
 int mt_aswm(const pl_cost *k, pl_plan *out, pl_err *err)
 {
     int T = pl_graph_tenants(k->g), D = k->n_devs, ref = mt_ref_device(k), rc = 0;
-    double *sp = pl_malloc((size_t)T * D * sizeof *sp + 1), *best = pl_calloc(T + 1, sizeof *best);
+    double *sp = pl_malloc((size_t)T * D * sizeof *sp), *best = pl_calloc(T + 1, sizeof *best);
     for (int m = 0; m < T; m++)
         for (int d = 0; d < D; d++)
             best[m] = fmax(best[m], sp[m * D + d] = avg_speedup(k, m, d, ref));
-    int *order = pl_malloc((size_t)T * sizeof *order + 1);
+    int *order = pl_malloc((size_t)T * sizeof *order);
     bool *taken = pl_calloc((size_t)D + 1, sizeof *taken), *done = pl_calloc(T + 1, 1);
     pl_mem_track *mt = pl_mem_track_new(k);
     for (int i = 0; i < T; i++) { /* the largest best average speedup first */
@@ -70,7 +70,7 @@ int mt_aswm(const pl_cost *k, pl_plan *out, pl_err *err)
     for (int i = 0; i < T && rc == 0; i++) {
         int m = order[i], placed = -1;
         for (int pass = 0; pass < 2 && placed < 0; pass++) { /* free devices, then any */
-            int *cand = pl_malloc((size_t)D * sizeof *cand + 1), nc = 0;
+            int *cand = pl_malloc((size_t)D * sizeof *cand), nc = 0;
             for (int d = 0; d < D; d++)
                 if (sp[m * D + d] > 0 && (pass == 1 || !taken[d])) cand[nc++] = d;
             while (nc > 0 && placed < 0) {
@@ -214,13 +214,13 @@ int mt_tsam(const pl_cost *k, pl_plan *out, pl_err *err)
     mt_packs p;
     mt_pack(k, &o, s.ref, NULL, &p);
     s.p = &p, s.n = p.n;
-    s.dev = pl_malloc((size_t)p.n * sizeof *s.dev + 1);
-    s.left = pl_malloc((size_t)p.n * sizeof *s.left + 1);
+    s.dev = pl_malloc((size_t)p.n * sizeof *s.dev);
+    s.left = pl_malloc((size_t)p.n * sizeof *s.left);
     s.fin = pl_calloc((size_t)p.n + 1, sizeof *s.fin);
     s.avail = pl_calloc((size_t)s.D + 1, sizeof *s.avail);
-    s.sp_max = pl_malloc((size_t)p.n * sizeof *s.sp_max + 1);
-    s.ready = pl_malloc((size_t)p.n * sizeof *s.ready + 1);
-    s.seq = pl_malloc((size_t)p.n * sizeof *s.seq + 1);
+    s.sp_max = pl_malloc((size_t)p.n * sizeof *s.sp_max);
+    s.ready = pl_malloc((size_t)p.n * sizeof *s.ready);
+    s.seq = pl_malloc((size_t)p.n * sizeof *s.seq);
     s.mem = pl_mem_track_new(k);
     for (int q = 0; q < p.n; q++) {
         s.dev[q] = -1, s.left[q] = p.poff[q + 1] - p.poff[q];
@@ -228,7 +228,7 @@ int mt_tsam(const pl_cost *k, pl_plan *out, pl_err *err)
     }
     int rc = ts_run(&s, err);
     if (rc == 0) {
-        int *seq = pl_malloc((size_t)p.n * sizeof *seq + 1);
+        int *seq = pl_malloc((size_t)p.n * sizeof *seq);
         for (int i = 0; i < p.n; i++) { /* one op per pack: pack order is op placement order */
             int v = p.mem[p.moff[s.seq[i]]];
             out->dev[v] = s.dev[s.seq[i]], seq[i] = v;

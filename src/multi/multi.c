@@ -60,7 +60,7 @@ int pl_multi_evaluate(const pl_cost *k, const pl_plan *p, pl_contention contenti
     for (int t = 0; t < T; t++)
         e->toct_s += e->completion_s[t];
     e->busy_s = r.busy_s, r.busy_s = NULL;
-    e->idle_s = pl_malloc((size_t)D * sizeof *e->idle_s + 1);
+    e->idle_s = pl_malloc((size_t)D * sizeof *e->idle_s);
     for (int d = 0; d < D; d++)
         e->idle_s[d] = e->makespan_s - e->busy_s[d];
     e->ops_on = pl_calloc((size_t)T * D + 1, sizeof *e->ops_on);

@@ -66,10 +66,10 @@ static bool in_band(void *ctx, int first, int v)
 static void number_packs(mt_packs *p, const pl_graph *g, pl_uf *up)
 {
     int n = g->n_ops;
-    int *id = pl_malloc((size_t)n * sizeof *id + 1);
+    int *id = pl_malloc((size_t)n * sizeof *id);
     for (int v = 0; v < n; v++)
         id[v] = -1;
-    p->of = pl_malloc((size_t)n * sizeof *p->of + 1);
+    p->of = pl_malloc((size_t)n * sizeof *p->of);
     int next = 0;
     for (int i = n - 1; i >= 0; i--) { /* last member first, from the end: reversed below */
         int r = pl_uf_find(up, g->topo[i]);
@@ -79,12 +79,12 @@ static void number_packs(mt_packs *p, const pl_graph *g, pl_uf *up)
     for (int v = 0; v < n; v++)
         p->of[v] = next - 1 - id[pl_uf_find(up, v)];
     p->moff = pl_calloc((size_t)next + 1, sizeof *p->moff);
-    p->mem = pl_malloc((size_t)n * sizeof *p->mem + 1);
+    p->mem = pl_malloc((size_t)n * sizeof *p->mem);
     for (int v = 0; v < n; v++)
         p->moff[p->of[v] + 1]++;
     for (int q = 0; q < next; q++)
         p->moff[q + 1] += p->moff[q];
-    int *fill = pl_malloc((size_t)next * sizeof *fill + 1);
+    int *fill = pl_malloc((size_t)next * sizeof *fill);
     memcpy(fill, p->moff, (size_t)next * sizeof *fill);
     for (int i = 0; i < n; i++)
         p->mem[fill[p->of[g->topo[i]]]++] = g->topo[i];
@@ -97,7 +97,7 @@ static void link_packs(mt_packs *p, const pl_graph *g, bool forward, int **off_o
 {
     int n = p->n;
     int *off = pl_calloc((size_t)n + 1, sizeof *off), *adj = NULL, cap = 0, m = 0;
-    int *seen = pl_malloc((size_t)n * sizeof *seen + 1);
+    int *seen = pl_malloc((size_t)n * sizeof *seen);
     for (int q = 0; q < n; q++)
         seen[q] = -1;
     for (int q = 0; q < n; q++) {
@@ -130,9 +130,9 @@ void mt_pack(const pl_cost *k, const pl_multi_opts *o, int ref, const double *sp
         pl_coarsen_join(g, in_band, &(band){k, o, ref, sp}, &up);
     number_packs(p, g, &up);
     pl_uf_free(&up);
-    p->tenant = pl_malloc((size_t)p->n * sizeof *p->tenant + 1);
+    p->tenant = pl_malloc((size_t)p->n * sizeof *p->tenant);
     p->t = pl_calloc((size_t)p->n * p->D + 1, sizeof *p->t);
-    p->order = pl_malloc((size_t)p->n * sizeof *p->order + 1);
+    p->order = pl_malloc((size_t)p->n * sizeof *p->order);
     for (int q = 0; q < p->n; q++) {
         p->order[q] = q;
         p->tenant[q] = g->ops[p->mem[p->moff[q]]].tenant;
@@ -159,8 +159,7 @@ void mt_packs_free(mt_packs *p)
 static double distance(const mt_packs *p, int ref, int a, int b)
 {
     int na = 0, nb = 0;
-    int *qa = pl_malloc((size_t)p->n * sizeof *qa + 1),
-        *qb = pl_malloc((size_t)p->n * sizeof *qb + 1);
+    int *qa = pl_malloc((size_t)p->n * sizeof *qa), *qb = pl_malloc((size_t)p->n * sizeof *qb);
     for (int q = 0; q < p->n; q++) {
         if (p->tenant[q] == a) qa[na++] = q;
         if (p->tenant[q] == b) qb[nb++] = q;
@@ -203,8 +202,8 @@ static void group_tenants(pl_multi_analysis *a, double threshold)
     for (int i = 0; i < T; i++)
         for (int j = i + 1; j < T; j++)
             if (threshold < 0 || a->affinity[i * T + j] > threshold) pl_uf_union(&up, i, j);
-    a->group = pl_malloc((size_t)T * sizeof *a->group + 1);
-    int *id = pl_malloc((size_t)T * sizeof *id + 1);
+    a->group = pl_malloc((size_t)T * sizeof *a->group);
+    int *id = pl_malloc((size_t)T * sizeof *id);
     for (int i = 0; i < T; i++)
         id[i] = -1;
     a->n_groups = 0;
@@ -229,7 +228,7 @@ int pl_multi_analyze(const pl_cost *k, const pl_multi_opts *o, pl_multi_analysis
     int D = k->n_devs, T = pl_graph_tenants(g);
     a->n_tenants = T, a->n_ops = g->n_ops;
     a->ref_dev = mt_ref_device(k);
-    a->speedup = pl_malloc((size_t)g->n_ops * sizeof *a->speedup + 1);
+    a->speedup = pl_malloc((size_t)g->n_ops * sizeof *a->speedup);
     for (int v = 0; v < g->n_ops; v++)
         a->speedup[v] = mt_speedup(k->op_s + (size_t)v * D, D, a->ref_dev);
     mt_packs p;

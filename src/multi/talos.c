@@ -178,7 +178,7 @@ int mt_assign(int n, int n_slots, const double *cost, const int *tie, int *slot,
     glp_graph *G = glp_create_graph(sizeof(double), sizeof(arc_data));
     glp_add_vertices(G, 2 + n + n_slots);
     *(double *)G->v[S]->data = n, *(double *)G->v[T]->data = -n;
-    arc_data **pick = pl_malloc((size_t)n * n_slots * sizeof *pick + 1);
+    arc_data **pick = pl_malloc((size_t)n * n_slots * sizeof *pick);
     for (int i = 0; i < n; i++) {
         add_arc(G, S, op0 + i, 1, 0);
         add_arc(G, op0 + i, T, 1, DEFER_COST);
@@ -213,8 +213,8 @@ static int solve_step(const tl_state *s, const tl_cand *c, int n, int *slot, pl_
 {
     int D = s->D, P = s->positions;
     size_t cells = (size_t)n * D * P;
-    double *cost = pl_malloc(cells * sizeof *cost + 1), blmax = 0;
-    int *ties = pl_malloc(cells * sizeof *ties + 1);
+    double *cost = pl_malloc(cells * sizeof *cost), blmax = 0;
+    int *ties = pl_malloc(cells * sizeof *ties);
     for (int i = 0; i < n; i++)
         blmax = fmax(blmax, s->bl[c[i].q]);
     for (int i = 0; i < n; i++)
@@ -272,7 +272,7 @@ static int by_position(const void *a, const void *b) /* front of the queue (larg
 static void commit(tl_state *s, const tl_cand *c, int n, const int *slot)
 {
     int P = s->positions;
-    queued *qs = pl_malloc((size_t)n * sizeof *qs + 1);
+    queued *qs = pl_malloc((size_t)n * sizeof *qs);
     for (int d = 0; d < s->D; d++) {
         int m = 0;
         for (int i = 0; i < n; i++)
@@ -375,15 +375,15 @@ static void state_init(tl_state *s, const pl_cost *k, const mt_packs *p, int pos
     memset(s, 0, sizeof *s);
     s->k = k, s->p = p, s->D = p->D, s->n = p->n, s->positions = positions;
     int n = p->n;
-    s->dev = pl_malloc((size_t)n * sizeof *s->dev + 1);
+    s->dev = pl_malloc((size_t)n * sizeof *s->dev);
     s->start = pl_calloc((size_t)n + 1, sizeof *s->start);
     s->fin = pl_calloc((size_t)n + 1, sizeof *s->fin);
     s->avail = pl_calloc((size_t)s->D + 1, sizeof *s->avail);
     s->bl = pl_calloc((size_t)n + 1, sizeof *s->bl);
-    s->left = pl_malloc((size_t)n * sizeof *s->left + 1);
+    s->left = pl_malloc((size_t)n * sizeof *s->left);
     s->ban = pl_calloc((size_t)n * s->D + 1, 1);
-    s->frontier = pl_malloc((size_t)n * sizeof *s->frontier + 1);
-    s->active = pl_malloc((size_t)n * sizeof *s->active + 1);
+    s->frontier = pl_malloc((size_t)n * sizeof *s->frontier);
+    s->active = pl_malloc((size_t)n * sizeof *s->active);
     for (int q = 0; q < n; q++)
         s->dev[q] = -1, s->left[q] = p->poff[q + 1] - p->poff[q];
     s->mem = pl_mem_track_new(k);
@@ -404,7 +404,7 @@ static int *group_order(const mt_packs *p, const pl_multi_analysis *a)
     double *work = pl_calloc((size_t)a->n_groups + 1, sizeof *work);
     for (int q = 0; q < p->n; q++)
         work[a->group[p->tenant[q]]] += mt_best(p, q);
-    int *order = pl_malloc((size_t)a->n_groups * sizeof *order + 1);
+    int *order = pl_malloc((size_t)a->n_groups * sizeof *order);
     for (int i = 0; i < a->n_groups; i++)
         order[i] = i;
     for (int i = 1; i < a->n_groups; i++) /* insertion sort: a handful of groups */
@@ -435,8 +435,8 @@ static void write_plan(const tl_state *s, pl_plan *out)
 {
     const mt_packs *p = s->p;
     int n_ops = s->k->g->n_ops;
-    op_key *key = pl_malloc((size_t)n_ops * sizeof *key + 1);
-    int *seq = pl_malloc((size_t)n_ops * sizeof *seq + 1);
+    op_key *key = pl_malloc((size_t)n_ops * sizeof *key);
+    int *seq = pl_malloc((size_t)n_ops * sizeof *seq);
     for (int q = 0; q < p->n; q++)
         for (int j = p->moff[q]; j < p->moff[q + 1]; j++) {
             out->dev[p->mem[j]] = s->dev[q];

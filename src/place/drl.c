@@ -70,7 +70,7 @@ static void features(drl *x)
 {
     const pl_graph *cg = x->cz->coarse;
     const pl_cost *k = x->k;
-    x->type = pl_malloc((size_t)x->n * sizeof *x->type + 1);
+    x->type = pl_malloc((size_t)x->n * sizeof *x->type);
     x->numeric = pl_calloc((size_t)x->n * NUMERIC + 1, sizeof *x->numeric);
     x->mask = pl_calloc((size_t)x->n * x->D + 1, sizeof *x->mask);
     for (int q = 0; q < x->n; q++) {
@@ -124,7 +124,7 @@ static int rollout(const drl *x, pl_tape *t, uint64_t *rng, int *dev)
 {
     const pl_graph *cg = x->cz->coarse;
     int n = x->n, D = x->D;
-    int *xs = pl_malloc((size_t)n * sizeof *xs + 1), *hs = pl_malloc((size_t)n * sizeof *hs + 1);
+    int *xs = pl_malloc((size_t)n * sizeof *xs), *hs = pl_malloc((size_t)n * sizeof *hs);
     int h = pl_t_input(t, 1, HID, NULL), c = h, E = pl_t_param(t, x->embed);
     for (int i = 0; i < n; i++) {
         int q = cg->topo[i];
@@ -135,7 +135,7 @@ static int rollout(const drl *x, pl_tape *t, uint64_t *rng, int *dev)
         hs[i] = h;
     }
     int H = pl_t_concat_rows(t, n, hs), keys = pl_attn_keys(t, &x->att, H);
-    int *lps = pl_malloc((size_t)n * sizeof *lps + 1);
+    int *lps = pl_malloc((size_t)n * sizeof *lps);
     float *prev = pl_calloc((size_t)D + 1, sizeof *prev);
     int s = h, sc = c;
     for (int i = 0; i < n; i++) {
@@ -327,7 +327,7 @@ static int sum_grads(drl *x, const pl_pool *pool)
 {
     if (!pool->on) return 0;
     long n = pl_params_count(&x->s);
-    float *v = pl_malloc((size_t)n * sizeof *v + 1);
+    float *v = pl_malloc((size_t)n * sizeof *v);
     flat_copy(&x->s, v, true, false);
     int rc = pl_pool_sumf(pool, v, (int)n) < 0 ? -1 : 0;
     flat_copy(&x->s, v, true, true);
@@ -382,7 +382,7 @@ static int same_weights(drl *x, const pl_pool *pool, pl_err *err)
 {
     if (!pool->on) return 0;
     long n = pl_params_count(&x->s);
-    float *w = pl_malloc((size_t)n * sizeof *w + 1);
+    float *w = pl_malloc((size_t)n * sizeof *w);
     flat_copy(&x->s, w, false, false);
     char mine[65], root[65];
     pl_sha256_buffer(w, (size_t)n * sizeof *w, mine);
@@ -406,15 +406,15 @@ static int same_weights(drl *x, const pl_pool *pool, pl_err *err)
 static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
 {
     int n = x->n, n_ops = x->k->n_ops;
-    int *gdev = pl_malloc((size_t)n * sizeof *gdev + 1);
-    int *opdev = pl_malloc((size_t)n_ops * sizeof *opdev + 1);
+    int *gdev = pl_malloc((size_t)n * sizeof *gdev);
+    int *opdev = pl_malloc((size_t)n_ops * sizeof *opdev);
     /* the budget: episodes (o->iterations), time, or both; neither: EPISODES episodes (and
      * DEFAULT_TIME_S at most) */
     /* measured episodes stay in one process: ranks would time each other's runs, or score
      * on different machines, and a failure on one rank would leave the others waiting */
     run u = {
         .o = o, .pool = pl_pool_of(o->measure ? NULL : o), .start = pl_now(), .best_t = INFINITY};
-    u.best = pl_malloc((size_t)n_ops * sizeof *u.best + 1);
+    u.best = pl_malloc((size_t)n_ops * sizeof *u.best);
     u.limit_s = o->time_limit_s > 0 ? o->time_limit_s
                 : o->iterations > 0 ? INFINITY
                                     : DEFAULT_TIME_S;

@@ -48,12 +48,12 @@ int pl_pool_share_plan(const pl_pool *pool, pl_plan *p, int root)
         pl_plan_clear_schedule(p);
         /* the arrays rank `root` sends, to be overwritten (+ 1: pl_malloc of 0 bytes) */
         if (s.order) {
-            p->order = pl_malloc((size_t)n * sizeof *p->order + 1);
+            p->order = pl_malloc((size_t)n * sizeof *p->order);
             p->order_off = pl_malloc((size_t)(D + 1) * sizeof *p->order_off);
         }
-        if (s.priority) p->priority = pl_malloc((size_t)n * sizeof *p->priority + 1);
+        if (s.priority) p->priority = pl_malloc((size_t)n * sizeof *p->priority);
         if (s.xfer) {
-            p->xfer_priority = pl_malloc((size_t)s.n_edges * sizeof *p->xfer_priority + 1);
+            p->xfer_priority = pl_malloc((size_t)s.n_edges * sizeof *p->xfer_priority);
             p->n_edges = s.n_edges;
         }
     }

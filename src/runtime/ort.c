@@ -322,7 +322,7 @@ int pl_ort_load_tenants(pl_ort *w, const char *const *paths, const char *const *
     forget_paths(w);
     w->paths = copy_strings(paths, n), w->devices = copy_strings(devices, n), w->n_paths = n;
     if (tenants) {
-        w->tenants = pl_malloc((size_t)n * sizeof *w->tenants + 1);
+        w->tenants = pl_malloc((size_t)n * sizeof *w->tenants);
         memcpy(w->tenants, tenants, (size_t)n * sizeof *tenants);
     }
     return 0;

@@ -117,9 +117,9 @@ static int group_devices(const cc *c, int i, int *out)
 static void set_reps(reps *r, const int *devs, int n, rep_mode mode, const double *weight)
 {
     r->n = n, r->mode = mode;
-    r->dev = pl_malloc((size_t)n * sizeof *r->dev + 1);
-    r->lo = pl_malloc((size_t)n * sizeof *r->lo + 1);
-    r->hi = pl_malloc((size_t)n * sizeof *r->hi + 1);
+    r->dev = pl_malloc((size_t)n * sizeof *r->dev);
+    r->lo = pl_malloc((size_t)n * sizeof *r->lo);
+    r->hi = pl_malloc((size_t)n * sizeof *r->hi);
     double sum = 0, at = 0;
     for (int k = 0; k < n; k++)
         sum += weight ? weight[devs[k]] : 1;
@@ -166,12 +166,12 @@ static void assign_mp(cc *c, int i, const int *devs, int n)
     const pl_graph *g = c->t->g;
     int m = og->off[i + 1] - og->off[i];
     double tt = 0, wt = 0, total = 0;
-    double *w = pl_malloc((size_t)m * sizeof *w + 1);
+    double *w = pl_malloc((size_t)m * sizeof *w);
     for (int q = og->off[i]; q < og->off[i + 1]; q++)
         tt += k->op_s[(size_t)og->op[q] * k->n_devs + devs[0]], wt += k->weight_bytes[og->op[q]];
     for (int q = 0; q < m; q++)
         total += w[q] = mp_weight(c, og->op[og->off[i] + q], devs[0], tt, wt);
-    int *local = pl_malloc((size_t)g->n_ops * sizeof *local + 1);
+    int *local = pl_malloc((size_t)g->n_ops * sizeof *local);
     for (int q = 0; q < m; q++)
         local[og->op[og->off[i] + q]] = q;
     int32_t *xadj = pl_calloc((size_t)m + 1, sizeof *xadj), *adj = NULL, *aw = NULL, *vw = NULL;
@@ -191,10 +191,10 @@ static void assign_mp(cc *c, int i, const int *devs, int n)
         }
         xadj[q + 1] = na;
     }
-    vw = pl_malloc((size_t)m * sizeof *vw + 1);
+    vw = pl_malloc((size_t)m * sizeof *vw);
     for (int q = 0; q < m; q++)
         vw[q] = 1 + (int32_t)(total > 0 ? w[q] / total * 1e6 : 0);
-    int32_t *part = pl_malloc((size_t)m * sizeof *part + 1);
+    int32_t *part = pl_malloc((size_t)m * sizeof *part);
     pl_err err = {""};
     if (n > 1 && m > n && na > 0 &&
         pl_metis_partition(m, xadj, adj, vw, aw, n, 1.122, 0, part, &err) == 0) {
@@ -231,7 +231,7 @@ static int plan_replicas(cc *c, pl_err *err)
 {
     const pl_train_graph *t = c->t;
     const pl_op_groups *og = &c->x->og;
-    int *devs = pl_malloc((size_t)c->D * sizeof *devs + 1);
+    int *devs = pl_malloc((size_t)c->D * sizeof *devs);
     for (int i = 0; i < og->n; i++) {
         int n = group_devices(c, i, devs);
         if (n == 0) {
@@ -319,7 +319,7 @@ static int gather(cc *c, int u, int k, int d, double lo, double hi, const char *
 {
     const reps *ru = &c->rp[u];
     double full = tbytes(c->t->g, c->t->g->ops[u].outputs[k]);
-    int *pieces = pl_malloc((size_t)ru->n * sizeof *pieces + 1), n = 0;
+    int *pieces = pl_malloc((size_t)ru->n * sizeof *pieces), n = 0;
     for (int r = 0; r < ru->n; r++) {
         double a = fmax(lo, ru->lo[r]), b = fmin(hi, ru->hi[r]);
         if (b <= a + 1e-12) continue;
@@ -402,8 +402,8 @@ static void emit_op(cc *c, int v)
     const pl_graph *tg = c->t->g;
     const pl_op *src = &tg->ops[v];
     reps *rv = &c->rp[v];
-    rv->op = pl_malloc((size_t)rv->n * sizeof *rv->op + 1);
-    rv->out = pl_malloc((size_t)rv->n * sizeof *rv->out + 1);
+    rv->op = pl_malloc((size_t)rv->n * sizeof *rv->op);
+    rv->out = pl_malloc((size_t)rv->n * sizeof *rv->out);
     double f = c->t->batch_frac[v];
     for (int r = 0; r < rv->n; r++) {
         double s = share_of(rv, r), scale = f * s + 1 - f;
@@ -582,7 +582,7 @@ static void ps_pull(cc *c, const bucket *bk, int ps)
 
 static void collect_bucket(cc *c, int group, bucket *bk)
 {
-    bk->param = pl_malloc((size_t)c->t->n_params * sizeof *bk->param + 1);
+    bk->param = pl_malloc((size_t)c->t->n_params * sizeof *bk->param);
     bk->n = 0, bk->bytes = 0, bk->rp = NULL;
     for (int p = 0; p < c->t->n_params; p++)
         if (needs_sync(c, p, group)) {
@@ -627,19 +627,19 @@ int pl_train_compile(const pl_train_ctx *x, const pl_train_strategy *s, pl_graph
     cc c = {.x = x, .t = t, .s = s, .c = x->c, .D = x->c->n_devs};
     c.g = pl_graph_new(t->g->name);
     c.rp = pl_calloc((size_t)t->g->n_ops + 1, sizeof *c.rp);
-    c.wt_on = pl_malloc((size_t)t->g->n_tensors * c.D * sizeof *c.wt_on + 1);
+    c.wt_on = pl_malloc((size_t)t->g->n_tensors * c.D * sizeof *c.wt_on);
     for (size_t i = 0; i < (size_t)t->g->n_tensors * c.D; i++)
         c.wt_on[i] = -1;
-    c.ps_of_group = pl_malloc((size_t)x->og.n * sizeof *c.ps_of_group + 1);
-    c.synced = pl_malloc((size_t)t->n_params * c.D * sizeof *c.synced + 1);
+    c.ps_of_group = pl_malloc((size_t)x->og.n * sizeof *c.ps_of_group);
+    c.synced = pl_malloc((size_t)t->n_params * c.D * sizeof *c.synced);
     for (size_t i = 0; i < (size_t)t->n_params * c.D; i++)
         c.synced[i] = -1;
-    c.param_of_grad = pl_malloc((size_t)t->g->n_tensors * sizeof *c.param_of_grad + 1);
+    c.param_of_grad = pl_malloc((size_t)t->g->n_tensors * sizeof *c.param_of_grad);
     for (int i = 0; i < t->g->n_tensors; i++)
         c.param_of_grad[i] = -1;
     for (int p = 0; p < t->n_params; p++)
         c.param_of_grad[t->grad_tensor[p]] = p;
-    c.barrier = pl_malloc((size_t)c.D * sizeof *c.barrier + 1);
+    c.barrier = pl_malloc((size_t)c.D * sizeof *c.barrier);
     for (int d = 0; d < c.D; d++)
         c.barrier[d] = -1;
     int rc = plan_replicas(&c, err);

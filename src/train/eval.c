@@ -13,7 +13,7 @@ static void group_feedback(const pl_train_ctx *x, const pl_graph *g, const int *
                            const pl_sim_result *r, pl_train_eval *e)
 {
     int n = x->og.n;
-    double *first = pl_malloc((size_t)n * sizeof *first + 1), *last = pl_calloc(n, sizeof *last);
+    double *first = pl_malloc((size_t)n * sizeof *first), *last = pl_calloc(n, sizeof *last);
     double *gap = pl_calloc(n, sizeof *gap);
     int *gaps = pl_calloc(n, sizeof *gaps);
     for (int i = 0; i < n; i++)
@@ -48,7 +48,7 @@ static void device_feedback(const pl_train_ctx *x, const pl_sim_result *r, pl_tr
 {
     int D = r->n_devs, M = x->dg.n;
     double T = r->makespan_s > 0 ? r->makespan_s : 1;
-    e->dev_idle_frac = pl_malloc((size_t)D * sizeof *e->dev_idle_frac + 1);
+    e->dev_idle_frac = pl_malloc((size_t)D * sizeof *e->dev_idle_frac);
     for (int d = 0; d < D; d++)
         e->dev_idle_frac[d] = 1 - r->busy_s[d] / T;
     e->n_dgroups = M;

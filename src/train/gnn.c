@@ -50,8 +50,8 @@ static void edges_to_csr(pl_tag_input *in, int r, edges *e)
         ptr[v + 1] += ptr[v], at[v] = ptr[v];
     in->n_edges[r] = e->n;
     in->ptr[r] = ptr;
-    in->src[r] = pl_malloc((size_t)e->n * sizeof(int) + 1);
-    in->efeat[r] = pl_malloc((size_t)e->n * PL_TAG_EDGE_FEATS * sizeof(float) + 1);
+    in->src[r] = pl_malloc((size_t)e->n * sizeof(int));
+    in->efeat[r] = pl_malloc((size_t)e->n * PL_TAG_EDGE_FEATS * sizeof(float));
     for (int k = 0; k < e->n; k++) {
         int pos = at[e->dst[k]]++;
         in->src[r][pos] = e->src[k];

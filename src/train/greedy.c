@@ -76,7 +76,7 @@ int tr_greedy(const pl_train_ctx *x, pl_train_strategy **st, double *t, int n, i
               tr_alt_fn alt, const void *user, double eps, pl_err *err)
 {
     int *order = pl_train_group_order(x), items = n * n_alt, rc = 0;
-    cand *c = pl_malloc((size_t)items * sizeof *c + 1);
+    cand *c = pl_malloc((size_t)items * sizeof *c);
     step p = {x, st, n_alt, 0, alt, user};
     for (int k = 0; rc == 0 && k < x->og.n; k++) {
         p.group = order[k];

@@ -84,7 +84,7 @@ static double group_speed(const pl_train_ctx *x, int j)
 /* Device groups in descending speed (ties in group order), malloc'd. */
 static int *by_speed(const pl_train_ctx *x)
 {
-    int M = x->dg.n, *by = pl_malloc((size_t)M * sizeof *by + 1);
+    int M = x->dg.n, *by = pl_malloc((size_t)M * sizeof *by);
     for (int j = 0; j < M; j++)
         by[j] = j;
     for (int a = 1; a < M; a++)
@@ -279,8 +279,7 @@ static double reward(const search *s, double t)
 static int iterate(search *s, int it, pl_err *err)
 {
     int G = s->x->og.n;
-    int *path = pl_malloc((size_t)G * sizeof *path + 1),
-        *vs = pl_malloc((size_t)G * sizeof *vs + 1);
+    int *path = pl_malloc((size_t)G * sizeof *path), *vs = pl_malloc((size_t)G * sizeof *vs);
     int depth = 0, vi = 0, nv = -1, rc = 0;
     while (depth < G) {
         if ((rc = set_priors(s, vi, path, depth, err)) < 0) break;
@@ -343,7 +342,7 @@ static void report(const search *s, int vi, int *path, int depth, double min_vis
 
 static void report_vertices(const search *s)
 {
-    int *path = pl_malloc((size_t)s->x->og.n * sizeof *path + 1);
+    int *path = pl_malloc((size_t)s->x->og.n * sizeof *path);
     report(s, 0, path, 0, s->o->min_visits > 0 ? s->o->min_visits : 1);
     free(path);
 }

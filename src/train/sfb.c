@@ -45,7 +45,7 @@ static void cbc_child(void *ctx, pl_solve_answer *a)
 static int solve(Cbc_Model *m, int n, unsigned char *alpha, double *obj, char *why, size_t cap)
 {
     pl_solve_answer a = {.n = Cbc_getNumCols(m)};
-    a.x = pl_malloc((size_t)a.n * sizeof *a.x + 1);
+    a.x = pl_malloc((size_t)a.n * sizeof *a.x);
     int rc = pl_solve_isolated(cbc_child, m, SFB_LIMIT_S, 0, &a, why, cap);
     if (rc == 0 && a.status != PL_SOLVE_OPTIMAL)
         rc = -1, snprintf(why, cap, "proved no optimum within its limit of %g s", SFB_LIMIT_S);
@@ -63,7 +63,7 @@ int tr_sfb_solve(const tr_sfb *p, unsigned char *alpha, double *obj, char *why, 
     int n = p->n, m = p->m, nc = n + m, nr = 0;
     int *start = pl_calloc((size_t)nc + 1, sizeof *start);
     int n_rows_k = 0;
-    int *row_of_k = pl_malloc((size_t)n * sizeof *row_of_k + 1);
+    int *row_of_k = pl_malloc((size_t)n * sizeof *row_of_k);
     for (int k = 0; k < n; k++)
         row_of_k[k] = k == p->g ? -1 : n_rows_k++;
     nr = n_rows_k + m;
@@ -88,18 +88,17 @@ int tr_sfb_solve(const tr_sfb *p, unsigned char *alpha, double *obj, char *why, 
         start[es[a].c + 1]++;
     for (int c = 0; c < nc; c++)
         start[c + 1] += start[c];
-    int *fill = pl_malloc((size_t)nc * sizeof *fill + 1);
+    int *fill = pl_malloc((size_t)nc * sizeof *fill);
     memcpy(fill, start, (size_t)nc * sizeof *fill);
-    int *row = pl_malloc((size_t)ne * sizeof *row + 1);
-    double *val = pl_malloc((size_t)ne * sizeof *val + 1);
+    int *row = pl_malloc((size_t)ne * sizeof *row);
+    double *val = pl_malloc((size_t)ne * sizeof *val);
     for (int a = 0; a < ne; a++) {
         int at = fill[es[a].c]++;
         row[at] = es[a].r, val[at] = es[a].v;
     }
-    double *lb = pl_calloc((size_t)nc + 1, sizeof *lb),
-           *ub = pl_malloc((size_t)nc * sizeof *ub + 1);
+    double *lb = pl_calloc((size_t)nc + 1, sizeof *lb), *ub = pl_malloc((size_t)nc * sizeof *ub);
     double *c = pl_calloc((size_t)nc + 1, sizeof *c);
-    double *rlb = pl_malloc((size_t)nr * sizeof *rlb + 1),
+    double *rlb = pl_malloc((size_t)nr * sizeof *rlb),
            *rub = pl_calloc((size_t)nr + 1, sizeof *rub);
     for (int k = 0; k < nc; k++)
         ub[k] = 1;
@@ -191,7 +190,7 @@ static int sfb_param(const pl_train_ctx *x, const pl_train_strategy *s, int p, i
     tr_sfb q = {.n = n, .g = local[g], .D = D, .tau = tau};
     q.grad_bytes =
         tg->tensors[t->grad_tensor[p]].bytes > 0 ? (double)tg->tensors[t->grad_tensor[p]].bytes : 0;
-    q.time_s = pl_malloc((size_t)n * sizeof *q.time_s + 1);
+    q.time_s = pl_malloc((size_t)n * sizeof *q.time_s);
     for (int a = 0; a < n; a++) {
         int u = v[a];
         double f = t->batch_frac[u], tu = x->k->op_s[(size_t)u * x->k->n_devs + x->dg.dev[0]];
@@ -200,9 +199,9 @@ static int sfb_param(const pl_train_ctx *x, const pl_train_strategy *s, int p, i
         for (int k = 0; k < o->n_inputs; k++) /* activation inputs only: weights are local */
             q.m += o->inputs[k] >= 0 && !(tg->tensors[o->inputs[k]].flags & PL_TENSOR_WEIGHT);
     }
-    q.from = pl_malloc((size_t)q.m * sizeof *q.from + 1);
-    q.to = pl_malloc((size_t)q.m * sizeof *q.to + 1);
-    q.bytes = pl_malloc((size_t)q.m * sizeof *q.bytes + 1);
+    q.from = pl_malloc((size_t)q.m * sizeof *q.from);
+    q.to = pl_malloc((size_t)q.m * sizeof *q.to);
+    q.bytes = pl_malloc((size_t)q.m * sizeof *q.bytes);
     q.m = 0;
     for (int a = 0; a < n; a++) {
         const pl_op *o = &tg->ops[v[a]];
@@ -258,8 +257,8 @@ int pl_train_sfb(const pl_train_ctx *x, pl_train_strategy *s, pl_err *err)
         s->sfb = pl_calloc((size_t)n_ops + 1, 1);
         s->n_sfb = n_ops;
     }
-    sfb_job j = {x, s, pl_malloc((size_t)n_ops * sizeof(int) + 1),
-                 pl_malloc((size_t)n_ops * sizeof(int) + 1)};
+    sfb_job j = {x, s, pl_malloc((size_t)n_ops * sizeof(int)),
+                 pl_malloc((size_t)n_ops * sizeof(int))};
     for (int i = 0; i < n_ops; i++)
         j.local[i] = -1;
     unsigned char *all = pl_malloc((size_t)n_params * size + 1);

@@ -49,7 +49,7 @@ void pl_train_strategy_free(pl_train_strategy *s)
 
 int *pl_train_group_order(const pl_train_ctx *x)
 {
-    int n = x->og.n, *order = pl_malloc((size_t)n * sizeof *order + 1);
+    int n = x->og.n, *order = pl_malloc((size_t)n * sizeof *order);
     for (int i = 0; i < n; i++)
         order[i] = i;
     for (int i = 1; i < n; i++) /* insertion sort: stable, at most a few hundred groups */

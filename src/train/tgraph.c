@@ -627,9 +627,9 @@ static void tg_optimizer(tg_builder *b, bool sgd)
     for (int x = 0; x < f->n_tensors; x++)
         n += b->param[x];
     t->n_params = n;
-    t->param_tensor = pl_malloc((size_t)n * sizeof(int) + 1);
-    t->grad_tensor = pl_malloc((size_t)n * sizeof(int) + 1);
-    t->apply_op = pl_malloc((size_t)n * sizeof(int) + 1);
+    t->param_tensor = pl_malloc((size_t)n * sizeof(int));
+    t->grad_tensor = pl_malloc((size_t)n * sizeof(int));
+    t->apply_op = pl_malloc((size_t)n * sizeof(int));
     char name[1024];
     for (int x = 0, p = 0; x < f->n_tensors; x++) {
         if (!b->param[x]) continue;

@@ -188,7 +188,7 @@ static int run_plan(ort_state *s, const pl_graph *g, const pl_cluster *c, const 
     if (pl_make_temp_dir("placer-episode", root, sizeof root, err) < 0) return -1;
     snprintf(dir, sizeof dir, "%s/split", root);
     snprintf(cache, sizeof cache, "%s/inflated", root);
-    const char **names = pl_malloc((size_t)c->n_devs * sizeof *names + 1);
+    const char **names = pl_malloc((size_t)c->n_devs * sizeof *names);
     for (int d = 0; d < c->n_devs; d++)
         names[d] = c->devs[d].name;
     pl_stages st = {0};
