@@ -21,7 +21,9 @@
  *         if (pl_json_quantity(&d, "memory_bytes", PL_UNIT_BYTES, &mem, err) < 0) goto fail;
  *     }
  *     pl_json_close(doc);
- */
+ *
+ * Ownership and failure: a pl_json_doc is the caller's, closed by pl_json_close (NULL is fine);
+ * every cursor and every string a getter gives points into it and dies with it. */
 #ifndef PLACER_JSON_H
 #define PLACER_JSON_H
 

@@ -17,7 +17,12 @@
  *
  * Shapes are preconditions (PL_ASSERT, checked under `make asan`): a caller builds the model,
  * so a wrong shape is a bug in placer, not bad input. Files are input: pl_params_load checks
- * everything and says what is wrong. */
+ * everything and says what is wrong.
+ *
+ * Ownership and failure: a tape and a parameter set are the caller's, each freed by its _free
+ * function; a parameter added to a set is owned by the set; a tape refers to parameters but
+ * never frees them, so the set must outlive every tape that read it. pl_params_load leaves the
+ * set unchanged on failure; pl_params_save leaves the file whole or as it was (pl_out). */
 #ifndef PLACER_LEARN_H
 #define PLACER_LEARN_H
 

@@ -1,5 +1,12 @@
 /* report.h: what every verb prints: aligned text tables by default; JSON is built by each
- * verb with jansson and written by pl_json_print(). */
+ * verb with jansson and written by pl_json_print().
+ *
+ * Semantics, exactly: pl_table_print prints the header and every row added so far; each column
+ * is as wide as its widest cell (a cell is cut in the middle past 60 characters), left-aligned
+ * unless marked '>'. Ownership: pl_table_new's table is the caller's, freed by pl_table_free
+ * (NULL is fine); cells are copied when added. pl_json_print takes the value it prints (it
+ * drops the caller's reference). Nothing here fails: allocation failure ends placer
+ * (pl_malloc). */
 #ifndef PLACER_REPORT_H
 #define PLACER_REPORT_H
 

@@ -20,7 +20,13 @@
  *   this model) is refused with an error, never applied in part. pl_rw_apply leaves its input
  *   model unchanged: backtracking search keeps every graph it visits.
  * - After a rewrite, initializers no node reads and value infos of tensors that no longer exist
- *   are dropped; nothing else is (nodes dead in the source stay). */
+ *   are dropped; nothing else is (nodes dead in the source stay).
+ *
+ * Ownership and failure: every pl_rw_model a function returns is the caller's (pl_rw_free), and
+ * so are site arrays (pl_rw_sites_free) and search results (pl_rw_search_result_free); inputs
+ * are only read, except the in-out model of pl_rw_greedy and pl_rw_replay, which on failure is
+ * left as it was. A function that fails returns NULL or -1 with err set and gives nothing to
+ * free. pl_rw_save writes through pl_out: the file is whole or as it was. */
 #ifndef PLACER_REWRITE_H
 #define PLACER_REWRITE_H
 

@@ -14,7 +14,12 @@
  * (plus returning outputs to the I/O device, if any). Devices of one host that give
  * host_mem_bandwidth_Bps share it: while ops run on several of them at once, each one's memory
  * term stretches by the factor their summed demand exceeds it, re-rated whenever one starts
- * or ends there (docs/simulator.md, "Shared memory"); recorded times are the stretched ones. */
+ * or ends there (docs/simulator.md, "Shared memory"); recorded times are the stretched ones.
+ *
+ * Ownership and failure: pl_simulate zeroes *r first and fills it only on success, so after a
+ * failure r holds nothing (pl_sim_result_free on it is harmless); on success the caller frees
+ * it with pl_sim_result_free. The cost table and plan are only read. pl_sim_trace_write writes
+ * through pl_out: the file is whole or as it was. */
 #ifndef PLACER_SIM_H
 #define PLACER_SIM_H
 
