@@ -178,7 +178,8 @@ static void test_deterministic(void **state)
     free(w[0]), free(w[1]), free(w[2]);
 }
 
-/* A threshold no vertex reaches is an error that says so, not an untrained file. */
+/* A threshold no vertex reaches is an error that says so, not an untrained file; a round
+ * without a sample (no step taken) is not a divergence: every round runs. */
 static void test_no_sample_is_an_error(void **state)
 {
     (void)state;
@@ -186,11 +187,12 @@ static void test_no_sample_is_an_error(void **state)
     const int batches[] = {BATCH};
     pl_tag_gnn *m = pl_tag_gnn_new(7);
     pl_tag_distill_opts o = one_search(models, batches);
-    o.min_visits = 1000;
+    o.min_visits = 1000, o.rounds = 2;
     pl_tag_distill_result r;
     pl_err err = {""};
     assert_int_equal(pl_tag_distill(m, &o, &r, &err), -1);
-    assert_non_null(strstr(err.msg, "1000 visits"));
+    assert_non_null(strstr(err.msg, "1000 visits in 2 searches"));
+    assert_int_equal(r.rounds, 2);
     pl_tag_gnn_free(m);
 }
 

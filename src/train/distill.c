@@ -225,7 +225,8 @@ int pl_tag_distill(pl_tag_gnn *m, const pl_tag_distill_opts *opts, pl_tag_distil
         }
         double first = NAN, loss = NAN;
         fit(m, &b, &o, &rng, &first, &loss);
-        if (diverged(m, round + 1, loss, &o, err) < 0) {
+        /* an empty buffer took no step (loss NaN, weights as they were): nothing to judge */
+        if (b.n > 0 && diverged(m, round + 1, loss, &o, err) < 0) {
             rc = -1;
             break;
         }

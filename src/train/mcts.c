@@ -54,23 +54,18 @@ typedef struct search {
 /* The device-group sets of the actions, one byte per device group (a bit mask of a fixed width
  * would stop at its width: 64 groups), each set kept once. */
 typedef struct sets {
-    int M, n, cap, cap_count;
+    int M, n, cap;
     unsigned char *uses; /* [k * M + j]: set k holds device group j */
-    int *count;          /* per set: its device groups, to compare only sets of one size */
 } sets;
 
 static void add_set(sets *ss, const unsigned char *uses)
 {
-    int c = 0, M = ss->M;
-    for (int j = 0; j < M; j++)
-        c += uses[j];
-    if (!c) return;
+    int M = ss->M;
+    if (!memchr(uses, 1, (size_t)M)) return;
     for (int k = 0; k < ss->n; k++)
-        if (ss->count[k] == c && !memcmp(ss->uses + (size_t)k * M, uses, (size_t)M)) return;
+        if (!memcmp(ss->uses + (size_t)k * M, uses, (size_t)M)) return;
     pl_grow((void **)&ss->uses, &ss->cap, (ss->n + 1) * M, 1);
-    pl_grow((void **)&ss->count, &ss->cap_count, ss->n + 1, sizeof *ss->count);
-    memcpy(ss->uses + (size_t)ss->n * M, uses, (size_t)M);
-    ss->count[ss->n++] = c;
+    memcpy(ss->uses + (size_t)ss->n++ * M, uses, (size_t)M);
 }
 
 static double group_speed(const pl_train_ctx *x, int j)
@@ -101,7 +96,7 @@ static void enumerate(search *s)
     const pl_train_ctx *x = s->x;
     int M = x->dg.n, cap = 0;
     sets ss = {.M = M};
-    unsigned char *u = pl_malloc((size_t)M + 1);
+    unsigned char *u = pl_malloc((size_t)M);
     memset(u, 1, (size_t)M);
     add_set(&ss, u);
     for (int j = 0; j < M; j++) {
@@ -121,7 +116,7 @@ static void enumerate(search *s)
         u[by[k]] = 1;
         add_set(&ss, u);
     }
-    free(by), free(u), free(ss.count);
+    free(by), free(u);
     s->uses = ss.uses; /* the actions point into it: complete before they are made */
     for (int k = 0; k < ss.n; k++)
         for (int o = 0; o < PL_OPT_COUNT; o++) {
