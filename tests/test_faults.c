@@ -358,6 +358,7 @@ static void run_case(const verb *v, int kind, const char *root)
 static void check(int kind)
 {
     char failed[1024] = "";
+    bool skipped = false;
     for (int k = 0; k < N_VERBS; k++) {
         const verb *v = &verbs[k];
         if (kind >= C_SIGINT && v->args && !v->slow)
@@ -374,12 +375,16 @@ static void check(int kind)
         int st;
         assert_int_equal(waitpid(pid, &st, 0), pid);
         tu_rmtree(root);
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 77) return; /* said why; so would every verb */
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 77) { /* said why; so would every verb */
+            skipped = true;
+            break;
+        }
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             snprintf(failed + strlen(failed), sizeof failed - strlen(failed), "%s%s",
                      failed[0] ? ", " : "", v->name);
     }
     if (failed[0]) fail_msg("%s failed: %s (their messages are above)", case_names[kind], failed);
+    if (skipped) skip(); /* counted as skipped by make test, not as passed */
 }
 
 static void test_missing_folder(void **state)

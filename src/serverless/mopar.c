@@ -167,8 +167,10 @@ static int max_degree(const pl_platform *pf, double mem_bytes)
  * dominant part, B the gathering's bytes over the bandwidth and e the efficiency, compute_s
  * is, up to terms that do not depend on it, g(eta) = P / (1 + (eta - 1) e) + B (1 - 1 / eta),
  * and g'(eta) < 0 exactly when eta (sqrt(P e) - e sqrt(B)) > sqrt(B) (1 - e): a line in eta,
- * so g falls all the way, rises all the way, or rises then falls. Its least value on [1, max]
- * is at 1 or at max (1 on a tie, as the loop over every degree this replaces chose). */
+ * so g falls all the way, rises all the way, or rises then falls, given 0 <= e <= 1 (the
+ * platform reader refuses a larger efficiency; with e > 1 the line could make g fall then
+ * rise, and a degree in between win). Its least value on [1, max] is at 1 or at max (1 on a
+ * tie, as the loop over every degree this replaces chose). */
 static int fastest_degree(const span *sp, const pl_platform *pf, double mem_bytes, double *compute)
 {
     int max = max_degree(pf, mem_bytes);
