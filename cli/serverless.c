@@ -571,7 +571,8 @@ static cli_exit parse(int argc, char **argv, sl_args *a, bool *asked)
                         "which platform? give --platform P (examples in "
                         "examples/platforms/)\n%s",
                         help);
-    if (a->serve && a->serve_o.duration_s * a->serve_o.rps_max > 5e7)
+    /* before anything is loaded: every request is at least one invocation (serve_too_long) */
+    if (a->serve && a->serve_o.duration_s * a->serve_o.rps_max > PL_SL_SERVE_INVOCATIONS_MAX)
         return cli_fail("serverless",
                         "--trace %g s at up to %g requests a second is %.3g requests; the replay "
                         "keeps each one's latency, so it takes at most 5e7 (a shorter --trace)",
