@@ -2,6 +2,7 @@
  * distillation over random topologies (docs/learn.md, "Training the prior") and writes its
  * weights, with a FILE.json beside them saying what produced them. */
 #include "cli.h"
+#include "placer/json.h"
 #include "placer/train.h"
 #include "placer/report.h"
 
@@ -244,13 +245,11 @@ static cli_exit open_out(const lp_opts *o, pl_outset *set)
 static cli_exit write_out(const lp_opts *o, pl_outset *set, pl_tag_gnn *m, json_t *doc)
 {
     pl_err err = {""};
-    char *text = json_dumps(doc, JSON_INDENT(2));
-    int rc = text && pl_tag_gnn_save(m, set->tmp[0], &err) == 0 &&
-                     pl_out_write_file(set->tmp[1], text, strlen(text), &err) == 0
+    int rc = pl_tag_gnn_save(m, set->tmp[0], &err) == 0 &&
+                     pl_json_save(doc, set->tmp[1], JSON_INDENT(2), &err) == 0
                  ? pl_outset_commit(set, &err)
                  : -1;
     if (rc < 0) pl_outset_abort(set);
-    free(text);
     return rc < 0
                ? cli_fail("learn-prior", "-o %s: %s", o->out, err.msg[0] ? err.msg : "cannot write")
                : CLI_EXIT_OK;
