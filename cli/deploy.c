@@ -143,33 +143,33 @@ static int take(void *o, int c, const char *v)
     }
 }
 
-/* The options, checked together: -1 after printing the error, 1 when --help was asked. */
-static int parse(int argc, char **argv, deploy_args *a)
+/* The options, checked together; *asked when --help was asked (and printed). */
+static cli_exit parse(int argc, char **argv, deploy_args *a, bool *asked)
 {
     memset(a, 0, sizeof *a);
     cli_args g = CLI_ARGS("deploy", "ho:", help, false);
-    if (!cli_ok(cli_parse(&g, &a->co, take, a))) return -1;
-    if (g.asked_help) return 1;
-    if (!a->co.model) return cli_error("deploy", "which model? (placer deploy --help)");
+    cli_exit parsed = cli_parse(&g, &a->co, take, a);
+    if (!cli_ok(parsed) || (*asked = g.asked_help)) return parsed;
+    if (!a->co.model) return cli_fail("deploy", "which model? (placer deploy --help)");
     if (a->co.config || a->co.cluster)
-        return cli_error("deploy", "deploy chooses the configuration: give --catalog only");
+        return cli_fail("deploy", "deploy chooses the configuration: give --catalog only");
     if (!a->co.catalog) {
         char dir[4096];
-        return cli_error("deploy", "which catalogue? give --catalog FILE (shipped ones in %s/)",
-                         cli_own_dir("share/placer/catalogs", "catalogs", dir, sizeof dir));
+        return cli_fail("deploy", "which catalogue? give --catalog FILE (shipped ones in %s/)",
+                        cli_own_dir("share/placer/catalogs", "catalogs", dir, sizeof dir));
     }
-    if (!(a->so.slo_s > 0)) return cli_error("deploy", "give the latency SLO: --slo 50ms");
+    if (!(a->so.slo_s > 0)) return cli_fail("deploy", "give the latency SLO: --slo 50ms");
     if (a->place_episodes && !a->learned)
-        return cli_error("deploy", "--place-episodes is a learned algorithm's budget: give "
-                                   "--algos with one (drl)");
+        return cli_fail("deploy", "--place-episodes is a learned algorithm's budget: give "
+                                  "--algos with one (drl)");
     /* the shared table takes --profile for every verb, but a trial prices each configuration with
      * the cost model alone: refused rather than ignored in silence */
     if (a->co.n_profiles)
-        return cli_error("deploy", "--profile is not used by deploy (trials estimate op times)");
+        return cli_fail("deploy", "--profile is not used by deploy (trials estimate op times)");
     if (a->measured && (a->co.n_dims || a->co.n_shapes))
-        return cli_error("deploy", "--measured runs the model file as it is: --dim and --input "
-                                   "cannot be used with it");
-    return 0;
+        return cli_fail("deploy", "--measured runs the model file as it is: --dim and --input "
+                                  "cannot be used with it");
+    return CLI_EXIT_OK;
 }
 
 /* ---- --measured (docs/search.md "Measured trials") ---- */
@@ -401,8 +401,9 @@ static cli_exit report(const deploy_args *a, const pl_catalog *cat, pl_trial_wor
 cli_exit cli_deploy(int argc, char **argv)
 {
     deploy_args a;
-    int rc = parse(argc, argv, &a);
-    if (rc) return rc < 0 ? CLI_EXIT_BAD_INPUT : CLI_EXIT_OK;
+    bool asked = false;
+    cli_exit parsed = parse(argc, argv, &a, &asked);
+    if (!cli_ok(parsed) || asked) return parsed;
     pl_err err = {""};
     if (a.optimize && cli_optimize_first("deploy", &a.co, a.optimized, sizeof a.optimized))
         return CLI_EXIT_BAD_INPUT;
@@ -424,7 +425,7 @@ cli_exit cli_deploy(int argc, char **argv)
     const pl_cluster **clusters = pl_calloc(cat->n + 1, sizeof *clusters);
     for (int k = 0; k < cat->n; k++)
         clusters[k] = cat->configs[k].cluster;
-    rc = cli_cost_params("deploy", &a.co, clusters, cat->n, &a.params);
+    int rc = cli_cost_params("deploy", &a.co, clusters, cat->n, &a.params);
     free(clusters);
     if (rc < 0) return pl_catalog_free(cat), CLI_EXIT_BAD_INPUT;
     to.params = &a.params;

@@ -2,6 +2,7 @@
  * distillation over random topologies (docs/learn.md, "Training the prior") and writes its
  * weights, with a FILE.json beside them saying what produced them. */
 #include "cli.h"
+#include "placer/json.h"
 #include "placer/train.h"
 #include "placer/report.h"
 
@@ -158,19 +159,19 @@ static int hold_out(lp_opts *o)
     return k ? 0 : cli_error("learn-prior", "--hold-out leaves no model to train on");
 }
 
-/* 0, 1 when --help was asked (and printed), -1 after printing the error. */
-static int parse(int argc, char **argv, lp_opts *o)
+/* The options, checked together; *asked when --help was asked (and printed). */
+static cli_exit parse(int argc, char **argv, lp_opts *o, bool *asked)
 {
     memset(o, 0, sizeof *o);
     o->seed = 1;
     cli_args g = CLI_ARGS("learn-prior", "ho:", help, true);
-    if (!cli_ok(cli_parse(&g, NULL, take, o))) return -1;
-    if (g.asked_help) return 1;
+    cli_exit parsed = cli_parse(&g, NULL, take, o);
+    if (!cli_ok(parsed) || (*asked = g.asked_help)) return parsed;
     if (!o->n_models)
-        return cli_error("learn-prior", "which models? (placer learn-prior --help; `make priors` "
-                                        "trains the shipped ones)");
-    if (!o->out) return cli_error("learn-prior", "where to? give -o FILE");
-    return hold_out(o);
+        return cli_fail("learn-prior", "which models? (placer learn-prior --help; `make priors` "
+                                       "trains the shipped ones)");
+    if (!o->out) return cli_fail("learn-prior", "where to? give -o FILE");
+    return hold_out(o) < 0 ? CLI_EXIT_BAD_INPUT : CLI_EXIT_OK;
 }
 
 /* ---- running ---- */
@@ -244,13 +245,11 @@ static cli_exit open_out(const lp_opts *o, pl_outset *set)
 static cli_exit write_out(const lp_opts *o, pl_outset *set, pl_tag_gnn *m, json_t *doc)
 {
     pl_err err = {""};
-    char *text = json_dumps(doc, JSON_INDENT(2));
-    int rc = text && pl_tag_gnn_save(m, set->tmp[0], &err) == 0 &&
-                     pl_out_write_file(set->tmp[1], text, strlen(text), &err) == 0
+    int rc = pl_tag_gnn_save(m, set->tmp[0], &err) == 0 &&
+                     pl_json_save(doc, set->tmp[1], JSON_INDENT(2), &err) == 0
                  ? pl_outset_commit(set, &err)
                  : -1;
     if (rc < 0) pl_outset_abort(set);
-    free(text);
     return rc < 0
                ? cli_fail("learn-prior", "-o %s: %s", o->out, err.msg[0] ? err.msg : "cannot write")
                : CLI_EXIT_OK;
@@ -294,8 +293,9 @@ static cli_exit learn(lp_opts *o, int argc, char **argv)
 cli_exit cli_learn_prior(int argc, char **argv)
 {
     lp_opts o;
-    int parsed = parse(argc, argv, &o);
-    cli_exit rc = parsed < 0 ? CLI_EXIT_BAD_INPUT : parsed ? CLI_EXIT_OK : learn(&o, argc, argv);
+    bool asked = false;
+    cli_exit rc = parse(argc, argv, &o, &asked);
+    if (cli_ok(rc) && !asked) rc = learn(&o, argc, argv);
     for (int i = 0; i < MAX_MODELS; i++)
         free(o.owned[i]);
     return rc;

@@ -161,11 +161,10 @@ typedef struct opts {
  * pricing anything, so it is written at once, before the cost model is calibrated (which
  * takes tens of seconds on this machine). Exit 0, as for any search that keeps the input
  * (docs/rewrite.md); 1 when there is something to search, -1 on failure (said). */
-static int nothing_to_rewrite(const cli_common *co, const opts *o)
+static int nothing_to_rewrite(const cli_common *co, const opts *o, const pl_rw_model *m)
 {
     pl_err err = {""};
-    pl_rw_model *m = pl_rw_load(co->model, &err);
-    int n = m ? pl_rw_count_sites(m, NULL, &err) : -1;
+    int n = pl_rw_count_sites(m, NULL, &err);
     if (n < 0) cli_error("optimize", "%s", err.msg);
     cli_common checked = *co; /* the cluster and the rest checked as ever, nothing calibrated */
     checked.refuse |= CLI_NO_COST_PARAMS;
@@ -174,8 +173,7 @@ static int nothing_to_rewrite(const cli_common *co, const opts *o)
         cli_ctx_close(&x);
         if (pl_rw_save(m, o->out, &err) < 0) n = cli_error("optimize", "%s", err.msg);
     }
-    int ops = m ? pl_rw_nodes(m) : 0;
-    pl_rw_free(m);
+    int ops = pl_rw_nodes(m);
     if (n != 0) return n < 0 ? -1 : 1;
     if (co->json) {
         json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:[]}", "format", "placer-optimize/1",
@@ -191,18 +189,21 @@ static int nothing_to_rewrite(const cli_common *co, const opts *o)
 
 static cli_exit run(const cli_common *co, opts *o)
 {
-    int early = nothing_to_rewrite(co, o);
-    if (early <= 0) return early < 0 ? CLI_EXIT_BAD_INPUT : CLI_EXIT_OK;
-    cli_ctx x;
-    if (!cli_ok(cli_ctx_open("optimize", co, &x))) return CLI_EXIT_BAD_INPUT;
     pl_err err = {""};
+    pl_rw_model *m = pl_rw_load(co->model, &err); /* once: the early answer and the search */
+    if (!m) return cli_fail("optimize", "%s", err.msg);
+    int early = nothing_to_rewrite(co, o, m);
+    cli_ctx x;
+    if (early <= 0 || !cli_ok(cli_ctx_open("optimize", co, &x))) {
+        pl_rw_free(m);
+        return early == 0 ? CLI_EXIT_OK : CLI_EXIT_BAD_INPUT;
+    }
     cli_exit status = CLI_EXIT_OK;
     pl_rw_search_result r = {0};
     verify v = {0};
-    pl_rw_model *m = pl_rw_load(co->model, &err);
     o->so.c = x.c, o->so.params = &x.k->params;
     double t0 = pl_now();
-    if (!m || pl_rw_search(m, &o->so, &r, &err) < 0) {
+    if (pl_rw_search(m, &o->so, &r, &err) < 0) {
         status = cli_fail("optimize", "%s", err.msg);
         goto done;
     }

@@ -559,28 +559,29 @@ static int take(void *o, int c, const char *v)
     }
 }
 
-/* 0, 1 when help was printed, -1 when an error was. */
-static int parse(int argc, char **argv, sl_args *a)
+/* The options, checked together; *asked when --help was asked (and printed). */
+static cli_exit parse(int argc, char **argv, sl_args *a, bool *asked)
 {
     cli_args g = CLI_ARGS("serverless", "ho:", help, false);
-    if (!cli_ok(cli_parse(&g, &a->co, take, a))) return -1;
-    if (g.asked_help) return 1;
-    if (!a->co.model) return cli_error("serverless", "which model? give MODEL\n%s", help);
+    cli_exit parsed = cli_parse(&g, &a->co, take, a);
+    if (!cli_ok(parsed) || (*asked = g.asked_help)) return parsed;
+    if (!a->co.model) return cli_fail("serverless", "which model? give MODEL\n%s", help);
     if (!a->platform)
-        return cli_error("serverless",
-                         "which platform? give --platform P (examples in "
-                         "examples/platforms/)\n%s",
-                         help);
-    if (a->serve && a->serve_o.duration_s * a->serve_o.rps_max > 5e7)
-        return cli_error("serverless",
-                         "--trace %g s at up to %g requests a second is %.3g requests; the replay "
-                         "keeps each one's latency, so it takes at most 5e7 (a shorter --trace)",
-                         a->serve_o.duration_s, a->serve_o.rps_max,
-                         a->serve_o.duration_s * a->serve_o.rps_max);
+        return cli_fail("serverless",
+                        "which platform? give --platform P (examples in "
+                        "examples/platforms/)\n%s",
+                        help);
+    /* before anything is loaded: every request is at least one invocation (serve_too_long) */
+    if (a->serve && a->serve_o.duration_s * a->serve_o.rps_max > PL_SL_SERVE_INVOCATIONS_MAX)
+        return cli_fail("serverless",
+                        "--trace %g s at up to %g requests a second is %.3g requests; the replay "
+                        "keeps each one's latency, so it takes at most 5e7 (a shorter --trace)",
+                        a->serve_o.duration_s, a->serve_o.rps_max,
+                        a->serve_o.duration_s * a->serve_o.rps_max);
     if (a->co.cluster || a->co.catalog)
-        return cli_error("serverless", "a function's CPU is the platform's: no --cluster or "
-                                       "--catalog");
-    return 0;
+        return cli_fail("serverless", "a function's CPU is the platform's: no --cluster or "
+                                      "--catalog");
+    return CLI_EXIT_OK;
 }
 
 cli_exit cli_serverless(int argc, char **argv)
@@ -598,7 +599,7 @@ cli_exit cli_serverless(int argc, char **argv)
                              .seed = 1},
                  .run_o = {.repeat = 10, .warmup = 2, .seed = 1}};
     a.so.threshold = 0.05;
-    int rc = parse(argc, argv, &a); /* 1: help printed; -1: refused */
-    if (rc) return rc == 1 ? CLI_EXIT_OK : CLI_EXIT_BAD_INPUT;
-    return run(&a);
+    bool asked = false;
+    cli_exit parsed = parse(argc, argv, &a, &asked);
+    return !cli_ok(parsed) || asked ? parsed : run(&a);
 }

@@ -416,10 +416,13 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
     json_object_set_new(j, "cluster", json_string(o->co.cluster));
     json_object_set_new(j, "batch", json_integer(x->t->batch));
     json_object_set_new(j, "algo", json_string(row_name(chosen, o)));
-    json_object_set_new(j, "found_by", json_string(found_by(chosen, sr, o)));
+    /* a row that failed found nothing: null, as its "-" in the table */
+    json_object_set_new(j, "found_by",
+                        b[chosen].ok ? json_string(found_by(chosen, sr, o)) : json_null());
     int best = recommend(b);
     json_object_set_new(j, "recommended", best >= 0 ? json_string(row_name(best, o)) : json_null());
-    json_object_set_new(j, "tag_found_by", json_string(found_by(B_TAG, sr, o)));
+    json_object_set_new(j, "tag_found_by",
+                        b[B_TAG].ok ? json_string(found_by(B_TAG, sr, o)) : json_null());
     const outcome *c = &b[chosen];
     json_object_set_new(j, "iteration_s", c->ok ? json_real(c->e.iteration_s) : json_null());
     json_object_set_new(j, "fits_memory", json_boolean(c->ok && !c->e.oom));
