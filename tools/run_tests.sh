@@ -23,21 +23,28 @@ export PLACER_CACHE="${PLACER_CACHE:-$PWD/build/ort-cache}"
 # test_autocal turns it back on where it tests it
 export PLACER_CALIBRATION=off
 jobs=${TEST_JOBS:-$(nproc)}
+case $jobs in '' | *[!0-9]* | 0*) echo "run_tests: TEST_JOBS=$jobs: not a count of 1 or more" >&2; exit 2 ;; esac
 times="$build/tests/.wall-times" # the last run's seconds per binary: the slowest start first
 logs=$(mktemp -d "${TMPDIR:-/tmp}/placer-tests-XXXXXX") || exit 1
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
+# on exit (an interrupt, a TERM to this script alone) the binaries still running go too, not
+# only the subshells that wait for them
+trap 'kill $(jobs -p) $(cat "$logs"/*.pid 2>/dev/null) 2>/dev/null; rm -rf "$logs"' EXIT
 trap 'exit 130' INT TERM
 suite_t0=$EPOCHREALTIME
 
-# One binary, its output into $logs/NAME.out, then "EXIT_STATUS SECONDS" into $logs/NAME.rc.
+# One binary, its output into $logs/NAME.out, its pid in $logs/NAME.pid while it runs, then
+# "EXIT_STATUS SECONDS" into $logs/NAME.rc.
 run_one() {
   local t=$1 name=${1##*/} tmp t0 rc
   tmp=$(mktemp -d "$logs/$name.tmp.XXXXXX")
   t0=$EPOCHREALTIME
   # a job started with & has SIGINT and SIGQUIT ignored (bash, without job control), which the
   # binary would inherit: tests that interrupt a run (test_faults) need them as usual
-  env --default-signal=INT,QUIT TMPDIR="$tmp" "$t" >"$logs/$name.out" 2>&1
+  env --default-signal=INT,QUIT TMPDIR="$tmp" "$t" >"$logs/$name.out" 2>&1 &
+  echo $! >"$logs/$name.pid"
+  wait $!
   rc=$?
+  rm -f "$logs/$name.pid"
   echo "$rc $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')" \
     >"$logs/$name.rc"
   rm -rf "$tmp"
@@ -57,13 +64,14 @@ for t in $order; do
 done
 wait
 
+# cmocka's closing count of one kind (PASSED, FAILED, SKIPPED) in binary $name's output
+count() { sed -n "s/^\[  $1 *\] \([0-9]*\) test.*/\1/p" "$logs/$name.out" | tail -1; }
 passed=0; failed=0; skipped=0; broken=(); : >"$logs/times"
 for t in "${all[@]+"${all[@]}"}"; do
   name=${t##*/}
   cat "$logs/$name.out"
   read -r rc secs <"$logs/$name.rc" || { rc=1; secs=0; }
   echo "$name $secs" >>"$logs/times"
-  count() { sed -n "s/^\[  $1 *\] \([0-9]*\) test.*/\1/p" "$logs/$name.out" | tail -1; }
   p=$(count PASSED); f=$(count FAILED); s=$(count SKIPPED)
   passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0})); skipped=$((skipped + ${s:-0}))
   # a crash or sanitizer abort prints no FAILED line: count the binary as one failure
