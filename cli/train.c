@@ -215,6 +215,8 @@ static const char *found_by(int k, const pl_train_search_result *sr, const train
         return "sfb";
     case PL_FOUND_FALLBACK:
         return "fallback";
+    case PL_FOUND_HOROVOD:
+        return "baseline"; /* Horovod's strategy, kept unimproved */
     default:
         return "baseline"; /* DP-NCCL, kept by the search */
     }
@@ -337,6 +339,9 @@ static void print_answer(const outcome *b, const train_opts *o, const pl_train_s
            b[best].e.iteration_s * 1e3);
     if (best == B_TAG && sr->found_by == PL_FOUND_DP)
         printf("the DP-NCCL baseline, which TAG's search kept (nothing beat it)");
+    else if (best == B_TAG && sr->found_by == PL_FOUND_HOROVOD)
+        printf("the Horovod baseline's strategy, which TAG's refinement started from and kept "
+               "(nothing beat it)");
     else if (best == B_TAG)
         printf("TAG's %s", found_by(best, sr, o));
     else

@@ -281,11 +281,15 @@ typedef struct pl_train_search_opts {
 /* Which part of the search found its answer (docs/train.md, "Search"), the last that
  * improved it. */
 typedef enum {
-    PL_FOUND_DP,      /* DP-NCCL, evaluated first and kept: nothing beat it */
-    PL_FOUND_MCTS,    /* the tree search (guided by the prior fn, when one is set) */
-    PL_FOUND_REFINE,  /* the greedy refinement after MCTS */
-    PL_FOUND_SFB,     /* SFB's duplication, kept because the simulation was faster */
-    PL_FOUND_FALLBACK /* the OOM fallback: the best did not fit and was split until it did */
+    PL_FOUND_DP,       /* DP-NCCL, evaluated first and kept: nothing beat it */
+    PL_FOUND_MCTS,     /* the tree search (guided by the prior fn, when one is set) */
+    PL_FOUND_REFINE,   /* the greedy refinement after MCTS */
+    PL_FOUND_SFB,      /* SFB's duplication, kept because the simulation was faster */
+    PL_FOUND_FALLBACK, /* the OOM fallback: the best did not fit and was split until it did */
+    /* Horovod's strategy (data parallelism with AllReduce, overlapped: the root's completion),
+     * the refinement's second start, kept as it was because nothing the search or the
+     * refinement found beat it: the Horovod baseline's answer, not the refinement's */
+    PL_FOUND_HOROVOD
 } pl_train_found;
 
 typedef struct pl_train_search_result {

@@ -40,7 +40,8 @@ typedef struct search {
     pl_train_strategy *best;
     double best_s;
     int beat_dp_at;
-    int iterations; /* run */
+    int iterations;       /* run */
+    bool root_unimproved; /* refine kept its second start, the root's completion, unchanged */
     uint64_t rng;
     pl_strmap seen; /* completed strategies already evaluated: their time */
     double *seen_t;
@@ -375,7 +376,7 @@ static int refine(search *s, pl_train_search_result *r, pl_err *err)
         free(all), free(one);
         return -1;
     }
-    double t[2] = {s->best_s, e.oom ? INFINITY : e.iteration_s};
+    double t[2] = {s->best_s, e.oom ? INFINITY : e.iteration_s}, root_s = t[1];
     pl_train_eval_free(&e);
     int n = tr_greedy(x, st, t, 2, 3, put_action, alt, 1e-9, err);
     free(all), free(one);
@@ -383,6 +384,7 @@ static int refine(search *s, pl_train_search_result *r, pl_err *err)
     r->refined_mcts_s = t[0], r->refined_root_s = t[1];
     s->best_s = t[0]; /* st[0] is s->best, improved in place */
     if (n >= 0 && t[1] < t[0]) {
+        s->root_unimproved = !(t[1] < root_s); /* Horovod's strategy as it was */
         pl_train_strategy_free(s->best);
         s->best = st[1], s->best_s = t[1];
     } else
@@ -604,7 +606,7 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     /* the best starts as DP-NCCL and is replaced only by a faster strategy */
     r->found_by = s.best_s < s.dp_s ? PL_FOUND_MCTS : PL_FOUND_DP;
     if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, r, err);
-    if (s.best_s < r->mcts_s) r->found_by = PL_FOUND_REFINE;
+    if (s.best_s < r->mcts_s) r->found_by = s.root_unimproved ? PL_FOUND_HOROVOD : PL_FOUND_REFINE;
     r->refine_evaluations = s.refined;
     if (rc == 0 && !o->no_sfb && isfinite(s.best_s)) rc = apply_sfb(&s, r, err);
     if (r->sfb_applied) r->found_by = PL_FOUND_SFB;
