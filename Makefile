@@ -37,6 +37,9 @@ PLACER_MPI := $(if $(MPICC),$(BUILD)/placer-mpi)
 # the pool's primitives under mpirun, for test_dist
 DIST_DRIVER := $(if $(MPICC),$(BUILD)/tests/dist_driver)
 
+# a recipe that fails (protoc-c, the pl_ renaming sed) leaves no target that make would take as up to date
+.DELETE_ON_ERROR:
+
 .PHONY: all deps test asan demo bench fuzz fuzz-build clean format models install priors
 all: $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI)
 
