@@ -44,6 +44,9 @@ typedef struct pl_gpu_spec {
      * boost clock; CPU: physical cores of the socket and base clock. Vendor figures (K). */
     int cores;
     double clock_hz;
+    /* GPU rows: streaming multiprocessors (per die for K80), vendor figure (K). The GPU cost
+     * rules count waves of GEMM tiles over them (docs/cost.md, "GPU kernels"); 0 on CPU rows. */
+    int sms;
 } pl_gpu_spec;
 
 /* Case-insensitive match on the model or an alias; NULL when unknown. */
