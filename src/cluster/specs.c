@@ -123,6 +123,20 @@ static const pl_gpu_spec specs[] = {
      "cores, 576 tensor cores, 1770 MHz boost, 24 GB GDDR6, 672 GB/s, 16.3 TFLOP/s fp32, 130 "
      "tensor TFLOP/s; unlike GeForce Turing, full rate with fp32 accumulate); fp64 1:32",
      4608, 1770 * MHZ, 72},
+    {"RTX-3090", "3090,RTX3090", PL_DEV_GPU, 24 * GiB, PEAKS(35.6, 71, 71, 284, 0.556), 936 * G,
+     5 * US,
+     "K (not in facts/gpus.md; NVIDIA specifications as printed by Tom's Hardware: 82 SMs, 10496 "
+     "CUDA cores, 1695 MHz boost, 24 GB GDDR6X, 936 GB/s, 35.6 TFLOP/s fp32, 142 TFLOP/s fp16 "
+     "tensor with fp16 accumulate); fp16/bf16 = the fp32-accumulate rate, half of that on "
+     "GeForce GA102; int8 = 2 x 142; fp64 1:64",
+     10496, 1695 * MHZ, 82},
+    {"RTX-4090", "4090,RTX4090", PL_DEV_GPU, 24 * GiB, PEAKS(82.6, 165.2, 165.2, 660.6, 1.29),
+     1008 * G, 5 * US,
+     "K (not in facts/gpus.md; NVIDIA specifications as printed by Tom's Hardware and waredb: "
+     "128 SMs, 16384 CUDA cores, 2520 MHz boost, 24 GB GDDR6X, 1008 GB/s, 82.6 TFLOP/s fp32, "
+     "165.2 TFLOP/s dense fp16/bf16 tensor (fp32 accumulate on GeForce), 660.6 TOP/s dense "
+     "int8); fp64 1:64",
+     16384, 2520 * MHZ, 128},
     {"RTX-3060-Ti", "3060Ti,RTX3060Ti", PL_DEV_GPU, 8 * GiB, PEAKS(16.2, 32.4, 32.4, 129.6, 0.25),
      448 * G, 5 * US, "K (not in facts/gpus.md): 16.2 TFLOP/s fp32, 8 GB, 448 GB/s", 4864,
      1665 * MHZ, 38},
