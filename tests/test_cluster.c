@@ -601,8 +601,8 @@ static const struct {
     /* models and devices */
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"V100-SXM3\"}]}",
      {"$.devices[0].model: ", "unknown model \"V100-SXM3\"", "did you mean \"V100-SXM2-16GB\""}},
-    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"RTX-4090\"}]}",
-     {"$.devices[0].model: ", "unknown model", "did you mean \"RTX-2080-Ti\", \"RTX-3060-Ti\""}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"RTX-4080\"}]}",
+     {"$.devices[0].model: ", "unknown model", "did you mean \"RTX-3090\", \"RTX-4090\""}},
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"zzzzzzzzzzzz\"}]}",
      {"$.devices[0].model: ", "built-in models are", "H100-SXM5-80GB"}},
     {HEAD "\"devices\": [{\"name\": \"a\", \"kind\": \"gpu\", \"memory_bytes\": \"8 GiB\"}]}",

@@ -64,7 +64,8 @@ static const pl_gpu_spec specs[] = {
     {"T4", "Tesla-T4", PL_DEV_GPU, 16 * GiB, PEAKS(8.1, 65, 0, 130, 0.25), 320 * G, 5 * US,
      "S(hmc-tech, sysrqmts); int8 and fp64 K", 2560, 1590 * MHZ, 40},
     {"P4", "Tesla-P4", PL_DEV_GPU, 8 * GiB, PEAKS(5.5, 0, 0, 22, 0.17), 192 * G, 10 * US,
-     "K (not in facts/gpus.md): 5.5 TFLOP/s fp32, 22 TOP/s int8, 8 GB, 192 GB/s", 2560, 1063 * MHZ, 20},
+     "K (not in facts/gpus.md): 5.5 TFLOP/s fp32, 22 TOP/s int8, 8 GB, 192 GB/s", 2560, 1063 * MHZ,
+     20},
     {"A10G", "", PL_DEV_GPU, 24 * GiB, PEAKS(31.2, 70, 70, 0, 0.49), 600 * G, 5 * US,
      "K (uncertain: AWS does not publish A10G tensor figures; 70 TFLOP/s fp16 is a guess, int8 "
      "left 0)",
@@ -101,6 +102,41 @@ static const pl_gpu_spec specs[] = {
      "K (not in facts/gpus.md): 13.4 TFLOP/s fp32, 11 GB, 616 GB/s; Turing whitepaper tensor "
      "rates at reference clock",
      4352, 1545 * MHZ, 68},
+    {"Titan-X-Maxwell", "GTX-Titan-X,Maxwell-Titan-X", PL_DEV_GPU, 12 * GiB,
+     PEAKS(6.605, 0, 0, 0, 0.206), 336.5 * G, 10 * US,
+     "K (not in facts/gpus.md; NVIDIA specifications as printed by hothardware: 24 SMs, 3072 CUDA "
+     "cores, 1075 MHz boost, 12 GB GDDR5, 336.5 GB/s); fp32 = 2 x 3072 x 1075 MHz; fp64 1:32",
+     3072, 1075 * MHZ, 24},
+    {"Titan-X-Pascal", "Pascal-Titan-X", PL_DEV_GPU, 12 * GiB, PEAKS(10.97, 0, 0, 44, 0.343),
+     480 * G, 10 * US,
+     "K (not in facts/gpus.md; NVIDIA announcement: 3584 CUDA cores, 1531 MHz boost, 12 GB "
+     "GDDR5X, 480 GB/s, 11 TFLOP/s fp32, 44 TOP/s int8); fp32 = 2 x 3584 x 1531 MHz; fp16 is "
+     "1:64 on GP102, so 0 as GTX-1080; fp64 1:32",
+     3584, 1531 * MHZ, 28},
+    {"Titan-Xp", "", PL_DEV_GPU, 12 * GiB, PEAKS(12.15, 0, 0, 0, 0.380), 547.7 * G, 10 * US,
+     "K (not in facts/gpus.md; NVIDIA specifications: 30 SMs, 3840 CUDA cores, 1582 MHz boost, "
+     "12 GB GDDR5X, 547.7 GB/s); fp32 = 2 x 3840 x 1582 MHz; fp16 is 1:64 on GP102, so 0; fp64 "
+     "1:32",
+     3840, 1582 * MHZ, 30},
+    {"Titan-RTX", "", PL_DEV_GPU, 24 * GiB, PEAKS(16.3, 130, 0, 0, 0.51), 672 * G, 5 * US,
+     "K (not in facts/gpus.md; NVIDIA specifications as printed by Tom's Hardware: 4608 CUDA "
+     "cores, 576 tensor cores, 1770 MHz boost, 24 GB GDDR6, 672 GB/s, 16.3 TFLOP/s fp32, 130 "
+     "tensor TFLOP/s; unlike GeForce Turing, full rate with fp32 accumulate); fp64 1:32",
+     4608, 1770 * MHZ, 72},
+    {"RTX-3090", "3090,RTX3090", PL_DEV_GPU, 24 * GiB, PEAKS(35.6, 71, 71, 284, 0.556), 936 * G,
+     5 * US,
+     "K (not in facts/gpus.md; NVIDIA specifications as printed by Tom's Hardware: 82 SMs, 10496 "
+     "CUDA cores, 1695 MHz boost, 24 GB GDDR6X, 936 GB/s, 35.6 TFLOP/s fp32, 142 TFLOP/s fp16 "
+     "tensor with fp16 accumulate); fp16/bf16 = the fp32-accumulate rate, half of that on "
+     "GeForce GA102; int8 = 2 x 142; fp64 1:64",
+     10496, 1695 * MHZ, 82},
+    {"RTX-4090", "4090,RTX4090", PL_DEV_GPU, 24 * GiB, PEAKS(82.6, 165.2, 165.2, 660.6, 1.29),
+     1008 * G, 5 * US,
+     "K (not in facts/gpus.md; NVIDIA specifications as printed by Tom's Hardware and waredb: "
+     "128 SMs, 16384 CUDA cores, 2520 MHz boost, 24 GB GDDR6X, 1008 GB/s, 82.6 TFLOP/s fp32, "
+     "165.2 TFLOP/s dense fp16/bf16 tensor (fp32 accumulate on GeForce), 660.6 TOP/s dense "
+     "int8); fp64 1:64",
+     16384, 2520 * MHZ, 128},
     {"RTX-3060-Ti", "3060Ti,RTX3060Ti", PL_DEV_GPU, 8 * GiB, PEAKS(16.2, 32.4, 32.4, 129.6, 0.25),
      448 * G, 5 * US, "K (not in facts/gpus.md): 16.2 TFLOP/s fp32, 8 GB, 448 GB/s", 4864,
      1665 * MHZ, 38},
