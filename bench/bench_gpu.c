@@ -100,6 +100,14 @@ static void ratios(const pl_published *p, const double *pred, const char *name)
            pairs, 100 * worst);
 }
 
+static void print_params(const char *name, const pl_gpu_params *g)
+{
+    printf("%-8s eff_gemm %.3f, eff_conv %.3f, eff_tensor %.3f, eff_winograd %.3f, eff_mem %.3f, "
+           "mem_half_bytes %.0f, kernel_s %.2f us, band %.3f\n",
+           name, g->eff_gemm, g->eff_conv, g->eff_tensor, g->eff_winograd, g->eff_mem,
+           g->mem_half_bytes, g->kernel_s * 1e6, g->band);
+}
+
 static void predict_all(const pl_pub_eval *e, int n, const pl_gpu_params *gp, double *out)
 {
     for (int i = 0; i < n; i++)
@@ -146,17 +154,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < p.n; i++)
         fit[i] = pl_pub_total_s(e, i, &fitted);
     print_table(&p, roof, bi, fit);
-    printf("\nfit on %d figures (rms log error %.3f -> %.3f): eff_gemm %.3f, eff_tensor %.3f, "
-           "eff_winograd %.3f, "
-           "eff_mem %.3f, mem_half_bytes %.0f, kernel_s %.2f us; band (held-out) %.3f\n",
-           r.n_fit, r.rms_log_before, r.rms_log_after, fitted.eff_gemm, fitted.eff_tensor,
-           fitted.eff_winograd, fitted.eff_mem, fitted.mem_half_bytes, fitted.kernel_s * 1e6,
-           fitted.band);
-    printf("built in: eff_gemm %.3f, eff_tensor %.3f, eff_winograd %.3f, eff_mem %.3f, "
-           "mem_half_bytes %.0f, "
-           "kernel_s %.2f us, band %.3f\n",
-           builtin.eff_gemm, builtin.eff_tensor, builtin.eff_winograd, builtin.eff_mem,
-           builtin.mem_half_bytes, builtin.kernel_s * 1e6, builtin.band);
+    printf("\nfit on %d figures, rms log error %.3f -> %.3f\n", r.n_fit, r.rms_log_before,
+           r.rms_log_after);
+    print_params("fitted", &fitted);
+    print_params("built in", &builtin);
+    for (int k = 0; k < p.n_sources; k++)
+        printf("  host time per kernel, %-30s %6.2f us\n", p.source_ids[k],
+               p.source_host_s[k] * 1e6);
     const char *names[] = {"roofline", "built-in", "fit"};
     const double *preds[] = {roof, bi, fit};
     for (int k = 0; k < 3; k++) {

@@ -46,6 +46,15 @@ static pl_graph *conv_graph(int dt)
     return g;
 }
 
+/* The defaults with the GPU kernel rules off: these tests check the roofline itself, which
+ * CPUs and shapeless ops always get, on the GPUs their hand computations use
+ * (test_gpu_kernels.c checks the rules). */
+static void roofline_default(pl_cost_params *p)
+{
+    pl_cost_params_default(p);
+    p->gpu.on = false;
+}
+
 static pl_cluster *cluster_of(const char *const *models, int n)
 {
     pl_cluster *c = pl_cluster_new("c");
@@ -65,7 +74,9 @@ static pl_cost *cost_of(const pl_graph *g, const pl_cluster *c, const pl_profile
 {
     pl_err err = {""};
     const pl_profile *list[1] = {pr};
-    pl_cost *k = pl_cost_new(g, c, NULL, pr ? list : NULL, pr ? 1 : 0, &err);
+    pl_cost_params p;
+    roofline_default(&p);
+    pl_cost *k = pl_cost_new(g, c, &p, pr ? list : NULL, pr ? 1 : 0, &err);
     if (!k) fail_msg("%s", err.msg);
     return k;
 }
@@ -399,7 +410,7 @@ static void test_params(void **state)
 {
     (void)state;
     pl_cost_params p;
-    pl_cost_params_default(&p);
+    roofline_default(&p);
     assert_close(p.eff_compute[PL_CLASS_DENSE], 0.6, 1e-12);
     assert_close(p.eff_memory, 0.7, 1e-12);
     pl_graph *g = load_tg(times_graph);
@@ -439,7 +450,7 @@ static void test_params_file(void **state)
         "\"eff_memory\": 0.35, \"samples\": 10}";
     pl_cost_params p, def;
     pl_err err = {""};
-    pl_cost_params_default(&def);
+    roofline_default(&def);
     if (pl_cost_params_load(tu_tmpfile(ok, strlen(ok), ".json"), &p, &err) < 0)
         fail_msg("%s", err.msg);
     assert_close(p.eff_compute[PL_CLASS_DENSE], 0.3, 1e-12);
@@ -574,7 +585,7 @@ static void test_bytes_partial_reads(void **state)
      * memory-bound: 5 us + 4,160 / (900e9 * 0.7) = 5.0066 us */
     pl_cluster *c = cluster_of((const char *[]){"V100"}, 1);
     pl_cost_params p;
-    pl_cost_params_default(&p);
+    roofline_default(&p);
     assert_close(pl_cost_estimate(&g->ops[orr], g, &c->devs[0], &p), 5e-6, 1e-12);
     assert_close(pl_cost_estimate(&g->ops[og], g, &c->devs[0], &p), 5e-6 + 4160 / 630e9, 1e-9);
     pl_cluster_free(c);
@@ -590,7 +601,7 @@ static void test_calib_fit(void **state)
     pl_graph *g = conv_graph(PL_DT_FLOAT);
     pl_cluster *c = cluster_of((const char *[]){"V100"}, 1);
     pl_cost_params truth;
-    pl_cost_params_default(&truth);
+    roofline_default(&truth);
     truth.eff_compute[PL_CLASS_DENSE] = 0.3;
     double t = pl_cost_estimate(&g->ops[0], g, &c->devs[0], &truth);
     char text[256];
@@ -686,7 +697,7 @@ static double disturbed_time(const pl_graph *g, const pl_device *d, int i)
 {
     if (!strcmp(g->ops[i].type, "Constant")) return -1;
     pl_cost_params def;
-    pl_cost_params_default(&def);
+    roofline_default(&def);
     return 1000 * pl_cost_estimate(&g->ops[i], g, d, &def);
 }
 
@@ -695,7 +706,7 @@ static double profiled_time(const pl_graph *g, const pl_device *d, int i)
 {
     if (!strcmp(g->ops[i].type, "Constant")) return -1;
     pl_cost_params def;
-    pl_cost_params_default(&def);
+    roofline_default(&def);
     return pl_cost_estimate(&g->ops[i], g, d, &def) + 3e-6;
 }
 
@@ -710,7 +721,7 @@ static void test_calib_profiler(void **state)
     pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
     if (!c) fail_msg("%s", err.msg);
     pl_cost_params def;
-    pl_cost_params_default(&def);
+    roofline_default(&def);
     pl_profile *pr = made_up_profile(g, c, profiled_time);
     const pl_graph *gs[] = {g};
     const pl_profile *ps[] = {pr};
@@ -749,7 +760,7 @@ static void test_calib_matches_estimate(void **state)
     pl_calib_result r;
     if (pl_calib_fit(gs, ps, 1, &c->devs[0], NULL, &r, &err) < 0) fail_msg("%s", err.msg);
     pl_cost_params def;
-    pl_cost_params_default(&def);
+    roofline_default(&def);
     double med, worst;
     assert_true(pl_calib_loss(gs, ps, 1, &c->devs[0], &def, 0, &err) ==
                 brute_loss(g, pr, &c->devs[0], &def, 0, &med, &worst));
@@ -849,7 +860,7 @@ static pl_graph *conv_chain(const char *const *tail, int n)
 static pl_cost *cost_fusion(const pl_graph *g, const pl_cluster *c, pl_runtime_fusion f)
 {
     pl_cost_params p;
-    pl_cost_params_default(&p);
+    roofline_default(&p);
     p.runtime_fusion = f;
     pl_err err = {""};
     pl_cost *k = pl_cost_new(g, c, &p, NULL, 0, &err);
@@ -906,7 +917,7 @@ static void test_conv_ratio(void **state)
     pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB"}, 1);
     int conv = pl_graph_find_op(g, "conv"), relu = pl_graph_find_op(g, "relu");
     pl_cost_params p;
-    pl_cost_params_default(&p);
+    roofline_default(&p);
     p.runtime_conv_ratio = 0.8;
     pl_err err = {""};
     pl_cost *k = pl_cost_new(g, c, &p, NULL, 0, &err);

@@ -33,6 +33,16 @@ typedef struct pl_calib_result {
  * its graph. The median error is pl_median's (the mean of the middle two of an even count). */
 int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
                  const pl_device *d, const pl_cost_params *start, pl_calib_result *r, pl_err *err);
+/* pl_calib_fit fits the roofline: on a GPU device its result has the kernel rules off
+ * (params.gpu.on false). A GPU's profiles fit the kernel rules instead: pl_calib_fit_gpu
+ * chooses gp's efficiencies, mem_half_bytes and kernel_s by Nelder-Mead (from the built-in
+ * fit) to minimise Σ measured · (log estimate − log measured)² over the ops the profiles time
+ * that launch a kernel; gp->device_model becomes d's model and gp->band the largest
+ * max(Σ est / Σ meas, Σ meas / Σ est) − 1 over the profiled models, at least
+ * PL_BAND_PROFILED. -1 with err set when d is no GPU, a profile is for another device model,
+ * or no profile times such an op. */
+int pl_calib_fit_gpu(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
+                     const pl_device *d, pl_gpu_params *gp, pl_err *err);
 /* What the fit minimises, at `p` and a profiler time per node `profiler_s`: Σ measured ·
  * (log (estimate + profiler_s) − log measured)² over the same ops; -1 with err set where
  * pl_calib_fit fails. */
@@ -91,9 +101,10 @@ double pl_pub_total_s(const pl_pub_eval *e, int fig, const pl_gpu_params *gp);
 /* The fit: eff_gemm, eff_tensor, eff_winograd, eff_mem, mem_half_bytes, kernel_s and each
  * source's host time per kernel (p->source_host_s) chosen by Nelder-Mead to minimise the mean
  * squared log ratio (pl_pub_total_s / published) over the figures of the fit set not marked
- * host-bound, from *gp as the start; gp->band becomes the held-out error: the largest
- * max(pred/pub, pub/pred) - 1 over the held-out figures not marked host-bound whose GPU time
- * is the prediction (the fit set's when none is held out). */
+ * host-bound, from a fixed start (efficiencies 0.6, eff_tensor 0.5, eff_mem 0.7, 256 kB, 10 us);
+ * gp->band becomes the held-out error: the largest max(pred/pub, pub/pred) - 1 over the held-out
+ * figures not marked host-bound whose GPU time is the prediction (the fit set's when none is held
+ * out). */
 typedef struct pl_pub_fit_result {
     int n_fit, n_held_out;                /* figures used in each (host-bound ones left out) */
     double rms_log_before, rms_log_after; /* over the fit set */

@@ -41,8 +41,10 @@ typedef enum pl_runtime_fusion {
 typedef struct pl_gpu_params {
     bool on;               /* false: GPUs get the roofline too */
     double eff_gemm;       /* fraction of the peak a wave of full 128x128 tiles reaches */
+    double eff_conv;       /* the same for a Conv's implicit GEMM, FFT products and depthwise
+                          stencils (im2col addressing costs what a plain GEMM does not) */
     double eff_tensor;     /* the part of the tensor-core peak (fp16/bf16) a GEMM reaches, times
-                              eff_gemm */
+                             eff_gemm */
     double eff_winograd;   /* the same for Winograd's and FFT's products and transforms */
     double eff_mem;        /* fraction of peak bandwidth a large streaming kernel reaches */
     double mem_half_bytes; /* the size at which a memory-bound kernel reaches half of eff_mem */

@@ -361,7 +361,12 @@ double pl_pub_total_s(const pl_pub_eval *e, int fig, const pl_gpu_params *gp)
 
 /* ---- the fit ---- */
 
-#define NG 6 /* eff_gemm, eff_tensor, eff_winograd, eff_mem, log mem_half_bytes, log kernel_s */
+/* coordinates: eff_gemm, eff_tensor, eff_winograd, eff_mem, log mem_half_bytes, log kernel_s,
+ * eff_conv, then one log host time per source */
+#define NG 7
+/* An eager framework's host time per op is tens of microseconds (Python, dispatch, the launch
+ * call); more than this is not the host but a model the fit is bending to fit. */
+#define HOST_MAX_S 100e-6
 
 /* The search runs on unbounded coordinates: an efficiency e = 1 / (1 + exp(-x)) stays in
  * (0, 1), a size or a time exp(x) stays positive. x[NG + s] is source s's log host time. */
@@ -382,15 +387,16 @@ static void to_params(const double *x, pl_gpu_params *gp, double *host_s, int n_
     gp->eff_winograd = sigmoid(x[2]), gp->eff_mem = sigmoid(x[3]);
     gp->mem_half_bytes = exp(fmin(x[4], 27)); /* at most ~0.5 GB */
     gp->kernel_s = exp(fmin(x[5], -4.6));     /* at most 10 ms */
+    gp->eff_conv = sigmoid(x[6]);
     for (int s = 0; s < n_sources; s++)
-        host_s[s] = exp(fmin(x[NG + s], -4.6));
+        host_s[s] = exp(fmin(x[NG + s], log(HOST_MAX_S)));
 }
 
 static void to_coords(const pl_gpu_params *gp, const double *host_s, int n_sources, double *x)
 {
     x[0] = logit(gp->eff_gemm), x[1] = logit(gp->eff_tensor), x[2] = logit(gp->eff_winograd);
     x[3] = logit(gp->eff_mem), x[4] = log(fmax(gp->mem_half_bytes, 1));
-    x[5] = log(fmax(gp->kernel_s, 1e-9));
+    x[5] = log(fmax(gp->kernel_s, 1e-9)), x[6] = logit(gp->eff_conv);
     for (int s = 0; s < n_sources; s++)
         x[NG + s] = log(fmax(host_s[s], 1e-7));
 }
@@ -407,8 +413,9 @@ typedef struct fit_ctx {
     double *host; /* scratch: host_s per source */
 } fit_ctx;
 
-static double loss(fit_ctx *c, const double *x)
+static double loss(void *ctx, const double *x)
 {
+    fit_ctx *c = ctx;
     pl_gpu_params gp = c->base;
     to_params(x, &gp, c->host, c->e->p->n_sources);
     double sum = 0;
@@ -425,9 +432,9 @@ static double loss(fit_ctx *c, const double *x)
 
 /* Nelder-Mead with the usual coefficients (reflection 1, expansion 2, contraction 1/2,
  * shrink 1/2), from a simplex of steps of 0.5 around x; `iters` evaluations at most. */
-static void nelder_mead(fit_ctx *c, double *x, int iters)
+static void nelder_mead(double (*loss)(void *, const double *), void *c, int D, double *x,
+                        int iters)
 {
-    int D = c->dim;
     double *s = pl_malloc((size_t)(D + 1) * D * sizeof *s), *f = pl_malloc((D + 1) * sizeof *f);
     double *cen = pl_malloc(D * sizeof *cen), *r = pl_malloc(D * sizeof *r),
            *t = pl_malloc(D * sizeof *t);
@@ -511,7 +518,17 @@ void pl_pub_fit(const pl_pub_eval *e, pl_gpu_params *gp, pl_pub_fit_result *r)
 {
     memset(r, 0, sizeof *r);
     int S = e->p->n_sources;
-    fit_ctx c = {.e = e, .base = *gp, .dim = NG + S};
+    /* a fixed start, the roofline's defaults, so that the fit does not depend on the built-in
+     * parameters it produced */
+    pl_gpu_params start = {.on = true,
+                           .eff_gemm = 0.6,
+                           .eff_conv = 0.6,
+                           .eff_tensor = 0.5,
+                           .eff_winograd = 0.6,
+                           .eff_mem = 0.7,
+                           .mem_half_bytes = 256e3,
+                           .kernel_s = 10e-6};
+    fit_ctx c = {.e = e, .base = start, .dim = NG + S};
     c.host = pl_calloc((size_t)S + 1, sizeof *c.host);
     c.base.on = true;
     double *x = pl_malloc((size_t)c.dim * sizeof *x);
@@ -520,7 +537,7 @@ void pl_pub_fit(const pl_pub_eval *e, pl_gpu_params *gp, pl_pub_fit_result *r)
     to_coords(&c.base, c.host, S, x);
     r->rms_log_before = sqrt(loss(&c, x));
     for (int round = 0; round < 4; round++) /* restarts: a simplex can collapse early */
-        nelder_mead(&c, x, 150 * c.dim);
+        nelder_mead(loss, &c, c.dim, x, 150 * c.dim);
     r->rms_log_after = sqrt(loss(&c, x));
     *gp = c.base;
     to_params(x, gp, e->p->source_host_s, S);
@@ -529,4 +546,98 @@ void pl_pub_fit(const pl_pub_eval *e, pl_gpu_params *gp, pl_pub_fit_result *r)
     r->n_held_out = errors(e, gp, true, &r->held_median, &r->held_worst, &band_held);
     gp->band = r->n_held_out ? band_held : band_fit;
     free(x), free(c.host);
+}
+
+/* ---- a GPU model's own profiles ---- */
+
+typedef struct op_sample {
+    const pl_op *op;
+    const pl_graph *g;
+    double measured_s;
+} op_sample;
+
+typedef struct prof_ctx {
+    op_sample *s;
+    int n;
+    const pl_device *d;
+    int sms;
+    pl_gpu_params base;
+} prof_ctx;
+
+/* As pl_calib_fit's: Σ measured · (log estimate − log measured)², so that the long kernels
+ * that make up a latency decide the fit, not the hundreds of microsecond-long ones. */
+static double prof_loss(void *ctx, const double *x)
+{
+    prof_ctx *c = ctx;
+    pl_gpu_params gp = c->base;
+    double unused[1];
+    to_params(x, &gp, unused, 0);
+    double sum = 0, w = 0;
+    for (int i = 0; i < c->n; i++) {
+        double est = pl_gpu_op_s(c->s[i].op, c->s[i].g, c->d, c->sms, &gp, NULL);
+        double r = est > 0 ? log(est / c->s[i].measured_s) : 10;
+        sum += c->s[i].measured_s * r * r, w += c->s[i].measured_s;
+    }
+    return w > 0 ? sum / w : 0;
+}
+
+/* Every op a profile times above 0 that the kernel rules price (not a Constant, not a view). */
+static int prof_samples(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
+                        const pl_device *d, prof_ctx *c, pl_err *err)
+{
+    int cap = 0;
+    for (int k = 0; k < n; k++)
+        cap += graphs[k]->n_ops;
+    c->s = pl_calloc((size_t)cap + 1, sizeof *c->s);
+    for (int k = 0; k < n; k++) {
+        if (!pl_cost_model_matches(profiles[k]->device_model, d))
+            return pl_err_set(err, "%s: profiled on device model '%s', not on %s",
+                              profiles[k]->path ? profiles[k]->path : "a profile",
+                              profiles[k]->device_model, d->model);
+        for (int op = 0; op < graphs[k]->n_ops; op++) {
+            const pl_op *o = &graphs[k]->ops[op];
+            double t = pl_profile_lookup(profiles[k], o->name);
+            if (t > 0 && pl_gpu_has_shapes(o, graphs[k]) &&
+                pl_gpu_op_s(o, graphs[k], d, c->sms, &c->base, NULL) > 0)
+                c->s[c->n++] = (op_sample){o, graphs[k], t};
+        }
+    }
+    if (!c->n) return pl_err_set(err, "no profile times an op of its model that runs a kernel");
+    return 0;
+}
+
+int pl_calib_fit_gpu(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
+                     const pl_device *d, pl_gpu_params *gp, pl_err *err)
+{
+    const pl_gpu_spec *spec = pl_gpu_spec_find(d->model);
+    prof_ctx c = {.d = d, .sms = spec ? spec->sms : 0};
+    pl_gpu_params_default(&c.base);
+    if (d->kind != PL_DEV_GPU)
+        return pl_err_set(err, "device model %s is no GPU: its profiles fit the roofline",
+                          d->model);
+    if (prof_samples(graphs, profiles, n, d, &c, err) < 0) {
+        free(c.s);
+        return -1;
+    }
+    double x[NG];
+    to_coords(&c.base, NULL, 0, x);
+    for (int round = 0; round < 4; round++)
+        nelder_mead(prof_loss, &c, NG, x, 150 * NG);
+    *gp = c.base;
+    double unused[1];
+    to_params(x, gp, unused, 0);
+    /* the band: how far each profiled model's sum of estimates is from its measured sum, and
+     * never less than a profile's own (PL_BAND_PROFILED) */
+    gp->band = PL_BAND_PROFILED;
+    for (int k = 0; k < n; k++) {
+        double est = 0, meas = 0;
+        for (int i = 0; i < c.n; i++)
+            if (c.s[i].g == graphs[k])
+                est += pl_gpu_op_s(c.s[i].op, c.s[i].g, d, c.sms, gp, NULL),
+                    meas += c.s[i].measured_s;
+        if (meas > 0 && est > 0) gp->band = fmax(gp->band, fmax(est / meas, meas / est) - 1);
+    }
+    snprintf(gp->device_model, sizeof gp->device_model, "%s", d->model);
+    free(c.s);
+    return 0;
 }

@@ -251,6 +251,7 @@ static int gpu_check(const pl_gpu_params *g, const char *which, pl_err *err)
 {
     const char *bad = !pl_cost_eff_valid(g->eff_gemm)                         ? "eff_gemm"
                       : !pl_cost_eff_valid(g->eff_tensor)                     ? "eff_tensor"
+                      : !pl_cost_eff_valid(g->eff_conv)                       ? "eff_conv"
                       : !pl_cost_eff_valid(g->eff_winograd)                   ? "eff_winograd"
                       : !pl_cost_eff_valid(g->eff_mem)                        ? "eff_mem"
                       : !(g->mem_half_bytes >= 0 && g->mem_half_bytes < 1e12) ? "mem_half_bytes"
