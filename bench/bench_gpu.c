@@ -102,8 +102,8 @@ static void ratios(const pl_published *p, const double *pred, const char *name)
 
 static void print_params(const char *name, const pl_gpu_params *g)
 {
-    printf("%-8s eff_gemm %.3f, eff_conv %.3f, eff_tensor %.3f, eff_winograd %.3f, eff_mem %.3f, "
-           "mem_half_bytes %.0f, kernel_s %.2f us, band %.3f\n",
+    printf("%-8s eff_gemm %.4g, eff_conv %.4g, eff_tensor %.4g, eff_winograd %.4g, eff_mem %.4g, "
+           "mem_half_bytes %.4g, kernel_s %.4g us, band %.4g\n",
            name, g->eff_gemm, g->eff_conv, g->eff_tensor, g->eff_winograd, g->eff_mem,
            g->mem_half_bytes, g->kernel_s * 1e6, g->band);
 }

@@ -16,36 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void attr_ints(pl_graph *g, int o, const char *name, int n, const int64_t *v)
-{
-    pl_attr *a = pl_op_add_attr(g, o, name, PL_ATTR_INTS);
-    a->ints = malloc(n * sizeof *v);
-    memcpy(a->ints, v, n * sizeof *v);
-    a->n = n;
-}
-
-/* One 3x3 Conv, 64 -> 64 channels on 56x56, padded to keep the size; dtype `dt`. */
-static pl_graph *conv_graph(int dt)
-{
-    pl_graph *g = pl_graph_new("conv");
-    int x = pl_graph_tensor(g, "X"), w = pl_graph_tensor(g, "W"), y = pl_graph_tensor(g, "Y");
-    pl_tensor_set_shape(&g->tensors[x], dt, 4, (int64_t[]){1, 64, 56, 56});
-    pl_tensor_set_shape(&g->tensors[w], dt, 4, (int64_t[]){64, 64, 3, 3});
-    g->tensors[w].flags |= PL_TENSOR_WEIGHT;
-    pl_graph_add_input(g, x);
-    int op = pl_graph_add_op(g, "conv", "Conv", "");
-    pl_op_add_input(g, op, x);
-    pl_op_add_input(g, op, w);
-    pl_op_add_output(g, op, y);
-    attr_ints(g, op, "pads", 4, (int64_t[]){1, 1, 1, 1});
-    pl_graph_add_output(g, y);
-    pl_err err = {""};
-    if (pl_graph_finalize(g, "conv", &err) < 0 || pl_graph_infer(g, &err) < 0)
-        fail_msg("%s", err.msg);
-    return g;
-}
-
 /* The defaults with the GPU kernel rules off: these tests check the roofline itself, which
  * CPUs and shapeless ops always get, on the GPUs their hand computations use
  * (test_gpu_kernels.c checks the rules). */
@@ -88,7 +58,7 @@ static pl_cost *cost_of(const pl_graph *g, const pl_cluster *c, const pl_profile
 static void test_roofline_conv_v100(void **state)
 {
     (void)state;
-    pl_graph *g = conv_graph(PL_DT_FLOAT);
+    pl_graph *g = tu_conv_graph(1, PL_DT_FLOAT);
     const pl_op *op = &g->ops[0];
     assert_int_equal(op->cls, PL_CLASS_DENSE);
     assert_close(op->flops, 231211008.0, 1e-12);
@@ -112,7 +82,7 @@ static void test_roofline_conv_v100(void **state)
 static void test_roofline_precision(void **state)
 {
     (void)state;
-    pl_graph *g = conv_graph(PL_DT_FLOAT16);
+    pl_graph *g = tu_conv_graph(1, PL_DT_FLOAT16);
     pl_cluster *c = cluster_of((const char *[]){"V100", "K80"}, 2);
     pl_cost *k = cost_of(g, c, NULL);
     assert_close(pl_cost_op_s(k, 0, 0), 5e-6 + 231211008.0 / 75e12, 1e-12);
@@ -598,7 +568,7 @@ static void test_bytes_partial_reads(void **state)
 static void test_calib_fit(void **state)
 {
     (void)state;
-    pl_graph *g = conv_graph(PL_DT_FLOAT);
+    pl_graph *g = tu_conv_graph(1, PL_DT_FLOAT);
     pl_cluster *c = cluster_of((const char *[]){"V100"}, 1);
     pl_cost_params truth;
     roofline_default(&truth);
@@ -784,7 +754,7 @@ static void test_calib_matches_estimate(void **state)
 static void test_calib_fit_weighted(void **state)
 {
     (void)state;
-    pl_graph *g[2] = {conv_graph(PL_DT_FLOAT), conv_graph(PL_DT_FLOAT)};
+    pl_graph *g[2] = {tu_conv_graph(1, PL_DT_FLOAT), tu_conv_graph(1, PL_DT_FLOAT)};
     pl_cluster *c = cluster_of((const char *[]){"V100"}, 1);
     c->devs[0].launch_overhead_s = 0;
     double t0 = g[0]->ops[0].flops / c->devs[0].peak_flops_per_s[PL_PREC_FP32];
@@ -823,7 +793,7 @@ static pl_graph *finish(pl_graph *g)
     return g;
 }
 
-/* X -> Conv (conv_graph's) -> c, then `tail` ops (BatchNormalization, Add with the graph
+/* X -> Conv (tu_conv_graph's) -> c, then `tail` ops (BatchNormalization, Add with the graph
  * input R, Relu), each reading the one before; the last writes Y. */
 static pl_graph *conv_chain(const char *const *tail, int n)
 {
@@ -834,7 +804,7 @@ static pl_graph *conv_chain(const char *const *tail, int n)
     pl_graph_add_input(g, x), pl_graph_add_input(g, r);
     int prev = pl_graph_tensor(g, "c");
     int conv = op_io(g, "conv", "Conv", 2, (int[]){x, w}, prev);
-    attr_ints(g, conv, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    tu_attr_ints(g, conv, "pads", 4, (int64_t[]){1, 1, 1, 1});
     for (int i = 0; i < n; i++) {
         char name[16];
         snprintf(name, sizeof name, "t%d", i);
@@ -1004,7 +974,8 @@ static void test_fusion_layernorm(void **state)
     int sub = op_io(g, "sub", "Sub", 2, (int[]){x, t[0]}, t[1]);
     op_io(g, "pow", "Pow", 2, (int[]){t[1], two}, t[2]);
     int var = op_io(g, "var", "ReduceMean", 1, &t[2], t[3]);
-    attr_ints(g, mean, "axes", 1, (int64_t[]){-1}), attr_ints(g, var, "axes", 1, (int64_t[]){-1});
+    tu_attr_ints(g, mean, "axes", 1, (int64_t[]){-1}),
+        tu_attr_ints(g, var, "axes", 1, (int64_t[]){-1});
     op_io(g, "addeps", "Add", 2, (int[]){t[3], eps}, t[4]);
     op_io(g, "sqrt", "Sqrt", 1, &t[4], t[5]);
     op_io(g, "div", "Div", 2, (int[]){t[1], t[5]}, t[6]);

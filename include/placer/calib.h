@@ -35,14 +35,16 @@ int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profile
                  const pl_device *d, const pl_cost_params *start, pl_calib_result *r, pl_err *err);
 /* pl_calib_fit fits the roofline: on a GPU device its result has the kernel rules off
  * (params.gpu.on false). A GPU's profiles fit the kernel rules instead: pl_calib_fit_gpu
- * chooses gp's efficiencies, mem_half_bytes and kernel_s by Nelder-Mead (from the built-in
- * fit) to minimise Σ measured · (log estimate − log measured)² over the ops the profiles time
- * that launch a kernel; gp->device_model becomes d's model and gp->band the largest
+ * leaves r->params the defaults but for gpu_model, whose efficiencies, mem_half_bytes and
+ * kernel_s it chooses by Nelder-Mead (from the built-in fit) to minimise
+ * Σ measured · (log estimate − log measured)² over the ops the profiles time that launch a
+ * kernel; gpu_model.device_model becomes d's model and its band the largest
  * max(Σ est / Σ meas, Σ meas / Σ est) − 1 over the profiled models, at least
- * PL_BAND_PROFILED. -1 with err set when d is no GPU, a profile is for another device model,
- * or no profile times such an op. */
+ * PL_BAND_PROFILED. r's statistics are over those ops (errors before: the built-in fit's;
+ * profiler_s 0). -1 with err set when d is no GPU, a profile is for another device model, or
+ * no profile times such an op. */
 int pl_calib_fit_gpu(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
-                     const pl_device *d, pl_gpu_params *gp, pl_err *err);
+                     const pl_device *d, pl_calib_result *r, pl_err *err);
 /* What the fit minimises, at `p` and a profiler time per node `profiler_s`: Σ measured ·
  * (log (estimate + profiler_s) − log measured)² over the same ops; -1 with err set where
  * pl_calib_fit fails. */
@@ -142,7 +144,8 @@ void pl_machine_fit_key(const pl_device *d, char *out, size_t n);
 int pl_machine_calib_load(const char *path, const char *cpu, const pl_device *d, pl_cost_params *p,
                           pl_err *err);
 /* The fit as placer-cost-params/1 (a jansson object, to json_decref): device_model, the
- * efficiencies and the fit's statistics; `cpu` and `measured` (a date) are added when not NULL. */
+ * efficiencies, "gpu" when r->params.gpu_model names a device model (pl_calib_fit_gpu), and
+ * the fit's statistics; `cpu` and `measured` (a date) are added when not NULL. */
 struct json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const char *cpu,
                              const char *measured);
 struct pl_ort_node_time;

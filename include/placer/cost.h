@@ -102,7 +102,10 @@ const char *pl_runtime_fusion_name(pl_runtime_fusion f);
 /* Documented defaults (docs/cost.md). */
 void pl_cost_params_default(pl_cost_params *p);
 /* Reads placer-cost-params/1 (as `placer calibrate -o` writes it, docs/calibrate.md): the
- * defaults, then the file's eff_compute per class name and eff_memory, each in (0, 1], its
+ * defaults, then what the file gives: eff_compute per class (required)
+ * name and eff_memory (required), each in (0, 1]; "gpu", the GPU kernel rules' parameters (pl_gpu_params:
+ * "on", the efficiencies in (0, 1], mem_half_bytes, kernel_s, band; with a "device_model" they
+ * fill gpu_model, else gpu); cpu_band; its
  * device_model (at most 63 bytes), runtime_fusion ("ort" or "none") and runtime_conv_ratio
  * (in (0, PL_CONV_RATIO_MAX]). */
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err);

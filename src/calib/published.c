@@ -606,12 +606,27 @@ static int prof_samples(const pl_graph *const *graphs, const pl_profile *const *
     return 0;
 }
 
-int pl_calib_fit_gpu(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
-                     const pl_device *d, pl_gpu_params *gp, pl_err *err)
+/* Median and largest |est / measured - 1| over the samples under gp. */
+static void prof_errors(const prof_ctx *c, const pl_gpu_params *gp, double *median, double *worst)
 {
+    double *rel = pl_malloc(((size_t)c->n + 1) * sizeof *rel);
+    *worst = 0;
+    for (int i = 0; i < c->n; i++) {
+        double est = pl_gpu_op_s(c->s[i].op, c->s[i].g, c->d, c->sms, gp, NULL);
+        rel[i] = fabs(est / c->s[i].measured_s - 1);
+        *worst = fmax(*worst, rel[i]);
+    }
+    *median = c->n ? pl_median(rel, c->n) : 0;
+    free(rel);
+}
+
+int pl_calib_fit_gpu(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
+                     const pl_device *d, pl_calib_result *r, pl_err *err)
+{
+    memset(r, 0, sizeof *r);
+    pl_cost_params_default(&r->params);
     const pl_gpu_spec *spec = pl_gpu_spec_find(d->model);
-    prof_ctx c = {.d = d, .sms = spec ? spec->sms : 0};
-    pl_gpu_params_default(&c.base);
+    prof_ctx c = {.d = d, .sms = spec ? spec->sms : 0, .base = r->params.gpu};
     if (d->kind != PL_DEV_GPU)
         return pl_err_set(err, "device model %s is no GPU: its profiles fit the roofline",
                           d->model);
@@ -619,16 +634,25 @@ int pl_calib_fit_gpu(const pl_graph *const *graphs, const pl_profile *const *pro
         free(c.s);
         return -1;
     }
+    r->n_samples = c.n;
+    for (int i = 0; i < c.n; i++)
+        r->class_samples[c.s[i].op->cls >= 0 && c.s[i].op->cls < PL_CLASS_COUNT
+                             ? c.s[i].op->cls
+                             : PL_CLASS_UNKNOWN]++;
+    prof_errors(&c, &c.base, &r->median_before, &r->worst_before);
     double x[NG];
     to_coords(&c.base, NULL, 0, x);
     for (int round = 0; round < 4; round++)
         nelder_mead(prof_loss, &c, NG, x, 150 * NG);
+    pl_gpu_params *gp = &r->params.gpu_model;
     *gp = c.base;
     double unused[1];
     to_params(x, gp, unused, 0);
+    prof_errors(&c, gp, &r->median_after, &r->worst_after);
     /* the band: how far each profiled model's sum of estimates is from its measured sum, and
      * never less than a profile's own (PL_BAND_PROFILED) */
     gp->band = PL_BAND_PROFILED;
+    double est_all = 0, meas_all = 0;
     for (int k = 0; k < n; k++) {
         double est = 0, meas = 0;
         for (int i = 0; i < c.n; i++)
@@ -636,7 +660,9 @@ int pl_calib_fit_gpu(const pl_graph *const *graphs, const pl_profile *const *pro
                 est += pl_gpu_op_s(c.s[i].op, c.s[i].g, d, c.sms, gp, NULL),
                     meas += c.s[i].measured_s;
         if (meas > 0 && est > 0) gp->band = fmax(gp->band, fmax(est / meas, meas / est) - 1);
+        est_all += est, meas_all += meas;
     }
+    r->total_ratio = meas_all > 0 ? est_all / meas_all : 1;
     snprintf(gp->device_model, sizeof gp->device_model, "%s", d->model);
     free(c.s);
     return 0;

@@ -30,25 +30,26 @@ static const struct {
     int m, n;
     double rel;
 } tiles[] = {{128, 128, 1.0}, {128, 64, 0.9}, {64, 64, 0.75}, {64, 32, 0.6}, {32, 32, 0.45}};
-#define SPLIT_K_MIN 256 /* cuBLAS splits K only in chunks of at least this many */
+#define SPLIT_K_MIN 64 /* a split-K chunk is at least this deep (CUTLASS's k-blocks are 8-64) */
 #define SPLIT_K_MAX 16
+#define GEMV_MAX 8 /* rows (or columns) up to which a product is a GEMV, not tiled */
 
 void pl_gpu_params_default(pl_gpu_params *g)
 {
     /* Fitted by `build/bench/bench_gpu bench/gpu-published.json models` (make bench) to the 91
      * published figures marked "fit", rounded to three digits; the band is the worst held-out
      * error of the 25 others (docs/cost.md, "GPU kernels"). GEMMs and Winograd fit at the bound
-     * 1: the tile and wave terms already take what cuBLAS loses. mem_half_bytes fits 0: beyond
-     * the per-kernel time, the figures show no size dependence of the bandwidth reached. */
+     * 1: the tile and wave terms already take what cuBLAS loses. kernel_s fits 0 (2e-13 s): the
+     * size term, 3.9 MB to half the bandwidth, is a floor of ~8 us on a small kernel already. */
     *g = (pl_gpu_params){.on = true,
                          .eff_gemm = 1.0,
-                         .eff_conv = 0.497,
-                         .eff_tensor = 0.580,
+                         .eff_conv = 0.461,
+                         .eff_tensor = 0.561,
                          .eff_winograd = 1.0,
-                         .eff_mem = 0.514,
-                         .mem_half_bytes = 0,
-                         .kernel_s = 10.87e-6,
-                         .band = 0.495};
+                         .eff_mem = 0.539,
+                         .mem_half_bytes = 3.862e6,
+                         .kernel_s = 0,
+                         .band = 0.524};
 }
 
 /* The rate a GEMM-shaped kernel runs at: tensor cores in fp16/bf16 where the device has them
@@ -86,6 +87,9 @@ double pl_gpu_gemm_s(double batch, double m, double n, double k, double peak, in
 {
     if (!(batch > 0 && m > 0 && n > 0 && k > 0)) return 0;
     if (!(peak > 0 && eff > 0)) return INFINITY;
+    /* a matrix-vector product (one side at most GEMV_MAX): cuBLAS runs a GEMV kernel, no tile
+     * is padded, and streaming the matrix (the caller's memory term) decides */
+    if (fmin(m, n) <= GEMV_MAX) return 2 * batch * m * n * k / (peak * eff);
     double best = INFINITY, per_sm = sms > 0 ? peak / sms : peak;
     for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++) {
         double count = batch * ceil(m / tiles[i].m) * ceil(n / tiles[i].n);
