@@ -161,6 +161,17 @@ static int check_params_model(const char *verb, const char *path, const char *mo
     return 0;
 }
 
+/* A CPU of the clusters is of `model`: a fit on it (`placer calibrate -o`) holds the CPU
+ * fidelity target, so its estimates get that band (docs/cost.md, "Uncertainty"). */
+static bool names_cpu(const char *model, const pl_cluster *const *c, int n_c)
+{
+    for (int k = 0; k < n_c; k++)
+        for (int d = 0; d < c[k]->n_devs; d++)
+            if (c[k]->devs[d].kind == PL_DEV_CPU && pl_cost_model_matches(model, &c[k]->devs[d]))
+                return true;
+    return false;
+}
+
 /* The first device of the clusters that is this machine, NULL when none. */
 static const pl_device *this_machine(const pl_cluster *const *c, int n_c)
 {
@@ -213,7 +224,10 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
     if (me) {
         const char *env = getenv("PLACER_CALIBRATION");
         bool off = o->no_calibration || (env && !strcmp(env, "off"));
-        if (!off && machine_params(verb, me, out)) return calibration = "this-machine", 0;
+        if (!off && machine_params(verb, me, out)) {
+            out->cpu_band = PL_BAND_CALIBRATED; /* docs/calibrate.md, "Fidelity" */
+            return calibration = "this-machine", 0;
+        }
         fprintf(stderr,
                 "placer %s: note: uncalibrated: %s (this machine) is priced with the default "
                 "efficiencies (%s); see docs/calibrate.md\n",
@@ -225,7 +239,9 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
     if (!o->cost_params) return 0;
     if (pl_cost_params_load(o->cost_params, out, &err) < 0) return cli_error(verb, "%s", err.msg);
     if (!out->device_model[0]) return 0; /* a hand-written file that names no model */
-    return check_params_model(verb, o->cost_params, out->device_model, c, n_c);
+    if (check_params_model(verb, o->cost_params, out->device_model, c, n_c) < 0) return -1;
+    if (names_cpu(out->device_model, c, n_c)) out->cpu_band = PL_BAND_CALIBRATED;
+    return 0;
 }
 
 /* The cluster of configuration --config in catalogue --catalog; x keeps the catalogue. */
