@@ -244,6 +244,29 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
     return 0;
 }
 
+const char *cli_basis_words(pl_cost_basis b)
+{
+    static const char *const words[PL_BASIS_COUNT] = {
+        "times the model gives",
+        "measured",
+        "GPU kernel rules fitted to published timings",
+        "GPU kernel rules calibrated on this GPU model",
+        "the roofline calibrated on this CPU",
+        "the roofline with default efficiencies"};
+    return b >= 0 && b < PL_BASIS_COUNT ? words[b] : "?";
+}
+
+void cli_print_band(double band, pl_cost_basis basis)
+{
+    printf("%-11s ±%.0f %% (%s)\n", "band", band * 100, cli_basis_words(basis));
+}
+
+void cli_band_json(void *o, double band, pl_cost_basis basis)
+{
+    json_object_set_new(o, "band", json_real(band));
+    json_object_set_new(o, "basis", json_string(pl_cost_basis_name(basis)));
+}
+
 /* The cluster of configuration --config in catalogue --catalog; x keeps the catalogue. */
 static pl_cluster *catalog_cluster(const cli_common *o, cli_ctx *x, pl_err *err)
 {

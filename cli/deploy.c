@@ -261,8 +261,7 @@ static json_t *trials_json(const pl_catalog *cat, const pl_search_result *r)
             json_object_set_new(o, "latency_s", json_real(x->latency_s));
             json_object_set_new(o, "usd_per_request", json_real(x->cost_usd));
             json_object_set_new(o, "algorithm", json_string(x->algo));
-            json_object_set_new(o, "band", json_real(x->band));
-            json_object_set_new(o, "basis", json_string(pl_cost_basis_name(x->basis)));
+            cli_band_json(o, x->band, x->basis);
             json_object_set_new(o, "latency_high_s", json_real(pl_trial_latency_high(x)));
         } else {
             json_object_set_new(o, "why", json_string(x->why));
@@ -301,19 +300,6 @@ static cli_exit show_plan(const pl_trial_worker *w, const pl_vm_config *cfg, con
 
 /* ---- the answer's margin (docs/cost.md, "Uncertainty") ---- */
 
-/* Where a band comes from, in words (pl_cost_basis). */
-static const char *basis_words(pl_cost_basis b)
-{
-    static const char *const words[PL_BASIS_COUNT] = {
-        "times the model gives",
-        "measured",
-        "GPU kernel rules fitted to published timings",
-        "GPU kernel rules calibrated on this GPU model",
-        "the roofline calibrated on this CPU",
-        "the roofline with default efficiencies"};
-    return b >= 0 && b < PL_BASIS_COUNT ? words[b] : "?";
-}
-
 /* The answer meets the SLO by its prediction but not at the top of its band. */
 static bool within_band_only(const pl_search_result *r, double slo_s)
 {
@@ -328,7 +314,7 @@ static void print_margin(const deploy_args *a, const pl_catalog *cat, const pl_s
     printf("note        %s meets the SLO of %g ms only within its prediction's band: %.3f ms, up "
            "to %.3f ms (±%.0f %%, %s)\n            ",
            cat->configs[b->config].name, a->so.slo_s * 1e3, b->latency_s * 1e3,
-           pl_trial_latency_high(b) * 1e3, b->band * 100, basis_words(b->basis));
+           pl_trial_latency_high(b) * 1e3, b->band * 100, cli_basis_words(b->basis));
     int m = pl_search_with_margin(r, a->so.slo_s);
     if (m < 0) {
         printf("no configuration tried meets it with margin\n");

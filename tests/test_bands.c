@@ -1,8 +1,10 @@
-/* test_deploy_band.c: the uncertainty `placer deploy` shows (docs/cost.md, "Uncertainty";
- * issue 29 item 4): every trial carries its plan's band, and when the cheapest configuration
- * meets the SLO only within that band, deploy says so and names the cheapest that meets it
- * with margin.
+/* test_bands.c: the uncertainty the verbs show (docs/cost.md, "Uncertainty"; issue 29 item
+ * 4). `placer deploy`: every trial carries its plan's band, and when the cheapest
+ * configuration meets the SLO only within that band, deploy says so and names the cheapest
+ * that meets it with margin. place, simulate, compare, multi and train: the band and basis of
+ * the predicted time in --json; a CPU calibrated by `placer calibrate` gets PL_BAND_CALIBRATED.
  *
+ * deploy's cases:
  * The catalogue is hand-made: "k80" (1 x K80, 1 USD/h) and "v100" (1 x V100, 3 USD/h). The
  * model is one task-graph op of 1 TFLOP: on the K80 the cost model estimates it (the
  * roofline, uncalibrated: band from the cost table, 1 today), on the V100 the graph gives its
@@ -95,12 +97,12 @@ static const char *on_k80(const fixture *f, const char *times, double *l, double
     return model;
 }
 
-static char *run_deploy(const fixture *f, const char *model, double slo_s, bool json)
+static char *run_deploy(const fixture *f, const char *model, double slo_s)
 {
     char cmd[8192], *out = NULL;
     snprintf(cmd, sizeof cmd,
-             "deploy %s --catalog %s --slo %.17gs --strategy exhaustive --algos heft%s", model,
-             f->catalog, slo_s, json ? " --json 2>/dev/null" : " 2>&1");
+             "deploy %s --catalog %s --slo %.17gs --strategy exhaustive --algos heft 2>&1", model,
+             f->catalog, slo_s);
     int rc = tu_run(cmd, &out);
     if (rc != 0) fail_msg("placer %s: status %d\n%s", cmd, rc, out);
     return out;
@@ -108,12 +110,12 @@ static char *run_deploy(const fixture *f, const char *model, double slo_s, bool 
 
 static json_t *run_json(const fixture *f, const char *model, double slo_s)
 {
-    char *out = run_deploy(f, model, slo_s, true);
-    json_error_t je;
-    json_t *doc = json_loads(out, 0, &je);
-    if (!doc) fail_msg("not JSON (%s):\n%s", je.text, out);
-    free(out);
-    return doc;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "deploy %s --catalog %s --slo %.17gs --strategy exhaustive --algos heft --json "
+             "2>/dev/null",
+             model, f->catalog, slo_s);
+    return tu_run_json(cmd);
 }
 
 /* A trial's band as the JSON gives it: the expected band and basis, and the top of the band
@@ -182,7 +184,7 @@ static void test_within_band_names_margin(void **state)
     expect_margin(doc, false, "v100");
     json_decref(doc);
 
-    char *out = run_deploy(f, model, slo, false);
+    char *out = run_deploy(f, model, slo);
     char want[512];
     snprintf(want, sizeof want,
              "k80 meets the SLO of %g ms only within its prediction's band: %.3f ms, up to %.3f "
@@ -206,7 +208,7 @@ static json_t *expect_k80(const fixture *f, const char *model, double slo, doubl
     assert_string_equal(json_string_value(json_object_get(doc, "chosen")), "k80");
     expect_band(doc, "k80", b, basis);
     expect_margin(doc, meets, NULL);
-    char *out = run_deploy(f, model, slo, false);
+    char *out = run_deploy(f, model, slo);
     if (said)
         assert_contains(out, said);
     else
@@ -251,6 +253,100 @@ static void test_no_margin_anywhere(void **state)
     unlink(model);
 }
 
+/* ---- the other verbs ---- */
+
+#define GCN "models/gcn_cora.onnx"
+#define CPUS "examples/clusters/local-cpu.json"
+
+/* The band of gcn_cora on the two CPU cores, every op on cpu0, by the cost model with the
+ * default parameters (PLACER_CALIBRATION=off: uncalibrated). */
+static double gcn_default_band(pl_cost_basis *basis)
+{
+    pl_err err = {""};
+    pl_graph *g = tu_load(GCN);
+    pl_cluster *c = pl_cluster_load(CPUS, &err);
+    if (!c) fail_msg("%s", err.msg);
+    pl_cost *k = tu_cost(g, c);
+    int *dev = calloc(k->n_ops, sizeof *dev);
+    double b = pl_cost_plan_band(k, dev, basis);
+    free(dev), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+    return b;
+}
+
+static void expect_json_band(json_t *o, double band, pl_cost_basis basis)
+{
+    assert_close(tu_num(o, "band"), band, 1e-9);
+    assert_string_equal(json_string_value(json_object_get(o, "basis")), pl_cost_basis_name(basis));
+}
+
+/* place, simulate (its plan), compare: uncalibrated, the model's band; the text says it. */
+static void test_verbs_band(void **state)
+{
+    (void)state;
+    pl_cost_basis basis;
+    double b = gcn_default_band(&basis);
+    const char *plan = tu_tmpfile("", 0, ".json");
+    char cmd[1024], path[256];
+    snprintf(path, sizeof path, "%s", plan);
+    snprintf(cmd, sizeof cmd,
+             "place " GCN " --cluster " CPUS " --algo heft -o %s --json 2>/dev/null", path);
+    json_t *doc = tu_run_json(cmd);
+    expect_json_band(doc, b, basis);
+    json_decref(doc);
+    snprintf(cmd, sizeof cmd, "simulate " GCN " --cluster " CPUS " --plan %s --json 2>/dev/null",
+             path);
+    doc = tu_run_json(cmd);
+    expect_json_band(doc, b, basis);
+    json_decref(doc);
+    doc = tu_run_json("compare " GCN " --cluster " CPUS " --algos heft,single --json 2>/dev/null");
+    expect_json_band(tu_find(doc, "algorithms", "algorithm", "single"), b, basis);
+    json_decref(doc);
+    char *out = NULL, want[256];
+    assert_int_equal(tu_run("place " GCN " --cluster " CPUS " --algo heft 2>/dev/null", &out), 0);
+    snprintf(want, sizeof want, "band        ±%.0f %% (the roofline with default efficiencies)",
+             b * 100);
+    assert_contains(out, want);
+    free(out);
+    unlink(path);
+}
+
+/* A fit of the cluster's CPU model (as `placer calibrate -o` writes one) holds the CPU
+ * fidelity target: its estimates get PL_BAND_CALIBRATED, basis "cpu". */
+static void test_calibrated_cpu_band(void **state)
+{
+    (void)state;
+    const char *fit =
+        "{\"format\": \"placer-cost-params/1\", \"device_model\": "
+        "\"local-epyc-core\", \"eff_compute\": {\"dense\": 0.5}, \"eff_memory\": 0.8}";
+    char path[256], cmd[1024];
+    snprintf(path, sizeof path, "%s", tu_tmpfile(fit, strlen(fit), ".json"));
+    snprintf(cmd, sizeof cmd,
+             "place " GCN " --cluster " CPUS " --algo heft --cost-params %s --json 2>/dev/null",
+             path);
+    json_t *doc = tu_run_json(cmd);
+    expect_json_band(doc, PL_BAND_CALIBRATED, PL_BASIS_CPU);
+    json_decref(doc);
+    unlink(path);
+}
+
+/* multi's rows and train's answer carry the band of their prediction too. */
+static void test_multi_train_band(void **state)
+{
+    (void)state;
+    pl_cost_basis basis;
+    double b = gcn_default_band(&basis);
+    json_t *doc = tu_run_json("multi " GCN " " GCN " --cluster " CPUS " --json 2>/dev/null");
+    json_t *rows = json_object_get(doc, "algorithms");
+    assert_true(json_array_size(rows) > 0);
+    expect_json_band(json_array_get(rows, 0), b, basis);
+    json_decref(doc);
+    doc = tu_run_json("train " GCN " --cluster examples/clusters/tag-testbed.json --budget 5 "
+                      "--placer none --json 2>/dev/null");
+    assert_true(tu_num(doc, "band") >= 0);
+    assert_non_null(json_string_value(json_object_get(doc, "basis")));
+    json_decref(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +355,9 @@ int main(void)
         cmocka_unit_test(test_cheapest_with_margin),
         cmocka_unit_test(test_given_times_band_zero),
         cmocka_unit_test(test_no_margin_anywhere),
+        cmocka_unit_test(test_verbs_band),
+        cmocka_unit_test(test_calibrated_cpu_band),
+        cmocka_unit_test(test_multi_train_band),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
