@@ -1,5 +1,6 @@
-/* strategy.c: the search loop every strategy shares, and the strategies that need no model:
- * exhaustive (the oracle), lcf (lowest price first) and uniform (random order). docs/search.md. */
+/* strategy.c: the search loop every strategy shares, the strategies that need no model:
+ * exhaustive (the oracle), lcf (lowest price first) and uniform (random order), and the
+ * answer's margin against the trials' bands. docs/search.md. */
 #include "search_internal.h"
 
 #include "placer/dist.h"
@@ -45,9 +46,12 @@ static void record(searcher *S, int k, double acq, pl_trial_out *out)
     pl_grow((void **)&r->trials, &S->cap, r->n_trials, sizeof *r->trials);
     int i = r->n_trials++;
     pl_trial_record *t = &r->trials[i];
-    *t = (pl_trial_record){
-        .config = k, .runs = out->runs, .latency_s = out->latency_s, .acquisition = acq};
-    t->band = out->band, t->basis = out->basis;
+    *t = (pl_trial_record){.config = k,
+                           .runs = out->runs,
+                           .latency_s = out->latency_s,
+                           .acquisition = acq,
+                           .band = out->band,
+                           .basis = out->basis};
     t->cost_usd = out->runs ? search_cost(S, k, out->latency_s) : INFINITY;
     t->meets_slo = out->runs && out->latency_s <= S->o->slo_s;
     snprintf(t->algo, sizeof t->algo, "%s", out->algo);
