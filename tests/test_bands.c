@@ -2,14 +2,15 @@
  * 4). `placer deploy`: every trial carries its plan's band, and when the cheapest
  * configuration meets the SLO only within that band, deploy says so and names the cheapest
  * that meets it with margin. place, simulate, compare, multi and train: the band and basis of
- * the predicted time in --json; a CPU calibrated by `placer calibrate` gets PL_BAND_CALIBRATED.
+ * the predicted time in --json; a CPU calibrated by `placer calibrate` gets PL_BAND_CALIBRATED,
+ * a GPU priced by the kernel rules its fit's band.
  *
- * deploy's cases:
- * The catalogue is hand-made: "k80" (1 x K80, 1 USD/h) and "v100" (1 x V100, 3 USD/h). The
- * model is one task-graph op of 1 TFLOP: on the K80 the cost model estimates it (the
- * roofline, uncalibrated: band from the cost table, 1 today), on the V100 the graph gives its
- * time (band 0). Every expected band below is the cost table's (pl_cost_plan_band), never a
- * constant. */
+ * deploy's cases: the catalogue is hand-made, "k80" (1 x K80, 1 USD/h) and "v100" (1 x V100,
+ * 3 USD/h). The model is one task-graph op of 1 TFLOP: on the K80 the cost model estimates it
+ * (the roofline, uncalibrated: band from the cost table, 1 today), on the V100 the graph gives
+ * its time (band 0). Expected bands are the cost table's (pl_cost_plan_band) or the default
+ * parameters' (the GPU fit), never a constant, but for the calibrated CPU's, which is the rule
+ * under test. */
 #include "testutil.h"
 
 #include "placer/catalog.h"
@@ -329,6 +330,26 @@ static void test_calibrated_cpu_band(void **state)
     unlink(path);
 }
 
+/* On a GPU the kernel rules price every op of an ONNX model (shapes known): the band is the
+ * fit's held-out error, pl_gpu_params.band as pl_cost_params_default has it (its value is the
+ * fit's, not this test's). */
+static void test_gpu_fit_band(void **state)
+{
+    (void)state;
+    const char *one = "{\"format\": \"placer-cluster/1\", \"name\": \"one-v100\", \"devices\": "
+                      "[{\"name\": \"gpu0\", \"kind\": \"gpu\", \"model\": \"V100-SXM2-16GB\"}], "
+                      "\"links\": []}";
+    char path[256], cmd[1024];
+    snprintf(path, sizeof path, "%s", tu_tmpfile(one, strlen(one), ".json"));
+    pl_cost_params p;
+    pl_cost_params_default(&p);
+    snprintf(cmd, sizeof cmd, "place " GCN " --cluster %s --algo single --json 2>/dev/null", path);
+    json_t *doc = tu_run_json(cmd);
+    expect_json_band(doc, p.gpu.band, PL_BASIS_GPU_FIT);
+    json_decref(doc);
+    unlink(path);
+}
+
 /* multi's rows and train's answer carry the band of their prediction too. */
 static void test_multi_train_band(void **state)
 {
@@ -357,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_no_margin_anywhere),
         cmocka_unit_test(test_verbs_band),
         cmocka_unit_test(test_calibrated_cpu_band),
+        cmocka_unit_test(test_gpu_fit_band),
         cmocka_unit_test(test_multi_train_band),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
