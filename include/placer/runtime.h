@@ -199,6 +199,22 @@ double pl_ort_load_s(const pl_ort *w); /* the last load's time, as the worker me
 /* Asks the worker to quit, kills it if it does not within a second, reaps it. NULL is fine. */
 void pl_ort_stop(pl_ort *w);
 
+/* ---- NVIDIA GPUs (src/runtime/gpu.c; docs/calibrate.md, "Profiling on a GPU") ----
+ * This machine's GPUs as the driver names them ("Tesla V100-SXM2-16GB"), found without
+ * starting onnxruntime: the "Model:" line of every DIR/gpus/<bus id>/information, DIR being
+ * $PLACER_NVIDIA_PROC, else /proc/driver/nvidia; when that names none, the lines of
+ * `nvidia-smi --query-gpu=name --format=csv,noheader` ($PLACER_NVIDIA_SMI, else nvidia-smi on
+ * PATH) through the process helper, killed after 10 s. Up to max names into names[], in bus
+ * order. Returns how many; 0 with err saying where it looked and why each came up empty
+ * ("no /proc/driver/nvidia/gpus, no nvidia-smi"): a missing nvidia-smi is not a failure. */
+#define PL_GPU_NAME 128
+int pl_nvidia_gpus(char (*names)[PL_GPU_NAME], int max, pl_err *err);
+/* The GPU row of placer's table (pl_gpu_spec_find) a driver's name is, once the vendor's
+ * words around the model are dropped ("NVIDIA", "Tesla", "GeForce", "Quadro": "NVIDIA GeForce
+ * RTX 2080 Ti" is RTX-2080-Ti); what was looked up goes into stripped (n bytes), for a
+ * message. NULL when no GPU row has that name. */
+const pl_gpu_spec *pl_gpu_spec_of_driver_name(const char *name, char *stripped, size_t n);
+
 /* ---- measuring collectives with MPI (docs/runtime.md, "Measuring collectives") ----
  * `mpirun -np N placer-collbench ...` (tools/collbench.c, placer's only MPI code, built when
  * mpicc exists) times AllReduce, broadcast and point-to-point over doubling sizes and prints
