@@ -59,6 +59,9 @@ typedef struct pl_ort_opts {
     bool no_optimize;    /* graph optimisation "disabled" instead of "all" */
     int int_high;        /* random integer inputs are in [0, int_high); 0: 2 */
     unsigned seed;       /* of the random inputs */
+    const char *ep;      /* the execution provider of pl_ort_profile's sessions: "cpu" (NULL)
+                            or "cuda" (onnxruntime-node's CUDA build, docs/calibrate.md,
+                            "Profiling on a GPU"); every other request runs on the CPU */
 } pl_ort_opts;
 
 typedef struct pl_ort pl_ort;
@@ -186,11 +189,18 @@ void pl_ort_node_times_free(pl_ort_node_time *t, int n);
  * stays loaded. */
 int pl_ort_profile(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out, int *n,
                    pl_err *err);
+/* With pl_ort_opts.ep "cuda" the times are the GPU's only: onnxruntime runs the nodes it has no
+ * CUDA kernel for on the CPU, and those are left out of *out (pl_ort_profile_off_ep counts
+ * them); a profile where none ran on the GPU (onnxruntime fell back to the CPU) fails, naming
+ * the provider they ran on. */
 /* The same with graph optimisation on, as a run executes the model: the nodes are then
  * onnxruntime's (fused kernels, NCHWc convolutions named after their output tensor), not the
  * file's, so the times do not map to ops one to one (pl_machine_calibrate uses their op types). */
 int pl_ort_profile_optimized(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out,
                              int *n, pl_err *err);
+/* The nodes of the last profile that ran on another execution provider than the options'
+ * ep asked for, left out of its times (0 for "cpu": every node counts). */
+int pl_ort_profile_off_ep(const pl_ort *w);
 /* What the worker process counts: model loads and timed runs since it started. */
 int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err);
 int pl_ort_pid(const pl_ort *w);       /* the worker's process id (its process group too) */
