@@ -1,7 +1,7 @@
 /* profile.c: `placer profile MODEL [-o profile.json]`: runs the model in onnxruntime on this
  * machine's CPU (or, with --ep cuda, its NVIDIA GPU) with the profiler on and writes each op's
  * measured time as a placer-profile/1 file, which the cost model takes instead of its estimate
- * (docs/runtime.md, docs/cost.md, docs/calibrate.md "Profiling on a GPU"). */
+ * (docs/runtime.md, and its "Profiling on a GPU"; docs/cost.md). */
 #include "cli.h"
 #include "placer/report.h"
 #include "placer/runtime.h"
@@ -170,7 +170,7 @@ static void print_json(const prof_opts *o, const cli_ctx *x, int dev, const prof
 #define GPU_HINT                                                                                   \
     "; --ep cuda needs onnxruntime-node's CUDA build: its CUDA provider libraries (npm install "   \
     "--prefix build/npm onnxruntime-node@1.22.0 --onnxruntime-node-install=cuda12) and CUDA 12 "   \
-    "with cuDNN 9 on the library path (docs/calibrate.md, \"Profiling on a GPU\")"
+    "with cuDNN 9 on the library path (docs/runtime.md, \"Profiling on a GPU\")"
 
 /* --ep cuda: the GPU table's row the times are for: --device-model's, else that of the name
  * the driver gives this machine's GPU. Found before onnxruntime starts, so that a machine

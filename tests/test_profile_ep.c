@@ -1,4 +1,4 @@
-/* test_profile_ep.c: `placer profile --ep cuda` (docs/calibrate.md, "Profiling on a GPU").
+/* test_profile_ep.c: `placer profile --ep cuda` (docs/runtime.md, "Profiling on a GPU").
  *
  * This machine has no GPU, so what is tested everywhere is every refusal, each on a made-up
  * machine: the driver's /proc tree ($PLACER_NVIDIA_PROC) and nvidia-smi ($PLACER_NVIDIA_SMI)
@@ -266,7 +266,7 @@ static void test_real_gpu(void **state)
     if (cuda_libs_absent()) {
         fprintf(stderr,
                 "skipped: GPU '%s' found, but onnxruntime-node's CUDA provider is not "
-                "installed (%s; docs/calibrate.md, \"Profiling on a GPU\")\n",
+                "installed (%s; docs/runtime.md, \"Profiling on a GPU\")\n",
                 names[0], CUDA_LIB);
         skip();
     }

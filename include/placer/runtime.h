@@ -209,7 +209,7 @@ double pl_ort_load_s(const pl_ort *w); /* the last load's time, as the worker me
 /* Asks the worker to quit, kills it if it does not within a second, reaps it. NULL is fine. */
 void pl_ort_stop(pl_ort *w);
 
-/* ---- NVIDIA GPUs (src/runtime/gpu.c; docs/calibrate.md, "Profiling on a GPU") ----
+/* ---- NVIDIA GPUs (src/runtime/gpu.c; docs/runtime.md, "Profiling on a GPU") ----
  * This machine's GPUs as the driver names them ("Tesla V100-SXM2-16GB"), found without
  * starting onnxruntime: the "Model:" line of every DIR/gpus/<bus id>/information, DIR being
  * $PLACER_NVIDIA_PROC, else /proc/driver/nvidia; when that names none, the lines of

@@ -1,5 +1,5 @@
 /* gpu.c: this machine's NVIDIA GPUs as the driver names them, found without starting
- * onnxruntime (`placer profile --ep cuda`, docs/calibrate.md, "Profiling on a GPU"), and the
+ * onnxruntime (`placer profile --ep cuda`, docs/runtime.md, "Profiling on a GPU"), and the
  * row of placer's GPU table each name is.
  *
  * The driver's /proc files come first: reading them starts no program and needs none
