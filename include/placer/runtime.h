@@ -60,7 +60,7 @@ typedef struct pl_ort_opts {
     int int_high;        /* random integer inputs are in [0, int_high); 0: 2 */
     unsigned seed;       /* of the random inputs */
     const char *ep;      /* the execution provider of pl_ort_profile's sessions: "cpu" (NULL)
-                            or "cuda" (onnxruntime-node's CUDA build, docs/calibrate.md,
+                            or "cuda" (onnxruntime-node's CUDA build, docs/runtime.md,
                             "Profiling on a GPU"); every other request runs on the CPU */
 } pl_ort_opts;
 
