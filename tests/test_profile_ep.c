@@ -169,6 +169,30 @@ static void test_unknown_gpu(void **state)
                    "could not create a session");
 }
 
+/* Which GPU: two of different models need --device-model; a --cluster must hold the GPU. */
+static void test_which_gpu(void **state)
+{
+    (void)state;
+    fake_machine("Tesla V100-SXM2-16GB");
+    char path[256], args[256];
+    snprintf(path, sizeof path, "%s/proc/gpus/0000:00:1f.0", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    strcat(path, "/information");
+    write_file(path, "Model: \t\t Tesla T4\n", 0644);
+    snprintf(args, sizeof args, "profile " RNNLM " --ep cuda -o %s", out);
+    expect_refusal(args,
+                   "placer profile: --ep cuda: this machine has GPUs of different models ('Tesla "
+                   "V100-SXM2-16GB', 'Tesla T4') and onnxruntime profiles CUDA device 0",
+                   "--device-model NAME says which it is");
+    fake_machine("Tesla V100-SXM2-16GB");
+    snprintf(args, sizeof args,
+             "profile " RNNLM " --ep cuda --cluster examples/clusters/local-cpu.json -o %s", out);
+    expect_refusal(args,
+                   "placer profile: --cluster examples/clusters/local-cpu.json: no device of "
+                   "model V100-SXM2-16GB, the GPU profiled ('Tesla V100-SXM2-16GB')",
+                   NULL);
+}
+
 /* A fake onnxruntime (PLACER_ORT_WORKER) whose profile says each node's provider: `nodes` is
  * the JSON list it answers with. It refuses a profile request that does not ask for CUDA. */
 static void fake_worker(const char *nodes)
@@ -298,10 +322,11 @@ int main(void)
 {
     setenv("PLACER_CALIBRATION", "off", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ep_value),      cmocka_unit_test(test_no_gpu),
-        cmocka_unit_test(test_fake_v100),     cmocka_unit_test(test_fake_smi),
-        cmocka_unit_test(test_unknown_gpu),   cmocka_unit_test(test_all_on_cpu),
-        cmocka_unit_test(test_partly_on_cpu), cmocka_unit_test(test_real_gpu),
+        cmocka_unit_test(test_ep_value),    cmocka_unit_test(test_no_gpu),
+        cmocka_unit_test(test_fake_v100),   cmocka_unit_test(test_fake_smi),
+        cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_which_gpu),
+        cmocka_unit_test(test_all_on_cpu),  cmocka_unit_test(test_partly_on_cpu),
+        cmocka_unit_test(test_real_gpu),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
