@@ -83,6 +83,9 @@ typedef struct pl_published {
  * with an unknown source id, GPU, mode, precision or set, a batch outside 1..2^20 or a time
  * outside (0, 1 h). *p is the caller's (pl_published_free); zeroed on failure. */
 int pl_published_load(const char *path, pl_published *p, pl_err *err);
+/* The same from memory; `name` stands for the file in messages (the fuzzer's entry). */
+int pl_published_load_buffer(const char *buf, size_t len, const char *name, pl_published *p,
+                             pl_err *err);
 void pl_published_free(pl_published *p);
 
 /* Predictions of the figures: each network's training graph at the figure's batch (plain SGD),

@@ -136,11 +136,26 @@ static int read_figure(const pl_json *o, const pl_published *p, pl_pub_figure *f
     return 0;
 }
 
+static int load_doc(pl_json_doc *doc, pl_published *p, pl_err *err);
+
 int pl_published_load(const char *path, pl_published *p, pl_err *err)
 {
     memset(p, 0, sizeof *p);
     pl_json_doc *doc = pl_json_open(path, err);
-    if (!doc) return -1;
+    return doc ? load_doc(doc, p, err) : -1;
+}
+
+int pl_published_load_buffer(const char *buf, size_t len, const char *name, pl_published *p,
+                             pl_err *err)
+{
+    memset(p, 0, sizeof *p);
+    pl_json_doc *doc = pl_json_parse(buf, len, name, err);
+    return doc ? load_doc(doc, p, err) : -1;
+}
+
+/* Reads doc into *p and closes it. */
+static int load_doc(pl_json_doc *doc, pl_published *p, pl_err *err)
+{
     pl_json root = pl_json_root(doc), arr;
     int rc = pl_json_check_format(&root, "placer-gpu-published/1", err) < 0 ||
                      pl_json_check_fields(&root, top_fields, err) < 0 ||
