@@ -332,7 +332,7 @@ static void print_models(const multi_ctx *x)
         for (int j = i + 1; j < T; j++)
             printf("affinity %s + %s: %.2f (%s)\n", x->names[i], x->names[j],
                    x->a.affinity[i * T + j],
-                   x->a.group[i] == x->a.group[j] ? "one flow" : "placed one after the other");
+                   x->a.group[i] == x->a.group[j] ? "one flow" : "separate groups");
 }
 
 static void print_summary(const multi_ctx *x, const row *rows, int n)
