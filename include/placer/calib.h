@@ -106,10 +106,10 @@ double pl_pub_total_s(const pl_pub_eval *e, int fig, const pl_gpu_params *gp);
 /* The fit: eff_gemm, eff_tensor, eff_winograd, eff_mem, mem_half_bytes, kernel_s and each
  * source's host time per kernel (p->source_host_s) chosen by Nelder-Mead to minimise the mean
  * squared log ratio (pl_pub_total_s / published) over the figures of the fit set not marked
- * host-bound, from a fixed start (efficiencies 0.6, eff_tensor 0.5, eff_mem 0.7, 256 kB, 10 us);
- * gp->band becomes the held-out error: the largest max(pred/pub, pub/pred) - 1 over the held-out
- * figures not marked host-bound whose GPU time is the prediction (the fit set's when none is held
- * out). */
+ * host-bound, from three fixed starts (efficiencies 0.6, eff_tensor 0.5, eff_mem 0.7; 10 us and 256
+ * kB, 1 us and 4 MB, 30 us and 1 kB), the best kept; gp->band becomes the held-out error: the
+ * largest max(pred/pub, pub/pred) - 1 over the held-out figures not marked host-bound whose GPU
+ * time is the prediction (the fit set's when none is held out). */
 typedef struct pl_pub_fit_result {
     int n_fit, n_held_out;                /* figures used in each (host-bound ones left out) */
     double rms_log_before, rms_log_after; /* over the fit set */

@@ -38,18 +38,18 @@ void pl_gpu_params_default(pl_gpu_params *g)
 {
     /* Fitted by `build/bench/bench_gpu bench/gpu-published.json models` (make bench) to the 91
      * published figures marked "fit", rounded to three digits; the band is the worst held-out
-     * error of the 25 others (docs/cost.md, "GPU kernels"). GEMMs and Winograd fit at the bound
-     * 1: the tile and wave terms already take what cuBLAS loses. kernel_s fits 0 (2e-13 s): the
-     * size term, 3.9 MB to half the bandwidth, is a floor of ~8 us on a small kernel already. */
+     * error of the 25 others (docs/cost.md, "GPU kernels"). GEMMs fit at the bound 1: the tile
+     * and wave terms already take what cuBLAS loses. kernel_s fits 0 (5e-26 s): the size
+     * term, 4.1 MB to half the bandwidth, is a floor of ~8 us on a small kernel already. */
     *g = (pl_gpu_params){.on = true,
                          .eff_gemm = 1.0,
-                         .eff_conv = 0.461,
-                         .eff_tensor = 0.561,
-                         .eff_winograd = 1.0,
-                         .eff_mem = 0.539,
-                         .mem_half_bytes = 3.862e6,
+                         .eff_conv = 0.438,
+                         .eff_tensor = 0.616,
+                         .eff_winograd = 0.860,
+                         .eff_mem = 0.560,
+                         .mem_half_bytes = 4.104e6,
                          .kernel_s = 0,
-                         .band = 0.524};
+                         .band = 0.585};
 }
 
 /* The rate a GEMM-shaped kernel runs at: tensor cores in fp16/bf16 where the device has them
