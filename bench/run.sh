@@ -14,6 +14,9 @@ fi
 echo "== import: time, peak memory, reachability index (one child process per model)"
 "$build/bench/bench_import" models/*.onnx models/full/*.onnx "$build/bench/synth50k.onnx"
 echo
+echo "== GPU kernels against published timings (docs/cost.md, \"GPU kernels\"): every figure of bench/gpu-published.json predicted by the roofline, the built-in kernel parameters and a fresh fit (fit on the \"fit\" set, errors on the held-out GPUs; host-bound rows reported, never fitted); about a minute"
+"$build/bench/bench_gpu" bench/gpu-published.json models
+echo
 echo "== placement: every heuristic on the zoo x example clusters (simulated makespan, gap to the lower bound; moirai has its own table below)"
 "$build/bench/bench_place" zoo examples/clusters/*.json -- models/*.onnx
 echo

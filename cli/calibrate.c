@@ -73,8 +73,33 @@ static void free_inputs(const calib_opts *o, calib_in *in)
     pl_cluster_free(in->c);
 }
 
+/* A GPU's fit: its kernel parameters beside the built-in ones (fitted to published timings). */
+static void print_gpu(const pl_calib_result *r, const pl_device *d)
+{
+    pl_gpu_params b;
+    pl_gpu_params_default(&b);
+    const pl_gpu_params *g = &r->params.gpu_model;
+    printf("calibrated %s (%s) on %d op times: its GPU kernel rules\n\n", d->name, d->model,
+           r->n_samples);
+    printf("%-16s %10s %10s\n", "parameter", "built in", "fitted");
+    const char *names[] = {"eff_gemm", "eff_conv", "eff_tensor", "eff_winograd", "eff_mem"};
+    const double bv[] = {b.eff_gemm, b.eff_conv, b.eff_tensor, b.eff_winograd, b.eff_mem};
+    const double fv[] = {g->eff_gemm, g->eff_conv, g->eff_tensor, g->eff_winograd, g->eff_mem};
+    for (int i = 0; i < 5; i++)
+        printf("%-16s %10.3f %10.3f\n", names[i], bv[i], fv[i]);
+    printf("%-16s %10.0f %10.0f\n", "mem_half_bytes", b.mem_half_bytes, g->mem_half_bytes);
+    printf("%-16s %10.2f %10.2f\n", "kernel_s (us)", b.kernel_s * 1e6, g->kernel_s * 1e6);
+    printf("%-16s %10.3f %10.3f\n\n", "band", b.band, g->band);
+    printf("relative error  median %.2f, worst %.2f before; median %.2f, worst %.2f after\n",
+           r->median_before, r->worst_before, r->median_after, r->worst_after);
+}
+
 static void print_text(const pl_calib_result *r, const pl_device *d)
 {
+    if (r->params.gpu_model.device_model[0]) {
+        print_gpu(r, d);
+        return;
+    }
     pl_cost_params def;
     pl_cost_params_default(&def);
     printf("calibrated %s (%s) on %d op times\n\n", d->name, d->model, r->n_samples);
@@ -102,8 +127,14 @@ static cli_exit run(const calib_opts *o)
     int dev = pl_cluster_find(in.c, o->device ? o->device : "cpu0");
     if (dev < 0 && o->device) status = cli_fail("calibrate", "no device '%s'", o->device);
     const pl_device *d = &in.c->devs[dev < 0 ? 0 : dev];
+    /* a GPU's profiles fit its kernel rules (docs/cost.md, "Measured on a GPU"), a CPU's the
+     * roofline */
+    int (*fit)(const pl_graph *const *, const pl_profile *const *, int, const pl_device *,
+               pl_calib_result *, pl_err *) = d->kind == PL_DEV_GPU ? pl_calib_fit_gpu : NULL;
     if (cli_ok(status) &&
-        pl_calib_fit(in.pg, (const pl_profile *const *)in.p, o->n_profiles, d, NULL, &r, &err) < 0)
+        (fit ? fit(in.pg, (const pl_profile *const *)in.p, o->n_profiles, d, &r, &err)
+             : pl_calib_fit(in.pg, (const pl_profile *const *)in.p, o->n_profiles, d, NULL, &r,
+                            &err)) < 0)
         status = cli_fail("calibrate", "%s", err.msg);
     if (cli_ok(status)) {
         json_t *j = pl_calib_json(&r, d->model, NULL, NULL);

@@ -202,13 +202,22 @@ int cli_common_set(const char *verb, int code, const char *v, cli_common *o);
  * Efficiencies are fitted to one device model: a file whose device_model matches no device of
  * the clusters c[0..n_c) (deploy: every configuration of its catalogue) is refused, naming the
  * file, its model and the clusters' models; when only some devices have that model, a warning
- * says the fit is applied to the others too (the cost model has one set of efficiencies). */
+ * says the fit is applied to the others too (the cost model has one set of efficiencies).
+ * A CPU fit (this machine's, or a file whose device_model is a CPU of the clusters) sets the
+ * CPU band to PL_BAND_CALIBRATED (docs/cost.md, "Uncertainty"). */
 int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *const *c, int n_c,
                     pl_cost_params *out);
 /* How the last cli_cost_params priced, for the "calibration" field of the JSON outputs:
  * "cost-params" (--cost-params), "this-machine" (the cached fit of this machine) or
  * "uncalibrated" (the default efficiencies). */
 const char *cli_calibration(void);
+/* How far a predicted time may be off (docs/cost.md, "Uncertainty"): a basis in words ("GPU
+ * kernel rules fitted to published timings"); a placement's band and the basis of its widest
+ * op (pl_cost_plan_band) as the line "band  ±B % (words)" of a verb's text output, and as the
+ * members "band" (relative) and "basis" (pl_cost_basis_name) of the JSON object o. */
+const char *cli_basis_words(pl_cost_basis b);
+void cli_print_band(double band, pl_cost_basis basis);
+void cli_band_json(void *o, double band, pl_cost_basis basis);
 /* Loads everything; prints the error and returns CLI_EXIT_BAD_INPUT on failure. */
 cli_exit cli_ctx_open(const char *verb, const cli_common *o, cli_ctx *x);
 void cli_ctx_close(cli_ctx *x);

@@ -161,6 +161,17 @@ static int check_params_model(const char *verb, const char *path, const char *mo
     return 0;
 }
 
+/* A CPU of the clusters is of `model`: a fit on it (`placer calibrate -o`) holds the CPU
+ * fidelity target, so its estimates get that band (docs/cost.md, "Uncertainty"). */
+static bool names_cpu(const char *model, const pl_cluster *const *c, int n_c)
+{
+    for (int k = 0; k < n_c; k++)
+        for (int d = 0; d < c[k]->n_devs; d++)
+            if (c[k]->devs[d].kind == PL_DEV_CPU && pl_cost_model_matches(model, &c[k]->devs[d]))
+                return true;
+    return false;
+}
+
 /* The first device of the clusters that is this machine, NULL when none. */
 static const pl_device *this_machine(const pl_cluster *const *c, int n_c)
 {
@@ -213,7 +224,10 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
     if (me) {
         const char *env = getenv("PLACER_CALIBRATION");
         bool off = o->no_calibration || (env && !strcmp(env, "off"));
-        if (!off && machine_params(verb, me, out)) return calibration = "this-machine", 0;
+        if (!off && machine_params(verb, me, out)) {
+            out->cpu_band = PL_BAND_CALIBRATED; /* docs/calibrate.md, "Fidelity" */
+            return calibration = "this-machine", 0;
+        }
         fprintf(stderr,
                 "placer %s: note: uncalibrated: %s (this machine) is priced with the default "
                 "efficiencies (%s); see docs/calibrate.md\n",
@@ -225,7 +239,32 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
     if (!o->cost_params) return 0;
     if (pl_cost_params_load(o->cost_params, out, &err) < 0) return cli_error(verb, "%s", err.msg);
     if (!out->device_model[0]) return 0; /* a hand-written file that names no model */
-    return check_params_model(verb, o->cost_params, out->device_model, c, n_c);
+    if (check_params_model(verb, o->cost_params, out->device_model, c, n_c) < 0) return -1;
+    if (names_cpu(out->device_model, c, n_c)) out->cpu_band = PL_BAND_CALIBRATED;
+    return 0;
+}
+
+const char *cli_basis_words(pl_cost_basis b)
+{
+    static const char *const words[PL_BASIS_COUNT] = {
+        "times the model gives",
+        "measured",
+        "GPU kernel rules fitted to published timings",
+        "GPU kernel rules calibrated on this GPU model",
+        "the roofline calibrated on this CPU",
+        "the roofline with default efficiencies"};
+    return b >= 0 && b < PL_BASIS_COUNT ? words[b] : "?";
+}
+
+void cli_print_band(double band, pl_cost_basis basis)
+{
+    printf("%-11s ±%.0f %% (%s)\n", "band", band * 100, cli_basis_words(basis));
+}
+
+void cli_band_json(void *o, double band, pl_cost_basis basis)
+{
+    json_object_set_new(o, "band", json_real(band));
+    json_object_set_new(o, "basis", json_string(pl_cost_basis_name(basis)));
 }
 
 /* The cluster of configuration --config in catalogue --catalog; x keeps the catalogue. */

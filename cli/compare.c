@@ -32,6 +32,8 @@ typedef struct {
     double makespan_s, search_s, measured_s;
     double peak[64]; /* per device, bytes (the first 64 devices) */
     bool oom;
+    double band; /* the plan's band (pl_cost_plan_band) and its widest op's basis */
+    pl_cost_basis basis;
 } row_t;
 
 static void run_one(const cli_ctx *x, const pl_place_opts *po, const pl_sim_opts *so, row_t *row)
@@ -48,6 +50,7 @@ static void run_one(const cli_ctx *x, const pl_place_opts *po, const pl_sim_opts
     row->search_s = p->search_s;
     row->measured_s = p->measured_s;
     row->oom = r.oom;
+    row->band = pl_cost_plan_band(x->k, p->dev, &row->basis);
     for (int d = 0; d < x->c->n_devs && d < 64; d++)
         row->peak[d] = r.peak_mem_bytes[d];
     pl_sim_result_free(&r);
@@ -120,11 +123,12 @@ static void print_text(const cli_ctx *x, const row_t *rows, int n, double lb)
            x->g->path ? x->g->path : x->g->name, x->g->n_ops, x->c->path ? x->c->path : x->c->name,
            x->c->n_devs, lb * 1e3);
     pl_table *t = pl_table_new(
-        "algorithm|>makespan ms|>vs single|>gap to bound|>search s|peak MiB per device|note");
+        "algorithm|>makespan ms|>band %|>vs single|>gap to bound|>search s|peak MiB per device|"
+        "note");
     for (int k = 0; k < n; k++) {
         const row_t *r = &rows[k];
         if (!r->ok) {
-            pl_table_row(t, "%s|-|-|-|-|-|%s", r->a->name, r->msg);
+            pl_table_row(t, "%s|-|-|-|-|-|-|%s", r->a->name, r->msg);
             continue;
         }
         char vs[32] = "-";
@@ -138,8 +142,9 @@ static void print_text(const cli_ctx *x, const row_t *rows, int n, double lb)
             snprintf(note, sizeof note, "does not fit in memory");
         else if (r->measured_s > 0)
             snprintf(note, sizeof note, "measured %.4f ms", r->measured_s * 1e3);
-        pl_table_row(t, "%s|%.4f|%s|%.1f%%|%.3f|%s|%s", r->a->name, r->makespan_s * 1e3, vs,
-                     lb > 0 ? 100 * (r->makespan_s - lb) / lb : 0.0, r->search_s, peaks, note);
+        pl_table_row(t, "%s|%.4f|%.0f|%s|%.1f%%|%.3f|%s|%s", r->a->name, r->makespan_s * 1e3,
+                     r->band * 100, vs, lb > 0 ? 100 * (r->makespan_s - lb) / lb : 0.0, r->search_s,
+                     peaks, note);
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
@@ -156,6 +161,7 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
             json_object_set_new(o, "error", json_string(r->msg));
         else {
             json_object_set_new(o, "makespan_s", json_real(r->makespan_s));
+            cli_band_json(o, r->band, r->basis);
             json_object_set_new(o, "speedup_vs_single",
                                 base > 0 ? json_real(base / r->makespan_s) : json_null());
             json_object_set_new(o, "gap", json_real(lb > 0 ? (r->makespan_s - lb) / lb : 0));

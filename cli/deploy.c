@@ -220,23 +220,25 @@ static bool in_rounds(const pl_search_result *r)
 
 static void print_trials(const pl_catalog *cat, const pl_search_result *r)
 {
-    pl_table *t = pl_table_new(in_rounds(r) ? "trial|>round|ran on|configuration|>GPUs|>USD/hour|"
-                                              ">latency ms|>USD per 10k requests|SLO|placement"
-                                            : "trial|configuration|>GPUs|>USD/hour|>latency "
-                                              "ms|>USD per 10k requests|SLO|placement");
+    pl_table *t =
+        pl_table_new(in_rounds(r) ? "trial|>round|ran on|configuration|>GPUs|>USD/hour|"
+                                    ">latency ms|>band %|>USD per 10k requests|SLO|placement"
+                                  : "trial|configuration|>GPUs|>USD/hour|>latency "
+                                    "ms|>band %|>USD per 10k requests|SLO|placement");
     for (int i = 0; i < r->n_trials; i++) {
         const pl_trial_record *x = &r->trials[i];
         const pl_vm_config *c = &cat->configs[x->config];
-        char lat[32] = "does not run", cost[32] = "-";
+        char lat[32] = "does not run", cost[32] = "-", band[32] = "-";
         if (x->runs) {
             snprintf(lat, sizeof lat, "%.3f", x->latency_s * 1e3);
+            snprintf(band, sizeof band, "%.0f", x->band * 100);
             snprintf(cost, sizeof cost, "%.4f", per_10k(x));
         }
         char where[96] = "";
         if (in_rounds(r))
             snprintf(where, sizeof where, "%d|rank %d (%s)|", x->round, x->rank, x->host);
-        pl_table_row(t, "%d|%s%s|%d x %s|%.3f|%s|%s|%s|%s", i + 1, where, c->name, c->gpu_count,
-                     c->gpu_count ? c->gpu_model : "-", c->price_usd_per_hour, lat, cost,
+        pl_table_row(t, "%d|%s%s|%d x %s|%.3f|%s|%s|%s|%s|%s", i + 1, where, c->name, c->gpu_count,
+                     c->gpu_count ? c->gpu_model : "-", c->price_usd_per_hour, lat, band, cost,
                      !x->runs       ? "-"
                      : x->meets_slo ? "met"
                                     : "missed",
@@ -259,6 +261,8 @@ static json_t *trials_json(const pl_catalog *cat, const pl_search_result *r)
             json_object_set_new(o, "latency_s", json_real(x->latency_s));
             json_object_set_new(o, "usd_per_request", json_real(x->cost_usd));
             json_object_set_new(o, "algorithm", json_string(x->algo));
+            cli_band_json(o, x->band, x->basis);
+            json_object_set_new(o, "latency_high_s", json_real(pl_trial_latency_high(x)));
         } else {
             json_object_set_new(o, "why", json_string(x->why));
         }
@@ -294,6 +298,44 @@ static cli_exit show_plan(const pl_trial_worker *w, const pl_vm_config *cfg, con
     return CLI_EXIT_OK;
 }
 
+/* ---- the answer's margin (docs/cost.md, "Uncertainty") ---- */
+
+/* The answer meets the SLO by its prediction but not at the top of its band. */
+static bool within_band_only(const pl_search_result *r, double slo_s)
+{
+    return r->best >= 0 && !(pl_trial_latency_high(&r->trials[r->best]) <= slo_s);
+}
+
+/* Says when the answer meets the SLO only within its band, and what meets it with margin. */
+static void print_margin(const deploy_args *a, const pl_catalog *cat, const pl_search_result *r)
+{
+    if (!within_band_only(r, a->so.slo_s)) return;
+    const pl_trial_record *b = &r->trials[r->best];
+    printf("note        %s meets the SLO of %g ms only within its prediction's band: %.3f ms, up "
+           "to %.3f ms (±%.0f %%, %s)\n            ",
+           cat->configs[b->config].name, a->so.slo_s * 1e3, b->latency_s * 1e3,
+           pl_trial_latency_high(b) * 1e3, b->band * 100, cli_basis_words(b->basis));
+    int m = pl_search_with_margin(r, a->so.slo_s);
+    if (m < 0) {
+        printf("no configuration tried meets it with margin\n");
+        return;
+    }
+    const pl_trial_record *x = &r->trials[m];
+    const pl_vm_config *c = &cat->configs[x->config];
+    printf("with margin: %s, %.3f ms (up to %.3f ms), %.3f USD/hour\n", c->name, x->latency_s * 1e3,
+           pl_trial_latency_high(x) * 1e3, c->price_usd_per_hour);
+}
+
+/* {"meets_with_margin", "next_with_margin"} for the answer; null when there is none. */
+static json_t *margin_json(const deploy_args *a, const pl_catalog *cat, const pl_search_result *r)
+{
+    if (r->best < 0) return json_null();
+    int m = within_band_only(r, a->so.slo_s) ? pl_search_with_margin(r, a->so.slo_s) : -1;
+    return json_pack("{s:b, s:o}", "meets_with_margin", !within_band_only(r, a->so.slo_s),
+                     "next_with_margin",
+                     m < 0 ? json_null() : json_string(cat->configs[r->trials[m].config].name));
+}
+
 static void print_choice(const deploy_args *a, const pl_catalog *cat, const pl_search_result *r)
 {
     printf("\n");
@@ -305,6 +347,7 @@ static void print_choice(const deploy_args *a, const pl_catalog *cat, const pl_s
                c->price_usd_per_hour);
         printf("latency     %.3f ms (SLO %.3f ms), %.4f USD per 10,000 requests, plan by %s\n",
                b->latency_s * 1e3, a->so.slo_s * 1e3, per_10k(b), b->algo);
+        print_margin(a, cat, r);
     } else if (r->closest >= 0) {
         const pl_trial_record *b = &r->trials[r->closest];
         printf("no configuration tried meets the SLO of %.3f ms; the closest is %s at %.3f ms\n",
@@ -382,6 +425,7 @@ static cli_exit report(const deploy_args *a, const pl_catalog *cat, pl_trial_wor
         rounds_json(root, r);
         json_object_set_new(root, "measured", json_boolean(a->measured));
         json_object_set_new(root, "chosen", r->best >= 0 ? json_string(cfg->name) : json_null());
+        json_object_set_new(root, "margin", margin_json(a, cat, r));
         if (r->best < 0 && cfg) json_object_set_new(root, "closest", json_string(cfg->name));
     }
     cli_exit rc = CLI_EXIT_OK;

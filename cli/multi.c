@@ -332,7 +332,7 @@ static void print_models(const multi_ctx *x)
         for (int j = i + 1; j < T; j++)
             printf("affinity %s + %s: %.2f (%s)\n", x->names[i], x->names[j],
                    x->a.affinity[i * T + j],
-                   x->a.group[i] == x->a.group[j] ? "one flow" : "placed one after the other");
+                   x->a.group[i] == x->a.group[j] ? "one flow" : "separate groups");
 }
 
 static void print_summary(const multi_ctx *x, const row *rows, int n)
@@ -424,6 +424,9 @@ static json_t *row_json(const multi_ctx *x, const row *r)
     }
     json_object_set_new(j, "toct_s", json_real(r->e.toct_s));
     json_object_set_new(j, "makespan_s", json_real(r->e.makespan_s));
+    pl_cost_basis basis;
+    double band = pl_cost_plan_band(x->k, r->plan->dev, &basis);
+    cli_band_json(j, band, basis); /* after the call that sets basis */
     json_object_set_new(j, "search_s", json_real(r->plan->search_s));
     json_object_set_new(j, "fits_memory", json_boolean(!r->e.oom));
     json_t *idle = json_object(), *busy = json_object();

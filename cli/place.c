@@ -49,6 +49,9 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     printf("%-11s %.4f ms (lower bound %.4f ms, gap %.1f%%), contention %s\n", "makespan",
            r->makespan_s * 1e3, lb * 1e3, lb > 0 ? 100 * (r->makespan_s - lb) / lb : 0.0,
            pl_contention_name(p->contention));
+    pl_cost_basis basis;
+    double band = pl_cost_plan_band(x->k, p->dev, &basis);
+    cli_print_band(band, basis); /* after the call that sets basis */
     if (r->oom)
         printf("%-11s DOES NOT FIT: %s over capacity by %.0f bytes\n", "memory",
                x->c->devs[r->oom_dev].name, r->oom_excess_bytes);
@@ -82,6 +85,9 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                           (json_t *)cli_devices_json(x, p, r));
     json_object_set_new(o, "links", (json_t *)cli_links_json(x, r));
     json_object_set_new(o, "calibration", json_string(cli_calibration()));
+    pl_cost_basis basis;
+    double band = pl_cost_plan_band(x->k, p->dev, &basis);
+    cli_band_json(o, band, basis); /* after the call that sets basis */
     if (out) json_object_set_new(o, "plan", json_string(out));
     if (p->cut_simulations) /* coarser cuts ran (docs/placement.md, "Plans that pay") */
         json_object_set_new(o, "cuts",

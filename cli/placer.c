@@ -27,8 +27,8 @@ static const struct {
      "a cheaper equivalent ONNX model: TASO's search over the rewrite rules", false},
     {"run", cli_run, "a split run for real on this CPU, one thread per device, vs the prediction",
      false},
-    {"profile", cli_profile, "per-op times measured in onnxruntime on this CPU, as a profile",
-     false},
+    {"profile", cli_profile,
+     "per-op times measured in onnxruntime (this CPU; --ep cuda: its GPU), as a profile", false},
     {"calibrate", cli_calibrate, "the cost model's efficiencies fitted to measured profiles",
      false},
     {"train", cli_train,
@@ -83,6 +83,11 @@ static void manual_tail(void)
         "                          its work runs on rank 0 (default: never; docs/dist.md)\n"
         "    PLACER_ORT_WORKER, PLACER_ORT_MODULES   another worker script, another\n"
         "                          node_modules holding onnxruntime-node\n"
+        "    PLACER_NVIDIA_PROC    the folder read for the NVIDIA driver's GPUs instead of\n"
+        "                          /proc/driver/nvidia (profile --ep cuda reads\n"
+        "                          DIR/gpus/*/information)\n"
+        "    PLACER_NVIDIA_SMI     the nvidia-smi that profile --ep cuda asks when the driver's\n"
+        "                          folder names no GPU (default: nvidia-smi on PATH)\n"
         "    TMPDIR                where a run's private folders go (default /tmp)\n"
         "    PLACER_SHM_DIR        where its shared-memory folders go (default /dev/shm):\n"
         "                          serverless --run's tensors, Open MPI's segments\n"

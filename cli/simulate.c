@@ -39,6 +39,9 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
     if (p->predicted_makespan_s > 0 && so->requests <= 1)
         printf("%-11s %.4f ms when the plan was made\n", "predicted",
                p->predicted_makespan_s * 1e3);
+    pl_cost_basis basis;
+    double band = pl_cost_plan_band(x->k, p->dev, &basis);
+    cli_print_band(band, basis); /* after the call that sets basis */
     if (r->oom)
         printf("%-11s DOES NOT FIT: %s over capacity by %.0f bytes\n", "memory",
                x->c->devs[r->oom_dev].name, r->oom_excess_bytes);
@@ -126,6 +129,9 @@ cli_exit cli_simulate(int argc, char **argv)
         json_object_set_new(o, "per_edge", json_boolean(so.per_edge));
         json_object_set_new(o, "links", (json_t *)cli_links_json(&x, &r));
         json_object_set_new(o, "calibration", json_string(cli_calibration()));
+        pl_cost_basis basis;
+        double band = pl_cost_plan_band(x.k, p->dev, &basis);
+        cli_band_json(o, band, basis); /* after the call that sets basis */
         if (so.requests > 1) {
             json_object_set_new(o, "requests", json_integer(so.requests));
             json_object_set_new(o, "period_s", json_real(r.period_s));

@@ -430,6 +430,7 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
                         b[B_TAG].ok ? json_string(found_by(B_TAG, sr, o)) : json_null());
     const outcome *c = &b[chosen];
     json_object_set_new(j, "iteration_s", c->ok ? json_real(c->e.iteration_s) : json_null());
+    if (c->ok) cli_band_json(j, c->e.band, c->e.basis);
     json_object_set_new(j, "fits_memory", json_boolean(c->ok && !c->e.oom));
     for (int d = 0; c->ok && d < c->e.n_devs; d++)
         if (x->dg.group_of[d] >= 0)

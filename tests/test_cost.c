@@ -16,34 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void attr_ints(pl_graph *g, int o, const char *name, int n, const int64_t *v)
+/* The defaults with the GPU kernel rules off: these tests check the roofline itself, which
+ * CPUs and shapeless ops always get, on the GPUs their hand computations use
+ * (test_gpu_kernels.c checks the rules). */
+static void roofline_default(pl_cost_params *p)
 {
-    pl_attr *a = pl_op_add_attr(g, o, name, PL_ATTR_INTS);
-    a->ints = malloc(n * sizeof *v);
-    memcpy(a->ints, v, n * sizeof *v);
-    a->n = n;
-}
-
-/* One 3x3 Conv, 64 -> 64 channels on 56x56, padded to keep the size; dtype `dt`. */
-static pl_graph *conv_graph(int dt)
-{
-    pl_graph *g = pl_graph_new("conv");
-    int x = pl_graph_tensor(g, "X"), w = pl_graph_tensor(g, "W"), y = pl_graph_tensor(g, "Y");
-    pl_tensor_set_shape(&g->tensors[x], dt, 4, (int64_t[]){1, 64, 56, 56});
-    pl_tensor_set_shape(&g->tensors[w], dt, 4, (int64_t[]){64, 64, 3, 3});
-    g->tensors[w].flags |= PL_TENSOR_WEIGHT;
-    pl_graph_add_input(g, x);
-    int op = pl_graph_add_op(g, "conv", "Conv", "");
-    pl_op_add_input(g, op, x);
-    pl_op_add_input(g, op, w);
-    pl_op_add_output(g, op, y);
-    attr_ints(g, op, "pads", 4, (int64_t[]){1, 1, 1, 1});
-    pl_graph_add_output(g, y);
-    pl_err err = {""};
-    if (pl_graph_finalize(g, "conv", &err) < 0 || pl_graph_infer(g, &err) < 0)
-        fail_msg("%s", err.msg);
-    return g;
+    pl_cost_params_default(p);
+    p->gpu.on = false;
 }
 
 static pl_cluster *cluster_of(const char *const *models, int n)
@@ -65,7 +44,9 @@ static pl_cost *cost_of(const pl_graph *g, const pl_cluster *c, const pl_profile
 {
     pl_err err = {""};
     const pl_profile *list[1] = {pr};
-    pl_cost *k = pl_cost_new(g, c, NULL, pr ? list : NULL, pr ? 1 : 0, &err);
+    pl_cost_params p;
+    roofline_default(&p);
+    pl_cost *k = pl_cost_new(g, c, &p, pr ? list : NULL, pr ? 1 : 0, &err);
     if (!k) fail_msg("%s", err.msg);
     return k;
 }
@@ -77,7 +58,7 @@ static pl_cost *cost_of(const pl_graph *g, const pl_cluster *c, const pl_profile
 static void test_roofline_conv_v100(void **state)
 {
     (void)state;
-    pl_graph *g = conv_graph(PL_DT_FLOAT);
+    pl_graph *g = tu_conv_graph(1, PL_DT_FLOAT);
     const pl_op *op = &g->ops[0];
     assert_int_equal(op->cls, PL_CLASS_DENSE);
     assert_close(op->flops, 231211008.0, 1e-12);
@@ -101,7 +82,7 @@ static void test_roofline_conv_v100(void **state)
 static void test_roofline_precision(void **state)
 {
     (void)state;
-    pl_graph *g = conv_graph(PL_DT_FLOAT16);
+    pl_graph *g = tu_conv_graph(1, PL_DT_FLOAT16);
     pl_cluster *c = cluster_of((const char *[]){"V100", "K80"}, 2);
     pl_cost *k = cost_of(g, c, NULL);
     assert_close(pl_cost_op_s(k, 0, 0), 5e-6 + 231211008.0 / 75e12, 1e-12);
@@ -399,7 +380,7 @@ static void test_params(void **state)
 {
     (void)state;
     pl_cost_params p;
-    pl_cost_params_default(&p);
+    roofline_default(&p);
     assert_close(p.eff_compute[PL_CLASS_DENSE], 0.6, 1e-12);
     assert_close(p.eff_memory, 0.7, 1e-12);
     pl_graph *g = load_tg(times_graph);
@@ -439,7 +420,7 @@ static void test_params_file(void **state)
         "\"eff_memory\": 0.35, \"samples\": 10}";
     pl_cost_params p, def;
     pl_err err = {""};
-    pl_cost_params_default(&def);
+    roofline_default(&def);
     if (pl_cost_params_load(tu_tmpfile(ok, strlen(ok), ".json"), &p, &err) < 0)
         fail_msg("%s", err.msg);
     assert_close(p.eff_compute[PL_CLASS_DENSE], 0.3, 1e-12);
@@ -574,7 +555,7 @@ static void test_bytes_partial_reads(void **state)
      * memory-bound: 5 us + 4,160 / (900e9 * 0.7) = 5.0066 us */
     pl_cluster *c = cluster_of((const char *[]){"V100"}, 1);
     pl_cost_params p;
-    pl_cost_params_default(&p);
+    roofline_default(&p);
     assert_close(pl_cost_estimate(&g->ops[orr], g, &c->devs[0], &p), 5e-6, 1e-12);
     assert_close(pl_cost_estimate(&g->ops[og], g, &c->devs[0], &p), 5e-6 + 4160 / 630e9, 1e-9);
     pl_cluster_free(c);
@@ -587,10 +568,10 @@ static void test_bytes_partial_reads(void **state)
 static void test_calib_fit(void **state)
 {
     (void)state;
-    pl_graph *g = conv_graph(PL_DT_FLOAT);
+    pl_graph *g = tu_conv_graph(1, PL_DT_FLOAT);
     pl_cluster *c = cluster_of((const char *[]){"V100"}, 1);
     pl_cost_params truth;
-    pl_cost_params_default(&truth);
+    roofline_default(&truth);
     truth.eff_compute[PL_CLASS_DENSE] = 0.3;
     double t = pl_cost_estimate(&g->ops[0], g, &c->devs[0], &truth);
     char text[256];
@@ -686,7 +667,7 @@ static double disturbed_time(const pl_graph *g, const pl_device *d, int i)
 {
     if (!strcmp(g->ops[i].type, "Constant")) return -1;
     pl_cost_params def;
-    pl_cost_params_default(&def);
+    roofline_default(&def);
     return 1000 * pl_cost_estimate(&g->ops[i], g, d, &def);
 }
 
@@ -695,7 +676,7 @@ static double profiled_time(const pl_graph *g, const pl_device *d, int i)
 {
     if (!strcmp(g->ops[i].type, "Constant")) return -1;
     pl_cost_params def;
-    pl_cost_params_default(&def);
+    roofline_default(&def);
     return pl_cost_estimate(&g->ops[i], g, d, &def) + 3e-6;
 }
 
@@ -710,7 +691,7 @@ static void test_calib_profiler(void **state)
     pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
     if (!c) fail_msg("%s", err.msg);
     pl_cost_params def;
-    pl_cost_params_default(&def);
+    roofline_default(&def);
     pl_profile *pr = made_up_profile(g, c, profiled_time);
     const pl_graph *gs[] = {g};
     const pl_profile *ps[] = {pr};
@@ -749,7 +730,7 @@ static void test_calib_matches_estimate(void **state)
     pl_calib_result r;
     if (pl_calib_fit(gs, ps, 1, &c->devs[0], NULL, &r, &err) < 0) fail_msg("%s", err.msg);
     pl_cost_params def;
-    pl_cost_params_default(&def);
+    roofline_default(&def);
     double med, worst;
     assert_true(pl_calib_loss(gs, ps, 1, &c->devs[0], &def, 0, &err) ==
                 brute_loss(g, pr, &c->devs[0], &def, 0, &med, &worst));
@@ -773,7 +754,7 @@ static void test_calib_matches_estimate(void **state)
 static void test_calib_fit_weighted(void **state)
 {
     (void)state;
-    pl_graph *g[2] = {conv_graph(PL_DT_FLOAT), conv_graph(PL_DT_FLOAT)};
+    pl_graph *g[2] = {tu_conv_graph(1, PL_DT_FLOAT), tu_conv_graph(1, PL_DT_FLOAT)};
     pl_cluster *c = cluster_of((const char *[]){"V100"}, 1);
     c->devs[0].launch_overhead_s = 0;
     double t0 = g[0]->ops[0].flops / c->devs[0].peak_flops_per_s[PL_PREC_FP32];
@@ -812,7 +793,7 @@ static pl_graph *finish(pl_graph *g)
     return g;
 }
 
-/* X -> Conv (conv_graph's) -> c, then `tail` ops (BatchNormalization, Add with the graph
+/* X -> Conv (tu_conv_graph's) -> c, then `tail` ops (BatchNormalization, Add with the graph
  * input R, Relu), each reading the one before; the last writes Y. */
 static pl_graph *conv_chain(const char *const *tail, int n)
 {
@@ -823,7 +804,7 @@ static pl_graph *conv_chain(const char *const *tail, int n)
     pl_graph_add_input(g, x), pl_graph_add_input(g, r);
     int prev = pl_graph_tensor(g, "c");
     int conv = op_io(g, "conv", "Conv", 2, (int[]){x, w}, prev);
-    attr_ints(g, conv, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    tu_attr_ints(g, conv, "pads", 4, (int64_t[]){1, 1, 1, 1});
     for (int i = 0; i < n; i++) {
         char name[16];
         snprintf(name, sizeof name, "t%d", i);
@@ -849,7 +830,7 @@ static pl_graph *conv_chain(const char *const *tail, int n)
 static pl_cost *cost_fusion(const pl_graph *g, const pl_cluster *c, pl_runtime_fusion f)
 {
     pl_cost_params p;
-    pl_cost_params_default(&p);
+    roofline_default(&p);
     p.runtime_fusion = f;
     pl_err err = {""};
     pl_cost *k = pl_cost_new(g, c, &p, NULL, 0, &err);
@@ -906,7 +887,7 @@ static void test_conv_ratio(void **state)
     pl_cluster *c = cluster_of((const char *[]){"V100-SXM2-16GB"}, 1);
     int conv = pl_graph_find_op(g, "conv"), relu = pl_graph_find_op(g, "relu");
     pl_cost_params p;
-    pl_cost_params_default(&p);
+    roofline_default(&p);
     p.runtime_conv_ratio = 0.8;
     pl_err err = {""};
     pl_cost *k = pl_cost_new(g, c, &p, NULL, 0, &err);
@@ -993,7 +974,8 @@ static void test_fusion_layernorm(void **state)
     int sub = op_io(g, "sub", "Sub", 2, (int[]){x, t[0]}, t[1]);
     op_io(g, "pow", "Pow", 2, (int[]){t[1], two}, t[2]);
     int var = op_io(g, "var", "ReduceMean", 1, &t[2], t[3]);
-    attr_ints(g, mean, "axes", 1, (int64_t[]){-1}), attr_ints(g, var, "axes", 1, (int64_t[]){-1});
+    tu_attr_ints(g, mean, "axes", 1, (int64_t[]){-1}),
+        tu_attr_ints(g, var, "axes", 1, (int64_t[]){-1});
     op_io(g, "addeps", "Add", 2, (int[]){t[3], eps}, t[4]);
     op_io(g, "sqrt", "Sqrt", 1, &t[4], t[5]);
     op_io(g, "div", "Div", 2, (int[]){t[1], t[5]}, t[6]);

@@ -1,8 +1,9 @@
 /* test_crashers.c: every input that once crashed a reader (found by fuzzing: tools/fuzz.sh)
  * stays here as a test. Each must load or be refused with a message; under `make asan` a
  * sanitizer report fails the run. The reader is chosen by the suffix tools/fuzz.sh gives:
- * *.catalog.json is a catalogue, *.platform.json a serverless platform, anything else (*.onnx,
- * *.json) a model. */
+ * *.catalog.json is a catalogue, *.platform.json a serverless platform, *.published.json published
+ * GPU timings, anything else (*.onnx, *.json) a model. */
+#include "placer/calib.h"
 #include "placer/catalog.h"
 #include "placer/serverless.h"
 #include "testutil.h"
@@ -28,6 +29,12 @@ static bool replay(const char *path, pl_err *err)
         pl_platform *p = pl_platform_load(path, err);
         pl_platform_free(p);
         return p != NULL;
+    }
+    if (ends_with(path, ".published.json")) {
+        pl_published p;
+        int rc = pl_published_load(path, &p, err);
+        pl_published_free(&p);
+        return rc == 0;
     }
     pl_graph *g = pl_graph_load(path, NULL, err);
     if (!g) return false;

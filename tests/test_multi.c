@@ -203,6 +203,32 @@ static void test_packing_band_and_tv(void **state)
     pl_graph_free(g);
 }
 
+/* An op the runtime fuses into the kernel of its one predecessor (resnet50's Relus after their
+ * Convs) is in that op's pack: its fused price holds only on the kernel's device, and its
+ * speedup (its arithmetic alone: about 23 against 1.4-4.3 for the Convs on Talos's testbed)
+ * would otherwise leave every Conv's band, so that nothing packed (NOD 122 of 122 ops). */
+static void test_fused_ops_pack_with_their_kernel(void **state)
+{
+    (void)state;
+    const char *paths[] = {"models/resnet50.onnx"};
+    host h;
+    host_open(&h, "examples/clusters/talos-1cpu-2gpu.json", paths, 1);
+    assert_non_null(h.k->fused_root);
+    pl_multi_analysis a;
+    pl_err err = {""};
+    assert_int_equal(pl_multi_analyze(h.k, NULL, &a, &err), 0);
+    int fused = 0;
+    for (int v = 0; v < h.k->n_ops; v++)
+        if (h.k->fused_root[v] >= 0 && h.u->pred_off[v + 1] - h.u->pred_off[v] == 1) {
+            assert_int_equal(a.pack_of[v], a.pack_of[h.k->fused_prev[v]]);
+            fused++;
+        }
+    assert_true(fused > 0);
+    assert_true(a.nod[0] < h.k->n_ops - fused);
+    pl_multi_analysis_free(&a);
+    host_close(&h);
+}
+
 /* ---- the flow step against brute force ---- */
 
 static double best_total;
@@ -329,6 +355,52 @@ static void test_branches_pay_their_way_back(void **state)
     }
 }
 
+/* Two models in groups of their own (a threshold no pair exceeds), placed one after the other:
+ * A (a1 on the CPU, 1 ms, then a2 on the GPU, 0.5 ms) first, as it has less work; B's b1 (the
+ * GPU, 0.8 ms) takes the GPU's idle time before a2 and b2 (the CPU, 1 ms) follows a1: TOCT
+ * 1.5 + 2 ms. Seeing the GPU as busy until A's last op there ended (1.5 ms) gave 1.5 + 3.3. */
+static void test_later_group_takes_idle_time(void **state)
+{
+    (void)state;
+    pl_graph *m[2];
+    m[0] = tu_taskgraph(
+        "{\"format\": \"placer-taskgraph/1\", \"name\": \"a\", \"nodes\": ["
+        "{\"name\": \"a1\", \"times_s\": {\"fig1-cpu\": \"1 ms\", \"fig1-gpu\": \"100 ms\"}},"
+        "{\"name\": \"a2\", \"times_s\": {\"fig1-cpu\": \"100 ms\", \"fig1-gpu\": \"0.5 ms\"}}],"
+        "\"edges\": [{\"from\": \"a1\", \"to\": \"a2\", \"bytes\": 0}]}");
+    m[1] = tu_taskgraph(
+        "{\"format\": \"placer-taskgraph/1\", \"name\": \"b\", \"nodes\": ["
+        "{\"name\": \"b1\", \"times_s\": {\"fig1-cpu\": \"100 ms\", \"fig1-gpu\": \"0.8 ms\"}},"
+        "{\"name\": \"b2\", \"times_s\": {\"fig1-cpu\": \"1 ms\", \"fig1-gpu\": \"100 ms\"}}],"
+        "\"edges\": [{\"from\": \"b1\", \"to\": \"b2\", \"bytes\": 0}]}");
+    const char *names[] = {"a", "b"};
+    pl_err err = {""};
+    pl_graph *u = pl_graph_union(m, names, 2, &err);
+    assert_non_null(u);
+    pl_cluster *c = pl_cluster_load("examples/multi/fig1-cluster.json", &err);
+    pl_cost *k = tu_cost(u, c);
+    pl_multi_opts o;
+    pl_multi_opts_default(&o);
+    o.affinity = 1e9;
+    pl_multi_analysis a;
+    assert_int_equal(pl_multi_analyze(k, &o, &a, &err), 0);
+    assert_int_equal(a.n_groups, 2);
+    pl_multi_analysis_free(&a);
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    assert_int_equal(pl_multi_place("talos", k, NULL, &o, p, &err), 0);
+    pl_multi_eval e;
+    assert_int_equal(pl_multi_evaluate(k, p, PL_CONTENTION_PORTS, &e, &err), 0);
+    assert_close(e.completion_s[0], 1.5e-3, 1e-9);
+    assert_close(e.completion_s[1], 2e-3, 1e-9);
+    assert_int_equal(p->dev[pl_graph_find_op(u, "b/b1")], 1);
+    pl_multi_eval_free(&e);
+    pl_plan_free(p);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(u);
+    pl_graph_free(m[0]), pl_graph_free(m[1]);
+}
+
 /* A GPU too small for both models' weights: every placer keeps to its static memory (the
  * simulator's peak, which counts received copies, may exceed it: docs/placement.md). */
 static void test_capacity_holds(void **state)
@@ -382,7 +454,9 @@ int main(void)
         cmocka_unit_test(test_packing_band_and_tv),
         cmocka_unit_test(test_step_equals_brute_force),
         cmocka_unit_test(test_every_placer_on_zoo_models),
+        cmocka_unit_test(test_fused_ops_pack_with_their_kernel),
         cmocka_unit_test(test_branches_pay_their_way_back),
+        cmocka_unit_test(test_later_group_takes_idle_time),
         cmocka_unit_test(test_capacity_holds),
         cmocka_unit_test(test_no_room_is_an_error),
     };

@@ -123,6 +123,20 @@ static void test_cannot_execute(void **state)
                         "cannot execute /nonexistent/placer-no-such-program (install it)");
 }
 
+/* A child's coloured log (onnxruntime's errors are red) reaches a message as plain text. */
+static void test_tail_colours(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "printf '\\033[1;31mFAIL : no lib\\033[m\\n' >&2", NULL};
+    pl_proc p;
+    pl_err err = {""};
+    assert_int_equal(pl_proc_start(&p, argv, NULL, "sh", "\n", &err), 0);
+    char *l = NULL, tail[PL_PROC_TAIL];
+    assert_int_equal(pl_proc_line(&p, 20, &l), PL_PROC_EOF);
+    pl_proc_end(&p, false, 20, NULL, 0);
+    assert_string_equal(pl_proc_tail(&p, tail, sizeof tail), "FAIL : no lib");
+}
+
 /* PLACER_SHM_DIR is where shared-memory folders go; TMPDIR does not move them. */
 static void test_shm_dir(void **state)
 {
@@ -186,7 +200,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_killed), cmocka_unit_test(test_term_then_kill),
         cmocka_unit_test(test_log),          cmocka_unit_test(test_cannot_execute),
-        cmocka_unit_test(test_shm_dir),      cmocka_unit_test(test_fork),
+        cmocka_unit_test(test_tail_colours), cmocka_unit_test(test_shm_dir),
+        cmocka_unit_test(test_fork),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

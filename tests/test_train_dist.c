@@ -155,7 +155,8 @@ static void test_dist_one_process_same(void **state)
 
 #define TRAIN                                                                                      \
     "train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --batch 4 "               \
-    "--placer none --seed 3 --json 2>/dev/null --budget "
+    "--placer none --seed 3 --cost-params examples/cost-params/roofline.json --json 2>/dev/null "   \
+    "--budget "
 
 /* The strategy of a train document as text, to compare two runs. */
 static char *strategy_text(json_t *doc)
@@ -210,9 +211,10 @@ static void test_train_under_mpirun(void **state)
     json_decref(one), json_decref(two), json_decref(again);
 }
 
-/* One iteration per tree: on this cluster and seed neither rank's beats DP-NCCL (hand-checked),
- * so both runs refine the same starts to the same strategy, and SFB's programs, spread over
- * the ranks, propose the one process's 9 gradients (rejected by the simulation). */
+/* One iteration per tree, priced by the roofline (examples/cost-params/roofline.json): on this
+ * cluster and seed neither rank's beats DP-NCCL (hand-checked), so both runs refine the same
+ * starts to the same strategy, and SFB's programs, spread over the ranks, propose the one
+ * process's 9 gradients (rejected by the simulation). */
 static void test_sfb_under_mpirun(void **state)
 {
     (void)state;

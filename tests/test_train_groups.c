@@ -374,9 +374,22 @@ static void test_op_groups_cut(void **state)
                   "largest group %.2f x the mean\n",
                   og.n, metis / 1e6, contiguous / 1e6, biggest / (total / og.n));
     assert_true(metis < contiguous);
-    /* balance factor 2: a group above twice the mean is one op that heavy by itself */
-    for (int j = 0; j < og.n; j++)
-        if (og.time_s[j] > 2 * total / og.n) assert_int_equal(og.off[j + 1] - og.off[j], 1);
+    /* balance factor 2: a group above twice the mean owes it to one op that heavy by itself
+     * (with, perhaps, views and Constants that weigh next to nothing beside it): without its
+     * heaviest op it is within the bound */
+    for (int j = 0; j < og.n; j++) {
+        if (og.time_s[j] <= 2 * total / og.n) continue;
+        double heaviest = 0;
+        for (int m = og.off[j]; m < og.off[j + 1]; m++) {
+            double mean = 0;
+            for (int d = 0; d < k->n_devs; d++)
+                mean += pl_cost_op_s(k, og.op[m], d) / k->n_devs;
+            heaviest = fmax(heaviest, mean);
+        }
+        print_message("group %d: %d ops, %.3g s, its heaviest op %.3g s, the mean %.3g s\n", j,
+                      og.off[j + 1] - og.off[j], og.time_s[j], heaviest, total / og.n);
+        assert_true(og.time_s[j] - heaviest <= 2 * total / og.n);
+    }
     free(naive);
     pl_op_groups_free(&og);
     pl_cost_free(k);

@@ -102,6 +102,34 @@ void tu_require_ort(void)
         fail_msg("onnxruntime-node is not installed (%s is missing): run `make deps`", TU_ORT_PKG);
 }
 
+void tu_attr_ints(pl_graph *g, int o, const char *name, int n, const int64_t *v)
+{
+    pl_attr *a = pl_op_add_attr(g, o, name, PL_ATTR_INTS);
+    a->ints = malloc(n * sizeof *v);
+    memcpy(a->ints, v, n * sizeof *v);
+    a->n = n;
+}
+
+pl_graph *tu_conv_graph(int n, int dt)
+{
+    pl_graph *g = pl_graph_new("conv");
+    int x = pl_graph_tensor(g, "X"), w = pl_graph_tensor(g, "W"), y = pl_graph_tensor(g, "Y");
+    pl_tensor_set_shape(&g->tensors[x], dt, 4, (int64_t[]){n, 64, 56, 56});
+    pl_tensor_set_shape(&g->tensors[w], dt, 4, (int64_t[]){64, 64, 3, 3});
+    g->tensors[w].flags |= PL_TENSOR_WEIGHT;
+    pl_graph_add_input(g, x);
+    int op = pl_graph_add_op(g, "conv", "Conv", "");
+    pl_op_add_input(g, op, x);
+    pl_op_add_input(g, op, w);
+    pl_op_add_output(g, op, y);
+    tu_attr_ints(g, op, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    pl_graph_add_output(g, y);
+    pl_err err = {""};
+    if (pl_graph_finalize(g, "conv", &err) < 0 || pl_graph_infer(g, &err) < 0)
+        fail_msg("%s", err.msg);
+    return g;
+}
+
 int tu_edge(const pl_graph *g, const char *tensor, const char *dst)
 {
     int t = pl_graph_find_tensor(g, tensor), d = pl_graph_find_op(g, dst);

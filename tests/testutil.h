@@ -67,6 +67,11 @@ void tu_failing_worker(const char *dir, const char *sig, char *js, size_t n);
 void tu_expect_worker_gone(const char *dir);
 /* The edge index of tensor `tensor` read by op `dst` (finalized graph); fails when none. */
 int tu_edge(const pl_graph *g, const char *tensor, const char *dst);
+/* Adds an INTS attribute of n values to op o. */
+void tu_attr_ints(pl_graph *g, int o, const char *name, int n, const int64_t *v);
+/* One 3x3 Conv "conv", 64 -> 64 channels on n x 64 x 56 x 56 (X, W, Y), padded to keep the
+ * size, in dtype dt; finalized and inferred (the cost tests' worked example). */
+pl_graph *tu_conv_graph(int n, int dt);
 /* A task graph (placer-taskgraph/1 JSON text, named "t.json") that must load; and the cost
  * table of g on c with default parameters, which must build. Both fail the test with the
  * reader's message. */

@@ -7,7 +7,8 @@
 # readers) and every other fuzz/fuzz_NAME.c as fuzz_NAME, each linked against the whole library
 # built once with the fuzzer's instrumentation (through the Makefile, so that include paths and
 # libraries such as CBC's come from one place: LDLIBS is passed in by make). Seeds: the zoo,
-# small libonnx-testdata models, example task graphs, the shipped catalogues and platforms. Crashing inputs
+# small libonnx-testdata models, example task graphs, the shipped catalogues and platforms, the
+# published GPU timings. Crashing inputs
 # are copied to tests/data/crashers/, where `make test` replays them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,10 @@ for f in "${seeds[@]}"; do cp "$f" "$out/corpus-onnx/$(echo "$f" | md5sum | cut 
 cp examples/taskgraphs/*.json "$out/corpus-json/" 2>/dev/null || true
 [ -d "$out/corpus-catalog" ] && cp catalogs/*.json "$out/corpus-catalog/" 2>/dev/null || true
 [ -d "$out/corpus-platform" ] && cp examples/platforms/*.json "$out/corpus-platform/" 2>/dev/null || true
+# the whole file is beyond -max_len: seed a few figures of it
+[ -d "$out/corpus-published" ] && /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+d["figures"]=d["figures"][:4]+d["figures"][-3:]; json.dump(d,open(sys.argv[2],"w"))' \
+  bench/gpu-published.json "$out/corpus-published/seed.json" 2>/dev/null || true
 for t in "${targets[@]}"; do
   r=${t#fuzz_}
   echo "fuzz: $r for ${secs}s" >&2
@@ -55,7 +60,8 @@ n=$(ls "$out/crashes" | wc -l)
 for f in "$out"/crashes/*; do
   [ -e "$f" ] || continue
   case "$(basename "$f")" in
-    onnx-*) ext=onnx ;; catalog-*) ext=catalog.json ;; platform-*) ext=platform.json ;; *) ext=json ;;
+    onnx-*) ext=onnx ;; catalog-*) ext=catalog.json ;; platform-*) ext=platform.json ;;
+    published-*) ext=published.json ;; *) ext=json ;;
   esac
   cp "$f" "tests/data/crashers/$(sha1sum "$f" | cut -c1-12).$ext"
 done

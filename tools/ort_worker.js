@@ -16,9 +16,14 @@
 //                                                 "stage_s":[..],
 //                                                 "outputs":{name:{max_rel,max_abs,finite,dims}}}
 //   {"op":"profile","id":4,"model":path,"repeat":R,"warmup":W,"seed":S,"int_high":H,"threads":1,
-//    "optimize":"all"|"disabled" (default "disabled": the nodes are the ONNX file's)}
+//    "optimize":"all"|"disabled" (default "disabled": the nodes are the ONNX file's),
+//    "ep":"cpu"|"cuda" (default "cpu": the execution provider asked for)}
 //                                             -> {"ok":true,"id":4,"runs":R,"run_s":[..R],
-//                                                 "nodes":[{name,node_index,op_type,nested,mean_s,count}]}
+//                                                 "nodes":[{name,node_index,op_type,nested,mean_s,count,
+//                                                           provider}]}
+//     provider is the one onnxruntime ran the node on ("CPUExecutionProvider",
+//     "CUDAExecutionProvider"): with "cuda", nodes it has no CUDA kernel for still run on the
+//     CPU, and placer leaves those out of a GPU profile.
 //   {"op":"run_files","id":5,"dir":D,"inputs":{name:{file,dims,dtype}},"seed":S,"int_high":H}
 //                                             -> {"ok":true,"id":5,"run_s":..,
 //                                                 "outputs":{name:{file,dims,dtype,bytes}},
@@ -108,13 +113,17 @@ function rng(seed) {
   };
 }
 
+const PROVIDERS = ['cpu', 'cuda'];
+
 function sessionOptions(msg) {
+  const ep = msg.ep === undefined ? 'cpu' : msg.ep;
+  if (!PROVIDERS.includes(ep)) throw new Error(`unknown execution provider '${ep}' (cpu or cuda)`);
   return {
     intraOpNumThreads: msg.threads || 1,
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: msg.optimize === 'disabled' ? 'disabled' : 'all',
-    executionProviders: ['cpu'],
+    executionProviders: [ep],
   };
 }
 
@@ -677,11 +686,37 @@ function nodeTimes(events, warmup, repeat) {
     const args = e.args || {};
     const key = `${name}\u0000${args.node_index}`;
     let n = byKey.get(key);
-    if (!n) byKey.set(key, (n = {name, node_index: Number(args.node_index), op_type: args.op_name || '', nested, total_us: 0, events: 0}));
+    if (!n) byKey.set(key, (n = {name, node_index: Number(args.node_index), op_type: args.op_name || '', provider: args.provider || '', nested, total_us: 0, events: 0}));
     n.total_us += e.dur, n.events++;
   }
   return [...byKey.values()].map((n) => ({name: n.name, node_index: n.node_index, op_type: n.op_type, nested: n.nested,
-                                         mean_s: n.total_us / 1e6 / repeat, count: n.events / repeat}));
+                                         mean_s: n.total_us / 1e6 / repeat, count: n.events / repeat, provider: n.provider}));
+}
+
+// The profiled session. With CUDA, onnxruntime's profiler times a node on the CPU around its
+// Compute(), which only queues its kernels on the GPU: CUDA_LAUNCH_BLOCKING=1 (read by CUDA when
+// this process first uses it, so set before the session exists) makes every launch wait for its
+// kernel, so a node's time is its launch and its run on the GPU, not the launch alone
+// (onnxruntime's release builds have no CUPTI kernel timing). A session that cannot be made
+// with CUDA (no provider library, no CUDA or cuDNN library, no device) says so.
+async function openProfiled(model, opts, ep) {
+  if (ep !== 'cuda') return openStage(model, opts);
+  process.env.CUDA_LAUNCH_BLOCKING = '1';
+  try {
+    return await openStage(model, opts);
+  } catch (e) {
+    throw new Error(`onnxruntime could not create a session with its CUDA execution provider: ${e && e.message ? e.message : e} (${cudaLibsSay()})`);
+  }
+}
+
+// What onnxruntime-node's own CUDA files say about a failed CUDA session: the npm package ships
+// without them (its install script fetches them from NuGet unless told to skip, as `make deps`
+// does), and without them nothing else matters.
+function cudaLibsSay() {
+  const bin = path.join(path.resolve(modulesDir, 'onnxruntime-node'), 'bin', 'napi-v6', process.platform, process.arch);
+  const missing = ['libonnxruntime_providers_shared.so', 'libonnxruntime_providers_cuda.so'].filter((f) => !fs.existsSync(path.join(bin, f)));
+  if (missing.length) return `onnxruntime-node's CUDA provider libraries are not installed: no ${missing.join(', ')} in ${bin}`;
+  return `onnxruntime-node's CUDA provider libraries are in ${bin}: what they load (CUDA 12, cuDNN 9) or the GPU is missing`;
 }
 
 async function profile(msg) {
@@ -692,7 +727,7 @@ async function profile(msg) {
   try {
     const opts = Object.assign(sessionOptions(Object.assign({}, msg, {optimize: msg.optimize === 'all' ? 'all' : 'disabled'})),
                                {enableProfiling: true, profileFilePrefix: path.join(dir, 'trace')});
-    const set = [await openStage(msg.model, opts)];
+    const set = [await openProfiled(msg.model, opts, msg.ep)];
     progress(msg.id, 'model loaded');
     const feeds = makeFeeds(msg, set), run_s = [];
     try {

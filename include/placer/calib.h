@@ -33,11 +33,90 @@ typedef struct pl_calib_result {
  * its graph. The median error is pl_median's (the mean of the middle two of an even count). */
 int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
                  const pl_device *d, const pl_cost_params *start, pl_calib_result *r, pl_err *err);
+/* pl_calib_fit fits the roofline: on a GPU device its result has the kernel rules off
+ * (params.gpu.on false). A GPU's profiles fit the kernel rules instead: pl_calib_fit_gpu
+ * leaves r->params the defaults but for gpu_model, whose efficiencies, mem_half_bytes and
+ * kernel_s it chooses by Nelder-Mead (from the built-in fit) to minimise
+ * Σ measured · (log estimate − log measured)² over the ops the profiles time that launch a
+ * kernel; gpu_model.device_model becomes d's model and its band the largest
+ * max(Σ est / Σ meas, Σ meas / Σ est) − 1 over the profiled models, at least
+ * PL_BAND_PROFILED. r's statistics are over those ops (errors before: the built-in fit's;
+ * profiler_s 0). -1 with err set when d is no GPU, a profile is for another device model, or
+ * no profile times such an op. */
+int pl_calib_fit_gpu(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
+                     const pl_device *d, pl_calib_result *r, pl_err *err);
 /* What the fit minimises, at `p` and a profiler time per node `profiler_s`: Σ measured ·
  * (log (estimate + profiler_s) − log measured)² over the same ops; -1 with err set where
  * pl_calib_fit fails. */
 double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
                      const pl_device *d, const pl_cost_params *p, double profiler_s, pl_err *err);
+
+/* ---- published GPU timings (bench/gpu-published.json; docs/cost.md, "GPU kernels") ----
+ * Format placer-gpu-published/1: "sources" (each with an id, url, date and software) and
+ * "figures", each a whole network's time per batch on one GPU of placer's table, naming its
+ * source (refused without one), its network (a model file NETWORK.onnx), its mode, batch,
+ * precision, "ms", its set ("fit" or "held-out"), a quote of the published row, and optionally
+ * "math": "tf32" (fp32 GEMMs on TF32 tensor cores) and "host_bound": true (the host loop set
+ * the time, not the GPU: reported, never fitted or counted in the errors). */
+typedef enum { PL_PUB_FORWARD, PL_PUB_TRAINING } pl_pub_mode;
+typedef struct pl_pub_figure {
+    char source[64], gpu[64], network[64], quote[512];
+    pl_pub_mode mode;
+    int batch;
+    pl_precision precision; /* PL_PREC_FP32 or PL_PREC_FP16 */
+    bool tf32, held_out, host_bound;
+    bool fused; /* its source's framework fused elementwise ops (the source's "fusion": "xla") */
+    int src;    /* its source's index */
+    double s;   /* published seconds per batch */
+} pl_pub_figure;
+typedef struct pl_published {
+    pl_pub_figure *fig;
+    int n;
+    char (*source_ids)[64];
+    bool *source_fused;
+    /* Per source: its framework's host time per kernel launched (0 until pl_pub_fit sets it):
+     * a network's time is at least its kernels times this, however fast the GPU. */
+    double *source_host_s;
+    int n_sources;
+} pl_published;
+/* Reads the file; -1 with err set ("FILE: figures[3]: ...") on any figure without a source,
+ * with an unknown source id, GPU, mode, precision or set, a batch outside 1..2^20 or a time
+ * outside (0, 1 h). *p is the caller's (pl_published_free); zeroed on failure. */
+int pl_published_load(const char *path, pl_published *p, pl_err *err);
+/* The same from memory; `name` stands for the file in messages (the fuzzer's entry). */
+int pl_published_load_buffer(const char *buf, size_t len, const char *name, pl_published *p,
+                             pl_err *err);
+void pl_published_free(pl_published *p);
+
+/* Predictions of the figures: each network's training graph at the figure's batch (plain SGD),
+ * in its precision, priced on the figure's GPU with runtime fusion off and summed: the forward
+ * ops for "forward", every op for "training". Borrows p. NULL with err set when a model cannot
+ * be read or trained ("figure K (NETWORK on GPU): ..."). */
+typedef struct pl_pub_eval pl_pub_eval;
+pl_pub_eval *pl_pub_eval_new(const pl_published *p, const char *models_dir, pl_err *err);
+void pl_pub_eval_free(pl_pub_eval *e);
+/* Figure fig's predicted GPU seconds under GPU parameters gp (gp->on false: the roofline). */
+double pl_pub_predict_s(const pl_pub_eval *e, int fig, const pl_gpu_params *gp);
+/* The kernels figure fig's range launches (ops priced above 0, fused members not counted). */
+int pl_pub_kernels(const pl_pub_eval *e, int fig);
+/* The figure's predicted time: the GPU's, or its kernels times its source's host time per
+ * kernel when that is longer (the framework cannot launch them faster). */
+double pl_pub_total_s(const pl_pub_eval *e, int fig, const pl_gpu_params *gp);
+
+/* The fit: eff_gemm, eff_tensor, eff_winograd, eff_mem, mem_half_bytes, kernel_s and each
+ * source's host time per kernel (p->source_host_s) chosen by Nelder-Mead to minimise the mean
+ * squared log ratio (pl_pub_total_s / published) over the figures of the fit set not marked
+ * host-bound, from three fixed starts (efficiencies 0.6, eff_tensor 0.5, eff_mem 0.7; 10 us and 256
+ * kB, 1 us and 4 MB, 30 us and 1 kB), the best kept; gp->band becomes the held-out error: the
+ * largest max(pred/pub, pub/pred) - 1 over the held-out figures not marked host-bound whose GPU
+ * time is the prediction (the fit set's when none is held out). */
+typedef struct pl_pub_fit_result {
+    int n_fit, n_held_out;                /* figures used in each (host-bound ones left out) */
+    double rms_log_before, rms_log_after; /* over the fit set */
+    double held_median, held_worst;       /* |pred/pub - 1| over the held-out figures */
+    double fit_median, fit_worst;         /* the same over the fit set */
+} pl_pub_fit_result;
+void pl_pub_fit(const pl_pub_eval *e, pl_gpu_params *gp, pl_pub_fit_result *r);
 
 /* ---- Calibrated by default: this machine measured once (docs/calibrate.md) ---- */
 
@@ -68,7 +147,8 @@ void pl_machine_fit_key(const pl_device *d, char *out, size_t n);
 int pl_machine_calib_load(const char *path, const char *cpu, const pl_device *d, pl_cost_params *p,
                           pl_err *err);
 /* The fit as placer-cost-params/1 (a jansson object, to json_decref): device_model, the
- * efficiencies and the fit's statistics; `cpu` and `measured` (a date) are added when not NULL. */
+ * efficiencies, "gpu" when r->params.gpu_model names a device model (pl_calib_fit_gpu), and
+ * the fit's statistics; `cpu` and `measured` (a date) are added when not NULL. */
 struct json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const char *cpu,
                              const char *measured);
 struct pl_ort_node_time;

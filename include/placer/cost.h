@@ -28,6 +28,48 @@ typedef enum pl_runtime_fusion {
     PL_FUSION_ORT = 1,  /* onnxruntime's, graph optimisation on (the default) */
 } pl_runtime_fusion;
 
+/* GPU kernels (docs/cost.md, "GPU kernels"): on a GPU, an op whose tensors have shapes is
+ * priced as cuDNN and cuBLAS run it, not by the roofline:
+ *   t = kernel_s + max(compute, bytes_moved / (bandwidth · eff_mem · f_class · b / (b +
+ * mem_half_bytes))) with compute by the op's kernel: a GEMM (MatMul, Gemm, a Conv's implicit GEMM)
+ * as waves of output tiles over the SMs at eff_gemm of the peak (tensor cores in fp16/bf16); a 3x3
+ * stride-1 Conv by Winograd F(4x4,3x3) at eff_winograd when that is cheaper, a stride-1 Conv of 5x5
+ * and more by FFT when cheaper (fp32), a depthwise Conv memory-bound; other ops at eff_gemm of the
+ * CUDA-core rate. An op that moves nothing launches no kernel (0). A backward op whose
+ * pl_op.kernel_of names its forward op runs the forward op's algorithm at its own FLOPs.
+ * Ops without shapes (task graphs) and non-GPU devices keep the roofline. */
+typedef struct pl_gpu_params {
+    bool on;               /* false: GPUs get the roofline too */
+    double eff_gemm;       /* fraction of the peak a wave of full 128x128 tiles reaches */
+    double eff_conv;       /* the same for a Conv's implicit GEMM, FFT products and depthwise
+                          stencils (im2col addressing costs what a plain GEMM does not) */
+    double eff_tensor;     /* the part of the tensor-core peak (fp16/bf16) a GEMM reaches, times
+                             eff_gemm */
+    double eff_winograd;   /* the same for Winograd's and FFT's products and transforms */
+    double eff_mem;        /* fraction of peak bandwidth a large streaming kernel reaches */
+    double mem_half_bytes; /* the size at which a memory-bound kernel reaches half of eff_mem */
+    double kernel_s;       /* per kernel: launch and the framework's dispatch */
+    /* How far these predictions may be off, relative (pl_cost_op_band): the held-out error of
+     * the fit that produced them. */
+    double band;
+    /* "" : every GPU; else the one device model these were calibrated on (pl_cost_params'
+     * gpu_model), matched as profiles are. */
+    char device_model[64];
+} pl_gpu_params;
+/* The built-in fit (docs/cost.md: fitted to published measurements, bench_gpu). */
+void pl_gpu_params_default(pl_gpu_params *g);
+/* The op has an output of known shape, so the GPU kernel rules can price it. */
+bool pl_gpu_has_shapes(const pl_op *op, const pl_graph *g);
+/* The op's time on GPU d (sms: its SM count, 0 unknown) by the kernel rules; *algo (may be
+ * NULL) names the kernel chosen: "winograd", "implicit-gemm", "fft", "depthwise", "gemm",
+ * "dense", "simt" or "none" (a view). */
+double pl_gpu_op_s(const pl_op *op, const pl_graph *g, const pl_device *d, int sms,
+                   const pl_gpu_params *gp, const char **algo);
+/* A memory-bound kernel's time for `bytes` of class cls (no launch). */
+double pl_gpu_mem_s(double bytes, int cls, const pl_device *d, const pl_gpu_params *gp);
+/* batch GEMMs of m x n x k at `peak` FLOP/s on `sms` SMs, efficiency eff of 128x128 tiles. */
+double pl_gpu_gemm_s(double batch, double m, double n, double k, double peak, int sms, double eff);
+
 typedef struct pl_cost_params {
     double eff_compute[PL_CLASS_COUNT]; /* fraction of peak FLOP/s reached, per op class */
     double eff_memory;                  /* fraction of peak memory bandwidth reached */
@@ -46,6 +88,12 @@ typedef struct pl_cost_params {
      * with optimisation off times and the efficiencies are fitted to. Measured by the machine
      * calibration (docs/calibrate.md); 1 by default (no knowledge), in (0, PL_CONV_RATIO_MAX]. */
     double runtime_conv_ratio;
+    /* GPU kernel rules: `gpu` for every GPU, `gpu_model` instead for the GPUs of the model it
+     * names (calibrated from that model's profiles; device_model "" : none). */
+    pl_gpu_params gpu, gpu_model;
+    /* How far a CPU estimate may be off, relative (pl_cost_op_band): PL_BAND_DEFAULT unless a
+     * calibration says better. */
+    double cpu_band;
 } pl_cost_params;
 #define PL_CONV_RATIO_MAX 4.0
 
@@ -54,7 +102,10 @@ const char *pl_runtime_fusion_name(pl_runtime_fusion f);
 /* Documented defaults (docs/cost.md). */
 void pl_cost_params_default(pl_cost_params *p);
 /* Reads placer-cost-params/1 (as `placer calibrate -o` writes it, docs/calibrate.md): the
- * defaults, then the file's eff_compute per class name and eff_memory, each in (0, 1], its
+ * defaults, then what the file gives: eff_compute per class (required)
+ * name and eff_memory (required), each in (0, 1]; "gpu", the GPU kernel rules' parameters (pl_gpu_params:
+ * "on", the efficiencies in (0, 1], mem_half_bytes, kernel_s, band; with a "device_model" they
+ * fill gpu_model, else gpu); cpu_band; its
  * device_model (at most 63 bytes), runtime_fusion ("ort" or "none") and runtime_conv_ratio
  * (in (0, PL_CONV_RATIO_MAX]). */
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err);
@@ -141,7 +192,36 @@ typedef struct pl_cost {
      * unfused_s the op's price as a kernel of its own (pl_cost_op_placed_s). */
     int *fused_root, *fused_prev;
     double *unfused_s; /* [op * n_devs + dev] */
+    /* [op * n_devs + dev]: where the cell's time comes from (pl_cost_basis), for its band */
+    unsigned char *basis;
 } pl_cost;
+
+/* ---- how far a prediction may be off (docs/cost.md, "Uncertainty") ----
+ * Every time in the table comes from one basis, and each basis carries a relative band b: the
+ * time t stands for a truth within [t / (1 + b), t · (1 + b)] as far as the figures it was
+ * checked on go. A time the graph gives is the user's own figure (band 0); a profiled one
+ * PL_BAND_PROFILED; a GPU kernel estimate its fit's held-out error (pl_gpu_params.band); a CPU
+ * estimate pl_cost_params.cpu_band (calibrated: the fidelity bound); anything else, the
+ * uncalibrated roofline, PL_BAND_DEFAULT ("up to 2x off"). */
+typedef enum {
+    PL_BASIS_GIVEN,     /* the graph's own time */
+    PL_BASIS_PROFILED,  /* a measured profile */
+    PL_BASIS_GPU_FIT,   /* GPU kernel rules, fitted to published measurements */
+    PL_BASIS_GPU_MODEL, /* GPU kernel rules calibrated on this GPU model's profiles */
+    PL_BASIS_CPU,       /* the roofline on a CPU, at pl_cost_params.cpu_band */
+    PL_BASIS_DEFAULT,   /* the roofline with default efficiencies */
+    PL_BASIS_COUNT
+} pl_cost_basis;
+const char *pl_cost_basis_name(pl_cost_basis b); /* "given", "profiled", "gpu-fit", ... */
+#define PL_BAND_PROFILED 0.10
+#define PL_BAND_CALIBRATED 0.25
+#define PL_BAND_DEFAULT 1.0
+/* The cell's band (0 for a weights-only op, which costs nothing). */
+double pl_cost_op_band(const pl_cost *k, int op, int dev);
+/* A placement's band: the widest band of the ops it runs (dev_of[op] for every op; an op at
+ * -1 is skipped); a sum of times each within b of the truth is within b. *basis (may be NULL)
+ * gets the basis of the widest. */
+double pl_cost_plan_band(const pl_cost *k, const int *dev_of, pl_cost_basis *basis);
 
 /* Builds the table. `profiles` may be NULL. Fails when a profile names the wrong model file
  * (model_sha256), or a device model that no device of c has (pl_cost_model_check): such a
@@ -155,6 +235,12 @@ pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_param
 pl_cost *pl_cost_new_placed(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
                             const int *dev_of, pl_err *err);
 void pl_cost_free(pl_cost *k);
+
+/* The sum of the estimates of ops [from, to) of g on device d: on one device the simulator
+ * runs one op at a time, so with runtime fusion off (p->runtime_fusion PL_FUSION_NONE) this is
+ * its makespan; the GPU fit evaluates it thousands of times without building a table. */
+double pl_cost_sum_s(const pl_graph *g, int from, int to, const pl_device *d,
+                     const pl_cost_params *p);
 
 /* The roofline estimate alone (no given time). */
 double pl_cost_estimate(const pl_op *op, const pl_graph *g, const pl_device *d,

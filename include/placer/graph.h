@@ -158,6 +158,11 @@ typedef struct pl_op {
      * device, and g->coloc_names[c - 1] names the class. */
     int coloc;
     int tenant; /* the model it belongs to in a union of several (pl_graph_union); 0 otherwise */
+    /* -1, or the op whose kernels this op's are (of g->kernel_graph, else of this graph): the
+     * GPU kernel rules price this op as that op's algorithm at this op's FLOPs. A training
+     * graph's backward op names its forward op (cuDNN's backward passes come in the same
+     * families); a compiled replica names the training-graph op it replicates. */
+    int kernel_of;
     int cap_inputs, cap_outputs, cap_attrs;
 } pl_op;
 
@@ -216,6 +221,9 @@ struct pl_graph {
     char **tenant_names;
     char **tenant_paths; /* each model's file (NULL for one built in code), whose SHA-256 a
                             profile measured on it names (pl_cost_new reads it then) */
+    /* The graph whose ops pl_op.kernel_of indexes; NULL: this one. A compiled training
+     * iteration (pl_train_compile) points at its training graph, whose ops have the shapes. */
+    const pl_graph *kernel_graph;
     /* ---- derived by pl_graph_finalize() ---- */
     int *topo;      /* op indices in a topological order (stable: file order on ties) */
     int *topo_pos;  /* topo_pos[op] = position of op in topo */

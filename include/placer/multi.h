@@ -31,7 +31,8 @@ typedef struct pl_multi_opts {
                             (sv_lo, sv_hi) x the run's first op's speedup; (0.5, 2) */
     double tv_s;         /* ... and its time on the reference device is below tv_s; 10 ms */
     double affinity;     /* models whose pairwise affinity exceeds it are placed together in
-                            one flow; 0.4 (0: all together) */
+                            one flow, the groups one after the other unless all in one flow
+                            is faster by Talos's own timeline; 0.4 (-1: all in one flow) */
     int positions;       /* queue positions per device per step in the flow; 8 */
     bool no_pack;        /* place ops as they are (NOD = op count) */
 } pl_multi_opts;

@@ -59,6 +59,9 @@ typedef struct pl_ort_opts {
     bool no_optimize;    /* graph optimisation "disabled" instead of "all" */
     int int_high;        /* random integer inputs are in [0, int_high); 0: 2 */
     unsigned seed;       /* of the random inputs */
+    const char *ep;      /* the execution provider of pl_ort_profile's sessions: "cpu" (NULL)
+                            or "cuda" (onnxruntime-node's CUDA build, docs/runtime.md,
+                            "Profiling on a GPU"); every other request runs on the CPU */
 } pl_ort_opts;
 
 typedef struct pl_ort pl_ort;
@@ -186,11 +189,18 @@ void pl_ort_node_times_free(pl_ort_node_time *t, int n);
  * stays loaded. */
 int pl_ort_profile(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out, int *n,
                    pl_err *err);
+/* With pl_ort_opts.ep "cuda" the times are the GPU's only: onnxruntime runs the nodes it has no
+ * CUDA kernel for on the CPU, and those are left out of *out (pl_ort_profile_off_ep counts
+ * them); a profile where none ran on the GPU (onnxruntime fell back to the CPU) fails, naming
+ * the provider they ran on. */
 /* The same with graph optimisation on, as a run executes the model: the nodes are then
  * onnxruntime's (fused kernels, NCHWc convolutions named after their output tensor), not the
  * file's, so the times do not map to ops one to one (pl_machine_calibrate uses their op types). */
 int pl_ort_profile_optimized(pl_ort *w, const char *model, int repeat, pl_ort_node_time **out,
                              int *n, pl_err *err);
+/* The nodes of the last profile that ran on another execution provider than the options'
+ * ep asked for, left out of its times (0 for "cpu": every node counts). */
+int pl_ort_profile_off_ep(const pl_ort *w);
 /* What the worker process counts: model loads and timed runs since it started. */
 int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err);
 int pl_ort_pid(const pl_ort *w);       /* the worker's process id (its process group too) */
@@ -198,6 +208,22 @@ int pl_ort_restarts(const pl_ort *w);  /* how many times a request started it ag
 double pl_ort_load_s(const pl_ort *w); /* the last load's time, as the worker measured it */
 /* Asks the worker to quit, kills it if it does not within a second, reaps it. NULL is fine. */
 void pl_ort_stop(pl_ort *w);
+
+/* ---- NVIDIA GPUs (src/runtime/gpu.c; docs/runtime.md, "Profiling on a GPU") ----
+ * This machine's GPUs as the driver names them ("Tesla V100-SXM2-16GB"), found without
+ * starting onnxruntime: the "Model:" line of every DIR/gpus/<bus id>/information, DIR being
+ * $PLACER_NVIDIA_PROC, else /proc/driver/nvidia; when that names none, the lines of
+ * `nvidia-smi --query-gpu=name --format=csv,noheader` ($PLACER_NVIDIA_SMI, else nvidia-smi on
+ * PATH) through the process helper, killed after 10 s. Up to max names into names[], in bus
+ * order. Returns how many; 0 with err saying where it looked and why each came up empty
+ * ("no /proc/driver/nvidia/gpus, no nvidia-smi"): a missing nvidia-smi is not a failure. */
+#define PL_GPU_NAME 128
+int pl_nvidia_gpus(char (*names)[PL_GPU_NAME], int max, pl_err *err);
+/* The GPU row of placer's table (pl_gpu_spec_find) a driver's name is, once the vendor's
+ * words around the model are dropped ("NVIDIA", "Tesla", "GeForce", "Quadro": "NVIDIA GeForce
+ * RTX 2080 Ti" is RTX-2080-Ti); what was looked up goes into stripped (n bytes), for a
+ * message. NULL when no GPU row has that name. */
+const pl_gpu_spec *pl_gpu_spec_of_driver_name(const char *name, char *stripped, size_t n);
 
 /* ---- measuring collectives with MPI (docs/runtime.md, "Measuring collectives") ----
  * `mpirun -np N placer-collbench ...` (tools/collbench.c, placer's only MPI code, built when

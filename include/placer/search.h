@@ -111,7 +111,12 @@ typedef struct pl_trial_record {
     int round;          /* the round it ran in, from 1 */
     int rank;           /* the rank that ran it (0 in one process), on host `host` */
     char host[64];
+    double band;         /* pl_trial_out.band: latency_s may be off by this much, relative */
+    pl_cost_basis basis; /* pl_trial_out.basis */
 } pl_trial_record;
+
+/* The top of the trial's band: latency_s · (1 + band) (INFINITY when it does not run). */
+double pl_trial_latency_high(const pl_trial_record *t);
 
 typedef struct pl_search_result {
     pl_trial_record *trials; /* in the order tried */
@@ -145,5 +150,9 @@ typedef void (*pl_search_progress)(void *ctx, const pl_search_result *r, int n_c
 int pl_search_run(const pl_catalog *cat, pl_trial_worker *w, const pl_search_opts *o,
                   pl_search_progress progress, void *ctx, pl_search_result *r, pl_err *err);
 void pl_search_result_free(pl_search_result *r);
+/* The cheapest trial (cost_usd) whose latency meets slo_s even at the top of its band
+ * (pl_trial_latency_high <= slo_s), or -1 when none of r's trials does. `deploy` names it when
+ * its answer meets the SLO only within its band (docs/cost.md, "Uncertainty"). */
+int pl_search_with_margin(const pl_search_result *r, double slo_s);
 
 #endif

@@ -171,6 +171,10 @@ int pl_train_compile(const pl_train_ctx *x, const pl_train_strategy *s, pl_graph
 
 typedef struct pl_train_eval {
     double iteration_s;
+    /* How far iteration_s may be off (cost.h, pl_cost_plan_band of the compiled graph's
+     * placement) and the basis of its widest op. */
+    double band;
+    pl_cost_basis basis;
     bool oom;
     int oom_dev; /* the first device over its memory, -1 */
     double oom_excess_bytes;

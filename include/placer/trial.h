@@ -25,6 +25,12 @@ typedef struct pl_trial_out {
     pl_plan *plan;    /* the plan (caller frees); NULL when !runs */
     char algo[32];    /* the algorithm whose plan won */
     char why[256];    /* when !runs: why (e.g. "needs 97 MiB, the largest device has 6 GiB") */
+    /* How far latency_s may be off, relative (cost.h, "how far a prediction may be off"): the
+     * plan's band on the configuration's cost table (pl_cost_plan_band) and the basis of its
+     * widest op; a measured latency is PL_BAND_PROFILED, "profiled"; a table worker's 0,
+     * "given". */
+    double band;
+    pl_cost_basis basis;
 } pl_trial_out;
 
 typedef struct pl_trial_worker pl_trial_worker;

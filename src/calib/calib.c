@@ -149,6 +149,9 @@ int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profile
         r->params = *start;
     else
         pl_cost_params_default(&r->params);
+    /* the efficiencies fitted are the roofline's: on a GPU, its kernel rules would replace
+     * them (a GPU's profiles fit those: pl_calib_fit_gpu) */
+    if (d->kind == PL_DEV_GPU) r->params.gpu.on = false;
     fit f = {0};
     if (collect(graphs, profiles, n, d, &f, err) < 0) {
         fit_free(&f);

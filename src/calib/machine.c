@@ -136,6 +136,15 @@ json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const 
     json_object_set_new(j, "profiler_overhead_s", json_real(r->profiler_s));
     if (r->params.runtime_conv_ratio != 1)
         json_object_set_new(j, "runtime_conv_ratio", json_real(r->params.runtime_conv_ratio));
+    const pl_gpu_params *g = &r->params.gpu_model;
+    if (g->device_model[0])
+        json_object_set_new(j, "gpu",
+                            json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                                      "device_model", g->device_model, "on", g->on, "eff_gemm",
+                                      g->eff_gemm, "eff_conv", g->eff_conv, "eff_tensor",
+                                      g->eff_tensor, "eff_winograd", g->eff_winograd, "eff_mem",
+                                      g->eff_mem, "mem_half_bytes", g->mem_half_bytes, "kernel_s",
+                                      g->kernel_s, "band", g->band));
     json_object_set_new(j, "samples", json_integer(r->n_samples));
     json_object_set_new(j, "class_samples", samples);
     json_object_set_new(j, "before",

@@ -233,11 +233,25 @@ int pl_proc_end(pl_proc *p, bool term, double grace_s, char *how, size_t n)
     return rc;
 }
 
+/* The length of the terminal escape (colour) sequence at s[0..n), 0 when there is none: a
+ * child's log colours (onnxruntime's errors are red) are not text for a message. */
+static size_t escape_len(const char *s, size_t n)
+{
+    if (n < 2 || s[0] != '\033' || s[1] != '[') return 0;
+    size_t k = 2;
+    while (k < n && !(s[k] >= 0x40 && s[k] <= 0x7e))
+        k++;
+    return k < n ? k + 1 : n;
+}
+
 const char *pl_proc_tail(const pl_proc *p, char *out, size_t n)
 {
     size_t k = 0;
-    for (size_t i = 0; i < p->tail_len && k + 1 < n; i++)
-        out[k++] = p->tail[i] == '\n' || p->tail[i] == '\r' ? ' ' : p->tail[i];
+    for (size_t i = 0, e; i < p->tail_len && k + 1 < n; i++)
+        if ((e = escape_len(p->tail + i, p->tail_len - i)))
+            i += e - 1;
+        else
+            out[k++] = p->tail[i] == '\n' || p->tail[i] == '\r' ? ' ' : p->tail[i];
     while (k && out[k - 1] == ' ')
         k--;
     out[k] = 0;

@@ -22,6 +22,9 @@ void pl_cost_params_default(pl_cost_params *p)
     p->device_model[0] = 0;
     p->runtime_fusion = PL_FUSION_ORT;
     p->runtime_conv_ratio = 1;
+    pl_gpu_params_default(&p->gpu);
+    pl_gpu_params_default(&p->gpu_model); /* device_model "": applies to no GPU */
+    p->cpu_band = PL_BAND_DEFAULT;
 }
 
 const char *pl_runtime_fusion_name(pl_runtime_fusion f)
@@ -42,7 +45,7 @@ static bool writes_only_weights(const pl_op *op, const pl_graph *g)
 
 /* The first output's dtype; task-graph tensors are byte vectors (uint8), which says nothing
  * about the arithmetic, so they count as fp32. */
-static pl_precision op_precision(const pl_op *op, const pl_graph *g)
+pl_precision pl_cost_op_precision(const pl_op *op, const pl_graph *g)
 {
     if (op->n_outputs == 0 || op->outputs[0] < 0) return PL_PREC_FP32;
     const pl_tensor *t = &g->tensors[op->outputs[0]];
@@ -53,7 +56,7 @@ static pl_precision op_precision(const pl_op *op, const pl_graph *g)
 void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl_cost_terms *t)
 {
     int cls = op->cls >= 0 && op->cls < PL_CLASS_COUNT ? (int)op->cls : PL_CLASS_UNKNOWN;
-    pl_precision prec = op_precision(op, g);
+    pl_precision prec = pl_cost_op_precision(op, g);
     double peak = d->peak_flops_per_s[prec] > 0 ? d->peak_flops_per_s[prec]
                                                 : d->peak_flops_per_s[PL_PREC_FP32];
     *t = (pl_cost_terms){.cls = cls,
@@ -66,14 +69,45 @@ void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl
     if (writes_only_weights(op, g)) t->launch_s = t->flops = t->bytes = 0;
 }
 
-double pl_cost_estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
-                        const pl_cost_params *p)
+const pl_gpu_params *pl_cost_gpu_params(const pl_cost_params *p, const pl_device *d)
 {
+    if (d->kind != PL_DEV_GPU) return NULL;
+    const pl_gpu_params *gp =
+        p->gpu_model.device_model[0] && pl_cost_model_matches(p->gpu_model.device_model, d)
+            ? &p->gpu_model
+            : &p->gpu;
+    return gp->on ? gp : NULL;
+}
+
+/* The estimate, with the device's built-in spec (NULL: none) for the GPU rules' SM count. */
+static double estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
+                       const pl_gpu_spec *spec, const pl_cost_params *p)
+{
+    const pl_gpu_params *gp = pl_cost_gpu_params(p, d);
+    if (gp && pl_gpu_has_shapes(op, g))
+        return writes_only_weights(op, g) ? 0
+                                          : pl_gpu_op_s(op, g, d, spec ? spec->sms : 0, gp, NULL);
     pl_cost_terms t;
     pl_cost_terms_of(op, g, d, &t);
     double s = pl_cost_terms_s(&t, p->eff_compute[t.cls], p->eff_memory);
     /* the runtime's layout, not the profiled one (pl_cost_params.runtime_conv_ratio) */
     if (p->runtime_fusion == PL_FUSION_ORT && !strcmp(op->type, "Conv")) s *= p->runtime_conv_ratio;
+    return s;
+}
+
+double pl_cost_estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
+                        const pl_cost_params *p)
+{
+    return estimate(op, g, d, pl_gpu_spec_find(d->model), p);
+}
+
+double pl_cost_sum_s(const pl_graph *g, int from, int to, const pl_device *d,
+                     const pl_cost_params *p)
+{
+    const pl_gpu_spec *spec = pl_gpu_spec_find(d->model);
+    double s = 0;
+    for (int op = from; op < to && op < g->n_ops; op++)
+        s += estimate(&g->ops[op], g, d, spec, p);
     return s;
 }
 
@@ -213,8 +247,30 @@ static int check_profiles(const pl_graph *g, const pl_cluster *c, const pl_profi
     return 0;
 }
 
+static int gpu_check(const pl_gpu_params *g, const char *which, pl_err *err)
+{
+    const char *bad = !pl_cost_eff_valid(g->eff_gemm)                         ? "eff_gemm"
+                      : !pl_cost_eff_valid(g->eff_tensor)                     ? "eff_tensor"
+                      : !pl_cost_eff_valid(g->eff_conv)                       ? "eff_conv"
+                      : !pl_cost_eff_valid(g->eff_winograd)                   ? "eff_winograd"
+                      : !pl_cost_eff_valid(g->eff_mem)                        ? "eff_mem"
+                      : !(g->mem_half_bytes >= 0 && g->mem_half_bytes < 1e12) ? "mem_half_bytes"
+                      : !(g->kernel_s >= 0 && g->kernel_s < 1)                ? "kernel_s"
+                      : !(g->band >= 0 && g->band <= 100)                     ? "band"
+                                                                              : NULL;
+    if (!bad) return 0;
+    return pl_err_set(err,
+                      "cost model: %s GPU parameter %s is out of range (efficiencies in (0, 1], "
+                      "mem_half_bytes in [0, 1e12), kernel_s in [0, 1) s, band in [0, 100])",
+                      which, bad);
+}
+
 int pl_cost_params_check(const pl_cost_params *p, pl_err *err)
 {
+    if (gpu_check(&p->gpu, "the", err) < 0 || gpu_check(&p->gpu_model, "the model's", err) < 0)
+        return -1;
+    if (!(p->cpu_band >= 0 && p->cpu_band <= 100))
+        return pl_err_set(err, "cost model: the CPU band %g is not in [0, 100]", p->cpu_band);
     for (int c = 0; c < PL_CLASS_COUNT; c++)
         if (!pl_cost_eff_valid(p->eff_compute[c]))
             return pl_err_set(err,
@@ -267,6 +323,17 @@ static const char *own_name(const pl_graph *g, const pl_op *o)
     return o->name + strlen(g->tenant_names[o->tenant]) + 1;
 }
 
+/* Where an estimate of op on d comes from. */
+static pl_cost_basis estimate_basis(const pl_cost_params *p, const pl_op *op, const pl_graph *g,
+                                    const pl_device *d)
+{
+    const pl_gpu_params *gp = pl_cost_gpu_params(p, d);
+    if (gp && pl_gpu_has_shapes(op, g))
+        return gp == &p->gpu_model ? PL_BASIS_GPU_MODEL : PL_BASIS_GPU_FIT;
+    if (d->kind == PL_DEV_CPU && p->cpu_band < PL_BAND_DEFAULT) return PL_BASIS_CPU;
+    return PL_BASIS_DEFAULT;
+}
+
 /* Given time, else estimate; an op that has times but none for this device and no FLOPs to
  * estimate from cannot be timed there: INFINITY (it cannot run there). */
 static void fill_cell(table_ctx *x, int op, int dev)
@@ -277,10 +344,15 @@ static void fill_cell(table_ctx *x, int op, int dev)
     size_t cell = (size_t)op * k->n_devs + dev;
     double t = own_time(o, x->key_spec, d, x->dev_spec[dev]);
     const pl_profile *pr = x->dev_profile[(size_t)o->tenant * k->n_devs + dev];
-    if (t < 0 && pr) t = pl_profile_lookup(pr, own_name(k->g, o));
+    k->basis[cell] = PL_BASIS_GIVEN;
+    if (t < 0 && pr)
+        t = pl_profile_lookup(pr, own_name(k->g, o)), k->basis[cell] = PL_BASIS_PROFILED;
     k->given[cell] = t >= 0;
-    if (t < 0)
-        t = o->n_times > 0 && !(o->flops > 0) ? INFINITY : pl_cost_estimate(o, k->g, d, &k->params);
+    if (t < 0) {
+        k->basis[cell] = estimate_basis(&k->params, o, k->g, d);
+        t = o->n_times > 0 && !(o->flops > 0) ? INFINITY
+                                              : estimate(o, k->g, d, x->dev_spec[dev], &k->params);
+    }
     k->op_s[cell] = t;
 }
 
@@ -398,6 +470,7 @@ static pl_cost *cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_p
     size_t cells = (size_t)k->n_ops * k->n_devs;
     k->op_s = pl_malloc((cells ? cells : 1) * sizeof *k->op_s);
     k->given = pl_calloc(cells ? cells : 1, 1);
+    k->basis = pl_calloc(cells ? cells : 1, 1);
     k->weight_bytes = pl_calloc(k->n_ops ? k->n_ops : 1, sizeof *k->weight_bytes);
     k->out_bytes = pl_calloc(k->n_ops ? k->n_ops : 1, sizeof *k->out_bytes);
     table_ctx x = {.k = k,
@@ -434,8 +507,56 @@ pl_cost *pl_cost_new_placed(const pl_graph *g, const pl_cluster *c, const pl_cos
 void pl_cost_free(pl_cost *k)
 {
     if (!k) return;
-    free(k->op_s), free(k->given), free(k->weight_bytes), free(k->out_bytes);
+    free(k->op_s), free(k->given), free(k->basis), free(k->weight_bytes), free(k->out_bytes);
     free(k->pair_xfer_s);
     free(k->fused_root), free(k->fused_prev), free(k->unfused_s);
     free(k);
+}
+
+/* ---- uncertainty ---- */
+
+const char *pl_cost_basis_name(pl_cost_basis b)
+{
+    static const char *const names[PL_BASIS_COUNT] = {"given",     "profiled", "gpu-fit",
+                                                      "gpu-model", "cpu",      "default"};
+    return b >= 0 && b < PL_BASIS_COUNT ? names[b] : "?";
+}
+
+static double basis_band(const pl_cost *k, pl_cost_basis b, const pl_device *d)
+{
+    switch (b) {
+    case PL_BASIS_GIVEN:
+        return 0;
+    case PL_BASIS_PROFILED:
+        return PL_BAND_PROFILED;
+    case PL_BASIS_GPU_FIT:
+        return k->params.gpu.band;
+    case PL_BASIS_GPU_MODEL:
+        return k->params.gpu_model.band;
+    case PL_BASIS_CPU:
+        return d->kind == PL_DEV_CPU ? k->params.cpu_band : PL_BAND_DEFAULT;
+    default:
+        return PL_BAND_DEFAULT;
+    }
+}
+
+double pl_cost_op_band(const pl_cost *k, int op, int dev)
+{
+    size_t cell = (size_t)op * k->n_devs + dev;
+    if (!(k->op_s[cell] > 0)) return 0; /* costs nothing: nothing to be off by */
+    return basis_band(k, (pl_cost_basis)k->basis[cell], &k->c->devs[dev]);
+}
+
+double pl_cost_plan_band(const pl_cost *k, const int *dev_of, pl_cost_basis *basis)
+{
+    double widest = 0;
+    pl_cost_basis at = PL_BASIS_GIVEN;
+    for (int op = 0; op < k->n_ops; op++) {
+        if (dev_of[op] < 0 || dev_of[op] >= k->n_devs) continue;
+        double b = pl_cost_op_band(k, op, dev_of[op]);
+        if (b > widest)
+            widest = b, at = (pl_cost_basis)k->basis[(size_t)op * k->n_devs + dev_of[op]];
+    }
+    if (basis) *basis = at;
+    return widest;
 }

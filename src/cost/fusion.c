@@ -121,6 +121,10 @@ static double member_bytes(const pl_cost *k, const kernels *x, int m)
 static double fused_price(const pl_cost *k, int m, double bytes, int dev)
 {
     if (bytes < 0) return 0;
+    const pl_device *d = &k->c->devs[dev];
+    const pl_gpu_params *gp = pl_cost_gpu_params(&k->params, d);
+    if (gp && pl_gpu_has_shapes(&k->g->ops[m], k->g))
+        return pl_gpu_member_s(&k->g->ops[m], k->g, d, gp, bytes);
     pl_cost_terms t;
     pl_cost_terms_of(&k->g->ops[m], k->g, &k->c->devs[dev], &t);
     t.launch_s = 0;

@@ -4,10 +4,11 @@
  *   {"format": "placer-cost-params/1", "device_model": "local-epyc-core",
  *    "eff_compute": {"dense": 1.0, "elementwise": 0.093, ...}, "eff_memory": 1.0, ...}
  *
- * Classes the file leaves out keep their defaults, and so does runtime_fusion ("ort" or
- * "none", docs/cost.md "Runtime fusion"); the fit's statistics (samples, errors), and the
- * CPU model and date of a machine calibration (src/calib/machine.c), are accepted and ignored
- * here. */
+ * eff_compute and eff_memory are required; "gpu" (the GPU kernel rules' parameters) and
+ * cpu_band are optional. Classes the file leaves out keep their defaults, and so does
+ * runtime_fusion ("ort" or "none", docs/cost.md "Runtime fusion"); the fit's statistics (samples,
+ * errors), and the CPU model and date of a machine calibration (src/calib/machine.c), are accepted
+ * and ignored here. */
 #include "placer/cost.h"
 #include "placer/json.h"
 
@@ -30,7 +31,14 @@ static const char *const fields[] = {"format",
                                      "fitted_for",
                                      "runtime_conv_ratio",
                                      "profiler_overhead_s",
+                                     "gpu",
+                                     "cpu_band",
                                      NULL};
+
+static const char *const gpu_fields[] = {
+    "on",           "eff_gemm",     "eff_conv",       "eff_tensor",
+    "eff_winograd", "eff_mem",      "mem_half_bytes", "kernel_s",
+    "band",         "device_model", "fitted_on",      NULL};
 
 /* A class name as pl_op_class_name gives it, or -1. */
 static int class_of(const char *name)
@@ -103,6 +111,44 @@ static int read_conv_ratio(const pl_json *root, pl_cost_params *p, pl_err *err)
     return pl_json_fail(&at, err, "the Conv time ratio must be in (0, %g]", PL_CONV_RATIO_MAX);
 }
 
+/* A non-negative number below `hi`, when given. */
+static int read_bounded(const pl_json *o, const char *field, double hi, double *out, pl_err *err)
+{
+    int rc = pl_json_opt_number(o, field, out, err);
+    if (rc <= 0) return rc;
+    if (*out >= 0 && *out < hi) return 0;
+    pl_json at = pl_json_at(o, field);
+    return pl_json_fail(&at, err, "must be in [0, %g)", hi);
+}
+
+/* "gpu": the GPU kernel rules' parameters (cost.h, pl_gpu_params), each optional over the
+ * built-in fit; with a device_model they are that model's (gpu_model), else every GPU's. */
+static int read_gpu(const pl_json *root, pl_cost_params *p, pl_err *err)
+{
+    pl_json o;
+    int rc = pl_json_opt_object(root, "gpu", &o, err);
+    if (rc <= 0) return rc;
+    if (pl_json_check_fields(&o, gpu_fields, err) < 0) return -1;
+    const char *model = "";
+    if (pl_json_opt_string(&o, "device_model", &model, err) < 0) return -1;
+    pl_gpu_params *g = *model ? &p->gpu_model : &p->gpu;
+    if (strlen(model) >= sizeof g->device_model) {
+        pl_json at = pl_json_at(&o, "device_model");
+        return pl_json_fail(&at, err, "longer than %zu bytes", sizeof g->device_model - 1);
+    }
+    snprintf(g->device_model, sizeof g->device_model, "%s", model);
+    double *effs[] = {&g->eff_gemm, &g->eff_conv, &g->eff_tensor, &g->eff_winograd, &g->eff_mem};
+    const char *names[] = {"eff_gemm", "eff_conv", "eff_tensor", "eff_winograd", "eff_mem"};
+    for (int i = 0; i < 5; i++)
+        if (pl_json_has(&o, names[i]) && read_eff(&o, names[i], effs[i], err) < 0) return -1;
+    return pl_json_opt_bool(&o, "on", &g->on, err) < 0 ||
+                   read_bounded(&o, "mem_half_bytes", 1e12, &g->mem_half_bytes, err) < 0 ||
+                   read_bounded(&o, "kernel_s", 1, &g->kernel_s, err) < 0 ||
+                   read_bounded(&o, "band", 100, &g->band, err) < 0
+               ? -1
+               : 0;
+}
+
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
 {
     pl_json_doc *doc = pl_json_open(path, err);
@@ -113,6 +159,8 @@ int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
                      pl_json_check_fields(&root, fields, err) < 0 ||
                      read_model(&root, p, err) < 0 || read_fusion(&root, p, err) < 0 ||
                      read_conv_ratio(&root, p, err) < 0 || read_compute(&root, p, err) < 0 ||
+                     read_gpu(&root, p, err) < 0 ||
+                     read_bounded(&root, "cpu_band", 100, &p->cpu_band, err) < 0 ||
                      read_eff(&root, "eff_memory", &p->eff_memory, err) < 0 ||
                      pl_cost_params_check(p, err) < 0
                  ? -1

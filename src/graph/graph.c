@@ -181,6 +181,7 @@ int pl_graph_add_op(pl_graph *g, const char *name, const char *type, const char 
     op->type = pl_strdup(type ? type : "");
     op->domain = pl_strdup(domain ? domain : "");
     op->cls = PL_CLASS_UNKNOWN;
+    op->kernel_of = -1;
     pl_strmap_put(&g->op_by_name, op->name, i);
     return i;
 }

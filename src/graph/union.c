@@ -68,6 +68,8 @@ static void copy_op(pl_graph *u, const pl_graph *g, int i, const char *pre, int 
     d->flags = s->flags | PL_OP_COST_GIVEN;
     d->extra_memory_bytes = s->extra_memory_bytes;
     d->tenant = tenant;
+    /* ops are copied in order, so the op kernel_of names moved by as much as this one */
+    d->kernel_of = s->kernel_of >= 0 && !g->kernel_graph ? k - i + s->kernel_of : -1;
 }
 
 static void copy_graph(pl_graph *u, const pl_graph *g, const char *pre, int tenant)

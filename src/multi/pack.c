@@ -47,7 +47,9 @@ double mt_best(const mt_packs *p, int pack)
 
 /* Talos's rule for the join pass (coarsen.h): in a maximal run of adjacent ops, v joins the
  * pack while its speedup is within (sv_lo, sv_hi) x the speedup of the pack's first op and its
- * time on the reference device is below tv. */
+ * time on the reference device is below tv. An op the runtime fuses into its predecessor's
+ * kernel always joins: its price is the fused one, true only on the kernel's device, and the
+ * speedup of its arithmetic alone says nothing of the kernel's. */
 typedef struct band {
     const pl_cost *k;
     const pl_multi_opts *o;
@@ -58,6 +60,7 @@ typedef struct band {
 static bool in_band(void *ctx, int first, int v)
 {
     const band *b = ctx;
+    if (b->k->fused_root && b->k->fused_root[v] >= 0) return true;
     double s0 = b->sp[first], tv = b->k->op_s[(size_t)v * b->k->n_devs + b->ref];
     return b->sp[v] > b->o->sv_lo * s0 && b->sp[v] < b->o->sv_hi * s0 && tv < b->o->tv_s;
 }

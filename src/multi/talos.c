@@ -26,16 +26,21 @@
 #define TIE_BITS 64
 #define DEFER_COST (40.0 * (1 << 20))
 
+typedef struct tl_busy {
+    double from, to;
+} tl_busy;
+
 typedef struct tl_state {
     const pl_cost *k;
     const mt_packs *p;
     int D, n, positions;
     int *dev;            /* per pack; -1 while unplaced */
     double *start, *fin; /* per pack */
-    double *avail;       /* per device: when its queue drains */
-    double *bl;          /* per pack: longest path to an exit on best devices, itself included */
-    int *left;           /* per pack: predecessors not yet placed */
-    unsigned char *ban;  /* [pack * D + d]: no room there */
+    tl_busy **busy;      /* per device: the packs placed there, [start, end), by start */
+    int *n_busy, *cap_busy;
+    double *bl;         /* per pack: longest path to an exit on best devices, itself included */
+    int *left;          /* per pack: predecessors not yet placed */
+    unsigned char *ban; /* [pack * D + d]: no room there */
     int *frontier, n_front;
     int *active, n_active; /* placed packs that may still run when a ready pack becomes ready */
     pl_mem_track *mem;
@@ -47,7 +52,51 @@ typedef struct tl_cand {
     double hide; /* maxPt: the longest op that can run alongside it in its model */
 } tl_cand;
 
+/* ---- device time ---- */
+
+/* The earliest time from `ready` at which d is idle for `len`: the packs placed there before
+ * (in earlier steps, or by an earlier group) hold it only while they run, so a pack may take
+ * an idle stretch between them. */
+static double first_fit(const tl_state *s, int d, double ready, double len)
+{
+    double t = ready;
+    for (int i = 0; i < s->n_busy[d]; i++) {
+        const tl_busy *b = &s->busy[d][i];
+        if (b->to <= t) continue;
+        if (t + len <= b->from) break;
+        t = b->to;
+    }
+    return t;
+}
+
+static void hold(tl_state *s, int d, double from, double to)
+{
+    pl_grow((void **)&s->busy[d], &s->cap_busy[d], s->n_busy[d] + 1, sizeof **s->busy);
+    int i = s->n_busy[d]++;
+    for (; i > 0 && s->busy[d][i - 1].from > from; i--)
+        s->busy[d][i] = s->busy[d][i - 1];
+    s->busy[d][i] = (tl_busy){from, to};
+}
+
 /* ---- Algorithm 1's terms ---- */
+
+/* Pack q's time on d: its members' times, except that a member fused into a kernel whose
+ * first op or whose input member is in a pack on another device runs as a kernel of its own
+ * (pl_cost_op_placed_s: the runtime fuses only what one device holds). */
+static double pack_time(const tl_state *s, int q, int d)
+{
+    const pl_cost *k = s->k;
+    double t = s->p->t[(size_t)q * s->D + d];
+    if (!k->fused_root || !isfinite(t)) return t;
+    for (int j = s->p->moff[q]; j < s->p->moff[q + 1]; j++) {
+        int v = s->p->mem[j];
+        if (k->fused_root[v] < 0) continue;
+        int r = s->p->of[k->fused_root[v]], u = s->p->of[k->fused_prev[v]];
+        if ((r != q && s->dev[r] != d) || (u != q && s->dev[u] != d))
+            t += k->unfused_s[(size_t)v * s->D + d] - pl_cost_op_s(k, v, d);
+    }
+    return t;
+}
 
 /* When pack q's inputs are all on device d (the graph's inputs from the I/O device): its
  * predecessors' ends plus the transfers (Algorithm 1's ct, the largest of them, is inside). */
@@ -95,14 +144,18 @@ static double hidden_by(const tl_state *s, const tl_cand *c, int n, int i)
     return h;
 }
 
-/* The device of q's predecessor that ended last (its model's thread of work), -1 for none. */
+/* The device of q's predecessor on its model's longest path (the longest remaining path on
+ * best devices; of equals, the one that ended last), where its successors most likely run;
+ * -1 for none. Not simply the last to end: a side branch sent to a slower device because
+ * the main one hid it can end last. */
 static int home_of(const tl_state *s, int q)
 {
     int h = -1;
-    double last = -1;
+    double crit = -1, last = -1;
     for (int e = s->p->poff[q]; e < s->p->poff[q + 1]; e++) {
         int r = s->p->pred[e];
-        if (s->fin[r] > last) last = s->fin[r], h = s->dev[r];
+        if (s->bl[r] > crit || (s->bl[r] == crit && s->fin[r] > last))
+            crit = s->bl[r], last = s->fin[r], h = s->dev[r];
     }
     return h;
 }
@@ -128,17 +181,18 @@ static double send_back(const tl_state *s, int q, int d, int home)
 }
 
 /* Eq. 4 at queue position k from the end of d's queue in this step: (wt + ct + et + back -
- * maxPt)+, plus et for each of the k - 1 packs it delays. wt + ct + et is the pack's end less
- * the time its predecessors ended; `back` (placer's addition to Algorithm 1, docs/multi.md)
- * the transfer of its results back to where its model's latest predecessor ran, which a
- * branch sent to another device pays at its join. */
+ * maxPt)+, plus, for each of the k - 1 packs it delays, the time it holds d (et, and the wait
+ * for its inputs when they arrive after d is free). wt + ct + et is the pack's end less the
+ * time its predecessors ended; `back` (placer's addition to Algorithm 1, docs/multi.md) the
+ * transfer of its results back to where its model's longest path runs, which a branch sent to
+ * another device pays at its join. */
 static double step_cost(const tl_state *s, const tl_cand *c, int d, int k)
 {
     int q = c->q;
-    double et = s->p->t[(size_t)q * s->D + d];
-    double end = fmax(s->avail[d], ready_on(s, q, d)) + et;
-    end += send_back(s, q, d, home_of(s, q));
-    return fmax(0, end - c->curr - c->hide) + (k - 1) * et;
+    double et = pack_time(s, q, d);
+    double end = first_fit(s, d, ready_on(s, q, d), et) + et;
+    double back = send_back(s, q, d, home_of(s, q));
+    return fmax(0, end + back - c->curr - c->hide) + (k - 1) * (end - first_fit(s, d, c->curr, 0));
 }
 
 /* ---- one step's flow ---- */
@@ -248,10 +302,11 @@ static bool take_memory(tl_state *s, int q, int d)
 
 static void place_pack(tl_state *s, int q, int d)
 {
-    double et = s->p->t[(size_t)q * s->D + d];
+    double et = pack_time(s, q, d);
     s->dev[q] = d;
-    s->start[q] = fmax(s->avail[d], ready_on(s, q, d));
-    s->fin[q] = s->avail[d] = s->start[q] + et;
+    s->start[q] = first_fit(s, d, ready_on(s, q, d), et);
+    s->fin[q] = s->start[q] + et;
+    hold(s, d, s->start[q], s->fin[q]);
     s->active[s->n_active++] = q;
     for (int e = s->p->soff[q]; e < s->p->soff[q + 1]; e++)
         s->left[s->p->succ[e]]--;
@@ -378,7 +433,9 @@ static void state_init(tl_state *s, const pl_cost *k, const mt_packs *p, int pos
     s->dev = pl_malloc((size_t)n * sizeof *s->dev);
     s->start = pl_calloc((size_t)n + 1, sizeof *s->start);
     s->fin = pl_calloc((size_t)n + 1, sizeof *s->fin);
-    s->avail = pl_calloc((size_t)s->D + 1, sizeof *s->avail);
+    s->busy = pl_calloc((size_t)s->D, sizeof *s->busy);
+    s->n_busy = pl_calloc((size_t)s->D, sizeof *s->n_busy);
+    s->cap_busy = pl_calloc((size_t)s->D, sizeof *s->cap_busy);
     s->bl = pl_calloc((size_t)n + 1, sizeof *s->bl);
     s->left = pl_malloc((size_t)n * sizeof *s->left);
     s->ban = pl_calloc((size_t)n * s->D + 1, 1);
@@ -392,7 +449,10 @@ static void state_init(tl_state *s, const pl_cost *k, const mt_packs *p, int pos
 
 static void state_free(tl_state *s)
 {
-    free(s->dev), free(s->start), free(s->fin), free(s->avail), free(s->bl), free(s->left);
+    for (int d = 0; d < s->D; d++)
+        free(s->busy[d]);
+    free(s->busy), free(s->n_busy), free(s->cap_busy);
+    free(s->dev), free(s->start), free(s->fin), free(s->bl), free(s->left);
     free(s->ban), free(s->frontier), free(s->active);
     pl_mem_track_free(s->mem);
 }
@@ -449,24 +509,59 @@ static void write_plan(const tl_state *s, pl_plan *out)
     free(seq), free(key);
 }
 
+/* Places the groups one after the other, in `order` (a group -1: every model in one flow). */
+static int place_groups(tl_state *s, const pl_multi_analysis *a, const int *order, int n,
+                        pl_err *err)
+{
+    bool *in_group = pl_calloc((size_t)a->n_tenants + 1, sizeof *in_group);
+    int rc = 0;
+    for (int gi = 0; gi < n && rc == 0; gi++) {
+        for (int t = 0; t < a->n_tenants; t++)
+            in_group[t] = order[gi] < 0 || a->group[t] == order[gi];
+        rc = place_group(s, in_group, err);
+    }
+    free(in_group);
+    return rc;
+}
+
+/* Talos's own TOCT for a placement: the sum over the models of their last pack's end. */
+static double own_toct(const tl_state *s, int n_tenants)
+{
+    double *end = pl_calloc((size_t)n_tenants + 1, sizeof *end), sum = 0;
+    for (int q = 0; q < s->n; q++)
+        end[s->p->tenant[q]] = fmax(end[s->p->tenant[q]], s->fin[q]);
+    for (int t = 0; t < n_tenants; t++)
+        sum += end[t];
+    free(end);
+    return sum;
+}
+
 int mt_talos(const pl_cost *k, const pl_multi_opts *o, pl_plan *out, pl_err *err)
 {
     pl_multi_analysis a;
     if (pl_multi_analyze(k, o, &a, err) < 0) return -1;
     mt_packs p;
     mt_pack(k, o, a.ref_dev, a.speedup, &p);
+    int positions = o->positions > 0 ? o->positions : 8;
     tl_state s;
-    state_init(&s, k, &p, o->positions > 0 ? o->positions : 8);
-    int *order = group_order(&p, &a), rc = 0;
-    bool *in_group = pl_calloc((size_t)a.n_tenants + 1, sizeof *in_group);
-    for (int gi = 0; gi < a.n_groups && rc == 0; gi++) {
-        for (int t = 0; t < a.n_tenants; t++)
-            in_group[t] = a.group[t] == order[gi];
-        rc = place_group(&s, in_group, err);
+    state_init(&s, k, &p, positions);
+    int *order = group_order(&p, &a);
+    int rc = place_groups(&s, &a, order, a.n_groups, err);
+    if (rc == 0 && a.n_groups > 1) {
+        /* ambiguity 4: also every model in one flow; keep the lower TOCT by Talos's timeline */
+        tl_state one;
+        state_init(&one, k, &p, positions);
+        pl_err ignored = {""};
+        if (place_groups(&one, &a, (int[]){-1}, 1, &ignored) == 0 &&
+            own_toct(&one, a.n_tenants) < own_toct(&s, a.n_tenants)) {
+            tl_state t = s;
+            s = one, one = t;
+        }
+        state_free(&one);
     }
     if (rc == 0) write_plan(&s, out);
 
-    free(in_group), free(order);
+    free(order);
     state_free(&s);
     mt_packs_free(&p);
     pl_multi_analysis_free(&a);

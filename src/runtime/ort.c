@@ -38,6 +38,8 @@ struct pl_ort {
     double load_s;
     double deadline_s;   /* of one step; 0: scaled to the models (step_deadline) */
     double loaded_bytes; /* of the loaded models' files: what a run's steps work on */
+    bool cuda;           /* profiles ask for the CUDA execution provider (pl_ort_opts.ep) */
+    int off_ep;          /* nodes of the last profile run on another provider, left out */
 };
 
 /* Bytes of the files, for the default deadline (a file that cannot be read counts 0: the
@@ -229,7 +231,11 @@ static int configure(pl_ort *w, pl_err *err)
     w->modules = w->script ? pick(w->o.modules, "PLACER_ORT_MODULES", "lib/placer/node_modules",
                                   "build/npm/node_modules", err)
                            : NULL;
-    w->o.node = w->o.script = w->o.modules = NULL; /* the caller's strings are not kept */
+    if (w->o.ep && strcmp(w->o.ep, "cpu") && strcmp(w->o.ep, "cuda"))
+        return pl_err_set(err, "onnxruntime worker: unknown execution provider '%s' (cpu or cuda)",
+                          w->o.ep);
+    w->cuda = w->o.ep && !strcmp(w->o.ep, "cuda");
+    w->o.node = w->o.script = w->o.modules = w->o.ep = NULL; /* the caller's strings are not kept */
     if (!w->modules) return pl_err_prefix(err, "cannot start the onnxruntime worker");
     w->deadline_s = w->o.timeout_s;
     return w->deadline_s > 0 ? 0 : env_deadline(&w->deadline_s, err);
@@ -559,18 +565,49 @@ static bool read_node_time(json_t *v, pl_ort_node_time *t)
     return true;
 }
 
-static int read_profile(json_t *rep, pl_ort_node_time **out, int *n)
+#define CUDA_EP "CUDAExecutionProvider"
+
+/* A node of a CUDA profile that onnxruntime ran elsewhere: counted in w->off_ep, its provider
+ * kept in `other` for the message when none ran on the GPU. A node that does not say is not
+ * taken for a GPU one. */
+static bool off_gpu(pl_ort *w, json_t *v, char *other, size_t n)
+{
+    const char *p = json_string_value(json_object_get(v, "provider"));
+    if (!w->cuda || (p && !strcmp(p, CUDA_EP))) return false;
+    if (!*other) snprintf(other, n, "%s", p && *p ? p : "an unnamed provider");
+    return ++w->off_ep, true;
+}
+
+/* -1: malformed; -2: a CUDA profile of which no node ran on the GPU (err set). */
+static int read_profile(pl_ort *w, json_t *rep, pl_ort_node_time **out, int *n, pl_err *err)
 {
     json_t *nodes = json_object_get(rep, "nodes"), *v;
     if (!json_is_array(nodes)) return -1;
     *out = pl_calloc(json_array_size(nodes) + 1, sizeof **out);
+    char other[64] = "";
     size_t k;
     json_array_foreach(nodes, k, v)
     {
+        if (off_gpu(w, v, other, sizeof other)) continue;
         if (!read_node_time(v, &(*out)[*n])) return -1;
         ++*n;
     }
-    return 0;
+    if (!w->cuda || *n || !w->off_ep) return 0;
+    pl_err_set(err,
+               "onnxruntime ran none of the %d timed nodes on the GPU (%d on %s): it fell back to "
+               "the CPU, and a GPU profile measured on the CPU is not one",
+               w->off_ep, w->off_ep, other);
+    return -2;
+}
+
+/* A CUDA session's failure as onnxruntime logged it (the library it could not load, the CUDA
+ * error), which its exception leaves out: the worker's stderr, after the message. */
+static void cuda_log(const pl_ort *w, pl_err *err)
+{
+    char tail[PL_PROC_TAIL], msg[PL_ERR_MAX];
+    if (!*pl_proc_tail(&w->p, tail, sizeof tail)) return;
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    pl_err_set(err, "%s; onnxruntime's log: %.600s", msg, tail);
 }
 
 static int profile(pl_ort *w, const char *model, int repeat, bool optimized, pl_ort_node_time **out,
@@ -582,18 +619,23 @@ static int profile(pl_ort *w, const char *model, int repeat, bool optimized, pl_
     char dir[4096];
     if (pl_make_temp_dir("placer-prof", dir, sizeof dir, err) < 0)
         return pl_err_prefix(err, "onnxruntime profile");
-    json_t *msg = json_pack("{s:s, s:s?, s:i, s:i, s:I, s:i, s:i, s:s, s:s}", "op", "profile",
+    json_t *msg = json_pack("{s:s, s:s?, s:i, s:i, s:I, s:i, s:i, s:s, s:s, s:s}", "op", "profile",
                             "model", model, "repeat", repeat > 0 ? repeat : 1, "warmup", 1, "seed",
                             seed_of(w), "int_high", w->o.int_high, "threads", w->o.threads,
-                            "optimize", optimized ? "all" : "disabled", "dir", dir),
+                            "optimize", optimized ? "all" : "disabled", "dir", dir, "ep",
+                            w->cuda ? "cuda" : "cpu"),
            *rep = NULL;
     int rc = request(w, msg, "profile", bytes_of(&model, 1), &rep, err);
     pl_remove_tree(dir);
-    if (rc == 0 && read_profile(rep, out, n) < 0) {
+    if (rc < 0 && w->cuda && w->p.pid > 0) cuda_log(w, err);
+    w->off_ep = 0;
+    int read = rc == 0 ? read_profile(w, rep, out, n, err) : 0;
+    if (read < 0) {
         pl_ort_node_times_free(*out, *n);
         *out = NULL, *n = 0;
-        rc = pl_err_set(err, "onnxruntime worker sent a malformed reply to 'profile': it lacks "
-                             "nodes (each with name, node_index and mean_s)");
+        rc = read == -2 ? -1
+                        : pl_err_set(err, "onnxruntime worker sent a malformed reply to 'profile': "
+                                          "it lacks nodes (each with name, node_index and mean_s)");
     }
     json_decref(rep);
     return rc;
@@ -633,6 +675,11 @@ int pl_ort_stats(pl_ort *w, long *loads, long *runs, pl_err *err)
     }
     json_decref(rep);
     return rc;
+}
+
+int pl_ort_profile_off_ep(const pl_ort *w)
+{
+    return w ? w->off_ep : 0;
 }
 
 int pl_ort_pid(const pl_ort *w)

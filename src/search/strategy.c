@@ -1,5 +1,6 @@
-/* strategy.c: the search loop every strategy shares, and the strategies that need no model:
- * exhaustive (the oracle), lcf (lowest price first) and uniform (random order). docs/search.md. */
+/* strategy.c: the search loop every strategy shares, the strategies that need no model:
+ * exhaustive (the oracle), lcf (lowest price first) and uniform (random order), and the
+ * answer's margin against the trials' bands. docs/search.md. */
 #include "search_internal.h"
 
 #include "placer/dist.h"
@@ -45,8 +46,12 @@ static void record(searcher *S, int k, double acq, pl_trial_out *out)
     pl_grow((void **)&r->trials, &S->cap, r->n_trials, sizeof *r->trials);
     int i = r->n_trials++;
     pl_trial_record *t = &r->trials[i];
-    *t = (pl_trial_record){
-        .config = k, .runs = out->runs, .latency_s = out->latency_s, .acquisition = acq};
+    *t = (pl_trial_record){.config = k,
+                           .runs = out->runs,
+                           .latency_s = out->latency_s,
+                           .acquisition = acq,
+                           .band = out->band,
+                           .basis = out->basis};
     t->cost_usd = out->runs ? search_cost(S, k, out->latency_s) : INFINITY;
     t->meets_slo = out->runs && out->latency_s <= S->o->slo_s;
     snprintf(t->algo, sizeof t->algo, "%s", out->algo);
@@ -67,7 +72,8 @@ static void record(searcher *S, int k, double acq, pl_trial_out *out)
  * that made it; share_plan sends the answer's at the end of the round that found it). */
 typedef struct trial_summary {
     int config, runs, failed, rank;
-    double latency_s, work_s;
+    double latency_s, work_s, band;
+    int basis;
     char algo[32];
     char why[PL_ERR_MAX]; /* why it does not run, or the worker's error when failed */
 } trial_summary;
@@ -154,6 +160,7 @@ static void run_item(int i, void *out, void *user)
     }
     t->work_s = S->w->trials > before ? pl_now() - t0 : 0;
     t->runs = o.runs, t->latency_s = o.latency_s;
+    t->band = o.band, t->basis = (int)o.basis;
     snprintf(t->algo, sizeof t->algo, "%s", o.algo);
     snprintf(t->why, sizeof t->why, "%s", o.why);
     j->plans[i] = o.plan;
@@ -162,7 +169,11 @@ static void run_item(int i, void *out, void *user)
 /* Records trial i of the round (its plan, when this rank made it, in plan). */
 static void record_item(searcher *S, int i, const trial_summary *t, pl_plan *plan)
 {
-    pl_trial_out out = {.runs = t->runs, .latency_s = t->latency_s, .plan = plan};
+    pl_trial_out out = {.runs = t->runs,
+                        .latency_s = t->latency_s,
+                        .plan = plan,
+                        .band = t->band,
+                        .basis = (pl_cost_basis)t->basis};
     snprintf(out.algo, sizeof out.algo, "%s", t->algo);
     snprintf(out.why, sizeof out.why, "%.*s", (int)sizeof out.why - 1, t->why);
     record(S, t->config, S->round->acq[i], &out);
@@ -389,4 +400,22 @@ void pl_search_result_free(pl_search_result *r)
     free(r->trials);
     pl_plan_free(r->best_plan);
     *r = (pl_search_result){.best = -1, .closest = -1};
+}
+
+/* ---- the answer's margin (docs/cost.md, "Uncertainty") ---- */
+
+double pl_trial_latency_high(const pl_trial_record *t)
+{
+    return t->runs ? t->latency_s * (1 + t->band) : INFINITY;
+}
+
+int pl_search_with_margin(const pl_search_result *r, double slo_s)
+{
+    int best = -1;
+    for (int i = 0; i < r->n_trials; i++) {
+        const pl_trial_record *t = &r->trials[i];
+        if (!(pl_trial_latency_high(t) <= slo_s)) continue;
+        if (best < 0 || t->cost_usd < r->trials[best].cost_usd) best = i;
+    }
+    return best;
 }

@@ -99,6 +99,7 @@ int pl_train_placer(const pl_train_ctx *x, const char *algo, const pl_place_opts
         e->oom_excess_bytes = r.oom_excess_bytes, e->n_devs = r.n_devs;
         e->peak_mem_bytes = r.peak_mem_bytes, r.peak_mem_bytes = NULL;
         e->compiled_ops = x->k->n_ops;
+        e->band = pl_cost_plan_band(x->k, p->dev, &e->basis);
         pl_sim_result_free(&r);
     }
     if (rc == 0 && plan)

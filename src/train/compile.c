@@ -434,6 +434,7 @@ static void emit_op(cc *c, int v)
         o->cls = src->cls, o->flops = src->flops * scale, o->bytes_moved = src->bytes_moved * scale;
         o->extra_memory_bytes = src->extra_memory_bytes * scale;
         o->flags |= PL_OP_COST_GIVEN;
+        o->kernel_of = v; /* the GPU kernel rules price it as v's kernel (g->kernel_graph) */
         rv->op[r] = op;
     }
 }
@@ -626,6 +627,7 @@ int pl_train_compile(const pl_train_ctx *x, const pl_train_strategy *s, pl_graph
     const pl_train_graph *t = x->t;
     cc c = {.x = x, .t = t, .s = s, .c = x->c, .D = x->c->n_devs};
     c.g = pl_graph_new(t->g->name);
+    c.g->kernel_graph = t->g; /* the replicas' kernel_of index it */
     c.rp = pl_calloc((size_t)t->g->n_ops + 1, sizeof *c.rp);
     c.wt_on = pl_malloc((size_t)t->g->n_tensors * c.D * sizeof *c.wt_on);
     for (size_t i = 0; i < (size_t)t->g->n_tensors * c.D; i++)

@@ -90,6 +90,7 @@ int pl_train_evaluate_opts(const pl_train_ctx *x, const pl_train_strategy *s,
     int rc = k ? pl_simulate(k, p, &so, &r, err) : -1;
     if (rc == 0) {
         e->iteration_s = r.makespan_s;
+        e->band = pl_cost_plan_band(k, p->dev, &e->basis);
         e->oom = r.oom, e->oom_dev = r.oom_dev, e->oom_excess_bytes = r.oom_excess_bytes;
         e->n_devs = r.n_devs;
         e->peak_mem_bytes = r.peak_mem_bytes, r.peak_mem_bytes = NULL;

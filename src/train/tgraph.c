@@ -572,6 +572,7 @@ static void tg_add_bwd(tg_builder *b, int i, bool weights)
     char type[256];
     snprintf(type, sizeof type, "%sGrad", op->type);
     int o = tg_add_op(b, name, type, op->cls, PL_PHASE_BWD, i);
+    b->g->ops[o].kernel_of = i; /* forward op i is op i of the training graph */
     double bytes = 0, gy = 0;
     for (int k = 0; k < op->n_outputs; k++) {
         int y = op->outputs[k];

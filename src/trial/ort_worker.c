@@ -75,6 +75,7 @@ static int ort_trial(pl_trial_worker *w, const pl_cluster *c, pl_trial_out *out,
         return pl_err_prefix(err, "trial of %s", s->model_path);
     out->runs = true;
     out->latency_s = pl_median(r.latency_s, r.repeat); /* one slow repetition does not move it */
+    out->band = PL_BAND_PROFILED, out->basis = PL_BASIS_PROFILED; /* a measurement */
     snprintf(out->algo, sizeof out->algo, "onnxruntime");
     pl_ort_result_free(&r);
     return 0;

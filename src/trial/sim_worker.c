@@ -118,11 +118,14 @@ static int sim_trial(pl_trial_worker *w, const pl_cluster *c, pl_trial_out *out,
         pl_plan_free(p);
     }
     if (out->runs) out->why[0] = 0;
+    if (out->runs) out->band = pl_cost_plan_band(k, out->plan->dev, &out->basis);
     pl_cost_free(k);
     if (!s->measure || !out->runs) return 0;
-    /* the plan the simulator chose, run on this machine: its latency is the trial's */
+    /* the plan the simulator chose, run on this machine: its latency is the trial's, and a
+     * measurement's band */
     if (pl_trial_measure_plan(s->measure, s->g, c, out->plan, &out->latency_s, err) < 0) return -1;
     out->plan->measured_s = out->latency_s;
+    out->band = PL_BAND_PROFILED, out->basis = PL_BASIS_PROFILED;
     return 0;
 }
 
