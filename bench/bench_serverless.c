@@ -15,6 +15,7 @@
 #include "placer/calib.h"
 #include "placer/serverless.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,21 @@ static const paper_row *paper_for(const pl_platform *pf)
     return NULL;
 }
 
+/* Which term of the paper's Eq. (6) keeps MOPAR below the paper's range (its lower end: the
+ * smaller of Table III's ratio and its text's), docs/serverless.md "What prevents the paper's
+ * range": the first term when even the bound falls short (every slice pays at least the
+ * least memory, min_mb), else the latency constraint (t_tau <= sum t_l, with eta <= M / lambda
+ * giving no parallelism to pay back the transfers). */
+static const char *shortfall(const pl_sl_plan *plans, double bound, const paper_row *pr, int fam)
+{
+    if (!pr || fam > 2) return "no paper cost";
+    double low = fmin(pr->unsplit / pr->mopar, pr->text_ratio);
+    double ratio = plans[PL_SL_UNSPLIT].usd / plans[PL_SL_MOPAR].usd;
+    if (ratio >= low) return "in range or above";
+    if (bound < low) return "M_gi x (t_p+t_a): bound below range";
+    return plans[PL_SL_UNSPLIT].slices[0].eta == 1 ? "t_tau <= sum t_l, eta 1" : "t_tau <= sum t_l";
+}
+
 static int paper_rows(const char *model, const pl_platform *pf, const pl_cost_params *cp,
                       double slack)
 {
@@ -182,7 +198,8 @@ static int paper_rows(const char *model, const pl_platform *pf, const pl_cost_pa
         printf(" %8.2fx %8.2fx", u->usd / m->usd, bound);
         for (int a = 0; a < PL_SL_ALGO_COUNT; a++)
             printf(" %8.1f", p95[a] * 1e3);
-        printf(" %7.1f%%\n", 100 * (1 - p95[PL_SL_MOPAR] / p95[PL_SL_UNSPLIT]));
+        printf(" %7.1f%%  %s\n", 100 * (1 - p95[PL_SL_MOPAR] / p95[PL_SL_UNSPLIT]),
+               shortfall(plans, bound, paper_for(pf), family_of(model)));
     }
     for (int a = 0; a < PL_SL_ALGO_COUNT; a++)
         pl_sl_plan_free(&plans[a]);
@@ -201,9 +218,9 @@ static void paper_header(const pl_platform *pf, double slack)
                "transformers 16.63 %% (Sec. III-A3)\n",
                pr->platform_word, pr->unsplit, pr->mopar, pr->unsplit / pr->mopar, pr->text_ratio,
                pr->p95_cut[0], pr->p95_cut[1], pr->p95_cut[2]);
-    printf("%-11s %-17s %3s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s\n", "family", "model", "k",
-           "mopar", "unsplit", "uniform", "lat-dp", "unspl/mop", "bound", "P95 mop", "P95 uns",
-           "P95 uni", "P95 ldp", "P95 cut");
+    printf("%-11s %-17s %3s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s %s\n", "family", "model",
+           "k", "mopar", "unsplit", "uniform", "lat-dp", "unspl/mop", "bound", "P95 mop", "P95 uns",
+           "P95 uni", "P95 ldp", "P95 cut", " vs the paper's cost range");
 }
 
 static int paper_mode(const char **plat, int np, const char **models, int nm, double slack)
