@@ -12,6 +12,8 @@
 
 #define LAMBDA "examples/platforms/aws-lambda.json"
 #define OPENFAAS "examples/platforms/openfaas.json"
+#define PAPER_LAMBDA "examples/platforms/mopar-paper-lambda.json"
+#define PAPER_OPENFAAS "examples/platforms/mopar-paper-openfaas.json"
 
 static pl_platform *load(const char *path)
 {
@@ -126,6 +128,58 @@ static void test_openfaas(void **state)
     assert_true(p->vcpu->devs[0].this_machine);
     assert_string_equal(p->vcpu->devs[0].model, "local-epyc-core");
     assert_close(p->vcpu->devs[0].peak_flops_per_s[PL_PREC_FP32], 110e9, 1e-12);
+    pl_platform_free(p);
+}
+
+/* Paper mode: the MOPAR paper's own assumptions (docs/serverless.md, "Paper mode"), each figure
+ * as the paper states it. */
+static void check_paper_common(const pl_platform *p)
+{
+    /* §III-A2 "Costs": "$1.667 x 10^-5" per GB per second, "a price per 1 millisecond", "The
+     * minimum configuration is 128MB"; both platforms priced so (Table III) */
+    assert_close(p->usd_per_gb_s, 1.667e-5, 1e-12);
+    assert_close(p->billing_s, 1e-3, 1e-12);
+    assert_true(p->mem_min_mb == 128);
+    /* Eq. 6 prices memory x time and the network only: nothing per request */
+    assert_true(p->usd_per_request == 0);
+    /* Eq. 5-6: a slice's time does not stretch when its memory is cut to what it needs, so a
+     * 128 MB slice computes like a whole vCPU; above lambda, footnote 9's vCPUs follow memory */
+    assert_true(pl_platform_vcpus(p, 128) == 1);
+    assert_close(pl_platform_vcpus(p, 4 * p->mb_per_vcpu), 4, 1e-12);
+    /* M_gi is the layers' footprint (Eq. 1-3), no runtime added in each function */
+    assert_true(p->runtime_base_mb == 0 && p->runtime_weight_factor == 1 &&
+                p->runtime_activation_factor == 1);
+    /* 1 GB for 1 ms: 1.667e-8 USD */
+    assert_close(pl_platform_usd(p, 1024, 1e-3), 1.667e-8, 1e-12);
+}
+
+static void test_paper_lambda(void **state)
+{
+    (void)state;
+    pl_platform *p = load(PAPER_LAMBDA);
+    assert_string_equal(p->name, "mopar-paper-lambda");
+    check_paper_common(p);
+    assert_true(p->mb_per_vcpu == 1769);
+    /* no shared memory on Lambda; COM simulated "by increasing the network transmission rate"
+     * (§III-A2): the store at shared memory's rate, free */
+    assert_true(p->store.present && !p->shm.present);
+    assert_close(p->store.bandwidth_Bps, 1.7e9, 1e-12);
+    assert_close(p->store.latency_s, 20e-6, 1e-12);
+    assert_true(p->store.usd_per_gb == 0);
+    pl_platform_free(p);
+}
+
+static void test_paper_openfaas(void **state)
+{
+    (void)state;
+    pl_platform *p = load(PAPER_OPENFAAS);
+    assert_string_equal(p->name, "mopar-paper-openfaas");
+    check_paper_common(p);
+    /* Table II: 187 GB over 104 threads */
+    assert_close(p->mb_per_vcpu, 187.0 * 1024 / 104, 1e-3);
+    /* COM's tmpfs (§II-D) and Redis (§III-C), both free */
+    assert_true(p->shm.present && p->store.present);
+    assert_true(p->shm.usd_per_gb == 0 && p->store.usd_per_gb == 0);
     pl_platform_free(p);
 }
 
@@ -417,6 +471,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lambda),
         cmocka_unit_test(test_openfaas),
+        cmocka_unit_test(test_paper_lambda),
+        cmocka_unit_test(test_paper_openfaas),
         cmocka_unit_test(test_round_mb),
         cmocka_unit_test(test_billed_s),
         cmocka_unit_test(test_vcpus),
