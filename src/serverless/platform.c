@@ -24,8 +24,9 @@
 #define USD_PER_GB_S_MAX 1.0 /* $3,600 per GB-hour */
 #define USD_PER_REQUEST_MAX 1.0
 #define USD_PER_GB_MAX 100.0 /* per GB moved */
-/* The largest ElastiCache node (cache.r7g.16xlarge) is about $7 an hour; a million requests a
- * second is ten times what one Redis node serves. */
+/* A provisioned store: the largest ElastiCache nodes cost a few dollars an hour, and one Redis
+ * node serves of the order of 10^5 requests a second; a hundred times either is a unit mistake
+ * (a price per month, a rate per hour). */
 #define USD_PER_HOUR_MAX 1000.0
 #define REQUESTS_PER_S_MAX 1e7
 #define BILLING_MAX_S 3600.0   /* granularity: platforms bill per ms, per 100 ms, per s */
@@ -192,12 +193,13 @@ static int read_store_price(const pl_json *o, pl_transport *t, pl_err *err)
 {
     const char *pricing = "serverless";
     if (pl_json_has(o, "pricing") && pl_json_string(o, "pricing", &pricing, err) < 0) return -1;
-    if (!strcmp(pricing, "serverless"))
-        return refuse_other(o, "usd_per_hour", "only with \"pricing\": \"provisioned\"", err) < 0 ||
-                       refuse_other(o, "requests_per_s", "only with \"pricing\": \"provisioned\"",
-                                    err) < 0
-                   ? -1
-                   : read_number(o, "usd_per_gb", 0, false, USD_PER_GB_MAX, &t->usd_per_gb, err);
+    if (!strcmp(pricing, "serverless")) {
+        static const char why[] = "only with \"pricing\": \"provisioned\"";
+        if (refuse_other(o, "usd_per_hour", why, err) < 0 ||
+            refuse_other(o, "requests_per_s", why, err) < 0)
+            return -1;
+        return read_number(o, "usd_per_gb", 0, false, USD_PER_GB_MAX, &t->usd_per_gb, err);
+    }
     if (strcmp(pricing, "provisioned"))
         return fail_field(o, "pricing", err,
                           "must be \"serverless\" or \"provisioned\", got \"%s\"", pricing);
