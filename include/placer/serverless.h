@@ -95,7 +95,8 @@ typedef struct pl_platform {
 #define PL_PLATFORM_VCPUS_MAX 1024
 
 /* What moving `bytes` bytes (after any codec) in `ops` writes and reads through x costs:
- * bytes / 10^9 x usd_per_gb + ops x usd_per_op. The one price every bill of a transport uses. */
+ * bytes / 10^9 x usd_per_gb + ops x usd_per_op. The one price every bill of a transport uses.
+ * ops >= 0; bytes may be a rounding error below zero (above -1), priced as it is. */
 double pl_transport_usd(const pl_transport *x, double bytes, double ops);
 
 /* Reads placer-platform/1. A malformed file gives "FILE: FIELD: PROBLEM". */
