@@ -30,7 +30,8 @@ static void params_for(const pl_platform *pf, pl_cost_params *p)
         fprintf(stderr, "bench_serverless: %s: uncalibrated (%s)\n", pf->name, err.msg);
 }
 
-/* One model on one platform: the four plans, printed; MOPAR's and unsplit's kept for serving. */
+/* One model on one platform: every algorithm's plan, printed; MOPAR's and unsplit's kept for
+ * serving. */
 static int plans_of(const char *model, const pl_platform *pf, const pl_cost_params *cp,
                     double slack, pl_sl_plan *plans)
 {
@@ -45,11 +46,17 @@ static int plans_of(const char *model, const pl_platform *pf, const pl_cost_para
     int k = 0;
     for (int a = 0; a < PL_SL_ALGO_COUNT && rc == 0; a++) {
         rc = pl_sl_plan_make(a == PL_SL_UNIFORM ? raw : sg, pf, &o, a, k, &plans[a], &err);
+        if (rc < 0 && a == PL_SL_NONSPLIT) /* a baseline that may find no plan: said, not fatal */
+            fprintf(stderr, "bench_serverless: %s on %s: %s\n", model, pf->name, err.msg), rc = 0;
         if (a == PL_SL_MOPAR) k = plans[a].n;
     }
     if (rc < 0) fprintf(stderr, "bench_serverless: %s on %s: %s\n", model, pf->name, err.msg);
     for (int a = 0; a < PL_SL_ALGO_COUNT && rc == 0; a++) {
         const pl_sl_plan *p = &plans[a], *u = &plans[PL_SL_UNSPLIT];
+        if (!p->n) {
+            printf("%-12s %-20s %-10s      -\n", pf->name, base(model), pl_sl_algo_name(a));
+            continue;
+        }
         printf("%-12s %-20s %-10s %6d %11.2f %12.4g %10.4f %8.2fx %8.2fx\n", pf->name, base(model),
                pl_sl_algo_name(a), p->n, p->latency_s * 1e3, p->usd, p->gb_s, u->usd / p->usd,
                p->latency_s / u->latency_s);

@@ -1,0 +1,20 @@
+/* sl_internal.h: what the serverless module's files share (not exported). */
+#ifndef SL_INTERNAL_H
+#define SL_INTERNAL_H
+
+#include "placer/serverless.h"
+
+/* The most functions NonSplit's integer program takes (its size grows with their count). */
+#define SL_NONSPLIT_K_MAX 3
+
+/* Seconds to move one tensor of `bytes` raw bytes one way through x: a write (enc) or a read. */
+double sl_move_s(const pl_transport *x, const pl_sl_opts *o, double bytes, bool enc);
+/* MOPAR's latency bound: the unsplit model's latency x (1 + slack); INFINITY when it does not
+ * fit one function. */
+double sl_latency_bound(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o);
+/* NonSplit (nonsplit.c): at most k functions (k >= 1), latency at most bound; *out priced by
+ * pl_sl_price_sets. -1 with err when CBC fails, crashes or finds no plan. */
+int sl_nonsplit(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, int k,
+                double bound, pl_sl_plan *out, pl_err *err);
+
+#endif
