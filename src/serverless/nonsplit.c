@@ -233,25 +233,6 @@ static void objective(const ns_cols *c, const ns_in *in, double *obj)
         }
 }
 
-typedef struct ns_job {
-    Cbc_Model *m;
-    double limit_s;
-} ns_job;
-
-static void cbc_child(void *ctx, pl_solve_answer *a)
-{
-    ns_job *job = ctx;
-    Cbc_Model *m = job->m;
-    Cbc_setMaximumSeconds(m, job->limit_s);
-    Cbc_setParameter(m, "timeMode", "elapsed");
-    Cbc_solve(m);
-    bool opt = Cbc_isProvenOptimal(m), has = opt || Cbc_numberSavedSolutions(m) > 0;
-    a->status = opt ? PL_SOLVE_OPTIMAL : has ? PL_SOLVE_FEASIBLE : PL_SOLVE_STOPPED;
-    a->obj = has ? Cbc_getObjValue(m) : INFINITY;
-    a->bound = -INFINITY;
-    if (has) memcpy(a->x, Cbc_getColSolution(m), (size_t)a->n * sizeof *a->x);
-}
-
 /* Loads the program into a CBC model. */
 static Cbc_Model *load(const ns_cols *c, ns_mat *a, const double *obj)
 {
@@ -350,8 +331,8 @@ static int solve(const ns_cols *c, const ns_in *in, const pl_sl_opts *o, double 
     pl_solve_answer ans = {.n = c->count};
     ans.x = pl_malloc((size_t)c->count * sizeof *ans.x);
     char why[160] = "";
-    ns_job job = {m, o->nonsplit_limit_s > 0 ? o->nonsplit_limit_s : NS_LIMIT_S};
-    int rc = pl_solve_isolated(cbc_child, &job, job.limit_s, 0, &ans, why, sizeof why);
+    pl_cbc_job job = {m, o->nonsplit_limit_s > 0 ? o->nonsplit_limit_s : NS_LIMIT_S};
+    int rc = pl_solve_isolated(pl_solve_cbc, &job, job.limit_s, 0, &ans, why, sizeof why);
     Cbc_deleteModel(m);
     if (rc < 0)
         pl_err_set(err, "nonsplit: the solver (CBC) %s", why);
