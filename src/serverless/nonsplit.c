@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define NS_LIMIT_S 10.0 /* CBC's default limit on one program (wall clock): the best plan then */
-#define NS_MEM_MAX 8    /* memory sizes offered to a function */
+#define NS_MEM_MAX 12   /* memory sizes offered to a function */
 /* The program's units: USD per million requests and milliseconds, so that CBC's absolute
  * tolerances (1e-7 and so) are small beside its figures. */
 #define NS_USD 1e6
@@ -22,7 +22,8 @@
  * this order of priority, the smallest, a whole vCPU's (below it a function's CPU follows its
  * memory, so its compute costs the same at any size: more memory is only faster), the unsplit
  * model's need (NonSplit with one function is then never dearer than unsplit), the largest,
- * then a whole vCPU's doubled while below the largest. */
+ * a half, quarter and eighth of the unsplit need, then a whole vCPU's doubled while below the
+ * largest. */
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -48,6 +49,8 @@ static int mem_choices(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl
     if (vcpu > 0) all[n++] = vcpu;
     if (*unsplit_mb > 0) all[n++] = *unsplit_mb;
     all[n++] = pf->mem_max_mb;
+    for (int k = 2; k <= 8 && *unsplit_mb > 0; k *= 2) /* what a part of the model may need */
+        all[n++] = pl_platform_round_mb(pf, *unsplit_mb / k);
     for (double m = 2 * pf->mb_per_vcpu; m < pf->mem_max_mb && n < NS_MEM_MAX; m *= 2)
         all[n++] = pl_platform_round_mb(pf, m);
     qsort(all, (size_t)n, sizeof *all, by_value);
