@@ -233,8 +233,8 @@ int pl_sl_price(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *
 /* Function k of a non-contiguous plan: the layers with fn_of[l] == k, at mem_mb[k] MB, degree 1
  * (NonSplit has no sub-slices); a cut tensor is read by a function holding a reader but not its
  * maker, written by the maker's function when some reader is elsewhere. -1 when it needs more. */
-static int price_set(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
-                     const int *fn_of, int k, double mem_mb, pl_sl_slice *s)
+int sl_price_set(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                 const int *fn_of, int k, double mem_mb, pl_sl_slice *s)
 {
     span sp;
     memset(&sp, 0, sizeof sp);
@@ -282,7 +282,7 @@ int pl_sl_price_sets(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_o
     out->n = n;
     for (int k = 0; k < n; k++) {
         pl_sl_slice *s = &out->slices[k];
-        if (price_set(sg, pf, o, fn_of, k, mem_mb[k], s) < 0) return pl_sl_plan_free(out), -1;
+        if (sl_price_set(sg, pf, o, fn_of, k, mem_mb[k], s) < 0) return pl_sl_plan_free(out), -1;
         out->latency_s += s->time_s, out->usd += s->usd, out->gb_s += s->gb_s;
         out->bytes_moved += s->in_bytes + s->out_bytes;
     }
@@ -624,13 +624,22 @@ int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
     if (a != PL_SL_UNSPLIT) table_build(sg, pf, o, &tb);
     int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends), m;
     bool *raise = pl_calloc((size_t)sg->n + 1, sizeof *raise);
-    if (k <= 0 && (a == PL_SL_UNIFORM || a == PL_SL_LATENCY_DP))
+    int *start = NULL; /* NonSplit's first incumbent: MOPAR's partition when it has few slices */
+    if (k <= 0 && (a == PL_SL_UNIFORM || a == PL_SL_LATENCY_DP || a == PL_SL_NONSPLIT)) {
         k = mopar_ends(&tb, bound * (1 + 1e-12), ends, raise); /* MOPAR's slice count */
+        if (a == PL_SL_NONSPLIT && k > 1 && k <= SL_NONSPLIT_K_MAX) {
+            start = pl_malloc(((size_t)sg->n + 1) * sizeof *start);
+            for (int l = 0, f = 0; l < sg->n; l++)
+                start[l] = f, f += l == ends[f];
+        }
+    }
     memset(raise, 0, ((size_t)sg->n + 1) * sizeof *raise);
     if (a == PL_SL_NONSPLIT) {
         free(raise), free(ends), free(tb.c);
-        return sl_nonsplit(sg, pf, o, k < SL_NONSPLIT_K_MAX ? k : SL_NONSPLIT_K_MAX, bound, out,
-                           err);
+        int rc = sl_nonsplit(sg, pf, o, k < SL_NONSPLIT_K_MAX ? k : SL_NONSPLIT_K_MAX, bound, start,
+                             out, err);
+        free(start);
+        return rc;
     }
     m = ends_of(sg, &tb, a, k, bound * (1 + 1e-12), ends, raise);
     int rc = m > 0 ? pl_sl_price(sg, pf, o, ends, raise, m, out) : -1;

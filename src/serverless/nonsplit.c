@@ -267,27 +267,47 @@ static Cbc_Model *load(const ns_cols *c, ns_mat *a, const double *obj)
     return m;
 }
 
-/* CBC's first incumbent: the unsplit model, every layer in function 0 at the unsplit memory
- * (CBC drops it when it breaks the latency bound): the answer is never dearer, even when CBC
- * stops at its limit. */
-static void mip_start(Cbc_Model *m, const ns_cols *c, const ns_in *in)
+/* CBC's first incumbent: the assignment fn_of (MOPAR's partition, or the unsplit model), each
+ * function at the smallest size of S it fits, every column set to match (CBC drops it when it
+ * breaks the latency bound): the answer is never dearer than it, even when CBC stops at its
+ * limit. */
+static void mip_start(Cbc_Model *m, const ns_cols *c, const ns_in *in, const pl_sl_opts *o,
+                      const int *fn_of)
 {
-    int ms = -1;
-    for (int k = 0; k < c->M; k++)
-        if (in->mb[k] == in->unsplit_mb) ms = k;
-    if (ms < 0) return;
     double *v = pl_calloc((size_t)c->count, sizeof *v);
-    int *idx = pl_malloc((size_t)c->count * sizeof *idx);
-    v[c->y + ms] = 1;
-    for (int l = 0; l < c->n; l++) {
-        v[c->x + l * c->K] = v[c->z + l * c->K * c->M + ms] = 1;
-        v[c->act] = fmax(v[c->act], in->sg->layers[l].mem_mb);
+    int *idx = pl_malloc((size_t)c->count * sizeof *idx), size[SL_NONSPLIT_K_MAX];
+    const pl_sl_graph *sg = in->sg;
+    for (int f = 0; f < c->K; f++) {
+        pl_sl_slice s;
+        size[f] = -1;
+        for (int k = 0; k < c->M && size[f] < 0; k++)
+            if (sl_price_set(sg, in->pf, o, fn_of, f, in->mb[k], &s) == 0) size[f] = k;
+        bool used = false;
+        for (int l = 0; l < c->n; l++)
+            used |= fn_of[l] == f;
+        if (used && size[f] < 0) goto out; /* it fits no size of S */
+        if (used) v[c->y + f * c->M + size[f]] = 1;
     }
-    for (int w = 0; w < c->W; w++)
-        v[c->sw + w * c->K] = 1;
+    for (int l = 0; l < c->n; l++) {
+        int f = fn_of[l];
+        v[c->x + l * c->K + f] = v[c->z + (l * c->K + f) * c->M + size[f]] = 1;
+        v[c->act + f] = fmax(v[c->act + f], sg->layers[l].mem_mb);
+        for (int k = 0; k < sg->layers[l].n_wts; k++)
+            v[c->sw + sg->layers[l].wts[k] * c->K + f] = 1;
+    }
+    for (int t = 0; t < c->T; t++) {
+        int mk = fn_of[sg->tensors[t].from];
+        for (int r = 0; r < sg->tensors[t].n_to; r++) {
+            int f = fn_of[sg->tensors[t].to[r]];
+            if (f == mk) continue;
+            v[c->in + t * c->K + f] = v[c->zi + (t * c->K + f) * c->M + size[f]] = 1;
+            v[c->out + t * c->K + mk] = v[c->zo + (t * c->K + mk) * c->M + size[mk]] = 1;
+        }
+    }
     for (int k = 0; k < c->count; k++)
         idx[k] = k;
     Cbc_setMIPStartI(m, c->count, idx, v);
+out:
     free(v), free(idx);
 }
 
@@ -317,7 +337,7 @@ static int read_plan(const ns_cols *c, const ns_in *in, const double *x, const p
 }
 
 static int solve(const ns_cols *c, const ns_in *in, const pl_sl_opts *o, double bound,
-                 pl_sl_plan *out, pl_err *err)
+                 const int *start, pl_sl_plan *out, pl_err *err)
 {
     ns_mat a = {0};
     assign_rows(&a, c);
@@ -329,7 +349,9 @@ static int solve(const ns_cols *c, const ns_in *in, const pl_sl_opts *o, double 
     for (int k = 0; k < c->count; k++)
         obj[k] *= NS_USD;
     Cbc_Model *m = load(c, &a, obj);
-    mip_start(m, c, in);
+    int *unsplit = start ? NULL : pl_calloc((size_t)c->n + 1, sizeof *unsplit);
+    mip_start(m, c, in, o, start ? start : unsplit);
+    free(unsplit);
     free(a.c), free(a.r), free(a.v), free(a.rlb), free(a.rub), free(obj);
     pl_solve_answer ans = {.n = c->count};
     ans.x = pl_malloc((size_t)c->count * sizeof *ans.x);
@@ -351,7 +373,7 @@ static int solve(const ns_cols *c, const ns_in *in, const pl_sl_opts *o, double 
 }
 
 int sl_nonsplit(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, int k,
-                double bound, pl_sl_plan *out, pl_err *err)
+                double bound, const int *start, pl_sl_plan *out, pl_err *err)
 {
     ns_in in = {.sg = sg, .pf = pf};
     int M = mem_choices(sg, pf, o, in.mb, &in.unsplit_mb);
@@ -372,7 +394,7 @@ int sl_nonsplit(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *
     }
     ns_cols c;
     cols_init(&c, sg->n, k < 1 ? 1 : k, M, T, sg->n_wts);
-    int rc = solve(&c, &in, o, bound, out, err);
+    int rc = solve(&c, &in, o, bound, start, out, err);
     if (rc == 0) out->algo = PL_SL_NONSPLIT;
     free(in.rd), free(in.wr), free(in.store);
     return rc;
