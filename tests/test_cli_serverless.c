@@ -97,6 +97,11 @@ static void test_refusals(void **state)
                       "no --cluster");
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --rps 5:1",
                       "--rps wants MIN:MAX");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --nonsplit-limit 0",
+                      "--nonsplit-limit");
+    tu_expect_refusal("serverless models/gcn_cora.onnx --platform " OPENFAAS
+                      " --algo nonsplit --nonsplit-limit 1 --no-calibration -o /nonexistent/x",
+                      "-o and --run take contiguous slices");
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --algo best",
                       "--algo wants mopar");
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --codec gzip",
