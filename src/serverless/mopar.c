@@ -624,16 +624,17 @@ int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
     if (a != PL_SL_UNSPLIT) table_build(sg, pf, o, &tb);
     int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends), m;
     bool *raise = pl_calloc((size_t)sg->n + 1, sizeof *raise);
-    int *start = NULL; /* NonSplit's first incumbent: MOPAR's partition when it has few slices */
+    int *start = NULL; /* NonSplit's first incumbent, from MOPAR's partition */
     if (k <= 0 && (a == PL_SL_UNIFORM || a == PL_SL_LATENCY_DP))
         k = mopar_ends(&tb, bound * (1 + 1e-12), ends, raise); /* MOPAR's slice count */
     if (a == PL_SL_NONSPLIT) {
         int mk = mopar_ends(&tb, bound * (1 + 1e-12), ends, raise);
         k = k > 0 ? k : mk; /* MOPAR's slice count */
-        if (mk > 1 && mk <= k && mk <= SL_NONSPLIT_K_MAX) {
+        int K = k < SL_NONSPLIT_K_MAX ? k : SL_NONSPLIT_K_MAX;
+        if (mk > 1 && K > 1) { /* MOPAR's slices, consecutive ones merged into at most K */
             start = pl_malloc(((size_t)sg->n + 1) * sizeof *start);
             for (int l = 0, f = 0; l < sg->n; l++)
-                start[l] = f, f += l == ends[f];
+                start[l] = (int)((long long)f * K / mk), f += l == ends[f];
         }
     }
     memset(raise, 0, ((size_t)sg->n + 1) * sizeof *raise);
