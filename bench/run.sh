@@ -52,6 +52,12 @@ echo "== serverless (MOPAR): MOPAR and its baselines on the zoo at Lambda and Op
 "$build/bench/bench_serverless" examples/platforms/aws-lambda.json examples/platforms/openfaas.json -- models/*.onnx
 "$build/bench/bench_serverless" --slack 0.02 examples/platforms/aws-lambda.json examples/platforms/openfaas.json -- models/*.onnx | sed -n '1,/^$/p'
 echo
+echo "== serverless, paper mode (Table III): MOPAR and its baselines on the zoo's CNN, RNN, GCN and transformer models under the paper's own assumptions (examples/platforms/mopar-paper-*.json), beside the paper's figures, with its latency bound and with 2 % of slack"
+for slack in 0 0.02; do
+  "$build/bench/bench_serverless" --paper --slack $slack examples/platforms/mopar-paper-lambda.json examples/platforms/mopar-paper-openfaas.json -- \
+    models/resnet50.onnx models/vgg19.onnx models/inception_v3.onnx models/rnnlm.onnx models/gcn_cora.onnx models/bert_base.onnx models/transformer.onnx
+done
+echo
 echo "== serverless plans run for real on this machine (OpenFaaS prices, 2 % slack, cut tensors through Redis): predicted vs measured latency and bill, and the largest peak RSS over planned memory"
 /usr/bin/python3 bench/serverless_run.py "$build" models/*.onnx
 echo

@@ -122,29 +122,29 @@ static json_t *plan_json(const pl_graph *g, const pl_sl_graph *sg, const pl_sl_p
                       "in_bytes", s->in_bytes, "out_bytes", s->out_bytes, "layers", layers, "ops",
                       ops));
     }
-    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:o}", "algo", pl_sl_algo_name(p->algo),
-                     "latency_s", p->latency_s, "usd_per_request", p->usd, "usd_per_million",
-                     p->usd * 1e6, "gb_s_per_request", p->gb_s, "bytes_moved", p->bytes_moved,
-                     "slices", slices);
+    return json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:o}", "algo", pl_sl_algo_name(p->algo),
+                     "exact", p->exact, "latency_s", p->latency_s, "usd_per_request", p->usd,
+                     "usd_per_million", p->usd * 1e6, "gb_s_per_request", p->gb_s, "bytes_moved",
+                     p->bytes_moved, "slices", slices);
 }
 
 static void print_plans(const pl_sl_plan *plans, int n, const pl_sl_plan *unsplit)
 {
     pl_table *t = pl_table_new("algorithm|>slices|>latency ms|>USD per request|>USD per million|"
-                               ">GB-s per request|>moved|>cost vs unsplit");
+                               ">GB-s per request|>moved|>cost vs unsplit|exact");
     for (int a = 0; a < n; a++) {
         const pl_sl_plan *p = &plans[a];
         char b[32];
         if (!p->n) {
-            pl_table_row(t, "%s|-|-|-|-|-|-|-", pl_sl_algo_name(p->algo));
+            pl_table_row(t, "%s|-|-|-|-|-|-|-|-", pl_sl_algo_name(p->algo));
             continue;
         }
         char ratio[32] = "-";
         if (unsplit && unsplit->usd > 0)
             snprintf(ratio, sizeof ratio, "%.3fx", unsplit->usd / p->usd);
-        pl_table_row(t, "%s|%d|%.3f|%.4g|%.2f|%.4f|%s|%s", pl_sl_algo_name(p->algo), p->n,
+        pl_table_row(t, "%s|%d|%.3f|%.4g|%.2f|%.4f|%s|%s|%s", pl_sl_algo_name(p->algo), p->n,
                      p->latency_s * 1e3, p->usd, p->usd * 1e6, p->gb_s,
-                     pl_fmt_bytes(p->bytes_moved, b, sizeof b), ratio);
+                     pl_fmt_bytes(p->bytes_moved, b, sizeof b), ratio, p->exact ? "yes" : "no");
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
@@ -238,9 +238,10 @@ static json_t *run_json(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_
                                              k < p->n ? p->slices[k].time_s : NAN, "billed_s",
                                              r->fn_s[k], "onnxruntime_s", r->fn_run_s[k],
                                              "peak_rss_bytes", r->fn_rss_bytes[k]));
-    return json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:o}", "repeat", r->repeat, "latency_median_s",
-                     r->latency_median_s, "latency_p95_s", r->latency_p95_s, "bytes_through_store",
-                     r->bytes_through_store, "usd_per_request", pl_sl_run_usd(pf, p, r, o),
+    return json_pack("{s:i, s:f, s:f, s:f, s:i, s:f, s:f, s:o}", "repeat", r->repeat,
+                     "latency_median_s", r->latency_median_s, "latency_p95_s", r->latency_p95_s,
+                     "bytes_through_store", r->bytes_through_store, "ops_through_store",
+                     r->ops_through_store, "usd_per_request", pl_sl_run_usd(pf, p, r, o),
                      "predicted_latency_s", p->latency_s, "functions", fns);
 }
 

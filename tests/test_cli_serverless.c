@@ -33,6 +33,11 @@ static void check_plan(json_t *a, int n_ops)
         usd += tu_num(s, "usd"), gbs += tu_num(s, "gb_s");
     }
     assert_int_equal(ops, n_ops);
+    const char *algo = json_string_value(json_object_get(a, "algo"));
+    if (strcmp(algo, "nonsplit")) /* no front passed its cap */
+        assert_true(json_is_true(json_object_get(a, "exact")));
+    else /* CBC may stop at --nonsplit-limit unproven */
+        assert_true(json_is_boolean(json_object_get(a, "exact")));
     assert_close(tu_num(a, "usd_per_request"), usd, 1e-9);
     assert_close(tu_num(a, "gb_s_per_request"), gbs, 1e-9);
 }

@@ -12,6 +12,8 @@
 
 #define LAMBDA "examples/platforms/aws-lambda.json"
 #define OPENFAAS "examples/platforms/openfaas.json"
+#define PAPER_LAMBDA "examples/platforms/mopar-paper-lambda.json"
+#define PAPER_OPENFAAS "examples/platforms/mopar-paper-openfaas.json"
 
 static pl_platform *load(const char *path)
 {
@@ -67,10 +69,11 @@ static json_t *edited(const char *where, const char *value)
     return root;
 }
 
-/* The edited platform is refused with "FILE: " then `needle` and `problem`. */
-static void refused(const char *where, const char *value, const char *needle, const char *problem)
+/* The platform v (released here) is refused with "FILE: " then `needle` and `problem`; `where`
+ * and `value` name the edit in the failure. */
+static void refused_doc(json_t *v, const char *where, const char *value, const char *needle,
+                        const char *problem)
 {
-    json_t *v = edited(where, value);
     char path[256], want[512];
     pl_err err = {""};
     pl_platform *p = load_json(v, path, sizeof path, &err);
@@ -82,6 +85,12 @@ static void refused(const char *where, const char *value, const char *needle, co
     snprintf(want, sizeof want, "%s: %s", path, needle);
     assert_contains(err.msg, want);
     assert_contains(err.msg, problem);
+}
+
+/* `good` edited at `where` is refused so. */
+static void refused(const char *where, const char *value, const char *needle, const char *problem)
+{
+    refused_doc(edited(where, value), where, value, needle, problem);
 }
 
 /* ---- the shipped platforms ---- */
@@ -127,6 +136,99 @@ static void test_openfaas(void **state)
     assert_string_equal(p->vcpu->devs[0].model, "local-epyc-core");
     assert_close(p->vcpu->devs[0].peak_flops_per_s[PL_PREC_FP32], 110e9, 1e-12);
     pl_platform_free(p);
+}
+
+/* Paper mode: the MOPAR paper's own assumptions (docs/serverless.md, "Paper mode"), each figure
+ * as the paper states it. */
+static void check_paper_common(const pl_platform *p)
+{
+    /* §III-A2 "Costs": "$1.667 x 10^-5" per GB per second, "a price per 1 millisecond", "The
+     * minimum configuration is 128MB"; both platforms priced so (Table III) */
+    assert_close(p->usd_per_gb_s, 1.667e-5, 1e-12);
+    assert_close(p->billing_s, 1e-3, 1e-12);
+    assert_true(p->mem_min_mb == 128);
+    /* Eq. 6 prices memory x time and the network only: nothing per request */
+    assert_true(p->usd_per_request == 0);
+    /* Eq. 5-6: a slice's time does not stretch when its memory is cut to what it needs, so a
+     * 128 MB slice computes like a whole vCPU; above lambda, footnote 9's vCPUs follow memory */
+    assert_true(pl_platform_vcpus(p, 128) == 1);
+    assert_close(pl_platform_vcpus(p, 4 * p->mb_per_vcpu), 4, 1e-12);
+    /* M_gi is the layers' footprint (Eq. 1-3), no runtime added in each function */
+    assert_true(p->runtime_base_mb == 0 && p->runtime_weight_factor == 1 &&
+                p->runtime_activation_factor == 1);
+    /* 1 GB for 1 ms: 1.667e-8 USD */
+    assert_close(pl_platform_usd(p, 1024, 1e-3), 1.667e-8, 1e-12);
+}
+
+static void test_paper_lambda(void **state)
+{
+    (void)state;
+    pl_platform *p = load(PAPER_LAMBDA);
+    assert_string_equal(p->name, "mopar-paper-lambda");
+    check_paper_common(p);
+    assert_true(p->mb_per_vcpu == 1769);
+    /* no shared memory on Lambda; COM simulated "by increasing the network transmission rate"
+     * (§III-A2): the store at shared memory's rate, free */
+    assert_true(p->store.present && !p->shm.present);
+    assert_close(p->store.bandwidth_Bps, 1.7e9, 1e-12);
+    assert_close(p->store.latency_s, 20e-6, 1e-12);
+    assert_true(p->store.usd_per_gb == 0);
+    pl_platform_free(p);
+}
+
+static void test_paper_openfaas(void **state)
+{
+    (void)state;
+    pl_platform *p = load(PAPER_OPENFAAS);
+    assert_string_equal(p->name, "mopar-paper-openfaas");
+    check_paper_common(p);
+    /* Table II: 187 GB over 104 threads */
+    assert_close(p->mb_per_vcpu, 187.0 * 1024 / 104, 1e-3);
+    /* COM's tmpfs (§II-D) and Redis (§III-C), both free */
+    assert_true(p->shm.present && p->store.present);
+    assert_true(p->shm.usd_per_gb == 0 && p->store.usd_per_gb == 0);
+    pl_platform_free(p);
+}
+
+/* The store priced as a provisioned node: each SET or GET pays the hour's price over the
+ * requests it serves, nothing per GB; "serverless", the default, is the price per GB. */
+#define NODE_STORE                                                                                 \
+    "{\"bandwidth_Bps\": \"1 GB/s\", \"latency_s\": \"1 ms\", \"pricing\": \"provisioned\","       \
+    " \"usd_per_hour\": 0.36, \"requests_per_s\": 100}"
+
+static void test_store_pricing(void **state)
+{
+    (void)state;
+    char path[256];
+    pl_err err = {""};
+    json_t *v = edited("store", NODE_STORE);
+    pl_platform *p = load_json(v, path, sizeof path, &err);
+    json_decref(v);
+    if (!p) fail_msg("%s", err.msg);
+    assert_true(p->store.provisioned && p->store.usd_per_gb == 0);
+    assert_close(p->store.usd_per_hour, 0.36, 0);
+    assert_close(p->store.requests_per_s, 100, 0);
+    assert_close(p->store.usd_per_op, 0.36 / 3600 / 100, 1e-12); /* $1e-6 per SET or GET */
+    /* 4 MB in 2 requests: 2 x 1e-6, whatever the bytes */
+    assert_close(pl_transport_usd(&p->store, 4e6, 2), 2e-6, 1e-12);
+    pl_platform_free(p);
+
+    v = edited("store.pricing", "\"serverless\""); /* said, the same as the default */
+    p = load_json(v, path, sizeof path, &err);
+    json_decref(v);
+    if (!p) fail_msg("%s", err.msg);
+    assert_true(!p->store.provisioned && p->store.usd_per_op == 0);
+    assert_close(pl_transport_usd(&p->store, 4e6, 2), 4e6 / 1e9 * 0.01, 1e-12);
+    pl_platform_free(p);
+
+    /* the shipped Lambda with a provisioned node: cache.m6g.large at 1000 requests a second */
+    p = load("examples/platforms/aws-lambda-redis-node.json");
+    assert_true(p->store.provisioned && p->store.usd_per_gb == 0 && !p->shm.present);
+    assert_close(p->store.usd_per_op, 0.149 / 3600 / 1000, 1e-15);
+    pl_platform *l = load(LAMBDA); /* everything else is aws-lambda.json's */
+    assert_true(p->mb_per_vcpu == l->mb_per_vcpu && p->usd_per_gb_s == l->usd_per_gb_s &&
+                p->store.bandwidth_Bps == l->store.bandwidth_Bps && !l->store.provisioned);
+    pl_platform_free(l), pl_platform_free(p);
 }
 
 /* ---- sizes and bills, by hand ---- */
@@ -352,15 +454,53 @@ static void test_refused_transports(void **state)
     refused_all(b, sizeof b / sizeof b[0]);
 }
 
+/* The store's pricing and the fields of each, refused with the path. */
+static void test_refused_store_pricing(void **state)
+{
+    (void)state;
+    static const bad b[] = {
+        {"store.pricing", "\"hourly\"",
+         "$.store.pricing: ", "must be \"serverless\" or \"provisioned\", got \"hourly\""},
+        {"store.pricing", "3", "$.store.pricing: ", "expected a string"},
+        {"store.usd_per_hour", "0.149",
+         "$.store.usd_per_hour: ", "only with \"pricing\": \"provisioned\""},
+        {"store.requests_per_s", "1000",
+         "$.store.requests_per_s: ", "only with \"pricing\": \"provisioned\""},
+    };
+    refused_all(b, sizeof b / sizeof b[0]);
+    static const bad n[] = {
+        /* each on the provisioned store of NODE_STORE */
+        {"usd_per_gb", "0.01", "$.store.usd_per_gb: ", "bills the hour, not the bytes"},
+        {"usd_per_hour", NULL, "$.store: ", "the field \"usd_per_hour\" is missing"},
+        {"requests_per_s", NULL, "$.store: ", "the field \"requests_per_s\" is missing"},
+        {"usd_per_hour", "0", "$.store.usd_per_hour: ", "must be above 0, got 0"},
+        {"usd_per_hour", "-1", "$.store.usd_per_hour: ", "must be above 0, got -1"},
+        {"usd_per_hour", "5000", "$.store.usd_per_hour: ", "almost certainly a unit mistake"},
+        {"requests_per_s", "0", "$.store.requests_per_s: ", "must be above 0, got 0"},
+        {"requests_per_s", "\"1000/s\"", "$.store.requests_per_s: ", "expected a number"},
+        {"requests_per_s", "1e9", "$.store.requests_per_s: ", "almost certainly a unit mistake"},
+    };
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) {
+        json_t *v = edited("store", NODE_STORE), *st = json_object_get(v, "store");
+        if (n[i].value)
+            json_object_set_new(st, n[i].where, json_loads(n[i].value, JSON_DECODE_ANY, NULL));
+        else
+            json_object_del(st, n[i].where);
+        refused_doc(v, n[i].where, n[i].value, n[i].needle, n[i].problem);
+    }
+}
+
 static void test_refused_vcpu(void **state)
 {
     (void)state;
     static const bad b[] = {
         {"vcpu", NULL, "$: ", "the field \"vcpu\" is missing"},
-        /* two devices the cluster reader accepts (they have a link), refused by the platform reader
+        /* two devices the cluster reader accepts (they have a link), refused by the platform
+         * reader
          */
         {"vcpu",
-         "{\"devices\": [{\"name\": \"v\", \"model\": \"cpu-generic\", \"count\": 2}], \"links\": "
+         "{\"devices\": [{\"name\": \"v\", \"model\": \"cpu-generic\", \"count\": 2}], "
+         "\"links\": "
          "[{\"from\": \"v0\", \"to\": \"v1\", \"bandwidth_Bps\": \"1 GB/s\", \"both_ways\": "
          "true}]}",
          "$.vcpu.devices: ", "2 devices: the vcpu cluster describes exactly one"},
@@ -417,6 +557,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lambda),
         cmocka_unit_test(test_openfaas),
+        cmocka_unit_test(test_paper_lambda),
+        cmocka_unit_test(test_paper_openfaas),
+        cmocka_unit_test(test_store_pricing),
+        cmocka_unit_test(test_refused_store_pricing),
         cmocka_unit_test(test_round_mb),
         cmocka_unit_test(test_billed_s),
         cmocka_unit_test(test_vcpus),

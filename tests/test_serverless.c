@@ -20,7 +20,8 @@ static pl_platform *platform(void)
     p->mem_min_mb = 128, p->mem_max_mb = 10240, p->mem_step_mb = 1, p->mb_per_vcpu = 1769;
     p->usd_per_gb_s = 1.66667e-5, p->usd_per_request = 2e-7, p->billing_s = 1e-3;
     p->runtime_base_mb = 100, p->parallel_eff = 0.85;
-    p->store = (pl_transport){true, 1.25e9, 0.5e-3, 0.01};
+    p->store = (pl_transport){
+        .present = true, .bandwidth_Bps = 1.25e9, .latency_s = 0.5e-3, .usd_per_gb = 0.01};
     pl_err err = {""};
     p->vcpu = pl_cluster_new("vcpu");
     pl_cluster_add_device(p->vcpu, "vcpu", PL_DEV_CPU, "test");
@@ -59,17 +60,18 @@ static pl_sl_graph *random_chain(int n, uint64_t *s)
     return sg;
 }
 
-/* The cheapest partition within the unsplit latency, by trying every set of split points and
- * every slice's two memory options (as needed, raised to a whole vCPU). */
-static double brute_force(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
-                          double *latency)
+/* Calls visit(arg, p) for every partition p of sg (every set of split points, every slice's
+ * two memory options: as needed, raised to a whole vCPU) that fits and is within MOPAR's
+ * latency bound, the unsplit latency x (1 + slack). */
+static void each_partition(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                           void (*visit)(void *arg, const pl_sl_plan *p), void *arg)
 {
     int n = sg->n, ends[16];
     bool raise[16];
     pl_sl_plan u;
     ends[0] = n - 1;
     assert_int_equal(pl_sl_price(sg, pf, o, ends, NULL, 1, &u), 0);
-    double bound = u.latency_s * (1 + o->latency_slack), best = INFINITY;
+    double bound = u.latency_s * (1 + o->latency_slack);
     pl_sl_plan_free(&u);
     for (unsigned mask = 0; mask < 1u << (n - 1); mask++) {
         int m = 0;
@@ -81,12 +83,30 @@ static double brute_force(const pl_sl_graph *sg, const pl_platform *pf, const pl
                 raise[k] = up >> k & 1;
             pl_sl_plan p;
             if (pl_sl_price(sg, pf, o, ends, raise, m, &p) < 0) continue;
-            if (p.latency_s <= bound * (1 + 1e-12) && p.usd < best)
-                best = p.usd, *latency = p.latency_s;
+            if (p.latency_s <= bound * (1 + 1e-12)) visit(arg, &p);
             pl_sl_plan_free(&p);
         }
     }
-    return best;
+}
+
+typedef struct cheapest {
+    double usd, latency_s;
+} cheapest;
+
+static void keep_cheapest(void *arg, const pl_sl_plan *p)
+{
+    cheapest *c = arg;
+    if (p->usd < c->usd) c->usd = p->usd, c->latency_s = p->latency_s;
+}
+
+/* The cheapest partition within the unsplit latency, by trying every one. */
+static double brute_force(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                          double *latency)
+{
+    cheapest c = {INFINITY, 0};
+    each_partition(sg, pf, o, keep_cheapest, &c);
+    *latency = c.latency_s;
+    return c.usd;
 }
 
 static void platform_free(pl_platform *p)
@@ -104,7 +124,8 @@ static void test_dp_equals_brute_force(void **state)
 {
     (void)state;
     pl_platform *pf = platform();
-    pf->store.usd_per_gb = 0; /* transfers cost time only, as on a store billed by the hour */
+    /* a store billed by the hour: each SET or GET pays a share of it, whatever its bytes */
+    pf->store.usd_per_gb = 0, pf->store.provisioned = true, pf->store.usd_per_op = 4.14e-8;
     uint64_t s = 7;
     int split = 0;
     for (int n = 1; n <= 12; n++)
@@ -269,6 +290,134 @@ static void test_bill_by_hand(void **state)
     assert_close(p.bytes_moved, 8e6, 0);
     pl_sl_plan_free(&p);
     pl_sl_free(sg);
+    platform_free(pf);
+}
+
+/* The store's share of a plan's bill, by hand, under both pricings. Layer 0 writes a 4 MB
+ * tensor read by layers 1 and 2, each its own slice: one SET (slice 0) and two GETs (slices 1
+ * and 2), 12 MB moved. Serverless, $0.01 per GB: 0.004 GB x 0.01 = $4e-5 per SET or GET,
+ * $1.2e-4 in all. A provisioned node at $0.36 an hour serving 100 requests a second: 0.36 /
+ * 3600 / 100 = $1e-6 per SET or GET whatever its bytes, $3e-6 in all. The rest of the bill
+ * (memory, requests) is the same plan's with the store free. The DP's table prices the same
+ * counts (MOPAR's plan with the cut forced by memory equals pl_sl_price's). */
+static void test_store_bill_by_hand(void **state)
+{
+    (void)state;
+    pl_platform *pf = platform();
+    pl_sl_graph *sg = pl_sl_new(3, 1);
+    for (int l = 0; l < 3; l++) /* two layers' weights do not fit 10240 MB */
+        sg->layers[l].weight_mb = 6000, sg->layers[l].mem_mb = 10, sg->layers[l].t1_s = 0.1;
+    tensor(sg, 0, 0, 4e6, 2, (int[]){1, 2});
+    pl_sl_opts o = {.codec_cost = {1, 0, 0}};
+    int ends[] = {0, 1, 2};
+    pl_sl_plan free_store, serverless, node, mopar;
+    pf->store.usd_per_gb = 0;
+    assert_int_equal(pl_sl_price(sg, pf, &o, ends, NULL, 3, &free_store), 0);
+    pf->store.usd_per_gb = 0.01;
+    assert_int_equal(pl_sl_price(sg, pf, &o, ends, NULL, 3, &serverless), 0);
+    assert_close(serverless.usd - free_store.usd, 3 * 4e-5, 1e-9);
+    assert_close(serverless.slices[0].usd - free_store.slices[0].usd, 4e-5, 1e-9);
+    assert_close(serverless.slices[2].usd - free_store.slices[2].usd, 4e-5, 1e-9);
+    pf->store.usd_per_gb = 0, pf->store.provisioned = true;
+    pf->store.usd_per_hour = 0.36, pf->store.requests_per_s = 100;
+    pf->store.usd_per_op = 0.36 / 3600 / 100;
+    assert_int_equal(pl_sl_price(sg, pf, &o, ends, NULL, 3, &node), 0);
+    assert_close(node.usd - free_store.usd, 3e-6, 1e-9);
+    for (int k = 0; k < 3; k++)
+        assert_close(node.slices[k].usd - free_store.slices[k].usd, 1e-6, 1e-9);
+    assert_close(node.latency_s, serverless.latency_s, 0); /* the price, not the time */
+    pl_err err = {""};
+    if (pl_sl_plan_make(sg, pf, &o, PL_SL_MOPAR, 0, &mopar, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(mopar.n, 3);
+    assert_close(mopar.usd, node.usd, 1e-12);
+    /* a measured run: 12 MB in 3 requests through the node */
+    double fn_s[] = {0, 0, 0};
+    pl_sl_run_result r = {
+        .n = 3, .fn_s = fn_s, .bytes_through_store = 12e6, .ops_through_store = 3};
+    assert_close(pl_sl_run_usd(pf, &node, &r, &o), 3 * 2e-7 + 3e-6, 1e-12);
+    pl_sl_plan_free(&free_store), pl_sl_plan_free(&serverless), pl_sl_plan_free(&node);
+    pl_sl_plan_free(&mopar);
+    pl_sl_free(sg);
+    platform_free(pf);
+}
+
+typedef struct points {
+    double usd[4096], time[4096];
+    int n;
+} points;
+
+static void keep_point(void *arg, const pl_sl_plan *p)
+{
+    points *x = arg;
+    if (x->n < 4096) x->usd[x->n] = p->usd, x->time[x->n++] = p->latency_s;
+}
+
+/* The size of the Pareto front of every partition of sg within MOPAR's latency bound: the
+ * labels the DP's last front holds uncapped (no point beaten on both bill and latency, one of
+ * equal points). */
+static int front_size(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o)
+{
+    points *x = calloc(1, sizeof *x);
+    each_partition(sg, pf, o, keep_point, x);
+    int front = 0;
+    for (int a = 0; a < x->n; a++) {
+        bool beaten = false;
+        for (int b = 0; b < x->n && !beaten; b++)
+            beaten = (x->usd[b] <= x->usd[a] && x->time[b] < x->time[a]) ||
+                     (x->usd[b] < x->usd[a] && x->time[b] <= x->time[a]) ||
+                     (b < a && x->usd[b] == x->usd[a] && x->time[b] == x->time[a]);
+        front += !beaten;
+    }
+    free(x);
+    return front;
+}
+
+/* Issue 30: MOPAR's DP says whether it was exact. On ten random chains of six layers (50 % slack),
+ * each whose last front, counted by trying every partition, holds more than two labels makes
+ * the DP with fronts capped at two thin it: that plan says exact false, costs no less than the
+ * uncapped plan, and the uncapped plan says true; latency-dp taking its slice count from the
+ * capped DP says false too, and given the count (its own search, exact) true. */
+static void test_dp_exact(void **state)
+{
+    (void)state;
+    pl_platform *pf = platform();
+    /* a whole vCPU in every function, as on OpenFaaS: a slice's time does not follow its
+     * memory, so each cut trades its transfers' time for memory held only where needed and the
+     * fronts grow (below a vCPU a cut only adds time and requests: fronts of one or two);
+     * transfers free, or every cut would cost more than it saves */
+    pf->min_vcpus = 1, pf->store.usd_per_gb = 0;
+    pl_sl_opts o = {.codec_cost = {1, 0, 0}, .latency_slack = 0.5};
+    pl_err err = {""};
+    int found = 0;
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        uint64_t s = seed;
+        pl_sl_graph *sg = random_chain(6, &s);
+        pl_sl_plan exact, capped, other;
+        o.front_cap = 0;
+        if (pl_sl_plan_make(sg, pf, &o, PL_SL_MOPAR, 0, &exact, &err) < 0) fail_msg("%s", err.msg);
+        assert_true(exact.exact); /* 6 layers: far below 4096 labels a front */
+        if (front_size(sg, pf, &o) > 2) {
+            found++;
+            o.front_cap = 2;
+            if (pl_sl_plan_make(sg, pf, &o, PL_SL_MOPAR, 0, &capped, &err) < 0)
+                fail_msg("%s", err.msg);
+            assert_false(capped.exact);
+            assert_true(capped.usd >= exact.usd * (1 - 1e-12));
+            pl_sl_plan_free(&capped);
+            if (pl_sl_plan_make(sg, pf, &o, PL_SL_LATENCY_DP, 0, &other, &err) < 0)
+                fail_msg("%s", err.msg);
+            assert_false(other.exact);
+            pl_sl_plan_free(&other);
+            if (pl_sl_plan_make(sg, pf, &o, PL_SL_LATENCY_DP, 2, &other, &err) < 0)
+                fail_msg("%s", err.msg);
+            assert_true(other.exact);
+            pl_sl_plan_free(&other);
+        }
+        pl_sl_plan_free(&exact);
+        pl_sl_free(sg);
+    }
+    print_message("    %d of 10 chains have a last front of more than two labels\n", found);
+    assert_true(found > 0);
     platform_free(pf);
 }
 
@@ -466,7 +615,7 @@ static void test_transport(void **state)
     pl_platform *pf = platform();
     pl_sl_opts o = {.shm = true};
     assert_ptr_equal(pl_sl_transport(pf, &o), &pf->store); /* no shared memory offered */
-    pf->shm = (pl_transport){true, 1.7e9, 20e-6, 0};
+    pf->shm = (pl_transport){.present = true, .bandwidth_Bps = 1.7e9, .latency_s = 20e-6};
     assert_ptr_equal(pl_sl_transport(pf, &o), &pf->shm);
     o.shm = false;
     assert_ptr_equal(pl_sl_transport(pf, &o), &pf->store);
@@ -560,6 +709,7 @@ static pl_platform *two_sizes(void)
 {
     pl_platform *p = platform();
     p->mem_min_mb = 1024, p->mem_max_mb = 2048, p->mem_step_mb = 1024, p->billing_s = 1e-9;
+    p->store.usd_per_op = 2e-8; /* and a price per write or read, as a provisioned node's */
     return p;
 }
 
@@ -727,6 +877,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dp_equals_brute_force),
+        cmocka_unit_test(test_store_bill_by_hand),
+        cmocka_unit_test(test_dp_exact),
         cmocka_unit_test(test_latency_dp_equals_brute_force),
         cmocka_unit_test(test_node_elimination),
         cmocka_unit_test(test_fork_and_edge_elimination),

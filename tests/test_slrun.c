@@ -29,6 +29,7 @@
 
 static char split_dir[64];
 static double manifest_bytes; /* cross-slice bytes: each tensor written once, read per reader */
+static int manifest_ops;      /* their SETs and GETs: one write, one read per reader */
 
 /* redis-server on PATH; the tests skip without it. */
 static bool have_redis(void)
@@ -39,7 +40,7 @@ static bool have_redis(void)
 }
 
 /* The manifest's tensors between slices: bytes x (1 write + one read per reader). */
-static double cross_bytes(const char *dir)
+static double cross_bytes(const char *dir, int *ops)
 {
     char path[128];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
@@ -55,6 +56,7 @@ static double cross_bytes(const char *dir)
         double b = json_number_value(json_object_get(o, "bytes"));
         assert_true(b > 0);
         sum += b * (double)(readers ? 1 + readers : 0);
+        *ops += readers ? 1 + (int)readers : 0;
     }
     json_decref(m);
     return sum;
@@ -79,7 +81,7 @@ static int setup(void **state)
     }
     int n = s.n;
     pl_stages_free(&s), pl_plan_free(p), pl_graph_free(g);
-    manifest_bytes = cross_bytes(split_dir);
+    manifest_bytes = cross_bytes(split_dir, &manifest_ops);
     return n == 3 ? 0 : -1;
 }
 
@@ -217,6 +219,7 @@ static void test_matches_whole_model(void **state)
     assert_int_equal(r.n, 3);
     assert_int_equal(r.repeat, 10);
     assert_close(r.bytes_through_store, manifest_bytes, 1e-12);
+    assert_int_equal(r.ops_through_store, manifest_ops);
     assert_true(r.latency_median_s > 0 && r.latency_p95_s >= r.latency_median_s);
     for (int j = 0; j < r.n; j++) {
         assert_true(r.fn_run_s[j] > 0 && r.fn_s[j] >= r.fn_run_s[j]);
@@ -254,6 +257,7 @@ static void test_shared_memory(void **state)
     pl_sl_run_result r;
     if (pl_sl_run(split_dir, &o, &r, &err) < 0) fail_msg("%s", err.msg);
     assert_close(r.bytes_through_store, manifest_bytes, 1e-12);
+    assert_int_equal(r.ops_through_store, manifest_ops);
     check_against_whole(&r, keep);
     pl_sl_run_result_free(&r);
     assert_int_equal(children(-1), 0);
@@ -273,6 +277,7 @@ static void test_own_server_is_stopped(void **state)
     pl_sl_run_result r;
     if (pl_sl_run(split_dir, &o, &r, &err) < 0) fail_msg("%s", err.msg);
     assert_close(r.bytes_through_store, manifest_bytes, 1e-12);
+    assert_int_equal(r.ops_through_store, manifest_ops);
     pl_sl_run_result_free(&r);
     assert_int_equal(children(-1), 0);
 }

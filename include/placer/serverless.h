@@ -17,12 +17,13 @@
  * fastest of 1 .. its whole vCPUs), plus, per cut tensor it reads or writes, the transport's
  * latency + bytes / ratio / bandwidth + the codec's time; its bill is memory (GB) x its time
  * rounded up to billing_s x usd_per_gb_s + usd_per_request + the bytes it moves / ratio x the
- * transport's usd_per_gb. A plan's latency is the sum of its slices' times (one after the
- * other), its bill the sum of theirs. A plan that does not fit is an error; a plan that is
- * slower than the unsplit model is a result (MOPAR refuses it only as its latency bound says).
- * Units: bytes and seconds inside; the platform's MB (a MiB) and GB only at the edges, in the
- * platform file's *_mb fields, the slices' *_mb fields and printed tables (the constants
- * below say which GB each price means; docs/serverless.md, "The bill").
+ * transport's usd_per_gb + the writes and reads it makes x the transport's usd_per_op. A plan's
+ * latency is the sum of its slices' times (one after the other), its bill the sum of theirs. A plan
+ * that does not fit is an error; a plan that is slower than the unsplit model is a result (MOPAR
+ * refuses it only as its latency bound says). Units: bytes and seconds inside; the platform's MB (a
+ * MiB) and GB only at the edges, in the platform file's *_mb fields, the slices' *_mb fields and
+ * printed tables (the constants below say which GB each price means; docs/serverless.md, "The
+ * bill").
  *
  * Ownership and failure: a function returning a pointer gives the caller what it frees with
  * the matching _free (NULL on failure, err set); a struct filled through a pointer is the
@@ -48,7 +49,13 @@ typedef struct pl_transport {
     bool present;         /* the platform offers it */
     double bandwidth_Bps; /* bytes per second, one way */
     double latency_s;     /* per transfer (a PUT or a GET, a write or a read) */
-    double usd_per_gb;    /* price of each GB moved (0 for shared memory) */
+    double usd_per_gb;    /* price of each GB moved (0 for shared memory and a provisioned store) */
+    /* A store priced as a provisioned node ("pricing": "provisioned") bills the hour, not the
+       bytes: each write or read pays usd_per_op = usd_per_hour / 3600 / requests_per_s, the
+       node's price spread over the requests it serves at the stated rate. 0 otherwise. */
+    bool provisioned;
+    double usd_per_hour, requests_per_s;
+    double usd_per_op;
 } pl_transport;
 
 typedef struct pl_platform {
@@ -86,6 +93,11 @@ typedef struct pl_platform {
  * serverless platform gives one function more (Lambda 6), so more is a unit mistake, and it
  * keeps a parallel degree (at most the vCPUs) a small int. */
 #define PL_PLATFORM_VCPUS_MAX 1024
+
+/* What moving `bytes` bytes (after any codec) in `ops` writes and reads through x costs:
+ * bytes / 10^9 x usd_per_gb + ops x usd_per_op. The one price every bill of a transport uses.
+ * ops >= 0; bytes may be a rounding error below zero (above -1), priced as it is. */
+double pl_transport_usd(const pl_transport *x, double bytes, double ops);
 
 /* Reads placer-platform/1. A malformed file gives "FILE: FIELD: PROBLEM". */
 pl_platform *pl_platform_load(const char *path, pl_err *err);
@@ -228,8 +240,14 @@ typedef struct pl_sl_opts {
                                  paper's, allows no slower plan */
     pl_codec codec;           /* how cut tensors are compressed */
     pl_codec_cost codec_cost; /* its ratio and times (PL_CODEC_NONE: 1, 0, 0) */
+    int front_cap;            /* the most labels a front of MOPAR's DP keeps (0:
+                                 PL_SL_FRONT_CAP; 1 counts as 2) */
     double nonsplit_limit_s;  /* CBC's wall-clock limit on NonSplit's program (0: 10 s) */
 } pl_sl_opts;
+
+/* The labels a Pareto front of MOPAR's DP keeps at most by default: beyond it, evenly spaced
+ * ones along the front, and the plan is no longer exact (pl_sl_plan.exact). */
+#define PL_SL_FRONT_CAP 4096
 
 typedef struct pl_sl_slice {
     int first, last;          /* layers [first, last] */
@@ -255,6 +273,10 @@ typedef struct pl_sl_plan {
     double usd;       /* per request */
     double gb_s;      /* per request */
     double bytes_moved;
+    bool exact; /* the algorithm's search was not cut short: false when a Pareto front of
+                   MOPAR's DP (the one that chose this plan or its slice count) passed its
+                   cap and was thinned (pl_sl_opts.front_cap), or when CBC stopped NonSplit's
+                   program at its limit unproven; true for pl_sl_price's */
     int *fn_of; /* NONSPLIT: each layer's slice (slices need not be contiguous; first and last
                    are then its lowest and highest layer); NULL: slice k is [first, last] */
 } pl_sl_plan;
@@ -375,6 +397,8 @@ typedef struct pl_sl_run_result {
     double *fn_rss_bytes;        /* [n] peak RSS of its worker process (VmHWM), node included */
     double bytes_through_store;  /* per request: tensor bytes SET plus bytes GET (with shm:
                                     written plus read through shared memory) */
+    int ops_through_store;       /* per request: the SETs plus the GETs (with shm: the writes
+                                    plus the reads) */
     struct pl_ort_file *tensors; /* with keep_dir: the graph inputs (made) and outputs */
     int n_tensors;
 } pl_sl_run_result;
@@ -389,8 +413,8 @@ void pl_sl_run_result_free(pl_sl_run_result *r);
 /* The bill of one measured request of plan p (what `serverless --run` reports beside the
  * plan's predicted p->usd): for each slice k < min(p->n, r->n), pl_platform_usd of its memory
  * p->slices[k].mem_mb for its measured billed duration r->fn_s[k] (request price included),
- * plus r->bytes_through_store at the price per GB of the transport o chooses
- * (pl_sl_transport). USD; reads its arguments only. */
+ * plus r->bytes_through_store in r->ops_through_store writes and reads at the price of the
+ * transport o chooses (pl_sl_transport, pl_transport_usd). USD; reads its arguments only. */
 double pl_sl_run_usd(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,
                      const pl_sl_opts *o);
 

@@ -202,7 +202,7 @@ static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, 
     s->gb_s = mem_bytes / PL_PLATFORM_GB_S_BYTES * s->billed_s;
     double moved_bytes = (sp->in_bytes + sp->out_bytes) / ratio_of(o);
     s->usd = pl_platform_usd(pf, s->mem_mb, s->time_s) +
-             moved_bytes / PL_TRANSPORT_GB_BYTES * x->usd_per_gb;
+             pl_transport_usd(x, moved_bytes, sp->n_in + sp->n_out);
     return 0;
 }
 
@@ -219,7 +219,7 @@ int pl_sl_price(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *
 {
     memset(out, 0, sizeof *out);
     out->slices = pl_calloc((size_t)n + 1, sizeof *out->slices);
-    out->n = n;
+    out->n = n, out->exact = true; /* a partition given, no search to cut short */
     for (int k = 0, first = 0; k < n; first = ends[k++] + 1) {
         pl_sl_slice *s = &out->slices[k];
         if (price_slice(sg, pf, o, first, ends[k], raise && raise[k], s) < 0)
@@ -268,7 +268,7 @@ int sl_price_set(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts 
     s->billed_s = pl_platform_billed_s(pf, s->time_s);
     s->gb_s = mem_bytes / PL_PLATFORM_GB_S_BYTES * s->billed_s;
     s->usd = pl_platform_usd(pf, mem_mb, s->time_s) +
-             (sp.in_bytes + sp.out_bytes) / ratio_of(o) / PL_TRANSPORT_GB_BYTES * x->usd_per_gb;
+             pl_transport_usd(x, (sp.in_bytes + sp.out_bytes) / ratio_of(o), sp.n_in + sp.n_out);
     return 0;
 }
 
@@ -279,7 +279,7 @@ int pl_sl_price_sets(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_o
     out->slices = pl_calloc((size_t)n + 1, sizeof *out->slices);
     out->fn_of = pl_malloc(((size_t)sg->n + 1) * sizeof *out->fn_of);
     memcpy(out->fn_of, fn_of, (size_t)sg->n * sizeof *fn_of);
-    out->n = n;
+    out->n = n, out->exact = true; /* priced as given */
     for (int k = 0; k < n; k++) {
         pl_sl_slice *s = &out->slices[k];
         if (sl_price_set(sg, pf, o, fn_of, k, mem_mb[k], s) < 0) return pl_sl_plan_free(out), -1;
@@ -458,10 +458,9 @@ static void push(front *f, label l)
     f->l[f->n++] = l;
 }
 
-enum { FRONT_CAP = 4096 };
-
-/* The Pareto DP: fronts[j] holds the partitions of layers [0, j] within the latency bound. */
-static void mopar_fronts(const table *tb, double bound, front *fronts, bool *exact)
+/* The Pareto DP: fronts[j] holds the partitions of layers [0, j] within the latency bound,
+ * each front at most `cap` labels. */
+static void mopar_fronts(const table *tb, double bound, int cap, front *fronts, bool *exact)
 {
     int n = tb->n;
     for (int j = 0; j < n; j++) {
@@ -480,7 +479,7 @@ static void mopar_fronts(const table *tb, double bound, front *fronts, bool *exa
                     if (l.time_s <= bound) push(f, l);
                 }
             }
-        prune(f, FRONT_CAP, exact);
+        prune(f, cap, exact);
     }
 }
 
@@ -502,12 +501,14 @@ static int backtrack(const front *fronts, int n, int *ends, bool *raise)
     return m;
 }
 
-static int mopar_ends(const table *tb, double bound, int *ends, bool *raise)
+/* MOPAR's slice ends; *exact cleared when a front passed its cap (o->front_cap). */
+static int mopar_ends(const table *tb, double bound, const pl_sl_opts *o, int *ends, bool *raise,
+                      bool *exact)
 {
-    int n = tb->n;
+    /* prune spaces the labels it keeps from the first to the last: two at least */
+    int n = tb->n, cap = o->front_cap <= 0 ? PL_SL_FRONT_CAP : o->front_cap < 2 ? 2 : o->front_cap;
     front *fronts = pl_calloc((size_t)n + 1, sizeof *fronts);
-    bool exact = true;
-    mopar_fronts(tb, bound, fronts, &exact);
+    mopar_fronts(tb, bound, cap, fronts, exact);
     int m = fronts[n - 1].n ? backtrack(fronts, n, ends, raise) : 0;
     for (int j = 0; j < n; j++)
         free(fronts[j].l);
@@ -582,8 +583,8 @@ double sl_latency_bound(const pl_sl_graph *sg, const pl_platform *pf, const pl_s
 
 /* The slice ends (and memory options) algorithm a chooses; their count, 0 when none fits.
  * Unsplit and uniform take the memory their slices need, as MOPAR's paper deploys them. */
-static int ends_of(const pl_sl_graph *sg, const table *tb, pl_sl_algo a, int k, double bound,
-                   int *ends, bool *raise)
+static int ends_of(const pl_sl_graph *sg, const table *tb, const pl_sl_opts *o, pl_sl_algo a, int k,
+                   double bound, int *ends, bool *raise, bool *exact)
 {
     switch (a) {
     case PL_SL_UNSPLIT:
@@ -594,7 +595,7 @@ static int ends_of(const pl_sl_graph *sg, const table *tb, pl_sl_algo a, int k, 
     case PL_SL_LATENCY_DP:
         return latency_ends(tb, k, ends, raise);
     default:
-        return mopar_ends(tb, bound, ends, raise);
+        return mopar_ends(tb, bound, o, ends, raise, exact);
     }
 }
 
@@ -623,12 +624,12 @@ int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
     table tb = {0};
     if (a != PL_SL_UNSPLIT) table_build(sg, pf, o, &tb);
     int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends), m;
-    bool *raise = pl_calloc((size_t)sg->n + 1, sizeof *raise);
+    bool *raise = pl_calloc((size_t)sg->n + 1, sizeof *raise), exact = true;
     int *start = NULL; /* NonSplit's first incumbent, from MOPAR's partition */
-    if (k <= 0 && (a == PL_SL_UNIFORM || a == PL_SL_LATENCY_DP))
-        k = mopar_ends(&tb, bound * (1 + 1e-12), ends, raise); /* MOPAR's slice count */
+    if (k <= 0 && (a == PL_SL_UNIFORM || a == PL_SL_LATENCY_DP)) /* MOPAR's slice count */
+        k = mopar_ends(&tb, bound * (1 + 1e-12), o, ends, raise, &exact);
     if (a == PL_SL_NONSPLIT) {
-        int mk = mopar_ends(&tb, bound * (1 + 1e-12), ends, raise);
+        int mk = mopar_ends(&tb, bound * (1 + 1e-12), o, ends, raise, &exact);
         k = k > 0 ? k : mk; /* MOPAR's slice count */
         int K = k < SL_NONSPLIT_K_MAX ? k : SL_NONSPLIT_K_MAX;
         if (mk > 1 && K > 1) { /* MOPAR's slices, consecutive ones merged into at most K */
@@ -645,10 +646,10 @@ int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
         free(start);
         return rc;
     }
-    m = ends_of(sg, &tb, a, k, bound * (1 + 1e-12), ends, raise);
+    m = ends_of(sg, &tb, o, a, k, bound * (1 + 1e-12), ends, raise, &exact);
     int rc = m > 0 ? pl_sl_price(sg, pf, o, ends, raise, m, out) : -1;
     if (rc == 0)
-        out->algo = a;
+        out->algo = a, out->exact = exact;
     else
         pl_err_set(err, "%s: no partition into functions of at most %.0f MB fits",
                    pl_sl_algo_name(a), pf->mem_max_mb);

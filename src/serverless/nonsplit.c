@@ -368,6 +368,8 @@ static int solve(const ns_cols *c, const ns_in *in, const pl_sl_opts *o, double 
                         c->K, NS_LIMIT_S);
     else if (read_plan(c, in, ans.x, o, out) < 0)
         rc = pl_err_set(err, "nonsplit: CBC's plan does not fit its functions' memory");
+    else
+        out->exact = ans.status == PL_SOLVE_OPTIMAL; /* else stopped at its limit, unproven */
     free(ans.x);
     return rc;
 }
@@ -390,7 +392,7 @@ int sl_nonsplit(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *
     for (int t = 0; t < T; t++) {
         in.rd[t] = sl_move_s(x, o, sg->tensors[t].bytes, false);
         in.wr[t] = sl_move_s(x, o, sg->tensors[t].bytes, true);
-        in.store[t] = sg->tensors[t].bytes / ratio / PL_TRANSPORT_GB_BYTES * x->usd_per_gb;
+        in.store[t] = pl_transport_usd(x, sg->tensors[t].bytes / ratio, 1); /* one op */
     }
     ns_cols c;
     cols_init(&c, sg->n, k < 1 ? 1 : k, M, T, sg->n_wts);

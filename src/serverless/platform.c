@@ -23,7 +23,12 @@
 #define MB_MAX 1e7           /* 10 TB of memory in one function */
 #define USD_PER_GB_S_MAX 1.0 /* $3,600 per GB-hour */
 #define USD_PER_REQUEST_MAX 1.0
-#define USD_PER_GB_MAX 100.0   /* per GB moved */
+#define USD_PER_GB_MAX 100.0 /* per GB moved */
+/* A provisioned store: the largest ElastiCache nodes cost a few dollars an hour, and one Redis
+ * node serves of the order of 10^5 requests a second; a hundred times either is a unit mistake
+ * (a price per month, a rate per hour). */
+#define USD_PER_HOUR_MAX 1000.0
+#define REQUESTS_PER_S_MAX 1e7
 #define BILLING_MAX_S 3600.0   /* granularity: platforms bill per ms, per 100 ms, per s */
 #define COLD_START_MAX_S 600.0 /* a function that needs ten minutes to start is not one */
 /* A duration within one part in 10^9 of a multiple of the billing granularity bills as that
@@ -175,13 +180,49 @@ static int read_figures(const pl_json *root, pl_platform *p, pl_err *err)
     return 0;
 }
 
+/* A field that belongs to the other pricing of a store is refused, not ignored: a provisioned
+ * node with a usd_per_gb left over would be priced as if it had none. */
+static int refuse_other(const pl_json *o, const char *field, const char *why, pl_err *err)
+{
+    return pl_json_has(o, field) ? fail_field(o, field, err, "%s", why) : 0;
+}
+
+/* The store's price: "pricing" "serverless" (the default: usd_per_gb per GB written or read)
+ * or "provisioned" (a node's usd_per_hour at requests_per_s: usd_per_op per write or read). */
+static int read_store_price(const pl_json *o, pl_transport *t, pl_err *err)
+{
+    const char *pricing = "serverless";
+    if (pl_json_has(o, "pricing") && pl_json_string(o, "pricing", &pricing, err) < 0) return -1;
+    if (!strcmp(pricing, "serverless")) {
+        static const char why[] = "only with \"pricing\": \"provisioned\"";
+        if (refuse_other(o, "usd_per_hour", why, err) < 0 ||
+            refuse_other(o, "requests_per_s", why, err) < 0)
+            return -1;
+        return read_number(o, "usd_per_gb", 0, false, USD_PER_GB_MAX, &t->usd_per_gb, err);
+    }
+    if (strcmp(pricing, "provisioned"))
+        return fail_field(o, "pricing", err,
+                          "must be \"serverless\" or \"provisioned\", got \"%s\"", pricing);
+    if (refuse_other(o, "usd_per_gb",
+                     "a provisioned node bills the hour, not the bytes (\"pricing\": "
+                     "\"serverless\" has usd_per_gb)",
+                     err) < 0 ||
+        read_number(o, "usd_per_hour", 0, true, USD_PER_HOUR_MAX, &t->usd_per_hour, err) < 0 ||
+        read_number(o, "requests_per_s", 0, true, REQUESTS_PER_S_MAX, &t->requests_per_s, err) < 0)
+        return -1;
+    t->provisioned = true;
+    t->usd_per_op = t->usd_per_hour / 3600 / t->requests_per_s;
+    return 0;
+}
+
 /* "store" (priced) or "shared_memory" (free): optional; bandwidth_Bps and latency_s are read
  * and checked as a cluster file's link, and both are required here. */
 static int read_transport(const pl_json *root, const char *field, bool priced, pl_transport *t,
                           pl_err *err)
 {
-    static const char *const store_fields[] = {"bandwidth_Bps", "latency_s", "usd_per_gb",
-                                               "description",   "source",    NULL};
+    static const char *const store_fields[] = {"bandwidth_Bps", "latency_s",    "pricing",
+                                               "usd_per_gb",    "usd_per_hour", "requests_per_s",
+                                               "description",   "source",       NULL};
     static const char *const shm_fields[] = {"bandwidth_Bps", "latency_s", "description", "source",
                                              NULL};
     pl_json o;
@@ -191,8 +232,7 @@ static int read_transport(const pl_json *root, const char *field, bool priced, p
     if (!pl_json_has(&o, "latency_s"))
         return pl_json_fail(&o, err, "the field \"latency_s\" is missing");
     if (pl_cluster_read_link_figures(&o, &t->bandwidth_Bps, &t->latency_s, err) < 0 ||
-        (priced &&
-         read_number(&o, "usd_per_gb", 0, false, USD_PER_GB_MAX, &t->usd_per_gb, err) < 0))
+        (priced && read_store_price(&o, t, err) < 0))
         return -1;
     t->present = true;
     return 0;
@@ -320,6 +360,14 @@ double pl_platform_usd(const pl_platform *p, double mb, double s)
     return gb * pl_platform_billed_s(p, s) * p->usd_per_gb_s + p->usd_per_request;
 }
 
+double pl_transport_usd(const pl_transport *x, double bytes, double ops)
+{
+    /* the DP's running sums add and take away a slice's tensors, which may leave a rounding
+     * error of a fraction of a byte below zero */
+    PL_ASSERT(x && bytes > -1 && ops >= 0);
+    return bytes / PL_TRANSPORT_GB_BYTES * x->usd_per_gb + ops * x->usd_per_op;
+}
+
 double pl_sl_run_usd(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run_result *r,
                      const pl_sl_opts *o)
 {
@@ -327,5 +375,6 @@ double pl_sl_run_usd(const pl_platform *pf, const pl_sl_plan *p, const pl_sl_run
     double usd = 0;
     for (int k = 0; k < p->n && k < r->n; k++)
         usd += pl_platform_usd(pf, p->slices[k].mem_mb, r->fn_s[k]);
-    return usd + r->bytes_through_store / 1e9 * pl_sl_transport(pf, o)->usd_per_gb;
+    return usd +
+           pl_transport_usd(pl_sl_transport(pf, o), r->bytes_through_store, r->ops_through_store);
 }

@@ -392,6 +392,7 @@ typedef struct sl_run {
     pl_ort_file *last_out; /* the last request's graph outputs */
     int n_last_out;
     double bytes;     /* through the store, in the last request */
+    int ops;          /* its SETs and GETs (writes and reads with shm) */
     pl_ort_file *shm; /* with o->shm: this request's tensors, each a file in dir */
     int n_shm;
 } sl_run;
@@ -459,12 +460,11 @@ static int fetch_inputs(sl_run *x, int j, int req, pl_ort_file *in, int *n_in, p
         snprintf(key, sizeof key, "%s:%d:%s", x->ns, req, s->in[i].tensor);
         snprintf(path, sizeof path, "%s/in%d.bin", s->dir, i);
         t->name = pl_strdup(s->in[i].tensor);
-        if (x->o->shm) {
-            if (shm_get(x, s->in[i].tensor, t, err) < 0) return -1;
-            continue;
-        }
-        t->path = pl_strdup(path);
-        if (get_tensor(x->store, key, t, &x->bytes, err) < 0) return -1;
+        if (!x->o->shm) t->path = pl_strdup(path);
+        if (x->o->shm ? shm_get(x, s->in[i].tensor, t, err) < 0
+                      : get_tensor(x->store, key, t, &x->bytes, err) < 0)
+            return -1;
+        x->ops++;
     }
     return 0;
 }
@@ -504,6 +504,7 @@ static int send_outputs(sl_run *x, int j, int req, pl_ort_file *out, int n, pl_e
         if (x->o->shm ? shm_put(x, req, &out[k], err) < 0
                       : put_tensor(x->store, key, &out[k], &x->bytes, err) < 0)
             return -1;
+        x->ops++;
     }
     return 0;
 }
@@ -576,7 +577,7 @@ static void free_answer(sl_run *x)
 /* One request through every slice; its keys are deleted when it is done. */
 static int request(sl_run *x, int req, bool timed, int t, double *latency, pl_err *err)
 {
-    x->bytes = 0;
+    x->bytes = 0, x->ops = 0;
     free_answer(x);
     double t0 = pl_now();
     for (int j = 0; j < x->m.n; j++) {
@@ -625,7 +626,7 @@ static void summarize(sl_run *x, double *lat, int repeat, pl_sl_run_result *r)
         r->fn_run_s[j] = pl_median(x->sl[j].run_s, repeat);
         r->fn_rss_bytes[j] = peak_rss(pl_ort_pid(x->sl[j].w));
     }
-    r->bytes_through_store = x->bytes;
+    r->bytes_through_store = x->bytes, r->ops_through_store = x->ops;
 }
 
 static int copy_file(const char *from, const char *to, pl_err *err)
