@@ -14,9 +14,11 @@
 #include <string.h>
 
 static const char *help =
-    "usage: placer serverless MODEL --platform P [--algo mopar|unsplit|uniform|latency-dp]\n"
+    "usage: placer serverless MODEL --platform P [--algo "
+    "mopar|unsplit|uniform|latency-dp|nonsplit]\n"
     "                         [--codec none|fp16|zstd|ae] [--ae-ratio R] [--shm]\n"
     "                         [--threshold X] [--no-elim] [--latency-slack F] [--json] [-o DIR]\n"
+    "                         [--nonsplit-limit S]\n"
     "                         [--serve [--trace T] [--keep-alive T] [--rps MIN:MAX]\n"
     "                                  [--cold-start T]]\n"
     "                         [--run [--store redis://HOST:PORT] [--repeat R] [--warmup W]]\n"
@@ -32,6 +34,8 @@ static const char *help =
     "  --threshold X  node elimination's memory similarity (default 0.05)\n"
     "  --no-elim      no graph simplification before the DP\n"
     "  --latency-slack F  MOPAR may be up to F (a fraction) slower than unsplit (default 0)\n"
+    "  --nonsplit-limit S  CBC's time on NonSplit's integer program (default 10 s): the best\n"
+    "                 plan by then (docs/serverless.md, \"NonSplit\")\n"
     "  --serve        also replays a diurnal trace (MOPAR's: 250 to 1,250 requests a second) on\n"
     "                 every plan: latency percentiles, memory per 100 requests a second\n"
     "  --trace T      the trace's length, one period of its sine (default 600s)\n"
@@ -100,18 +104,23 @@ static json_t *plan_json(const pl_graph *g, const pl_sl_graph *sg, const pl_sl_p
     for (int k = 0; k < p->n; k++) {
         const pl_sl_slice *s = &p->slices[k];
         json_t *ops = json_array();
-        for (int l = s->first; l <= s->last; l++)
+        json_t *layers = json_array();
+        for (int l = s->first; l <= s->last; l++) {
+            if (!pl_sl_slice_has(p, k, l)) continue; /* a NonSplit function skips layers */
+            json_array_append_new(layers, json_integer(l));
             for (int m = 0; m < sg->layers[l].n_ops; m++)
                 json_array_append_new(ops, json_string(g->ops[sg->layers[l].ops[m]].name));
+        }
         json_array_append_new(
             slices,
             json_pack("{s:i, s:i, s:f, s:f, s:f, s:b, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
-                      "s:f, s:o}",
+                      "s:f, s:o, s:o}",
                       "first_layer", s->first, "last_layer", s->last, "memory_mb", s->mem_mb,
                       "weights_mb", s->weight_mb, "activations_mb", s->act_mb, "raised", s->raised,
                       "eta", s->eta, "compute_s", s->compute_s, "comm_s", s->comm_s, "time_s",
                       s->time_s, "billed_s", s->billed_s, "gb_s", s->gb_s, "usd", s->usd,
-                      "in_bytes", s->in_bytes, "out_bytes", s->out_bytes, "ops", ops));
+                      "in_bytes", s->in_bytes, "out_bytes", s->out_bytes, "layers", layers, "ops",
+                      ops));
     }
     return json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:o}", "algo", pl_sl_algo_name(p->algo),
                      "exact", p->exact, "latency_s", p->latency_s, "usd_per_request", p->usd,
@@ -148,12 +157,15 @@ static void print_slices(const pl_platform *pf, const pl_sl_graph *sg, const pl_
                                ">billed ms|>GB-s|>USD");
     for (int k = 0; k < p->n; k++) {
         const pl_sl_slice *s = &p->slices[k];
-        int ops = 0;
+        int ops = 0, n = 0;
         for (int l = s->first; l <= s->last; l++)
-            ops += sg->layers[l].n_ops;
-        pl_table_row(t, "%d|%d-%d|%d|%.0f|%.2f|%d|%.3f|%.3f|%.0f|%.5f|%.4g", k, s->first, s->last,
-                     ops, s->mem_mb, pl_platform_vcpus(pf, s->mem_mb), s->eta, s->compute_s * 1e3,
-                     s->comm_s * 1e3, s->billed_s * 1e3, s->gb_s, s->usd);
+            if (pl_sl_slice_has(p, k, l)) ops += sg->layers[l].n_ops, n++;
+        char layers[48]; /* a NonSplit function may skip layers of its range: marked * */
+        snprintf(layers, sizeof layers, "%d-%d%s", s->first, s->last,
+                 n == s->last - s->first + 1 ? "" : "*");
+        pl_table_row(t, "%d|%s|%d|%.0f|%.2f|%d|%.3f|%.3f|%.0f|%.5f|%.4g", k, layers, ops, s->mem_mb,
+                     pl_platform_vcpus(pf, s->mem_mb), s->eta, s->compute_s * 1e3, s->comm_s * 1e3,
+                     s->billed_s * 1e3, s->gb_s, s->usd);
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
@@ -198,7 +210,7 @@ static int write_split(const char *model, const pl_graph *g, const pl_sl_graph *
     pl_plan *plan = pl_plan_new(g->n_ops, p->n);
     for (int k = 0; k < p->n; k++)
         for (int l = p->slices[k].first; l <= p->slices[k].last; l++)
-            for (int m = 0; m < sg->layers[l].n_ops; m++)
+            for (int m = 0; pl_sl_slice_has(p, k, l) && m < sg->layers[l].n_ops; m++)
                 plan->dev[sg->layers[l].ops[m]] = k;
     char(*names)[32] = pl_calloc((size_t)p->n + 1, sizeof *names);
     const char **np = pl_calloc((size_t)p->n + 1, sizeof *np);
@@ -326,7 +338,8 @@ static int make_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph
         if (!want && !(al == PL_SL_MOPAR && a->algo >= 0)) continue;
         const pl_sl_graph *on = al == PL_SL_UNIFORM ? raw : sg;
         if (pl_sl_plan_make(on, pf, &a->so, al, k, &plans[al], err) < 0) {
-            if (al != PL_SL_UNSPLIT || a->algo == PL_SL_UNSPLIT) return -1;
+            bool optional = al == PL_SL_UNSPLIT || al == PL_SL_NONSPLIT; /* a baseline */
+            if (!optional || a->algo == al) return -1;
             fprintf(stderr, "placer serverless: note: %s\n", err->msg); /* MOPAR: no bound */
             plans[al].algo = al;
             continue;
@@ -394,6 +407,11 @@ static cli_exit run(sl_args *a)
         goto out;
     }
     const pl_sl_plan *shown = &plans[a->algo >= 0 ? a->algo : PL_SL_MOPAR];
+    if ((a->dir || a->run) && shown->fn_of) { /* its functions would call each other back */
+        cli_fail("serverless", "-o and --run take contiguous slices; %s's functions are not",
+                 pl_sl_algo_name(shown->algo));
+        goto out;
+    }
     if (a->dir && write_split(a->co.model, g, shown->algo == PL_SL_UNIFORM ? raw : sg, shown,
                               a->dir, &err) < 0) {
         cli_fail("serverless", "%s", err.msg);
@@ -460,7 +478,8 @@ enum {
     RUN,
     STORE,
     REPEAT,
-    WARMUP
+    WARMUP,
+    NONSPLIT_LIMIT
 };
 static const struct option options[] = {{"platform", required_argument, NULL, PLATFORM},
                                         {"algo", required_argument, NULL, ALGO},
@@ -479,6 +498,7 @@ static const struct option options[] = {{"platform", required_argument, NULL, PL
                                         {"store", required_argument, NULL, STORE},
                                         {"repeat", required_argument, NULL, REPEAT},
                                         {"warmup", required_argument, NULL, WARMUP},
+                                        {"nonsplit-limit", required_argument, NULL, NONSPLIT_LIMIT},
                                         CLI_COMMON_OPTIONS,
                                         CLI_OPTIONS_END};
 
@@ -537,7 +557,8 @@ static int take(void *o, int c, const char *v)
         return cli_file("serverless", "-o", v, "a folder", &a->dir);
     case ALGO:
         if (!v || (a->algo = pl_sl_algo_parse(v)) < 0)
-            return cli_error("serverless", "--algo wants mopar, unsplit, uniform or latency-dp");
+            return cli_error("serverless",
+                             "--algo wants mopar, unsplit, uniform, latency-dp or nonsplit");
         return 0;
     case CODEC: {
         int k = v ? pl_codec_parse(v) : -1;
@@ -551,6 +572,8 @@ static int take(void *o, int c, const char *v)
         return cli_fraction("serverless", "--threshold", v, false, &a->so.threshold);
     case LATENCY_SLACK:
         return cli_number("serverless", "--latency-slack", v, 0, 100, 0, &a->so.latency_slack);
+    case NONSPLIT_LIMIT:
+        return cli_number("serverless", "--nonsplit-limit", v, 0, 3600, 1, &a->so.nonsplit_limit_s);
     case SHM:
         return a->so.shm = true, 0;
     case NO_ELIM:

@@ -33,7 +33,11 @@ static void check_plan(json_t *a, int n_ops)
         usd += tu_num(s, "usd"), gbs += tu_num(s, "gb_s");
     }
     assert_int_equal(ops, n_ops);
-    assert_true(json_is_true(json_object_get(a, "exact"))); /* no front passed its cap */
+    const char *algo = json_string_value(json_object_get(a, "algo"));
+    if (strcmp(algo, "nonsplit")) /* no front passed its cap */
+        assert_true(json_is_true(json_object_get(a, "exact")));
+    else /* CBC may stop at --nonsplit-limit unproven */
+        assert_true(json_is_boolean(json_object_get(a, "exact")));
     assert_close(tu_num(a, "usd_per_request"), usd, 1e-9);
     assert_close(tu_num(a, "gb_s_per_request"), gbs, 1e-9);
 }
@@ -41,11 +45,12 @@ static void check_plan(json_t *a, int n_ops)
 static void test_json_recomputes(void **state)
 {
     (void)state;
-    json_t *doc = tu_run_json("serverless models/vgg19.onnx --platform " OPENFAAS
-                              " --latency-slack 0.02 --shm --json --no-calibration 2>/dev/null");
+    json_t *doc = tu_run_json(
+        "serverless models/vgg19.onnx --platform " OPENFAAS
+        " --latency-slack 0.02 --shm --json --no-calibration --nonsplit-limit 1 2>/dev/null");
     assert_string_equal(json_string_value(json_object_get(doc, "format")), "placer-serverless/1");
-    const char *names[] = {"mopar", "unsplit", "uniform", "latency-dp"};
-    for (int k = 0; k < 4; k++)
+    const char *names[] = {"mopar", "unsplit", "uniform", "latency-dp", "nonsplit"};
+    for (int k = 0; k < 5; k++)
         check_plan(tu_find(doc, "algorithms", "algo", names[k]), 44);
     json_t *m = tu_find(doc, "algorithms", "algo", "mopar"),
            *u = tu_find(doc, "algorithms", "algo", "unsplit");
@@ -55,7 +60,7 @@ static void test_json_recomputes(void **state)
     json_decref(doc);
     /* the paper's bound (no slack): never slower than unsplit */
     doc = tu_run_json("serverless models/resnet50.onnx --platform " OPENFAAS
-                      " --json --no-calibration 2>/dev/null");
+                      " --json --no-calibration --nonsplit-limit 1 2>/dev/null");
     m = tu_find(doc, "algorithms", "algo", "mopar"),
     u = tu_find(doc, "algorithms", "algo", "unsplit");
     assert_true(tu_num(m, "latency_s") <= tu_num(u, "latency_s") * (1 + 1e-12));
@@ -69,10 +74,11 @@ static void test_writes_split(void **state)
     (void)state;
     char dir[256], cmd[512], *out = NULL;
     assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-sl"), 0);
-    snprintf(cmd, sizeof cmd,
-             "serverless models/vgg19.onnx --platform " OPENFAAS
-             " --latency-slack 0.02 --no-calibration --json -o %s/split 2>/dev/null",
-             dir);
+    snprintf(
+        cmd, sizeof cmd,
+        "serverless models/vgg19.onnx --platform " OPENFAAS
+        " --latency-slack 0.02 --no-calibration --nonsplit-limit 1 --json -o %s/split 2>/dev/null",
+        dir);
     json_t *doc = tu_run_json(cmd);
     size_t n =
         json_array_size(json_object_get(tu_find(doc, "algorithms", "algo", "mopar"), "slices"));
@@ -96,6 +102,11 @@ static void test_refusals(void **state)
                       "no --cluster");
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --rps 5:1",
                       "--rps wants MIN:MAX");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --nonsplit-limit 0",
+                      "--nonsplit-limit");
+    tu_expect_refusal("serverless models/gcn_cora.onnx --platform " OPENFAAS
+                      " --algo nonsplit --nonsplit-limit 1 --no-calibration -o /nonexistent/x",
+                      "-o and --run take contiguous slices");
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --algo best",
                       "--algo wants mopar");
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --codec gzip",
@@ -114,7 +125,7 @@ static void test_refusals(void **state)
     /* 2.5e7 requests, but at least one function in each of four plans: 1e8 invocations, which
      * took minutes; refused once the plans are known, before any replay */
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS
-                      " --serve --trace 20000s --rps 1250:1250 --no-calibration",
+                      " --serve --trace 20000s --rps 1250:1250 --no-calibration --nonsplit-limit 1",
                       "invocations; at most 5e+07 are replayed");
 }
 
@@ -131,7 +142,8 @@ static void test_platform_limits(void **state)
     char *text = json_dumps(pf, 0), path[512], args[1024];
     snprintf(path, sizeof path, "%s", tu_tmpfile(text, strlen(text), ".json"));
     free(text), json_decref(pf);
-    snprintf(args, sizeof args, "serverless models/resnet50.onnx --platform %s --no-calibration",
+    snprintf(args, sizeof args,
+             "serverless models/resnet50.onnx --platform %s --no-calibration --nonsplit-limit 1",
              path);
     char want[600];
     snprintf(want, sizeof want, "%s: $.mb_per_vcpu: 1e-09 MB per vCPU", path);
@@ -140,7 +152,7 @@ static void test_platform_limits(void **state)
     unlink(path);
     tu_expect_refusal(
         "serverless models/resnet50.onnx --platform examples/platforms/aws-lambda.json"
-        " --shm --no-calibration",
+        " --shm --no-calibration --nonsplit-limit 1",
         "--shm: examples/platforms/aws-lambda.json: the platform offers no shared "
         "memory");
 }

@@ -1,6 +1,6 @@
 /* test_serverless.c: MOPAR's partitioning (docs/serverless.md): the DP against brute force,
  * the simplification on hand-made layer graphs, a bill computed by hand, and the layers of a
- * real model. */
+ * real model; NonSplit's integer program against brute force, and its solver's crash. */
 #include "testutil.h"
 
 #include "placer/serverless.h"
@@ -701,6 +701,178 @@ static void test_serve_bounded(void **state)
     platform_free(pf);
 }
 
+/* ---- NonSplit (docs/serverless.md, "NonSplit") ---- */
+
+/* platform() with two memory sizes, 1024 and 2048 MB (the smaller at 0.58 of a vCPU, the larger
+ * at one), billed by the nanosecond (NonSplit's program does not round durations up). */
+static pl_platform *two_sizes(void)
+{
+    pl_platform *p = platform();
+    p->mem_min_mb = 1024, p->mem_max_mb = 2048, p->mem_step_mb = 1024, p->billing_s = 1e-9;
+    p->store.usd_per_op = 2e-8; /* and a price per write or read, as a provisioned node's */
+    return p;
+}
+
+/* A random DAG of n layers: weights 50-900 MB, activations 20-400 MB, 1-60 ms; each layer l > 0
+ * reads layer l - 1's tensor, and every layer l < n - 2 also sends one to a random later layer
+ * (skips and forks, so non-contiguous functions can save a cut). Layers 0 and n - 1 share a
+ * weight of 300 MB (an embedding tied to the output). */
+static pl_sl_graph *random_dag(int n, uint64_t *s)
+{
+    pl_sl_graph *sg = pl_sl_new(n, 2 * n);
+    for (int l = 0; l < n; l++) {
+        pl_sl_layer *L = &sg->layers[l];
+        L->weight_mb = 50 + 850 * pl_rng_uniform(s) * pl_rng_uniform(s);
+        L->mem_mb = 20 + 380 * pl_rng_uniform(s);
+        L->t1_s = 1e-3 + 59e-3 * pl_rng_uniform(s);
+        L->par_s = 0, L->out_bytes = 1e5;
+    }
+    int t = 0;
+    for (int l = 0; l + 1 < n; l++) {
+        int to = l + 1;
+        double b = 1e4 + 4e7 * pl_rng_uniform(s) * pl_rng_uniform(s);
+        sg->tensors[t++] = (pl_sl_tensor){b, l, memcpy(malloc(sizeof(int)), &to, sizeof to), 1};
+    }
+    for (int l = 0; l + 2 < n; l++) {
+        int to = l + 2 + (int)(pl_rng_uniform(s) * (n - l - 2));
+        double b = 1e4 + 4e7 * pl_rng_uniform(s) * pl_rng_uniform(s);
+        sg->tensors[t++] = (pl_sl_tensor){b, l, memcpy(malloc(sizeof(int)), &to, sizeof to), 1};
+    }
+    sg->n_tensors = t;
+    sg->wt_mb = malloc(sizeof *sg->wt_mb), sg->wt_mb[0] = 300, sg->n_wts = 1;
+    for (int e = 0; e < 2; e++) {
+        pl_sl_layer *L = &sg->layers[e ? n - 1 : 0];
+        L->wts = calloc(1, sizeof *L->wts), L->n_wts = 1;
+    }
+    return sg;
+}
+
+/* The bound every algorithm keeps: the unsplit model's latency x (1 + slack), or none when the
+ * model does not fit one function. */
+static double bound_of(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o)
+{
+    int end = sg->n - 1;
+    pl_sl_plan u;
+    if (pl_sl_price(sg, pf, o, &end, NULL, 1, &u) < 0) return INFINITY;
+    double b = u.latency_s * (1 + o->latency_slack);
+    pl_sl_plan_free(&u);
+    return b;
+}
+
+/* The cheapest plan within `bound` over every assignment of the n layers to at most K
+ * functions (numbered by first layer) and every memory size of each; whether it is
+ * non-contiguous. */
+static double nonsplit_brute_force(const pl_sl_graph *sg, const pl_platform *pf,
+                                   const pl_sl_opts *o, int K, double bound, bool *noncontig)
+{
+    int n = sg->n, fn[8];
+    double best = INFINITY;
+    long total = 1;
+    for (int l = 0; l < n; l++)
+        total *= K;
+    for (long code = 0; code < total; code++) {
+        long c = code;
+        int used = 0;
+        bool canon = true;
+        for (int l = 0; l < n; l++, c /= K) {
+            fn[l] = (int)(c % K);
+            if (fn[l] > used) canon = false;
+            if (fn[l] == used) used++;
+        }
+        if (!canon) continue;
+        for (unsigned up = 0; up < 1u << used; up++) {
+            double mem[3];
+            for (int f = 0; f < used; f++)
+                mem[f] = up >> f & 1 ? 2048 : 1024;
+            pl_sl_plan p;
+            if (pl_sl_price_sets(sg, pf, o, fn, mem, used, &p) < 0) continue;
+            if (p.latency_s <= bound * (1 + 1e-9) && p.usd < best) {
+                best = p.usd, *noncontig = false;
+                for (int l = 1; l < n; l++)
+                    for (int m = 0; m < l - 1; m++)
+                        *noncontig |= fn[m] == fn[l] && fn[l - 1] != fn[l];
+            }
+            pl_sl_plan_free(&p);
+        }
+    }
+    return best;
+}
+
+/* On DAGs of 4 to 6 layers, K = 1 to 3 functions and three latency bounds, NonSplit's cost is
+ * the brute force's least, its latency within the bound; some optima are non-contiguous. */
+static void test_nonsplit_equals_brute_force(void **state)
+{
+    (void)state;
+    pl_platform *pf = two_sizes();
+    uint64_t s = 11;
+    int noncontig = 0, cases = 0;
+    for (int n = 4; n <= 6; n++)
+        for (int rep = 0; rep < 2; rep++) {
+            pl_sl_graph *sg = random_dag(n, &s);
+            for (int K = 1; K <= 3; K++)
+                for (int sl = 0; sl < 3; sl++) {
+                    pl_sl_opts o = {.latency_slack = (double[]){0, 0.3, 2}[sl]};
+                    double bound = bound_of(sg, pf, &o);
+                    bool nc = false;
+                    double want = nonsplit_brute_force(sg, pf, &o, K, bound, &nc);
+                    pl_sl_plan p;
+                    pl_err err = {""};
+                    int rc = pl_sl_plan_make(sg, pf, &o, PL_SL_NONSPLIT, K, &p, &err);
+                    if (!isfinite(want)) {
+                        assert_int_equal(rc, -1);
+                        continue;
+                    }
+                    if (rc < 0) fail_msg("n %d K %d slack %d: %s", n, K, sl, err.msg);
+                    cases++, noncontig += nc;
+                    assert_int_equal(p.algo, PL_SL_NONSPLIT);
+                    assert_true(p.n <= K);
+                    if (fabs(p.usd - want) > 1e-7 * want)
+                        fail_msg("n %d K %d slack %d: nonsplit %.9g USD, brute force %.9g", n, K,
+                                 sl, p.usd, want);
+                    assert_true(p.latency_s <= bound * (1 + 1e-6));
+                    pl_sl_plan_free(&p);
+                }
+            pl_sl_free(sg);
+        }
+    print_message("    %d cases, %d with a non-contiguous optimum\n", cases, noncontig);
+    assert_true(cases >= 30);
+    assert_true(noncontig >= 1); /* the program's point: a function of layers not consecutive */
+    platform_free(pf);
+}
+
+/* The algorithm is named and parsed like the others. */
+static void test_nonsplit_named(void **state)
+{
+    (void)state;
+    assert_int_equal(pl_sl_algo_parse("nonsplit"), PL_SL_NONSPLIT);
+    assert_string_equal(pl_sl_algo_name(PL_SL_NONSPLIT), "nonsplit");
+}
+
+/* CBC runs in a child process (common.h, "Isolated solves"): a crash or garbage there is a
+ * failure with its reason; placer goes on and then solves. */
+static void test_nonsplit_solver_fault(void **state)
+{
+    (void)state;
+    pl_platform *pf = two_sizes();
+    uint64_t s = 3;
+    pl_sl_graph *sg = random_dag(4, &s);
+    pl_sl_opts o = {.latency_slack = 1};
+    pl_sl_plan p;
+    pl_err err = {""};
+    setenv("PLACER_TEST_SOLVER_FAULT", "segv", 1);
+    assert_int_equal(pl_sl_plan_make(sg, pf, &o, PL_SL_NONSPLIT, 2, &p, &err), -1);
+    assert_non_null(strstr(err.msg, "crashed (SIGSEGV)"));
+    assert_int_equal(p.n, 0);
+    setenv("PLACER_TEST_SOLVER_FAULT", "garbage", 1);
+    assert_int_equal(pl_sl_plan_make(sg, pf, &o, PL_SL_NONSPLIT, 2, &p, &err), -1);
+    assert_non_null(strstr(err.msg, "sent a malformed answer"));
+    unsetenv("PLACER_TEST_SOLVER_FAULT");
+    assert_int_equal(pl_sl_plan_make(sg, pf, &o, PL_SL_NONSPLIT, 2, &p, &err), 0);
+    pl_sl_plan_free(&p);
+    pl_sl_free(sg);
+    platform_free(pf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -719,6 +891,9 @@ int main(void)
         cmocka_unit_test(test_serve_bounded),
         cmocka_unit_test(test_shared_weights),
         cmocka_unit_test(test_transport),
+        cmocka_unit_test(test_nonsplit_named),
+        cmocka_unit_test(test_nonsplit_equals_brute_force),
+        cmocka_unit_test(test_nonsplit_solver_fault),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

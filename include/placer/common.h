@@ -387,4 +387,13 @@ double pl_solve_grace_s(double limit_s);
 int pl_solve_isolated(pl_solve_fn solve, void *ctx, double limit_s, double wait_s,
                       pl_solve_answer *a, char *why, size_t cap);
 
+/* A CBC model (Cbc_Model *) and its wall-clock limit, for pl_solve_cbc. */
+typedef struct pl_cbc_job {
+    void *model;
+    double limit_s;
+} pl_cbc_job;
+/* A pl_solve_fn for pl_solve_isolated with a pl_cbc_job: solves within the limit and reports
+ * what CBC has (optimal, an incumbent, infeasible or nothing), its best bound, its columns. */
+void pl_solve_cbc(void *job, pl_solve_answer *a);
+
 #endif

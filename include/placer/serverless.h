@@ -225,6 +225,8 @@ typedef enum {
     PL_SL_UNSPLIT,    /* the whole model as one function */
     PL_SL_UNIFORM,    /* MOPAR's slice count, equal layers per slice */
     PL_SL_LATENCY_DP, /* MOPAR's slice count, least latency (AlpaServe-like DP) */
+    PL_SL_NONSPLIT,   /* Tarnawski et al.'s non-contiguous split: an integer program on CBC,
+                         least cost within MOPAR's latency bound (docs/serverless.md, "NonSplit") */
     PL_SL_ALGO_COUNT
 } pl_sl_algo;
 const char *pl_sl_algo_name(pl_sl_algo a);
@@ -240,6 +242,7 @@ typedef struct pl_sl_opts {
     pl_codec_cost codec_cost; /* its ratio and times (PL_CODEC_NONE: 1, 0, 0) */
     int front_cap;            /* the most labels a front of MOPAR's DP keeps (0:
                                  PL_SL_FRONT_CAP; 1 counts as 2) */
+    double nonsplit_limit_s;  /* CBC's wall-clock limit on NonSplit's program (0: 10 s) */
 } pl_sl_opts;
 
 /* The labels a Pareto front of MOPAR's DP keeps at most by default: beyond it, evenly spaced
@@ -272,7 +275,10 @@ typedef struct pl_sl_plan {
     double bytes_moved;
     bool exact; /* the algorithm's search was not cut short: false when a Pareto front of
                    MOPAR's DP (the one that chose this plan or its slice count) passed its
-                   cap and was thinned (pl_sl_opts.front_cap); true for pl_sl_price's */
+                   cap and was thinned (pl_sl_opts.front_cap), or when CBC stopped NonSplit's
+                   program at its limit unproven; true for pl_sl_price's */
+    int *fn_of; /* NONSPLIT: each layer's slice (slices need not be contiguous; first and last
+                   are then its lowest and highest layer); NULL: slice k is [first, last] */
 } pl_sl_plan;
 
 /* The plan of algorithm a on the (simplified) layer graph sg. `k` is the slice count for
@@ -296,6 +302,13 @@ const pl_transport *pl_sl_transport(const pl_platform *pf, const pl_sl_opts *o);
  * freed plan). No err: the caller names the partition. */
 int pl_sl_price(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, const int *ends,
                 const bool *raise, int n, pl_sl_plan *out);
+/* Prices the non-contiguous plan whose layer l is in function fn_of[l] (0 .. n - 1, each used),
+ * function k at mem_mb[k] MB (an allowed size), degree 1: NonSplit's pricing, the same bill as
+ * pl_sl_price's. -1 when a function needs more memory than it has (*out zeroed). */
+int pl_sl_price_sets(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                     const int *fn_of, const double *mem_mb, int n, pl_sl_plan *out);
+/* Whether slice k of p holds layer l. */
+bool pl_sl_slice_has(const pl_sl_plan *p, int k, int l);
 void pl_sl_plan_free(pl_sl_plan *p);
 
 /* ---- serving a trace (src/serverless/serve.c) ---- */

@@ -574,32 +574,6 @@ typedef struct outcome {
     pl_ls_stats ls;
 } outcome;
 
-typedef struct cbc_job {
-    Cbc_Model *m;
-    double limit_s;
-} cbc_job;
-
-/* Runs in the solver's child process (common.h, "Isolated solves"): solves and reports what CBC
- * has. The limit is set here, on the child's clocks (Clp, under CBC, keeps absolute CPU times), and
- * counts wall-clock time as placer's limits do: CBC's default, CPU time, runs slower than the wall
- * clock on a loaded machine (a 1.6 s limit took 4.8 s under a load of 10 on 2 cores). */
-static void cbc_child(void *ctx, pl_solve_answer *a)
-{
-    cbc_job *job = ctx;
-    Cbc_Model *m = job->m;
-    Cbc_setMaximumSeconds(m, job->limit_s);
-    Cbc_setParameter(m, "timeMode", "elapsed");
-    Cbc_solve(m);
-    bool opt = Cbc_isProvenOptimal(m), has = opt || Cbc_numberSavedSolutions(m) > 0;
-    a->status = opt                         ? PL_SOLVE_OPTIMAL
-                : has                       ? PL_SOLVE_FEASIBLE
-                : Cbc_isProvenInfeasible(m) ? PL_SOLVE_INFEASIBLE
-                                            : PL_SOLVE_STOPPED;
-    a->obj = has ? Cbc_getObjValue(m) : INFINITY;
-    a->bound = Cbc_getBestPossibleObjValue(m);
-    if (has) memcpy(a->x, Cbc_getColSolution(m), a->n * sizeof *a->x);
-}
-
 /* The solver failed (crash, stall, garbage: `why`): no MILP answer, the warm start stays. */
 static int solver_failed(const pl_cost *k, const start *w, const char *why, pl_plan *out,
                          pl_err *err, outcome *r)
@@ -709,8 +683,8 @@ static int skip_milp(const pl_cost *k, const start *w, double rows, pl_plan *out
  * its answer is awaited until `end`, or a grace past its limit when that is later. */
 static bool cbc_solve(milp *P, double end, pl_solve_answer *a, char *why, size_t cap)
 {
-    cbc_job job = {P->m, fmax(1, (end - pl_now()) / 3)};
-    return pl_solve_isolated(cbc_child, &job, job.limit_s, end - pl_now(), a, why, cap) == 0;
+    pl_cbc_job job = {P->m, fmax(1, (end - pl_now()) / 3)};
+    return pl_solve_isolated(pl_solve_cbc, &job, job.limit_s, end - pl_now(), a, why, cap) == 0;
 }
 
 /* Builds and solves the MILP, then picks its plan or the warm start (finish). CBC 2.10 can

@@ -13,13 +13,14 @@
  * layers in topological order keeping, at each layer, every partition of the layers before it
  * (with each slice's memory option) that no other beats on both bill and latency. */
 #include "placer/serverless.h"
+#include "sl_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const algo_names[PL_SL_ALGO_COUNT] = {"mopar", "unsplit", "uniform",
-                                                         "latency-dp"};
+                                                         "latency-dp", "nonsplit"};
 
 const char *pl_sl_algo_name(pl_sl_algo a)
 {
@@ -49,7 +50,7 @@ static double ratio_of(const pl_sl_opts *o)
 
 /* Seconds to move one tensor of `bytes` raw bytes one way (a write or a read), with the codec's
  * encoding (`enc`) or decoding time. */
-static double move_s(const pl_transport *x, const pl_sl_opts *o, double bytes, bool enc)
+double sl_move_s(const pl_transport *x, const pl_sl_opts *o, double bytes, bool enc)
 {
     double per_B = enc ? o->codec_cost.encode_s_per_B : o->codec_cost.decode_s_per_B;
     double wire = x->bandwidth_Bps > 0 ? bytes / ratio_of(o) / x->bandwidth_Bps : 0;
@@ -96,7 +97,7 @@ static void add_cut(span *sp, const pl_transport *x, const pl_sl_opts *o, const 
         sp->n_in += (int)sign, sp->in_bytes += sign * tp->bytes;
     else
         sp->n_out += (int)sign, sp->out_bytes += sign * tp->bytes;
-    sp->comm_s += sign * move_s(x, o, tp->bytes, !in);
+    sp->comm_s += sign * sl_move_s(x, o, tp->bytes, !in);
 }
 
 /* Slice [i, j]'s span, counted directly. */
@@ -229,9 +230,74 @@ int pl_sl_price(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *
     return 0;
 }
 
+/* Function k of a non-contiguous plan: the layers with fn_of[l] == k, at mem_mb[k] MB, degree 1
+ * (NonSplit has no sub-slices); a cut tensor is read by a function holding a reader but not its
+ * maker, written by the maker's function when some reader is elsewhere. -1 when it needs more. */
+int sl_price_set(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                 const int *fn_of, int k, double mem_mb, pl_sl_slice *s)
+{
+    span sp;
+    memset(&sp, 0, sizeof sp);
+    memset(s, 0, sizeof *s);
+    int *stamp = stamps(sg);
+    s->first = -1;
+    for (int l = 0; l < sg->n; l++)
+        if (fn_of[l] == k) {
+            add_layer(&sp, sg, &sg->layers[l], stamp, 0);
+            s->first = s->first < 0 ? l : s->first, s->last = l;
+        }
+    free(stamp);
+    const pl_transport *x = pl_sl_transport(pf, o);
+    for (int t = 0; t < sg->n_tensors; t++) {
+        const pl_sl_tensor *tp = &sg->tensors[t];
+        bool mine = fn_of[tp->from] == k, read_in = false, read_out = false;
+        for (int r = 0; r < tp->n_to; r++)
+            read_in |= fn_of[tp->to[r]] == k, read_out |= fn_of[tp->to[r]] != k;
+        if (!mine && read_in) add_cut(&sp, x, o, tp, true, 1);
+        if (mine && read_out) add_cut(&sp, x, o, tp, false, 1);
+    }
+    double need = memory_of(&sp, pf, false);
+    if (s->first < 0 || need < 0 || need > mem_mb * PL_PLATFORM_MB_BYTES * (1 + 1e-9)) return -1;
+    double mem_bytes = mem_mb * PL_PLATFORM_MB_BYTES;
+    s->mem_mb = mem_mb, s->eta = 1, s->raised = need < mem_bytes;
+    s->weight_mb = sp.weight_bytes / PL_PLATFORM_MB_BYTES;
+    s->act_mb = sp.act_bytes / PL_PLATFORM_MB_BYTES;
+    s->compute_s = compute_s(&sp, pf, mem_bytes, 1);
+    s->comm_s = sp.comm_s, s->in_bytes = sp.in_bytes, s->out_bytes = sp.out_bytes;
+    s->time_s = s->compute_s + s->comm_s;
+    s->billed_s = pl_platform_billed_s(pf, s->time_s);
+    s->gb_s = mem_bytes / PL_PLATFORM_GB_S_BYTES * s->billed_s;
+    s->usd = pl_platform_usd(pf, mem_mb, s->time_s) +
+             pl_transport_usd(x, (sp.in_bytes + sp.out_bytes) / ratio_of(o), sp.n_in + sp.n_out);
+    return 0;
+}
+
+int pl_sl_price_sets(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                     const int *fn_of, const double *mem_mb, int n, pl_sl_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->slices = pl_calloc((size_t)n + 1, sizeof *out->slices);
+    out->fn_of = pl_malloc(((size_t)sg->n + 1) * sizeof *out->fn_of);
+    memcpy(out->fn_of, fn_of, (size_t)sg->n * sizeof *fn_of);
+    out->n = n, out->exact = true; /* priced as given */
+    for (int k = 0; k < n; k++) {
+        pl_sl_slice *s = &out->slices[k];
+        if (sl_price_set(sg, pf, o, fn_of, k, mem_mb[k], s) < 0) return pl_sl_plan_free(out), -1;
+        out->latency_s += s->time_s, out->usd += s->usd, out->gb_s += s->gb_s;
+        out->bytes_moved += s->in_bytes + s->out_bytes;
+    }
+    return 0;
+}
+
+bool pl_sl_slice_has(const pl_sl_plan *p, int k, int l)
+{
+    return p->fn_of ? p->fn_of[l] == k : l >= p->slices[k].first && l <= p->slices[k].last;
+}
+
 void pl_sl_plan_free(pl_sl_plan *p)
 {
     free(p->slices);
+    free(p->fn_of);
     memset(p, 0, sizeof *p);
 }
 
@@ -505,7 +571,7 @@ static int latency_ends(const table *tb, int k, int *ends, bool *raise)
 
 /* MOPAR's latency bound: the unsplit model's latency, with the slack allowed; none (INFINITY)
  * when the whole model does not fit one function, so there is no unsplit latency to keep. */
-static double latency_bound(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o)
+double sl_latency_bound(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o)
 {
     pl_sl_plan u;
     int end = sg->n - 1;
@@ -553,14 +619,33 @@ int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
                           pf->mem_max_mb);
     }
     free(stamp);
-    double bound = a == PL_SL_MOPAR || k <= 0 ? latency_bound(sg, pf, o) : INFINITY;
+    double bound =
+        a == PL_SL_MOPAR || a == PL_SL_NONSPLIT || k <= 0 ? sl_latency_bound(sg, pf, o) : INFINITY;
     table tb = {0};
     if (a != PL_SL_UNSPLIT) table_build(sg, pf, o, &tb);
     int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends), m;
     bool *raise = pl_calloc((size_t)sg->n + 1, sizeof *raise), exact = true;
+    int *start = NULL; /* NonSplit's first incumbent, from MOPAR's partition */
     if (k <= 0 && (a == PL_SL_UNIFORM || a == PL_SL_LATENCY_DP)) /* MOPAR's slice count */
         k = mopar_ends(&tb, bound * (1 + 1e-12), o, ends, raise, &exact);
+    if (a == PL_SL_NONSPLIT) {
+        int mk = mopar_ends(&tb, bound * (1 + 1e-12), o, ends, raise, &exact);
+        k = k > 0 ? k : mk; /* MOPAR's slice count */
+        int K = k < SL_NONSPLIT_K_MAX ? k : SL_NONSPLIT_K_MAX;
+        if (mk > 1 && K > 1) { /* MOPAR's slices, consecutive ones merged into at most K */
+            start = pl_malloc(((size_t)sg->n + 1) * sizeof *start);
+            for (int l = 0, f = 0; l < sg->n; l++)
+                start[l] = (int)((long long)f * K / mk), f += l == ends[f];
+        }
+    }
     memset(raise, 0, ((size_t)sg->n + 1) * sizeof *raise);
+    if (a == PL_SL_NONSPLIT) {
+        free(raise), free(ends), free(tb.c);
+        int rc = sl_nonsplit(sg, pf, o, k < SL_NONSPLIT_K_MAX ? k : SL_NONSPLIT_K_MAX, bound, start,
+                             out, err);
+        free(start);
+        return rc;
+    }
     m = ends_of(sg, &tb, o, a, k, bound * (1 + 1e-12), ends, raise, &exact);
     int rc = m > 0 ? pl_sl_price(sg, pf, o, ends, raise, m, out) : -1;
     if (rc == 0)

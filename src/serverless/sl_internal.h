@@ -1,0 +1,25 @@
+/* sl_internal.h: what the serverless module's files share (not exported). */
+#ifndef SL_INTERNAL_H
+#define SL_INTERNAL_H
+
+#include "placer/serverless.h"
+
+/* The most functions NonSplit's integer program takes (its size grows with their count). */
+#define SL_NONSPLIT_K_MAX 3
+
+/* Seconds to move one tensor of `bytes` raw bytes one way through x: a write (enc) or a read. */
+double sl_move_s(const pl_transport *x, const pl_sl_opts *o, double bytes, bool enc);
+/* MOPAR's latency bound: the unsplit model's latency x (1 + slack); INFINITY when it does not
+ * fit one function. */
+double sl_latency_bound(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o);
+/* Function k of the non-contiguous plan fn_of at mem_mb MB, priced into s (pl_sl_price_sets'
+ * pricing of one function); -1 when it needs more memory. */
+int sl_price_set(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                 const int *fn_of, int k, double mem_mb, pl_sl_slice *s);
+/* NonSplit (nonsplit.c): at most k functions (k >= 1), latency at most bound; CBC starts from
+ * `start` (each layer's function, at most k of them; NULL: the unsplit model); *out priced by
+ * pl_sl_price_sets. -1 with err when CBC fails, crashes or finds no plan. */
+int sl_nonsplit(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, int k,
+                double bound, const int *start, pl_sl_plan *out, pl_err *err);
+
+#endif
