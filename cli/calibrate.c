@@ -129,12 +129,10 @@ static cli_exit run(const calib_opts *o)
     const pl_device *d = &in.c->devs[dev < 0 ? 0 : dev];
     /* a GPU's profiles fit its kernel rules (docs/cost.md, "Measured on a GPU"), a CPU's the
      * roofline */
-    int (*fit)(const pl_graph *const *, const pl_profile *const *, int, const pl_device *,
-               pl_calib_result *, pl_err *) = d->kind == PL_DEV_GPU ? pl_calib_fit_gpu : NULL;
+    const pl_profile *const *pr = (const pl_profile *const *)in.p;
     if (cli_ok(status) &&
-        (fit ? fit(in.pg, (const pl_profile *const *)in.p, o->n_profiles, d, &r, &err)
-             : pl_calib_fit(in.pg, (const pl_profile *const *)in.p, o->n_profiles, d, NULL, &r,
-                            &err)) < 0)
+        (d->kind == PL_DEV_GPU ? pl_calib_fit_gpu(in.pg, pr, o->n_profiles, d, &r, &err)
+                               : pl_calib_fit(in.pg, pr, o->n_profiles, d, NULL, &r, &err)) < 0)
         status = cli_fail("calibrate", "%s", err.msg);
     if (cli_ok(status)) {
         json_t *j = pl_calib_json(&r, d->model, NULL, NULL);

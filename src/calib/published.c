@@ -198,10 +198,8 @@ struct pl_pub_eval {
     pub_graph *g;
     int n_g;
     int *graph_of;  /* per figure */
-    pl_device *dev; /* per figure: the GPU as priced (TF32: its tensor rate for fp32) */
-    pl_cluster **c; /* per figure with fusion: a one-device cluster of dev, for the table */
+    pl_cluster **c; /* per figure: its one GPU as priced (TF32: its tensor rate for fp32) */
     int *kernels;   /* per figure: the ops that launch a kernel */
-    const pl_gpu_spec **spec;
 };
 
 /* The graph in half precision: every float tensor fp16, every op's bytes halved (the integer
@@ -244,30 +242,17 @@ static int graph_for(pl_pub_eval *e, const pl_pub_figure *f, const char *models_
     return e->n_g++;
 }
 
-/* The device a figure is priced on: the table's GPU; with TF32 math, its fp32 GEMMs run on
- * the TF32 tensor cores, at half the bf16 tensor rate (Ampere, Ada, Hopper data sheets). */
-static void figure_device(const pl_pub_figure *f, const pl_gpu_spec *s, pl_device *d)
-{
-    memset(d, 0, sizeof *d);
-    d->kind = PL_DEV_GPU;
-    d->model = (char *)s->model;
-    d->name = (char *)"gpu0";
-    d->memory_bytes = s->memory_bytes;
-    memcpy(d->peak_flops_per_s, s->peak_flops_per_s, sizeof d->peak_flops_per_s);
-    d->mem_bandwidth_Bps = s->mem_bandwidth_Bps;
-    d->launch_overhead_s = s->launch_overhead_s;
-    if (f->tf32 && s->peak_flops_per_s[PL_PREC_BF16] > 0)
-        d->peak_flops_per_s[PL_PREC_FP32] = s->peak_flops_per_s[PL_PREC_BF16] / 2;
-}
-
 static int count_kernels(const pl_pub_eval *e, int fig);
 
-/* A cluster of the one device d (its figures copied over the built-in ones). */
-static pl_cluster *one_gpu(const pl_device *d, pl_err *err)
+/* The one-GPU cluster a figure is priced on: the table's GPU (pl_cluster_add_device copies its
+ * figures); with TF32 math, its fp32 GEMMs run on the TF32 tensor cores, at half the bf16
+ * tensor rate (Ampere, Ada, Hopper data sheets). */
+static pl_cluster *figure_gpu(const pl_pub_figure *f, pl_err *err)
 {
     pl_cluster *c = pl_cluster_new("published");
-    int k = pl_cluster_add_device(c, d->name, PL_DEV_GPU, d->model);
-    memcpy(c->devs[k].peak_flops_per_s, d->peak_flops_per_s, sizeof d->peak_flops_per_s);
+    int k = pl_cluster_add_device(c, "gpu0", PL_DEV_GPU, f->gpu);
+    double *peak = c->devs[k].peak_flops_per_s;
+    if (f->tf32 && peak[PL_PREC_BF16] > 0) peak[PL_PREC_FP32] = peak[PL_PREC_BF16] / 2;
     if (pl_cluster_finalize(c, err) < 0) {
         pl_cluster_free(c);
         return NULL;
@@ -281,8 +266,7 @@ pl_pub_eval *pl_pub_eval_new(const pl_published *p, const char *models_dir, pl_e
     e->p = p;
     e->g = pl_calloc((size_t)p->n + 1, sizeof *e->g);
     e->graph_of = pl_calloc((size_t)p->n + 1, sizeof *e->graph_of);
-    e->dev = pl_calloc((size_t)p->n + 1, sizeof *e->dev);
-    e->spec = pl_calloc((size_t)p->n + 1, sizeof *e->spec);
+
     e->c = pl_calloc((size_t)p->n + 1, sizeof *e->c);
     e->kernels = pl_calloc((size_t)p->n + 1, sizeof *e->kernels);
     for (int i = 0; i < p->n; i++) {
@@ -292,9 +276,7 @@ pl_pub_eval *pl_pub_eval_new(const pl_published *p, const char *models_dir, pl_e
             pl_pub_eval_free(e);
             return NULL;
         }
-        e->spec[i] = pl_gpu_spec_find(p->fig[i].gpu);
-        figure_device(&p->fig[i], e->spec[i], &e->dev[i]);
-        if (p->fig[i].fused && !(e->c[i] = one_gpu(&e->dev[i], err))) {
+        if (!(e->c[i] = figure_gpu(&p->fig[i], err))) {
             pl_pub_eval_free(e);
             return NULL;
         }
@@ -311,7 +293,7 @@ void pl_pub_eval_free(pl_pub_eval *e)
     for (int i = 0; i < e->p->n; i++)
         pl_cluster_free(e->c[i]);
     free(e->c), free(e->kernels);
-    free(e->g), free(e->graph_of), free(e->dev), free(e->spec);
+    free(e->g), free(e->graph_of);
     free(e);
 }
 
@@ -324,7 +306,7 @@ double pl_pub_predict_s(const pl_pub_eval *e, int fig, const pl_gpu_params *gp)
     pl_cost_params_default(&p);
     p.gpu = *gp;
     p.runtime_fusion = PL_FUSION_NONE;
-    if (!e->c[fig]) return pl_cost_sum_s(t->g, 0, n, &e->dev[fig], &p);
+    if (!f->fused) return pl_cost_sum_s(t->g, 0, n, &e->c[fig]->devs[0], &p);
     /* XLA fuses elementwise chains into their producers' kernels: placer's fusion rules
      * (docs/cost.md, "Runtime fusion") stand for it, which need the whole table */
     p.runtime_fusion = PL_FUSION_ORT;
@@ -348,7 +330,7 @@ static int count_kernels(const pl_pub_eval *e, int fig)
     pl_gpu_params gp;
     pl_gpu_params_default(&gp);
     pl_cost *k = NULL;
-    if (e->c[fig]) {
+    if (f->fused) {
         pl_cost_params p;
         pl_cost_params_default(&p);
         pl_err err = {0};
@@ -357,7 +339,7 @@ static int count_kernels(const pl_pub_eval *e, int fig)
     for (int op = 0; op < n; op++) {
         const pl_op *o = &t->g->ops[op];
         bool fused = k && k->fused_root && k->fused_root[op] >= 0;
-        count += !fused && pl_gpu_op_s(o, t->g, &e->dev[fig], 0, &gp, NULL) > 0;
+        count += !fused && pl_gpu_op_s(o, t->g, &e->c[fig]->devs[0], 0, &gp, NULL) > 0;
     }
     pl_cost_free(k);
     return count;

@@ -219,8 +219,8 @@ static double fft_s(const conv_geom *cv, const pl_device *d, int sms, const pl_g
 }
 
 /* The compute time of a Conv by the algorithm cuDNN would pick; *algo names it. */
-static double conv_s(const pl_op *op, const pl_graph *g, const conv_geom *cv, const pl_device *d,
-                     pl_precision prec, int sms, const pl_gpu_params *gp, const char **algo)
+static double conv_s(const pl_op *op, const conv_geom *cv, const pl_device *d, pl_precision prec,
+                     int sms, const pl_gpu_params *gp, const char **algo)
 {
     double elem = prec == PL_PREC_FP16 || prec == PL_PREC_BF16 ? 2 : 4;
     if (cv->groups > 1 && cv->cg == 1) { /* depthwise: a stencil per channel, memory-bound */
@@ -239,7 +239,6 @@ static double conv_s(const pl_op *op, const pl_graph *g, const conv_geom *cv, co
         double t = fft_s(cv, d, sms, gp);
         if (t < best) best = t, *algo = "fft";
     }
-    (void)g;
     return best;
 }
 
@@ -274,7 +273,7 @@ static double compute_s(const pl_op *op, const pl_graph *g, const pl_device *d, 
     if (!(op->flops > 0)) return 0;
     conv_geom cv;
     if (!strcmp(op->type, "Conv") && conv_geometry(op, g, &cv))
-        return conv_s(op, g, &cv, d, prec, sms, gp, algo);
+        return conv_s(op, &cv, d, prec, sms, gp, algo);
     double b, m, n, k;
     if ((!strcmp(op->type, "MatMul") || !strcmp(op->type, "Gemm")) &&
         gemm_shape(op, g, &b, &m, &n, &k)) {
