@@ -7,6 +7,15 @@
 /* The most functions NonSplit's integer program takes (its size grows with their count). */
 #define SL_NONSPLIT_K_MAX 3
 
+/* The most memory options a slice is priced at (sl_mem_options). */
+#define SL_OPTIONS_MAX 16
+
+/* The memory options of a slice, into v (at most SL_OPTIONS_MAX): 0, as it needs, and 1, at
+ * least a whole vCPU's (MOPAR's two); with `every`, also 2, 3 and 4 whole vCPUs, then doubling,
+ * and the most a function may have (memory.max_mb / λ), so that the front spans the parallel
+ * degrees too. Their count. */
+int sl_mem_options(const pl_platform *pf, bool every, int *v);
+
 /* Seconds to move one tensor of `bytes` raw bytes one way through x: a write (enc) or a read. */
 double sl_move_s(const pl_transport *x, const pl_sl_opts *o, double bytes, bool enc);
 /* MOPAR's latency bound: the unsplit model's latency x (1 + slack); INFINITY when it does not
