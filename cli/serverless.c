@@ -14,8 +14,8 @@
 #include <string.h>
 
 static const char *help =
-    "usage: placer serverless MODEL --platform P [--algo "
-    "mopar|unsplit|uniform|latency-dp|nonsplit|clockwork++]\n"
+    "usage: placer serverless MODEL --platform P\n"
+    "                         [--algo mopar|unsplit|uniform|latency-dp|nonsplit|clockwork++]\n"
     "                         [--codec none|fp16|zstd|ae] [--ae-ratio R] [--shm]\n"
     "                         [--threshold X] [--no-elim] [--latency-slack F] [--json] [-o DIR]\n"
     "                         [--nonsplit-limit S] [--window T]\n"
