@@ -14,12 +14,12 @@
 #include <string.h>
 
 static const char *help =
-    "usage: placer serverless MODEL --platform P [--algo "
-    "mopar|unsplit|uniform|latency-dp|nonsplit]\n"
+    "usage: placer serverless MODEL --platform P\n"
+    "                         [--algo mopar|unsplit|uniform|latency-dp|nonsplit|clockwork++]\n"
     "                         [--codec none|fp16|zstd|ae] [--ae-ratio R] [--shm]\n"
     "                         [--threshold X] [--no-elim] [--latency-slack F] [--json] [-o DIR]\n"
-    "                         [--nonsplit-limit S] [--objective cost|speed|balanced[:W]]\n"
-    "                         [--cost-tolerance F]\n"
+    "                         [--nonsplit-limit S] [--window T]\n"
+    "                         [--objective cost|speed|balanced[:W]] [--cost-tolerance F]\n"
     "                         [--serve [--trace T] [--keep-alive T] [--rps MIN:MAX]\n"
     "                                  [--cold-start T]]\n"
     "                         [--run [--store redis://HOST:PORT] [--repeat R] [--warmup W]]\n"
@@ -45,6 +45,10 @@ static const char *help =
     "  --latency-slack F  MOPAR may be up to F (a fraction) slower than unsplit (default 0)\n"
     "  --nonsplit-limit S  CBC's time on NonSplit's integer program (default 10 s): the best\n"
     "                 plan by then (docs/serverless.md, \"NonSplit\")\n"
+    "  --window T     Clockwork++'s window (default 60s, AlpaServe's): its instances are re-sized\n"
+    "                 at each window's boundary and billed while held; its cost per request is\n"
+    "                 what serving the default trace (250 to 1,250 requests a second, 600 s) "
+    "bills\n"
     "  --serve        also replays a diurnal trace (MOPAR's: 250 to 1,250 requests a second) on\n"
     "                 every plan: latency percentiles, memory per 100 requests a second\n"
     "  --trace T      the trace's length, one period of its sine (default 600s)\n"
@@ -108,6 +112,30 @@ static int codec_figures(const pl_graph *g, const pl_platform *pf, const pl_cost
 
 /* ---- output ---- */
 
+/* How a plan served by windows (Clockwork++) was priced: the window and the trace it served. */
+static json_t *priced_by_json(const pl_sl_plan *p)
+{
+    pl_sl_serve_opts t;
+    pl_sl_serve_defaults(&t);
+    return json_pack("{s:s, s:f, s:{s:f, s:f, s:f, s:b, s:I}}", "policy",
+                     "serving by windows: instances for each window's peak, held through it",
+                     "window_s", p->window_s, "trace", "duration_s", t.duration_s, "rps_min",
+                     t.rps_min, "rps_max", t.rps_max, "poisson", t.poisson, "seed",
+                     (json_int_t)t.seed);
+}
+
+/* The note under the table for a plan priced by serving (Clockwork++). */
+static void print_priced_by(const pl_sl_plan *p)
+{
+    pl_sl_serve_opts t;
+    pl_sl_serve_defaults(&t);
+    printf("%s: priced by serving, not per invocation: windows of %g s, each holding the "
+           "instances its peak needs, billed while held, over %.0f to %.0f requests a second "
+           "for %.0f s (Poisson, seed %llu)\n",
+           pl_sl_algo_name(p->algo), p->window_s, t.rps_min, t.rps_max, t.duration_s,
+           (unsigned long long)t.seed);
+}
+
 static json_t *plan_json(const pl_graph *g, const pl_sl_graph *sg, const pl_sl_plan *p,
                          const char *name)
 {
@@ -133,10 +161,12 @@ static json_t *plan_json(const pl_graph *g, const pl_sl_graph *sg, const pl_sl_p
                       "in_bytes", s->in_bytes, "out_bytes", s->out_bytes, "layers", layers, "ops",
                       ops));
     }
-    return json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:o}", "algo", name, "exact", p->exact,
-                     "latency_s", p->latency_s, "usd_per_request", p->usd, "usd_per_million",
-                     p->usd * 1e6, "gb_s_per_request", p->gb_s, "bytes_moved", p->bytes_moved,
-                     "slices", slices);
+    json_t *j = json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:o}", "algo", name, "exact",
+                          p->exact, "latency_s", p->latency_s, "usd_per_request", p->usd,
+                          "usd_per_million", p->usd * 1e6, "gb_s_per_request", p->gb_s,
+                          "bytes_moved", p->bytes_moved, "slices", slices);
+    if (p->window_s > 0) json_object_set_new(j, "priced_by", priced_by_json(p));
+    return j;
 }
 
 static void print_plans(const pl_sl_plan *plans, int n, const pl_sl_plan *unsplit)
@@ -159,6 +189,8 @@ static void print_plans(const pl_sl_plan *plans, int n, const pl_sl_plan *unspli
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
+    for (int a = 0; a < n; a++)
+        if (plans[a].n && plans[a].window_s > 0) print_priced_by(&plans[a]);
 }
 
 static void print_slices(const pl_platform *pf, const pl_sl_graph *sg, const pl_sl_plan *p,
@@ -309,11 +341,12 @@ static json_t *front_json(const sl_args *a, const answer *ans)
 
 static json_t *serve_json(const pl_sl_serve_result *r)
 {
-    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:f}", "requests",
+    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:f, s:f}", "requests",
                      (json_int_t)r->requests, "p50_s", r->p50_s, "p95_s", r->p95_s, "p99_s",
                      r->p99_s, "mem_gb_avg", r->mem_gb_avg, "mem_gb_per_100rps",
                      r->mem_gb_per_100rps, "instances", (json_int_t)r->instances, "cold_starts",
-                     (json_int_t)r->cold_starts, "busy_gb_s", r->busy_gb_s);
+                     (json_int_t)r->cold_starts, "busy_gb_s", r->busy_gb_s, "usd_per_request",
+                     r->usd_per_request);
 }
 
 static void print_serve(const sl_args *a, const pl_platform *pf, const pl_sl_plan *plans,
@@ -325,15 +358,20 @@ static void print_serve(const sl_args *a, const pl_platform *pf, const pl_sl_pla
            o->rps_min, o->rps_max, o->duration_s, (unsigned long long)o->seed, o->keep_alive_s,
            pf->cold_start_s);
     pl_table *t = pl_table_new("algorithm|>requests|>P50 ms|>P95 ms|>P99 ms|>memory GB|"
-                               ">GB per 100 rps|>instances|>cold starts");
+                               ">GB per 100 rps|>instances|>cold starts|>USD per million");
     for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
         if (plans[k].n)
-            pl_table_row(t, "%s|%ld|%.1f|%.1f|%.1f|%.1f|%.3f|%ld|%ld", pl_sl_algo_name(k),
+            pl_table_row(t, "%s|%ld|%.1f|%.1f|%.1f|%.1f|%.3f|%ld|%ld|%.2f", pl_sl_algo_name(k),
                          res[k].requests, res[k].p50_s * 1e3, res[k].p95_s * 1e3,
                          res[k].p99_s * 1e3, res[k].mem_gb_avg, res[k].mem_gb_per_100rps,
-                         res[k].instances, res[k].cold_starts);
+                         res[k].instances, res[k].cold_starts, res[k].usd_per_request * 1e6);
     pl_table_print(t, stdout);
     pl_table_free(t);
+    for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
+        if (plans[k].n && plans[k].window_s > 0)
+            printf("%s: served by windows of %g s instead (instances for each window's peak, "
+                   "started before it, held and billed through it)\n",
+                   pl_sl_algo_name(k), plans[k].window_s);
 }
 
 /* ---- the slices as a split ---- */
@@ -472,7 +510,8 @@ static int make_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph
         if (!want && !(al == PL_SL_MOPAR && a->algo >= 0)) continue;
         const pl_sl_graph *on = al == PL_SL_UNIFORM ? raw : sg;
         if (pl_sl_plan_make(on, pf, &a->so, al, k, &plans[al], err) < 0) {
-            bool optional = al == PL_SL_UNSPLIT || al == PL_SL_NONSPLIT; /* a baseline */
+            bool optional = al == PL_SL_UNSPLIT || al == PL_SL_NONSPLIT ||
+                            al == PL_SL_CLOCKWORK; /* a baseline */
             if (!optional || a->algo == al) return -1;
             fprintf(stderr, "placer serverless: note: %s\n", err->msg); /* MOPAR: no bound */
             plans[al].algo = al;
@@ -635,7 +674,8 @@ enum {
     WARMUP,
     NONSPLIT_LIMIT,
     OBJECTIVE,
-    COST_TOLERANCE
+    COST_TOLERANCE,
+    WINDOW
 };
 static const struct option options[] = {{"platform", required_argument, NULL, PLATFORM},
                                         {"algo", required_argument, NULL, ALGO},
@@ -657,6 +697,7 @@ static const struct option options[] = {{"platform", required_argument, NULL, PL
                                         {"nonsplit-limit", required_argument, NULL, NONSPLIT_LIMIT},
                                         {"objective", required_argument, NULL, OBJECTIVE},
                                         {"cost-tolerance", required_argument, NULL, COST_TOLERANCE},
+                                        {"window", required_argument, NULL, WINDOW},
                                         CLI_COMMON_OPTIONS,
                                         CLI_OPTIONS_END};
 
@@ -731,7 +772,8 @@ static int take(void *o, int c, const char *v)
     case ALGO:
         if (!v || (a->algo = pl_sl_algo_parse(v)) < 0)
             return cli_error("serverless",
-                             "--algo wants mopar, unsplit, uniform, latency-dp or nonsplit");
+                             "--algo wants mopar, unsplit, uniform, latency-dp, nonsplit or "
+                             "clockwork++");
         return 0;
     case CODEC: {
         int k = v ? pl_codec_parse(v) : -1;
@@ -751,6 +793,11 @@ static int take(void *o, int c, const char *v)
         return parse_objective(v, &a->so);
     case COST_TOLERANCE:
         return cli_number("serverless", "--cost-tolerance", v, 0, 10, 0, &a->so.cost_tolerance);
+    case WINDOW: /* shorter windows than 1 ms only cost steps (a window each, 6e5 at most) */
+        if (cli_seconds("serverless", "--window", v, &a->so.window_s) < 0) return -1;
+        if (a->so.window_s < 1e-3)
+            return cli_error("serverless", "--window: '%s' is shorter than 1 ms", v);
+        return 0;
     case SHM:
         return a->so.shm = true, 0;
     case NO_ELIM:
@@ -791,14 +838,8 @@ cli_exit cli_serverless(int argc, char **argv)
                  .algo = -1,
                  .ae_ratio = 8,
                  .cold_start_s = -1,
-                 .serve_o = {.duration_s = 600,
-                             .period_s = 600,
-                             .rps_min = 250,
-                             .rps_max = 1250,
-                             .keep_alive_s = 60,
-                             .poisson = true,
-                             .seed = 1},
                  .run_o = {.repeat = 10, .warmup = 2, .seed = 1}};
+    pl_sl_serve_defaults(&a.serve_o); /* the trace Clockwork++ is priced on, too */
     a.so.threshold = 0.05, a.so.cost_tolerance = 0.01, a.so.balanced_weight = 0.5;
     bool asked = false;
     cli_exit parsed = parse(argc, argv, &a, &asked);

@@ -227,6 +227,10 @@ typedef enum {
     PL_SL_LATENCY_DP, /* MOPAR's slice count, least latency (AlpaServe-like DP) */
     PL_SL_NONSPLIT,   /* Tarnawski et al.'s non-contiguous split: an integer program on CBC,
                          least cost within MOPAR's latency bound (docs/serverless.md, "NonSplit") */
+    PL_SL_CLOCKWORK,  /* Clockwork++ (AlpaServe, OSDI'23, §6): the unsplit function, its instances
+                         re-placed at each window's boundary for that window's load and held through
+                         it; its bill is what that policy bills serving the default trace
+                         (pl_sl_serve_defaults; docs/serverless.md, "Clockwork++") */
     PL_SL_ALGO_COUNT
 } pl_sl_algo;
 const char *pl_sl_algo_name(pl_sl_algo a);
@@ -262,7 +266,13 @@ typedef struct pl_sl_opts {
                                latency (Power Tuning's balancedWeight; its default 0.5) */
     double cost_tolerance;  /* COST: how much dearer (a fraction, >= 0) than the cheapest a
                                faster plan may be and win (placer serverless: 0.01) */
+    double window_s;        /* Clockwork++'s window (0: PL_SL_CLOCKWORK_WINDOW_S) */
 } pl_sl_opts;
+
+/* Clockwork++'s window by default: the replacement interval of AlpaServe's artifact for its
+ * Azure v1 trace ("sr-replace-60", osdi23_artifact/general_model_exp.py of
+ * github.com/alpa-projects/mms), seconds. */
+#define PL_SL_CLOCKWORK_WINDOW_S 60.0
 
 /* The labels a Pareto front of MOPAR's DP keeps at most by default: beyond it, evenly spaced
  * ones along the front, and the plan is no longer exact (pl_sl_plan.exact). */
@@ -298,6 +308,11 @@ typedef struct pl_sl_plan {
                    program at its limit unproven; true for pl_sl_price's */
     int *fn_of; /* NONSPLIT: each layer's slice (slices need not be contiguous; first and last
                    are then its lowest and highest layer); NULL: slice k is [first, last] */
+
+    /* > 0: served by windows of this length (pl_sl_serve), as CLOCKWORK's is; CLOCKWORK's usd
+       and gb_s are then what serving the default trace bills (memory held through each window),
+       its slices' what one invocation would */
+    double window_s;
 } pl_sl_plan;
 
 /* The plan of algorithm a on the (simplified) layer graph sg. `k` is the slice count for
@@ -379,7 +394,16 @@ typedef struct pl_sl_serve_result {
     double mem_gb_per_100rps;   /* mem_gb_avg per 100 requests per second of the trace */
     long instances, cold_starts;
     double busy_gb_s; /* billed: memory x busy time, over the trace */
+
+    /* the bill: the plan's per invocation (pay per use, p->usd) when served on demand; by
+       windows, the memory held (mem_gb_avg x duration_s) at usd_per_gb_s over the requests, plus
+       what the plan's slices bill besides memory x time (requests, the store) */
+    double usd_per_request;
 } pl_sl_serve_result;
+
+/* MOPAR's diurnal trace (§III-A1, Fig. 9) as `placer serverless --serve` replays it by default:
+ * 600 s, one period, 250 to 1,250 requests a second, Poisson (seed 1), keep-alive 60 s. */
+void pl_sl_serve_defaults(pl_sl_serve_opts *o);
 
 /* What one replay may cost (docs/serverless.md, "Serving"): its invocations, duration_s x
  * rps_max x the plan's slices (about 0.2 us each here), and the instances alive at once
@@ -389,7 +413,12 @@ typedef struct pl_sl_serve_result {
 
 /* Serves the trace with plan p on platform pf: every request runs the slices one after the
  * other; a slice takes the warm idle instance of its function freed last, else starts one
- * (cold_start_s first). Deterministic for a seed. *r holds no pointers. -1 with err set when
+ * (cold_start_s first). With p->window_s > 0 (Clockwork++'s policy, docs/serverless.md,
+ * "Clockwork++") the trace is cut into windows of that length from 0 instead: each function holds
+ * through a window as many instances as its requests in flight at once at most in that window
+ * (the trace's own arrivals, known in advance: an oracle), keeping the previous window's where the
+ * count allows and starting the others before the window (no cold start, no keep-alive), and memory
+ * counts what is held. Deterministic for a seed. *r holds no pointers. -1 with err set when
  * the trace implies more invocations than allowed above (*r zeroed: nothing replayed), or
  * when the replay needs more live instances at once (*r then holds the replay up to where it
  * stopped, with at most PL_SL_SERVE_INSTANCES_MAX + 1 instances). */

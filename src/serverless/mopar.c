@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const algo_names[PL_SL_ALGO_COUNT] = {"mopar", "unsplit", "uniform",
-                                                         "latency-dp", "nonsplit"};
+static const char *const algo_names[PL_SL_ALGO_COUNT] = {"mopar",      "unsplit",  "uniform",
+                                                         "latency-dp", "nonsplit", "clockwork++"};
 
 const char *pl_sl_algo_name(pl_sl_algo a)
 {
@@ -771,6 +771,7 @@ static int nonsplit_plan(const pl_sl_graph *sg, const pl_platform *pf, const pl_
 int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, pl_sl_algo a,
                     int k, pl_sl_plan *out, pl_err *err)
 {
+    if (a == PL_SL_CLOCKWORK) return sl_clockwork(sg, pf, o, out, err); /* clockwork.c */
     memset(out, 0, sizeof *out);
     if (layers_fit(sg, pf, err) < 0) return -1;
     double bound =

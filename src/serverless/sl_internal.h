@@ -30,5 +30,10 @@ int sl_price_set(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts 
  * pl_sl_price_sets. -1 with err when CBC fails, crashes or finds no plan. */
 int sl_nonsplit(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, int k,
                 double bound, const int *start, pl_sl_plan *out, pl_err *err);
+/* Clockwork++ (clockwork.c): the unsplit function served by windows of o->window_s
+ * (PL_SL_CLOCKWORK_WINDOW_S when 0), its usd and gb_s what serving the default trace
+ * (pl_sl_serve_defaults) by them bills. -1 with err when the model does not fit one function. */
+int sl_clockwork(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, pl_sl_plan *out,
+                 pl_err *err);
 
 #endif
