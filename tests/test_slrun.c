@@ -250,8 +250,12 @@ static void test_shared_memory(void **state)
 {
     (void)state;
     pl_err err = {""};
-    char keep[64];
+    char keep[64], shm[64], pattern[128];
     assert_int_equal(tu_mkdtemp(keep, sizeof keep, "placer-slrun-keep"), 0);
+    /* a private shared-memory folder: another run on the machine (a parallel test) may have
+       its own placer-sl-* folder in /dev/shm at the same time */
+    assert_int_equal(tu_mkdtemp(shm, sizeof shm, "placer-slrun-shm"), 0);
+    setenv("PLACER_SHM_DIR", shm, 1);
     pl_sl_run_opts o = {
         .shm = true, .repeat = 3, .warmup = 1, .seed = 7, .cache_dir = CACHE, .keep_dir = keep};
     pl_sl_run_result r;
@@ -262,8 +266,11 @@ static void test_shared_memory(void **state)
     pl_sl_run_result_free(&r);
     assert_int_equal(children(-1), 0);
     glob_t g;
-    assert_int_equal(glob("/dev/shm/placer-sl-*", 0, NULL, &g), GLOB_NOMATCH);
+    snprintf(pattern, sizeof pattern, "%s/placer-sl-*", shm);
+    assert_int_equal(glob(pattern, 0, NULL, &g), GLOB_NOMATCH);
     globfree(&g);
+    unsetenv("PLACER_SHM_DIR");
+    tu_rmtree(shm);
     tu_rmtree(keep);
 }
 
