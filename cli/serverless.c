@@ -18,8 +18,8 @@ static const char *help =
     "mopar|unsplit|uniform|latency-dp|nonsplit]\n"
     "                         [--codec none|fp16|zstd|ae] [--ae-ratio R] [--shm]\n"
     "                         [--threshold X] [--no-elim] [--latency-slack F] [--json] [-o DIR]\n"
-    "                         [--nonsplit-limit S]\n"
-    "                         [--serve [--trace T] [--keep-alive T] [--rps MIN:MAX]\n"
+    "                         [--nonsplit-limit S] [--trace FILE]\n"
+    "                         [--serve [--serve-duration T] [--keep-alive T] [--rps MIN:MAX]\n"
     "                                  [--cold-start T]]\n"
     "                         [--run [--store redis://HOST:PORT] [--repeat R] [--warmup W]]\n"
     "                         [--dim N=V]... [--input NAME=SIZES]... [--cost-params F]\n"
@@ -36,9 +36,12 @@ static const char *help =
     "  --latency-slack F  MOPAR may be up to F (a fraction) slower than unsplit (default 0)\n"
     "  --nonsplit-limit S  CBC's time on NonSplit's integer program (default 10 s): the best\n"
     "                 plan by then (docs/serverless.md, \"NonSplit\")\n"
+    "  --trace FILE   MOPAR's plan (or --algo's) as the simulator runs it, Chrome trace JSON\n"
+    "                 (open it in Perfetto): one track per function, the store and each link\n"
     "  --serve        also replays a diurnal trace (MOPAR's: 250 to 1,250 requests a second) on\n"
     "                 every plan: latency percentiles, memory per 100 requests a second\n"
-    "  --trace T      the trace's length, one period of its sine (default 600s)\n"
+    "  --serve-duration T  the trace's length, one period of its sine (default 600s); the\n"
+    "                 old spelling --trace T is still taken with --serve when T is a duration\n"
     "  --keep-alive T how long an idle instance stays warm (default 60s)\n"
     "  --rps MIN:MAX  the trace's lowest and highest rate (default 250:1250)\n"
     "  --cold-start T the replay's cold start instead of the platform's (0: warm pools)\n"
@@ -54,7 +57,8 @@ static const char *help =
 typedef struct sl_args {
     cli_common co;
     const char *platform, *dir;
-    int algo; /* -1: all */
+    const char *trace, *trace_arg; /* --trace: the Perfetto file; as given */
+    int algo;                      /* -1: all */
     pl_sl_opts so;
     double ae_ratio;
     bool serve;
@@ -359,11 +363,12 @@ static bool serve_too_long(const sl_args *a, const pl_sl_plan *plans)
         fns += plans[k].n, n += plans[k].n > 0;
     double inv = a->serve_o.duration_s * a->serve_o.rps_max * fns;
     if (inv <= PL_SL_SERVE_INVOCATIONS_MAX) return false;
-    cli_error("serverless",
-              "--serve: %g s at up to %g requests a second through the %d functions of %d plans "
-              "is %.3g invocations; at most %.3g are replayed (a shorter --trace, or --algo A "
-              "for one plan)",
-              a->serve_o.duration_s, a->serve_o.rps_max, fns, n, inv, PL_SL_SERVE_INVOCATIONS_MAX);
+    cli_error(
+        "serverless",
+        "--serve: %g s at up to %g requests a second through the %d functions of %d plans "
+        "is %.3g invocations; at most %.3g are replayed (a shorter --serve-duration, or --algo A "
+        "for one plan)",
+        a->serve_o.duration_s, a->serve_o.rps_max, fns, n, inv, PL_SL_SERVE_INVOCATIONS_MAX);
     return true;
 }
 
@@ -407,6 +412,12 @@ static cli_exit run(sl_args *a)
         goto out;
     }
     const pl_sl_plan *shown = &plans[a->algo >= 0 ? a->algo : PL_SL_MOPAR];
+    for (int k = 0; k < PL_SL_ALGO_COUNT; k++) /* every plan printed, through the one checker */
+        if (plans[k].n && pl_sl_plan_check(k == PL_SL_UNIFORM ? raw : sg, pf, &a->so, &plans[k],
+                                           &plans[k] == shown ? a->trace : NULL, &err) < 0) {
+            cli_fail("serverless", "%s: %s", a->co.model, err.msg);
+            goto out;
+        }
     if ((a->dir || a->run) && shown->fn_of) { /* its functions would call each other back */
         cli_fail("serverless", "-o and --run take contiguous slices; %s's functions are not",
                  pl_sl_algo_name(shown->algo));
@@ -470,7 +481,8 @@ enum {
     LATENCY_SLACK,
     SHM,
     NO_ELIM,
-    TRACE, /* the --serve and --run options from here */
+    TRACE,
+    SERVE_DURATION, /* the --serve and --run options from here */
     KEEP_ALIVE,
     RPS,
     COLD_START,
@@ -490,6 +502,7 @@ static const struct option options[] = {{"platform", required_argument, NULL, PL
                                         {"shm", no_argument, NULL, SHM},
                                         {"no-elim", no_argument, NULL, NO_ELIM},
                                         {"trace", required_argument, NULL, TRACE},
+                                        {"serve-duration", required_argument, NULL, SERVE_DURATION},
                                         {"keep-alive", required_argument, NULL, KEEP_ALIVE},
                                         {"rps", required_argument, NULL, RPS},
                                         {"cold-start", required_argument, NULL, COLD_START},
@@ -519,8 +532,8 @@ static int take_serve(sl_args *a, int c, const char *v)
 {
     long n;
     switch (c) {
-    case TRACE:
-        if (cli_seconds("serverless", "--trace", v, &a->serve_o.duration_s) < 0) return -1;
+    case SERVE_DURATION:
+        if (cli_seconds("serverless", "--serve-duration", v, &a->serve_o.duration_s) < 0) return -1;
         return a->serve_o.period_s = a->serve_o.duration_s, 0;
     case KEEP_ALIVE:
         return cli_seconds("serverless", "--keep-alive", v, &a->serve_o.keep_alive_s);
@@ -578,9 +591,27 @@ static int take(void *o, int c, const char *v)
         return a->so.shm = true, 0;
     case NO_ELIM:
         return a->so.no_elim = true, 0;
+    case TRACE:
+        return a->trace_arg = v, 0; /* a file, or the old --serve length: see trace_option */
     default:
         return take_serve(a, c, v);
     }
+}
+
+/* --trace V: the Perfetto file, as `place`, `simulate` and `run` name it; with --serve and a V
+ * that reads as a duration ("600s", "168h"), the replay's length, as it was before
+ * --serve-duration (no trace file is named like a duration). */
+static int trace_option(sl_args *a)
+{
+    double s;
+    pl_err e;
+    const char *v = a->trace_arg;
+    if (!v) return 0;
+    if (a->serve && pl_parse_quantity(v, PL_UNIT_SECONDS, &s, &e) == 0) {
+        if (cli_seconds("serverless", "--trace", v, &a->serve_o.duration_s) < 0) return -1;
+        return a->serve_o.period_s = a->serve_o.duration_s, 0;
+    }
+    return cli_file("serverless", "--trace", v, "a file", &a->trace);
 }
 
 /* The options, checked together; *asked when --help was asked (and printed). */
@@ -589,6 +620,7 @@ static cli_exit parse(int argc, char **argv, sl_args *a, bool *asked)
     cli_args g = CLI_ARGS("serverless", "ho:", help, false);
     cli_exit parsed = cli_parse(&g, &a->co, take, a);
     if (!cli_ok(parsed) || (*asked = g.asked_help)) return parsed;
+    if (trace_option(a) < 0) return CLI_EXIT_BAD_INPUT;
     if (!a->co.model) return cli_fail("serverless", "which model? give MODEL\n%s", help);
     if (!a->platform)
         return cli_fail("serverless",
@@ -597,11 +629,12 @@ static cli_exit parse(int argc, char **argv, sl_args *a, bool *asked)
                         help);
     /* before anything is loaded: every request is at least one invocation (serve_too_long) */
     if (a->serve && a->serve_o.duration_s * a->serve_o.rps_max > PL_SL_SERVE_INVOCATIONS_MAX)
-        return cli_fail("serverless",
-                        "--trace %g s at up to %g requests a second is %.3g requests; the replay "
-                        "keeps each one's latency, so it takes at most 5e7 (a shorter --trace)",
-                        a->serve_o.duration_s, a->serve_o.rps_max,
-                        a->serve_o.duration_s * a->serve_o.rps_max);
+        return cli_fail(
+            "serverless",
+            "--serve-duration %g s at up to %g requests a second is %.3g requests; the "
+            "replay "
+            "keeps each one's latency, so it takes at most 5e7 (a shorter --serve-duration)",
+            a->serve_o.duration_s, a->serve_o.rps_max, a->serve_o.duration_s * a->serve_o.rps_max);
     if (a->co.cluster || a->co.catalog)
         return cli_fail("serverless", "a function's CPU is the platform's: no --cluster or "
                                       "--catalog");
