@@ -598,20 +598,23 @@ static int take(void *o, int c, const char *v)
     }
 }
 
-/* --trace V: the Perfetto file, as `place`, `simulate` and `run` name it; with --serve and a V
- * that reads as a duration ("600s", "168h"), the replay's length, as it was before
- * --serve-duration (no trace file is named like a duration). */
+/* --trace V: the Perfetto file, as `place`, `simulate` and `run` name it. A V that reads as a
+ * duration ("600s", "168h") is the old spelling of --serve-duration: the replay's length with
+ * --serve, refused without it (a file so named can be given as ./600s). */
 static int trace_option(sl_args *a)
 {
     double s;
     pl_err e;
     const char *v = a->trace_arg;
-    if (!v) return 0;
-    if (a->serve && pl_parse_quantity(v, PL_UNIT_SECONDS, &s, &e) == 0) {
-        if (cli_seconds("serverless", "--trace", v, &a->serve_o.duration_s) < 0) return -1;
-        return a->serve_o.period_s = a->serve_o.duration_s, 0;
-    }
-    return cli_file("serverless", "--trace", v, "a file", &a->trace);
+    if (!v || pl_parse_quantity(v, PL_UNIT_SECONDS, &s, &e) < 0)
+        return v ? cli_file("serverless", "--trace", v, "a file", &a->trace) : 0;
+    if (!a->serve)
+        return cli_error("serverless",
+                         "--trace %s: --trace names the file of a Chrome trace (t.json); the "
+                         "length of --serve's replay is --serve-duration T",
+                         v);
+    if (cli_seconds("serverless", "--trace", v, &a->serve_o.duration_s) < 0) return -1;
+    return a->serve_o.period_s = a->serve_o.duration_s, 0;
 }
 
 /* The options, checked together; *asked when --help was asked (and printed). */

@@ -260,6 +260,10 @@ static void test_cli_trace(void **state)
     json_t *sv = json_object_get(tu_find(doc, "algorithms", "algo", "mopar"), "serving");
     assert_true(tu_num(sv, "requests") > 300 && tu_num(sv, "requests") < 600);
     json_decref(doc);
+    /* without --serve, a duration is not taken for a file's name */
+    tu_expect_refusal("serverless models/gcn_cora.onnx --platform examples/platforms/openfaas.json "
+                      "--trace 600s",
+                      "--trace 600s: --trace names the file of a Chrome trace");
     tu_tmpdir_end(dir);
 }
 

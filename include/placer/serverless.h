@@ -356,10 +356,11 @@ void pl_sl_sim_free(pl_sl_sim *s);
 /* The plan checker on s (pl_plan_check), then the simulator (recorded, ports contention) and its
  * invariants (pl_sim_check: precedence, no overlap, order, memory within capacity), then the
  * plan's own figures: each function's time (its visits') and the latency equal to the
- * simulated ones within 1e-9 relative. -1 with err naming the first problem ("function 1
- * ('fn1') needs 130 MB at its peak, more than its 128 MB", "function 0: the plan says 12.000
- * ms, the simulator 11.000 ms"). r (may be NULL) gets the recorded result on success (free it
- * with pl_sim_result_free); zeroed on failure. */
+ * simulated ones within 1e-9 relative. -1 with err naming the first problem ("serverless
+ * plan (mopar): function 1 ('fn1') needs 2300.0 MB at its peak (the runtime, its weights, its
+ * largest layer's activations), more than its 2200 MB"; "...: function 2: the plan says
+ * 304.500000 ms, the simulator 404.500000 ms"). r (may be NULL) gets the recorded result on success
+ * (free it with pl_sim_result_free); zeroed on failure. */
 int pl_sl_sim_check(const pl_sl_sim *s, const pl_sl_plan *p, pl_sim_result *r, pl_err *err);
 /* The checker every plan `placer serverless` prints goes through: pl_sl_sim_build, then
  * pl_sl_sim_check; with `trace` (may be NULL) the simulated run is written there as Chrome trace
