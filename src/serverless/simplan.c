@@ -289,11 +289,14 @@ static void make_graph(build *b)
 static pl_cluster *make_cluster(const build *b, pl_err *err)
 {
     pl_cluster *c = pl_cluster_new("serverless functions");
-    for (int k = 0; k < b->p->n; k++) {
-        char name[32];
+    for (int k = 0; k < b->p->n; k++) { /* its model says what it is (the trace shows it) */
+        const pl_sl_slice *s = &b->p->slices[k];
+        char name[32], model[96];
         snprintf(name, sizeof name, "fn%d", k);
-        int d = pl_cluster_add_device(c, name, PL_DEV_CPU, "serverless-function");
-        c->devs[d].memory_bytes = b->p->slices[k].mem_mb * PL_PLATFORM_MB_BYTES;
+        snprintf(model, sizeof model, "function of %.0f MB, %.3g vCPU, eta %d", s->mem_mb,
+                 pl_platform_vcpus(b->pf, s->mem_mb), s->eta);
+        int d = pl_cluster_add_device(c, name, PL_DEV_CPU, model);
+        c->devs[d].memory_bytes = s->mem_mb * PL_PLATFORM_MB_BYTES;
     }
     int st = pl_cluster_add_device(c, b->x == &b->pf->shm ? "shm" : "store", PL_DEV_CPU,
                                    "serverless-transport");
