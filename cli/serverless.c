@@ -14,18 +14,27 @@
 #include <string.h>
 
 static const char *help =
-    "usage: placer serverless MODEL --platform P [--algo "
-    "mopar|unsplit|uniform|latency-dp|nonsplit]\n"
+    "usage: placer serverless MODEL --platform P\n"
+    "                         [--algo mopar|unsplit|uniform|latency-dp|nonsplit|clockwork++]\n"
     "                         [--codec none|fp16|zstd|ae] [--ae-ratio R] [--shm]\n"
     "                         [--threshold X] [--no-elim] [--latency-slack F] [--json] [-o DIR]\n"
-    "                         [--nonsplit-limit S] [--trace FILE]\n"
+    "                         [--nonsplit-limit S] [--window T] [--trace FILE]\n"
+    "                         [--objective cost|speed|balanced[:W]] [--cost-tolerance F]\n"
     "                         [--serve [--serve-duration T] [--keep-alive T] [--rps MIN:MAX]\n"
     "                                  [--cold-start T]]\n"
     "                         [--run [--store redis://HOST:PORT] [--repeat R] [--warmup W]]\n"
     "                         [--dim N=V]... [--input NAME=SIZES]... [--cost-params F]\n"
     "  --platform P   a placer-platform/1 file (examples/platforms/aws-lambda.json, "
     "openfaas.json)\n"
-    "  --algo A       print only A's plan (default: MOPAR and every baseline side by side)\n"
+    "  --algo A       print only A's plan (default: the answer, the front, and MOPAR and every\n"
+    "                 baseline side by side)\n"
+    "  --objective O  which plan is the answer, as Lambda Power Tuning's strategies (default\n"
+    "                 cost): cost, the cheapest or a faster one within --cost-tolerance of it;\n"
+    "                 speed, the fastest; balanced:W, the least W x cost / the dearest +\n"
+    "                 (1 - W) x latency / the slowest (W in [0, 1], default 0.5). It also picks\n"
+    "                 the unsplit function's memory (MOPAR's latency bound) and MOPAR's plan\n"
+    "  --cost-tolerance F  how much dearer (a fraction) than the cheapest a faster plan may be\n"
+    "                 and win under --objective cost (default 0.01)\n"
     "  --codec C      how tensors crossing a cut are compressed (default none): fp16 and zstd\n"
     "                 are measured on this machine, ae is MOPAR's auto-encoder, modelled\n"
     "  --ae-ratio R   the auto-encoder's compression ratio (default 8)\n"
@@ -36,8 +45,12 @@ static const char *help =
     "  --latency-slack F  MOPAR may be up to F (a fraction) slower than unsplit (default 0)\n"
     "  --nonsplit-limit S  CBC's time on NonSplit's integer program (default 10 s): the best\n"
     "                 plan by then (docs/serverless.md, \"NonSplit\")\n"
-    "  --trace FILE   MOPAR's plan (or --algo's) as the simulator runs it, Chrome trace JSON\n"
-    "                 (open it in Perfetto): one track per function, the store and each link\n"
+    "  --window T     Clockwork++'s window (default 60s, AlpaServe's): its instances are re-sized\n"
+    "                 at each window's boundary and billed while held; its cost per request is\n"
+    "                 what serving the default trace (250 to 1,250 requests a second, 600 s) "
+    "bills\n"
+    "  --trace FILE   the plan shown in full (the answer, or --algo's) as the simulator runs it,\n"
+    "                 Chrome trace JSON (Perfetto): one track per function, the store, each link\n"
     "  --serve        also replays a diurnal trace (MOPAR's: 250 to 1,250 requests a second) on\n"
     "                 every plan: latency percentiles, memory per 100 requests a second\n"
     "  --serve-duration T  the trace's length, one period of its sine (default 600s); the\n"
@@ -50,7 +63,8 @@ static const char *help =
     "                 --store names one), or through tmpfs files with --shm; measured latency,\n"
     "                 billed durations, peak memory and the bill beside the prediction (R timed\n"
     "                 requests after W: 10, 2)\n"
-    "  -o DIR         writes the plan's slices (MOPAR's, or --algo's) as one runnable ONNX file\n"
+    "  -o DIR         writes the plan's slices (the answer's, or --algo's) as one runnable ONNX "
+    "file\n"
     "                 each and a manifest (docs/split.md)\n"
     "exit status: 0 done, 2 bad input or failure\n";
 
@@ -102,7 +116,32 @@ static int codec_figures(const pl_graph *g, const pl_platform *pf, const pl_cost
 
 /* ---- output ---- */
 
-static json_t *plan_json(const pl_graph *g, const pl_sl_graph *sg, const pl_sl_plan *p)
+/* How a plan served by windows (Clockwork++) was priced: the window and the trace it served. */
+static json_t *priced_by_json(const pl_sl_plan *p)
+{
+    pl_sl_serve_opts t;
+    pl_sl_serve_defaults(&t);
+    return json_pack("{s:s, s:f, s:{s:f, s:f, s:f, s:b, s:I}}", "policy",
+                     "serving by windows: instances for each window's peak, held through it",
+                     "window_s", p->window_s, "trace", "duration_s", t.duration_s, "rps_min",
+                     t.rps_min, "rps_max", t.rps_max, "poisson", t.poisson, "seed",
+                     (json_int_t)t.seed);
+}
+
+/* The note under the table for a plan priced by serving (Clockwork++). */
+static void print_priced_by(const pl_sl_plan *p)
+{
+    pl_sl_serve_opts t;
+    pl_sl_serve_defaults(&t);
+    printf("%s: priced by serving, not per invocation: windows of %g s, each holding the "
+           "instances its peak needs, billed while held, over %.0f to %.0f requests a second "
+           "for %.0f s (Poisson, seed %llu)\n",
+           pl_sl_algo_name(p->algo), p->window_s, t.rps_min, t.rps_max, t.duration_s,
+           (unsigned long long)t.seed);
+}
+
+static json_t *plan_json(const pl_graph *g, const pl_sl_graph *sg, const pl_sl_plan *p,
+                         const char *name)
 {
     json_t *slices = json_array();
     for (int k = 0; k < p->n; k++) {
@@ -126,10 +165,12 @@ static json_t *plan_json(const pl_graph *g, const pl_sl_graph *sg, const pl_sl_p
                       "in_bytes", s->in_bytes, "out_bytes", s->out_bytes, "layers", layers, "ops",
                       ops));
     }
-    return json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:o}", "algo", pl_sl_algo_name(p->algo),
-                     "exact", p->exact, "latency_s", p->latency_s, "usd_per_request", p->usd,
-                     "usd_per_million", p->usd * 1e6, "gb_s_per_request", p->gb_s, "bytes_moved",
-                     p->bytes_moved, "slices", slices);
+    json_t *j = json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:o}", "algo", name, "exact",
+                          p->exact, "latency_s", p->latency_s, "usd_per_request", p->usd,
+                          "usd_per_million", p->usd * 1e6, "gb_s_per_request", p->gb_s,
+                          "bytes_moved", p->bytes_moved, "slices", slices);
+    if (p->window_s > 0) json_object_set_new(j, "priced_by", priced_by_json(p));
+    return j;
 }
 
 static void print_plans(const pl_sl_plan *plans, int n, const pl_sl_plan *unsplit)
@@ -152,11 +193,14 @@ static void print_plans(const pl_sl_plan *plans, int n, const pl_sl_plan *unspli
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
+    for (int a = 0; a < n; a++)
+        if (plans[a].n && plans[a].window_s > 0) print_priced_by(&plans[a]);
 }
 
-static void print_slices(const pl_platform *pf, const pl_sl_graph *sg, const pl_sl_plan *p)
+static void print_slices(const pl_platform *pf, const pl_sl_graph *sg, const pl_sl_plan *p,
+                         const char *whose)
 {
-    printf("\n%s's slices\n", pl_sl_algo_name(p->algo));
+    printf("\n%s's slices\n", whose);
     pl_table *t = pl_table_new("slice|layers|>ops|>memory MB|>vCPUs|>eta|>compute ms|>comm ms|"
                                ">billed ms|>GB-s|>USD");
     for (int k = 0; k < p->n; k++) {
@@ -175,15 +219,155 @@ static void print_slices(const pl_platform *pf, const pl_sl_graph *sg, const pl_
     pl_table_free(t);
 }
 
+/* ---- the front and the answer ---- */
+
+/* The front of every partition at every memory option, with every algorithm's plan added (so
+ * that no row printed beside it beats the answer), and the plans marked on it. */
+typedef struct answer {
+    pl_sl_front f;
+    int pick, knee, cheapest, fastest; /* indices into f.plans */
+} answer;
+
+static const char *found_by(int by)
+{
+    return by < 0 ? "front" : pl_sl_algo_name(by);
+}
+
+/* Every finder of a plan of the front: the algorithms whose plan it is, then "front" when the
+ * front's own DP found it too. */
+static const char *finders(unsigned found, char *b, size_t n)
+{
+    b[0] = 0;
+    for (int a = 0; a <= PL_SL_ALGO_COUNT; a++) {
+        int bit = a < PL_SL_ALGO_COUNT ? a + 1 : 0;
+        if (found >> bit & 1)
+            snprintf(b + strlen(b), n - strlen(b), "%s%s", b[0] ? ", " : "",
+                     a < PL_SL_ALGO_COUNT ? pl_sl_algo_name(a) : "front");
+    }
+    return b;
+}
+
+/* The layer graph a plan of the front is on: uniform's is the unsimplified one. */
+static const pl_sl_graph *graph_of(int by, const pl_sl_graph *sg, const pl_sl_graph *raw)
+{
+    return by == PL_SL_UNIFORM ? raw : sg;
+}
+
+/* Every plan printed or in the JSON (each algorithm's, the front's) through the one plan checker
+ * (docs/serverless.md, "One simulator"); the one shown in full drawn to --trace. */
+static int check_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph *sg,
+                       const pl_sl_graph *raw, const pl_sl_plan *plans, const answer *ans,
+                       const pl_sl_plan *shown, pl_err *err)
+{
+    for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
+        if (plans[k].n && pl_sl_plan_check(graph_of(k, sg, raw), pf, &a->so, &plans[k],
+                                           &plans[k] == shown ? a->trace : NULL, err) < 0)
+            return -1;
+    for (int k = 0; a->algo < 0 && k < ans->f.n; k++)
+        if (pl_sl_plan_check(graph_of(ans->f.by[k], sg, raw), pf, &a->so, &ans->f.plans[k],
+                             &ans->f.plans[k] == shown ? a->trace : NULL, err) < 0)
+            return -1;
+    return 0;
+}
+
+static int make_answer(const sl_args *a, const pl_platform *pf, const pl_sl_graph *sg,
+                       const pl_sl_graph *raw, const pl_sl_plan *plans, answer *ans, pl_err *err)
+{
+    if (pl_sl_front_make(sg, pf, &a->so, &ans->f, err) < 0) return -1;
+    for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
+        if (plans[k].n) pl_sl_front_add(&ans->f, &plans[k], graph_of(k, sg, raw)->n);
+    const pl_sl_front *f = &ans->f;
+    ans->pick = pl_sl_pick(f->plans, f->n, &a->so);
+    ans->knee = pl_sl_knee(f->plans, f->n);
+    ans->cheapest = ans->fastest = 0;
+    for (int k = 1; k < f->n; k++) {
+        if (f->plans[k].usd < f->plans[ans->cheapest].usd) ans->cheapest = k;
+        if (f->plans[k].latency_s < f->plans[ans->fastest].latency_s) ans->fastest = k;
+    }
+    return 0;
+}
+
+/* What --objective says, in words. */
+static void objective_text(const pl_sl_opts *o, char *b, size_t n)
+{
+    if (o->objective == PL_SL_SPEED)
+        snprintf(b, n, "speed: the fastest plan");
+    else if (o->objective == PL_SL_BALANCED)
+        snprintf(b, n,
+                 "balanced:%g: the least %g x cost / the dearest + %g x latency / the slowest",
+                 o->balanced_weight, o->balanced_weight, 1 - o->balanced_weight);
+    else
+        snprintf(b, n, "cost: the cheapest plan, or the fastest at most %g %% dearer",
+                 o->cost_tolerance * 100);
+}
+
+static void front_row(pl_table *t, const char *what, const answer *ans, int k)
+{
+    const pl_sl_plan *p = &ans->f.plans[k], *c = &ans->f.plans[ans->cheapest];
+    char b[160];
+    pl_table_row(t, "%s|%d|%.3f|%.4f|%+.2f %%|%.4f|%s", what, p->n, p->latency_s * 1e3,
+                 p->usd * 1e6, (p->usd / c->usd - 1) * 100, p->gb_s,
+                 finders(ans->f.found[k], b, sizeof b));
+}
+
+static void print_front(const sl_args *a, const answer *ans)
+{
+    char b[160];
+    objective_text(&a->so, b, sizeof b);
+    printf("objective  %s\nfront      %d plans that no other beats on both cost and latency "
+           "(split points x memory sizes x eta, and every algorithm's plan)%s\n\n",
+           b, ans->f.n, ans->f.exact ? "" : "; the DP thinned its fronts (not exact)");
+    pl_table *t = pl_table_new("plan|>slices|>latency ms|>USD per million|>cost vs cheapest|"
+                               ">GB-s per request|found by");
+    front_row(t, "answer", ans, ans->pick);
+    front_row(t, "cheapest", ans, ans->cheapest);
+    front_row(t, "knee", ans, ans->knee);
+    front_row(t, "fastest", ans, ans->fastest);
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    printf("\n");
+}
+
+static json_t *front_json(const sl_args *a, const answer *ans)
+{
+    json_t *pts = json_array();
+    for (int k = 0; k < ans->f.n; k++) {
+        const pl_sl_plan *p = &ans->f.plans[k];
+        json_t *mem = json_array(), *eta = json_array(), *by = json_array();
+        for (int a = 0; a <= PL_SL_ALGO_COUNT; a++)
+            if (ans->f.found[k] >> (a < PL_SL_ALGO_COUNT ? a + 1 : 0) & 1)
+                json_array_append_new(
+                    by, json_string(a < PL_SL_ALGO_COUNT ? pl_sl_algo_name(a) : "front"));
+        for (int s = 0; s < p->n; s++)
+            json_array_append_new(mem, json_real(p->slices[s].mem_mb)),
+                json_array_append_new(eta, json_integer(p->slices[s].eta));
+        json_array_append_new(pts, json_pack("{s:i, s:f, s:f, s:f, s:o, s:o, s:o}", "slices", p->n,
+                                             "latency_s", p->latency_s, "usd_per_request", p->usd,
+                                             "gb_s_per_request", p->gb_s, "found_by", by,
+                                             "memory_mb", mem, "eta", eta));
+    }
+    char b[160];
+    objective_text(&a->so, b, sizeof b);
+    return json_pack("{s:{s:s, s:f, s:f, s:s}, s:b, s:i, s:i, s:i, s:i, s:o}", "objective", "name",
+                     a->so.objective == PL_SL_SPEED      ? "speed"
+                     : a->so.objective == PL_SL_BALANCED ? "balanced"
+                                                         : "cost",
+                     "cost_tolerance", a->so.cost_tolerance, "balanced_weight",
+                     a->so.balanced_weight, "rule", b, "exact", ans->f.exact, "answer", ans->pick,
+                     "cheapest", ans->cheapest, "knee", ans->knee, "fastest", ans->fastest, "plans",
+                     pts);
+}
+
 /* ---- serving a trace ---- */
 
 static json_t *serve_json(const pl_sl_serve_result *r)
 {
-    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:f}", "requests",
+    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:f, s:f}", "requests",
                      (json_int_t)r->requests, "p50_s", r->p50_s, "p95_s", r->p95_s, "p99_s",
                      r->p99_s, "mem_gb_avg", r->mem_gb_avg, "mem_gb_per_100rps",
                      r->mem_gb_per_100rps, "instances", (json_int_t)r->instances, "cold_starts",
-                     (json_int_t)r->cold_starts, "busy_gb_s", r->busy_gb_s);
+                     (json_int_t)r->cold_starts, "busy_gb_s", r->busy_gb_s, "usd_per_request",
+                     r->usd_per_request);
 }
 
 static void print_serve(const sl_args *a, const pl_platform *pf, const pl_sl_plan *plans,
@@ -195,15 +379,20 @@ static void print_serve(const sl_args *a, const pl_platform *pf, const pl_sl_pla
            o->rps_min, o->rps_max, o->duration_s, (unsigned long long)o->seed, o->keep_alive_s,
            pf->cold_start_s);
     pl_table *t = pl_table_new("algorithm|>requests|>P50 ms|>P95 ms|>P99 ms|>memory GB|"
-                               ">GB per 100 rps|>instances|>cold starts");
+                               ">GB per 100 rps|>instances|>cold starts|>USD per million");
     for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
         if (plans[k].n)
-            pl_table_row(t, "%s|%ld|%.1f|%.1f|%.1f|%.1f|%.3f|%ld|%ld", pl_sl_algo_name(k),
+            pl_table_row(t, "%s|%ld|%.1f|%.1f|%.1f|%.1f|%.3f|%ld|%ld|%.2f", pl_sl_algo_name(k),
                          res[k].requests, res[k].p50_s * 1e3, res[k].p95_s * 1e3,
                          res[k].p99_s * 1e3, res[k].mem_gb_avg, res[k].mem_gb_per_100rps,
-                         res[k].instances, res[k].cold_starts);
+                         res[k].instances, res[k].cold_starts, res[k].usd_per_request * 1e6);
     pl_table_print(t, stdout);
     pl_table_free(t);
+    for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
+        if (plans[k].n && plans[k].window_s > 0)
+            printf("%s: served by windows of %g s instead (instances for each window's peak, "
+                   "started before it, held and billed through it)\n",
+                   pl_sl_algo_name(k), plans[k].window_s);
 }
 
 /* ---- the slices as a split ---- */
@@ -317,7 +506,7 @@ static json_t *result_json(const sl_args *a, const pl_graph *g, const pl_platfor
     json_t *algos = json_array();
     for (int k = 0; k < n; k++)
         if (plans[k].n) {
-            json_t *j = plan_json(g, k == PL_SL_UNIFORM ? raw : sg, &plans[k]);
+            json_t *j = plan_json(g, k == PL_SL_UNIFORM ? raw : sg, &plans[k], pl_sl_algo_name(k));
             if (a->serve) json_object_set_new(j, "serving", serve_json(&res[k]));
             json_array_append_new(algos, j);
         }
@@ -342,7 +531,8 @@ static int make_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph
         if (!want && !(al == PL_SL_MOPAR && a->algo >= 0)) continue;
         const pl_sl_graph *on = al == PL_SL_UNIFORM ? raw : sg;
         if (pl_sl_plan_make(on, pf, &a->so, al, k, &plans[al], err) < 0) {
-            bool optional = al == PL_SL_UNSPLIT || al == PL_SL_NONSPLIT; /* a baseline */
+            bool optional = al == PL_SL_UNSPLIT || al == PL_SL_NONSPLIT ||
+                            al == PL_SL_CLOCKWORK; /* a baseline */
             if (!optional || a->algo == al) return -1;
             fprintf(stderr, "placer serverless: note: %s\n", err->msg); /* MOPAR: no bound */
             plans[al].algo = al;
@@ -397,6 +587,7 @@ static cli_exit run(sl_args *a)
     pl_cost_params params;
     pl_sl_graph *sg = NULL, *raw = NULL;
     pl_sl_plan plans[PL_SL_ALGO_COUNT] = {0};
+    answer ans = {0};
     cli_exit status = CLI_EXIT_BAD_INPUT;
     if (cli_cost_params("serverless", &a->co, (const pl_cluster *const *)&pf->vcpu, 1, &params) < 0)
         goto out;
@@ -411,20 +602,30 @@ static cli_exit run(sl_args *a)
         cli_fail("serverless", "%s: %s", a->co.model, err.msg);
         goto out;
     }
-    const pl_sl_plan *shown = &plans[a->algo >= 0 ? a->algo : PL_SL_MOPAR];
-    for (int k = 0; k < PL_SL_ALGO_COUNT; k++) /* every plan printed, through the one checker */
-        if (plans[k].n && pl_sl_plan_check(k == PL_SL_UNIFORM ? raw : sg, pf, &a->so, &plans[k],
-                                           &plans[k] == shown ? a->trace : NULL, &err) < 0) {
-            cli_fail("serverless", "%s: %s", a->co.model, err.msg);
-            goto out;
-        }
-    if ((a->dir || a->run) && shown->fn_of) { /* its functions would call each other back */
-        cli_fail("serverless", "-o and --run take contiguous slices; %s's functions are not",
-                 pl_sl_algo_name(shown->algo));
+    if (a->algo < 0 && make_answer(a, pf, sg, raw, plans, &ans, &err) < 0) {
+        cli_fail("serverless", "%s: %s", a->co.model, err.msg);
         goto out;
     }
-    if (a->dir && write_split(a->co.model, g, shown->algo == PL_SL_UNIFORM ? raw : sg, shown,
-                              a->dir, &err) < 0) {
+    /* the plan shown in full, written and run: the answer, or --algo's */
+    const pl_sl_plan *shown = a->algo >= 0 ? &plans[a->algo] : &ans.f.plans[ans.pick];
+    int shown_by = a->algo >= 0 ? a->algo : ans.f.by[ans.pick];
+    const pl_sl_graph *shown_sg = graph_of(shown_by, sg, raw);
+    char whose[200], fb[160] = "";
+    if (a->algo < 0) finders(ans.f.found[ans.pick], fb, sizeof fb);
+    snprintf(whose, sizeof whose, a->algo >= 0 ? "%s" : "the answer (found by %s)",
+             a->algo >= 0 ? pl_sl_algo_name(a->algo) : fb);
+    if (check_plans(a, pf, sg, raw, plans, &ans, shown, &err) < 0) {
+        cli_fail("serverless", "%s: %s", a->co.model, err.msg);
+        goto out;
+    }
+    if ((a->dir || a->run) && shown->fn_of) { /* its functions would call each other back */
+        cli_fail("serverless",
+                 "-o and --run take contiguous slices; the functions of %s are not (--algo "
+                 "mopar for MOPAR's)",
+                 whose);
+        goto out;
+    }
+    if (a->dir && write_split(a->co.model, g, shown_sg, shown, a->dir, &err) < 0) {
         cli_fail("serverless", "%s", err.msg);
         goto out;
     }
@@ -436,9 +637,14 @@ static cli_exit run(sl_args *a)
             cli_fail("serverless", "--serve: %s: %s", pl_sl_algo_name(k), err.msg);
             goto out;
         }
-    const pl_sl_graph *shown_sg = shown->algo == PL_SL_UNIFORM ? raw : sg;
     if (a->co.json) {
         json_t *j = result_json(a, g, pf, sg, raw, plans, PL_SL_ALGO_COUNT, res);
+        if (a->algo < 0) {
+            json_t *an = plan_json(g, shown_sg, shown, found_by(shown_by));
+            json_object_set_new(an, "found_by", json_string(fb));
+            json_object_set_new(j, "answer", an);
+            json_object_set_new(j, "front", front_json(a, &ans));
+        }
         if (a->run && run_for_real(a, g, pf, shown_sg, shown, j, &err) < 0) {
             json_decref(j);
             cli_fail("serverless", "--run: %s", err.msg);
@@ -452,8 +658,9 @@ static cli_exit run(sl_args *a)
                "platform", pf->name,
                a->so.codec == PL_CODEC_NONE ? "uncompressed" : pl_codec_name(a->so.codec),
                pl_sl_transport(pf, &a->so) == &pf->shm ? "shared memory" : "the store");
+        if (a->algo < 0) print_front(a, &ans);
         print_plans(plans, PL_SL_ALGO_COUNT, plans[PL_SL_UNSPLIT].n ? &plans[PL_SL_UNSPLIT] : NULL);
-        print_slices(pf, shown->algo == PL_SL_UNIFORM ? raw : sg, shown);
+        print_slices(pf, shown_sg, shown, whose);
         if (a->serve) print_serve(a, pf, plans, res);
         if (a->dir) printf("\nwritten    %s (one ONNX file per function, manifest.json)\n", a->dir);
         fflush(stdout);
@@ -466,6 +673,7 @@ static cli_exit run(sl_args *a)
 out:
     for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
         pl_sl_plan_free(&plans[k]);
+    pl_sl_front_free(&ans.f);
     pl_sl_free(sg), pl_sl_free(raw);
     pl_platform_free(pf);
     pl_graph_free(g);
@@ -491,7 +699,10 @@ enum {
     STORE,
     REPEAT,
     WARMUP,
-    NONSPLIT_LIMIT
+    NONSPLIT_LIMIT,
+    OBJECTIVE,
+    COST_TOLERANCE,
+    WINDOW
 };
 static const struct option options[] = {{"platform", required_argument, NULL, PLATFORM},
                                         {"algo", required_argument, NULL, ALGO},
@@ -512,6 +723,9 @@ static const struct option options[] = {{"platform", required_argument, NULL, PL
                                         {"repeat", required_argument, NULL, REPEAT},
                                         {"warmup", required_argument, NULL, WARMUP},
                                         {"nonsplit-limit", required_argument, NULL, NONSPLIT_LIMIT},
+                                        {"objective", required_argument, NULL, OBJECTIVE},
+                                        {"cost-tolerance", required_argument, NULL, COST_TOLERANCE},
+                                        {"window", required_argument, NULL, WINDOW},
                                         CLI_COMMON_OPTIONS,
                                         CLI_OPTIONS_END};
 
@@ -525,6 +739,21 @@ static int parse_rps(const char *v, pl_sl_serve_opts *o)
                          v ? v : "");
     o->rps_min = lo, o->rps_max = hi;
     return 0;
+}
+
+/* --objective cost|speed|balanced[:W]. */
+static int parse_objective(const char *v, pl_sl_opts *o)
+{
+    o->balanced_weight = 0.5; /* Power Tuning's default */
+    if (v && !strcmp(v, "cost")) return o->objective = PL_SL_COST, 0;
+    if (v && !strcmp(v, "speed")) return o->objective = PL_SL_SPEED, 0;
+    if (v && !strncmp(v, "balanced", 8) && (!v[8] || v[8] == ':')) {
+        o->objective = PL_SL_BALANCED;
+        if (!v[8] || cli_number_in(v + 9, 0, 1, 0, &o->balanced_weight)) return 0;
+        return cli_error("serverless", "--objective balanced:W wants W in [0, 1], not '%s'", v + 9);
+    }
+    return cli_error("serverless",
+                     "--objective wants cost, speed, balanced or balanced:W, not '%s'", v ? v : "");
 }
 
 /* The options of --serve and --run. */
@@ -571,7 +800,8 @@ static int take(void *o, int c, const char *v)
     case ALGO:
         if (!v || (a->algo = pl_sl_algo_parse(v)) < 0)
             return cli_error("serverless",
-                             "--algo wants mopar, unsplit, uniform, latency-dp or nonsplit");
+                             "--algo wants mopar, unsplit, uniform, latency-dp, nonsplit or "
+                             "clockwork++");
         return 0;
     case CODEC: {
         int k = v ? pl_codec_parse(v) : -1;
@@ -587,6 +817,15 @@ static int take(void *o, int c, const char *v)
         return cli_number("serverless", "--latency-slack", v, 0, 100, 0, &a->so.latency_slack);
     case NONSPLIT_LIMIT:
         return cli_number("serverless", "--nonsplit-limit", v, 0, 3600, 1, &a->so.nonsplit_limit_s);
+    case OBJECTIVE:
+        return parse_objective(v, &a->so);
+    case COST_TOLERANCE:
+        return cli_number("serverless", "--cost-tolerance", v, 0, 10, 0, &a->so.cost_tolerance);
+    case WINDOW: /* shorter windows than 1 ms only cost steps (a window each, 6e5 at most) */
+        if (cli_seconds("serverless", "--window", v, &a->so.window_s) < 0) return -1;
+        if (a->so.window_s < 1e-3)
+            return cli_error("serverless", "--window: '%s' is shorter than 1 ms", v);
+        return 0;
     case SHM:
         return a->so.shm = true, 0;
     case NO_ELIM:
@@ -650,15 +889,9 @@ cli_exit cli_serverless(int argc, char **argv)
                  .algo = -1,
                  .ae_ratio = 8,
                  .cold_start_s = -1,
-                 .serve_o = {.duration_s = 600,
-                             .period_s = 600,
-                             .rps_min = 250,
-                             .rps_max = 1250,
-                             .keep_alive_s = 60,
-                             .poisson = true,
-                             .seed = 1},
                  .run_o = {.repeat = 10, .warmup = 2, .seed = 1}};
-    a.so.threshold = 0.05;
+    pl_sl_serve_defaults(&a.serve_o); /* the trace Clockwork++ is priced on, too */
+    a.so.threshold = 0.05, a.so.cost_tolerance = 0.01, a.so.balanced_weight = 0.5;
     bool asked = false;
     cli_exit parsed = parse(argc, argv, &a, &asked);
     return !cli_ok(parsed) || asked ? parsed : run(&a);

@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,13 +158,78 @@ static void test_platform_limits(void **state)
         "memory");
 }
 
+/* The answer is the plan the objective picks on the front, and no row printed beside it is
+ * better by the objective: under cost with 1 % (the default) no plan of the front or row at most
+ * 1 % dearer than the cheapest is faster; under speed none is faster; each row is on the front
+ * or beaten by a plan of it. Lambda's prices: resnet50's answer is its function at one vCPU
+ * (171.8 ms), not the cheapest at the 274 MB it needs (1,109 ms, 0.04 % cheaper). */
+static void check_answer(json_t *doc, const char *objective)
+{
+    json_t *front = json_object_get(doc, "front"), *ans = json_object_get(doc, "answer"), *p;
+    json_t *plans = json_object_get(front, "plans");
+    size_t i;
+    double cheapest = 1e300, fastest = 1e300;
+    json_array_foreach(plans, i, p) cheapest = fmin(cheapest, tu_num(p, "usd_per_request")),
+                                    fastest = fmin(fastest, tu_num(p, "latency_s"));
+    json_t *at = json_array_get(plans, (size_t)tu_num(front, "answer"));
+    assert_close(tu_num(at, "usd_per_request"), tu_num(ans, "usd_per_request"), 1e-12);
+    assert_close(tu_num(at, "latency_s"), tu_num(ans, "latency_s"), 1e-12);
+    double lat = tu_num(ans, "latency_s"), usd = tu_num(ans, "usd_per_request");
+    if (!strcmp(objective, "speed")) assert_true(lat <= fastest * (1 + 1e-12));
+    json_t *sets[2] = {plans, json_object_get(doc, "algorithms")};
+    for (int k = 0; k < 2; k++)
+        json_array_foreach(sets[k], i, p)
+        {
+            double u = tu_num(p, "usd_per_request"), l = tu_num(p, "latency_s");
+            assert_true(u >= cheapest * (1 - 1e-12)); /* no row cheaper than the front */
+            if (!strcmp(objective, "cost") && u <= cheapest * 1.01)
+                assert_true(lat <= l * (1 + 1e-12));
+        }
+    if (!strcmp(objective, "cost")) assert_true(usd <= cheapest * 1.01 * (1 + 1e-12));
+}
+
+static void test_answer(void **state)
+{
+    (void)state;
+    json_t *doc = tu_run_json("serverless models/resnet50.onnx --platform "
+                              "examples/platforms/aws-lambda.json --json --no-calibration "
+                              "--nonsplit-limit 1 2>/dev/null");
+    check_answer(doc, "cost");
+    json_t *ans = json_object_get(doc, "answer");
+    json_t *s0 = json_array_get(json_object_get(ans, "slices"), 0);
+    assert_close(tu_num(s0, "memory_mb"), 1769, 1e-12); /* one vCPU, not the 274 MB it needs */
+    assert_true(strstr(json_string_value(json_object_get(ans, "found_by")), "mopar"));
+    json_t *u = tu_find(doc, "algorithms", "algo", "unsplit");
+    assert_close(tu_num(u, "latency_s"), tu_num(ans, "latency_s"), 1e-12);
+    json_decref(doc);
+    doc = tu_run_json("serverless models/vgg19.onnx --platform " OPENFAAS
+                      " --json --no-calibration --nonsplit-limit 1 --objective speed 2>/dev/null");
+    check_answer(doc, "speed");
+    json_decref(doc);
+    doc = tu_run_json("serverless models/vgg19.onnx --platform " OPENFAAS
+                      " --json --no-calibration --nonsplit-limit 1 --objective balanced:0.3 "
+                      "2>/dev/null");
+    check_answer(doc, "balanced");
+    json_t *o = json_object_get(json_object_get(doc, "front"), "objective");
+    assert_string_equal(json_string_value(json_object_get(o, "name")), "balanced");
+    assert_close(tu_num(o, "balanced_weight"), 0.3, 1e-12);
+    json_decref(doc);
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --objective fast",
+                      "--objective wants cost, speed, balanced or balanced:W, not 'fast'");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS
+                      " --objective balanced:2",
+                      "--objective balanced:W wants W in [0, 1], not '2'");
+    tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS
+                      " --cost-tolerance -0.1",
+                      "--cost-tolerance");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_recomputes),
-        cmocka_unit_test(test_writes_split),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_platform_limits),
+        cmocka_unit_test(test_json_recomputes), cmocka_unit_test(test_writes_split),
+        cmocka_unit_test(test_refusals),        cmocka_unit_test(test_platform_limits),
+        cmocka_unit_test(test_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

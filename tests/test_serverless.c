@@ -67,7 +67,7 @@ static void each_partition(const pl_sl_graph *sg, const pl_platform *pf, const p
                            void (*visit)(void *arg, const pl_sl_plan *p), void *arg)
 {
     int n = sg->n, ends[16];
-    bool raise[16];
+    int raise[16];
     pl_sl_plan u;
     ends[0] = n - 1;
     assert_int_equal(pl_sl_price(sg, pf, o, ends, NULL, 1, &u), 0);
@@ -171,7 +171,7 @@ static void test_latency_dp_equals_brute_force(void **state)
                 for (int l = 0; l < n - 1; l++)
                     if (mask >> l & 1) ends[m++] = l;
                 ends[m++] = n - 1;
-                bool raise[16];
+                int raise[16];
                 for (unsigned up = 0; up < 1u << m; up++) {
                     for (int q = 0; q < m; q++)
                         raise[q] = up >> q & 1;
@@ -873,6 +873,155 @@ static void test_nonsplit_solver_fault(void **state)
     platform_free(pf);
 }
 
+/* ---- the front and the answer (docs/serverless.md, "The answer a user would choose") ---- */
+
+/* The front of pl_sl_front_make is the Pareto set of every partition with every slice at
+ * each memory option (as needed, 1 .. 5 whole vCPUs: 10,240 MB / 1,769), tried one by one on
+ * random chains of 1 to 5 layers, with the store and with a codec. */
+static void test_front_equals_brute_force(void **state)
+{
+    (void)state;
+    pl_platform *pf = platform();
+    uint64_t s = 3;
+    for (int n = 1; n <= 5; n++)
+        for (int rep = 0; rep < 4; rep++) {
+            pl_sl_graph *sg = random_chain(n, &s);
+            pl_sl_opts o = {.codec_cost = {1, 0, 0}};
+            if (rep & 1) o.codec = PL_CODEC_FP16, o.codec_cost = (pl_codec_cost){4, 1e-10, 1e-10};
+            double usd[4096], lat[4096];
+            int m = 0, ends[8], v[8];
+            for (unsigned mask = 0; mask < 1u << (n - 1); mask++) {
+                int k = 0;
+                for (int l = 0; l < n - 1; l++)
+                    if (mask >> l & 1) ends[k++] = l;
+                ends[k++] = n - 1;
+                int combos = 1;
+                for (int q = 0; q < k; q++)
+                    combos *= 6;
+                for (int c = 0; c < combos; c++) {
+                    for (int q = 0, x = c; q < k; q++, x /= 6)
+                        v[q] = x % 6;
+                    pl_sl_plan p;
+                    if (pl_sl_price(sg, pf, &o, ends, v, k, &p) < 0) continue;
+                    bool beaten = false; /* keep the Pareto set as we go */
+                    for (int a = 0; a < m && !beaten; a++)
+                        beaten =
+                            usd[a] <= p.usd * (1 + 1e-12) && lat[a] <= p.latency_s * (1 + 1e-12);
+                    if (!beaten) {
+                        int w = 0;
+                        for (int a = 0; a < m; a++)
+                            if (!(p.usd <= usd[a] && p.latency_s <= lat[a]))
+                                usd[w] = usd[a], lat[w++] = lat[a];
+                        m = w, usd[m] = p.usd, lat[m++] = p.latency_s;
+                    }
+                    pl_sl_plan_free(&p);
+                }
+            }
+            pl_sl_front f;
+            pl_err err = {""};
+            if (pl_sl_front_make(sg, pf, &o, &f, &err) < 0) fail_msg("%s", err.msg);
+            assert_true(f.exact);
+            assert_int_equal(f.n, m);
+            for (int a = 0; a < f.n; a++) {
+                bool found = false;
+                for (int b = 0; b < m && !found; b++)
+                    found = fabs(f.plans[a].usd - usd[b]) <= 1e-12 * usd[b] &&
+                            fabs(f.plans[a].latency_s - lat[b]) <= 1e-12 * lat[b];
+                assert_true(found);
+                assert_true(a == 0 || (f.plans[a].usd >= f.plans[a - 1].usd &&
+                                       f.plans[a].latency_s < f.plans[a - 1].latency_s));
+            }
+            pl_sl_front_free(&f);
+            pl_sl_free(sg);
+        }
+    platform_free(pf);
+}
+
+/* One layer, worked by hand: 1.0004 s on one vCPU, 0.9 s of it divisible; it needs 200 MB
+ * (150 of activations, a 50 MB runtime); λ = 1,000 MB, 100 to 3,000 MB in 100 MB steps, 1 ms
+ * billing, 1 USD per GB-s (a GB: 1,024 MB), e = 0.9. Its four memory options:
+ *   200 MB, 0.2 vCPU:  1.0004 / 0.2 = 5.002 s,                 0.1953125 GB x 5.002 = 0.9769531
+ *   1,000 MB, 1 vCPU:  1.0004 s, billed 1.001,                 0.9765625 x 1.001   = 0.9775390625
+ *   2,000 MB, eta 2:   0.1004 + 0.9 / 1.9 = 0.5740842 s, 0.575, 1.953125 x 0.575    = 1.123046875
+ *   3,000 MB, eta 3:   0.1004 + 0.9 / 2.8 = 0.4218286 s, 0.422, 2.9296875 x 0.422   = 1.236328125
+ * cost: the 200 MB function; cost within 1 %: 1,000 MB (0.06 % dearer, 5x faster); speed:
+ * 3,000 MB; balanced 0.5: 1,000 MB (0.4953, against 0.8951, 0.5116, 0.5422); balanced 0.1:
+ * 3,000 MB (0.1759, against 0.9790, 0.2591, 0.1941). The knee (scaled to [0, 1], farthest
+ * below the line from the cheapest to the fastest): 1,000 MB. Unsplit follows the objective
+ * among MOPAR's two options, so with 1 % it is the 1,000 MB function, MOPAR's bound 1.0004 s. */
+static void test_answer_by_hand(void **state)
+{
+    (void)state;
+    pl_platform *pf = platform();
+    pf->mem_min_mb = 100, pf->mem_max_mb = 3000, pf->mem_step_mb = 100, pf->mb_per_vcpu = 1000;
+    pf->usd_per_gb_s = 1, pf->usd_per_request = 0, pf->runtime_base_mb = 50;
+    pf->parallel_eff = 0.9;
+    pl_sl_graph *sg = pl_sl_new(1, 0);
+    sg->layers[0].mem_mb = 150, sg->layers[0].t1_s = 1.0004, sg->layers[0].par_s = 0.9;
+    pl_sl_front f;
+    pl_err err = {""};
+    pl_sl_opts o = {.codec_cost = {1, 0, 0}};
+    assert_int_equal(pl_sl_front_make(sg, pf, &o, &f, &err), 0);
+    assert_int_equal(f.n, 4);
+    const double usd[4] = {0.1953125 * 5.002, 0.9765625 * 1.001, 1.953125 * 0.575,
+                           2.9296875 * 0.422};
+    const double lat[4] = {5.002, 1.0004, 0.1004 + 0.9 / 1.9, 0.1004 + 0.9 / 2.8};
+    const double mb[4] = {200, 1000, 2000, 3000};
+    for (int k = 0; k < 4; k++) {
+        assert_close(f.plans[k].usd, usd[k], 1e-9);
+        assert_close(f.plans[k].latency_s, lat[k], 1e-9);
+        assert_close(f.plans[k].slices[0].mem_mb, mb[k], 1e-12);
+        assert_int_equal(f.plans[k].slices[0].eta, k < 2 ? 1 : k);
+    }
+    assert_int_equal(pl_sl_pick(f.plans, 4, &o), 0);
+    o.cost_tolerance = 0.01;
+    assert_int_equal(pl_sl_pick(f.plans, 4, &o), 1);
+    o.cost_tolerance = 0.0005; /* 0.06 % is beyond it */
+    assert_int_equal(pl_sl_pick(f.plans, 4, &o), 0);
+    o.objective = PL_SL_SPEED;
+    assert_int_equal(pl_sl_pick(f.plans, 4, &o), 3);
+    o.objective = PL_SL_BALANCED, o.balanced_weight = 0.5;
+    assert_int_equal(pl_sl_pick(f.plans, 4, &o), 1);
+    o.balanced_weight = 0.1;
+    assert_int_equal(pl_sl_pick(f.plans, 4, &o), 3);
+    o.balanced_weight = 1; /* the bill alone: the cheapest */
+    assert_int_equal(pl_sl_pick(f.plans, 4, &o), 0);
+    assert_int_equal(pl_sl_knee(f.plans, 4), 1);
+    /* unsplit and MOPAR follow the objective among need and one vCPU */
+    pl_sl_opts c = {.codec_cost = {1, 0, 0}, .cost_tolerance = 0.01};
+    pl_sl_plan u, m;
+    assert_int_equal(pl_sl_plan_make(sg, pf, &c, PL_SL_UNSPLIT, 0, &u, &err), 0);
+    assert_int_equal(pl_sl_plan_make(sg, pf, &c, PL_SL_MOPAR, 0, &m, &err), 0);
+    assert_close(u.slices[0].mem_mb, 1000, 1e-12);
+    assert_close(m.latency_s, 1.0004, 1e-9);
+    pl_sl_plan_free(&u), pl_sl_plan_free(&m);
+    c.cost_tolerance = 0; /* Eq. 6: the least bill */
+    assert_int_equal(pl_sl_plan_make(sg, pf, &c, PL_SL_UNSPLIT, 0, &u, &err), 0);
+    assert_close(u.slices[0].mem_mb, 200, 1e-12);
+    pl_sl_plan_free(&u);
+    /* a row's plan equal to a point of the front credits it; a faster one at the same bill
+     * replaces it */
+    pl_sl_plan row;
+    int end = 0, v1 = 1;
+    assert_int_equal(pl_sl_price(sg, pf, &c, &end, &v1, 1, &row), 0);
+    row.algo = PL_SL_UNSPLIT;
+    pl_sl_front_add(&f, &row, 1); /* credits the 1,000 MB point */
+    assert_int_equal(f.n, 4);
+    assert_int_equal(f.found[1], 1u | 1u << (PL_SL_UNSPLIT + 1));
+    row.latency_s = 0.3, row.algo = PL_SL_NONSPLIT; /* beats the 3,000 MB point only */
+    row.usd = 1.2;
+    pl_sl_front_add(&f, &row, 1);
+    assert_int_equal(f.n, 4);
+    assert_int_equal(f.by[3], PL_SL_NONSPLIT);
+    assert_int_equal(f.found[3], 1u << (PL_SL_NONSPLIT + 1));
+    assert_close(f.plans[2].latency_s, 0.1004 + 0.9 / 1.9, 1e-9);
+    assert_close(f.plans[3].latency_s, 0.3, 1e-12);
+    pl_sl_plan_free(&row);
+    pl_sl_front_free(&f);
+    pl_sl_free(sg);
+    platform_free(pf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -894,6 +1043,8 @@ int main(void)
         cmocka_unit_test(test_nonsplit_named),
         cmocka_unit_test(test_nonsplit_equals_brute_force),
         cmocka_unit_test(test_nonsplit_solver_fault),
+        cmocka_unit_test(test_front_equals_brute_force),
+        cmocka_unit_test(test_answer_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -229,10 +229,24 @@ typedef enum {
     PL_SL_LATENCY_DP, /* MOPAR's slice count, least latency (AlpaServe-like DP) */
     PL_SL_NONSPLIT,   /* Tarnawski et al.'s non-contiguous split: an integer program on CBC,
                          least cost within MOPAR's latency bound (docs/serverless.md, "NonSplit") */
+    PL_SL_CLOCKWORK,  /* Clockwork++ (AlpaServe, OSDI'23, §6): the unsplit function, its instances
+                         re-placed at each window's boundary for that window's load and held through
+                         it; its bill is what that policy bills serving the default trace
+                         (pl_sl_serve_defaults; docs/serverless.md, "Clockwork++") */
     PL_SL_ALGO_COUNT
 } pl_sl_algo;
 const char *pl_sl_algo_name(pl_sl_algo a);
 int pl_sl_algo_parse(const char *name); /* -1 when unknown */
+
+/* Which plan of several wins, as AWS Lambda Power Tuning's three strategies choose a memory size
+ * (its analyzer: docs/serverless.md, "The answer a user would choose"). */
+typedef enum {
+    PL_SL_COST,    /* the cheapest; with a cost tolerance, the fastest of those at most that
+                      fraction dearer than the cheapest */
+    PL_SL_SPEED,   /* the fastest */
+    PL_SL_BALANCED /* the least W x bill / the dearest + (1 - W) x latency / the slowest, over
+                      the plans compared (W: balanced_weight) */
+} pl_sl_objective;
 
 typedef struct pl_sl_opts {
     double threshold;         /* node elimination's memory similarity (0: 0.05) */
@@ -245,7 +259,22 @@ typedef struct pl_sl_opts {
     int front_cap;            /* the most labels a front of MOPAR's DP keeps (0:
                                  PL_SL_FRONT_CAP; 1 counts as 2) */
     double nonsplit_limit_s;  /* CBC's wall-clock limit on NonSplit's program (0: 10 s) */
+    /* The objective (ties go to the cheaper plan) picks: the unsplit function's memory among
+       MOPAR's two options (what it needs, a whole vCPU), which sets MOPAR's
+       latency bound; MOPAR's plan among the partitions within that bound; and the answer on
+       the front (pl_sl_front_make). Zeroed: COST with no tolerance, Eq. 6's least bill. */
+    pl_sl_objective objective;
+    double balanced_weight; /* BALANCED's W in [0, 1]: 1 weighs only the bill, 0 only the
+                               latency (Power Tuning's balancedWeight; its default 0.5) */
+    double cost_tolerance;  /* COST: how much dearer (a fraction, >= 0) than the cheapest a
+                               faster plan may be and win (placer serverless: 0.01) */
+    double window_s;        /* Clockwork++'s window (0: PL_SL_CLOCKWORK_WINDOW_S) */
 } pl_sl_opts;
+
+/* Clockwork++'s window by default: the replacement interval of AlpaServe's artifact for its
+ * Azure v1 trace ("sr-replace-60", osdi23_artifact/general_model_exp.py of
+ * github.com/alpa-projects/mms), seconds. */
+#define PL_SL_CLOCKWORK_WINDOW_S 60.0
 
 /* The labels a Pareto front of MOPAR's DP keeps at most by default: beyond it, evenly spaced
  * ones along the front, and the plan is no longer exact (pl_sl_plan.exact). */
@@ -281,6 +310,11 @@ typedef struct pl_sl_plan {
                    program at its limit unproven; true for pl_sl_price's */
     int *fn_of; /* NONSPLIT: each layer's slice (slices need not be contiguous; first and last
                    are then its lowest and highest layer); NULL: slice k is [first, last] */
+
+    /* > 0: served by windows of this length (pl_sl_serve), as CLOCKWORK's is; CLOCKWORK's usd
+       and gb_s are then what serving the default trace bills (memory held through each window),
+       its slices' what one invocation would */
+    double window_s;
 } pl_sl_plan;
 
 /* The plan of algorithm a on the (simplified) layer graph sg. `k` is the slice count for
@@ -297,18 +331,49 @@ const pl_transport *pl_sl_transport(const pl_platform *pf, const pl_sl_opts *o);
 
 /* Prices the partition whose slices end at layers ends[0] < ... < ends[n - 1] = sg->n - 1:
  * the one pricing every algorithm uses. Slice k's memory is what it needs (MOPAR's), or, when
- * raise[k] (raise may be NULL: none), at least one whole vCPU's (λ): below one vCPU a
+ * vcpus[k] = v > 0 (vcpus may be NULL: all 0), at least v whole vCPUs' (v x λ): below one vCPU a
  * function's CPU share follows its memory, so the bill per unit of work is the same and the
- * slice runs faster. *out is the caller's (pl_sl_plan_free); -1 when a slice does not fit,
- * *out then freed and zeroed (what it held before the call is not freed: pass a zeroed or
- * freed plan). No err: the caller names the partition. */
+ * slice runs faster; above, its degree η may grow. *out is the caller's (pl_sl_plan_free); -1 when
+ * a slice does not fit, *out then freed and zeroed (what it held before the call is not freed: pass
+ * a zeroed or freed plan). No err: the caller names the partition. */
 int pl_sl_price(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, const int *ends,
-                const bool *raise, int n, pl_sl_plan *out);
+                const int *vcpus, int n, pl_sl_plan *out);
 /* Prices the non-contiguous plan whose layer l is in function fn_of[l] (0 .. n - 1, each used),
  * function k at mem_mb[k] MB (an allowed size), degree 1: NonSplit's pricing, the same bill as
  * pl_sl_price's. -1 when a function needs more memory than it has (*out zeroed). */
 int pl_sl_price_sets(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
                      const int *fn_of, const double *mem_mb, int n, pl_sl_plan *out);
+/* ---- the cost-latency front and the answer (src/serverless/mopar.c) ---- */
+
+/* Plans no other beats on both bill and latency, cheapest first (each faster than the one
+ * before, up to rounding), and who found each. */
+typedef struct pl_sl_front {
+    pl_sl_plan *plans;
+    int *by;         /* whose plan is stored: -1 the front's own DP, else a pl_sl_algo */
+    unsigned *found; /* who found it (the same bill and latency): bit 0 the front's DP, bit
+                        1 + a algorithm a */
+    int n, cap;
+    bool exact; /* the DP's fronts kept every label (pl_sl_opts.front_cap) */
+} pl_sl_front;
+
+/* The front of every contiguous partition of sg, each slice at each of its memory options
+ * (what it needs, then 1, 2, 3, 4, 8, ... whole vCPUs up to the platform's most: split points
+ * x memory sizes x η), with no latency bound: MOPAR's Pareto DP run over all of them. -1 with
+ * err when a layer does not fit (*out zeroed); free with pl_sl_front_free. */
+int pl_sl_front_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                     pl_sl_front *out, pl_err *err);
+/* Adds a copy of p (an algorithm's plan, p->algo its finder; on a layer graph of n_layers
+ * layers) unless a plan of f is at least as cheap and as fast (when as cheap and as fast, up to
+ * rounding, p->algo is added to that plan's finders); drops the plans p beats. */
+void pl_sl_front_add(pl_sl_front *f, const pl_sl_plan *p, int n_layers);
+void pl_sl_front_free(pl_sl_front *f);
+/* The index of the plan o->objective picks among p[0 .. n - 1]; -1 when n is 0. */
+int pl_sl_pick(const pl_sl_plan *p, int n, const pl_sl_opts *o);
+/* The knee of a front p[0 .. n - 1]: with bills and latencies scaled to [0, 1] over it, the plan
+ * farthest below the line from the cheapest to the fastest; the cheapest when none is below
+ * (fewer than three plans, or all on the line). -1 when n is 0. */
+int pl_sl_knee(const pl_sl_plan *p, int n);
+
 /* Whether slice k of p holds layer l. */
 bool pl_sl_slice_has(const pl_sl_plan *p, int k, int l);
 void pl_sl_plan_free(pl_sl_plan *p);
@@ -387,7 +452,16 @@ typedef struct pl_sl_serve_result {
     double mem_gb_per_100rps;   /* mem_gb_avg per 100 requests per second of the trace */
     long instances, cold_starts;
     double busy_gb_s; /* billed: memory x busy time, over the trace */
+
+    /* the bill: the plan's per invocation (pay per use, p->usd) when served on demand; by
+       windows, the memory held (mem_gb_avg x duration_s) at usd_per_gb_s over the requests, plus
+       what the plan's slices bill besides memory x time (requests, the store) */
+    double usd_per_request;
 } pl_sl_serve_result;
+
+/* MOPAR's diurnal trace (§III-A1, Fig. 9) as `placer serverless --serve` replays it by default:
+ * 600 s, one period, 250 to 1,250 requests a second, Poisson (seed 1), keep-alive 60 s. */
+void pl_sl_serve_defaults(pl_sl_serve_opts *o);
 
 /* What one replay may cost (docs/serverless.md, "Serving"): its invocations, duration_s x
  * rps_max x the plan's slices (about 0.2 us each here), and the instances alive at once
@@ -397,7 +471,12 @@ typedef struct pl_sl_serve_result {
 
 /* Serves the trace with plan p on platform pf: every request runs the slices one after the
  * other; a slice takes the warm idle instance of its function freed last, else starts one
- * (cold_start_s first). Deterministic for a seed. *r holds no pointers. -1 with err set when
+ * (cold_start_s first). With p->window_s > 0 (Clockwork++'s policy, docs/serverless.md,
+ * "Clockwork++") the trace is cut into windows of that length from 0 instead: each function holds
+ * through a window as many instances as its requests in flight at once at most in that window
+ * (the trace's own arrivals, known in advance: an oracle), keeping the previous window's where the
+ * count allows and starting the others before the window (no cold start, no keep-alive), and memory
+ * counts what is held. Deterministic for a seed. *r holds no pointers. -1 with err set when
  * the trace implies more invocations than allowed above (*r zeroed: nothing replayed), or
  * when the replay needs more live instances at once (*r then holds the replay up to where it
  * stopped, with at most PL_SL_SERVE_INSTANCES_MAX + 1 instances). */

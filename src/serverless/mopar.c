@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const algo_names[PL_SL_ALGO_COUNT] = {"mopar", "unsplit", "uniform",
-                                                         "latency-dp", "nonsplit"};
+static const char *const algo_names[PL_SL_ALGO_COUNT] = {"mopar",      "unsplit",  "uniform",
+                                                         "latency-dp", "nonsplit", "clockwork++"};
 
 const char *pl_sl_algo_name(pl_sl_algo a)
 {
@@ -150,24 +150,26 @@ double sl_activation_factor(const pl_platform *pf)
 
 /* The function's memory for a span: its layers' weights, resident, the most activation memory
  * one of them holds (Eq. 1 over the slice's chain of layers), each as the runtime holds them
- * (its factors), and the runtime's own, or at least a whole vCPU's when `raise`, in bytes,
- * rounded to a size the platform allows; -1 when beyond its largest. */
-static double memory_of(const span *sp, const pl_platform *pf, bool raise)
+ * (its factors), and the runtime's own, or at least v whole vCPUs' (v x λ) when v > 0, in
+ * bytes, rounded to a size the platform allows; -1 when beyond its largest. */
+static double memory_of(const span *sp, const pl_platform *pf, int v)
 {
     double fw = sl_weight_factor(pf), fa = sl_activation_factor(pf);
     double need = fw * sp->weight_bytes + fa * sp->act_bytes;
     need += pf->runtime_base_mb * PL_PLATFORM_MB_BYTES;
-    if (raise) need = fmax(need, pf->mb_per_vcpu * PL_PLATFORM_MB_BYTES);
+    if (v > 0) need = fmax(need, v * pf->mb_per_vcpu * PL_PLATFORM_MB_BYTES);
     double mb = pl_platform_round_mb(pf, need / PL_PLATFORM_MB_BYTES);
     return mb < 0 ? -1 : mb * PL_PLATFORM_MB_BYTES;
 }
 
-/* Whether raising a span to a whole vCPU changes anything: it needs less memory than that,
- * and its memory alone gives it less than a whole vCPU. */
-static bool can_raise(const span *sp, const pl_platform *pf)
+/* Whether raising a span to v whole vCPUs changes anything: it needs less memory than that,
+ * and its memory alone gives it less than a whole vCPU (its CPU share grows) or fewer than v
+ * whole ones (its degree may grow). */
+static bool can_raise(const span *sp, const pl_platform *pf, int v)
 {
-    double a = memory_of(sp, pf, false), b = memory_of(sp, pf, true);
-    return a >= 0 && b > a && pl_platform_vcpus(pf, a / PL_PLATFORM_MB_BYTES) < 1;
+    double a = memory_of(sp, pf, 0), b = memory_of(sp, pf, v);
+    return a >= 0 && b > a &&
+           (pl_platform_vcpus(pf, a / PL_PLATFORM_MB_BYTES) < 1 || sl_max_degree(pf, a) < v);
 }
 
 /* The largest degree a function of `mem_bytes` may take: its whole vCPUs, at least 1, at most
@@ -197,17 +199,17 @@ static int fastest_degree(const span *sp, const pl_platform *pf, double mem_byte
 
 /* Prices slice [i, j] (its span sp) into s, its degree the fastest of 1 .. floor(memory / λ)
  * (Algorithm 1, step 3; the memory is never raised for a degree). -1 when it does not fit. */
-static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, bool raise,
+static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, int v,
                       const span *sp, pl_sl_slice *s)
 {
     memset(s, 0, sizeof *s);
-    double mem_bytes = memory_of(sp, pf, raise);
+    double mem_bytes = memory_of(sp, pf, v);
     s->first = i, s->last = j;
     /* MB only in the slice, the module's edge (tables, JSON) */
     s->mem_mb = mem_bytes < 0 ? -1 : mem_bytes / PL_PLATFORM_MB_BYTES;
     s->weight_mb = sp->weight_bytes / PL_PLATFORM_MB_BYTES;
     s->act_mb = sp->act_bytes / PL_PLATFORM_MB_BYTES;
-    s->raised = raise && can_raise(sp, pf);
+    s->raised = v > 0 && can_raise(sp, pf, v);
     if (mem_bytes < 0) return -1;
     s->eta = fastest_degree(sp, pf, mem_bytes, &s->compute_s);
     const pl_transport *x = pl_sl_transport(pf, o);
@@ -222,22 +224,22 @@ static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, 
 }
 
 static int price_slice(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, int i,
-                       int j, bool raise, pl_sl_slice *s)
+                       int j, int v, pl_sl_slice *s)
 {
     span sp;
     span_of(sg, pl_sl_transport(pf, o), o, i, j, &sp);
-    return price_span(pf, o, i, j, raise, &sp, s);
+    return price_span(pf, o, i, j, v, &sp, s);
 }
 
 int pl_sl_price(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, const int *ends,
-                const bool *raise, int n, pl_sl_plan *out)
+                const int *vcpus, int n, pl_sl_plan *out)
 {
     memset(out, 0, sizeof *out);
     out->slices = pl_calloc((size_t)n + 1, sizeof *out->slices);
     out->n = n, out->exact = true; /* a partition given, no search to cut short */
     for (int k = 0, first = 0; k < n; first = ends[k++] + 1) {
         pl_sl_slice *s = &out->slices[k];
-        if (price_slice(sg, pf, o, first, ends[k], raise && raise[k], s) < 0)
+        if (price_slice(sg, pf, o, first, ends[k], vcpus ? vcpus[k] : 0, s) < 0)
             return pl_sl_plan_free(out), -1;
         out->latency_s += s->time_s, out->usd += s->usd, out->gb_s += s->gb_s;
         out->bytes_moved += s->in_bytes + s->out_bytes;
@@ -271,7 +273,7 @@ int sl_price_set(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts 
         if (!mine && read_in) add_cut(&sp, x, o, tp, true, 1);
         if (mine && read_out) add_cut(&sp, x, o, tp, false, 1);
     }
-    double need = memory_of(&sp, pf, false);
+    double need = memory_of(&sp, pf, 0);
     if (s->first < 0 || need < 0 || need > mem_mb * PL_PLATFORM_MB_BYTES * (1 + 1e-9)) return -1;
     double mem_bytes = mem_mb * PL_PLATFORM_MB_BYTES;
     s->mem_mb = mem_mb, s->eta = 1, s->raised = need < mem_bytes;
@@ -318,18 +320,30 @@ void pl_sl_plan_free(pl_sl_plan *p)
 
 /* ---- every slice priced once ---- */
 
-/* cell(i, j, r) for 0 <= i <= j < n: the bill and time of slice [i, j] with its memory as it
- * needs (r = 0) or raised to a whole vCPU (r = 1); fits == false when it does not fit (or, r =
- * 1, when raising changes nothing). */
+/* cell(i, j, r) for 0 <= i <= j < n: the bill and time of slice [i, j] with its memory option
+ * r: as it needs (v[0] = 0) or at least v[r] whole vCPUs' memory; fits == false when it does
+ * not fit (or, r > 0, when the option changes nothing: can_raise). */
 typedef struct cell {
     double usd, time_s;
     bool fits;
 } cell;
 
 typedef struct table {
-    int n;
-    cell *c; /* [(i * n + j) * 2 + r] */
+    int n, R;
+    int v[SL_OPTIONS_MAX]; /* the memory options: 0, then vCPU counts, ascending */
+    cell *c;               /* [(i * n + j) * R + r] */
 } table;
+
+int sl_mem_options(const pl_platform *pf, bool every, int *v)
+{
+    int R = 0, most = sl_max_degree(pf, pf->mem_max_mb * PL_PLATFORM_MB_BYTES);
+    v[R++] = 0, v[R++] = 1;
+    if (!every) return R;
+    for (int c = 2; c <= most && R < SL_OPTIONS_MAX - 1; c = c < 4 ? c + 1 : 2 * c)
+        v[R++] = c;
+    if (v[R - 1] < most) v[R++] = most;
+    return R;
+}
 
 /* The tensors by the layer that makes them and by the last layer that reads them (CSR). */
 typedef struct index {
@@ -398,22 +412,25 @@ static void table_row(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_
         for (int k = ix->last_off[j]; k < ix->last_off[j + 1]; k++)
             if (sg->tensors[ix->by_last[k]].from >= i) /* read to the end inside the slice */
                 add_cut(&sp, x, o, &sg->tensors[ix->by_last[k]], false, -1);
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < tb->R; r++) {
             pl_sl_slice s;
-            cell *c = &tb->c[((size_t)i * n + j) * 2 + r];
-            c->fits = (!r || can_raise(&sp, pf)) && price_span(pf, o, i, j, r, &sp, &s) == 0;
+            cell *c = &tb->c[((size_t)i * n + j) * tb->R + r];
+            c->fits = (!r || can_raise(&sp, pf, tb->v[r])) &&
+                      price_span(pf, o, i, j, tb->v[r], &sp, &s) == 0;
             c->usd = s.usd, c->time_s = s.time_s;
         }
-        if (!tb->c[((size_t)i * n + j) * 2].fits) break; /* longer slices need more */
+        if (!tb->c[((size_t)i * n + j) * tb->R].fits) break; /* longer slices need more */
     }
 }
 
+/* The table of every slice at each memory option: MOPAR's two (as needed, a whole vCPU), or
+ * `every` one (sl_mem_options). */
 static void table_build(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
-                        table *tb)
+                        bool every, table *tb)
 {
     int n = sg->n;
-    tb->n = n;
-    tb->c = pl_calloc((size_t)n * n * 2 + 1, sizeof *tb->c);
+    tb->n = n, tb->R = sl_mem_options(pf, every, tb->v);
+    tb->c = pl_calloc((size_t)n * n * tb->R + 1, sizeof *tb->c);
     tensor_index ix;
     index_build(sg, &ix);
     int *bucket = pl_malloc(((size_t)n + 1) * sizeof *bucket);
@@ -426,7 +443,52 @@ static void table_build(const pl_sl_graph *sg, const pl_platform *pf, const pl_s
 
 static const cell *at(const table *tb, int i, int j, int r)
 {
-    return &tb->c[((size_t)i * tb->n + j) * 2 + r];
+    return &tb->c[((size_t)i * tb->n + j) * tb->R + r];
+}
+
+/* ---- choosing by the objective ---- */
+
+/* Whether a is no more than b, up to the rounding of sums taken in another order. */
+static bool no_more(double a, double b)
+{
+    return a <= b + 1e-12 * fabs(b);
+}
+
+/* The one of n candidates (bill usd[k], latency lat[k]) that o->objective picks, as Lambda
+ * Power Tuning's analyzer does (docs/serverless.md, "The answer a user would choose"): COST the
+ * cheapest, or with a tolerance the fastest of those at most that much dearer; SPEED the
+ * fastest; BALANCED the least W x usd / the dearest + (1 - W) x latency / the slowest. Ties go
+ * to the cheaper. -1 when n is 0. */
+static int pick(int n, const double *usd, const double *lat, const pl_sl_opts *o)
+{
+    double cheapest = INFINITY, dearest = 0, slowest = 0, w = o->balanced_weight;
+    for (int k = 0; k < n; k++)
+        cheapest = fmin(cheapest, usd[k]), dearest = fmax(dearest, usd[k]),
+        slowest = fmax(slowest, lat[k]);
+    double within = cheapest * (1 + (o->cost_tolerance > 0 ? o->cost_tolerance : 0));
+    int best = -1;
+    double bv = INFINITY;
+    for (int k = 0; k < n; k++) {
+        double v = lat[k];
+        if (o->objective == PL_SL_BALANCED)
+            v = w * (dearest > 0 ? usd[k] / dearest : 0) +
+                (1 - w) * (slowest > 0 ? lat[k] / slowest : 0);
+        else if (o->objective == PL_SL_COST && !no_more(usd[k], within))
+            continue;
+        if (best < 0 || v < bv || (v == bv && usd[k] < usd[best])) best = k, bv = v;
+    }
+    return best;
+}
+
+int pl_sl_pick(const pl_sl_plan *p, int n, const pl_sl_opts *o)
+{
+    double *usd = pl_malloc(((size_t)n + 1) * sizeof *usd);
+    double *lat = pl_malloc(((size_t)n + 1) * sizeof *lat);
+    for (int k = 0; k < n; k++)
+        usd[k] = p[k].usd, lat[k] = p[k].latency_s;
+    int k = pick(n, usd, lat, o);
+    free(usd), free(lat);
+    return k;
 }
 
 /* ---- MOPAR: least bill, latency at most the bound (Eq. 6) ---- */
@@ -435,7 +497,7 @@ static const cell *at(const table *tb, int i, int j, int r)
  * label it extends (at layer `prev_j`, index `prev`; -1 for the first slice). */
 typedef struct label {
     double usd, time_s;
-    int prev_j, prev, raise;
+    int prev_j, prev, opt;
 } label;
 
 typedef struct front {
@@ -443,34 +505,42 @@ typedef struct front {
     int n, cap;
 } front;
 
-static int by_usd(const void *a, const void *b)
+/* Adds l to f, which holds the labels no other beats on both bill and latency, cheapest first
+ * (so each faster than the one before), unless one of them is at least as cheap and as fast;
+ * drops those l beats. A binary search: the partitions of the layers before j make many times
+ * more candidates than fronts keep. */
+static void insert(front *f, label l)
 {
-    const label *x = a, *y = b;
-    if (x->usd != y->usd) return x->usd < y->usd ? -1 : 1;
-    return (x->time_s > y->time_s) - (x->time_s < y->time_s);
+    int lo = 0, hi = f->n; /* p: the first label dearer than l */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (f->l[mid].usd <= l.usd)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int p = lo, first = p;
+    if (p > 0 && f->l[p - 1].time_s <= l.time_s) return; /* the fastest of those as cheap */
+    while (first > 0 && f->l[first - 1].usd == l.usd)    /* as cheap and slower */
+        first--;
+    int last = p;
+    while (last < f->n && f->l[last].time_s >= l.time_s) /* dearer and no faster */
+        last++;
+    int keep = f->n - last; /* labels after the ones l beats */
+    if (first == last) pl_grow((void **)&f->l, &f->cap, f->n, sizeof *f->l);
+    memmove(f->l + first + 1, f->l + last, (size_t)keep * sizeof *f->l);
+    f->l[first] = l, f->n = first + 1 + keep;
 }
 
-/* Keeps the labels no other beats on both bill and latency, cheapest first; beyond `cap`,
- * evenly spaced ones (the DP is then no longer exact: *exact is cleared). */
-static void prune(front *f, int cap, bool *exact)
+/* Beyond `cap` labels, keeps evenly spaced ones (the DP is then no longer exact: *exact is
+ * cleared). */
+static void thin(front *f, int cap, bool *exact)
 {
-    if (!f->n) return; /* no partition of these layers within the bound */
-    qsort(f->l, f->n, sizeof *f->l, by_usd);
-    int m = 0;
-    for (int k = 0; k < f->n; k++)
-        if (m == 0 || f->l[k].time_s < f->l[m - 1].time_s) f->l[m++] = f->l[k];
-    f->n = m;
     if (f->n <= cap) return;
     *exact = false;
     for (int k = 0; k < cap; k++)
         f->l[k] = f->l[(int)((double)k * (f->n - 1) / (cap - 1))];
     f->n = cap;
-}
-
-static void push(front *f, label l)
-{
-    pl_grow((void **)&f->l, &f->cap, f->n, sizeof *f->l);
-    f->l[f->n++] = l;
 }
 
 /* The Pareto DP: fronts[j] holds the partitions of layers [0, j] within the latency bound,
@@ -481,53 +551,82 @@ static void mopar_fronts(const table *tb, double bound, int cap, front *fronts, 
     for (int j = 0; j < n; j++) {
         front *f = &fronts[j];
         for (int i = 0; i <= j; i++)
-            for (int r = 0; r < 2; r++) {
+            for (int r = 0; r < tb->R; r++) {
                 const cell *c = at(tb, i, j, r);
                 if (!c->fits) continue;
                 if (i == 0) {
-                    if (c->time_s <= bound) push(f, (label){c->usd, c->time_s, -1, -1, r});
+                    if (c->time_s <= bound) insert(f, (label){c->usd, c->time_s, -1, -1, r});
                     continue;
                 }
                 const front *p = &fronts[i - 1];
                 for (int k = 0; k < p->n; k++) {
                     label l = {p->l[k].usd + c->usd, p->l[k].time_s + c->time_s, i - 1, k, r};
-                    if (l.time_s <= bound) push(f, l);
+                    if (l.time_s <= bound) insert(f, l);
                 }
             }
-        prune(f, cap, exact);
+        thin(f, cap, exact);
     }
 }
 
-/* The slice ends (and memory options) of the cheapest partition in fronts[n - 1]; their
- * count. */
-static int backtrack(const front *fronts, int n, int *ends, bool *raise)
+/* The slice ends and vCPU options of partition k of fronts[n - 1]; their count. */
+static int backtrack(const front *fronts, const table *tb, int k, int *ends, int *vcpus)
 {
-    int m = 0, j = n - 1, k = 0; /* fronts are cheapest first */
+    int m = 0, j = tb->n - 1;
     while (j >= 0) {
         const label *l = &fronts[j].l[k];
-        ends[m] = j, raise[m++] = l->raise;
+        ends[m] = j, vcpus[m++] = tb->v[l->opt];
         j = l->prev_j, k = l->prev;
     }
     for (int a = 0, b = m - 1; a < b; a++, b--) {
-        int t = ends[a];
-        bool r = raise[a];
-        ends[a] = ends[b], ends[b] = t, raise[a] = raise[b], raise[b] = r;
+        int t = ends[a], v = vcpus[a];
+        ends[a] = ends[b], ends[b] = t, vcpus[a] = vcpus[b], vcpus[b] = v;
     }
     return m;
 }
 
-/* MOPAR's slice ends; *exact cleared when a front passed its cap (o->front_cap). */
-static int mopar_ends(const table *tb, double bound, const pl_sl_opts *o, int *ends, bool *raise,
-                      bool *exact)
+/* The most labels a front keeps (o->front_cap; prune spaces the labels it keeps from the
+ * first to the last: two at least). */
+static int front_cap(const pl_sl_opts *o)
 {
-    /* prune spaces the labels it keeps from the first to the last: two at least */
-    int n = tb->n, cap = o->front_cap <= 0 ? PL_SL_FRONT_CAP : o->front_cap < 2 ? 2 : o->front_cap;
-    front *fronts = pl_calloc((size_t)n + 1, sizeof *fronts);
-    mopar_fronts(tb, bound, cap, fronts, exact);
-    int m = fronts[n - 1].n ? backtrack(fronts, n, ends, raise) : 0;
+    return o->front_cap <= 0 ? PL_SL_FRONT_CAP : o->front_cap < 2 ? 2 : o->front_cap;
+}
+
+/* The fronts of tb's partitions within `bound`; free with fronts_free. */
+static front *fronts_make(const table *tb, double bound, const pl_sl_opts *o, bool *exact)
+{
+    front *fronts = pl_calloc((size_t)tb->n + 1, sizeof *fronts);
+    mopar_fronts(tb, bound, front_cap(o), fronts, exact);
+    return fronts;
+}
+
+static void fronts_free(front *fronts, int n)
+{
     for (int j = 0; j < n; j++)
         free(fronts[j].l);
     free(fronts);
+}
+
+/* The partition the objective picks among those of fronts[n - 1] (cheapest first). */
+static int front_pick(const front *last, const pl_sl_opts *o)
+{
+    double *usd = pl_malloc(((size_t)last->n + 1) * sizeof *usd);
+    double *lat = pl_malloc(((size_t)last->n + 1) * sizeof *lat);
+    for (int k = 0; k < last->n; k++)
+        usd[k] = last->l[k].usd, lat[k] = last->l[k].time_s;
+    int k = pick(last->n, usd, lat, o);
+    free(usd), free(lat);
+    return k;
+}
+
+/* MOPAR's slice ends: of the partitions within the bound, the one the objective picks (with
+ * COST and no tolerance, Eq. 6's least bill); *exact cleared when a front passed its cap. */
+static int mopar_ends(const table *tb, double bound, const pl_sl_opts *o, int *ends, int *vcpus,
+                      bool *exact)
+{
+    front *fronts = fronts_make(tb, bound, o, exact);
+    const front *last = &fronts[tb->n - 1];
+    int m = last->n ? backtrack(fronts, tb, front_pick(last, o), ends, vcpus) : 0;
+    fronts_free(fronts, tb->n);
     return m;
 }
 
@@ -545,15 +644,19 @@ static int uniform_ends(int n, int k, int *ends)
 /* The faster memory option of slice [i, j] (the cheaper on a tie); -1 when none fits. */
 static int faster(const table *tb, int i, int j)
 {
-    const cell *a = at(tb, i, j, 0), *b = at(tb, i, j, 1);
-    if (!a->fits) return -1;
-    if (!b->fits) return 0;
-    return b->time_s < a->time_s || (b->time_s == a->time_s && b->usd < a->usd);
+    if (!at(tb, i, j, 0)->fits) return -1;
+    int best = 0;
+    for (int r = 1; r < tb->R; r++) {
+        const cell *a = at(tb, i, j, best), *b = at(tb, i, j, r);
+        if (b->fits && (b->time_s < a->time_s || (b->time_s == a->time_s && b->usd < a->usd)))
+            best = r;
+    }
+    return best;
 }
 
 /* k slices of least latency: best[s][j] = the least latency of layers [0, j] in s + 1 slices,
  * each slice at its faster memory option. */
-static int latency_ends(const table *tb, int k, int *ends, bool *raise)
+static int latency_ends(const table *tb, int k, int *ends, int *vcpus)
 {
     int n = tb->n;
     if (k > n) k = n;
@@ -575,7 +678,7 @@ static int latency_ends(const table *tb, int k, int *ends, bool *raise)
     int m = 0;
     if (isfinite(best[(size_t)(k - 1) * n + n - 1])) {
         for (int s = k - 1, j = n - 1; s >= 0; j = arg[(size_t)s * n + j] - 1, s--)
-            ends[s] = j, raise[s] = faster(tb, arg[(size_t)s * n + j], j) == 1;
+            ends[s] = j, vcpus[s] = tb->v[faster(tb, arg[(size_t)s * n + j], j)];
         m = k;
     }
     free(best), free(arg);
@@ -584,90 +687,233 @@ static int latency_ends(const table *tb, int k, int *ends, bool *raise)
 
 /* ---- the algorithms ---- */
 
-/* MOPAR's latency bound: the unsplit model's latency, with the slack allowed; none (INFINITY)
- * when the whole model does not fit one function, so there is no unsplit latency to keep. */
+/* The memory option of the unsplit function: of the whole model at MOPAR's two (what it needs,
+ * a whole vCPU), the one the objective picks, so that MOPAR's DP, over the same options, always
+ * has the unsplit plan within its bound; -1 when it does not fit one function. */
+static int unsplit_vcpus(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o)
+{
+    int v[SL_OPTIONS_MAX], opt[SL_OPTIONS_MAX], R = sl_mem_options(pf, false, v), end = sg->n - 1;
+    double usd[SL_OPTIONS_MAX], lat[SL_OPTIONS_MAX];
+    int n = 0;
+    for (int r = 0; r < R; r++) {
+        pl_sl_plan u;
+        if (pl_sl_price(sg, pf, o, &end, &v[r], 1, &u) < 0) continue;
+        if (r == 0 || u.slices[0].raised) /* an option that changes nothing is option 0 */
+            usd[n] = u.usd, lat[n] = u.latency_s, opt[n++] = v[r];
+        pl_sl_plan_free(&u);
+    }
+    int k = pick(n, usd, lat, o);
+    return k < 0 ? -1 : opt[k];
+}
+
+/* MOPAR's latency bound: the unsplit model's latency (at the memory the objective picks for
+ * it), with the slack allowed; none (INFINITY) when the whole model does not fit one function,
+ * so there is no unsplit latency to keep. */
 double sl_latency_bound(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o)
 {
     pl_sl_plan u;
-    int end = sg->n - 1;
-    if (pl_sl_price(sg, pf, o, &end, NULL, 1, &u) < 0) return INFINITY;
+    int end = sg->n - 1, v = unsplit_vcpus(sg, pf, o);
+    if (v < 0 || pl_sl_price(sg, pf, o, &end, &v, 1, &u) < 0) return INFINITY;
     double lat = u.latency_s * (1 + (o->latency_slack > 0 ? o->latency_slack : 0));
     pl_sl_plan_free(&u);
     return lat;
 }
 
 /* The slice ends (and memory options) algorithm a chooses; their count, 0 when none fits.
- * Unsplit and uniform take the memory their slices need, as MOPAR's paper deploys them. */
-static int ends_of(const pl_sl_graph *sg, const table *tb, const pl_sl_opts *o, pl_sl_algo a, int k,
-                   double bound, int *ends, bool *raise, bool *exact)
+ * Uniform takes the memory its slices need, as MOPAR's paper deploys them. */
+static int ends_of(const pl_sl_graph *sg, const pl_platform *pf, const table *tb,
+                   const pl_sl_opts *o, pl_sl_algo a, int k, double bound, int *ends, int *vcpus,
+                   bool *exact)
 {
     switch (a) {
     case PL_SL_UNSPLIT:
-        ends[0] = sg->n - 1;
-        return 1;
+        ends[0] = sg->n - 1, vcpus[0] = unsplit_vcpus(sg, pf, o);
+        return vcpus[0] < 0 ? 0 : 1;
     case PL_SL_UNIFORM:
         return uniform_ends(sg->n, k, ends);
     case PL_SL_LATENCY_DP:
-        return latency_ends(tb, k, ends, raise);
+        return latency_ends(tb, k, ends, vcpus);
     default:
-        return mopar_ends(tb, bound, o, ends, raise, exact);
+        return mopar_ends(tb, bound, o, ends, vcpus, exact);
     }
+}
+
+/* 0 when every layer fits a function of the platform's largest size; else -1 with err. */
+static int layers_fit(const pl_sl_graph *sg, const pl_platform *pf, pl_err *err)
+{
+    if (sg->n < 1) return pl_err_set(err, "the model has no layers to partition");
+    int *stamp = stamps(sg), rc = 0;
+    for (int l = 0; l < sg->n && rc == 0; l++) {
+        span one = {0};
+        add_layer(&one, sg, &sg->layers[l], stamp, l);
+        if (memory_of(&one, pf, 0) < 0)
+            rc = pl_err_set(err,
+                            "layer %d needs %.0f MB (weights %.0f, activations %.0f) with "
+                            "the runtime's %.0f MB, more than %s allows (%.0f MB)",
+                            l, (one.weight_bytes + one.act_bytes) / PL_PLATFORM_MB_BYTES,
+                            one.weight_bytes / PL_PLATFORM_MB_BYTES,
+                            one.act_bytes / PL_PLATFORM_MB_BYTES, pf->runtime_base_mb, pf->name,
+                            pf->mem_max_mb);
+    }
+    free(stamp);
+    return rc;
+}
+
+/* NonSplit's plan: at most SL_NONSPLIT_K_MAX functions (MOPAR's count, or k), CBC started from
+ * MOPAR's slices merged into that many. */
+static int nonsplit_plan(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                         const table *tb, int k, double bound, pl_sl_plan *out, pl_err *err)
+{
+    int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends);
+    int *vcpus = pl_calloc((size_t)sg->n + 1, sizeof *vcpus), *start = NULL;
+    bool exact = true;
+    int mk = mopar_ends(tb, bound * (1 + 1e-12), o, ends, vcpus, &exact);
+    k = k > 0 ? k : mk; /* MOPAR's slice count */
+    int K = k < SL_NONSPLIT_K_MAX ? k : SL_NONSPLIT_K_MAX;
+    if (mk > 1 && K > 1) { /* MOPAR's slices, consecutive ones merged into at most K */
+        start = pl_malloc(((size_t)sg->n + 1) * sizeof *start);
+        for (int l = 0, f = 0; l < sg->n; l++)
+            start[l] = (int)((long long)f * K / mk), f += l == ends[f];
+    }
+    free(ends), free(vcpus);
+    int rc = sl_nonsplit(sg, pf, o, K, bound, start, out, err);
+    free(start);
+    return rc;
 }
 
 int pl_sl_plan_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, pl_sl_algo a,
                     int k, pl_sl_plan *out, pl_err *err)
 {
+    if (a == PL_SL_CLOCKWORK) return sl_clockwork(sg, pf, o, out, err); /* clockwork.c */
     memset(out, 0, sizeof *out);
-    if (sg->n < 1) return pl_err_set(err, "the model has no layers to partition");
-    int *stamp = stamps(sg);
-    for (int l = 0; l < sg->n; l++) {
-        span one = {0};
-        add_layer(&one, sg, &sg->layers[l], stamp, l);
-        if (memory_of(&one, pf, false) >= 0) continue;
-        free(stamp);
-        return pl_err_set(err,
-                          "layer %d needs %.0f MB (weights %.0f, activations %.0f) with "
-                          "the runtime's %.0f MB, more than %s allows (%.0f MB)",
-                          l, (one.weight_bytes + one.act_bytes) / PL_PLATFORM_MB_BYTES,
-                          one.weight_bytes / PL_PLATFORM_MB_BYTES,
-                          one.act_bytes / PL_PLATFORM_MB_BYTES, pf->runtime_base_mb, pf->name,
-                          pf->mem_max_mb);
-    }
-    free(stamp);
+    if (layers_fit(sg, pf, err) < 0) return -1;
     double bound =
         a == PL_SL_MOPAR || a == PL_SL_NONSPLIT || k <= 0 ? sl_latency_bound(sg, pf, o) : INFINITY;
     table tb = {0};
-    if (a != PL_SL_UNSPLIT) table_build(sg, pf, o, &tb);
-    int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends), m;
-    bool *raise = pl_calloc((size_t)sg->n + 1, sizeof *raise), exact = true;
-    int *start = NULL; /* NonSplit's first incumbent, from MOPAR's partition */
-    if (k <= 0 && (a == PL_SL_UNIFORM || a == PL_SL_LATENCY_DP)) /* MOPAR's slice count */
-        k = mopar_ends(&tb, bound * (1 + 1e-12), o, ends, raise, &exact);
+    if (a != PL_SL_UNSPLIT) table_build(sg, pf, o, false, &tb);
     if (a == PL_SL_NONSPLIT) {
-        int mk = mopar_ends(&tb, bound * (1 + 1e-12), o, ends, raise, &exact);
-        k = k > 0 ? k : mk; /* MOPAR's slice count */
-        int K = k < SL_NONSPLIT_K_MAX ? k : SL_NONSPLIT_K_MAX;
-        if (mk > 1 && K > 1) { /* MOPAR's slices, consecutive ones merged into at most K */
-            start = pl_malloc(((size_t)sg->n + 1) * sizeof *start);
-            for (int l = 0, f = 0; l < sg->n; l++)
-                start[l] = (int)((long long)f * K / mk), f += l == ends[f];
-        }
-    }
-    memset(raise, 0, ((size_t)sg->n + 1) * sizeof *raise);
-    if (a == PL_SL_NONSPLIT) {
-        free(raise), free(ends), free(tb.c);
-        int rc = sl_nonsplit(sg, pf, o, k < SL_NONSPLIT_K_MAX ? k : SL_NONSPLIT_K_MAX, bound, start,
-                             out, err);
-        free(start);
+        int rc = nonsplit_plan(sg, pf, o, &tb, k, bound, out, err);
+        free(tb.c);
         return rc;
     }
-    m = ends_of(sg, &tb, o, a, k, bound * (1 + 1e-12), ends, raise, &exact);
-    int rc = m > 0 ? pl_sl_price(sg, pf, o, ends, raise, m, out) : -1;
+    int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends), m;
+    int *vcpus = pl_calloc((size_t)sg->n + 1, sizeof *vcpus);
+    bool exact = true;
+    if (k <= 0 && (a == PL_SL_UNIFORM || a == PL_SL_LATENCY_DP)) /* MOPAR's slice count */
+        k = mopar_ends(&tb, bound * (1 + 1e-12), o, ends, vcpus, &exact);
+    memset(vcpus, 0, ((size_t)sg->n + 1) * sizeof *vcpus);
+    m = ends_of(sg, pf, &tb, o, a, k, bound * (1 + 1e-12), ends, vcpus, &exact);
+    int rc = m > 0 ? pl_sl_price(sg, pf, o, ends, vcpus, m, out) : -1;
     if (rc == 0)
         out->algo = a, out->exact = exact;
     else
         pl_err_set(err, "%s: no partition into functions of at most %.0f MB fits",
                    pl_sl_algo_name(a), pf->mem_max_mb);
-    free(raise), free(ends), free(tb.c);
+    free(vcpus), free(ends), free(tb.c);
     return rc;
+}
+
+/* ---- the front ---- */
+
+/* A copy of p that the caller frees (pl_sl_plan_free). */
+static void plan_copy(const pl_sl_plan *p, int n_layers, pl_sl_plan *out)
+{
+    *out = *p;
+    out->slices = pl_malloc(((size_t)p->n + 1) * sizeof *out->slices);
+    memcpy(out->slices, p->slices, (size_t)p->n * sizeof *p->slices);
+    if (p->fn_of) {
+        out->fn_of = pl_malloc(((size_t)n_layers + 1) * sizeof *out->fn_of);
+        memcpy(out->fn_of, p->fn_of, (size_t)n_layers * sizeof *p->fn_of);
+    }
+}
+
+int pl_sl_front_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                     pl_sl_front *out, pl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (layers_fit(sg, pf, err) < 0) return -1;
+    table tb = {0};
+    table_build(sg, pf, o, true, &tb);
+    bool exact = true;
+    front *fronts = fronts_make(&tb, INFINITY, o, &exact);
+    const front *last = &fronts[sg->n - 1];
+    int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends);
+    int *vcpus = pl_malloc(((size_t)sg->n + 1) * sizeof *vcpus);
+    out->plans = pl_calloc((size_t)last->n + 1, sizeof *out->plans);
+    out->by = pl_calloc((size_t)last->n + 1, sizeof *out->by);
+    out->found = pl_calloc((size_t)last->n + 1, sizeof *out->found);
+    out->cap = last->n + 1, out->exact = exact;
+    for (int k = 0; k < last->n; k++) {
+        int m = backtrack(fronts, &tb, k, ends, vcpus);
+        if (pl_sl_price(sg, pf, o, ends, vcpus, m, &out->plans[out->n]) < 0) continue;
+        out->plans[out->n].algo = PL_SL_MOPAR, out->plans[out->n].exact = exact;
+        out->found[out->n] = 1, out->by[out->n++] = -1;
+    }
+    free(ends), free(vcpus), free(tb.c);
+    fronts_free(fronts, sg->n);
+    if (out->n) return 0;
+    pl_sl_front_free(out);
+    return pl_err_set(err, "no partition into functions of at most %.0f MB fits", pf->mem_max_mb);
+}
+
+void pl_sl_front_add(pl_sl_front *f, const pl_sl_plan *p, int n_layers)
+{
+    for (int k = 0; k < f->n; k++) {
+        const pl_sl_plan *q = &f->plans[k];
+        if (!no_more(q->usd, p->usd) || !no_more(q->latency_s, p->latency_s)) continue;
+        if (no_more(p->usd, q->usd) && no_more(p->latency_s, q->latency_s))
+            f->found[k] |= 1u << (p->algo + 1); /* the same bill and latency */
+        return;
+    }
+    int m = 0; /* drops the plans p beats, keeps the rest cheapest first */
+    for (int k = 0; k < f->n; k++) {
+        if (no_more(p->usd, f->plans[k].usd) && no_more(p->latency_s, f->plans[k].latency_s)) {
+            pl_sl_plan_free(&f->plans[k]);
+            continue;
+        }
+        f->plans[m] = f->plans[k], f->by[m] = f->by[k], f->found[m++] = f->found[k];
+    }
+    f->n = m;
+    if (f->n + 1 >= f->cap) {
+        f->cap = 2 * f->n + 2;
+        f->plans = pl_realloc(f->plans, (size_t)f->cap * sizeof *f->plans);
+        f->by = pl_realloc(f->by, (size_t)f->cap * sizeof *f->by);
+        f->found = pl_realloc(f->found, (size_t)f->cap * sizeof *f->found);
+    }
+    int at = f->n;
+    while (at > 0 && f->plans[at - 1].usd > p->usd)
+        at--;
+    memmove(f->plans + at + 1, f->plans + at, (size_t)(f->n - at) * sizeof *f->plans);
+    memmove(f->by + at + 1, f->by + at, (size_t)(f->n - at) * sizeof *f->by);
+    memmove(f->found + at + 1, f->found + at, (size_t)(f->n - at) * sizeof *f->found);
+    plan_copy(p, n_layers, &f->plans[at]);
+    f->by[at] = p->algo, f->found[at] = 1u << (p->algo + 1), f->n++;
+}
+
+int pl_sl_knee(const pl_sl_plan *p, int n)
+{
+    if (n <= 0) return -1;
+    double u0 = INFINITY, u1 = -INFINITY, l0 = INFINITY, l1 = -INFINITY;
+    int cheapest = 0;
+    for (int k = 0; k < n; k++) {
+        if (p[k].usd < p[cheapest].usd) cheapest = k;
+        u0 = fmin(u0, p[k].usd), u1 = fmax(u1, p[k].usd);
+        l0 = fmin(l0, p[k].latency_s), l1 = fmax(l1, p[k].latency_s);
+    }
+    if (!(u1 > u0) || !(l1 > l0)) return cheapest;
+    int knee = cheapest;
+    double most = 0; /* below the chord from the cheapest (0, 1) to the fastest (1, 0) */
+    for (int k = 0; k < n; k++) {
+        double d = 1 - (p[k].usd - u0) / (u1 - u0) - (p[k].latency_s - l0) / (l1 - l0);
+        if (d > most) most = d, knee = k;
+    }
+    return knee;
+}
+
+void pl_sl_front_free(pl_sl_front *f)
+{
+    for (int k = 0; k < f->n; k++)
+        pl_sl_plan_free(&f->plans[k]);
+    free(f->plans), free(f->by), free(f->found);
+    memset(f, 0, sizeof *f);
 }

@@ -14,7 +14,13 @@
  * flight; a dropped instance's slot is taken again; and a request is never queued (a slice
  * without a warm instance starts one), so its latency is its slices' times plus one cold
  * start per slice that paid one: the latencies are kept as a count per number of cold starts,
- * from which the percentiles are exact. */
+ * from which the percentiles are exact.
+ *
+ * Clockwork++'s policy (a plan with window_s > 0, docs/serverless.md "Clockwork++") replaces the
+ * instances' lifecycle with windows: each function holds through a window the most requests it
+ * has in flight at once in that window, started before it. Nothing waits, so a request's latency
+ * is its slices' sum, and what is counted is the in-flight requests per window: a queue of their
+ * ends per function, no heap. */
 #include "placer/serverless.h"
 
 #include <math.h>
@@ -170,6 +176,132 @@ static void replay(serve *sv, long *count)
     pl_heap_free(&ev);
 }
 
+/* ---- Clockwork++'s windows (docs/serverless.md, "Clockwork++") ---- */
+
+/* One function served by windows: the ends of its requests in flight, in order (its requests
+ * start in order and all take time_s), as a queue; the window its last start fell in, the most
+ * in flight in it so far, and what the windows before held. */
+typedef struct win_fn {
+    double mem_gb, time_s, offset_s; /* offset_s: when a request reaches it, after arrival */
+    double *ends;
+    int head, n, cap;
+    long w, peak, held_before; /* held_before: instances held through window w - 1 */
+} win_fn;
+
+typedef struct windows {
+    const pl_sl_serve_opts *o;
+    double window_s;
+    long n_windows;
+    double held_gb_s; /* memory held, summed over windows and functions */
+    long instances;   /* started at a boundary: beyond the previous window's */
+    bool too_many;
+} windows;
+
+static void win_push(win_fn *f, double end)
+{
+    if (f->head + f->n == f->cap && f->head > 0) { /* the dropped front reused */
+        memmove(f->ends, f->ends + f->head, (size_t)f->n * sizeof *f->ends);
+        f->head = 0;
+    }
+    pl_grow((void **)&f->ends, &f->cap, f->head + f->n, sizeof *f->ends);
+    f->ends[f->head + f->n++] = end;
+}
+
+/* The requests done by t leave the queue: those left are in flight at t (start <= t < end). */
+static void win_pop(win_fn *f, double t)
+{
+    while (f->n && f->ends[f->head] <= t)
+        f->head++, f->n--;
+}
+
+/* Window f->w closes: its instances held through its length (the trace's end cuts the last);
+ * those beyond the previous window's were started before it. The next window starts with the
+ * requests in flight at its boundary. */
+static void win_close(windows *ws, win_fn *f)
+{
+    double from = (double)f->w * ws->window_s;
+    double to = fmin(from + ws->window_s, ws->o->duration_s);
+    ws->held_gb_s += (double)f->peak * f->mem_gb * (to - from);
+    if (f->peak > f->held_before) ws->instances += f->peak - f->held_before;
+    ws->too_many |= f->peak > PL_SL_SERVE_INSTANCES_MAX;
+    f->held_before = f->peak;
+    f->w++;
+    win_pop(f, (double)f->w * ws->window_s);
+    f->peak = f->n;
+}
+
+/* A request reaches f at t (those past the trace's end count in its last window). */
+static void win_start(windows *ws, win_fn *f, double t)
+{
+    long w = (long)floor(t / ws->window_s);
+    if (w > ws->n_windows - 1) w = ws->n_windows - 1;
+    while (f->w < w)
+        win_close(ws, f);
+    win_pop(f, t);
+    win_push(f, t + f->time_s);
+    if (f->n > f->peak) f->peak = f->n;
+    ws->too_many |= f->n > PL_SL_SERVE_INSTANCES_MAX;
+}
+
+/* Serves the trace by windows: every arrival walks the functions at their offsets (no cold
+ * start, no queue: each window holds enough instances), so its latency is the slices' sum. */
+static int serve_windows(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_opts *o,
+                         pl_sl_serve_result *r, pl_err *err)
+{
+    double n_windows = ceil(o->duration_s / p->window_s);
+    if (!(n_windows * p->n <= PL_SL_SERVE_INVOCATIONS_MAX)) /* a step each, as an invocation */
+        return pl_err_set(err,
+                          "windows of %g s over %g s through %d functions are %.3g steps; at most "
+                          "%.3g are replayed (a longer window)",
+                          p->window_s, o->duration_s, p->n, n_windows * p->n,
+                          PL_SL_SERVE_INVOCATIONS_MAX);
+    windows ws = {.o = o, .window_s = p->window_s, .n_windows = (long)fmax(1, n_windows)};
+    win_fn *fs = pl_calloc((size_t)p->n + 1, sizeof *fs);
+    double sum_s = 0, busy_gb = 0, other_usd = 0;
+    for (int k = 0; k < p->n; k++) {
+        const pl_sl_slice *s = &p->slices[k];
+        fs[k].mem_gb = s->mem_mb * PL_PLATFORM_MB_BYTES / PL_PLATFORM_GB_S_BYTES;
+        fs[k].time_s = s->time_s, fs[k].offset_s = sum_s;
+        sum_s += s->time_s, busy_gb += fs[k].mem_gb * s->time_s;
+        other_usd += s->usd - s->gb_s * pf->usd_per_gb_s; /* requests, the store */
+    }
+    uint64_t seed = o->seed ? o->seed : 1;
+    for (double t = o->poisson ? next_arrival(o, 0, &seed) : 0; t < o->duration_s && !ws.too_many;
+         t = next_arrival(o, t, &seed)) {
+        r->requests++;
+        for (int k = 0; k < p->n; k++)
+            win_start(&ws, &fs[k], t + fs[k].offset_s);
+    }
+    for (int k = 0; k < p->n; k++) {
+        while (fs[k].w < ws.n_windows)
+            win_close(&ws, &fs[k]);
+        free(fs[k].ends);
+    }
+    free(fs);
+    r->p50_s = r->p95_s = r->p99_s = r->requests ? sum_s : 0;
+    r->instances = ws.instances, r->busy_gb_s = busy_gb * (double)r->requests;
+    r->mem_gb_avg = ws.held_gb_s / o->duration_s;
+    double rps = r->requests / o->duration_s;
+    r->mem_gb_per_100rps = rps > 0 ? r->mem_gb_avg / (rps / 100) : 0;
+    r->usd_per_request =
+        r->requests ? ws.held_gb_s * pf->usd_per_gb_s / (double)r->requests + other_usd : 0;
+    if (ws.too_many)
+        return pl_err_set(err, "a window needs more than %d instances of one function",
+                          PL_SL_SERVE_INSTANCES_MAX);
+    return 0;
+}
+
+void pl_sl_serve_defaults(pl_sl_serve_opts *o)
+{
+    *o = (pl_sl_serve_opts){.duration_s = 600,
+                            .period_s = 600,
+                            .rps_min = 250,
+                            .rps_max = 1250,
+                            .keep_alive_s = 60,
+                            .poisson = true,
+                            .seed = 1};
+}
+
 int pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_opts *o,
                 pl_sl_serve_result *r, pl_err *err)
 {
@@ -181,6 +313,7 @@ int pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_op
                           "%.3g invocations; at most %.3g are replayed (a shorter trace)",
                           o->duration_s, o->rps_max, p->n, invocations,
                           PL_SL_SERVE_INVOCATIONS_MAX);
+    if (p->window_s > 0 && o->duration_s > 0) return serve_windows(p, pf, o, r, err);
     serve sv = {.o = o, .pf = pf, .n_fns = p->n, .r = r};
     sv.fns = pl_calloc((size_t)p->n + 1, sizeof *sv.fns);
     double sum_s = 0;
@@ -203,6 +336,7 @@ int pl_sl_serve(const pl_sl_plan *p, const pl_platform *pf, const pl_sl_serve_op
     r->mem_gb_avg = o->duration_s > 0 ? sv.mem_gb_s / o->duration_s : 0;
     double rps = o->duration_s > 0 ? r->requests / o->duration_s : 0;
     r->mem_gb_per_100rps = rps > 0 ? r->mem_gb_avg / (rps / 100) : 0;
+    r->usd_per_request = p->usd;
     free(count), free(sv.fns);
     if (sv.too_many)
         return pl_err_set(err,

@@ -36,7 +36,11 @@ typedef struct build {
     int *copy;    /* [tensors x functions]: t as read by a function, or -1 */
     int *base;    /* [functions]: the runtime's memory, a weight of each function */
     int *shared;  /* [shared weights] */
-    int token;    /* the end of the visit before (-1 for the first) */
+    /* CSR over layers: the tensors each layer reads (in_list[in_off[l] .. in_off[l + 1])) and
+       makes (out_list), in tensor order, so that building costs the graph's edges, not
+       layers x tensors */
+    int *in_off, *in_list, *out_off, *out_list;
+    int token; /* the end of the visit before (-1 for the first) */
 } build;
 
 static const char *algo_of(const pl_sl_plan *p)
@@ -146,14 +150,6 @@ static int send(build *b, int from, int a, int to, double s, const char *fmt, in
     return t;
 }
 
-/* Whether layers [l0, l1] read tensor t. */
-static bool read_in(const pl_sl_tensor *tp, int l0, int l1)
-{
-    for (int r = 0; r < tp->n_to; r++)
-        if (tp->to[r] >= l0 && tp->to[r] <= l1) return true;
-    return false;
-}
-
 /* Whether a function other than f reads tensor t. */
 static bool read_elsewhere(const build *b, const pl_sl_tensor *tp, int f)
 {
@@ -168,10 +164,11 @@ static void reads(build *b, int f, int l0, int l1, int *ins, int *n_in)
 {
     pl_graph *g = b->s->g;
     int store = b->s->n_fns;
-    for (int t = 0; t < b->sg->n_tensors; t++) {
+    for (int i = b->in_off[l0]; i < b->in_off[l1 + 1]; i++) {
+        int t = b->in_list[i];
         const pl_sl_tensor *tp = &b->sg->tensors[t];
         int *c = &b->copy[(size_t)t * b->s->n_fns + f];
-        if (b->fn[tp->from] == f || *c >= 0 || !read_in(tp, l0, l1)) continue;
+        if (b->fn[tp->from] == f || *c >= 0) continue;
         int r = op(b, "read", store, 0, b->n_reads++);
         pl_op_add_input(g, r, b->written[t]);
         if (b->token >= 0) pl_op_add_input(g, r, b->token);
@@ -199,12 +196,13 @@ static void layer(build *b, int l, int f, int e)
                                PL_TENSOR_WEIGHT, "weights of layer %d", l));
     for (int w = 0; w < L->n_wts; w++)
         pl_op_add_input(g, k, b->shared[L->wts[w]]);
-    for (int t = 0; t < b->sg->n_tensors; t++) {
-        const pl_sl_tensor *tp = &b->sg->tensors[t];
-        if (tp->from == l) pl_op_add_output(g, k, b->data[t]);
-        if (!read_in(tp, l, l)) continue;
+    for (int i = b->out_off[l]; i < b->out_off[l + 1]; i++)
+        pl_op_add_output(g, k, b->data[b->out_list[i]]);
+    for (int i = b->in_off[l]; i < b->in_off[l + 1]; i++) {
+        int t = b->in_list[i];
         pl_op_add_input(g, k,
-                        b->fn[tp->from] == f ? b->data[t] : b->copy[(size_t)t * b->s->n_fns + f]);
+                        b->fn[b->sg->tensors[t].from] == f ? b->data[t]
+                                                           : b->copy[(size_t)t * b->s->n_fns + f]);
     }
 }
 
@@ -216,9 +214,10 @@ static void writes(build *b, int f, int l0, int l1, int v)
     int store = b->s->n_fns;
     int x = op(b, "exit", f, 0, v);
     int *w = pl_malloc(((size_t)b->sg->n_tensors + 1) * sizeof *w), n = 0;
-    for (int t = 0; t < b->sg->n_tensors; t++) {
+    for (int i = b->out_off[l0]; i < b->out_off[l1 + 1]; i++) {
+        int t = b->out_list[i];
         const pl_sl_tensor *tp = &b->sg->tensors[t];
-        if (tp->from < l0 || tp->from > l1 || !read_elsewhere(b, tp, f)) continue;
+        if (!read_elsewhere(b, tp, f)) continue;
         pl_op_add_input(g, x, b->data[t]);
         w[n++] = b->written[t] =
             send(b, x, f, store, sl_move_s(b->x, b->o, tp->bytes, true), "tensor %d written", t);
@@ -255,6 +254,30 @@ static void visit(build *b, int f, int l0, int l1, int v)
     b->s->visit_fn[v] = f;
 }
 
+/* The k-th layer of tensor t in a CSR over layers: its k-th reader, or (readers false) its maker.
+ */
+static int layer_of(const pl_sl_tensor *tp, bool readers, int k)
+{
+    return readers ? tp->to[k] : tp->from;
+}
+
+/* off[l] .. off[l + 1] of list: the tensors read by layer l (readers) or made by it (!readers),
+ * in tensor order: building then costs the graph's edges, not layers x tensors. */
+static void index_layers(const pl_sl_graph *sg, bool readers, int **off, int **list)
+{
+    *off = pl_calloc((size_t)sg->n + 2, sizeof **off);
+    int n = 0;
+    for (int t = 0; t < sg->n_tensors; t++)
+        for (int k = 0; k < (readers ? sg->tensors[t].n_to : 1); k++)
+            (*off)[layer_of(&sg->tensors[t], readers, k) + 2]++, n++;
+    for (int l = 0; l < sg->n; l++)
+        (*off)[l + 2] += (*off)[l + 1];
+    *list = pl_malloc(((size_t)n + 1) * sizeof **list);
+    for (int t = 0; t < sg->n_tensors; t++)
+        for (int k = 0; k < (readers ? sg->tensors[t].n_to : 1); k++)
+            (*list)[(*off)[layer_of(&sg->tensors[t], readers, k) + 1]++] = t;
+}
+
 static void make_graph(build *b)
 {
     const pl_sl_graph *sg = b->sg;
@@ -274,6 +297,8 @@ static void make_graph(build *b)
     for (int w = 0; w < sg->n_wts; w++)
         b->shared[w] = tensor(b, sl_weight_factor(b->pf) * sg->wt_mb[w] * PL_PLATFORM_MB_BYTES,
                               PL_TENSOR_WEIGHT, "shared weight %d", w);
+    index_layers(sg, true, &b->in_off, &b->in_list);
+    index_layers(sg, false, &b->out_off, &b->out_list);
     b->token = -1;
     for (int l0 = 0, v = 0; l0 < sg->n; v++) {
         int l1 = l0;
@@ -355,7 +380,8 @@ int pl_sl_sim_build(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
 out:
     if (rc < 0) pl_sl_sim_free(out);
     free(b.fn), free(b.dev), free(b.seq), free(b.data), free(b.written), free(b.copy);
-    free(b.base), free(b.shared);
+    free(b.base), free(b.shared), free(b.in_off), free(b.in_list), free(b.out_off),
+        free(b.out_list);
     return rc;
 }
 

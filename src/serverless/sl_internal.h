@@ -7,6 +7,15 @@
 /* The most functions NonSplit's integer program takes (its size grows with their count). */
 #define SL_NONSPLIT_K_MAX 3
 
+/* The most memory options a slice is priced at (sl_mem_options). */
+#define SL_OPTIONS_MAX 16
+
+/* The memory options of a slice, into v (at most SL_OPTIONS_MAX): 0, as it needs, and 1, at
+ * least a whole vCPU's (MOPAR's two); with `every`, also 2, 3 and 4 whole vCPUs, then doubling,
+ * and the most a function may have (memory.max_mb / λ), so that the front spans the parallel
+ * degrees too. Their count. */
+int sl_mem_options(const pl_platform *pf, bool every, int *v);
+
 /* Seconds to move one tensor of `bytes` raw bytes one way through x: a write (enc) or a read. */
 double sl_move_s(const pl_transport *x, const pl_sl_opts *o, double bytes, bool enc);
 /* The compute time of layers whose one-vCPU time is t, of which par is their dominant ops',
@@ -34,5 +43,10 @@ int sl_price_set(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts 
  * pl_sl_price_sets. -1 with err when CBC fails, crashes or finds no plan. */
 int sl_nonsplit(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, int k,
                 double bound, const int *start, pl_sl_plan *out, pl_err *err);
+/* Clockwork++ (clockwork.c): the unsplit function served by windows of o->window_s
+ * (PL_SL_CLOCKWORK_WINDOW_S when 0), its usd and gb_s what serving the default trace
+ * (pl_sl_serve_defaults) by them bills. -1 with err when the model does not fit one function. */
+int sl_clockwork(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o, pl_sl_plan *out,
+                 pl_err *err);
 
 #endif
