@@ -18,9 +18,9 @@ static const char *help =
     "                         [--algo mopar|unsplit|uniform|latency-dp|nonsplit|clockwork++]\n"
     "                         [--codec none|fp16|zstd|ae] [--ae-ratio R] [--shm]\n"
     "                         [--threshold X] [--no-elim] [--latency-slack F] [--json] [-o DIR]\n"
-    "                         [--nonsplit-limit S] [--window T]\n"
+    "                         [--nonsplit-limit S] [--window T] [--trace FILE]\n"
     "                         [--objective cost|speed|balanced[:W]] [--cost-tolerance F]\n"
-    "                         [--serve [--trace T] [--keep-alive T] [--rps MIN:MAX]\n"
+    "                         [--serve [--serve-duration T] [--keep-alive T] [--rps MIN:MAX]\n"
     "                                  [--cold-start T]]\n"
     "                         [--run [--store redis://HOST:PORT] [--repeat R] [--warmup W]]\n"
     "                         [--dim N=V]... [--input NAME=SIZES]... [--cost-params F]\n"
@@ -49,9 +49,12 @@ static const char *help =
     "                 at each window's boundary and billed while held; its cost per request is\n"
     "                 what serving the default trace (250 to 1,250 requests a second, 600 s) "
     "bills\n"
+    "  --trace FILE   the plan shown in full (the answer, or --algo's) as the simulator runs it,\n"
+    "                 Chrome trace JSON (Perfetto): one track per function, the store, each link\n"
     "  --serve        also replays a diurnal trace (MOPAR's: 250 to 1,250 requests a second) on\n"
     "                 every plan: latency percentiles, memory per 100 requests a second\n"
-    "  --trace T      the trace's length, one period of its sine (default 600s)\n"
+    "  --serve-duration T  the trace's length, one period of its sine (default 600s); the\n"
+    "                 old spelling --trace T is still taken with --serve when T is a duration\n"
     "  --keep-alive T how long an idle instance stays warm (default 60s)\n"
     "  --rps MIN:MAX  the trace's lowest and highest rate (default 250:1250)\n"
     "  --cold-start T the replay's cold start instead of the platform's (0: warm pools)\n"
@@ -68,7 +71,8 @@ static const char *help =
 typedef struct sl_args {
     cli_common co;
     const char *platform, *dir;
-    int algo; /* -1: all */
+    const char *trace, *trace_arg; /* --trace: the Perfetto file; as given */
+    int algo;                      /* -1: all */
     pl_sl_opts so;
     double ae_ratio;
     bool serve;
@@ -247,6 +251,23 @@ static const char *finders(unsigned found, char *b, size_t n)
 static const pl_sl_graph *graph_of(int by, const pl_sl_graph *sg, const pl_sl_graph *raw)
 {
     return by == PL_SL_UNIFORM ? raw : sg;
+}
+
+/* Every plan printed or in the JSON (each algorithm's, the front's) through the one plan checker
+ * (docs/serverless.md, "One simulator"); the one shown in full drawn to --trace. */
+static int check_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph *sg,
+                       const pl_sl_graph *raw, const pl_sl_plan *plans, const answer *ans,
+                       const pl_sl_plan *shown, pl_err *err)
+{
+    for (int k = 0; k < PL_SL_ALGO_COUNT; k++)
+        if (plans[k].n && pl_sl_plan_check(graph_of(k, sg, raw), pf, &a->so, &plans[k],
+                                           &plans[k] == shown ? a->trace : NULL, err) < 0)
+            return -1;
+    for (int k = 0; a->algo < 0 && k < ans->f.n; k++)
+        if (pl_sl_plan_check(graph_of(ans->f.by[k], sg, raw), pf, &a->so, &ans->f.plans[k],
+                             &ans->f.plans[k] == shown ? a->trace : NULL, err) < 0)
+            return -1;
+    return 0;
 }
 
 static int make_answer(const sl_args *a, const pl_platform *pf, const pl_sl_graph *sg,
@@ -532,11 +553,12 @@ static bool serve_too_long(const sl_args *a, const pl_sl_plan *plans)
         fns += plans[k].n, n += plans[k].n > 0;
     double inv = a->serve_o.duration_s * a->serve_o.rps_max * fns;
     if (inv <= PL_SL_SERVE_INVOCATIONS_MAX) return false;
-    cli_error("serverless",
-              "--serve: %g s at up to %g requests a second through the %d functions of %d plans "
-              "is %.3g invocations; at most %.3g are replayed (a shorter --trace, or --algo A "
-              "for one plan)",
-              a->serve_o.duration_s, a->serve_o.rps_max, fns, n, inv, PL_SL_SERVE_INVOCATIONS_MAX);
+    cli_error(
+        "serverless",
+        "--serve: %g s at up to %g requests a second through the %d functions of %d plans "
+        "is %.3g invocations; at most %.3g are replayed (a shorter --serve-duration, or --algo A "
+        "for one plan)",
+        a->serve_o.duration_s, a->serve_o.rps_max, fns, n, inv, PL_SL_SERVE_INVOCATIONS_MAX);
     return true;
 }
 
@@ -592,6 +614,10 @@ static cli_exit run(sl_args *a)
     if (a->algo < 0) finders(ans.f.found[ans.pick], fb, sizeof fb);
     snprintf(whose, sizeof whose, a->algo >= 0 ? "%s" : "the answer (found by %s)",
              a->algo >= 0 ? pl_sl_algo_name(a->algo) : fb);
+    if (check_plans(a, pf, sg, raw, plans, &ans, shown, &err) < 0) {
+        cli_fail("serverless", "%s: %s", a->co.model, err.msg);
+        goto out;
+    }
     if ((a->dir || a->run) && shown->fn_of) { /* its functions would call each other back */
         cli_fail("serverless",
                  "-o and --run take contiguous slices; the functions of %s are not (--algo "
@@ -663,7 +689,8 @@ enum {
     LATENCY_SLACK,
     SHM,
     NO_ELIM,
-    TRACE, /* the --serve and --run options from here */
+    TRACE,
+    SERVE_DURATION, /* the --serve and --run options from here */
     KEEP_ALIVE,
     RPS,
     COLD_START,
@@ -686,6 +713,7 @@ static const struct option options[] = {{"platform", required_argument, NULL, PL
                                         {"shm", no_argument, NULL, SHM},
                                         {"no-elim", no_argument, NULL, NO_ELIM},
                                         {"trace", required_argument, NULL, TRACE},
+                                        {"serve-duration", required_argument, NULL, SERVE_DURATION},
                                         {"keep-alive", required_argument, NULL, KEEP_ALIVE},
                                         {"rps", required_argument, NULL, RPS},
                                         {"cold-start", required_argument, NULL, COLD_START},
@@ -733,8 +761,8 @@ static int take_serve(sl_args *a, int c, const char *v)
 {
     long n;
     switch (c) {
-    case TRACE:
-        if (cli_seconds("serverless", "--trace", v, &a->serve_o.duration_s) < 0) return -1;
+    case SERVE_DURATION:
+        if (cli_seconds("serverless", "--serve-duration", v, &a->serve_o.duration_s) < 0) return -1;
         return a->serve_o.period_s = a->serve_o.duration_s, 0;
     case KEEP_ALIVE:
         return cli_seconds("serverless", "--keep-alive", v, &a->serve_o.keep_alive_s);
@@ -802,9 +830,30 @@ static int take(void *o, int c, const char *v)
         return a->so.shm = true, 0;
     case NO_ELIM:
         return a->so.no_elim = true, 0;
+    case TRACE:
+        return a->trace_arg = v, 0; /* a file, or the old --serve length: see trace_option */
     default:
         return take_serve(a, c, v);
     }
+}
+
+/* --trace V: the Perfetto file, as `place`, `simulate` and `run` name it. A V that reads as a
+ * duration ("600s", "168h") is the old spelling of --serve-duration: the replay's length with
+ * --serve, refused without it (a file so named can be given as ./600s). */
+static int trace_option(sl_args *a)
+{
+    double s;
+    pl_err e;
+    const char *v = a->trace_arg;
+    if (!v || pl_parse_quantity(v, PL_UNIT_SECONDS, &s, &e) < 0)
+        return v ? cli_file("serverless", "--trace", v, "a file", &a->trace) : 0;
+    if (!a->serve)
+        return cli_error("serverless",
+                         "--trace %s: --trace names the file of a Chrome trace (t.json); the "
+                         "length of --serve's replay is --serve-duration T",
+                         v);
+    if (cli_seconds("serverless", "--trace", v, &a->serve_o.duration_s) < 0) return -1;
+    return a->serve_o.period_s = a->serve_o.duration_s, 0;
 }
 
 /* The options, checked together; *asked when --help was asked (and printed). */
@@ -813,6 +862,7 @@ static cli_exit parse(int argc, char **argv, sl_args *a, bool *asked)
     cli_args g = CLI_ARGS("serverless", "ho:", help, false);
     cli_exit parsed = cli_parse(&g, &a->co, take, a);
     if (!cli_ok(parsed) || (*asked = g.asked_help)) return parsed;
+    if (trace_option(a) < 0) return CLI_EXIT_BAD_INPUT;
     if (!a->co.model) return cli_fail("serverless", "which model? give MODEL\n%s", help);
     if (!a->platform)
         return cli_fail("serverless",
@@ -821,11 +871,12 @@ static cli_exit parse(int argc, char **argv, sl_args *a, bool *asked)
                         help);
     /* before anything is loaded: every request is at least one invocation (serve_too_long) */
     if (a->serve && a->serve_o.duration_s * a->serve_o.rps_max > PL_SL_SERVE_INVOCATIONS_MAX)
-        return cli_fail("serverless",
-                        "--trace %g s at up to %g requests a second is %.3g requests; the replay "
-                        "keeps each one's latency, so it takes at most 5e7 (a shorter --trace)",
-                        a->serve_o.duration_s, a->serve_o.rps_max,
-                        a->serve_o.duration_s * a->serve_o.rps_max);
+        return cli_fail(
+            "serverless",
+            "--serve-duration %g s at up to %g requests a second is %.3g requests; the "
+            "replay "
+            "keeps each one's latency, so it takes at most 5e7 (a shorter --serve-duration)",
+            a->serve_o.duration_s, a->serve_o.rps_max, a->serve_o.duration_s * a->serve_o.rps_max);
     if (a->co.cluster || a->co.catalog)
         return cli_fail("serverless", "a function's CPU is the platform's: no --cluster or "
                                       "--catalog");

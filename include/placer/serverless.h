@@ -41,6 +41,8 @@
 #include "placer/common.h"
 #include "placer/cost.h"
 #include "placer/graph.h"
+#include "placer/plan.h"
+#include "placer/sim.h"
 
 /* ---- the platform (src/serverless/platform.c) ---- */
 
@@ -375,6 +377,62 @@ int pl_sl_knee(const pl_sl_plan *p, int n);
 /* Whether slice k of p holds layer l. */
 bool pl_sl_slice_has(const pl_sl_plan *p, int k, int l);
 void pl_sl_plan_free(pl_sl_plan *p);
+
+/* ---- the plan as a plan of the one simulator (src/serverless/simplan.c) ----
+ *
+ * Semantics, exactly (docs/serverless.md, "One simulator"): function k of plan p is device
+ * "fn<k>" of a cluster, its memory capacity the function's memory size (mem_mb); the transport
+ * cut tensors take (pl_sl_transport) is one more device, "store" or "shm", linked both ways to
+ * every function at its latency and bandwidth. A function runs its layers in visits: maximal
+ * runs of consecutive layers it holds (a slice of a contiguous plan is one visit; a NonSplit
+ * function may have several). Each visit, one after the other in layer order, is: a read of each
+ * cut tensor the function takes in first there (a transfer store -> fn<k> of sl_move_s's read
+ * time, one per tensor and reading function), its layers (each an op on fn<k> taking its part
+ * of the slice's compute time: Eq. 5's t_p + t_a at the slice's memory and degree η, which sum
+ * to the slice's compute_s), then a write of each cut tensor its layers make (a transfer
+ * fn<k> -> store of the write time, once per tensor). A visit starts when the one before has
+ * written everything, through zero-time ops and tokens on the store (an invocation after the
+ * previous slice ends, as MOPAR chains them): nothing of one visit overlaps another, so the
+ * makespan is the plan's latency_s, each visit's time the sum of its reads, layers and writes.
+ * Memory: each function holds the runtime's base, its weights (f_w x, a shared weight once)
+ * as weights and, while a layer runs, f_a x its activation memory; cut tensors carry no bytes
+ * (a layer's activation memory already counts what it reads and writes), so the simulated peak
+ * of a function is what the pricing says it needs, rounded down to the byte. */
+typedef struct pl_sl_sim {
+    pl_graph *g;
+    pl_cluster *c; /* devices 0 .. n_fns - 1 the functions, device n_fns the transport */
+    pl_cost *k;
+    pl_plan *plan;
+    int n_fns;
+    int n_visits;
+    int *visit_fn;  /* [n_visits]: its function */
+    int *visit_end; /* [n_visits]: the op that ends it (all its writes arrived) */
+    int *layer_op;  /* [layers]: the op of each layer */
+} pl_sl_sim;
+
+/* The simulator's graph, cluster, cost table and plan of plan p (made on sg, pf, o). Refuses,
+ * "serverless plan (ALGO): PROBLEM", a plan the simulator could not run as priced: no
+ * function, a layer in no function or in two, a contiguous plan whose slices do not follow one
+ * another, a function whose memory is not a size pf allows or whose degree η is not 1 .. its
+ * whole vCPUs. *out is zeroed on failure; free with pl_sl_sim_free. */
+int pl_sl_sim_build(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                    const pl_sl_plan *p, pl_sl_sim *out, pl_err *err);
+void pl_sl_sim_free(pl_sl_sim *s);
+/* The plan checker on s (pl_plan_check), then the simulator (recorded, ports contention) and its
+ * invariants (pl_sim_check: precedence, no overlap, order, memory within capacity), then the
+ * plan's own figures: each function's time (its visits') and the latency equal to the
+ * simulated ones within 1e-9 relative. -1 with err naming the first problem ("serverless
+ * plan (mopar): function 1 ('fn1') needs 2300.0 MB at its peak (the runtime, its weights, its
+ * largest layer's activations), more than its 2200 MB"; "...: function 2: the plan says
+ * 304.500000 ms, the simulator 404.500000 ms"). r (may be NULL) gets the recorded result on success
+ * (free it with pl_sim_result_free); zeroed on failure. */
+int pl_sl_sim_check(const pl_sl_sim *s, const pl_sl_plan *p, pl_sim_result *r, pl_err *err);
+/* The checker every plan `placer serverless` prints goes through: pl_sl_sim_build, then
+ * pl_sl_sim_check; with `trace` (may be NULL) the simulated run is written there as Chrome trace
+ * JSON (pl_sim_trace_write: one track per function, the transport and each link). 0, or -1 with
+ * err set (the trace's file then as it was). */
+int pl_sl_plan_check(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o,
+                     const pl_sl_plan *p, const char *trace, pl_err *err);
 
 /* ---- serving a trace (src/serverless/serve.c) ---- */
 

@@ -123,13 +123,29 @@ static void span_of(const pl_sl_graph *sg, const pl_transport *x, const pl_sl_op
  * divided among eta sub-slices (each vCPU beyond the first adding parallel_eff of one), the
  * gathering of their partial outputs (Eq. 5's t_a: (eta - 1) / eta of the layers' output bytes
  * copied at the vCPU's memory bandwidth), all at the function's share of a vCPU. */
-static double compute_s(const span *sp, const pl_platform *pf, double mem_bytes, int eta)
+double sl_compute_s(const pl_platform *pf, double t, double par, double out, double mem_bytes,
+                    int eta)
 {
     double speed = 1 + (eta - 1) * pf->parallel_eff;
     double bw = pf->vcpu && pf->vcpu->n_devs ? pf->vcpu->devs[0].mem_bandwidth_Bps : 0;
-    double agg = eta > 1 && bw > 0 ? (eta - 1.0) / eta * sp->out / bw : 0;
+    double agg = eta > 1 && bw > 0 ? (eta - 1.0) / eta * out / bw : 0;
     double share = fmin(pl_platform_vcpus(pf, mem_bytes / PL_PLATFORM_MB_BYTES), 1);
-    return share > 0 ? (sp->t - sp->par + sp->par / speed + agg) / share : INFINITY;
+    return share > 0 ? (t - par + par / speed + agg) / share : INFINITY;
+}
+
+static double compute_s(const span *sp, const pl_platform *pf, double mem_bytes, int eta)
+{
+    return sl_compute_s(pf, sp->t, sp->par, sp->out, mem_bytes, eta);
+}
+
+double sl_weight_factor(const pl_platform *pf)
+{
+    return pf->runtime_weight_factor > 0 ? pf->runtime_weight_factor : 1;
+}
+
+double sl_activation_factor(const pl_platform *pf)
+{
+    return pf->runtime_activation_factor > 0 ? pf->runtime_activation_factor : 1;
 }
 
 /* The function's memory for a span: its layers' weights, resident, the most activation memory
@@ -138,16 +154,13 @@ static double compute_s(const span *sp, const pl_platform *pf, double mem_bytes,
  * bytes, rounded to a size the platform allows; -1 when beyond its largest. */
 static double memory_of(const span *sp, const pl_platform *pf, int v)
 {
-    double fw = pf->runtime_weight_factor > 0 ? pf->runtime_weight_factor : 1;
-    double fa = pf->runtime_activation_factor > 0 ? pf->runtime_activation_factor : 1;
+    double fw = sl_weight_factor(pf), fa = sl_activation_factor(pf);
     double need = fw * sp->weight_bytes + fa * sp->act_bytes;
     need += pf->runtime_base_mb * PL_PLATFORM_MB_BYTES;
     if (v > 0) need = fmax(need, v * pf->mb_per_vcpu * PL_PLATFORM_MB_BYTES);
     double mb = pl_platform_round_mb(pf, need / PL_PLATFORM_MB_BYTES);
     return mb < 0 ? -1 : mb * PL_PLATFORM_MB_BYTES;
 }
-
-static int max_degree(const pl_platform *pf, double mem_bytes);
 
 /* Whether raising a span to v whole vCPUs changes anything: it needs less memory than that,
  * and its memory alone gives it less than a whole vCPU (its CPU share grows) or fewer than v
@@ -156,13 +169,13 @@ static bool can_raise(const span *sp, const pl_platform *pf, int v)
 {
     double a = memory_of(sp, pf, 0), b = memory_of(sp, pf, v);
     return a >= 0 && b > a &&
-           (pl_platform_vcpus(pf, a / PL_PLATFORM_MB_BYTES) < 1 || max_degree(pf, a) < v);
+           (pl_platform_vcpus(pf, a / PL_PLATFORM_MB_BYTES) < 1 || sl_max_degree(pf, a) < v);
 }
 
 /* The largest degree a function of `mem_bytes` may take: its whole vCPUs, at least 1, at most
  * PL_PLATFORM_VCPUS_MAX (the reader refuses a platform that implies more; one built in code
  * is held to it here, so the conversion to int is always in range). */
-static int max_degree(const pl_platform *pf, double mem_bytes)
+int sl_max_degree(const pl_platform *pf, double mem_bytes)
 {
     double v = floor(pl_platform_vcpus(pf, mem_bytes / PL_PLATFORM_MB_BYTES) + 1e-9);
     return v >= PL_PLATFORM_VCPUS_MAX ? PL_PLATFORM_VCPUS_MAX : v >= 1 ? (int)v : 1;
@@ -178,7 +191,7 @@ static int max_degree(const pl_platform *pf, double mem_bytes)
  * tie, as the loop over every degree this replaces chose). */
 static int fastest_degree(const span *sp, const pl_platform *pf, double mem_bytes, double *compute)
 {
-    int max = max_degree(pf, mem_bytes);
+    int max = sl_max_degree(pf, mem_bytes);
     double one = compute_s(sp, pf, mem_bytes, 1), most = compute_s(sp, pf, mem_bytes, max);
     *compute = most < one ? most : one;
     return most < one ? max : 1;
@@ -323,7 +336,7 @@ typedef struct table {
 
 int sl_mem_options(const pl_platform *pf, bool every, int *v)
 {
-    int R = 0, most = max_degree(pf, pf->mem_max_mb * PL_PLATFORM_MB_BYTES);
+    int R = 0, most = sl_max_degree(pf, pf->mem_max_mb * PL_PLATFORM_MB_BYTES);
     v[R++] = 0, v[R++] = 1;
     if (!every) return R;
     for (int c = 2; c <= most && R < SL_OPTIONS_MAX - 1; c = c < 4 ? c + 1 : 2 * c)

@@ -18,6 +18,19 @@ int sl_mem_options(const pl_platform *pf, bool every, int *v);
 
 /* Seconds to move one tensor of `bytes` raw bytes one way through x: a write (enc) or a read. */
 double sl_move_s(const pl_transport *x, const pl_sl_opts *o, double bytes, bool enc);
+/* The compute time of layers whose one-vCPU time is t, of which par is their dominant ops',
+ * writing out bytes, on a function of mem_bytes at degree eta (mopar.c's compute_s: Eq. 5's
+ * t_p + t_a at the function's share of a vCPU). Linear in (t, par, out): the sum over layers is
+ * the slice's. */
+double sl_compute_s(const pl_platform *pf, double t, double par, double out, double mem_bytes,
+                    int eta);
+/* The memory a weight byte and an activation byte take in the runtime (the platform's factors,
+ * 1 when not given). */
+double sl_weight_factor(const pl_platform *pf);
+double sl_activation_factor(const pl_platform *pf);
+/* The largest parallel degree a function of mem_bytes may take: its whole vCPUs, 1 ..
+ * PL_PLATFORM_VCPUS_MAX. */
+int sl_max_degree(const pl_platform *pf, double mem_bytes);
 /* MOPAR's latency bound: the unsplit model's latency x (1 + slack); INFINITY when it does not
  * fit one function. */
 double sl_latency_bound(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts *o);
