@@ -8,7 +8,9 @@
  * so raising costs nothing per unit of work and runs faster; MOPAR's paper keeps the memory
  * at the need); its CPU is that memory's share of vCPUs; its time is its layers' on that
  * CPU at its parallel degree, plus reading its inputs and writing its outputs through the
- * store or shared memory; its bill is the platform's for that memory and time. MOPAR minimises
+ * store or shared memory, plus its invocation (the platform's round trip and the graph inputs
+ * and outputs it carries); its bill is the platform's for that memory and time, the invocation
+ * left out. MOPAR minimises
  * the summed bill (Eq. 6) with the latency no worse than the unsplit model's: a DP over the
  * layers in topological order keeping, at each layer, every partition of the layers before it
  * (with each slice's memory option) that no other beats on both bill and latency. */
