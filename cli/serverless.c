@@ -157,13 +157,13 @@ static json_t *plan_json(const pl_graph *g, const pl_sl_graph *sg, const pl_sl_p
         json_array_append_new(
             slices,
             json_pack("{s:i, s:i, s:f, s:f, s:f, s:b, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
-                      "s:f, s:o, s:o}",
+                      "s:f, s:f, s:f, s:o, s:o}",
                       "first_layer", s->first, "last_layer", s->last, "memory_mb", s->mem_mb,
                       "weights_mb", s->weight_mb, "activations_mb", s->act_mb, "raised", s->raised,
-                      "eta", s->eta, "compute_s", s->compute_s, "comm_s", s->comm_s, "time_s",
-                      s->time_s, "billed_s", s->billed_s, "gb_s", s->gb_s, "usd", s->usd,
-                      "in_bytes", s->in_bytes, "out_bytes", s->out_bytes, "layers", layers, "ops",
-                      ops));
+                      "eta", s->eta, "compute_s", s->compute_s, "comm_s", s->comm_s, "invoke_s",
+                      s->invoke_s, "payload_bytes", s->payload_bytes, "time_s", s->time_s,
+                      "billed_s", s->billed_s, "gb_s", s->gb_s, "usd", s->usd, "in_bytes",
+                      s->in_bytes, "out_bytes", s->out_bytes, "layers", layers, "ops", ops));
     }
     json_t *j = json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:o}", "algo", name, "exact",
                           p->exact, "latency_s", p->latency_s, "usd_per_request", p->usd,
@@ -202,7 +202,7 @@ static void print_slices(const pl_platform *pf, const pl_sl_graph *sg, const pl_
 {
     printf("\n%s's slices\n", whose);
     pl_table *t = pl_table_new("slice|layers|>ops|>memory MB|>vCPUs|>eta|>compute ms|>comm ms|"
-                               ">billed ms|>GB-s|>USD");
+                               ">invoke ms|>payload|>billed ms|>GB-s|>USD");
     for (int k = 0; k < p->n; k++) {
         const pl_sl_slice *s = &p->slices[k];
         int ops = 0, n = 0;
@@ -211,9 +211,12 @@ static void print_slices(const pl_platform *pf, const pl_sl_graph *sg, const pl_
         char layers[48]; /* a NonSplit function may skip layers of its range: marked * */
         snprintf(layers, sizeof layers, "%d-%d%s", s->first, s->last,
                  n == s->last - s->first + 1 ? "" : "*");
-        pl_table_row(t, "%d|%s|%d|%.0f|%.2f|%d|%.3f|%.3f|%.0f|%.5f|%.4g", k, layers, ops, s->mem_mb,
-                     pl_platform_vcpus(pf, s->mem_mb), s->eta, s->compute_s * 1e3, s->comm_s * 1e3,
-                     s->billed_s * 1e3, s->gb_s, s->usd);
+        char b[32];
+        pl_table_row(t, "%d|%s|%d|%.0f|%.2f|%d|%.3f|%.3f|%.3f|%s|%.0f|%.5f|%.4g", k, layers, ops,
+                     s->mem_mb, pl_platform_vcpus(pf, s->mem_mb), s->eta, s->compute_s * 1e3,
+                     s->comm_s * 1e3, s->invoke_s * 1e3,
+                     pl_fmt_bytes(s->payload_bytes, b, sizeof b), s->billed_s * 1e3, s->gb_s,
+                     s->usd);
     }
     pl_table_print(t, stdout);
     pl_table_free(t);

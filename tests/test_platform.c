@@ -192,6 +192,11 @@ static void test_paper_openfaas(void **state)
 
 /* The store priced as a provisioned node: each SET or GET pays the hour's price over the
  * requests it serves, nothing per GB; "serverless", the default, is the price per GB. */
+/* An invocation: 0.7 ms a round trip, requests at 2.9 GB/s, responses at 1.7 GB/s. */
+#define INVOCATION                                                                                 \
+    "{\"round_trip_s\": \"0.7 ms\", \"request_Bps\": \"2.9 GB/s\", \"response_Bps\": "             \
+    "\"1.7 GB/s\", \"source\": \"made up\"}"
+
 #define NODE_STORE                                                                                 \
     "{\"bandwidth_Bps\": \"1 GB/s\", \"latency_s\": \"1 ms\", \"pricing\": \"provisioned\","       \
     " \"usd_per_hour\": 0.36, \"requests_per_s\": 100}"
@@ -360,6 +365,20 @@ static void refused_all(const bad *b, size_t n)
         refused(b[i].where, b[i].value, b[i].needle, b[i].problem);
 }
 
+/* `good` with the object `field` set to the JSON `object`, then each b[i].where inside it set
+ * to its value (removed when NULL): each refused so. */
+static void refused_inside(const char *field, const char *object, const bad *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = edited(field, object), *o = json_object_get(v, field);
+        if (b[i].value)
+            json_object_set_new(o, b[i].where, json_loads(b[i].value, JSON_DECODE_ANY, NULL));
+        else
+            json_object_del(o, b[i].where);
+        refused_doc(v, b[i].where, b[i].value, b[i].needle, b[i].problem);
+    }
+}
+
 static void test_refused_numbers(void **state)
 {
     (void)state;
@@ -480,14 +499,44 @@ static void test_refused_store_pricing(void **state)
         {"requests_per_s", "\"1000/s\"", "$.store.requests_per_s: ", "expected a number"},
         {"requests_per_s", "1e9", "$.store.requests_per_s: ", "almost certainly a unit mistake"},
     };
-    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) {
-        json_t *v = edited("store", NODE_STORE), *st = json_object_get(v, "store");
-        if (n[i].value)
-            json_object_set_new(st, n[i].where, json_loads(n[i].value, JSON_DECODE_ANY, NULL));
-        else
-            json_object_del(st, n[i].where);
-        refused_doc(v, n[i].where, n[i].value, n[i].needle, n[i].problem);
-    }
+    refused_inside("store", NODE_STORE, n, sizeof n / sizeof n[0]);
+}
+
+/* "invocation": optional (good has none: free), its three figures required in it, each
+ * refused with its path. */
+static void test_invocation(void **state)
+{
+    (void)state;
+    char path[256];
+    pl_err err = {""};
+    json_t *v = edited("invocation", INVOCATION);
+    pl_platform *p = load_json(v, path, sizeof path, &err);
+    json_decref(v);
+    if (!p) fail_msg("%s", err.msg);
+    assert_true(p->invocation.present);
+    assert_close(p->invocation.round_trip_s, 0.7e-3, 1e-12);
+    assert_close(p->invocation.request_Bps, 2.9e9, 1e-12);
+    assert_close(p->invocation.response_Bps, 1.7e9, 1e-12);
+    pl_platform_free(p);
+    p = pl_platform_load_buffer(good, strlen(good), "good.json", &err);
+    if (!p) fail_msg("%s", err.msg);
+    assert_false(p->invocation.present);
+    pl_platform_free(p);
+    static const bad b[] = {
+        {"round_trip_s", NULL, "$.invocation: ", "the field \"round_trip_s\" is missing"},
+        {"request_Bps", NULL, "$.invocation: ", "the field \"request_Bps\" is missing"},
+        {"response_Bps", NULL, "$.invocation: ", "the field \"response_Bps\" is missing"},
+        {"round_trip_s", "\"-1 ms\"", "$.invocation.round_trip_s: ", "negative"},
+        {"round_trip_s", "\"20 min\"", "$.invocation.round_trip_s: ", "larger"},
+        {"round_trip_s", "\"1 GB\"", "$.invocation.round_trip_s: ", "a time"},
+        {"request_Bps", "\"0 GB/s\"", "$.invocation.request_Bps: ", "zero"},
+        {"request_Bps", "\"10 B/s\"", "$.invocation.request_Bps: ", "smaller than"},
+        {"response_Bps", "\"2 GB\"", "$.invocation.response_Bps: ", "a bandwidth"},
+        {"response_Bps", "\"1e15 B/s\"", "$.invocation.response_Bps: ", "larger"},
+        {"latency_s", "\"1 ms\"", "$.invocation.latency_s: ", "unknown field"},
+    };
+    refused_inside("invocation", INVOCATION, b, sizeof b / sizeof b[0]);
+    refused("invocation", "\"1 ms\"", "$.invocation: ", "expected an object");
 }
 
 static void test_refused_vcpu(void **state)
@@ -571,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_refused_fields),
         cmocka_unit_test(test_refused_transports),
         cmocka_unit_test(test_refused_vcpu),
+        cmocka_unit_test(test_invocation),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_doc_example),
     };

@@ -293,6 +293,103 @@ static void test_bill_by_hand(void **state)
     platform_free(pf);
 }
 
+/* A plan's invocations, by hand (docs/serverless.md, "The invocation"). Three layers of 0.1 s on
+ * a whole vCPU (min_vcpus 1); graph input A (20 MB) read by all three, graph input B (8 MB) by
+ * layer 1 only; layer 1 sends 4 MB to layer 2, which makes the 6 MB graph output. The platform's
+ * invocation: 1 ms round trip, requests at 2 GB/s, responses at 1.5 GB/s. Split as [0, 1] [2]:
+ * slice 0 reads A once for its two layers and B: 1 ms + 28e6 / 2e9 = 15 ms; its compute 0.2 s,
+ * writing 4 MB 3.7 ms; time 0.2187 s, billed 0.204 s (compute and store, not the invocation).
+ * Slice 1 reads A again and returns the output: 1 ms + 10 ms + 6e6 / 1.5e9 = 4 ms, 15 ms; 0.1 +
+ * 3.7 ms + 15 ms = 0.1187 s, billed 0.104 s. Latency 0.3374 s. The bill is the same plan's on a
+ * platform without an invocation; the DP's table prices it the same as pl_sl_price. */
+static void test_invocation_by_hand(void **state)
+{
+    (void)state;
+    pl_platform *pf = platform();
+    pf->min_vcpus = 1;
+    pl_sl_graph *sg = pl_sl_new(3, 1);
+    for (int l = 0; l < 3; l++)
+        sg->layers[l].mem_mb = 10, sg->layers[l].t1_s = 0.1;
+    tensor(sg, 0, 1, 4e6, 1, (int[]){2});
+    sg->gin_bytes = malloc(2 * sizeof *sg->gin_bytes), sg->n_gins = 2;
+    sg->gin_bytes[0] = 20e6, sg->gin_bytes[1] = 8e6;
+    for (int l = 0; l < 3; l++) {
+        sg->layers[l].gins = malloc(2 * sizeof(int));
+        sg->layers[l].gins[sg->layers[l].n_gins++] = 0;
+        if (l == 1) sg->layers[l].gins[sg->layers[l].n_gins++] = 1;
+    }
+    sg->layers[2].gout_bytes = 6e6;
+    pl_sl_opts o = {.codec_cost = {1, 0, 0}};
+    int ends[] = {1, 2};
+    pl_sl_plan bare, p;
+    assert_int_equal(pl_sl_price(sg, pf, &o, ends, NULL, 2, &bare), 0);
+    pf->invocation = (pl_invocation){true, 1e-3, 2e9, 1.5e9};
+    assert_int_equal(pl_sl_price(sg, pf, &o, ends, NULL, 2, &p), 0);
+    assert_close(p.slices[0].invoke_s, 15e-3, 1e-12);
+    assert_close(p.slices[0].payload_bytes, 28e6, 0);
+    assert_close(p.slices[0].time_s, 0.2 + 3.7e-3 + 15e-3, 1e-12);
+    assert_close(p.slices[0].billed_s, 0.204, 1e-12);
+    assert_close(p.slices[1].invoke_s, 15e-3, 1e-12);
+    assert_close(p.slices[1].payload_bytes, 26e6, 0);
+    assert_close(p.slices[1].time_s, 0.1 + 3.7e-3 + 15e-3, 1e-12);
+    assert_close(p.slices[1].billed_s, 0.104, 1e-12);
+    assert_close(p.latency_s, 0.3374, 1e-12);
+    assert_close(p.latency_s - bare.latency_s, 30e-3, 1e-12);
+    assert_close(p.usd, bare.usd, 0);
+    /* the DP: one function per layer is the cheapest here (less memory held, nothing per
+       request but 2e-7); its latency is its slices' as pl_sl_price prices them */
+    pl_sl_plan m, again;
+    pl_err err = {""};
+    o.latency_slack = 10;
+    if (pl_sl_plan_make(sg, pf, &o, PL_SL_MOPAR, 0, &m, &err) < 0) fail_msg("%s", err.msg);
+    int e[3];
+    for (int k = 0; k < m.n; k++)
+        e[k] = m.slices[k].last;
+    assert_int_equal(pl_sl_price(sg, pf, &o, e, NULL, m.n, &again), 0);
+    assert_close(m.latency_s, again.latency_s, 1e-12);
+    assert_close(m.usd, again.usd, 1e-15);
+    pl_sl_plan_free(&bare), pl_sl_plan_free(&p), pl_sl_plan_free(&m), pl_sl_plan_free(&again);
+    pl_sl_free(sg);
+    platform_free(pf);
+}
+
+/* gcn_cora's payload: its graph inputs, features [2708, 1433] and adjacency [2708, 2708] float32
+ * (15,522,256 and 29,333,056 bytes), each once however many layers read it, and its output
+ * logits [2708, 7] (75,824 bytes), in the layers that read and make them; they stay the layers'
+ * through the simplification. */
+static void test_gcn_payload(void **state)
+{
+    (void)state;
+    pl_graph *g = tu_load("models/gcn_cora.onnx");
+    pl_platform *pf = platform();
+    pl_err err = {""};
+    pl_sl_graph *sg = pl_sl_from_graph(g, pf, NULL, &err);
+    if (!sg) fail_msg("%s", err.msg);
+    assert_int_equal(sg->n_gins, 2);
+    assert_close(sg->gin_bytes[0] + sg->gin_bytes[1], 15522256.0 + 29333056.0, 0);
+    pl_sl_eliminate(sg, 0.5);
+    double out = 0;
+    bool read[2] = {false, false};
+    for (int l = 0; l < sg->n; l++) {
+        out += sg->layers[l].gout_bytes;
+        for (int k = 0; k < sg->layers[l].n_gins; k++)
+            read[sg->layers[l].gins[k]] = true;
+    }
+    assert_close(out, 75824, 0);
+    assert_true(read[0] && read[1]);
+    pf->invocation = (pl_invocation){true, 0, 1e9, 1e9};
+    int ends[] = {sg->n - 1};
+    pl_sl_opts o = {.codec_cost = {1, 0, 0}};
+    pl_sl_plan p;
+    assert_int_equal(pl_sl_price(sg, pf, &o, ends, NULL, 1, &p), 0);
+    assert_close(p.slices[0].payload_bytes, 15522256.0 + 29333056.0 + 75824, 0);
+    assert_close(p.slices[0].invoke_s, 44931136 / 1e9, 1e-12);
+    pl_sl_plan_free(&p);
+    pl_sl_free(sg);
+    platform_free(pf);
+    pl_graph_free(g);
+}
+
 /* The store's share of a plan's bill, by hand, under both pricings. Layer 0 writes a 4 MB
  * tensor read by layers 1 and 2, each its own slice: one SET (slice 0) and two GETs (slices 1
  * and 2), 12 MB moved. Serverless, $0.01 per GB: 0.004 GB x 0.01 = $4e-5 per SET or GET,
@@ -1027,6 +1124,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dp_equals_brute_force),
         cmocka_unit_test(test_store_bill_by_hand),
+        cmocka_unit_test(test_invocation_by_hand),
+        cmocka_unit_test(test_gcn_payload),
         cmocka_unit_test(test_dp_exact),
         cmocka_unit_test(test_latency_dp_equals_brute_force),
         cmocka_unit_test(test_node_elimination),

@@ -60,6 +60,16 @@ typedef struct pl_transport {
     double usd_per_op;
 } pl_transport;
 
+/* How a request reaches a function and its answer comes back: the platform's "invocation", the
+ * part of a request's latency that is neither compute nor the store. In the latency, not the
+ * bill (a platform bills the function from its handler's start). */
+typedef struct pl_invocation {
+    bool present;        /* absent from the file: invocations are free */
+    double round_trip_s; /* once per invocation: asking the function to run, hearing it is done */
+    double request_Bps;  /* the graph inputs a function reads, carried to it */
+    double response_Bps; /* the graph outputs it makes, carried back */
+} pl_invocation;
+
 typedef struct pl_platform {
     char *name;
     char *path;                       /* the file it was read from ("" when built in code) */
@@ -80,6 +90,7 @@ typedef struct pl_platform {
     double parallel_eff;              /* each vCPU beyond the first adds this fraction of one */
     pl_transport store;               /* external store (Redis, ElastiCache) */
     pl_transport shm;                 /* shared memory between functions on one server */
+    pl_invocation invocation;         /* how a request reaches a function (absent: free) */
     pl_cluster *vcpu;                 /* one device: what one vCPU of a function computes */
 } pl_platform;
 
@@ -170,16 +181,19 @@ void pl_codec_ae_cost(const int64_t *dims, int rank, double ratio, const pl_devi
 typedef struct pl_sl_layer {
     int *ops; /* the graph's ops, topological order (NULL for hand-made layers) */
     int n_ops;
-    double mem_mb;    /* Eq. (1)-(3): the most activation memory its ops hold at once, MB
-                         (what they read and write; ops at the same depth of the layer count
-                         together, as parallel branches) */
-    double weight_mb; /* its own weights, MB: resident in the function that holds the layer */
-    int *wts;         /* the weights it shares with other layers (ids into pl_sl_graph.wt_mb): */
-    int n_wts;        /*   a function holding several of their readers holds them once */
-    double t1_s;      /* its time on one whole vCPU (the cost model) */
-    double par_s;     /* of t1_s, the time of its dominant ops that η sub-slices divide */
-    double out_bytes; /* bytes its ops write: η sub-slices' partial results are gathered (t_a) */
-    int n_dominant;   /* its dominant ops: the fewest ops covering 80 % of its memory */
+    double mem_mb;     /* Eq. (1)-(3): the most activation memory its ops hold at once, MB
+                          (what they read and write; ops at the same depth of the layer count
+                          together, as parallel branches) */
+    double weight_mb;  /* its own weights, MB: resident in the function that holds the layer */
+    int *wts;          /* the weights it shares with other layers (ids into pl_sl_graph.wt_mb): */
+    int n_wts;         /*   a function holding several of their readers holds them once */
+    double t1_s;       /* its time on one whole vCPU (the cost model) */
+    double par_s;      /* of t1_s, the time of its dominant ops that η sub-slices divide */
+    double out_bytes;  /* bytes its ops write: η sub-slices' partial results are gathered (t_a) */
+    int n_dominant;    /* its dominant ops: the fewest ops covering 80 % of its memory */
+    int *gins;         /* the graph inputs it reads (ids into pl_sl_graph.gin_bytes): the */
+    int n_gins;        /*   request's payload, carried once to each function reading one */
+    double gout_bytes; /* graph outputs its ops make: the answer's payload */
 } pl_sl_layer;
 
 /* A tensor between layers: made by layer `from`, read by the layers `to` (each later). */
@@ -199,6 +213,8 @@ typedef struct pl_sl_graph {
     int n_tensors;
     double *wt_mb; /* the shared weights' sizes, MB */
     int n_wts;
+    double *gin_bytes; /* the graph inputs' sizes, bytes (pl_sl_layer.gins) */
+    int n_gins;
     int n_before;   /* layers before elimination */
     int node_elims; /* layers merged by node elimination */
     int edge_elims; /* edges merged by edge elimination */
@@ -208,7 +224,7 @@ typedef struct pl_sl_graph {
  * layer's activation memory by Eq. (1)-(3), its weights, and its time on one vCPU of pf from
  * the cost model with
  * `params` (NULL: defaults). Graph inputs and outputs are the request's and response's and
- * cross no cut. */
+ * cross no cut: they are the payload of the layers that read (gins) or make (gout_bytes) them. */
 pl_sl_graph *pl_sl_from_graph(const pl_graph *g, const pl_platform *pf,
                               const pl_cost_params *params, pl_err *err);
 /* An empty layer graph of n layers and t tensors (for tests and tools); tensors' `to`
@@ -289,8 +305,12 @@ typedef struct pl_sl_slice {
     int eta;                  /* parallel degree */
     double compute_s;         /* its layers' time on its vCPUs at degree eta (Eq. 5's t_p + t_a) */
     double comm_s;            /* reading its inputs and writing its outputs (with the codec) */
-    double time_s;            /* compute_s + comm_s */
-    double billed_s;          /* time_s rounded up to the billing granularity */
+    double invoke_s;          /* its invocation (pl_invocation): the round trip, the graph
+                                 inputs it reads and the graph outputs it makes */
+    double payload_bytes;     /* those graph inputs and outputs, raw */
+    double time_s;            /* compute_s + comm_s + invoke_s */
+    double billed_s;          /* compute_s + comm_s rounded up to the billing granularity: the
+                                 invocation is the platform's, not the function's */
     double gb_s;              /* memory (GB) x billed_s */
     double usd;               /* its bill per request (memory, request, store) */
     double in_bytes, out_bytes; /* cut tensors read and written, raw */

@@ -27,10 +27,10 @@ void pl_sl_free(pl_sl_graph *sg)
 {
     if (!sg) return;
     for (int l = 0; l < sg->n; l++)
-        free(sg->layers[l].ops), free(sg->layers[l].wts);
+        free(sg->layers[l].ops), free(sg->layers[l].wts), free(sg->layers[l].gins);
     for (int t = 0; t < sg->n_tensors; t++)
         free(sg->tensors[t].to);
-    free(sg->layers), free(sg->tensors), free(sg->wt_mb), free(sg);
+    free(sg->layers), free(sg->tensors), free(sg->wt_mb), free(sg->gin_bytes), free(sg);
 }
 
 /* The one layer that sends layer v tensors (-1: none or several), and the one it sends to. */
@@ -72,6 +72,20 @@ static bool similar(double mv, double mw, double threshold)
     return mv > 0 ? fabs(mv - mw) / mv <= threshold : mw == 0;
 }
 
+/* The ids of both lists, each once, into a; b is emptied. */
+static void union_ids(int **a, int *na, int **b, int *nb)
+{
+    for (int k = 0; k < *nb; k++) {
+        bool has = false;
+        for (int m = 0; m < *na && !has; m++)
+            has = (*a)[m] == (*b)[k];
+        if (has) continue;
+        *a = pl_realloc(*a, ((size_t)*na + 1) * sizeof **a);
+        (*a)[(*na)++] = (*b)[k];
+    }
+    free(*b), *b = NULL, *nb = 0;
+}
+
 /* Layer v's ops, time and memory go to layer w (v < w). */
 static void absorb(pl_sl_layer *w, pl_sl_layer *v)
 {
@@ -84,15 +98,9 @@ static void absorb(pl_sl_layer *w, pl_sl_layer *v)
     }
     v->ops = NULL, v->n_ops = 0;
     w->mem_mb = fmax(w->mem_mb, v->mem_mb), w->weight_mb += v->weight_mb;
-    for (int k = 0; k < v->n_wts; k++) { /* the shared weights of both, each once */
-        bool has = false;
-        for (int m = 0; m < w->n_wts && !has; m++)
-            has = w->wts[m] == v->wts[k];
-        if (has) continue;
-        w->wts = pl_realloc(w->wts, ((size_t)w->n_wts + 1) * sizeof *w->wts);
-        w->wts[w->n_wts++] = v->wts[k];
-    }
-    free(v->wts), v->wts = NULL, v->n_wts = 0;
+    union_ids(&w->wts, &w->n_wts, &v->wts, &v->n_wts);     /* shared weights */
+    union_ids(&w->gins, &w->n_gins, &v->gins, &v->n_gins); /* graph inputs */
+    w->gout_bytes += v->gout_bytes;
     w->t1_s += v->t1_s, w->par_s += v->par_s, w->out_bytes += v->out_bytes;
     w->n_dominant += v->n_dominant;
 }

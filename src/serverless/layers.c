@@ -164,6 +164,30 @@ static void fill_weights(const pl_graph *g, const int *layer_of, pl_sl_graph *sg
     free(seen);
 }
 
+/* The request's payload: each graph input (not a weight) once in gin_bytes, listed by every
+ * layer that reads it, so that a function holding several of them is carried it once (as
+ * fill_weights does for shared weights); each graph output's bytes in the layer that makes it. */
+static void fill_payload(const pl_graph *g, const int *layer_of, pl_sl_graph *sg)
+{
+    int cap = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pl_tensor *tp = &g->tensors[t];
+        if (tensor_bytes(g, t) <= 0 || is_weight(g, t)) continue;
+        if ((tp->flags & PL_TENSOR_OUTPUT) && tp->producer >= 0)
+            sg->layers[layer_of[tp->producer]].gout_bytes += tensor_bytes(g, t);
+        if (!(tp->flags & PL_TENSOR_INPUT) || tp->n_consumers == 0) continue;
+        pl_grow((void **)&sg->gin_bytes, &cap, sg->n_gins, sizeof *sg->gin_bytes);
+        sg->gin_bytes[sg->n_gins] = tensor_bytes(g, t);
+        for (int c = 0; c < tp->n_consumers; c++) {
+            pl_sl_layer *L = &sg->layers[layer_of[tp->consumers[c]]];
+            if (L->n_gins && L->gins[L->n_gins - 1] == sg->n_gins) continue; /* listed */
+            L->gins = pl_realloc(L->gins, ((size_t)L->n_gins + 1) * sizeof *L->gins);
+            L->gins[L->n_gins++] = sg->n_gins;
+        }
+        sg->n_gins++;
+    }
+}
+
 pl_sl_graph *pl_sl_from_graph(const pl_graph *g, const pl_platform *pf,
                               const pl_cost_params *params, pl_err *err)
 {
@@ -186,6 +210,7 @@ pl_sl_graph *pl_sl_from_graph(const pl_graph *g, const pl_platform *pf,
         fill_layer(g, k, c, c->coarse->topo[pos], layer_of, depth, &sg->layers[pos]);
     fill_tensors(g, layer_of, sg);
     fill_weights(g, layer_of, sg);
+    fill_payload(g, layer_of, sg);
     free(depth), free(layer_of);
     pl_cost_free(k), pl_coarsening_free(c);
     return sg;

@@ -8,7 +8,9 @@
  * so raising costs nothing per unit of work and runs faster; MOPAR's paper keeps the memory
  * at the need); its CPU is that memory's share of vCPUs; its time is its layers' on that
  * CPU at its parallel degree, plus reading its inputs and writing its outputs through the
- * store or shared memory; its bill is the platform's for that memory and time. MOPAR minimises
+ * store or shared memory, plus its invocation (the platform's round trip and the graph inputs
+ * and outputs it carries); its bill is the platform's for that memory and time, the invocation
+ * left out. MOPAR minimises
  * the summed bill (Eq. 6) with the latency no worse than the unsplit model's: a DP over the
  * layers in topological order keeping, at each layer, every partition of the layers before it
  * (with each slice's memory option) that no other beats on both bill and latency. */
@@ -66,10 +68,12 @@ typedef struct span {
     double act_bytes, weight_bytes; /* bytes: the layers' MB are the platform's (a MiB) */
     int n_in, n_out;
     double in_bytes, out_bytes, comm_s;
+    double gin_bytes, gout_bytes; /* graph inputs read (each once), graph outputs made */
 } span;
 
-/* Adds layer l to the span; a weight it shares with other layers counts once per span:
- * stamp[w] == key once this span holds weight w. */
+/* Adds layer l to the span; a weight it shares with other layers counts once per span, and so
+ * does a graph input it reads: stamp[w] == key once this span holds weight w, stamp[n_wts + i]
+ * once it reads graph input i. */
 static void add_layer(span *sp, const pl_sl_graph *sg, const pl_sl_layer *l, int *stamp, int key)
 {
     sp->t += l->t1_s, sp->par += l->par_s, sp->out += l->out_bytes;
@@ -78,15 +82,30 @@ static void add_layer(span *sp, const pl_sl_graph *sg, const pl_sl_layer *l, int
     for (int k = 0; k < l->n_wts; k++)
         if (stamp[l->wts[k]] != key)
             stamp[l->wts[k]] = key, sp->weight_bytes += sg->wt_mb[l->wts[k]] * PL_PLATFORM_MB_BYTES;
+    sp->gout_bytes += l->gout_bytes;
+    for (int k = 0; k < l->n_gins; k++)
+        if (stamp[sg->n_wts + l->gins[k]] != key)
+            stamp[sg->n_wts + l->gins[k]] = key, sp->gin_bytes += sg->gin_bytes[l->gins[k]];
 }
 
-/* A stamp array for add_layer: every shared weight unheld (-1). */
+/* A stamp array for add_layer: every shared weight unheld, every graph input unread (-1). */
 static int *stamps(const pl_sl_graph *sg)
 {
-    int *st = pl_malloc(((size_t)sg->n_wts + 1) * sizeof *st);
-    for (int w = 0; w < sg->n_wts; w++)
+    int n = sg->n_wts + sg->n_gins;
+    int *st = pl_malloc(((size_t)n + 1) * sizeof *st);
+    for (int w = 0; w < n; w++)
         st[w] = -1;
     return st;
+}
+
+/* A function's invocation (the platform's "invocation"): its round trip, once, the graph inputs
+ * it reads carried to it and the graph outputs it makes carried back; 0 when the platform
+ * prices none. */
+static double invoke_s(const pl_platform *pf, const span *sp)
+{
+    const pl_invocation *v = &pf->invocation;
+    if (!v->present) return 0;
+    return v->round_trip_s + sp->gin_bytes / v->request_Bps + sp->gout_bytes / v->response_Bps;
 }
 
 /* Tensor tp read by the slice (in) or written by it (!in). */
@@ -214,11 +233,12 @@ static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, 
     s->eta = fastest_degree(sp, pf, mem_bytes, &s->compute_s);
     const pl_transport *x = pl_sl_transport(pf, o);
     s->comm_s = sp->comm_s, s->in_bytes = sp->in_bytes, s->out_bytes = sp->out_bytes;
-    s->time_s = s->compute_s + s->comm_s;
-    s->billed_s = pl_platform_billed_s(pf, s->time_s);
+    s->invoke_s = invoke_s(pf, sp), s->payload_bytes = sp->gin_bytes + sp->gout_bytes;
+    s->time_s = s->compute_s + s->comm_s + s->invoke_s;
+    s->billed_s = pl_platform_billed_s(pf, s->compute_s + s->comm_s);
     s->gb_s = mem_bytes / PL_PLATFORM_GB_S_BYTES * s->billed_s;
     double moved_bytes = (sp->in_bytes + sp->out_bytes) / ratio_of(o);
-    s->usd = pl_platform_usd(pf, s->mem_mb, s->time_s) +
+    s->usd = pl_platform_usd(pf, s->mem_mb, s->compute_s + s->comm_s) +
              pl_transport_usd(x, moved_bytes, sp->n_in + sp->n_out);
     return 0;
 }
@@ -281,10 +301,11 @@ int sl_price_set(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts 
     s->act_mb = sp.act_bytes / PL_PLATFORM_MB_BYTES;
     s->compute_s = compute_s(&sp, pf, mem_bytes, 1);
     s->comm_s = sp.comm_s, s->in_bytes = sp.in_bytes, s->out_bytes = sp.out_bytes;
-    s->time_s = s->compute_s + s->comm_s;
-    s->billed_s = pl_platform_billed_s(pf, s->time_s);
+    s->invoke_s = invoke_s(pf, &sp), s->payload_bytes = sp.gin_bytes + sp.gout_bytes;
+    s->time_s = s->compute_s + s->comm_s + s->invoke_s;
+    s->billed_s = pl_platform_billed_s(pf, s->compute_s + s->comm_s);
     s->gb_s = mem_bytes / PL_PLATFORM_GB_S_BYTES * s->billed_s;
-    s->usd = pl_platform_usd(pf, mem_mb, s->time_s) +
+    s->usd = pl_platform_usd(pf, mem_mb, s->compute_s + s->comm_s) +
              pl_transport_usd(x, (sp.in_bytes + sp.out_bytes) / ratio_of(o), sp.n_in + sp.n_out);
     return 0;
 }

@@ -57,6 +57,7 @@ static const char *const platform_fields[] = {"format",
                                               "parallel_efficiency",
                                               "store",
                                               "shared_memory",
+                                              "invocation",
                                               "vcpu",
                                               NULL};
 
@@ -238,10 +239,41 @@ static int read_transport(const pl_json *root, const char *field, bool priced, p
     return 0;
 }
 
+/* A rate of the invocation, checked as a link's bandwidth. */
+static int read_rate(const pl_json *o, const char *field, double *out, pl_err *err)
+{
+    return pl_json_quantity(o, field, PL_UNIT_BYTES_PER_S, out, err) < 0 ||
+                   pl_json_check_range(o, field, *out, PL_LINK_BW_MIN, PL_LINK_BW_MAX,
+                                       PL_UNIT_BYTES_PER_S, "a payload rate",
+                                       "write e.g. \"2 GB/s\"", err) < 0
+               ? -1
+               : 0;
+}
+
+/* "invocation": optional; round_trip_s, request_Bps and response_Bps all required in it. */
+static int read_invocation(const pl_json *root, pl_invocation *v, pl_err *err)
+{
+    static const char *const fields[] = {"round_trip_s", "request_Bps", "response_Bps",
+                                         "description",  "source",      NULL};
+    pl_json o;
+    int rc = pl_json_opt_object(root, "invocation", &o, err);
+    if (rc <= 0) return rc;
+    if (pl_json_check_fields(&o, fields, err) < 0 ||
+        pl_json_quantity(&o, "round_trip_s", PL_UNIT_SECONDS, &v->round_trip_s, err) < 0 ||
+        pl_json_check_range(&o, "round_trip_s", v->round_trip_s, 0, COLD_START_MAX_S,
+                            PL_UNIT_SECONDS, "a round trip", "write e.g. \"1 ms\"", err) < 0 ||
+        read_rate(&o, "request_Bps", &v->request_Bps, err) < 0 ||
+        read_rate(&o, "response_Bps", &v->response_Bps, err) < 0)
+        return -1;
+    v->present = true;
+    return 0;
+}
+
 static int read_transports(const pl_json *root, pl_platform *p, pl_err *err)
 {
     if (read_transport(root, "store", true, &p->store, err) < 0 ||
-        read_transport(root, "shared_memory", false, &p->shm, err) < 0)
+        read_transport(root, "shared_memory", false, &p->shm, err) < 0 ||
+        read_invocation(root, &p->invocation, err) < 0)
         return -1;
     if (p->store.present || p->shm.present) return 0;
     return pl_json_fail(root, err,
