@@ -40,7 +40,8 @@ typedef struct build {
        makes (out_list), in tensor order, so that building costs the graph's edges, not
        layers x tensors */
     int *in_off, *in_list, *out_off, *out_list;
-    int token; /* the end of the visit before (-1 for the first) */
+    int token;     /* the end of the visit before (-1 for the first) */
+    bool *invoked; /* [functions]: a visit of it was made (its invocation is paid once) */
 } build;
 
 static const char *algo_of(const pl_sl_plan *p)
@@ -232,13 +233,16 @@ static void writes(build *b, int f, int l0, int l1, int v)
     b->s->visit_end[v] = d;
 }
 
-/* One visit: reads, an entry holding the runtime, the layers, writes. */
+/* One visit: reads, an entry holding the runtime, the layers, writes. The first visit's entry
+ * takes the function's invocation (its round trip and the request's payload: the plan's
+ * invoke_s, docs/serverless.md "The invocation"), once per function, as the pricing counts it. */
 static void visit(build *b, int f, int l0, int l1, int v)
 {
     pl_graph *g = b->s->g;
     int *ins = pl_malloc(((size_t)b->sg->n_tensors + 1) * sizeof *ins), n = 0;
     reads(b, f, l0, l1, ins, &n);
-    int e = op(b, "enter", f, 0, v);
+    int e = op(b, "enter", f, b->invoked[f] ? 0 : b->p->slices[f].invoke_s, v);
+    b->invoked[f] = true;
     for (int k = 0; k < n; k++)
         pl_op_add_input(g, e, ins[k]);
     free(ins);
@@ -290,6 +294,7 @@ static void make_graph(build *b)
     for (int t = 0; t < sg->n_tensors; t++)
         b->data[t] = tensor(b, 0, 0, "tensor %d", t), b->written[t] = -1;
     b->base = pl_malloc(((size_t)F + 1) * sizeof *b->base);
+    b->invoked = pl_calloc((size_t)F + 1, sizeof *b->invoked);
     for (int f = 0; f < F; f++)
         b->base[f] = tensor(b, b->pf->runtime_base_mb * PL_PLATFORM_MB_BYTES, PL_TENSOR_WEIGHT,
                             "runtime of function %d", f);
@@ -380,7 +385,7 @@ int pl_sl_sim_build(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_op
 out:
     if (rc < 0) pl_sl_sim_free(out);
     free(b.fn), free(b.dev), free(b.seq), free(b.data), free(b.written), free(b.copy);
-    free(b.base), free(b.shared), free(b.in_off), free(b.in_list), free(b.out_off),
+    free(b.base), free(b.invoked), free(b.shared), free(b.in_off), free(b.in_list), free(b.out_off),
         free(b.out_list);
     return rc;
 }
