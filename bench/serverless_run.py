@@ -17,14 +17,14 @@ import sys
 
 def row(build, platform, model):
     cmd = [f"{build}/placer", "serverless", model, "--platform",
-           f"examples/platforms/{platform}.json", "--latency-slack", "0.02", "--run",
+           f"examples/platforms/{platform}.json", "--latency-slack", "0.02", "--algo", "mopar", "--run",
            "--repeat", "5", "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     name = f"{platform} {model.rsplit('/', 1)[-1]}"
     if r.returncode:
         return f"{name:35s} failed: {r.stderr.strip().splitlines()[-1] if r.stderr else r.returncode}"
     doc = json.loads(r.stdout)
-    plan = next(a for a in doc["algorithms"] if a["algo"] == "mopar")
+    plan = next(a for a in doc["algorithms"] if a["algo"] == "mopar")  # --run ran it (--algo)
     run = doc["run"]
     over = max(f["peak_rss_bytes"] / 2**20 / s["memory_mb"]
                for f, s in zip(run["functions"], plan["slices"]))
