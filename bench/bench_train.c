@@ -1,6 +1,6 @@
 /* bench_train: TAG on a model's training (docs/train.md): per cluster and model, the
- * iteration time of TAG and of each baseline, TAG's speed-up over each, and MCTS iterations
- * until TAG beats DP-NCCL; then the SFB experiment (DP-NCCL and TAG with and without SFB).
+ * iteration time of TAG and of each baseline (FlexFlow's MCMC with MCTS's iterations and
+ * seed among them), TAG's speed-up over each, and MCTS iterations until TAG beats DP-NCCL; then the SFB experiment (DP-NCCL and TAG with and without SFB).
  *
  *   bench_train [--iterations N] [--sfb] CLUSTER... -- MODEL:BATCH...
  *
@@ -67,15 +67,17 @@ static void one(const pl_train_ctx *x, const char *model, int iterations, bool s
     }
     double dpp = run(x, pl_train_dp(x, true, false)), hv = run(x, pl_train_dp(x, false, true));
     double hg = run(x, pl_train_heterog(x, &err));
+    pl_train_mcmc_opts mo = {.iterations = r.iterations, .seed = so.seed};
+    double ff = run(x, pl_train_mcmc(x, &mo, NULL, &err));
     pl_train_eval pe;
     double heft = pl_train_placer(x, "heft", NULL, &pe, NULL, &err) == 0
                       ? (pe.oom ? INFINITY : pe.iteration_s)
                       : NAN;
     if (!isnan(heft)) pl_train_eval_free(&pe);
     printf("  %-14s", model);
-    cell(tag), cell(r.dp_s), cell(dpp), cell(hv), cell(hg), cell(heft);
-    double b[] = {r.dp_s, dpp, hv, hg, heft};
-    for (int k = 0; k < 5; k++)
+    cell(tag), cell(r.dp_s), cell(dpp), cell(hv), cell(hg), cell(ff), cell(heft);
+    double b[] = {r.dp_s, dpp, hv, hg, ff, heft};
+    for (int k = 0; k < 6; k++)
         if (isfinite(b[k])) printf(" %+7.0f%%", 100 * (b[k] / tag - 1));
         else printf(" %8s", "-");
     printf(" %6d %6d %7.1f\n", r.iterations_to_beat_dp, r.sfb_applied, pl_now() - t0);
@@ -110,9 +112,11 @@ int main(int argc, char **argv)
             printf("  %-14s %10s %10s %10s %10s %10s %10s\n", "model", "DP", "DP+SFB", "speed-up",
                    "TAG-SFB", "TAG", "speed-up");
         else
-            printf("  %-14s %10s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s %6s %6s %7s\n",
-                   "model", "TAG", "DP-NCCL", "DP-NCCL-P", "Horovod", "HeteroG", "HEFT", "vs DP",
-                   "vs DP-P", "vs Hvd", "vs HetG", "vs HEFT", "beatDP", "SFB", "time s");
+            printf("  %-14s %10s %10s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s %6s %6s "
+                   "%7s\n",
+                   "model", "TAG", "DP-NCCL", "DP-NCCL-P", "Horovod", "HeteroG", "FF-MCMC", "HEFT",
+                   "vs DP", "vs DP-P", "vs Hvd", "vs HetG", "vs MCMC", "vs HEFT", "beatDP", "SFB",
+                   "time s");
         for (int m = 0; m < nm; m++) {
             char path[1024];
             snprintf(path, sizeof path, "%s", models[m]);

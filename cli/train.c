@@ -1,7 +1,7 @@
 /* train.c: `placer train MODEL --cluster C --batch N`: the training of a model deployed on a
  * heterogeneous set of GPUs (TAG): per op group its devices and option, the SFB choices, the
  * per-iteration time and peak memory per device, beside DP-NCCL, DP-NCCL-P, Horovod, a
- * HeteroG-like search and a placer of one model (docs/train.md). */
+ * HeteroG-like search, FlexFlow's MCMC and a placer of one model (docs/train.md). */
 #include "cli.h"
 #include "placer/dist.h"
 #include "placer/report.h"
@@ -20,9 +20,11 @@ static const char *help_text =
     "                    [--prior uniform|gnn] [--prior-file F] [-o FILE] [--cost-params F]\n"
     "                    [--no-calibration]\n"
     "  --batch N      the global batch size (default: the model's own)\n"
-    "  --algo A       the answer shown in detail: tag, dp, dp-p, horovod, heterog; default: the\n"
+    "  --algo A       the answer shown in detail: tag, dp, dp-p, horovod, heterog,\n"
+    "                 flexflow-mcmc (FlexFlow's MCMC, MCTS's budget and seed); default: the\n"
     "                 fastest row that fits (the recommended answer, whichever part found it)\n"
-    "  --budget B     TAG's MCTS: B iterations (default 300), or a time (60s)\n"
+    "  --budget B     TAG's MCTS: B iterations (default 300), or a time (60s); FlexFlow's\n"
+    "                 MCMC makes as many proposals as MCTS ran iterations\n"
     "  --no-sfb       no sufficient factor broadcasting\n"
     "  --max-groups G op groups (METIS; default 60)\n"
     "  --placer P     the model-parallel baseline's placer (default heft; `none` to skip)\n"
@@ -39,8 +41,9 @@ typedef struct train_opts {
     pl_train_search_opts so;
 } train_opts;
 
-enum { B_TAG, B_DP, B_DPP, B_HOROVOD, B_HETEROG, B_PLACER, B_COUNT };
-static const char *bname[B_COUNT] = {"tag", "dp", "dp-p", "horovod", "heterog", "placer"};
+enum { B_TAG, B_DP, B_DPP, B_HOROVOD, B_HETEROG, B_MCMC, B_PLACER, B_COUNT };
+static const char *bname[B_COUNT] = {"tag",           "dp",    "dp-p", "horovod", "heterog",
+                                     "flexflow-mcmc", "placer"};
 
 typedef struct outcome {
     bool ran, ok;
@@ -83,7 +86,8 @@ static int take_name(train_opts *o, int c, const char *v)
     case ALGO:
         for (int b = 0; b < B_PLACER && v; b++)
             if (!strcmp(v, bname[b])) return o->algo = v, o->algo_given = true, 0;
-        return cli_error("train", "--algo: '%s': give tag, dp, dp-p, horovod or heterog",
+        return cli_error("train",
+                         "--algo: '%s': give tag, dp, dp-p, horovod, heterog or flexflow-mcmc",
                          v ? v : "");
     case PLACER:
         if (!v || (strcmp(v, "none") && !pl_algo_find(v)))
@@ -156,6 +160,22 @@ static void run_strategy(const pl_train_ctx *x, pl_train_strategy *s, outcome *r
     if (!r->ok) snprintf(r->msg, sizeof r->msg, "%s", err.msg);
 }
 
+/* FlexFlow's MCMC with MCTS's budget, counted as MCTS counted it (the iterations it ran, so
+ * that a time budget gives both the same number of evaluations) and its seed. */
+static void run_mcmc(const pl_train_ctx *x, const train_opts *o, const pl_train_search_result *sr,
+                     outcome *r)
+{
+    pl_err err = {""};
+    cli_progress("train: FlexFlow's MCMC ...");
+    pl_train_mcmc_opts mo = {.iterations = sr->iterations > 0 ? sr->iterations : o->so.iterations,
+                             .seed = o->so.seed};
+    pl_train_strategy *s = pl_train_mcmc(x, &mo, NULL, &err);
+    if (s)
+        run_strategy(x, s, r);
+    else
+        r->ran = true, snprintf(r->msg, sizeof r->msg, "%s", err.msg);
+}
+
 static void run_all(const pl_train_ctx *x, const train_opts *o, outcome *b,
                     pl_train_search_result *sr)
 {
@@ -186,6 +206,7 @@ static void run_all(const pl_train_ctx *x, const train_opts *o, outcome *b,
         b[B_TAG].s = sr->best, b[B_TAG].e = sr->eval;
     else
         snprintf(b[B_TAG].msg, sizeof b[B_TAG].msg, "%s", err.msg);
+    run_mcmc(x, o, sr, &b[B_MCMC]);
 }
 
 /* ---- the answer ---- */

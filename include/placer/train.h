@@ -331,6 +331,39 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
                     pl_err *err);
 void pl_train_search_result_free(pl_train_search_result *r);
 
+/* ---- FlexFlow's search (src/train/mcmc.c; docs/train.md, "Baselines") ---- */
+
+/* FlexFlow's MCMC (Jia et al., SysML 2019) over MCTS's action space: a state gives every op
+ * group one of MCTS's actions (overlapped synchronisation, as MCTS's strategies); it starts
+ * from data parallelism (every group on every device group with AllReduce); a proposal gives
+ * one op group, drawn at random, another of its actions at random, and is accepted with
+ * probability min(1, exp(beta (T_current - T_proposal))) (T: pl_train_evaluate's iteration,
+ * INFINITY when it does not fit, never accepted); every restart_every proposals the walk
+ * goes back to the best state found, as FlexFlow's code does. Deterministic for a seed. */
+typedef struct pl_train_mcmc_opts {
+    int iterations;    /* proposals, each one strategy evaluated as one MCTS iteration is (a
+                          strategy seen before is answered from memory); 0: 300, MCTS's */
+    double beta_per_s; /* 0: FlexFlow's default, 1 per millisecond of simulated time (1000) */
+    int restart_every; /* 0: FlexFlow's rule, iterations / 100 within [1, 1000] */
+    unsigned seed;     /* 0: a fixed default */
+} pl_train_mcmc_opts;
+
+typedef struct pl_train_mcmc_result {
+    double start_s;  /* data parallelism's iteration, the start (INFINITY: it does not fit) */
+    double best_s;   /* the returned strategy's; never above start_s */
+    int iterations;  /* proposals made */
+    int simulations; /* distinct strategies simulated (the start's included) */
+    int accepted;    /* proposals accepted, uphill ones included */
+    int uphill;      /* proposals accepted although slower than the walk's state */
+} pl_train_mcmc_result;
+
+/* The fastest strategy the walk visited (the start when nothing beat it), the caller's
+ * (pl_train_strategy_free); r (NULL: not wanted) says how the walk went. NULL with err set
+ * when an evaluation fails. Runs here alone, whatever x->dist says: every rank that calls it
+ * computes the same answer. */
+pl_train_strategy *pl_train_mcmc(const pl_train_ctx *x, const pl_train_mcmc_opts *o,
+                                 pl_train_mcmc_result *r, pl_err *err);
+
 /* ---- SFB (src/train/sfb.c) ---- */
 
 /* TAG-SFB's ILP, per gradient the strategy synchronises (CBC): applied to s (its sfb entries)

@@ -91,11 +91,11 @@ static int *by_speed(const pl_train_ctx *x)
     return by;
 }
 
-/* All groups; each alone; each GPU model's groups; the k fastest for every k. */
-static void enumerate(search *s)
+/* All groups; each alone; each GPU model's groups; the k fastest for every k (all groups
+ * first, so that action 0 is data parallelism with AllReduce: train_internal.h). */
+int tr_actions(const pl_train_ctx *x, pl_train_action **acts, unsigned char **uses)
 {
-    const pl_train_ctx *x = s->x;
-    int M = x->dg.n, cap = 0;
+    int M = x->dg.n, cap = 0, n = 0;
     sets ss = {.M = M};
     unsigned char *u = pl_malloc((size_t)M);
     memset(u, 1, (size_t)M);
@@ -118,12 +118,13 @@ static void enumerate(search *s)
         add_set(&ss, u);
     }
     free(by), free(u);
-    s->uses = ss.uses; /* the actions point into it: complete before they are made */
+    *uses = ss.uses, *acts = NULL; /* the actions point into it: complete before they are made */
     for (int k = 0; k < ss.n; k++)
         for (int o = 0; o < PL_OPT_COUNT; o++) {
-            pl_grow((void **)&s->acts, &cap, s->n_acts + 1, sizeof *s->acts);
-            s->acts[s->n_acts++] = (pl_train_action){ss.uses + (size_t)k * M, (pl_train_option)o};
+            pl_grow((void **)acts, &cap, n + 1, sizeof **acts);
+            (*acts)[n++] = (pl_train_action){ss.uses + (size_t)k * M, (pl_train_option)o};
         }
+    return n;
 }
 
 /* The strategy of a path of `depth` actions, completed: the undecided groups take the first
@@ -457,7 +458,7 @@ static int grow(const pl_train_ctx *x, const pl_train_search_opts *o, int r, int
     *s = (search){
         .x = x, .o = o, .beat_dp_at = -1, .best_s = INFINITY, .rng = tr_tree_seed(o->seed, r)};
     pl_strmap_init(&s->seen);
-    enumerate(s);
+    s->n_acts = tr_actions(x, &s->acts, &s->uses);
     s->order = pl_train_group_order(x);
     new_vertex(s);
     int rc = start(s, err), budget = tr_tree_budget(o, r, n), it = 0;

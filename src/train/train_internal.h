@@ -44,6 +44,15 @@ typedef void (*tr_alt_fn)(pl_train_strategy *st, int group, int a, const void *u
 int tr_greedy(const pl_train_ctx *x, pl_train_strategy **st, double *t, int n, int n_alt,
               tr_alt_fn alt, const void *user, double eps, pl_err *err);
 
+/* ---- the action space (mcts.c), which FlexFlow's MCMC (mcmc.c) searches too ---- */
+
+/* MCTS's actions for any op group of x (docs/train.md, "Search": every option over the
+ * device-group sets all, each alone, each GPU model's, the k fastest): returns their count n,
+ * *acts malloc'd with n actions whose `uses` point into *uses (malloc'd); the caller frees
+ * both, *acts first or not, but never *uses while it reads *acts. Action 0 is every device
+ * group with AllReduce, so that all-zero actions are data parallelism. */
+int tr_actions(const pl_train_ctx *x, pl_train_action **acts, unsigned char **uses);
+
 /* ---- MCTS's root parallelism (mcts.c; docs/dist.md, "train") ---- */
 
 /* Rank r's tree's generator state: the search's seed on rank 0 (0: the default), so that rank
