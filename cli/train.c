@@ -254,13 +254,20 @@ typedef struct part {
 } part;
 enum { P_UNIFORM, P_GNN, P_REFINE, P_SFB, P_COUNT };
 
+/* Who found a tree's best: the tree, or the baseline whose strategy it is (DP-NCCL, its
+ * start, when nothing beat it; Horovod's, the root's completion). */
+static const char *tree_by(const pl_train_tree_result *t, const pl_train_search_result *sr,
+                           const char *tree)
+{
+    return !(t->best_s < sr->dp_s) ? bname[B_DP] : t->horovod ? bname[B_HOROVOD] : tree;
+}
+
 static void tag_parts(const pl_train_search_result *sr, const train_opts *o, part *p)
 {
     const pl_train_tree_result *u = &sr->uniform, *g = &sr->prior;
     const char *after_refine = part_name(sr->refined_by);
-    p[P_UNIFORM] =
-        (part){"mcts-uniform", u->ran, u->best_s, u, u->best_s < sr->dp_s ? "mcts-uniform" : "dp"};
-    p[P_GNN] = (part){"mcts-gnn", g->ran, g->best_s, g, g->best_s < sr->dp_s ? "mcts-gnn" : "dp"};
+    p[P_UNIFORM] = (part){"mcts-uniform", u->ran, u->best_s, u, tree_by(u, sr, "mcts-uniform")};
+    p[P_GNN] = (part){"mcts-gnn", g->ran, g->best_s, g, tree_by(g, sr, "mcts-gnn")};
     p[P_REFINE] = (part){"refinement", !o->so.no_refine && isfinite(sr->refined_s), sr->refined_s,
                          NULL, after_refine};
     p[P_SFB] = (part){"sfb", !o->so.no_sfb && isfinite(sr->sfb_s), sr->sfb_s, NULL,
@@ -278,8 +285,8 @@ static void part_note(const part *p, int k, const pl_train_search_result *sr, co
                  : o->prior == PRIOR_UNIFORM ? " (--prior uniform)"
                                              : " (no GNN weights)");
     else if (t && t->iterations_to_beat_dp >= 0)
-        snprintf(buf, n, "MCTS alone, %d iterations, beat DP-NCCL at %d", t->iterations,
-                 t->iterations_to_beat_dp);
+        snprintf(buf, n, "MCTS alone, %d iterations, beat DP-NCCL at %d%s", t->iterations,
+                 t->iterations_to_beat_dp, t->horovod ? " (Horovod's strategy)" : "");
     else if (t)
         snprintf(buf, n, "MCTS alone, %d iterations, never beat DP-NCCL", t->iterations);
     else if (k == P_REFINE)
@@ -418,8 +425,8 @@ static void print_answer(const outcome *b, const train_opts *o, const pl_train_s
     if (best == B_TAG && sr->found_by == PL_FOUND_DP)
         printf("the DP-NCCL baseline, which TAG's search kept (nothing beat it)");
     else if (best == B_TAG && sr->found_by == PL_FOUND_HOROVOD)
-        printf("the Horovod baseline's strategy, which TAG's refinement started from and kept "
-               "(nothing beat it)");
+        printf("the Horovod baseline's strategy, which TAG's search reached or its refinement "
+               "started from, and kept (nothing beat it)");
     else if (best == B_TAG)
         printf("TAG's %s", found_by(best, sr, o));
     else
@@ -427,6 +434,9 @@ static void print_answer(const outcome *b, const train_opts *o, const pl_train_s
     if (best != B_TAG && b[B_TAG].ok)
         printf(" (TAG's own answer: %.3f ms, found by %s)", b[B_TAG].e.iteration_s * 1e3,
                found_by(B_TAG, sr, o));
+    for (int k = 0; best == B_TAG && k < B_COUNT; k++)
+        if (k != B_TAG && b[k].ok && !b[k].e.oom && b[k].e.iteration_s == b[B_TAG].e.iteration_s)
+            printf("; the %s row is as fast", row_name(k, o));
     if (chosen != best) printf("; shown below: %s, as --algo asks", row_name(chosen, o));
     printf("\n");
 }

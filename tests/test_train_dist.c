@@ -142,7 +142,9 @@ static void test_dist_one_process_same(void **state)
     if (a.refined_mcts_s < a.mcts_s || a.refined_root_s < a.mcts_s)
         assert_true(a.found_by == PL_FOUND_REFINE || a.found_by == PL_FOUND_SFB);
     else
-        assert_true(a.found_by == (a.mcts_s < a.dp_s ? PL_FOUND_MCTS_UNIFORM : PL_FOUND_DP));
+        assert_true(a.found_by == (!(a.mcts_s < a.dp_s) ? PL_FOUND_DP
+                                   : a.uniform.horovod  ? PL_FOUND_HOROVOD
+                                                        : PL_FOUND_MCTS_UNIFORM));
     assert_memory_equal(a.best->P, b.best->P, 4);
     assert_memory_equal(a.best->O, b.best->O, 2 * sizeof *a.best->O);
     assert_memory_equal(ha->P, hb->P, 4);

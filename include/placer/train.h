@@ -286,8 +286,8 @@ typedef struct pl_train_search_opts {
     bool uniform_too;
 } pl_train_search_opts;
 
-/* Which part of the search found its answer (docs/train.md, "Who found the answer"), the last that
- * improved it. */
+/* Which part of the search found its answer, the last that improved it (docs/train.md, "Who
+ * found the answer"). */
 typedef enum {
     PL_FOUND_DP,           /* DP-NCCL, evaluated first and kept: nothing beat it */
     PL_FOUND_MCTS_UNIFORM, /* the tree search with uniform priors */
@@ -307,6 +307,9 @@ typedef struct pl_train_tree_result {
     double best_s;             /* its fastest strategy that fits; INFINITY: none */
     int iterations;            /* run */
     int iterations_to_beat_dp; /* -1: none */
+    /* its best is Horovod's strategy (the root's completion: data parallelism with AllReduce,
+     * overlapped), which an iteration reaches whenever every op group takes that action */
+    bool horovod;
 } pl_train_tree_result;
 
 typedef struct pl_train_search_result {

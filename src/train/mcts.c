@@ -587,6 +587,18 @@ static int merge_trees(search *s, int rc, pl_err *err)
 
 /* ---- the search ---- */
 
+/* Whether s's best is the root's completion, Horovod's strategy. */
+static bool best_is_root(const search *s)
+{
+    pl_train_strategy *root = complete(s, NULL, 0);
+    size_t n = tr_strategy_bytes(s->x);
+    unsigned char *a = pl_malloc(2 * n);
+    tr_strategy_pack(s->x, s->best, a), tr_strategy_pack(s->x, root, a + n);
+    bool same = !memcmp(a, a + n, n);
+    free(a), pl_train_strategy_free(root);
+    return same;
+}
+
 /* One tree with o's prior (one per rank with x->dist, merged) into s, which the caller frees
  * (search_free, and s->best) even on failure; its outcome into *part. */
 static int grow_tree(const pl_train_ctx *x, const pl_train_search_opts *o, search *s,
@@ -595,7 +607,8 @@ static int grow_tree(const pl_train_ctx *x, const pl_train_search_opts *o, searc
     int rc = x->dist ? grow(x, o, pl_dist_rank(), pl_dist_size(), true, s, err)
                      : grow(x, o, 0, 1, true, s, err);
     if (x->dist) rc = merge_trees(s, rc, err);
-    *part = (pl_train_tree_result){true, s->best_s, s->iterations, s->beat_dp_at};
+    *part = (pl_train_tree_result){true, s->best_s, s->iterations, s->beat_dp_at,
+                                   rc == 0 && s->best && best_is_root(s)};
     return rc;
 }
 
@@ -639,9 +652,10 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     r->iterations_to_beat_dp = s.beat_dp_at;
     r->mcts_s = s.best_s;
     /* the best starts as DP-NCCL and is replaced only by a faster strategy */
-    r->found_by = s.best_s >= s.dp_s ? PL_FOUND_DP
-                  : by_prior         ? PL_FOUND_MCTS_PRIOR
-                                     : PL_FOUND_MCTS_UNIFORM;
+    r->found_by = s.best_s >= s.dp_s                                   ? PL_FOUND_DP
+                  : (by_prior ? r->prior.horovod : r->uniform.horovod) ? PL_FOUND_HOROVOD
+                  : by_prior                                           ? PL_FOUND_MCTS_PRIOR
+                                                                       : PL_FOUND_MCTS_UNIFORM;
     if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, r, err);
     if (rc == 0 && !o->no_refine) r->refined_s = s.best_s;
     if (s.best_s < r->mcts_s) r->found_by = s.root_unimproved ? PL_FOUND_HOROVOD : PL_FOUND_REFINE;
