@@ -285,12 +285,12 @@ static void part_note(const part *p, int k, const pl_train_search_result *sr, co
                  : o->prior == PRIOR_UNIFORM ? " (--prior uniform)"
                                              : " (no GNN weights)");
     else if (t && t->iterations_to_beat_dp >= 0)
-        snprintf(buf, n, "MCTS alone, %d iterations, beat DP-NCCL at %d%s", t->iterations,
-                 t->iterations_to_beat_dp, t->horovod ? " (Horovod's strategy)" : "");
+        snprintf(buf, n, "%d iterations, beat DP-NCCL at %d%s", t->iterations,
+                 t->iterations_to_beat_dp, t->horovod ? ", Horovod's strategy" : "");
     else if (t)
-        snprintf(buf, n, "MCTS alone, %d iterations, never beat DP-NCCL", t->iterations);
+        snprintf(buf, n, "%d iterations, never beat DP-NCCL", t->iterations);
     else if (k == P_REFINE)
-        snprintf(buf, n, "from the faster tree's best, and from Horovod's");
+        snprintf(buf, n, "from the faster tree's best and from Horovod's");
     else
         snprintf(buf, n, "%d gradient(s) duplicated", sr->sfb_applied);
 }
