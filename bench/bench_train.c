@@ -1,6 +1,9 @@
 /* bench_train: TAG on a model's training (docs/train.md): per cluster and model, the
  * iteration time of TAG and of each baseline, TAG's speed-up over each, and MCTS iterations
- * until TAG beats DP-NCCL; then the SFB experiment (DP-NCCL and TAG with and without SFB).
+ * until TAG beats DP-NCCL; under each model, TAG's parts in turn (docs/train.md, "Who found
+ * the answer": MCTS with uniform priors and with TAG's GNN, each alone after the same budget
+ * and seed, then the refinement, then SFB) and which found TAG's answer; then the SFB
+ * experiment (DP-NCCL and TAG with and without SFB).
  *
  *   bench_train [--iterations N] [--sfb] CLUSTER... -- MODEL:BATCH...
  *
@@ -35,19 +38,63 @@ static double run(const pl_train_ctx *x, pl_train_strategy *s)
 
 static void cell(double t)
 {
-    if (isnan(t)) printf(" %10s", "failed");
-    else if (!isfinite(t)) printf(" %10s", "oom");
-    else printf(" %10.2f", t * 1e3);
+    if (isnan(t))
+        printf(" %10s", "failed");
+    else if (!isfinite(t))
+        printf(" %10s", "oom");
+    else
+        printf(" %10.2f", t * 1e3);
+}
+
+/* TAG's GNN for the model of `label` (NAME.onnx@BATCH): the weights `make priors` trained
+ * without it (models/priors/tag-gnn-without-NAME.weights), else the shipped ones; NULL when
+ * neither loads (run from the repository's root). *which: the file. */
+static pl_tag_gnn *gnn_for(const char *label, char *which, size_t n)
+{
+    const char *name[2] = {"-without-", ""};
+    for (int k = 0; k < 2; k++) {
+        snprintf(which, n, "models/priors/tag-gnn%s%.*s.weights", name[k],
+                 k ? 0 : (int)strcspn(label, ".@"), label);
+        pl_tag_gnn *m = pl_tag_gnn_new(1);
+        pl_err err = {""};
+        if (pl_tag_gnn_load(m, which, &err) == 0) return m;
+        pl_tag_gnn_free(m);
+    }
+    snprintf(which, n, "no GNN weights");
+    return NULL;
+}
+
+static void part(const char *name, const pl_train_tree_result *t, double s)
+{
+    if (t && !t->ran) return;
+    printf(" %s %.3f%s", name, t ? t->best_s * 1e3 : s * 1e3,
+           t && t->horovod ? " (Horovod's)" : "");
+}
+
+/* TAG's parts, under the model's row. */
+static void parts(const pl_train_search_result *r, const char *which)
+{
+    printf("  %-14s parts, ms:", "");
+    part("mcts-uniform", &r->uniform, 0), part("mcts-gnn", &r->prior, 0);
+    part("refinement", NULL, r->refined_s), part("sfb", NULL, r->sfb_s);
+    printf("; found by %s (GNN: %s)\n", pl_train_found_name(r->found_by), which);
 }
 
 static void one(const pl_train_ctx *x, const char *model, int iterations, bool sfb_table)
 {
     pl_err err = {""};
-    pl_train_search_opts so = {.iterations = iterations, .seed = 1};
+    char which[256];
+    pl_tag_gnn *gnn = sfb_table ? NULL : gnn_for(model, which, sizeof which);
+    pl_train_search_opts so = {.iterations = iterations,
+                               .seed = 1,
+                               .prior = gnn ? pl_tag_gnn_prior : NULL,
+                               .prior_user = gnn,
+                               .uniform_too = true};
     pl_train_search_result r;
     double t0 = pl_now();
     if (pl_train_search(x, &so, &r, &err) < 0) {
         printf("  %-14s TAG failed: %s\n", model, err.msg);
+        pl_tag_gnn_free(gnn);
         return;
     }
     double tag = r.eval.iteration_s;
@@ -76,10 +123,14 @@ static void one(const pl_train_ctx *x, const char *model, int iterations, bool s
     cell(tag), cell(r.dp_s), cell(dpp), cell(hv), cell(hg), cell(heft);
     double b[] = {r.dp_s, dpp, hv, hg, heft};
     for (int k = 0; k < 5; k++)
-        if (isfinite(b[k])) printf(" %+7.0f%%", 100 * (b[k] / tag - 1));
-        else printf(" %8s", "-");
+        if (isfinite(b[k]))
+            printf(" %+7.0f%%", 100 * (b[k] / tag - 1));
+        else
+            printf(" %8s", "-");
     printf(" %6d %6d %7.1f\n", r.iterations_to_beat_dp, r.sfb_applied, pl_now() - t0);
+    parts(&r, which);
     pl_train_search_result_free(&r);
+    pl_tag_gnn_free(gnn);
 }
 
 int main(int argc, char **argv)
@@ -88,14 +139,20 @@ int main(int argc, char **argv)
     int nc = 0, nm = 0, iterations = 100, i = 1;
     bool sfb = false, after = false;
     for (; i < argc; i++) {
-        if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--sfb")) sfb = true;
-        else if (!strcmp(argv[i], "--")) after = true;
-        else if (after && nm < MAX_FILES) models[nm++] = argv[i];
-        else if (!after && nc < MAX_FILES) clusters[nc++] = argv[i];
+        if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
+            iterations = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sfb"))
+            sfb = true;
+        else if (!strcmp(argv[i], "--"))
+            after = true;
+        else if (after && nm < MAX_FILES)
+            models[nm++] = argv[i];
+        else if (!after && nc < MAX_FILES)
+            clusters[nc++] = argv[i];
     }
     if (!nc || !nm) {
-        fprintf(stderr, "usage: bench_train [--iterations N] [--sfb] CLUSTER... -- MODEL:BATCH...\n");
+        fprintf(stderr,
+                "usage: bench_train [--iterations N] [--sfb] CLUSTER... -- MODEL:BATCH...\n");
         return 2;
     }
     for (int c = 0; c < nc; c++) {

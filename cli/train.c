@@ -208,33 +208,11 @@ static int recommend(const outcome *b)
 
 static const char *row_name(int k, const train_opts *o);
 
-/* The name of a part of TAG's search (docs/train.md, "Who found the answer"), or of the
- * baseline whose strategy the search kept unimproved. */
-static const char *part_name(pl_train_found f)
-{
-    switch (f) {
-    case PL_FOUND_MCTS_UNIFORM:
-        return "mcts-uniform";
-    case PL_FOUND_MCTS_PRIOR:
-        return "mcts-gnn";
-    case PL_FOUND_REFINE:
-        return "refinement";
-    case PL_FOUND_SFB:
-        return "sfb";
-    case PL_FOUND_FALLBACK:
-        return "fallback";
-    case PL_FOUND_HOROVOD:
-        return bname[B_HOROVOD]; /* Horovod's strategy, the refinement's start, kept unimproved */
-    default:
-        return bname[B_DP]; /* DP-NCCL, kept by the search */
-    }
-}
-
 /* Which part of placer found row k's answer: a baseline's row its own name; TAG's, the last
  * part of its search that improved it. */
 static const char *found_by(int k, const pl_train_search_result *sr, const train_opts *o)
 {
-    return k == B_TAG ? part_name(sr->found_by) : row_name(k, o);
+    return k == B_TAG ? pl_train_found_name(sr->found_by) : row_name(k, o);
 }
 
 static const char *row_name(int k, const train_opts *o)
@@ -265,7 +243,7 @@ static const char *tree_by(const pl_train_tree_result *t, const pl_train_search_
 static void tag_parts(const pl_train_search_result *sr, const train_opts *o, part *p)
 {
     const pl_train_tree_result *u = &sr->uniform, *g = &sr->prior;
-    const char *after_refine = part_name(sr->refined_by);
+    const char *after_refine = pl_train_found_name(sr->refined_by);
     p[P_UNIFORM] = (part){"mcts-uniform", u->ran, u->best_s, u, tree_by(u, sr, "mcts-uniform")};
     p[P_GNN] = (part){"mcts-gnn", g->ran, g->best_s, g, tree_by(g, sr, "mcts-gnn")};
     p[P_REFINE] = (part){"refinement", !o->so.no_refine && isfinite(sr->refined_s), sr->refined_s,

@@ -301,6 +301,10 @@ typedef enum {
     PL_FOUND_HOROVOD
 } pl_train_found;
 
+/* The name `placer train` and the bench give f: "dp", "mcts-uniform", "mcts-gnn" (placer's one
+ * learned prior is TAG's GNN), "refinement", "sfb", "fallback", "horovod". */
+const char *pl_train_found_name(pl_train_found f);
+
 /* One MCTS tree's own outcome (with x->dist, every rank's tree of that prior, merged). */
 typedef struct pl_train_tree_result {
     bool ran;                  /* false: not grown (no prior fn, or uniform_too unset) */

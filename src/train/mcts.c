@@ -674,6 +674,26 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     return rc;
 }
 
+const char *pl_train_found_name(pl_train_found f)
+{
+    switch (f) {
+    case PL_FOUND_MCTS_UNIFORM:
+        return "mcts-uniform";
+    case PL_FOUND_MCTS_PRIOR:
+        return "mcts-gnn";
+    case PL_FOUND_REFINE:
+        return "refinement";
+    case PL_FOUND_SFB:
+        return "sfb";
+    case PL_FOUND_FALLBACK:
+        return "fallback";
+    case PL_FOUND_HOROVOD:
+        return "horovod"; /* Horovod's strategy, reached or started from, kept unimproved */
+    default:
+        return "dp"; /* DP-NCCL, kept by the search */
+    }
+}
+
 void pl_train_search_result_free(pl_train_search_result *r)
 {
     pl_train_strategy_free(r->best);
