@@ -676,22 +676,16 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
 
 const char *pl_train_found_name(pl_train_found f)
 {
-    switch (f) {
-    case PL_FOUND_MCTS_UNIFORM:
-        return "mcts-uniform";
-    case PL_FOUND_MCTS_PRIOR:
-        return "mcts-gnn";
-    case PL_FOUND_REFINE:
-        return "refinement";
-    case PL_FOUND_SFB:
-        return "sfb";
-    case PL_FOUND_FALLBACK:
-        return "fallback";
-    case PL_FOUND_HOROVOD:
-        return "horovod"; /* Horovod's strategy, reached or started from, kept unimproved */
-    default:
-        return "dp"; /* DP-NCCL, kept by the search */
-    }
+    static const char *const name[] = {
+        [PL_FOUND_DP] = "dp", /* DP-NCCL, kept by the search */
+        [PL_FOUND_MCTS_UNIFORM] = "mcts-uniform",
+        [PL_FOUND_MCTS_PRIOR] = "mcts-gnn",
+        [PL_FOUND_REFINE] = "refinement",
+        [PL_FOUND_SFB] = "sfb",
+        [PL_FOUND_FALLBACK] = "fallback",
+        [PL_FOUND_HOROVOD] = "horovod", /* Horovod's strategy, reached or started from, kept */
+    };
+    return (unsigned)f < sizeof name / sizeof *name ? name[f] : "?";
 }
 
 void pl_train_search_result_free(pl_train_search_result *r)
