@@ -577,7 +577,11 @@ static cli_exit load_prior(train_opts *o, pl_tag_gnn **m)
                                                  "train them with `placer learn-prior`): %s",
                                                  err.msg);
     *m = pl_tag_gnn_new(1);
-    if (pl_tag_gnn_load(*m, path, &err) < 0) return cli_fail("train", "--prior gnn: %s", err.msg);
+    if (pl_tag_gnn_load(*m, path, &err) < 0)
+        return cli_fail("train", "%s: %s",
+                        o->prior == PRIOR_GNN ? "--prior gnn"
+                                              : "TAG's GNN prior (or --prior uniform)",
+                        err.msg);
     o->so.prior = pl_tag_gnn_prior, o->so.prior_user = *m, o->so.uniform_too = true;
     o->gnn = true;
     return CLI_EXIT_OK;
