@@ -51,8 +51,7 @@ static void test_tree_budget(void **state)
 static void test_merge_trees(void **state)
 {
     (void)state;
-    tr_tree t[3] = {{0.020, 4, -1, 1, "", 0}, {0.015, 3, 3, 1, "", 1}, {INFINITY, 3, 2, 1, "", 2}},
-            sum;
+    tr_tree t[3] = {{0.020, 4, -1, 1, "", 0}, {0.015, 3, 3, 1, "", 1}, {INFINITY, 3, 2, 1, "", 2}}, sum;
     pl_err err = {""};
     assert_int_equal(tr_merge_trees(t, 3, &sum, &err), 1);
     assert_true(sum.best_s == 0.015);
