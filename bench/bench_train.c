@@ -1,6 +1,10 @@
 /* bench_train: TAG on a model's training (docs/train.md): per cluster and model, the
  * iteration time of TAG and of each baseline (FlexFlow's MCMC with MCTS's iterations and
- * seed among them), TAG's speed-up over each, and MCTS iterations until TAG beats DP-NCCL; then the SFB experiment (DP-NCCL and TAG with and without SFB).
+ * seed among them), TAG's speed-up over each, and MCTS iterations until TAG beats DP-NCCL;
+ * under each model, TAG's parts in turn (docs/train.md, "Who found the answer": MCTS with
+ * uniform priors and with TAG's GNN, each alone after the same budget and seed, then the
+ * refinement, then SFB) and which found TAG's answer; then the SFB experiment (DP-NCCL and TAG
+ * with and without SFB).
  *
  *   bench_train [--iterations N] [--sfb] CLUSTER... -- MODEL:BATCH...
  *
@@ -40,14 +44,55 @@ static void cell(double t)
     else printf(" %10.2f", t * 1e3);
 }
 
+/* TAG's GNN for the model of `label` (NAME.onnx@BATCH): the weights `make priors` trained
+ * without it (models/priors/tag-gnn-without-NAME.weights), else the shipped ones; NULL when
+ * neither loads (run from the repository's root). *which: the file. */
+static pl_tag_gnn *gnn_for(const char *label, char *which, size_t n)
+{
+    const char *name[2] = {"-without-", ""};
+    for (int k = 0; k < 2; k++) {
+        snprintf(which, n, "models/priors/tag-gnn%s%.*s.weights", name[k],
+                 k ? 0 : (int)strcspn(label, ".@"), label);
+        pl_tag_gnn *m = pl_tag_gnn_new(1);
+        pl_err err = {""};
+        if (pl_tag_gnn_load(m, which, &err) == 0) return m;
+        pl_tag_gnn_free(m);
+    }
+    snprintf(which, n, "no GNN weights");
+    return NULL;
+}
+
+static void part(const char *name, const pl_train_tree_result *t, double s)
+{
+    if (t && !t->ran) return;
+    printf(" %s %.3f%s", name, t ? t->best_s * 1e3 : s * 1e3,
+           t && t->horovod ? " (Horovod's)" : "");
+}
+
+/* TAG's parts, under the model's row. */
+static void parts(const pl_train_search_result *r, const char *which)
+{
+    printf("  %-14s parts, ms:", "");
+    part("mcts-uniform", &r->uniform, 0), part("mcts-gnn", &r->prior, 0);
+    part("refinement", NULL, r->refined_s), part("sfb", NULL, r->sfb_s);
+    printf("; found by %s (GNN: %s)\n", pl_train_found_name(r->found_by), which);
+}
+
 static void one(const pl_train_ctx *x, const char *model, int iterations, bool sfb_table)
 {
     pl_err err = {""};
-    pl_train_search_opts so = {.iterations = iterations, .seed = 1};
+    char which[256];
+    pl_tag_gnn *gnn = sfb_table ? NULL : gnn_for(model, which, sizeof which);
+    pl_train_search_opts so = {.iterations = iterations,
+                               .seed = 1,
+                               .prior = gnn ? pl_tag_gnn_prior : NULL,
+                               .prior_user = gnn,
+                               .uniform_too = true};
     pl_train_search_result r;
     double t0 = pl_now();
     if (pl_train_search(x, &so, &r, &err) < 0) {
         printf("  %-14s TAG failed: %s\n", model, err.msg);
+        pl_tag_gnn_free(gnn);
         return;
     }
     double tag = r.eval.iteration_s;
@@ -81,7 +126,9 @@ static void one(const pl_train_ctx *x, const char *model, int iterations, bool s
         if (isfinite(b[k])) printf(" %+7.0f%%", 100 * (b[k] / tag - 1));
         else printf(" %8s", "-");
     printf(" %6d %6d %7.1f\n", r.iterations_to_beat_dp, r.sfb_applied, pl_now() - t0);
+    parts(&r, which);
     pl_train_search_result_free(&r);
+    pl_tag_gnn_free(gnn);
 }
 
 int main(int argc, char **argv)
@@ -97,7 +144,8 @@ int main(int argc, char **argv)
         else if (!after && nc < MAX_FILES) clusters[nc++] = argv[i];
     }
     if (!nc || !nm) {
-        fprintf(stderr, "usage: bench_train [--iterations N] [--sfb] CLUSTER... -- MODEL:BATCH...\n");
+        fprintf(stderr,
+                "usage: bench_train [--iterations N] [--sfb] CLUSTER... -- MODEL:BATCH...\n");
         return 2;
     }
     for (int c = 0; c < nc; c++) {

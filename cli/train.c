@@ -28,8 +28,9 @@ static const char *help_text =
     "  --no-sfb       no sufficient factor broadcasting\n"
     "  --max-groups G op groups (METIS; default 60)\n"
     "  --placer P     the model-parallel baseline's placer (default heft; `none` to skip)\n"
-    "  --prior P      MCTS's priors: uniform (default), or gnn (TAG's GNN, weights from\n"
-    "                 --prior-file, default models/priors/tag-gnn.weights)\n"
+    "  --prior P      MCTS's priors: uniform, or gnn (TAG's GNN, weights from --prior-file,\n"
+    "                 default models/priors/tag-gnn.weights; a tree with uniform priors grows\n"
+    "                 too, same seed and budget); default: gnn when those weights are there\n"
     "  -o FILE        the placer-train/1 document (as --json prints it), written atomically\n"
     "exit status: 0 done, 1 the model fits no strategy, 2 bad input or failure\n";
 
@@ -38,9 +39,11 @@ typedef struct train_opts {
     int batch, max_groups;
     const char *algo, *out, *placer, *prior_file;
     bool gnn, algo_given;
+    int prior; /* PRIOR_AUTO (not given), PRIOR_UNIFORM or PRIOR_GNN */
     pl_train_search_opts so;
 } train_opts;
 
+enum { PRIOR_AUTO, PRIOR_UNIFORM, PRIOR_GNN };
 enum { B_TAG, B_DP, B_DPP, B_HOROVOD, B_HETEROG, B_MCMC, B_PLACER, B_COUNT };
 static const char *bname[B_COUNT] = {"tag",           "dp",    "dp-p", "horovod", "heterog",
                                      "flexflow-mcmc", "placer"};
@@ -97,7 +100,7 @@ static int take_name(train_opts *o, int c, const char *v)
     default: /* PRIOR */
         if (!v || (strcmp(v, "uniform") && strcmp(v, "gnn")))
             return cli_error("train", "--prior: '%s': give uniform or gnn", v ? v : "");
-        return o->gnn = !strcmp(v, "gnn"), 0;
+        return o->prior = strcmp(v, "gnn") ? PRIOR_UNIFORM : PRIOR_GNN, 0;
     }
 }
 
@@ -138,7 +141,8 @@ static cli_exit parse(int argc, char **argv, train_opts *o, bool *help)
     if (!cli_ok(parsed) || (*help = g.asked_help)) return parsed;
     if (!o->co.model) return cli_fail("train", "which model? (placer train --help)");
     if (!o->co.cluster) return cli_fail("train", "which cluster? give --cluster FILE");
-    if (o->prior_file && !o->gnn) return cli_fail("train", "--prior-file goes with --prior gnn");
+    if (o->prior_file && o->prior == PRIOR_UNIFORM)
+        return cli_fail("train", "--prior-file goes with --prior gnn");
     return CLI_EXIT_OK;
 }
 
@@ -223,29 +227,87 @@ static int recommend(const outcome *b)
     return best;
 }
 
-/* Which part of placer found row k's answer (docs/train.md, "The answer"). */
+static const char *row_name(int k, const train_opts *o);
+
+/* Which part of placer found row k's answer: a baseline's row its own name; TAG's, the last
+ * part of its search that improved it. */
 static const char *found_by(int k, const pl_train_search_result *sr, const train_opts *o)
 {
-    if (k != B_TAG) return "baseline";
-    switch (sr->found_by) {
-    case PL_FOUND_MCTS:
-        return o->gnn ? "prior" : "search";
-    case PL_FOUND_REFINE:
-        return "refinement";
-    case PL_FOUND_SFB:
-        return "sfb";
-    case PL_FOUND_FALLBACK:
-        return "fallback";
-    case PL_FOUND_HOROVOD:
-        return "baseline"; /* Horovod's strategy, kept unimproved */
-    default:
-        return "baseline"; /* DP-NCCL, kept by the search */
-    }
+    return k == B_TAG ? pl_train_found_name(sr->found_by) : row_name(k, o);
 }
 
 static const char *row_name(int k, const train_opts *o)
 {
     return k == B_PLACER ? o->placer : bname[k];
+}
+
+/* TAG's parts in turn (docs/train.md, "Who found the answer"): the two MCTS trees alone, then
+ * the refinement, then SFB; each one's best (INFINITY: nothing that fits), `ran` false when
+ * it did not run. */
+typedef struct part {
+    const char *name;
+    bool ran;
+    double s;
+    const pl_train_tree_result *tree; /* an MCTS tree's, else NULL */
+    const char *by;                   /* the part that found s: itself or one before */
+} part;
+enum { P_UNIFORM, P_GNN, P_REFINE, P_SFB, P_COUNT };
+
+/* Who found a tree's best: the tree, or the baseline whose strategy it is (DP-NCCL, its
+ * start, when nothing beat it; Horovod's, the root's completion). */
+static const char *tree_by(const pl_train_tree_result *t, const pl_train_search_result *sr,
+                           const char *tree)
+{
+    return !(t->best_s < sr->dp_s) ? bname[B_DP] : t->horovod ? bname[B_HOROVOD] : tree;
+}
+
+static void tag_parts(const pl_train_search_result *sr, const train_opts *o, part *p)
+{
+    const pl_train_tree_result *u = &sr->uniform, *g = &sr->prior;
+    const char *after_refine = pl_train_found_name(sr->refined_by);
+    p[P_UNIFORM] = (part){"mcts-uniform", u->ran, u->best_s, u, tree_by(u, sr, "mcts-uniform")};
+    p[P_GNN] = (part){"mcts-gnn", g->ran, g->best_s, g, tree_by(g, sr, "mcts-gnn")};
+    p[P_REFINE] = (part){"refinement", !o->so.no_refine && isfinite(sr->refined_s), sr->refined_s,
+                         NULL, after_refine};
+    p[P_SFB] = (part){"sfb", !o->so.no_sfb && isfinite(sr->sfb_s), sr->sfb_s, NULL,
+                      sr->sfb_applied ? "sfb" : after_refine};
+}
+
+/* What part k's row says beside its time. */
+static void part_note(const part *p, int k, const pl_train_search_result *sr, const train_opts *o,
+                      char *buf, size_t n)
+{
+    const pl_train_tree_result *t = p[k].tree;
+    if (!p[k].ran)
+        snprintf(buf, n, "not run%s",
+                 k != P_GNN                  ? ""
+                 : o->prior == PRIOR_UNIFORM ? " (--prior uniform)"
+                                             : " (no GNN weights)");
+    else if (t && t->iterations_to_beat_dp >= 0)
+        snprintf(buf, n, "%d iterations, beat DP-NCCL at %d%s", t->iterations,
+                 t->iterations_to_beat_dp, t->horovod ? ", Horovod's strategy" : "");
+    else if (t)
+        snprintf(buf, n, "%d iterations, never beat DP-NCCL", t->iterations);
+    else if (k == P_REFINE)
+        snprintf(buf, n, "from the faster tree's best and from Horovod's");
+    else
+        snprintf(buf, n, "%d gradient(s) duplicated", sr->sfb_applied);
+}
+
+/* The parts' rows, before TAG's own (its answer once the OOM fallback has run). */
+static void part_rows(pl_table *t, const pl_train_search_result *sr, const train_opts *o, double dp)
+{
+    part p[P_COUNT];
+    tag_parts(sr, o, p);
+    for (int k = 0; k < P_COUNT; k++) {
+        char name[64], note[128], sp[32] = "-", ms[32] = "-";
+        snprintf(name, sizeof name, "tag: %s", p[k].name);
+        part_note(p, k, sr, o, note, sizeof note);
+        if (p[k].ran && isfinite(p[k].s)) snprintf(ms, sizeof ms, "%.3f", p[k].s * 1e3);
+        if (p[k].ran && isfinite(p[k].s) && !isnan(dp))
+            snprintf(sp, sizeof sp, "%.2fx", dp / p[k].s);
+        pl_table_row(t, "%s|%s|%s|-|%s|%s", name, ms, sp, p[k].ran ? p[k].by : "-", note);
+    }
 }
 
 /* ---- printing ---- */
@@ -314,6 +376,7 @@ static void print_table(const pl_train_ctx *x, const outcome *b, const train_opt
     for (int k = 0; k < B_COUNT; k++) {
         const outcome *r = &b[k];
         if (!r->ran) continue;
+        if (k == B_TAG) part_rows(t, sr, o, dp);
         char name[64], mem[32], sp[32];
         snprintf(name, sizeof name, "%s%s", k == B_PLACER ? o->placer : bname[k],
                  k == B_PLACER ? " (model parallel)" : "");
@@ -361,8 +424,8 @@ static void print_answer(const outcome *b, const train_opts *o, const pl_train_s
     if (best == B_TAG && sr->found_by == PL_FOUND_DP)
         printf("the DP-NCCL baseline, which TAG's search kept (nothing beat it)");
     else if (best == B_TAG && sr->found_by == PL_FOUND_HOROVOD)
-        printf("the Horovod baseline's strategy, which TAG's refinement started from and kept "
-               "(nothing beat it)");
+        printf("the Horovod baseline's strategy, which TAG's search reached or its refinement "
+               "started from, and kept (nothing beat it)");
     else if (best == B_TAG)
         printf("TAG's %s", found_by(best, sr, o));
     else
@@ -370,6 +433,9 @@ static void print_answer(const outcome *b, const train_opts *o, const pl_train_s
     if (best != B_TAG && b[B_TAG].ok)
         printf(" (TAG's own answer: %.3f ms, found by %s)", b[B_TAG].e.iteration_s * 1e3,
                found_by(B_TAG, sr, o));
+    for (int k = 0; best == B_TAG && k < B_COUNT; k++)
+        if (k != B_TAG && b[k].ok && !b[k].e.oom && b[k].e.iteration_s == b[B_TAG].e.iteration_s)
+            printf("; the %s row is as fast", row_name(k, o));
     if (chosen != best) printf("; shown below: %s, as --algo asks", row_name(chosen, o));
     printf("\n");
 }
@@ -433,6 +499,32 @@ static json_t *finite_or_null(double t)
     return isfinite(t) ? json_real(t) : json_null();
 }
 
+/* TAG's parts (tag_parts): each one's best, null when it did not run. */
+static json_t *parts_json(const pl_train_search_result *sr, const train_opts *o)
+{
+    json_t *j = json_object();
+    part p[P_COUNT];
+    tag_parts(sr, o, p);
+    for (int k = 0; k < P_COUNT; k++) {
+        if (!p[k].ran) {
+            json_object_set_new(j, p[k].name, json_null());
+            continue;
+        }
+        json_t *v = json_pack("{s:o}", "iteration_s", finite_or_null(p[k].s));
+        const pl_train_tree_result *t = p[k].tree;
+        if (t) json_object_set_new(v, "iterations", json_integer(t->iterations));
+        if (t)
+            json_object_set_new(v, "iterations_to_beat_dp",
+                                t->iterations_to_beat_dp >= 0
+                                    ? json_integer(t->iterations_to_beat_dp)
+                                    : json_null());
+        if (k == P_SFB) json_object_set_new(v, "gradients", json_integer(sr->sfb_applied));
+        json_object_set_new(v, "found_by", json_string(p[k].by));
+        json_object_set_new(j, p[k].name, v);
+    }
+    return j;
+}
+
 static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcome *b,
                         const pl_train_search_result *sr, int chosen)
 {
@@ -475,6 +567,7 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
     json_object_set_new(j, "mcts_iterations_to_beat_dp",
                         sr->iterations_to_beat_dp >= 0 ? json_integer(sr->iterations_to_beat_dp)
                                                        : json_null());
+    json_object_set_new(j, "tag_parts", parts_json(sr, o));
     json_object_set_new(j, "search_s", json_real(sr->search_s));
     json_object_set_new(j, "sfb_gradients", json_integer(sr->sfb_applied));
     json_object_set_new(j, "sfb_rejected", json_integer(sr->sfb_rejected));
@@ -487,23 +580,31 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
 
 /* ---- the verb ---- */
 
-/* TAG's GNN from --prior-file, else the shipped weights (made by `placer learn-prior`). */
+/* TAG's GNN from --prior-file, else the shipped weights (made by `placer learn-prior`): with
+ * --prior gnn, or by default when the shipped weights are there. A tree with uniform priors
+ * grows beside it, so that each is credited with what it found alone. */
 static cli_exit load_prior(train_opts *o, pl_tag_gnn **m)
 {
     char path[4096];
     pl_err err = {""};
-    if (!o->gnn) return CLI_EXIT_OK;
+    if (o->prior == PRIOR_UNIFORM) return CLI_EXIT_OK;
     if (o->prior_file)
         snprintf(path, sizeof path, "%s", o->prior_file);
     else if (pl_own_file("share/placer/priors/tag-gnn.weights", "models/priors/tag-gnn.weights",
                          path, sizeof path, &err) < 0)
-        return cli_fail("train",
-                        "--prior gnn: no weights (give --prior-file, or train them with "
-                        "`placer learn-prior`): %s",
-                        err.msg);
+        return o->prior == PRIOR_AUTO ? CLI_EXIT_OK
+                                      : cli_fail("train",
+                                                 "--prior gnn: no weights (give --prior-file, or "
+                                                 "train them with `placer learn-prior`): %s",
+                                                 err.msg);
     *m = pl_tag_gnn_new(1);
-    if (pl_tag_gnn_load(*m, path, &err) < 0) return cli_fail("train", "--prior gnn: %s", err.msg);
-    o->so.prior = pl_tag_gnn_prior, o->so.prior_user = *m;
+    if (pl_tag_gnn_load(*m, path, &err) < 0)
+        return cli_fail("train", "%s: %s",
+                        o->prior == PRIOR_GNN ? "--prior gnn"
+                                              : "TAG's GNN prior (or --prior uniform)",
+                        err.msg);
+    o->so.prior = pl_tag_gnn_prior, o->so.prior_user = *m, o->so.uniform_too = true;
+    o->gnn = true;
     return CLI_EXIT_OK;
 }
 
@@ -585,12 +686,10 @@ cli_exit cli_train(int argc, char **argv)
                o.co.model, t->batch, t->g->n_ops, t->n_fwd, n_bwd, n_opt, t->n_params);
         printf("%s: ", c->name);
         print_groups(&x);
-        char at[32] = "none";
-        if (sr.iterations_to_beat_dp >= 0)
-            snprintf(at, sizeof at, "iteration %d", sr.iterations_to_beat_dp);
-        printf("op groups: %d (METIS); MCTS: %d iterations in %.1f s, first better than DP-NCCL "
-               "at %s; SFB duplicated %d gradient(s)",
-               x.og.n, sr.iterations, sr.search_s, at, sr.sfb_applied);
+        printf("op groups: %d (METIS); TAG's search: %d MCTS iterations per tree (%s), %.1f s "
+               "in all; SFB duplicated %d gradient(s)",
+               x.og.n, sr.iterations, sr.prior.ran ? "uniform and gnn priors" : "uniform priors",
+               sr.search_s, sr.sfb_applied);
         if (sr.sfb_rejected)
             printf(" (it proposed %d more, slower in the simulation)", sr.sfb_rejected);
         printf("\n\n");

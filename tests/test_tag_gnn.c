@@ -420,6 +420,56 @@ static void test_search_with_gnn_prior(void **state)
     tu_dense_free(&f);
 }
 
+static void assert_same_tree(const pl_train_tree_result *a, const pl_train_tree_result *b)
+{
+    assert_true(a->ran == b->ran && a->best_s == b->best_s && a->horovod == b->horovod);
+    assert_int_equal(a->iterations, b->iterations);
+    assert_int_equal(a->iterations_to_beat_dp, b->iterations_to_beat_dp);
+}
+
+/* Each tree credited (issue 31, item 2): with uniform_too the uniform tree and the GNN's are
+ * each the tree a search with that prior alone grows (same seed and budget); the faster goes
+ * on (ties: uniform's), credited; each part is no slower than the one before, and the answer
+ * is SFB's part's time. */
+static void test_uniform_too(void **state)
+{
+    (void)state;
+    tu_dense f;
+    build(&f);
+    pl_tag_gnn *m = pl_tag_gnn_new(5);
+    pl_err err = {""};
+    pl_train_search_result both, u, g;
+    pl_train_search_opts o = {.iterations = 20,
+                              .seed = 3,
+                              .prior = pl_tag_gnn_prior,
+                              .prior_user = m,
+                              .uniform_too = true};
+    assert_int_equal(pl_train_search(&f.x, &o, &both, &err), 0);
+    o.uniform_too = false;
+    assert_int_equal(pl_train_search(&f.x, &o, &g, &err), 0);
+    o.prior = NULL, o.prior_user = NULL;
+    assert_int_equal(pl_train_search(&f.x, &o, &u, &err), 0);
+    assert_false(u.prior.ran || g.uniform.ran);
+    assert_true(both.uniform.ran && both.prior.ran);
+    assert_same_tree(&both.uniform, &u.uniform);
+    assert_same_tree(&both.prior, &g.prior);
+    bool uniform_won = u.uniform.best_s <= g.prior.best_s;
+    const pl_train_tree_result *w = uniform_won ? &u.uniform : &g.prior;
+    assert_true(both.mcts_s == w->best_s);
+    assert_int_equal(both.iterations_to_beat_dp, w->iterations_to_beat_dp);
+    pl_train_found tree = !(w->best_s < both.dp_s) ? PL_FOUND_DP
+                          : w->horovod             ? PL_FOUND_HOROVOD
+                          : uniform_won            ? PL_FOUND_MCTS_UNIFORM
+                                                   : PL_FOUND_MCTS_PRIOR;
+    assert_true(both.refined_s <= both.mcts_s && both.sfb_s <= both.refined_s);
+    if (both.refined_s == both.mcts_s) assert_int_equal(both.refined_by, tree);
+    assert_true(both.eval.iteration_s == both.sfb_s);
+    pl_train_search_result_free(&both), pl_train_search_result_free(&u);
+    pl_train_search_result_free(&g);
+    pl_tag_gnn_free(m);
+    tu_dense_free(&f);
+}
+
 /* ---- priors that are not numbers (issue 27) ---- */
 
 static void nan_prior(const pl_train_ctx *x, const pl_train_strategy *partial,
@@ -583,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_adam_fits_a_target),
         cmocka_unit_test(test_save_load),
         cmocka_unit_test(test_search_with_gnn_prior),
+        cmocka_unit_test(test_uniform_too),
         cmocka_unit_test(test_cli_prior_file),
         cmocka_unit_test(test_nan_prior_stops_search),
         cmocka_unit_test(test_huge_weights_refused),

@@ -280,21 +280,41 @@ typedef struct pl_train_search_opts {
     pl_train_vertex_fn on_vertex;
     void *on_vertex_user;
     int min_visits;
+    /* With a prior fn: first grow a tree with uniform priors, the same seed and budget (no
+     * on_vertex), then the prior's; the faster tree's best goes on to the refinement (ties:
+     * the uniform tree's), so that each is credited with what it found alone. */
+    bool uniform_too;
 } pl_train_search_opts;
 
-/* Which part of the search found its answer (docs/train.md, "Search"), the last that
- * improved it. */
+/* Which part of the search found its answer, the last that improved it (docs/train.md, "Who
+ * found the answer"). */
 typedef enum {
-    PL_FOUND_DP,       /* DP-NCCL, evaluated first and kept: nothing beat it */
-    PL_FOUND_MCTS,     /* the tree search (guided by the prior fn, when one is set) */
-    PL_FOUND_REFINE,   /* the greedy refinement after MCTS */
-    PL_FOUND_SFB,      /* SFB's duplication, kept because the simulation was faster */
-    PL_FOUND_FALLBACK, /* the OOM fallback: the best did not fit and was split until it did */
+    PL_FOUND_DP,           /* DP-NCCL, evaluated first and kept: nothing beat it */
+    PL_FOUND_MCTS_UNIFORM, /* the tree search with uniform priors */
+    PL_FOUND_MCTS_PRIOR,   /* the tree search guided by the prior fn */
+    PL_FOUND_REFINE,       /* the greedy refinement after MCTS */
+    PL_FOUND_SFB,          /* SFB's duplication, kept because the simulation was faster */
+    PL_FOUND_FALLBACK,     /* the OOM fallback: the best did not fit and was split until it did */
     /* Horovod's strategy (data parallelism with AllReduce, overlapped: the root's completion),
      * the refinement's second start, kept as it was because nothing the search or the
      * refinement found beat it: the Horovod baseline's answer, not the refinement's */
     PL_FOUND_HOROVOD
 } pl_train_found;
+
+/* The name `placer train` and the bench give f: "dp", "mcts-uniform", "mcts-gnn" (placer's one
+ * learned prior is TAG's GNN), "refinement", "sfb", "fallback", "horovod". */
+const char *pl_train_found_name(pl_train_found f);
+
+/* One MCTS tree's own outcome (with x->dist, every rank's tree of that prior, merged). */
+typedef struct pl_train_tree_result {
+    bool ran;                  /* false: not grown (no prior fn, or uniform_too unset) */
+    double best_s;             /* its fastest strategy that fits; INFINITY: none */
+    int iterations;            /* run */
+    int iterations_to_beat_dp; /* -1: none */
+    /* its best is Horovod's strategy (the root's completion: data parallelism with AllReduce,
+     * overlapped), which an iteration reaches whenever every op group takes that action */
+    bool horovod;
+} pl_train_tree_result;
 
 typedef struct pl_train_search_result {
     pl_train_strategy *best; /* the fastest that fits; never slower than DP-NCCL when it fits */
@@ -312,6 +332,14 @@ typedef struct pl_train_search_result {
      * root's data parallelism; INFINITY when they did not run. */
     double refined_mcts_s, refined_root_s;
     int refine_evaluations;
+    /* Each part's best in turn (docs/train.md, "Who found the answer"): the tree with uniform
+     * priors and the prior fn's tree, each alone; after the refinement (from the faster tree's
+     * best); after SFB. Each is no slower than the one before; INFINITY when the part did not
+     * run or nothing fitted. iterations, iterations_to_beat_dp and mcts_s above are the
+     * faster tree's. */
+    pl_train_tree_result uniform, prior;
+    double refined_s, sfb_s;
+    pl_train_found refined_by; /* found_by as the refinement left it, before SFB */
     pl_train_found found_by;
 } pl_train_search_result;
 

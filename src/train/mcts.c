@@ -588,28 +588,82 @@ static int merge_trees(search *s, int rc, pl_err *err)
 
 /* ---- the search ---- */
 
+/* Whether s's best is the root's completion, Horovod's strategy. */
+static bool best_is_root(const search *s)
+{
+    pl_train_strategy *root = complete(s, NULL, 0);
+    size_t n = tr_strategy_bytes(s->x);
+    unsigned char *a = pl_malloc(2 * n);
+    tr_strategy_pack(s->x, s->best, a), tr_strategy_pack(s->x, root, a + n);
+    bool same = !memcmp(a, a + n, n);
+    free(a), pl_train_strategy_free(root);
+    return same;
+}
+
+/* One tree with o's prior (one per rank with x->dist, merged) into s, which the caller frees
+ * (search_free, and s->best) even on failure; its outcome into *part. */
+static int grow_tree(const pl_train_ctx *x, const pl_train_search_opts *o, search *s,
+                     pl_train_tree_result *part, pl_err *err)
+{
+    int rc = x->dist ? grow(x, o, pl_dist_rank(), pl_dist_size(), true, s, err)
+                     : grow(x, o, 0, 1, true, s, err);
+    if (x->dist) rc = merge_trees(s, rc, err);
+    *part = (pl_train_tree_result){true, s->best_s, s->iterations, s->beat_dp_at,
+                                   rc == 0 && s->best && best_is_root(s)};
+    return rc;
+}
+
+/* The uniform tree then the prior's (uniform_too), or the one tree o asks for, into s: the
+ * faster tree's search (ties: the uniform one's). 0 or -1; s is the caller's either way. */
+static int grow_trees(const pl_train_ctx *x, const pl_train_search_opts *o, search *s,
+                      pl_train_search_result *r, bool *by_prior, pl_err *err)
+{
+    *by_prior = o->prior != NULL;
+    if (!o->prior || !o->uniform_too)
+        return grow_tree(x, o, s, o->prior ? &r->prior : &r->uniform, err);
+    pl_train_search_opts uo = *o;
+    uo.prior = NULL, uo.prior_user = NULL, uo.on_vertex = NULL;
+    search u;
+    if (grow_tree(x, &uo, &u, &r->uniform, err) < 0) return *s = u, -1;
+    int rc = grow_tree(x, o, s, &r->prior, err);
+    if (rc == 0 && u.best_s <= s->best_s) {
+        search t = *s;
+        *s = u, u = t, *by_prior = false;
+        s->o = o; /* uo ends here; the refinement and SFB read no prior */
+    }
+    pl_train_strategy_free(u.best);
+    search_free(&u);
+    return rc;
+}
+
 int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_train_search_result *r,
                     pl_err *err)
 {
     static const pl_train_search_opts dflt = {0};
     if (!o) o = &dflt;
     memset(r, 0, sizeof *r);
+    r->uniform.best_s = r->prior.best_s = r->refined_s = r->sfb_s = INFINITY;
     double t0 = pl_now();
     search s;
-    int rc = x->dist ? grow(x, o, pl_dist_rank(), pl_dist_size(), true, &s, err)
-                     : grow(x, o, 0, 1, true, &s, err);
+    bool by_prior;
+    int rc = grow_trees(x, o, &s, r, &by_prior, err);
     r->dp_s = s.dp_s;
     r->refined_mcts_s = r->refined_root_s = INFINITY;
-    if (x->dist) rc = merge_trees(&s, rc, err);
     r->iterations = s.iterations;
     r->iterations_to_beat_dp = s.beat_dp_at;
     r->mcts_s = s.best_s;
     /* the best starts as DP-NCCL and is replaced only by a faster strategy */
-    r->found_by = s.best_s < s.dp_s ? PL_FOUND_MCTS : PL_FOUND_DP;
+    r->found_by = s.best_s >= s.dp_s                                   ? PL_FOUND_DP
+                  : (by_prior ? r->prior.horovod : r->uniform.horovod) ? PL_FOUND_HOROVOD
+                  : by_prior                                           ? PL_FOUND_MCTS_PRIOR
+                                                                       : PL_FOUND_MCTS_UNIFORM;
     if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, r, err);
+    if (rc == 0 && !o->no_refine) r->refined_s = s.best_s;
     if (s.best_s < r->mcts_s) r->found_by = s.root_unimproved ? PL_FOUND_HOROVOD : PL_FOUND_REFINE;
     r->refine_evaluations = s.refined;
+    r->refined_by = r->found_by;
     if (rc == 0 && !o->no_sfb && isfinite(s.best_s)) rc = apply_sfb(&s, r, err);
+    if (rc == 0 && !o->no_sfb) r->sfb_s = s.best_s;
     if (r->sfb_applied) r->found_by = PL_FOUND_SFB;
     if (!isfinite(s.best_s)) r->found_by = PL_FOUND_FALLBACK; /* nothing fitted: fit splits it */
     if (rc == 0) rc = pl_train_fit(x, s.best, &r->eval, err);
@@ -619,6 +673,20 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     search_free(&s);
     r->search_s = pl_now() - t0;
     return rc;
+}
+
+const char *pl_train_found_name(pl_train_found f)
+{
+    static const char *const name[] = {
+        [PL_FOUND_DP] = "dp", /* DP-NCCL, kept by the search */
+        [PL_FOUND_MCTS_UNIFORM] = "mcts-uniform",
+        [PL_FOUND_MCTS_PRIOR] = "mcts-gnn",
+        [PL_FOUND_REFINE] = "refinement",
+        [PL_FOUND_SFB] = "sfb",
+        [PL_FOUND_FALLBACK] = "fallback",
+        [PL_FOUND_HOROVOD] = "horovod", /* Horovod's strategy, reached or started from, kept */
+    };
+    return (unsigned)f < sizeof name / sizeof *name ? name[f] : "?";
 }
 
 void pl_train_search_result_free(pl_train_search_result *r)
