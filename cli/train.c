@@ -1,7 +1,8 @@
 /* train.c: `placer train MODEL --cluster C --batch N`: the training of a model deployed on a
  * heterogeneous set of GPUs (TAG): per op group its devices and option, the SFB choices, the
- * per-iteration time and peak memory per device, beside DP-NCCL, DP-NCCL-P, Horovod, a
- * HeteroG-like search and a placer of one model (docs/train.md). */
+ * per-iteration time and peak memory per device, beside DP-NCCL, DP-NCCL-P, Horovod, data
+ * parallelism synchronised after backward, a HeteroG-like search and a placer of one model
+ * (docs/train.md). */
 #include "cli.h"
 #include "placer/dist.h"
 #include "placer/report.h"
@@ -20,8 +21,9 @@ static const char *help_text =
     "                    [--prior uniform|gnn] [--prior-file F] [-o FILE] [--cost-params F]\n"
     "                    [--no-calibration]\n"
     "  --batch N      the global batch size (default: the model's own)\n"
-    "  --algo A       the answer shown in detail: tag, dp, dp-p, horovod, heterog; default: the\n"
-    "                 fastest row that fits (the recommended answer, whichever part found it)\n"
+    "  --algo A       the answer shown in detail: tag, dp, dp-p, horovod, dp-sync, heterog;\n"
+    "                 default: the fastest row that fits (the recommended answer, whichever\n"
+    "                 part found it)\n"
     "  --budget B     TAG's MCTS: B iterations (default 300), or a time (60s)\n"
     "  --no-sfb       no sufficient factor broadcasting\n"
     "  --max-groups G op groups (METIS; default 60)\n"
@@ -39,8 +41,9 @@ typedef struct train_opts {
     pl_train_search_opts so;
 } train_opts;
 
-enum { B_TAG, B_DP, B_DPP, B_HOROVOD, B_HETEROG, B_PLACER, B_COUNT };
-static const char *bname[B_COUNT] = {"tag", "dp", "dp-p", "horovod", "heterog", "placer"};
+enum { B_TAG, B_DP, B_DPP, B_HOROVOD, B_DPSYNC, B_HETEROG, B_PLACER, B_COUNT };
+static const char *bname[B_COUNT] = {"tag",     "dp",      "dp-p",  "horovod",
+                                     "dp-sync", "heterog", "placer"};
 
 typedef struct outcome {
     bool ran, ok;
@@ -83,7 +86,7 @@ static int take_name(train_opts *o, int c, const char *v)
     case ALGO:
         for (int b = 0; b < B_PLACER && v; b++)
             if (!strcmp(v, bname[b])) return o->algo = v, o->algo_given = true, 0;
-        return cli_error("train", "--algo: '%s': give tag, dp, dp-p, horovod or heterog",
+        return cli_error("train", "--algo: '%s': give tag, dp, dp-p, horovod, dp-sync or heterog",
                          v ? v : "");
     case PLACER:
         if (!v || (strcmp(v, "none") && !pl_algo_find(v)))
@@ -162,7 +165,10 @@ static void run_all(const pl_train_ctx *x, const train_opts *o, outcome *b,
     pl_err err = {""};
     run_strategy(x, pl_train_dp(x, false, false), &b[B_DP]);
     run_strategy(x, pl_train_dp(x, true, false), &b[B_DPP]);
-    run_strategy(x, pl_train_dp(x, false, true), &b[B_HOROVOD]);
+    run_strategy(x, pl_train_horovod(x, NULL, &err), &b[B_HOROVOD]);
+    if (!b[B_HOROVOD].ok && !b[B_HOROVOD].s)
+        snprintf(b[B_HOROVOD].msg, sizeof b[B_HOROVOD].msg, "%s", err.msg);
+    run_strategy(x, pl_train_dp_sync(x), &b[B_DPSYNC]);
     cli_progress("train: the HeteroG-like search ...");
     pl_train_strategy *h = pl_train_heterog(x, &err);
     if (h)

@@ -51,7 +51,8 @@ static void test_tree_budget(void **state)
 static void test_merge_trees(void **state)
 {
     (void)state;
-    tr_tree t[3] = {{0.020, 4, -1, 1, "", 0}, {0.015, 3, 3, 1, "", 1}, {INFINITY, 3, 2, 1, "", 2}}, sum;
+    tr_tree t[3] = {{0.020, 4, -1, 1, "", 0}, {0.015, 3, 3, 1, "", 1}, {INFINITY, 3, 2, 1, "", 2}},
+            sum;
     pl_err err = {""};
     assert_int_equal(tr_merge_trees(t, 3, &sum, &err), 1);
     assert_true(sum.best_s == 0.015);
@@ -86,8 +87,10 @@ static void test_strategy_bytes(void **state)
     s->sfb[2] = 1;
     s->batch_share[1] = 2.5;
     size_t n = tr_strategy_bytes(&f.x);
-    /* 3 flags + P (2 x 2) + O (2) + sfb (4 ops) + batch_share (2 devices) */
-    assert_int_equal(n, 3 + 4 + 2 * sizeof(pl_train_option) + 4 + 2 * sizeof(double));
+    /* 4 flags + P (2 x 2) + O (2) + sfb (4 ops) + batch_share (2 devices) + bucket (1 param, 2
+     * ints) */
+    assert_int_equal(n, 4 + 4 + 2 * sizeof(pl_train_option) + 4 + 2 * sizeof(double) +
+                            2 * sizeof(int));
     unsigned char *buf = malloc(n);
     tr_strategy_pack(&f.x, s, buf);
     pl_train_strategy *u = tr_strategy_unpack(&f.x, buf);
@@ -108,6 +111,9 @@ static void test_strategy_bytes(void **state)
     assert_null(u->sfb);
     assert_null(u->batch_share);
     assert_false(u->overlap);
+    assert_int_equal(u->n_bucket, 1); /* DP-NCCL's one AllReduce per gradient */
+    assert_int_equal(u->bucket[0], 0);
+    assert_int_equal(u->bucket[1], 0);
     pl_train_strategy_free(u), pl_train_strategy_free(dp), pl_train_strategy_free(s);
     free(buf);
     tu_dense_free(&f);
@@ -155,7 +161,7 @@ static void test_dist_one_process_same(void **state)
 
 #define TRAIN                                                                                      \
     "train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --batch 4 "               \
-    "--placer none --seed 3 --cost-params examples/cost-params/roofline.json --json 2>/dev/null "   \
+    "--placer none --seed 3 --cost-params examples/cost-params/roofline.json --json 2>/dev/null "  \
     "--budget "
 
 /* The strategy of a train document as text, to compare two runs. */
