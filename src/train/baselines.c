@@ -13,28 +13,32 @@ static double fp32_speed(const pl_device *d)
     return d->peak_flops_per_s[PL_PREC_FP32] > 0 ? d->peak_flops_per_s[PL_PREC_FP32] : 1;
 }
 
+/* order[0..n) sorted by key[order[i]], stably (insertion sort: a few hundred parameters). */
+static void sort_by(int *order, int n, const double *key)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && key[order[j]] < key[order[j - 1]]; j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1], order[j - 1] = tmp;
+        }
+}
+
 /* The parameters in the order backpropagation makes their gradients: their forward op's
  * (the model's order) last first, ties in parameter order; a gradient whose producer
  * differentiates no forward op by its producer's topological position, after them. */
 static int *grad_order(const pl_train_ctx *x)
 {
     const pl_train_graph *t = x->t;
-    int n = t->n_params, *pos = pl_malloc((size_t)t->g->n_ops * sizeof *pos);
-    int *order = pl_malloc((size_t)n * sizeof *order), *key = pl_malloc((size_t)n * sizeof *key);
-    for (int i = 0; i < t->g->n_ops; i++)
-        pos[t->g->topo[i]] = i;
+    int n = t->n_params, *order = pl_malloc((size_t)n * sizeof *order + 1);
+    double *key = pl_malloc((size_t)n * sizeof *key + 1);
     for (int p = 0; p < n; p++) {
         int u = t->g->tensors[t->grad_tensor[p]].producer;
         int f = u >= 0 ? t->fwd_of[u] : -1;
         order[p] = p;
-        key[p] = f >= 0 ? t->n_fwd - 1 - f : t->n_fwd + (u >= 0 ? pos[u] : t->g->n_ops);
+        key[p] = f >= 0 ? t->n_fwd - 1 - f : t->n_fwd + (u >= 0 ? t->g->topo_pos[u] : t->g->n_ops);
     }
-    for (int i = 1; i < n; i++) /* insertion sort: stable */
-        for (int j = i; j > 0 && key[order[j]] < key[order[j - 1]]; j--) {
-            int tmp = order[j];
-            order[j] = order[j - 1], order[j - 1] = tmp;
-        }
-    free(pos), free(key);
+    sort_by(order, n, key);
+    free(key);
     return order;
 }
 
@@ -87,11 +91,7 @@ pl_train_strategy *pl_train_horovod(const pl_train_ctx *x, const pl_train_horovo
         pl_train_strategy_free(s);
         return NULL;
     }
-    for (int i = 1; i < n; i++) /* the order Horovod's thread sees them in: by time, stable */
-        for (int j = i; j > 0 && made[order[j]] < made[order[j - 1]]; j--) {
-            int tmp = order[j];
-            order[j] = order[j - 1], order[j - 1] = tmp;
-        }
+    sort_by(order, n, made); /* the order Horovod's thread sees them in */
     /* a gradient made in [k cycle, (k+1) cycle) is fused at the cycle's end; a full buffer
      * starts the next AllReduce of the same cycle */
     int b = -1, first = 0;
