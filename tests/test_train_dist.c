@@ -51,8 +51,7 @@ static void test_tree_budget(void **state)
 static void test_merge_trees(void **state)
 {
     (void)state;
-    tr_tree t[3] = {{0.020, 4, -1, 1, "", 0}, {0.015, 3, 3, 1, "", 1}, {INFINITY, 3, 2, 1, "", 2}},
-            sum;
+    tr_tree t[3] = {{0.020, 4, -1, 1, "", 0}, {0.015, 3, 3, 1, "", 1}, {INFINITY, 3, 2, 1, "", 2}}, sum;
     pl_err err = {""};
     assert_int_equal(tr_merge_trees(t, 3, &sum, &err), 1);
     assert_true(sum.best_s == 0.015);
@@ -87,8 +86,7 @@ static void test_strategy_bytes(void **state)
     s->sfb[2] = 1;
     s->batch_share[1] = 2.5;
     size_t n = tr_strategy_bytes(&f.x);
-    /* 4 flags + P (2 x 2) + O (2) + sfb (4 ops) + batch_share (2 devices) + bucket (1 param, 2
-     * ints) */
+    /* 4 flags + P (2 x 2) + O (2) + sfb (4 ops) + batch_share (2 devices) + bucket (2 ints) */
     assert_int_equal(n, 4 + 4 + 2 * sizeof(pl_train_option) + 4 + 2 * sizeof(double) +
                             2 * sizeof(int));
     unsigned char *buf = malloc(n);
@@ -161,7 +159,7 @@ static void test_dist_one_process_same(void **state)
 
 #define TRAIN                                                                                      \
     "train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --batch 4 "               \
-    "--placer none --seed 3 --cost-params examples/cost-params/roofline.json --json 2>/dev/null "  \
+    "--placer none --seed 3 --cost-params examples/cost-params/roofline.json --json 2>/dev/null "   \
     "--budget "
 
 /* The strategy of a train document as text, to compare two runs. */
