@@ -140,15 +140,15 @@ static void watch(int iteration, double best_s, double dp_s, void *user)
     if (t[1] == 0 && best_s < t[0] * (1 - 1e-9)) t[1] = iteration;
 }
 
-/* Horovod (DP-NCCL with each gradient synchronised as soon as it is made): INFINITY when it
- * does not fit or fails. */
+/* Horovod (its tensor fusion, docs/train.md "Baselines"): INFINITY when it does not fit or
+ * fails. */
 static double horovod_s(const pl_train_ctx *x)
 {
-    pl_train_strategy *s = pl_train_dp(x, false, true);
-    pl_train_eval e;
     pl_err err = {""};
+    pl_train_strategy *s = pl_train_horovod(x, NULL, &err);
+    pl_train_eval e;
     double t = INFINITY;
-    if (pl_train_evaluate(x, s, &e, &err) == 0) {
+    if (s && pl_train_evaluate(x, s, &e, &err) == 0) {
         if (!e.oom) t = e.iteration_s;
         pl_train_eval_free(&e);
     }

@@ -66,7 +66,7 @@ static void part(const char *name, const pl_train_tree_result *t, double s)
 {
     if (t && !t->ran) return;
     printf(" %s %.3f%s", name, t ? t->best_s * 1e3 : s * 1e3,
-           t && t->horovod ? " (Horovod's)" : "");
+           t && t->at_start ? " (its start)" : "");
 }
 
 /* TAG's parts, under the model's row. */
@@ -110,7 +110,8 @@ static void one(const pl_train_ctx *x, const char *model, int iterations, bool s
         pl_train_search_result_free(&r);
         return;
     }
-    double dpp = run(x, pl_train_dp(x, true, false)), hv = run(x, pl_train_dp(x, false, true));
+    double dpp = run(x, pl_train_dp(x, true, false));
+    double hv = run(x, pl_train_horovod(x, NULL, &err));
     double hg = run(x, pl_train_heterog(x, &err));
     pl_train_mcmc_opts mo = {.iterations = r.iterations, .seed = so.seed};
     double ff = run(x, pl_train_mcmc(x, &mo, NULL, &err));

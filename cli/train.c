@@ -1,7 +1,8 @@
 /* train.c: `placer train MODEL --cluster C --batch N`: the training of a model deployed on a
  * heterogeneous set of GPUs (TAG): per op group its devices and option, the SFB choices, the
- * per-iteration time and peak memory per device, beside DP-NCCL, DP-NCCL-P, Horovod, a
- * HeteroG-like search, FlexFlow's MCMC and a placer of one model (docs/train.md). */
+ * per-iteration time and peak memory per device, beside DP-NCCL, DP-NCCL-P, Horovod, data
+ * parallelism synchronised after backward, a HeteroG-like search, FlexFlow's MCMC and a placer
+ * of one model (docs/train.md). */
 #include "cli.h"
 #include "placer/dist.h"
 #include "placer/report.h"
@@ -20,7 +21,7 @@ static const char *help_text =
     "                    [--prior uniform|gnn] [--prior-file F] [-o FILE] [--cost-params F]\n"
     "                    [--no-calibration]\n"
     "  --batch N      the global batch size (default: the model's own)\n"
-    "  --algo A       the answer shown in detail: tag, dp, dp-p, horovod, heterog,\n"
+    "  --algo A       the answer shown in detail: tag, dp, dp-p, horovod, dp-sync, heterog,\n"
     "                 flexflow-mcmc (FlexFlow's MCMC, MCTS's budget and seed); default: the\n"
     "                 fastest row that fits (the recommended answer, whichever part found it)\n"
     "  --budget B     TAG's MCTS: B iterations (default 300), or a time (60s); FlexFlow's\n"
@@ -44,9 +45,9 @@ typedef struct train_opts {
 } train_opts;
 
 enum { PRIOR_AUTO, PRIOR_UNIFORM, PRIOR_GNN };
-enum { B_TAG, B_DP, B_DPP, B_HOROVOD, B_HETEROG, B_MCMC, B_PLACER, B_COUNT };
-static const char *bname[B_COUNT] = {"tag",           "dp",    "dp-p", "horovod", "heterog",
-                                     "flexflow-mcmc", "placer"};
+enum { B_TAG, B_DP, B_DPP, B_HOROVOD, B_DPSYNC, B_HETEROG, B_MCMC, B_PLACER, B_COUNT };
+static const char *bname[B_COUNT] = {"tag",     "dp",      "dp-p",          "horovod",
+                                     "dp-sync", "heterog", "flexflow-mcmc", "placer"};
 
 typedef struct outcome {
     bool ran, ok;
@@ -90,7 +91,8 @@ static int take_name(train_opts *o, int c, const char *v)
         for (int b = 0; b < B_PLACER && v; b++)
             if (!strcmp(v, bname[b])) return o->algo = v, o->algo_given = true, 0;
         return cli_error("train",
-                         "--algo: '%s': give tag, dp, dp-p, horovod, heterog or flexflow-mcmc",
+                         "--algo: '%s': give tag, dp, dp-p, horovod, dp-sync, heterog or "
+                         "flexflow-mcmc",
                          v ? v : "");
     case PLACER:
         if (!v || (strcmp(v, "none") && !pl_algo_find(v)))
@@ -186,7 +188,10 @@ static void run_all(const pl_train_ctx *x, const train_opts *o, outcome *b,
     pl_err err = {""};
     run_strategy(x, pl_train_dp(x, false, false), &b[B_DP]);
     run_strategy(x, pl_train_dp(x, true, false), &b[B_DPP]);
-    run_strategy(x, pl_train_dp(x, false, true), &b[B_HOROVOD]);
+    run_strategy(x, pl_train_horovod(x, NULL, &err), &b[B_HOROVOD]);
+    if (!b[B_HOROVOD].ok && !b[B_HOROVOD].s)
+        snprintf(b[B_HOROVOD].msg, sizeof b[B_HOROVOD].msg, "%s", err.msg);
+    run_strategy(x, pl_train_dp_sync(x), &b[B_DPSYNC]);
     cli_progress("train: the HeteroG-like search ...");
     pl_train_strategy *h = pl_train_heterog(x, &err);
     if (h)
@@ -258,7 +263,7 @@ enum { P_UNIFORM, P_GNN, P_REFINE, P_SFB, P_COUNT };
 static const char *tree_by(const pl_train_tree_result *t, const pl_train_search_result *sr,
                            const char *tree)
 {
-    return !(t->best_s < sr->dp_s) ? bname[B_DP] : t->horovod ? bname[B_HOROVOD] : tree;
+    return !(t->best_s < sr->dp_s) ? bname[B_DP] : tree;
 }
 
 static void tag_parts(const pl_train_search_result *sr, const train_opts *o, part *p)
@@ -285,11 +290,11 @@ static void part_note(const part *p, int k, const pl_train_search_result *sr, co
                                              : " (no GNN weights)");
     else if (t && t->iterations_to_beat_dp >= 0)
         snprintf(buf, n, "%d iterations, beat DP-NCCL at %d%s", t->iterations,
-                 t->iterations_to_beat_dp, t->horovod ? ", Horovod's strategy" : "");
+                 t->iterations_to_beat_dp, t->at_start ? ", its start" : "");
     else if (t)
         snprintf(buf, n, "%d iterations, never beat DP-NCCL", t->iterations);
     else if (k == P_REFINE)
-        snprintf(buf, n, "from the faster tree's best and from Horovod's");
+        snprintf(buf, n, "from the faster tree's best and from the start");
     else
         snprintf(buf, n, "%d gradient(s) duplicated", sr->sfb_applied);
 }
@@ -423,9 +428,6 @@ static void print_answer(const outcome *b, const train_opts *o, const pl_train_s
            b[best].e.iteration_s * 1e3);
     if (best == B_TAG && sr->found_by == PL_FOUND_DP)
         printf("the DP-NCCL baseline, which TAG's search kept (nothing beat it)");
-    else if (best == B_TAG && sr->found_by == PL_FOUND_HOROVOD)
-        printf("the Horovod baseline's strategy, which TAG's search reached or its refinement "
-               "started from, and kept (nothing beat it)");
     else if (best == B_TAG)
         printf("TAG's %s", found_by(best, sr, o));
     else

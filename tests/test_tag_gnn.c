@@ -422,7 +422,7 @@ static void test_search_with_gnn_prior(void **state)
 
 static void assert_same_tree(const pl_train_tree_result *a, const pl_train_tree_result *b)
 {
-    assert_true(a->ran == b->ran && a->best_s == b->best_s && a->horovod == b->horovod);
+    assert_true(a->ran == b->ran && a->best_s == b->best_s && a->at_start == b->at_start);
     assert_int_equal(a->iterations, b->iterations);
     assert_int_equal(a->iterations_to_beat_dp, b->iterations_to_beat_dp);
 }
@@ -458,7 +458,6 @@ static void test_uniform_too(void **state)
     assert_true(both.mcts_s == w->best_s);
     assert_int_equal(both.iterations_to_beat_dp, w->iterations_to_beat_dp);
     pl_train_found tree = !(w->best_s < both.dp_s) ? PL_FOUND_DP
-                          : w->horovod             ? PL_FOUND_HOROVOD
                           : uniform_won            ? PL_FOUND_MCTS_UNIFORM
                                                    : PL_FOUND_MCTS_PRIOR;
     assert_true(both.refined_s <= both.mcts_s && both.sfb_s <= both.refined_s);

@@ -86,8 +86,9 @@ static void test_strategy_bytes(void **state)
     s->sfb[2] = 1;
     s->batch_share[1] = 2.5;
     size_t n = tr_strategy_bytes(&f.x);
-    /* 3 flags + P (2 x 2) + O (2) + sfb (4 ops) + batch_share (2 devices) */
-    assert_int_equal(n, 3 + 4 + 2 * sizeof(pl_train_option) + 4 + 2 * sizeof(double));
+    /* 4 flags + P (2 x 2) + O (2) + sfb (4 ops) + batch_share (2 devices) + bucket (2 ints) */
+    assert_int_equal(n, 4 + 4 + 2 * sizeof(pl_train_option) + 4 + 2 * sizeof(double) +
+                            2 * sizeof(int));
     unsigned char *buf = malloc(n);
     tr_strategy_pack(&f.x, s, buf);
     pl_train_strategy *u = tr_strategy_unpack(&f.x, buf);
@@ -108,6 +109,9 @@ static void test_strategy_bytes(void **state)
     assert_null(u->sfb);
     assert_null(u->batch_share);
     assert_false(u->overlap);
+    assert_int_equal(u->n_bucket, 1); /* DP-NCCL's one AllReduce per gradient */
+    assert_int_equal(u->bucket[0], 0);
+    assert_int_equal(u->bucket[1], 0);
     pl_train_strategy_free(u), pl_train_strategy_free(dp), pl_train_strategy_free(s);
     free(buf);
     tu_dense_free(&f);
@@ -141,9 +145,8 @@ static void test_dist_one_process_same(void **state)
     if (a.refined_mcts_s < a.mcts_s || a.refined_root_s < a.mcts_s)
         assert_true(a.found_by == PL_FOUND_REFINE || a.found_by == PL_FOUND_SFB);
     else
-        assert_true(a.found_by == (!(a.mcts_s < a.dp_s) ? PL_FOUND_DP
-                                   : a.uniform.horovod  ? PL_FOUND_HOROVOD
-                                                        : PL_FOUND_MCTS_UNIFORM));
+        assert_true(a.found_by ==
+                    (!(a.mcts_s < a.dp_s) ? PL_FOUND_DP : PL_FOUND_MCTS_UNIFORM));
     assert_memory_equal(a.best->P, b.best->P, 4);
     assert_memory_equal(a.best->O, b.best->O, 2 * sizeof *a.best->O);
     assert_memory_equal(ha->P, hb->P, 4);

@@ -319,7 +319,7 @@ json_t *tu_find(json_t *doc, const char *list, const char *field, const char *va
 
 /* ---- the training tests' Dense layer ---- */
 
-static int dense_tensor(pl_graph *g, const char *name, double bytes, unsigned flags)
+int tu_dense_tensor(pl_graph *g, const char *name, double bytes, unsigned flags)
 {
     int t = pl_graph_tensor(g, name);
     int64_t b = (int64_t)bytes;
@@ -328,7 +328,7 @@ static int dense_tensor(pl_graph *g, const char *name, double bytes, unsigned fl
     return t;
 }
 
-static int dense_op(pl_graph *g, const char *name, double ms, const int *in, int n_in, int out)
+int tu_dense_op(pl_graph *g, const char *name, double ms, const int *in, int n_in, int out)
 {
     int o = pl_graph_add_op(g, name, "Op", "");
     for (int i = 0; i < n_in; i++)
@@ -343,16 +343,16 @@ static int dense_op(pl_graph *g, const char *name, double ms, const int *in, int
 static pl_graph *dense_graph(pl_train_graph *t)
 {
     pl_graph *g = pl_graph_new("dense");
-    int x = dense_tensor(g, "x", 8e6, 0), W = dense_tensor(g, "W", 1e6, PL_TENSOR_WEIGHT);
-    int m = dense_tensor(g, "W:m", 1e6, PL_TENSOR_WEIGHT);
-    int v = dense_tensor(g, "W:v", 1e6, PL_TENSOR_WEIGHT);
-    int y = dense_tensor(g, "y", 8e6, 0), dy = dense_tensor(g, "dy", 8e6, 0);
-    int dW = dense_tensor(g, "dW", 1e6, 0), W2 = dense_tensor(g, "W:updated", 1e6, 0);
+    int x = tu_dense_tensor(g, "x", 8e6, 0), W = tu_dense_tensor(g, "W", 1e6, PL_TENSOR_WEIGHT);
+    int m = tu_dense_tensor(g, "W:m", 1e6, PL_TENSOR_WEIGHT);
+    int v = tu_dense_tensor(g, "W:v", 1e6, PL_TENSOR_WEIGHT);
+    int y = tu_dense_tensor(g, "y", 8e6, 0), dy = tu_dense_tensor(g, "dy", 8e6, 0);
+    int dW = tu_dense_tensor(g, "dW", 1e6, 0), W2 = tu_dense_tensor(g, "W:updated", 1e6, 0);
     pl_graph_add_input(g, x);
-    dense_op(g, "A", 4, (int[]){x, W}, 2, y);
-    dense_op(g, "loss", 0, (int[]){y}, 1, dy);
-    dense_op(g, "A:grad_w", 4, (int[]){x, dy}, 2, dW);
-    dense_op(g, "W:adam", 1, (int[]){W, dW, m, v}, 4, W2);
+    tu_dense_op(g, "A", 4, (int[]){x, W}, 2, y);
+    tu_dense_op(g, "loss", 0, (int[]){y}, 1, dy);
+    tu_dense_op(g, "A:grad_w", 4, (int[]){x, dy}, 2, dW);
+    tu_dense_op(g, "W:adam", 1, (int[]){W, dW, m, v}, 4, W2);
     pl_graph_add_output(g, W2);
     pl_err err = {""};
     if (pl_graph_finalize(g, "dense", &err) < 0) fail_msg("%s", err.msg);
@@ -378,41 +378,48 @@ static const char *TWO_V100 = "{\"format\": \"placer-cluster/1\", \"name\": \"tw
                               "\"links\": [{\"from\": \"g0\", \"to\": \"g1\", \"bandwidth_Bps\": "
                               "\"1 GB/s\", \"latency_s\": 0, \"both_ways\": true}]}";
 
-void tu_dense_build(tu_dense *f, const char *cluster, int n_groups)
+void tu_dense_ctx(tu_dense *f, const char *cluster, double time_s, double param_bytes)
 {
-    PL_ASSERT(n_groups == 1 || n_groups == 2);
     if (!cluster) cluster = TWO_V100;
-    memset(f, 0, sizeof *f);
-    pl_graph *g = dense_graph(&f->t);
+    const pl_graph *g = f->t.g;
     pl_err err = {""};
     f->c = pl_cluster_load(tu_tmpfile(cluster, strlen(cluster), ".json"), &err);
     if (!f->c) fail_msg("%s", err.msg);
-    /* by hand: two device groups of one GPU each */
-    pl_train_ctx *c = &f->x;
+    pl_train_ctx *c = &f->x; /* by hand: each device its own device group */
+    int D = f->c->n_devs, n = g->n_ops;
     c->t = &f->t, c->c = f->c;
-    c->dg.n = 2;
-    c->dg.off = pl_malloc(3 * sizeof(int)), c->dg.dev = pl_malloc(2 * sizeof(int));
-    c->dg.group_of = pl_malloc(2 * sizeof(int));
-    for (int i = 0; i < 2; i++)
+    c->dg.n = D;
+    c->dg.off = pl_malloc((size_t)(D + 1) * sizeof(int)), c->dg.dev = pl_malloc(D * sizeof(int));
+    c->dg.group_of = pl_malloc(D * sizeof(int));
+    for (int i = 0; i < D; i++)
         c->dg.off[i] = i, c->dg.dev[i] = i, c->dg.group_of[i] = i;
-    c->dg.off[2] = 2;
-    c->og.n = n_groups;
-    c->og.group_of = pl_malloc(4 * sizeof(int));
-    c->og.off = pl_malloc((size_t)(n_groups + 1) * sizeof(int));
-    c->og.op = pl_malloc(4 * sizeof(int));
-    c->og.time_s = pl_malloc((size_t)n_groups * sizeof(double));
-    c->og.param_bytes = pl_malloc((size_t)n_groups * sizeof(double));
-    for (int i = 0; i < 4; i++)
-        c->og.op[i] = g->topo[i], c->og.group_of[i] = n_groups == 2 ? i / 2 : 0;
-    c->og.off[0] = 0, c->og.off[n_groups] = 4;
-    if (n_groups == 1) {
-        c->og.time_s[0] = 9e-3, c->og.param_bytes[0] = 1e6;
-    } else {
-        c->og.off[1] = 2;
+    c->dg.off[D] = D;
+    c->og.n = 1;
+    c->og.group_of = pl_calloc(n, sizeof(int));
+    c->og.off = pl_malloc(3 * sizeof(int)), c->og.op = pl_malloc(n * sizeof(int));
+    for (int i = 0; i < n; i++)
+        c->og.op[i] = g->topo[i];
+    c->og.off[0] = 0, c->og.off[1] = n;
+    c->og.time_s = pl_malloc(2 * sizeof(double)), c->og.param_bytes = pl_malloc(2 * sizeof(double));
+    c->og.time_s[0] = time_s, c->og.param_bytes[0] = param_bytes;
+    c->k = tu_cost(g, f->c);
+}
+
+void tu_dense_build(tu_dense *f, const char *cluster, int n_groups)
+{
+    PL_ASSERT(n_groups == 1 || n_groups == 2);
+    memset(f, 0, sizeof *f);
+    dense_graph(&f->t);
+    tu_dense_ctx(f, cluster, 9e-3, 1e6);
+    pl_train_ctx *c = &f->x;
+    if (n_groups == 2) { /* forward {A, loss}, backward {A:grad_w, W:adam} */
+        c->og.n = 2;
+        for (int i = 0; i < 4; i++)
+            c->og.group_of[i] = i / 2;
+        c->og.off[1] = 2, c->og.off[2] = 4;
         c->og.time_s[0] = 4e-3, c->og.time_s[1] = 5e-3;
         c->og.param_bytes[0] = 0, c->og.param_bytes[1] = 1e6;
     }
-    c->k = tu_cost(g, f->c);
 }
 
 void tu_dense_free(tu_dense *f)

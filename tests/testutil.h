@@ -111,5 +111,13 @@ typedef struct tu_dense {
 } tu_dense;
 void tu_dense_build(tu_dense *f, const char *cluster, int n_groups);
 void tu_dense_free(tu_dense *f);
+/* The pieces, for other hand-built training graphs: a tensor of `bytes` (PL_TENSOR_BYTES_ONLY
+ * | flags); an op of class Dense taking ms on a V100, reading in[0..n_in) and making out; and
+ * f's context around f->t (its graph finalized) on `cluster` (NULL: the two V100s): each
+ * device its own device group, one op group of every op (time_s, param_bytes), the cost
+ * table. tu_dense_free frees it all. */
+int tu_dense_tensor(pl_graph *g, const char *name, double bytes, unsigned flags);
+int tu_dense_op(pl_graph *g, const char *name, double ms, const int *in, int n_in, int out);
+void tu_dense_ctx(tu_dense *f, const char *cluster, double time_s, double param_bytes);
 
 #endif

@@ -131,8 +131,19 @@ typedef struct pl_train_strategy {
      * (DP-NCCL-P: its speed); NULL: even. */
     double *batch_share;
     int n_devs;   /* entries of batch_share */
-    bool overlap; /* a gradient's synchronisation starts as soon as it is made (TAG, Horovod);
-                     false: on each device, after every gradient made there (DP-NCCL) */
+    bool overlap; /* a group's synchronisation starts as soon as its gradients are made (TAG);
+                     false: on each device, after every gradient made there ("DP, synchronised
+                     after backward", dp-sync) */
+    /* When set, the AllReduce option's gradients are not synchronised per op group: parameter
+     * p's gradient goes in AllReduce bucket[p] (0, 1, ...), each one a node of the dataflow
+     * graph that starts when its gradients are made and the previous one (bucket[p] - 1) is
+     * done on that device: the collectives serialised on one stream, overlapping the rest of
+     * the backward pass (DP-NCCL: one per gradient; Horovod: fused). overlap is then unused.
+     * The gradients of one bucket must be made on the same devices. bucket[n_bucket + p]
+     * (<= bucket[p]): the AllReduce that starts only once p's gradient is made, its cycle's
+     * first for Horovod, whose thread launches a cycle's AllReduces when it has them all. */
+    int *bucket;
+    int n_bucket; /* the training graph's parameters; bucket holds 2 n_bucket entries */
 } pl_train_strategy;
 pl_train_strategy *pl_train_strategy_new(int n_groups, int n_dgroups);
 pl_train_strategy *pl_train_strategy_copy(const pl_train_strategy *s);
@@ -210,10 +221,29 @@ void pl_train_eval_free(pl_train_eval *e);
 
 /* ---- baselines (src/train/baselines.c) ---- */
 
-/* Data parallelism on every device with ring AllReduce: DP-NCCL (overlap false), Horovod
- * (overlap true, gradients synchronised as they are made); `proportional`: each device's share
- * of the batch proportional to its speed (DP-NCCL-P). */
+/* Data parallelism on every device with ring AllReduce; `proportional`: each device's share
+ * of the batch proportional to its speed (DP-NCCL-P). overlap false: DP-NCCL as TensorFlow's
+ * in-graph replication runs it, one AllReduce per gradient in the order backpropagation makes
+ * them (their forward ops' in reverse, as baselines.c says), serialised on one stream;
+ * true: TAG's one AllReduce per op group, each starting as soon as its gradients are made
+ * (MCTS's root completion). */
 pl_train_strategy *pl_train_dp(const pl_train_ctx *x, bool proportional, bool overlap);
+/* "DP, synchronised after backward" (dp-sync): data parallelism with one AllReduce per op
+ * group whose ring waits, on each device, for every gradient made there. */
+pl_train_strategy *pl_train_dp_sync(const pl_train_ctx *x);
+
+/* Horovod's tensor fusion (docs/train.md, "Baselines"): its background thread wakes every
+ * cycle_s and fuses the gradients made since into AllReduces of at most fusion_bytes each
+ * (a gradient that would overflow the buffer starts the next one). */
+typedef struct pl_train_horovod_opts {
+    double fusion_bytes; /* 0: 64 MiB, HOROVOD_FUSION_THRESHOLD's default */
+    double cycle_s;      /* 0: 5 ms, HOROVOD_CYCLE_TIME's default */
+} pl_train_horovod_opts;
+/* Horovod (o NULL: its defaults): data parallelism whose gradients are fused by the cycle
+ * each is made in, as the simulation of DP-NCCL's unfused strategy makes them (max over the
+ * replicas: Horovod fuses a tensor once every rank has it); NULL with err set on failure. */
+pl_train_strategy *pl_train_horovod(const pl_train_ctx *x, const pl_train_horovod_opts *o,
+                                    pl_err *err);
 /* HeteroG-like: per op group, in descending time, the best by simulation of replicating it on
  * every device (AllReduce or PS) or putting it on one device group (model parallel there);
  * NULL with err set on failure. With x->dist, its simulations are spread over the ranks (the
@@ -294,15 +324,11 @@ typedef enum {
     PL_FOUND_MCTS_PRIOR,   /* the tree search guided by the prior fn */
     PL_FOUND_REFINE,       /* the greedy refinement after MCTS */
     PL_FOUND_SFB,          /* SFB's duplication, kept because the simulation was faster */
-    PL_FOUND_FALLBACK,     /* the OOM fallback: the best did not fit and was split until it did */
-    /* Horovod's strategy (data parallelism with AllReduce, overlapped: the root's completion),
-     * the refinement's second start, kept as it was because nothing the search or the
-     * refinement found beat it: the Horovod baseline's answer, not the refinement's */
-    PL_FOUND_HOROVOD
+    PL_FOUND_FALLBACK      /* the OOM fallback: the best did not fit and was split until it did */
 } pl_train_found;
 
 /* The name `placer train` and the bench give f: "dp", "mcts-uniform", "mcts-gnn" (placer's one
- * learned prior is TAG's GNN), "refinement", "sfb", "fallback", "horovod". */
+ * learned prior is TAG's GNN), "refinement", "sfb", "fallback". */
 const char *pl_train_found_name(pl_train_found f);
 
 /* One MCTS tree's own outcome (with x->dist, every rank's tree of that prior, merged). */
@@ -311,9 +337,12 @@ typedef struct pl_train_tree_result {
     double best_s;             /* its fastest strategy that fits; INFINITY: none */
     int iterations;            /* run */
     int iterations_to_beat_dp; /* -1: none */
-    /* its best is Horovod's strategy (the root's completion: data parallelism with AllReduce,
-     * overlapped), which an iteration reaches whenever every op group takes that action */
-    bool horovod;
+    /* its best is the search's start (the root's completion: every op group data-parallel,
+     * its AllReduce overlapped with the backward pass), which an iteration reaches whenever
+     * every op group takes that action. It was the Horovod baseline's strategy until that
+     * baseline fused its gradients (docs/train.md, "Baselines"); no row has it now, so the
+     * tree that reached it, or the refinement that started from it, is credited */
+    bool at_start;
 } pl_train_tree_result;
 
 typedef struct pl_train_search_result {

@@ -13,7 +13,36 @@ static double fp32_speed(const pl_device *d)
     return d->peak_flops_per_s[PL_PREC_FP32] > 0 ? d->peak_flops_per_s[PL_PREC_FP32] : 1;
 }
 
-pl_train_strategy *pl_train_dp(const pl_train_ctx *x, bool proportional, bool overlap)
+/* order[0..n) sorted by key[order[i]], stably (insertion sort: a few hundred parameters). */
+static void sort_by(int *order, int n, const double *key)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && key[order[j]] < key[order[j - 1]]; j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1], order[j - 1] = tmp;
+        }
+}
+
+/* The parameters in the order backpropagation makes their gradients: their forward op's
+ * (the model's order) last first, ties in parameter order; a gradient whose producer
+ * differentiates no forward op by its producer's topological position, after them. */
+static int *grad_order(const pl_train_ctx *x)
+{
+    const pl_train_graph *t = x->t;
+    int n = t->n_params, *order = pl_malloc((size_t)n * sizeof *order + 1);
+    double *key = pl_malloc((size_t)n * sizeof *key + 1);
+    for (int p = 0; p < n; p++) {
+        int u = t->g->tensors[t->grad_tensor[p]].producer;
+        int f = u >= 0 ? t->fwd_of[u] : -1;
+        order[p] = p;
+        key[p] = f >= 0 ? t->n_fwd - 1 - f : t->n_fwd + (u >= 0 ? t->g->topo_pos[u] : t->g->n_ops);
+    }
+    sort_by(order, n, key);
+    free(key);
+    return order;
+}
+
+static pl_train_strategy *dp_groups(const pl_train_ctx *x, bool proportional, bool overlap)
 {
     pl_train_strategy *s = pl_train_strategy_new(x->og.n, x->dg.n);
     memset(s->P, 1, (size_t)x->og.n * x->dg.n);
@@ -26,6 +55,57 @@ pl_train_strategy *pl_train_dp(const pl_train_ctx *x, bool proportional, bool ov
         for (int d = 0; d < s->n_devs; d++)
             s->batch_share[d] = fp32_speed(&x->c->devs[d]);
     }
+    return s;
+}
+
+pl_train_strategy *pl_train_dp(const pl_train_ctx *x, bool proportional, bool overlap)
+{
+    pl_train_strategy *s = dp_groups(x, proportional, overlap);
+    if (overlap) return s;
+    /* TensorFlow's in-graph replication: one AllReduce node per gradient, launched on NCCL's
+     * one stream in the order the gradients are made */
+    int *order = grad_order(x);
+    s->n_bucket = x->t->n_params;
+    s->bucket = pl_malloc(2 * (size_t)s->n_bucket * sizeof *s->bucket + 1);
+    for (int k = 0; k < s->n_bucket; k++)
+        s->bucket[order[k]] = s->bucket[s->n_bucket + order[k]] = k;
+    free(order);
+    return s;
+}
+
+pl_train_strategy *pl_train_dp_sync(const pl_train_ctx *x)
+{
+    return dp_groups(x, false, false);
+}
+
+pl_train_strategy *pl_train_horovod(const pl_train_ctx *x, const pl_train_horovod_opts *o,
+                                    pl_err *err)
+{
+    double cap = o && o->fusion_bytes > 0 ? o->fusion_bytes : 64.0 * 1024 * 1024;
+    double cycle = o && o->cycle_s > 0 ? o->cycle_s : 5e-3;
+    pl_train_strategy *s = pl_train_dp(x, false, false);
+    int n = x->t->n_params, *order = grad_order(x);
+    double *made = pl_malloc((size_t)n * sizeof *made + 1);
+    if (tr_grad_times(x, s, made, err) < 0) {
+        free(order), free(made);
+        pl_train_strategy_free(s);
+        return NULL;
+    }
+    sort_by(order, n, made); /* the order Horovod's thread sees them in */
+    /* a gradient made in [k cycle, (k+1) cycle) is fused at the cycle's end; a full buffer
+     * starts the next AllReduce of the same cycle */
+    int b = -1, first = 0;
+    double fill = 0, at = -1;
+    for (int i = 0; i < n; i++) {
+        int p = order[i];
+        int64_t tb = x->t->g->tensors[x->t->grad_tensor[p]].bytes;
+        double bytes = tb > 0 ? (double)tb : 0;
+        double k = floor(fmax(made[p], 0) / cycle);
+        if (b < 0 || k != at) first = b + 1;
+        if (b < 0 || k != at || fill + bytes > cap) b++, fill = 0, at = k;
+        s->bucket[p] = b, s->bucket[n + p] = first, fill += bytes;
+    }
+    free(order), free(made);
     return s;
 }
 

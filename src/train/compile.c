@@ -49,6 +49,7 @@ typedef struct cc {
     int cap_op_dev;
     int *synced;        /* [param * D + d]: its synchronised gradient on d, -1 when not synced */
     int *barrier;       /* per device: "every gradient made here" (no overlap), -1 */
+    int *stream;        /* per device: the last collective's result there (s->bucket), -1 */
     int *param_of_grad; /* per training tensor: the parameter whose gradient it is, -1 */
 } cc;
 
@@ -470,10 +471,10 @@ static bool needs_sync(const cc *c, int p, int group)
     return r->mode == REP_SHARD && r->n > 1 && c->x->og.group_of[c->t->apply_op[p]] == group;
 }
 
-/* Without overlap (DP-NCCL), synchronisation waits for every gradient made on its device. */
+/* Without overlap (dp-sync), synchronisation waits for every gradient made on its device. */
 static int barrier_on(cc *c, int d)
 {
-    if (c->s->overlap) return -1;
+    if (c->s->overlap || c->s->bucket) return -1;
     if (c->barrier[d] >= 0) return c->barrier[d];
     int op = new_op(c, "grads_done", "Barrier", d, 0, 0, PL_CLASS_DATA_MOVEMENT);
     for (int p = 0; p < c->t->n_params; p++) {
@@ -505,7 +506,20 @@ static double ring_phase_bytes(const cc *c, const reps *r, int a, int b, double 
     return per_byte > 0 ? fmax(0, (phase - lat) / per_byte) : bytes * (D - 1) / D;
 }
 
-static void ring_allreduce(cc *c, const bucket *bk)
+/* With s->bucket, AllReduce b's send on device d also waits for the gradients made there
+ * that must be made before it starts (bucket[n_bucket + p] == b): no data, an edge. */
+static void wait_launch(cc *c, int op, int d, int b)
+{
+    const pl_train_strategy *s = c->s;
+    for (int p = 0; b >= 0 && p < s->n_bucket; p++) {
+        int u = grad_producer(c, p), q = u >= 0 ? find_rep(&c->rp[u], d) : -1;
+        if (s->bucket[s->n_bucket + p] == b && s->bucket[p] != b && q >= 0)
+            pl_op_add_input(c->g, op, c->rp[u].out[q][out_index(c->t->g, u, c->t->grad_tensor[p])]);
+    }
+}
+
+/* The ring AllReduce of bk; b: its place in the strategy's stream (s->bucket), -1 without. */
+static void ring_allreduce(cc *c, const bucket *bk, int b)
 {
     const reps *r = bk->rp;
     int D = r->n;
@@ -520,8 +534,11 @@ static void ring_allreduce(cc *c, const bucket *bk)
                 c->g, op,
                 c->rp[u].out[find_rep(&c->rp[u], d)][out_index(c->t->g, u, c->t->grad_tensor[p])]);
         }
-        int b = barrier_on(c, d);
-        if (b >= 0) pl_op_add_input(c->g, op, b);
+        int w = barrier_on(c, d);
+        if (w >= 0) pl_op_add_input(c->g, op, w);
+        if (c->s->bucket && c->stream[d] >= 0) /* one stream: after the previous collective */
+            pl_op_add_input(c->g, op, c->stream[d]);
+        wait_launch(c, op, d, b);
         m[i] = new_tensor(c, "ring_rs", ring_phase_bytes(c, r, d, next, bk->bytes), 0);
         pl_op_add_output(c->g, op, m[i]);
     }
@@ -543,6 +560,7 @@ static void ring_allreduce(cc *c, const bucket *bk)
         pl_op_add_output(c->g, op, out);
         for (int k = 0; k < bk->n; k++)
             c->synced[(size_t)bk->param[k] * c->D + d] = out;
+        c->stream[d] = out;
     }
     free(m), free(q);
 }
@@ -593,12 +611,51 @@ static void collect_bucket(cc *c, int group, bucket *bk)
         }
 }
 
-/* Every training op but the optimizer's, then each group's synchronisation, then the
- * optimizer ops (which read the synchronised gradients), then the PS pulls. */
+static bool same_devices(const reps *a, const reps *b)
+{
+    return a->n == b->n && !memcmp(a->dev, b->dev, (size_t)a->n * sizeof *a->dev);
+}
+
+/* The strategy's AllReduces in stream order (s->bucket): bucket b holds the gradients of the
+ * AllReduce option's groups whose entry is b; each one's ring waits for the previous one's on
+ * every device (ring_allreduce, c->stream). */
+static int emit_buckets(cc *c, pl_err *err)
+{
+    const pl_train_strategy *s = c->s;
+    int nb = 0;
+    for (int p = 0; p < s->n_bucket; p++)
+        if (s->bucket[p] >= nb) nb = s->bucket[p] + 1;
+    bucket bk = {.param = pl_malloc((size_t)c->t->n_params * sizeof *bk.param)};
+    int rc = 0;
+    for (int b = 0; b < nb && rc == 0; b++) {
+        bk.n = 0, bk.bytes = 0, bk.rp = NULL;
+        for (int p = 0; p < c->t->n_params; p++) {
+            int u = grad_producer(c, p), gi = u >= 0 ? c->x->og.group_of[u] : -1;
+            if (s->bucket[p] != b || gi < 0 || s->O[gi] == PL_OPT_PS || !needs_sync(c, p, gi))
+                continue;
+            if (bk.rp && !same_devices(bk.rp, &c->rp[u])) {
+                rc = pl_err_set(err,
+                                "train: AllReduce %d fuses gradients made on different devices", b);
+                break;
+            }
+            bk.param[bk.n++] = p, bk.bytes += tbytes(c->t->g, c->t->grad_tensor[p]);
+            bk.rp = &c->rp[u];
+        }
+        if (rc == 0 && bk.n) ring_allreduce(c, &bk, b);
+    }
+    free(bk.param);
+    return rc;
+}
+
+/* Every training op but the optimizer's, then each group's synchronisation (or the
+ * strategy's AllReduces in stream order), then the optimizer ops (which read the
+ * synchronised gradients), then the PS pulls. */
 static int emit_all(cc *c, pl_err *err)
 {
-    (void)err;
     const pl_graph *tg = c->t->g;
+    if (c->s->bucket && c->s->n_bucket != c->t->n_params)
+        return pl_err_set(err, "train: the strategy's AllReduces cover %d parameters, not %d",
+                          c->s->n_bucket, c->t->n_params);
     for (int i = 0; i < tg->n_ops; i++)
         if (c->t->phase[tg->topo[i]] != PL_PHASE_OPT) emit_op(c, tg->topo[i]);
     int G = c->x->og.n;
@@ -608,8 +665,14 @@ static int emit_all(cc *c, pl_err *err)
         if (bks[gi].n == 0) continue;
         if (c->s->O[gi] == PL_OPT_PS)
             ps_push(c, &bks[gi], c->ps_of_group[gi]);
-        else
-            ring_allreduce(c, &bks[gi]);
+        else if (!c->s->bucket)
+            ring_allreduce(c, &bks[gi], -1);
+    }
+    if (c->s->bucket && emit_buckets(c, err) < 0) {
+        for (int gi = 0; gi < G; gi++)
+            free(bks[gi].param);
+        free(bks);
+        return -1;
     }
     for (int i = 0; i < tg->n_ops; i++)
         if (c->t->phase[tg->topo[i]] == PL_PHASE_OPT) emit_op(c, tg->topo[i]);
@@ -642,8 +705,9 @@ int pl_train_compile(const pl_train_ctx *x, const pl_train_strategy *s, pl_graph
     for (int p = 0; p < t->n_params; p++)
         c.param_of_grad[t->grad_tensor[p]] = p;
     c.barrier = pl_malloc((size_t)c.D * sizeof *c.barrier);
+    c.stream = pl_malloc((size_t)c.D * sizeof *c.stream);
     for (int d = 0; d < c.D; d++)
-        c.barrier[d] = -1;
+        c.barrier[d] = c.stream[d] = -1;
     int rc = plan_replicas(&c, err);
     if (rc == 0) rc = emit_all(&c, err);
     if (rc == 0) rc = pl_graph_finalize(c.g, "compiled training graph", err);
@@ -661,7 +725,7 @@ int pl_train_compile(const pl_train_ctx *x, const pl_train_strategy *s, pl_graph
         free(r->dev), free(r->lo), free(r->hi), free(r->op), free(r->out);
     }
     free(c.rp), free(c.wt_on), free(c.ps_of_group), free(c.op_dev), free(c.synced);
-    free(c.barrier), free(c.param_of_grad);
+    free(c.barrier), free(c.stream), free(c.param_of_grad);
     if (rc < 0) {
         pl_graph_free(c.g);
         free(c.origin);

@@ -2,6 +2,7 @@
  * "Evaluating a strategy"), and on request the simulator's feedback TAG's GNN reads (Table 1,
  * part 3). */
 #include "placer/train.h"
+#include "train_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,16 +68,31 @@ static void device_feedback(const pl_train_ctx *x, const pl_sim_result *r, pl_tr
         }
 }
 
-int pl_train_evaluate_opts(const pl_train_ctx *x, const pl_train_strategy *s,
-                           const pl_train_eval_opts *o, pl_train_eval *e, pl_err *err)
-{
-    bool fb = o && o->feedback;
-    memset(e, 0, sizeof *e);
-    e->oom_dev = -1;
+/* One iteration of s compiled and simulated (record: every op's times) into *r, with the
+ * compiled graph, its placement, cost table and origin map (NULL: not wanted) for the caller
+ * to free (sim_free); -1 with err set, nothing to free. */
+typedef struct sim_run {
     pl_graph *g;
     pl_plan *p;
-    int *origin = NULL;
-    if (pl_train_compile(x, s, &g, &p, fb ? &origin : NULL, err) < 0) return -1;
+    pl_cost *k;
+    int *origin;
+    pl_sim_result r;
+} sim_run;
+
+static void sim_free(sim_run *u)
+{
+    pl_sim_result_free(&u->r);
+    free(u->origin);
+    pl_cost_free(u->k);
+    pl_plan_free(u->p);
+    pl_graph_free(u->g);
+}
+
+static int sim_strategy(const pl_train_ctx *x, const pl_train_strategy *s, bool record, sim_run *u,
+                        pl_err *err)
+{
+    memset(u, 0, sizeof *u);
+    if (pl_train_compile(x, s, &u->g, &u->p, record ? &u->origin : NULL, err) < 0) return -1;
     /* onnxruntime's CPU kernel fusion is not a training framework's: ops are priced alone */
     pl_cost_params cp;
     if (x->params)
@@ -84,28 +100,54 @@ int pl_train_evaluate_opts(const pl_train_ctx *x, const pl_train_strategy *s,
     else
         pl_cost_params_default(&cp);
     cp.runtime_fusion = PL_FUSION_NONE;
-    pl_cost *k = pl_cost_new_placed(g, x->c, &cp, p->dev, err);
-    pl_sim_result r;
-    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .record = fb};
-    int rc = k ? pl_simulate(k, p, &so, &r, err) : -1;
-    if (rc == 0) {
-        e->iteration_s = r.makespan_s;
-        e->band = pl_cost_plan_band(k, p->dev, &e->basis);
-        e->oom = r.oom, e->oom_dev = r.oom_dev, e->oom_excess_bytes = r.oom_excess_bytes;
-        e->n_devs = r.n_devs;
-        e->peak_mem_bytes = r.peak_mem_bytes, r.peak_mem_bytes = NULL;
-        e->compiled_ops = g->n_ops;
-        if (fb) {
-            group_feedback(x, g, origin, &r, e);
-            device_feedback(x, &r, e);
-        }
-        pl_sim_result_free(&r);
+    u->k = pl_cost_new_placed(u->g, x->c, &cp, u->p->dev, err);
+    pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .record = record};
+    if (!u->k || pl_simulate(u->k, u->p, &so, &u->r, err) < 0) {
+        sim_free(u);
+        return -1;
     }
-    free(origin);
-    pl_cost_free(k);
-    pl_plan_free(p);
-    pl_graph_free(g);
-    return rc;
+    return 0;
+}
+
+int pl_train_evaluate_opts(const pl_train_ctx *x, const pl_train_strategy *s,
+                           const pl_train_eval_opts *o, pl_train_eval *e, pl_err *err)
+{
+    bool fb = o && o->feedback;
+    memset(e, 0, sizeof *e);
+    e->oom_dev = -1;
+    sim_run u;
+    if (sim_strategy(x, s, fb, &u, err) < 0) return -1;
+    pl_sim_result *r = &u.r;
+    e->iteration_s = r->makespan_s;
+    e->band = pl_cost_plan_band(u.k, u.p->dev, &e->basis);
+    e->oom = r->oom, e->oom_dev = r->oom_dev, e->oom_excess_bytes = r->oom_excess_bytes;
+    e->n_devs = r->n_devs;
+    e->peak_mem_bytes = r->peak_mem_bytes, r->peak_mem_bytes = NULL;
+    e->compiled_ops = u.g->n_ops;
+    if (fb) {
+        group_feedback(x, u.g, u.origin, r, e);
+        device_feedback(x, r, e);
+    }
+    sim_free(&u);
+    return 0;
+}
+
+int tr_grad_times(const pl_train_ctx *x, const pl_train_strategy *s, double *made_s, pl_err *err)
+{
+    sim_run u;
+    if (sim_strategy(x, s, true, &u, err) < 0) return -1;
+    const pl_train_graph *t = x->t;
+    for (int p = 0; p < t->n_params; p++)
+        made_s[p] = -1;
+    for (int op = 0; op < u.g->n_ops; op++) {
+        int v = u.origin[op];
+        if (v < 0) continue;
+        for (int p = 0; p < t->n_params; p++) /* the last replica's end: every rank has it */
+            if (t->g->tensors[t->grad_tensor[p]].producer == v && u.r.op_end_s[op] > made_s[p])
+                made_s[p] = u.r.op_end_s[op];
+    }
+    sim_free(&u);
+    return 0;
 }
 
 int pl_train_evaluate(const pl_train_ctx *x, const pl_train_strategy *s, pl_train_eval *e,

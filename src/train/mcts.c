@@ -41,7 +41,6 @@ typedef struct search {
     double best_s;
     int beat_dp_at;
     int iterations;       /* run */
-    bool root_unimproved; /* refine kept its second start, the root's completion, unchanged */
     uint64_t rng;
     pl_strmap seen; /* completed strategies already evaluated: their time */
     double *seen_t;
@@ -377,7 +376,7 @@ static int refine(search *s, pl_train_search_result *r, pl_err *err)
         free(all), free(one);
         return -1;
     }
-    double t[2] = {s->best_s, e.oom ? INFINITY : e.iteration_s}, root_s = t[1];
+    double t[2] = {s->best_s, e.oom ? INFINITY : e.iteration_s};
     pl_train_eval_free(&e);
     int n = tr_greedy(x, st, t, 2, 3, put_action, alt, 1e-9, err);
     free(all), free(one);
@@ -385,7 +384,6 @@ static int refine(search *s, pl_train_search_result *r, pl_err *err)
     r->refined_mcts_s = t[0], r->refined_root_s = t[1];
     s->best_s = t[0]; /* st[0] is s->best, improved in place */
     if (n >= 0 && t[1] < t[0]) {
-        s->root_unimproved = !(t[1] < root_s); /* Horovod's strategy as it was */
         pl_train_strategy_free(s->best);
         s->best = st[1], s->best_s = t[1];
     } else
@@ -588,7 +586,8 @@ static int merge_trees(search *s, int rc, pl_err *err)
 
 /* ---- the search ---- */
 
-/* Whether s's best is the root's completion, Horovod's strategy. */
+/* Whether s's best is the root's completion: the search's start, every op group data-parallel
+ * with its AllReduce overlapped. */
 static bool best_is_root(const search *s)
 {
     pl_train_strategy *root = complete(s, NULL, 0);
@@ -653,13 +652,12 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     r->iterations_to_beat_dp = s.beat_dp_at;
     r->mcts_s = s.best_s;
     /* the best starts as DP-NCCL and is replaced only by a faster strategy */
-    r->found_by = s.best_s >= s.dp_s                                   ? PL_FOUND_DP
-                  : (by_prior ? r->prior.horovod : r->uniform.horovod) ? PL_FOUND_HOROVOD
-                  : by_prior                                           ? PL_FOUND_MCTS_PRIOR
-                                                                       : PL_FOUND_MCTS_UNIFORM;
+    r->found_by = s.best_s >= s.dp_s ? PL_FOUND_DP
+                  : by_prior         ? PL_FOUND_MCTS_PRIOR
+                                     : PL_FOUND_MCTS_UNIFORM;
     if (rc == 0 && !o->no_refine && isfinite(s.best_s)) rc = refine(&s, r, err);
     if (rc == 0 && !o->no_refine) r->refined_s = s.best_s;
-    if (s.best_s < r->mcts_s) r->found_by = s.root_unimproved ? PL_FOUND_HOROVOD : PL_FOUND_REFINE;
+    if (s.best_s < r->mcts_s) r->found_by = PL_FOUND_REFINE; /* from a tree's best or the start */
     r->refine_evaluations = s.refined;
     r->refined_by = r->found_by;
     if (rc == 0 && !o->no_sfb && isfinite(s.best_s)) rc = apply_sfb(&s, r, err);
@@ -684,7 +682,6 @@ const char *pl_train_found_name(pl_train_found f)
         [PL_FOUND_REFINE] = "refinement",
         [PL_FOUND_SFB] = "sfb",
         [PL_FOUND_FALLBACK] = "fallback",
-        [PL_FOUND_HOROVOD] = "horovod", /* Horovod's strategy, reached or started from, kept */
     };
     return (unsigned)f < sizeof name / sizeof *name ? name[f] : "?";
 }

@@ -28,6 +28,12 @@ size_t tr_strategy_bytes(const pl_train_ctx *x);
 void tr_strategy_pack(const pl_train_ctx *x, const pl_train_strategy *s, unsigned char *buf);
 pl_train_strategy *tr_strategy_unpack(const pl_train_ctx *x, const unsigned char *buf);
 
+/* ---- gradient times (eval.c), for Horovod's fusion ---- */
+
+/* Simulates s once and fills made_s[p], per parameter of the training graph, with the end of
+ * the last replica of its gradient's producer (-1: no producer); -1 with err set. */
+int tr_grad_times(const pl_train_ctx *x, const pl_train_strategy *s, double *made_s, pl_err *err);
+
 /* ---- greedy passes (greedy.c) ---- */
 
 /* Op group `group`'s row of st becomes action a: its device groups and its option. */
