@@ -40,7 +40,7 @@ typedef struct search {
     pl_train_strategy *best;
     double best_s;
     int beat_dp_at;
-    int iterations;       /* run */
+    int iterations; /* run */
     uint64_t rng;
     pl_strmap seen; /* completed strategies already evaluated: their time */
     double *seen_t;
