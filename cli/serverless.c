@@ -534,8 +534,10 @@ static int make_plans(const sl_args *a, const pl_platform *pf, const pl_sl_graph
         if (!want && !(al == PL_SL_MOPAR && a->algo >= 0)) continue;
         const pl_sl_graph *on = al == PL_SL_UNIFORM ? raw : sg;
         if (pl_sl_plan_make(on, pf, &a->so, al, k, &plans[al], err) < 0) {
-            bool optional = al == PL_SL_UNSPLIT || al == PL_SL_NONSPLIT ||
-                            al == PL_SL_CLOCKWORK; /* a baseline */
+            /* a baseline that does not fit (unsplit, uniform's equal slices, clockwork++'s
+               whole model) or whose solver fails (nonsplit) is a row of "-", said on stderr:
+               MOPAR's plan and the front still answer */
+            bool optional = al != PL_SL_MOPAR;
             if (!optional || a->algo == al) return -1;
             fprintf(stderr, "placer serverless: note: %s\n", err->msg); /* MOPAR: no bound */
             plans[al].algo = al;

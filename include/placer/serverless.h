@@ -351,7 +351,8 @@ const pl_transport *pl_sl_transport(const pl_platform *pf, const pl_sl_opts *o);
 
 /* Prices the partition whose slices end at layers ends[0] < ... < ends[n - 1] = sg->n - 1:
  * the one pricing every algorithm uses. Slice k's memory is what it needs (MOPAR's), or, when
- * vcpus[k] = v > 0 (vcpus may be NULL: all 0), at least v whole vCPUs' (v x λ): below one vCPU a
+ * vcpus[k] = v > 0 (vcpus may be NULL: all 0), at least v whole vCPUs' (v x λ, or the
+ * platform's largest size when that is smaller): below one vCPU a
  * function's CPU share follows its memory, so the bill per unit of work is the same and the
  * slice runs faster; above, its degree η may grow. *out is the caller's (pl_sl_plan_free); -1 when
  * a slice does not fit, *out then freed and zeroed (what it held before the call is not freed: pass

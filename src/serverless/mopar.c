@@ -169,14 +169,17 @@ double sl_activation_factor(const pl_platform *pf)
 
 /* The function's memory for a span: its layers' weights, resident, the most activation memory
  * one of them holds (Eq. 1 over the slice's chain of layers), each as the runtime holds them
- * (its factors), and the runtime's own, or at least v whole vCPUs' (v x λ) when v > 0, in
- * bytes, rounded to a size the platform allows; -1 when beyond its largest. */
+ * (its factors), and the runtime's own, or at least v whole vCPUs' (v x λ, or the largest
+ * size when that is smaller) when v > 0, in bytes, rounded to a size the platform allows; -1
+ * when beyond its largest. */
 static double memory_of(const span *sp, const pl_platform *pf, int v)
 {
     double fw = sl_weight_factor(pf), fa = sl_activation_factor(pf);
     double need = fw * sp->weight_bytes + fa * sp->act_bytes;
     need += pf->runtime_base_mb * PL_PLATFORM_MB_BYTES;
-    if (v > 0) need = fmax(need, v * pf->mb_per_vcpu * PL_PLATFORM_MB_BYTES);
+    /* on a platform whose largest size is below v vCPUs' (λ above it), the largest: the
+       most CPU a function can have */
+    if (v > 0) need = fmax(need, fmin(v * pf->mb_per_vcpu, pf->mem_max_mb) * PL_PLATFORM_MB_BYTES);
     double mb = pl_platform_round_mb(pf, need / PL_PLATFORM_MB_BYTES);
     return mb < 0 ? -1 : mb * PL_PLATFORM_MB_BYTES;
 }
