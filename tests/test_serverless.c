@@ -109,12 +109,6 @@ static double brute_force(const pl_sl_graph *sg, const pl_platform *pf, const pl
     return c.usd;
 }
 
-static void platform_free(pl_platform *p)
-{
-    pl_cluster_free(p->vcpu);
-    free(p->name), free(p->path), free(p);
-}
-
 /* MOPAR's DP finds the brute force's optimum on chains of 1 to 12 layers, with the store and
  * with a codec that shrinks cut tensors 4x at a cost per byte, with the paper's latency bound
  * and with 10 % and 50 % of slack (without it, splits rarely pay: a slice's CPU follows its
@@ -149,7 +143,7 @@ static void test_dp_equals_brute_force(void **state)
         }
     print_message("    %d of 72 instances split\n", split);
     assert_true(split > 5); /* the instances are not all best unsplit */
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* The latency DP with k slices finds the least latency over every partition into k slices
@@ -190,7 +184,7 @@ static void test_latency_dp_equals_brute_force(void **state)
         }
         pl_sl_free(sg);
     }
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* x(50) -> a(100) -> b(104) -> c(300) -> d(310) -> e(10), one tensor each: a is within 5 % of
@@ -290,7 +284,7 @@ static void test_bill_by_hand(void **state)
     assert_close(p.bytes_moved, 8e6, 0);
     pl_sl_plan_free(&p);
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* A plan's invocations, by hand (docs/serverless.md, "The invocation"). Three layers of 0.1 s on
@@ -350,7 +344,7 @@ static void test_invocation_by_hand(void **state)
     assert_close(m.usd, again.usd, 1e-15);
     pl_sl_plan_free(&bare), pl_sl_plan_free(&p), pl_sl_plan_free(&m), pl_sl_plan_free(&again);
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* gcn_cora's payload: its graph inputs, features [2708, 1433] and adjacency [2708, 2708] float32
@@ -386,7 +380,7 @@ static void test_gcn_payload(void **state)
     assert_close(p.slices[0].invoke_s, 44931136 / 1e9, 1e-12);
     pl_sl_plan_free(&p);
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
     pl_graph_free(g);
 }
 
@@ -435,7 +429,7 @@ static void test_store_bill_by_hand(void **state)
     pl_sl_plan_free(&free_store), pl_sl_plan_free(&serverless), pl_sl_plan_free(&node);
     pl_sl_plan_free(&mopar);
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 typedef struct points {
@@ -515,7 +509,7 @@ static void test_dp_exact(void **state)
     }
     print_message("    %d of 10 chains have a last front of more than two labels\n", found);
     assert_true(found > 0);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* Issue 28: the bill of a measured run is the library's (pl_sl_run_usd), not the verb's: on the
@@ -535,7 +529,7 @@ static void test_measured_bill(void **state)
     assert_close(pl_sl_run_usd(pf, &p, &r, &o), 3.4552148e-6 + 2.8041719e-6 + 8e-5, 1e-9);
     r.n = 1;
     assert_close(pl_sl_run_usd(pf, &p, &r, &o), 3.4552148e-6 + 8e-5, 1e-9);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* A slice needing more than 10240 MB does not fit, and a layer that does is refused by name;
@@ -568,7 +562,7 @@ static void test_memory_bounds(void **state)
     assert_close(p.slices[0].mem_mb, 6100, 0);
     pl_sl_plan_free(&p);
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* A slice's degree is the fastest of 1 .. its whole vCPUs, checked against every degree on
@@ -616,7 +610,7 @@ static void test_degree(void **state)
     assert_close(p.slices[0].compute_s, 1 / (1 + 1023 * 0.5), 1e-12);
     pl_sl_plan_free(&p);
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* resnet50's layers: every op in exactly one layer, tensors only forward, the layers' times
@@ -666,7 +660,7 @@ static void test_resnet50_layers(void **state)
     pl_sl_plan_free(&p), pl_sl_plan_free(&u);
     free(seen);
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
     pl_graph_free(g);
 }
 
@@ -701,7 +695,7 @@ static void test_shared_weights(void **state)
     assert_close(p.slices[0].mem_mb + p.slices[1].mem_mb, 1230, 0);
     pl_sl_plan_free(&p);
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* The one choice of transport the plan, the verb's header and --run all ask: shared memory
@@ -718,7 +712,7 @@ static void test_transport(void **state)
     assert_ptr_equal(pl_sl_transport(pf, &o), &pf->store);
     pf->store.present = false;
     assert_ptr_equal(pl_sl_transport(pf, &o), &pf->shm);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* One function of 2048 MB taking 0.5 s, a request every second for 10 s, cold start 2 s,
@@ -752,7 +746,7 @@ static void test_serve_by_hand(void **state)
     assert_int_equal(pl_sl_serve(&p, pf, &o, &r, &(pl_err){""}), 0);
     assert_int_equal(r.cold_starts, 3);
     assert_true(r.mem_gb_avg < 5.4);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* A replay's cost is bounded: a trace whose invocations (duration x highest rate x functions)
@@ -795,7 +789,7 @@ static void test_serve_bounded(void **state)
     assert_close(r.p95_s, 0.06, 1e-12);
     assert_close(r.p99_s, 2.06, 1e-9);
     assert_true(r.cold_starts >= 6050 && r.cold_starts <= 6070); /* 1,010 x (3 + 2 + 1) */
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* ---- NonSplit (docs/serverless.md, "NonSplit") ---- */
@@ -934,7 +928,7 @@ static void test_nonsplit_equals_brute_force(void **state)
     print_message("    %d cases, %d with a non-contiguous optimum\n", cases, noncontig);
     assert_true(cases >= 30);
     assert_true(noncontig >= 1); /* the program's point: a function of layers not consecutive */
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* The algorithm is named and parsed like the others. */
@@ -967,7 +961,7 @@ static void test_nonsplit_solver_fault(void **state)
     assert_int_equal(pl_sl_plan_make(sg, pf, &o, PL_SL_NONSPLIT, 2, &p, &err), 0);
     pl_sl_plan_free(&p);
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* ---- the front and the answer (docs/serverless.md, "The answer a user would choose") ---- */
@@ -1031,7 +1025,7 @@ static void test_front_equals_brute_force(void **state)
             pl_sl_front_free(&f);
             pl_sl_free(sg);
         }
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* One layer, worked by hand: 1.0004 s on one vCPU, 0.9 s of it divisible; it needs 200 MB
@@ -1116,7 +1110,7 @@ static void test_answer_by_hand(void **state)
     pl_sl_plan_free(&row);
     pl_sl_front_free(&f);
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 int main(void)

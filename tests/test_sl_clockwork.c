@@ -25,11 +25,6 @@ static pl_platform *platform(void)
     return p;
 }
 
-static void platform_free(pl_platform *p)
-{
-    free(p->name), free(p->path), free(p);
-}
-
 /* One function of 1024 MB (1 GB) taking 0.6 s, billed 0.6 GB-s and 0.6e-5 + 2e-7 USD an
  * invocation; a request every 0.25 s (4 a second, evenly spaced: 0, 0.25, ..., 1.75) for 2 s;
  * windows of 0.25 s. A request is in flight over [arrival, arrival + 0.6). In flight at most:
@@ -74,7 +69,7 @@ static void test_windows_by_hand(void **state)
     assert_int_equal(pl_sl_serve(&p, pf, &o, &r, &(pl_err){""}), 0);
     assert_close(r.usd_per_request, 6.2e-6, 1e-18);
     assert_true(r.cold_starts > 0 && r.p99_s > 1.5);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* ---- against brute force ---- */
@@ -142,7 +137,7 @@ static void test_windows_brute_force(void **state)
         assert_close(r.p95_s, 0.55, 1e-12);
     }
     free(a), free(s);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* A bursty trace: a burst a minute (Poisson, 20 to 1,000 requests a second and back every 60 s,
@@ -177,7 +172,7 @@ static void test_windows_bursty(void **state)
     assert_int_equal(win.cold_starts, 0);
     assert_close(win.p99_s, 0.2, 1e-12);
     assert_true(warm.cold_starts > 0);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* ---- the plan ---- */
@@ -228,7 +223,7 @@ static void test_plan(void **state)
     assert_int_equal(pl_sl_plan_make(sg, pf, &o, PL_SL_CLOCKWORK, 0, &c, &err), -1);
     assert_contains(err.msg, "clockwork++: the whole model does not fit one function");
     pl_sl_free(sg);
-    platform_free(pf);
+    pl_platform_free(pf);
 }
 
 /* ---- the verb ---- */

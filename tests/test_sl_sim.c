@@ -30,12 +30,6 @@ static pl_platform *platform(void)
     return p;
 }
 
-static void platform_free(pl_platform *p)
-{
-    pl_cluster_free(p->vcpu);
-    free(p->name), free(p->path), free(p);
-}
-
 static void tensor(pl_sl_graph *sg, int t, int from, double bytes, int n, const int *to)
 {
     sg->tensors[t] = (pl_sl_tensor){bytes, from, malloc((size_t)n * sizeof(int)), n};
@@ -85,7 +79,7 @@ static void hand_end(hand *h)
 {
     pl_sl_plan_free(&h->p);
     pl_sl_free(h->sg);
-    platform_free(h->pf);
+    pl_platform_free(h->pf);
 }
 
 static void test_hand_worked_chain(void **state)
