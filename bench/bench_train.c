@@ -39,9 +39,12 @@ static double run(const pl_train_ctx *x, pl_train_strategy *s)
 
 static void cell(double t)
 {
-    if (isnan(t)) printf(" %10s", "failed");
-    else if (!isfinite(t)) printf(" %10s", "oom");
-    else printf(" %10.2f", t * 1e3);
+    if (isnan(t))
+        printf(" %10s", "failed");
+    else if (!isfinite(t))
+        printf(" %10s", "oom");
+    else
+        printf(" %10.2f", t * 1e3);
 }
 
 /* TAG's GNN for the model of `label` (NAME.onnx@BATCH): the weights `make priors` trained
@@ -113,7 +116,7 @@ static void one(const pl_train_ctx *x, const char *model, int iterations, bool s
     double dpp = run(x, pl_train_dp(x, true, false));
     double hv = run(x, pl_train_horovod(x, NULL, &err));
     double hg = run(x, pl_train_heterog(x, &err));
-    pl_train_mcmc_opts mo = {.iterations = r.iterations, .seed = so.seed};
+    pl_train_mcmc_opts mo = {.iterations = pl_train_search_iterations(&r), .seed = so.seed};
     double ff = run(x, pl_train_mcmc(x, &mo, NULL, &err));
     pl_train_eval pe;
     double heft = pl_train_placer(x, "heft", NULL, &pe, NULL, &err) == 0
@@ -124,8 +127,10 @@ static void one(const pl_train_ctx *x, const char *model, int iterations, bool s
     cell(tag), cell(r.dp_s), cell(dpp), cell(hv), cell(hg), cell(ff), cell(heft);
     double b[] = {r.dp_s, dpp, hv, hg, ff, heft};
     for (int k = 0; k < 6; k++)
-        if (isfinite(b[k])) printf(" %+7.0f%%", 100 * (b[k] / tag - 1));
-        else printf(" %8s", "-");
+        if (isfinite(b[k]))
+            printf(" %+7.0f%%", 100 * (b[k] / tag - 1));
+        else
+            printf(" %8s", "-");
     printf(" %6d %6d %7.1f\n", r.iterations_to_beat_dp, r.sfb_applied, pl_now() - t0);
     parts(&r, which);
     pl_train_search_result_free(&r);
@@ -138,11 +143,16 @@ int main(int argc, char **argv)
     int nc = 0, nm = 0, iterations = 100, i = 1;
     bool sfb = false, after = false;
     for (; i < argc; i++) {
-        if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--sfb")) sfb = true;
-        else if (!strcmp(argv[i], "--")) after = true;
-        else if (after && nm < MAX_FILES) models[nm++] = argv[i];
-        else if (!after && nc < MAX_FILES) clusters[nc++] = argv[i];
+        if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
+            iterations = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sfb"))
+            sfb = true;
+        else if (!strcmp(argv[i], "--"))
+            after = true;
+        else if (after && nm < MAX_FILES)
+            models[nm++] = argv[i];
+        else if (!after && nc < MAX_FILES)
+            clusters[nc++] = argv[i];
     }
     if (!nc || !nm) {
         fprintf(stderr,

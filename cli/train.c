@@ -25,7 +25,7 @@ static const char *help_text =
     "                 flexflow-mcmc (FlexFlow's MCMC, MCTS's budget and seed); default: the\n"
     "                 fastest row that fits (the recommended answer, whichever part found it)\n"
     "  --budget B     TAG's MCTS: B iterations (default 300), or a time (60s); FlexFlow's\n"
-    "                 MCMC makes as many proposals as MCTS ran iterations\n"
+    "                 MCMC makes as many proposals as MCTS's trees ran iterations in all\n"
     "  --no-sfb       no sufficient factor broadcasting\n"
     "  --max-groups G op groups (METIS; default 60)\n"
     "  --placer P     the model-parallel baseline's placer (default heft; `none` to skip)\n"
@@ -173,8 +173,8 @@ static void run_mcmc(const pl_train_ctx *x, const train_opts *o, const pl_train_
 {
     pl_err err = {""};
     cli_progress("train: FlexFlow's MCMC ...");
-    pl_train_mcmc_opts mo = {.iterations = sr->iterations > 0 ? sr->iterations : o->so.iterations,
-                             .seed = o->so.seed};
+    int n = pl_train_search_iterations(sr); /* both trees' when two grew: TAG's whole search */
+    pl_train_mcmc_opts mo = {.iterations = n > 0 ? n : o->so.iterations, .seed = o->so.seed};
     pl_train_strategy *s = pl_train_mcmc(x, &mo, NULL, &err);
     if (s)
         run_strategy(x, s, r);

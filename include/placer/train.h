@@ -372,6 +372,11 @@ typedef struct pl_train_search_result {
     pl_train_found found_by;
 } pl_train_search_result;
 
+/* The strategies MCTS evaluated in all: both trees' iterations when the GNN's tree grew beside
+ * the uniform one (uniform_too), else r->iterations. The budget a baseline search is given to
+ * be compared on equal terms (FlexFlow's MCMC). */
+int pl_train_search_iterations(const pl_train_search_result *r);
+
 /* TAG: MCTS with PUCT over the op groups in descending time, reward = T_DP / T - 1 (-1 when it
  * does not fit), then a greedy refinement (unless no_refine), SFB per synchronised gradient
  * (unless no_sfb), then the OOM fallback. With x->dist, root parallelism: every rank grows its

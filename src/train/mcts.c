@@ -673,6 +673,12 @@ int pl_train_search(const pl_train_ctx *x, const pl_train_search_opts *o, pl_tra
     return rc;
 }
 
+int pl_train_search_iterations(const pl_train_search_result *r)
+{
+    int n = (r->uniform.ran ? r->uniform.iterations : 0) + (r->prior.ran ? r->prior.iterations : 0);
+    return n > r->iterations ? n : r->iterations;
+}
+
 const char *pl_train_found_name(pl_train_found f)
 {
     static const char *const name[] = {
