@@ -867,16 +867,22 @@ int pl_sl_front_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_o
     out->by = pl_calloc((size_t)last->n + 1, sizeof *out->by);
     out->found = pl_calloc((size_t)last->n + 1, sizeof *out->found);
     out->cap = last->n + 1, out->exact = exact;
-    for (int k = 0; k < last->n; k++) {
+    int bad = -1; /* a label whose partition does not price: the table and pl_sl_price disagree */
+    for (int k = 0; k < last->n && bad < 0; k++) {
         int m = backtrack(fronts, &tb, k, ends, vcpus);
-        if (pl_sl_price(sg, pf, o, ends, vcpus, m, &out->plans[out->n]) < 0) continue;
+        if (pl_sl_price(sg, pf, o, ends, vcpus, m, &out->plans[out->n]) < 0) {
+            bad = k;
+            break;
+        }
         out->plans[out->n].algo = PL_SL_MOPAR, out->plans[out->n].exact = exact;
         out->found[out->n] = 1, out->by[out->n++] = -1;
     }
     free(ends), free(vcpus), free(tb.c);
     fronts_free(fronts, sg->n);
-    if (out->n) return 0;
+    if (out->n && bad < 0) return 0;
     pl_sl_front_free(out);
+    if (bad >= 0) /* never dropped in silence: the front would not be the front */
+        return pl_err_set(err, "the front's plan %d does not fit when priced (a placer bug)", bad);
     return pl_err_set(err, "no partition into functions of at most %.0f MB fits", pf->mem_max_mb);
 }
 
