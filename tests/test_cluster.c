@@ -389,7 +389,7 @@ static void test_shared_memory(void **state)
         "{\"name\": \"cpu\", \"count\": 2, \"kind\": \"cpu\", \"model\": \"core\", "
         "\"host\": \"vm\", \"memory_bytes\": \"8 GiB\", \"peak_flops_per_s\": \"100 GFLOP/s\", "
         "\"mem_bandwidth_Bps\": \"74 GB/s\", \"host_mem_bandwidth_Bps\": \"120 GB/s\", "
-        "\"private_cache_bytes\": \"1 MiB\"},"
+        "\"private_cache_bytes\": \"1 MiB\", \"gemm_tile_columns\": 16},"
         "{\"name\": \"g\", \"model\": \"T4\", \"host\": \"vm\"},"
         "{\"name\": \"h\", \"model\": \"T4\", \"host\": \"other\", "
         "\"host_mem_bandwidth_Bps\": \"400 GB/s\"}],"
@@ -401,6 +401,8 @@ static void test_shared_memory(void **state)
     assert_true(c->devs[2].host_mem_bandwidth_Bps == 0);
     assert_close(c->devs[1].private_cache_bytes, 1048576, 1e-12);
     assert_true(c->devs[3].private_cache_bytes == 0);
+    assert_int_equal(c->devs[1].gemm_tile_columns, 16),
+        assert_int_equal(c->devs[3].gemm_tile_columns, 0);
     int dom[4];
     assert_int_equal(pl_cluster_mem_domains(c, dom), 2);
     assert_int_equal(dom[0], 0), assert_int_equal(dom[1], 0);
@@ -697,6 +699,16 @@ static const struct {
      {"$.devices[0].private_cache_bytes: ", "a private cache"}},
     {HEAD TWO_GPUS ", \"links\": [{\"from\": \"a\", \"to\": \"b\", \"bandwidth_Bps\": \"1 GB/s\"",
      {"bad.json: line "}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"gemm_tile_columns\": 16}]}",
+     {"bad.json: $.devices[0].gemm_tile_columns: ", "CPU device only"}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"kind\": \"cpu\", \"memory_bytes\": \"8 GiB\", "
+          "\"peak_flops_per_s\": \"100 GFLOP/s\", \"mem_bandwidth_Bps\": \"74 GB/s\", "
+          "\"gemm_tile_columns\": 0}]}",
+     {"bad.json: $.devices[0].gemm_tile_columns: ", "outside 1..1024"}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"kind\": \"cpu\", \"memory_bytes\": \"8 GiB\", "
+          "\"peak_flops_per_s\": \"100 GFLOP/s\", \"mem_bandwidth_Bps\": \"74 GB/s\", "
+          "\"gemm_tile_columns\": \"16\"}]}",
+     {"bad.json: $.devices[0].gemm_tile_columns: "}},
 };
 
 static void test_bad_inputs(void **state)

@@ -924,6 +924,51 @@ static void test_fusion_conv_add_relu(void **state)
     pl_graph_free(g);
 }
 
+/* ---- GEMM column tiles (pl_device.gemm_tile_columns, docs/cost.md) ----
+ * A CPU at 100 GFLOP/s and 74 GB/s, no launch overhead, tile 16; the default efficiencies
+ * (dense 0.6: 60 GFLOP/s; memory 0.7: 51.8 GB/s). A 2708 x 2708 by 2708 x B MatMul:
+ *   B 2708 x 7: 2 * 2708^2 * 7 = 102,665,696 FLOPs, priced as 16 columns: 234,664,448 / 60e9
+ *     = 3.911 ms (untiled: 1.711 ms); bytes 29,333,056 + 75,824 + 75,824 = 29,484,704 /
+ *     51.8e9 = 0.569 ms, so compute-bound either way;
+ *   B 2708 x 32: two whole tiles, unchanged: 469,328,896 / 60e9 = 7.822 ms;
+ *   B a vector of 2708: the GEMV, never padded: 14,666,528 FLOPs = 0.244 ms, below its
+ *     29,354,720 bytes / 51.8e9 = 0.567 ms (padded it would be 3.911 ms). */
+static double tile_case(int rank_b, int64_t n, int tile)
+{
+    pl_graph *g = pl_graph_new("mm");
+    int a = shaped(g, "A", PL_DT_FLOAT, 2, (int64_t[]){2708, 2708}, 0);
+    int b = shaped(g, "B", PL_DT_FLOAT, rank_b, (int64_t[]){2708, n}, 0);
+    pl_graph_add_input(g, a), pl_graph_add_input(g, b);
+    int y = pl_graph_tensor(g, "Y");
+    op_io(g, "mm", "MatMul", 2, (int[]){a, b}, y);
+    pl_graph_add_output(g, y);
+    finish(g);
+    pl_cluster *c = pl_cluster_new("cpu");
+    int d = pl_cluster_add_device(c, "cpu0", PL_DEV_CPU, "core");
+    c->devs[d].peak_flops_per_s[PL_PREC_FP32] = 100e9;
+    c->devs[d].mem_bandwidth_Bps = 74e9;
+    c->devs[d].memory_bytes = 8e9;
+    c->devs[d].launch_overhead_s = 0;
+    c->devs[d].gemm_tile_columns = tile;
+    pl_err err = {""};
+    if (pl_cluster_finalize(c, &err) < 0) fail_msg("%s", err.msg);
+    pl_cost *k = cost_of(g, c, NULL);
+    double s = pl_cost_op_s(k, 0, 0);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    return s;
+}
+
+static void test_gemm_tile(void **state)
+{
+    (void)state;
+    assert_close(tile_case(2, 7, 16), 234664448.0 / 60e9, 1e-12);
+    assert_close(tile_case(2, 7, 0), 102665696.0 / 60e9, 1e-12);
+    assert_close(tile_case(2, 32, 16), 469328896.0 / 60e9, 1e-12);
+    assert_close(tile_case(1, 2708, 16), 29354720.0 / 51.8e9, 1e-12);
+}
+
 /* MatMulAddFusion: A 128 x 768 by a 768 x 768 weight, + a bias of 768 (3,072 bytes). The Add:
  * max(98,304 / 3.925e12 = 25.05 ns, 3,072 / 630e9 = 4.88 ns) = 25.05 ns; off it is a kernel of
  * its own: 5 us + (393,216 × 2 + 3,072) / 630e9 = 6.2531 us. */
@@ -1062,6 +1107,7 @@ int main(void)
         cmocka_unit_test(test_roofline_conv_v100),
         cmocka_unit_test(test_roofline_precision),
         cmocka_unit_test(test_roofline_memory_bound),
+        cmocka_unit_test(test_gemm_tile),
         cmocka_unit_test(test_constant_is_free),
         cmocka_unit_test(test_taskgraph_times),
         cmocka_unit_test(test_profile_override),

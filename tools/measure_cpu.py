@@ -21,14 +21,19 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
                      shared bandwidth under which the simulator's model gives the beyond-L2
                      chain's slowdown, in units of one core's (docs/simulator.md, "Shared
                      memory"); private_cache_bytes is the core's L2 (sysfs)
+  gemm_tile_columns  a 2708 x 2708 by 2708 x N MatMul (both operands inputs, as gcn_cora's)
+                     for N = 1..64: its kernel time is flat within a tile of columns and steps
+                     up at each tile's end; the tile is the least N after which the time first
+                     jumps (docs/cost.md, "GEMM column tiles")
 
 Usage (from the repository root, after `make deps`):
 
     /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json] [--stages-only]
-                                          [--contention-only]
+                                          [--contention-only] [--tile-only]
 
 --stages-only measures the stage costs and the hand-off alone (half a minute).
 --contention-only measures the slowdown of two cores running at once alone (half a minute).
+--tile-only measures the GEMM column tile alone (half a minute).
 
 Kernel times come from the persistent worker (tools/ort_worker.js, op "profile": graph
 optimisation disabled, one intra-op thread, the same settings as `placer profile`), so the
@@ -217,6 +222,27 @@ CONTENTION_CASES = (  # name, builder of one chain (tag -> path), memory-bound
 )
 
 
+def matmul_inputs_model(d, m, k, n):
+    """Y[m,n] = X[m,k] @ B[k,n] with both operands graph inputs (nothing prepacked)."""
+    vi = helper.make_tensor_value_info
+    node = helper.make_node("MatMul", ["X", "B"], ["Y"], name="mm")
+    return save(d, f"mmin{m}x{k}x{n}", [node], [vi("X", F32, [m, k]), vi("B", F32, [k, n])],
+                [vi("Y", F32, [m, n])])
+
+
+def measure_tile(w, d, trials, out):
+    """Kernel time of the 2708 x 2708 by 2708 x N MatMul per N, and the tile: the first N
+    whose time is 1.5 x that of N - 1 or more (the step from one tile to two)."""
+    times = {}
+    for n in (1, 2, 4, 7, 8, 12, 15, 16, 17, 24, 31, 32, 33, 48, 64):
+        path = matmul_inputs_model(d, 2708, 2708, n)
+        times[n] = min(w.kernel_s(path, "mm", 5) for _ in range(trials))
+    out["tile_ms"] = {str(n): t * 1e3 for n, t in times.items()}
+    ns = sorted(times)
+    steps = [b for a, b in zip(ns, ns[1:]) if a > 1 and times[b] >= 1.5 * times[a]]
+    out["gemm_tile_columns"] = steps[0] - 1 if steps else None
+
+
 def cpu_ticks(w):
     """(wall ticks, the machine's busy ticks summed over its CPUs, this script's and its
     worker's ticks), from /proc: to tell how much else ran during a measurement."""
@@ -331,11 +357,14 @@ def measure_stage_tensors(w, d, trials, k, out):
     out["stage_fit_residuals_us"] = [b - (fixed + per_tensor * a) for a, b in zip(x, y)]
 
 
-def measure(trials, stages_only=False, contention_only=False):
+def measure(trials, stages_only=False, contention_only=False, tile_only=False):
     d = tempfile.mkdtemp(prefix="placer-measure-")
     w = Worker()
     out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
     try:
+        if tile_only:
+            measure_tile(w, d, trials, out)
+            return out
         if contention_only:
             before = cpu_ticks(w)
             measure_contention(w, d, trials, out)
@@ -394,10 +423,17 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--stages-only", action="store_true")
     ap.add_argument("--contention-only", action="store_true")
+    ap.add_argument("--tile-only", action="store_true")
     a = ap.parse_args()
-    r = measure(a.trials, a.stages_only, a.contention_only)
+    r = measure(a.trials, a.stages_only, a.contention_only, a.tile_only)
     if a.json:
         print(json.dumps(r, indent=1))
+        return
+    if a.tile_only:
+        for n, ms in r["tile_ms"].items():
+            print(f"MatMul 2708x2708 by 2708x{n:<3s} {ms:7.3f} ms")
+        print(f"=> gemm_tile_columns {r['gemm_tile_columns']} (the time steps up past it; min "
+              f"over {a.trials} trials of 5 requests' mean)")
         return
     if a.contention_only:
         return print_contention(r)

@@ -134,8 +134,9 @@ int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, 
                           pl_err *err);
 /* The version of what a cached fit holds: a new cost-model term that the fit sees, or a new
  * figure measured with it, makes older entries stale, so the number goes up with each.
- * 2: the Conv time under onnxruntime's optimised layout (runtime_conv_ratio). */
-#define PL_MACHINE_COST_MODEL 2
+ * 2: the Conv time under onnxruntime's optimised layout (runtime_conv_ratio).
+ * 3: a CPU GEMM's columns rounded up to the device's gemm_tile_columns. */
+#define PL_MACHINE_COST_MODEL 3
 /* What a cached fit holds for: the cost model's number and the figures of device d that the
  * efficiencies are fractions of ("fitted_for" in the entry). */
 void pl_machine_fit_key(const pl_device *d, char *out, size_t n);

@@ -71,6 +71,11 @@ typedef struct pl_device {
      * moving B bytes draws only the part beyond it, max(0, 1 - private_cache_bytes / B), from
      * the shared memory. 0 when not given: every byte is shared. */
     double private_cache_bytes;
+    /* A CPU's GEMM kernel computes a MatMul's or Gemm's output columns in tiles of this many
+     * (onnxruntime's MLAS with AVX-512: 16 fp32 a register), so an op with N > 1 columns costs
+     * the FLOPs of ceil(N / tile) * tile; N = 1 takes the GEMV path and is not padded
+     * (docs/cost.md, "GEMM column tiles"). 0 when not given: no padding. */
+    int gemm_tile_columns;
     double memory_bytes;
     double peak_flops_per_s[PL_PREC_COUNT];
     double mem_bandwidth_Bps;

@@ -72,9 +72,10 @@ int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, 
 
 void pl_machine_fit_key(const pl_device *d, char *out, size_t n)
 {
-    snprintf(out, n, "cost model %d; fp32 %.6g FLOP/s; memory %.6g B/s; launch %.6g s",
+    snprintf(out, n,
+             "cost model %d; fp32 %.6g FLOP/s; memory %.6g B/s; launch %.6g s; GEMM tile %d",
              PL_MACHINE_COST_MODEL, d->peak_flops_per_s[PL_PREC_FP32], d->mem_bandwidth_Bps,
-             d->launch_overhead_s);
+             d->launch_overhead_s, d->gemm_tile_columns);
 }
 
 /* The entry's "cpu_model" and "fitted_for" (pl_cost_params_load has checked the rest); the

@@ -23,6 +23,7 @@
 #define LAUNCH_MAX 1.0 /* s */
 #define CACHE_MIN 1e3  /* 1 kB: a core's L2 or the like */
 #define CACHE_MAX 1e10 /* 10 GB */
+#define GEMM_TILE_MAX 1024
 /* Devices plus switches in one file: the reader's matrices are nodes x nodes. Larger
  * synthetic clusters are built in code. */
 #define NODES_MAX 1024
@@ -71,6 +72,7 @@ static const char *const device_fields[] = {"name",
                                             "host",
                                             "host_mem_bandwidth_Bps",
                                             "private_cache_bytes",
+                                            "gemm_tile_columns",
                                             "memory_bytes",
                                             "peak_flops_per_s",
                                             "mem_bandwidth_Bps",
@@ -148,6 +150,27 @@ static int read_stage_figures(const pl_json *d, pl_device *t, pl_err *err)
               : 0;
 }
 
+/* "gemm_tile_columns": optional, a whole number of columns; only a CPU's GEMMs are tiled so
+ * (the GPU rules count their own tiles, docs/cost.md). */
+static int read_gemm_tile(const pl_json *d, pl_device *t, pl_err *err)
+{
+    int64_t tile = 0;
+    int rc = pl_json_opt_int(d, "gemm_tile_columns", &tile, err);
+    if (rc <= 0) return rc;
+    pl_json at = pl_json_at(d, "gemm_tile_columns");
+    if (tile < 1 || tile > GEMM_TILE_MAX)
+        return pl_json_fail(&at, err,
+                            "gemm_tile_columns %lld is outside 1..%d (the columns a CPU's GEMM "
+                            "kernel computes at once, e.g. 16)",
+                            (long long)tile, GEMM_TILE_MAX);
+    if (t->kind != PL_DEV_CPU)
+        return pl_json_fail(&at, err,
+                            "gemm_tile_columns applies to a CPU device only (a GPU's GEMM tiles "
+                            "are in its cost rules)");
+    t->gemm_tile_columns = (int)tile;
+    return 0;
+}
+
 /* The memory bandwidth the device shares with its host's, and the cache it keeps to itself
  * (check_shared): optional. A private cache means nothing without a shared memory. */
 static int read_shared(const pl_json *d, const char *name, pl_device *t, pl_err *err)
@@ -196,7 +219,7 @@ static int read_figures(const pl_json *d, pl_device *t, bool *full, pl_err *err)
         pl_json_check_range(d, "launch_overhead_s", t->launch_overhead_s, 0, LAUNCH_MAX,
                             PL_UNIT_SECONDS, "a launch overhead", "write e.g. \"5 us\"", err) < 0)
         return -1;
-    if (read_stage_figures(d, t, err) < 0) return -1;
+    if (read_stage_figures(d, t, err) < 0 || read_gemm_tile(d, t, err) < 0) return -1;
     *full = mem && fp32 && bw;
     return 0;
 }
@@ -301,6 +324,7 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     dev->this_machine = t->this_machine;
     dev->host_mem_bandwidth_Bps = t->host_mem_bandwidth_Bps;
     dev->private_cache_bytes = t->private_cache_bytes;
+    dev->gemm_tile_columns = t->gemm_tile_columns;
     return check_shared(r, d, k);
 }
 
