@@ -61,7 +61,7 @@ echo
 echo "== serverless plans run for real on this machine (OpenFaaS prices, 2 % slack, cut tensors through Redis): predicted vs measured latency and bill, and the largest peak RSS over planned memory"
 /usr/bin/python3 bench/serverless_run.py "$build" models/*.onnx
 echo
-echo "== several models on one host (Talos): Talos, ASWM, TSAM, HEFT and moirai on pairs and triples of zoo models, Talos's testbed (1 CPU + 2 RTX 2080 Ti); TOCT = sum of the models' completion times (moirai ${PLACER_MOIRAI_MULTI_LIMIT:-10} s per set; about 2 minutes)"
+echo "== several models on one host (Talos): Talos (the paper's flow alone, then refined as placer runs it), ASWM, TSAM, HEFT and moirai on pairs and triples of zoo models, Talos's testbed (1 CPU + 2 RTX 2080 Ti); TOCT = sum of the models' completion times (moirai ${PLACER_MOIRAI_MULTI_LIMIT:-10} s per set; about 2.5 minutes)"
 m=models
 PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_MULTI_LIMIT:-10} "$build/bench/bench_multi" examples/clusters/talos-1cpu-2gpu.json \
   $m/resnet50.onnx,$m/inception_v3.onnx $m/vgg19.onnx,$m/mobilenet_v3_large.onnx $m/bert_base.onnx,$m/resnet50.onnx \

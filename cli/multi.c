@@ -17,7 +17,8 @@
 static const char *help_text =
     "usage: placer multi M1 M2 ... --cluster C [--algo A | --algos a,b,...] [--json]\n"
     "                    [-o FILE] [--sv LO,HI] [--tv T] [--affinity X] [--positions P]\n"
-    "                    [--no-pack] [--contention X] [--seed N] [--time-limit T]\n"
+    "                    [--no-pack] [--refine T] [--contention X] [--seed N]\n"
+    "                    [--time-limit T]\n"
     "                    [--profile P]... [--cost-params F]\n"
     "                    [--run [--repeat R] [--warmup W] [--cache DIR] [--deadline T]]\n"
     "  M1 M2 ...      models (ONNX or task graphs); a model given twice is two tenants\n"
@@ -28,11 +29,14 @@ static const char *help_text =
     "  --affinity X   models whose affinity exceeds X share one flow (default 0.4; -1: all)\n"
     "  --positions P  queue positions per device per step of the flow (default 8)\n"
     "  --no-pack      place ops as they are\n"
+    "  --refine T     talos: local search on TOCT after the flow, at most T (default 2s;\n"
+    "                 0: the paper's Talos alone)\n"
     "  --profile P    measured op times (placer profile -o) of the model it was measured on\n"
     "  --time-limit T searches (moirai) stop after T (default 10s here)\n"
     "  -o FILE        the placer-multi/1 document (as --json prints it), written atomically\n"
-    "  --run          run the first algorithm's plan for real on this machine's CPU devices,\n"
+    "  --run          run the answer's plan for real on this machine's CPU devices,\n"
     "                 every model at once, and print measured beside predicted times\n"
+    "the answer is the row of least TOCT that fits in memory (the first such row on a tie)\n"
     "exit status: 0 done, 1 no algorithm's plan fits in memory, 2 bad input or failure\n";
 
 #define MAX_MODELS 16
@@ -57,6 +61,7 @@ typedef struct row {
     char msg[PL_ERR_MAX];
     pl_plan *plan;
     pl_multi_eval e;
+    pl_multi_credit credit;
 } row;
 
 typedef struct multi_ctx {
@@ -139,6 +144,7 @@ enum {
     POSITIONS,
     SEED,
     TIME_LIMIT,
+    REFINE,
     REPEAT, /* --run's from here */
     WARMUP,
     CACHE,
@@ -154,6 +160,7 @@ static const struct option options[] = {{"no-pack", no_argument, NULL, NO_PACK},
                                         {"positions", required_argument, NULL, POSITIONS},
                                         {"seed", required_argument, NULL, SEED},
                                         {"time-limit", required_argument, NULL, TIME_LIMIT},
+                                        {"refine", required_argument, NULL, REFINE},
                                         {"repeat", required_argument, NULL, REPEAT},
                                         {"warmup", required_argument, NULL, WARMUP},
                                         {"cache", required_argument, NULL, CACHE},
@@ -208,6 +215,9 @@ static int take(void *p, int c, const char *v)
         return cli_seed("multi", "--seed", v, &o->po.seed);
     case TIME_LIMIT:
         return cli_seconds("multi", "--time-limit", v, &o->po.time_limit_s);
+    case REFINE: /* "0": none, the paper's Talos */
+        if (!strcmp(v, "0")) return o->mo.refine_s = 0, 0;
+        return cli_seconds("multi", "--refine", v, &o->mo.refine_s);
     default:
         return take_run(o, c, v);
     }
@@ -308,13 +318,41 @@ static void run_algo(const multi_ctx *x, const multi_opts *o, row *r)
 {
     pl_err err = {""};
     r->plan = pl_plan_new(x->k->n_ops, x->k->n_devs);
-    if (pl_multi_place(r->algo, x->k, &o->po, &o->mo, r->plan, &err) < 0 ||
+    if (pl_multi_place(r->algo, x->k, &o->po, &o->mo, r->plan, &r->credit, &err) < 0 ||
         pl_multi_evaluate(x->k, r->plan, o->po.contention, &r->e, &err) < 0) {
         snprintf(r->msg, sizeof r->msg, "%s", err.msg);
         return;
     }
     r->ok = true;
     if (err.msg[0]) snprintf(r->msg, sizeof r->msg, "%s", err.msg);
+}
+
+/* The answer: the row of least TOCT among those that fit in memory (all rows when none
+ * does), the first on a tie; -1 when every algorithm failed. */
+static int answer_of(const row *rows, int n)
+{
+    bool any_fit = false;
+    for (int i = 0; i < n; i++)
+        any_fit |= rows[i].ok && !rows[i].e.oom;
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].ok || (any_fit && rows[i].e.oom)) continue;
+        if (best < 0 || rows[i].e.toct_s < rows[best].e.toct_s) best = i;
+    }
+    return best;
+}
+
+/* "talos, by refinement (-12.3 % TOCT, 41 moves)", "aswm". */
+static void credit_text(const row *r, char *buf, size_t n)
+{
+    const pl_refine_stats *s = &r->credit.refine;
+    if (!strcmp(r->credit.by, "refinement"))
+        snprintf(buf, n, "%s, by refinement (%+.1f %% TOCT, %d moves)", r->algo,
+                 100 * (s->after_s / s->before_s - 1), s->moves);
+    else if (strcmp(r->credit.by, r->algo))
+        snprintf(buf, n, "%s, by its %s", r->algo, r->credit.by);
+    else
+        snprintf(buf, n, "%s", r->algo);
 }
 
 /* ---- the table ---- */
@@ -335,14 +373,33 @@ static void print_models(const multi_ctx *x)
                    x->a.group[i] == x->a.group[j] ? "one flow" : "separate groups");
 }
 
+/* One row's cells after its name: TOCT, makespan, idle per device, placement time, note. */
+static void summary_cells(const multi_ctx *x, const row *r, char *line, size_t size)
+{
+    snprintf(line + strlen(line), size - strlen(line), "|%.3f|%.3f", r->e.toct_s * 1e3,
+             r->e.makespan_s * 1e3);
+    for (int d = 0; d < x->c->n_devs; d++)
+        snprintf(line + strlen(line), size - strlen(line), "|%.3f", r->e.idle_s[d] * 1e3);
+    char by[128];
+    credit_text(r, by, sizeof by);
+    snprintf(line + strlen(line), size - strlen(line), "|%.3f|%s|%s", r->plan->search_s, by,
+             r->e.oom ? "exceeds memory" : "");
+}
+
 static void print_summary(const multi_ctx *x, const row *rows, int n)
 {
     char spec[2048] = "algorithm|>TOCT ms|>makespan ms";
     for (int d = 0; d < x->c->n_devs; d++)
         snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "|>idle %s ms",
                  x->c->devs[d].name);
-    strncat(spec, "|>placement s|note", sizeof spec - strlen(spec) - 1);
+    strncat(spec, "|>placement s|found by|note", sizeof spec - strlen(spec) - 1);
     pl_table *t = pl_table_new(spec);
+    int a = answer_of(rows, n);
+    if (a >= 0) {
+        char line[4096] = "answer";
+        summary_cells(x, &rows[a], line, sizeof line);
+        pl_table_row(t, "%s", line);
+    }
     for (int i = 0; i < n; i++) {
         char line[4096];
         const row *r = &rows[i];
@@ -350,15 +407,10 @@ static void print_summary(const multi_ctx *x, const row *rows, int n)
             snprintf(line, sizeof line, "%s|-|-", r->algo);
             for (int d = 0; d < x->c->n_devs; d++)
                 strncat(line, "|-", sizeof line - strlen(line) - 1);
-            snprintf(line + strlen(line), sizeof line - strlen(line), "|-|failed: %s", r->msg);
+            snprintf(line + strlen(line), sizeof line - strlen(line), "|-|-|failed: %s", r->msg);
         } else {
-            snprintf(line, sizeof line, "%s|%.3f|%.3f", r->algo, r->e.toct_s * 1e3,
-                     r->e.makespan_s * 1e3);
-            for (int d = 0; d < x->c->n_devs; d++)
-                snprintf(line + strlen(line), sizeof line - strlen(line), "|%.3f",
-                         r->e.idle_s[d] * 1e3);
-            snprintf(line + strlen(line), sizeof line - strlen(line), "|%.3f|%s", r->plan->search_s,
-                     r->e.oom ? "exceeds memory" : "");
+            snprintf(line, sizeof line, "%s", r->algo);
+            summary_cells(x, r, line, sizeof line);
         }
         pl_table_row(t, "%s", line);
     }
@@ -428,6 +480,14 @@ static json_t *row_json(const multi_ctx *x, const row *r)
     double band = pl_cost_plan_band(x->k, r->plan->dev, &basis);
     cli_band_json(j, band, basis); /* after the call that sets basis */
     json_object_set_new(j, "search_s", json_real(r->plan->search_s));
+    json_object_set_new(j, "found_by", json_string(r->credit.by));
+    if (!strcmp(r->algo, "talos") && r->credit.refine.evals > 0) {
+        const pl_refine_stats *s = &r->credit.refine;
+        json_object_set_new(j, "refine",
+                            json_pack("{s:i,s:I,s:f,s:f,s:f}", "moves", s->moves, "simulations",
+                                      (json_int_t)s->evals, "toct_before_s", s->before_s,
+                                      "toct_after_s", s->after_s, "seconds", s->secs));
+    }
     json_object_set_new(j, "fits_memory", json_boolean(!r->e.oom));
     json_t *idle = json_object(), *busy = json_object();
     for (int d = 0; d < x->c->n_devs; d++) {
@@ -485,9 +545,15 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
     for (int i = 0; i < n; i++)
         json_array_append_new(algos, row_json(x, &rows[i]));
     json_object_set_new(j, "algorithms", algos);
+    int a = answer_of(rows, n);
+    if (a >= 0) /* the row it copies: "algorithms"[index] */
+        json_object_set_new(j, "answer",
+                            json_pack("{s:s,s:s,s:i,s:f,s:b}", "algo", rows[a].algo, "found_by",
+                                      rows[a].credit.by, "index", a, "toct_s", rows[a].e.toct_s,
+                                      "fits_memory", !rows[a].e.oom));
     if (run) {
         json_t *rj = json_object(), *per = json_object();
-        json_object_set_new(rj, "algo", json_string(rows[0].algo));
+        json_object_set_new(rj, "algo", json_string(rows[a].algo));
         json_object_set_new(rj, "repeat", json_integer(run->repeat));
         json_object_set_new(rj, "stages", json_integer(run->n_stages));
         json_object_set_new(rj, "toct_s", json_real(run->toct_s));
@@ -560,7 +626,7 @@ cli_exit cli_multi(int argc, char **argv)
     pl_multi_run_result res = {0};
     bool ran = false;
     if (o.run && rc.status != CLI_EXIT_BAD_INPUT.status) {
-        if (!cli_ok(run_real(&x, &o, &rows[0], &res)))
+        if (!cli_ok(run_real(&x, &o, &rows[answer_of(rows, o.n_algos)], &res)))
             rc = CLI_EXIT_BAD_INPUT;
         else
             ran = true;
@@ -579,7 +645,7 @@ cli_exit cli_multi(int argc, char **argv)
             print_summary(&x, rows, o.n_algos);
             printf("\n");
             print_per_model(&x, rows, o.n_algos);
-            if (ran) print_run(&x, &rows[0], &res);
+            if (ran) print_run(&x, &rows[answer_of(rows, o.n_algos)], &res);
         }
     }
     pl_multi_run_result_free(&res);

@@ -288,11 +288,39 @@ static void test_bad_input(void **state)
     tu_expect_refusal(FIG1 " --affinity -3", "--affinity: '-3'");
     tu_expect_refusal(FIG1 " --tv fast", "--tv: 'fast'");
     tu_expect_refusal(FIG1 " --positions 0", "--positions");
+    tu_expect_refusal(FIG1 " --refine fast", "--refine: \"fast\"");
     tu_expect_refusal(FIG1 " --profile examples/multi/nosuch.json", "nosuch.json");
     tu_expect_refusal("multi examples/multi/nosuch.json --cluster examples/multi/fig1-cluster.json",
                       "nosuch.json");
     tu_expect_refusal("multi examples/multi/fig1-a.json --cluster examples/multi/fig1-a.json",
                       "fig1-a.json");
+}
+
+/* The answer is the row of least TOCT (the first on a tie), named with what found it. On
+ * resnet50 + inception_v3 with the paper's Talos alone (--refine 0), ASWM beats Talos's flow:
+ * the answer is ASWM's row, and no row is below it. */
+static void test_answer_is_the_best_row(void **state)
+{
+    (void)state;
+    json_t *doc = tu_run_json("multi models/resnet50.onnx models/inception_v3.onnx --cluster "
+                              "examples/clusters/talos-1cpu-2gpu.json --algos talos,aswm,tsam,heft "
+                              "--refine 0 --json");
+    json_t *ans = json_object_get(doc, "answer");
+    assert_non_null(ans);
+    assert_string_equal(json_string_value(json_object_get(ans, "algo")), "aswm");
+    assert_string_equal(json_string_value(json_object_get(ans, "found_by")), "aswm");
+    json_t *algos = json_object_get(doc, "algorithms");
+    json_t *row = json_array_get(algos, (size_t)json_integer_value(json_object_get(ans, "index")));
+    assert_string_equal(json_string_value(json_object_get(row, "algo")), "aswm");
+    assert_close(tu_num(ans, "toct_s"), tu_num(row, "toct_s"), 0);
+    size_t i;
+    json_t *a;
+    json_array_foreach(algos, i, a) assert_true(tu_num(ans, "toct_s") <= tu_num(a, "toct_s"));
+    json_t *talos = tu_find(doc, "algorithms", "algo", "talos");
+    assert_string_equal(json_string_value(json_object_get(talos, "found_by")), "flow");
+    assert_true(tu_num(talos, "toct_s") > tu_num(ans, "toct_s"));
+    assert_null(json_object_get(talos, "refine")); /* none ran */
+    json_decref(doc);
 }
 
 int main(void)
@@ -306,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_run_failures),
         cmocka_unit_test(test_profile_applies_to_its_model),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_answer_is_the_best_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

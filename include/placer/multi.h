@@ -35,6 +35,8 @@ typedef struct pl_multi_opts {
                             is faster by Talos's own timeline; 0.4 (-1: all in one flow) */
     int positions;       /* queue positions per device per step in the flow; 8 */
     bool no_pack;        /* place ops as they are (NOD = op count) */
+    double refine_s;     /* talos: the local search on TOCT after the flow (pl_place_refine),
+                            at most this long; 2 s (0: the paper's Talos alone) */
 } pl_multi_opts;
 void pl_multi_opts_default(pl_multi_opts *o);
 
@@ -56,13 +58,21 @@ int pl_multi_analyze(const pl_cost *k, const pl_multi_opts *o, pl_multi_analysis
 void pl_multi_analysis_free(pl_multi_analysis *a);
 
 /* ---- placing: "talos", "aswm", "tsam", or any algorithm of place.h on the union graph ---- */
+/* Which part of placer found a plan: for talos, "flow" (Algorithm 1's min-cost flow) or
+ * "refinement" (the local search on TOCT after it improved the flow's plan, `refine` then
+ * saying by how much); for every other algorithm its own name. */
+typedef struct pl_multi_credit {
+    char by[32];
+    pl_refine_stats refine; /* talos with mo->refine_s > 0; zero otherwise */
+} pl_multi_credit;
 /* Runs the named algorithm on k (a union graph, or one model), filling `out` (placement and
- * per-device order for talos, aswm and tsam), timed in out->search_s. mo may be NULL
- * (defaults). -1 with err set on an unknown name or when no feasible placement exists; out is
- * the caller's plan (pl_plan_new of k's ops and devices), its placement then unspecified, and
- * the caller frees it either way. */
+ * per-device order for talos, aswm and tsam; talos refined: placement and priorities), timed
+ * in out->search_s, the refinement included. mo may be NULL (defaults); credit may be NULL.
+ * -1 with err set on an unknown name or when no feasible placement exists; out is the
+ * caller's plan (pl_plan_new of k's ops and devices), its placement then unspecified, and the
+ * caller frees it either way. */
 int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
-                   const pl_multi_opts *mo, pl_plan *out, pl_err *err);
+                   const pl_multi_opts *mo, pl_plan *out, pl_multi_credit *credit, pl_err *err);
 /* True for the names pl_multi_place runs itself (talos, aswm, tsam). */
 bool pl_multi_own_algo(const char *algo);
 

@@ -184,6 +184,26 @@ void pl_mem_track_remove(pl_mem_track *m, int op, int dev); /* an op added to de
  * fits on no device: ..."), naming the closest device. */
 int pl_mem_track_no_room(const pl_mem_track *m, const char *algo, int op, pl_err *err);
 
+/* ---- refining a plan (src/place/moirai_ls.c; docs/moirai.md, "Local search") ----
+ * MOIRAI's local search from any plan: random moves (one op to another device, two ops'
+ * devices swapped, an op with its chain of single-successor successors), each simulated under
+ * `contention` (memory reported, not enforced; MOIRAI's static memory (5) kept per device),
+ * kept when the goal does not grow, restarts near the best; for `seconds` at most, or until
+ * many restarts bring nothing. The goal is the makespan, or the TOCT: the sum of the tenants'
+ * ends (pl_sim_result.tenant_end_s; a graph of one model: its makespan). p is replaced only by
+ * a strictly better plan: its placement, and the priorities the search ran it with (its
+ * start's order kept as priorities, docs/moirai.md); any op or transfer order is dropped.
+ * Returns the moves that improved the best (0: p unchanged), or -1 with err set when p itself
+ * does not simulate. st: moves, simulations, the goal before and after, the time taken. */
+typedef enum { PL_REFINE_MAKESPAN, PL_REFINE_TOCT } pl_refine_goal;
+typedef struct pl_refine_stats {
+    int moves;
+    long evals;
+    double before_s, after_s, secs;
+} pl_refine_stats;
+int pl_place_refine(const pl_cost *k, pl_plan *p, pl_refine_goal goal, pl_contention contention,
+                    double seconds, unsigned seed, pl_refine_stats *st, pl_err *err);
+
 /* Reads a MOIRAI benchmark instance (../shared/benchmarks/README.md, docs/moirai.md): devices
  * "d0".."dK-1" with the file's memory as memory_bytes (in the instance's own unit, compared
  * as such), one op "tN" per task with its per-device times (keyed by device name) and its

@@ -21,11 +21,31 @@ static int own_place(const char *algo, const pl_cost *k, const pl_multi_opts *mo
     return mt_tsam(k, out, err);
 }
 
+/* Talos's plan, then the local search on TOCT from it (docs/multi.md, "Refinement"): the
+ * flow decides one topological step at a time, and a move it cannot see (a whole model on its
+ * own GPU, a branch kept home) is one simulation away. */
+static int refine(const pl_cost *k, const pl_place_opts *po, const pl_multi_opts *mo, pl_plan *out,
+                  pl_multi_credit *credit, pl_err *err)
+{
+    snprintf(credit->by, sizeof credit->by, "flow");
+    if (mo->refine_s <= 0) return 0;
+    pl_contention cont = po ? po->contention : PL_CONTENTION_PORTS;
+    int moves = pl_place_refine(k, out, PL_REFINE_TOCT, cont, mo->refine_s, po ? po->seed : 1,
+                                &credit->refine, err);
+    if (moves < 0) return -1;
+    if (moves > 0) snprintf(credit->by, sizeof credit->by, "refinement");
+    return 0;
+}
+
 int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
-                   const pl_multi_opts *mo, pl_plan *out, pl_err *err)
+                   const pl_multi_opts *mo, pl_plan *out, pl_multi_credit *credit, pl_err *err)
 {
     pl_multi_opts dflt;
+    pl_multi_credit own;
     if (!mo) pl_multi_opts_default(&dflt), mo = &dflt;
+    if (!credit) credit = &own;
+    memset(credit, 0, sizeof *credit);
+    snprintf(credit->by, sizeof credit->by, "%s", algo);
     if (!pl_multi_own_algo(algo)) {
         const pl_algo *a = pl_algo_find(algo);
         if (!a)
@@ -37,6 +57,7 @@ int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
     }
     double t0 = pl_now();
     int rc = own_place(algo, k, mo, out, err);
+    if (rc == 0 && !strcmp(algo, "talos")) rc = refine(k, po, mo, out, credit, err);
     out->search_s = pl_now() - t0;
     snprintf(out->algo, sizeof out->algo, "%s", algo);
     if (po) out->contention = po->contention;

@@ -16,6 +16,7 @@ void pl_multi_opts_default(pl_multi_opts *o)
     o->sv_lo = 0.5, o->sv_hi = 2, o->tv_s = 10e-3;
     o->affinity = 0.4;
     o->positions = 8;
+    o->refine_s = 2;
 }
 
 int mt_ref_device(const pl_cost *k)

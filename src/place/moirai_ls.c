@@ -34,6 +34,8 @@ typedef struct ls {
     uint64_t rng; /* pl_rng_*: the project's one seeded generator */
     long evals;
     pl_sim_opts judge; /* contention and per-edge as the caller judges plans; memory ignored */
+    bool toct;         /* the objective: the tenants' summed ends (pl_place_refine), else the
+                          makespan */
 } ls;
 
 static double mem(const ls *L, int op)
@@ -54,6 +56,17 @@ static bool runs_on(const ls *L, int op, int d)
     return isfinite(pl_cost_op_s(L->k, op, d));
 }
 
+/* The tenants' summed ends (a graph of one model: its makespan), summed in tenant order so
+ * that the same plan gives the same bits. */
+static double sim_toct(const pl_sim_result *r)
+{
+    if (!r->tenant_end_s) return r->makespan_s;
+    double s = 0;
+    for (int t = 0; t < r->n_tenants; t++)
+        s += r->tenant_end_s[t];
+    return s;
+}
+
 /* Simulates cur; keeps its critical path in tmp_crit (swapped in when the move is kept). */
 static double eval(ls *L)
 {
@@ -63,7 +76,7 @@ static double eval(ls *L)
     double ms = INFINITY;
     L->evals++;
     if (pl_simulate(L->k, L->cur, &so, &r, &e) == 0) {
-        ms = r.makespan_s;
+        ms = L->toct ? sim_toct(&r) : r.makespan_s;
         L->ntmp = r.critical_len < L->n ? r.critical_len : L->n;
         memcpy(L->tmp_crit, r.critical_path, L->ntmp * sizeof *L->tmp_crit);
     }
@@ -222,10 +235,10 @@ static void choose_priority(ls *L, const pl_plan *p)
 }
 
 static void ls_init(ls *L, const pl_cost *k, const pl_plan *p, double p_ms, unsigned seed,
-                    const pl_sim_opts *judge)
+                    const pl_sim_opts *judge, bool toct)
 {
     int n = k->n_ops, D = k->n_devs;
-    *L = (ls){.k = k, .n = n, .D = D, .rng = seed, .best_ms = p_ms};
+    *L = (ls){.k = k, .n = n, .D = D, .rng = seed, .best_ms = p_ms, .toct = toct};
     L->judge = (pl_sim_opts){.contention = judge ? judge->contention : PL_CONTENTION_PORTS,
                              .per_edge = judge && judge->per_edge,
                              .ignore_memory = true};
@@ -271,12 +284,12 @@ static int climb(ls *L, double deadline, double target)
     return better;
 }
 
-int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double deadline,
-                           double target, unsigned seed, const pl_sim_opts *judge, pl_ls_stats *st)
+static int search(const pl_cost *k, pl_plan *p, double p_ms, double deadline, double target,
+                  unsigned seed, const pl_sim_opts *judge, bool toct, pl_ls_stats *st)
 {
     double t0 = pl_now();
     ls L;
-    ls_init(&L, k, p, p_ms, seed, judge);
+    ls_init(&L, k, p, p_ms, seed, judge, toct);
     /* target: stop at a lower bound (with round-off room), nothing can beat it */
     target *= 1 + 1e-9;
     int moves = improve_best(&L), stale = 0;
@@ -295,6 +308,27 @@ int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double dea
     }
     *st = (pl_ls_stats){moves, L.evals, L.best_ms, pl_now() - t0};
     ls_free(&L);
+    return moves;
+}
+
+int pl_moirai_local_search(const pl_cost *k, pl_plan *p, double p_ms, double deadline,
+                           double target, unsigned seed, const pl_sim_opts *judge, pl_ls_stats *st)
+{
+    return search(k, p, p_ms, deadline, target, seed, judge, false, st);
+}
+
+int pl_place_refine(const pl_cost *k, pl_plan *p, pl_refine_goal goal, pl_contention contention,
+                    double seconds, unsigned seed, pl_refine_stats *st, pl_err *err)
+{
+    pl_sim_opts judge = {.contention = contention, .ignore_memory = true};
+    pl_sim_result r;
+    if (pl_simulate(k, p, &judge, &r, err) < 0) return -1;
+    double start = goal == PL_REFINE_TOCT ? sim_toct(&r) : r.makespan_s;
+    pl_sim_result_free(&r);
+    pl_ls_stats ls_st;
+    int moves =
+        search(k, p, start, pl_now() + seconds, 0, seed, &judge, goal == PL_REFINE_TOCT, &ls_st);
+    *st = (pl_refine_stats){moves, ls_st.evals, start, moves ? ls_st.best_ms : start, ls_st.secs};
     return moves;
 }
 
