@@ -425,11 +425,11 @@ static void test_stage_cuts(void **state)
 /* Several tensors per stage, 0.1 s for each a stage takes in or gives out (stage_tensor_s)
  * on top of stage_costs. Graph input in, weight w; a(1)@gpu0 reads in, w and makes x1, x2;
  * b(2)@gpu1 reads x1, x2 and makes y1, y2; c(3)@gpu0 reads y1, y2, x1 and makes z, a graph
- * output. Stages [a] (sends), [b], [c] (receives). [a] takes in (w is a weight, not fed) and
- * gives x1, x2: 0.25 + 3 x 0.1 + 3000 / 4000 = 1.3; [b] takes x1, x2 and gives y1, y2: 0.25 +
- * 0.4 + 1 = 1.65; [c] takes y1, y2 and x1 (from [a], an earlier stage of its device) and
- * gives z: 1.65. No contention: a [0, 2.3]; x1, x2 [2.3, 3.8]; b [3.8, 7.45]; y1, y2
- * [7.45, 8.95]; c [8.95, 13.6]. Without the per-tensor part 1.0, 1.25, 1.25: 12.45. */
+ * output. Stages [a] (sends), [b], [c] (receives). [a] takes in (w is a weight, not fed; in, a
+ * graph input, is read in place: its bytes are not copied) and gives x1, x2: 0.25 + 3 x 0.1 +
+ * 2000 / 4000 = 1.05; [b] takes x1, x2 and gives y1, y2: 0.25 + 0.4 + 1 = 1.65; [c] takes y1,
+ * y2 and x1 (from [a], an earlier stage of its device) and gives z: 1.65. No contention:
+ * a [0, 2.05]; x1, x2 [2.05, 3.55]; b [3.55, 7.2]; y1, y2 [7.2, 8.7]; c [8.7, 13.35]. */
 static void test_stage_tensor_cost(void **state)
 {
     (void)state;
@@ -446,11 +446,11 @@ static void test_stage_tensor_cost(void **state)
     stage_costs(f);
     for (int d = 0; d < f->c->n_devs; d++)
         f->c->devs[d].stage_tensor_s = 0.1;
-    assert_charges(f, 1.3, 1.65, 1.65);
+    assert_charges(f, 1.05, 1.65, 1.65);
     const pl_sim_result *r = sim(f, PL_CONTENTION_NONE, 1);
-    assert_close(start(f, "b", 0), 3.8, 1e-12);
-    assert_close(start(f, "c", 0), 8.95, 1e-12);
-    assert_close(r->makespan_s, 13.6, 1e-12);
+    assert_close(start(f, "b", 0), 3.55, 1e-12);
+    assert_close(start(f, "c", 0), 8.7, 1e-12);
+    assert_close(r->makespan_s, 13.35, 1e-12);
     fx_free(f); /* the per-tensor part alone also turns the stage costs on */
     f = stage_chain();
     for (int d = 0; d < f->c->n_devs; d++)

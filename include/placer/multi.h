@@ -67,7 +67,10 @@ typedef struct pl_multi_credit {
 } pl_multi_credit;
 /* Runs the named algorithm on k (a union graph, or one model), filling `out` (placement and
  * per-device order for talos, aswm and tsam; talos refined: placement and priorities), timed
- * in out->search_s, the refinement included. mo may be NULL (defaults); credit may be NULL.
+ * in out->search_s, the refinement included; every plan leaves with a per-device order, the
+ * simulator's for an algorithm that gives none, so that the stages a device's run is cut
+ * into where it passes from one model to another (pl_plan_schedule_stages) are the same in the
+ * prediction and in pl_multi_run. mo may be NULL (defaults); credit may be NULL.
  * -1 with err set on an unknown name or when no feasible placement exists; out is the
  * caller's plan (pl_plan_new of k's ops and devices), its placement then unspecified, and the
  * caller frees it either way. */

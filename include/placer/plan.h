@@ -30,6 +30,11 @@ typedef struct pl_plan {
     /* Per-device order, CSR over devices: order[order_off[d] .. order_off[d+1]) are the ops of
      * device d in the order they run. NULL when the plan gives none. */
     int *order, *order_off;
+    /* Per op, NULL when none: a stage starts at this op (pl_plan_schedule_stages), beside the
+     * schedule's own cuts. Set where, on the op's device, another model's op runs just before
+     * it (placer multi's runs, docs/multi.md "Running it for real"). It goes with the order:
+     * pl_plan_clear_order drops it. Not saved, and not packed. */
+    unsigned char *cut_before;
     /* Priority: among ready ops on a device, smaller runs first. NULL when none. Used when
      * there is no order; with neither, first-ready-first-served, ties by topological index. */
     double *priority;
@@ -107,8 +112,10 @@ bool pl_plan_is_const(const pl_graph *g, int op);
  * never sent, so it belongs to no stage and neither sends nor receives. */
 bool pl_plan_copied_const(const pl_graph *g, int op);
 /* Cuts each device's run (the plan's per-device order, else topological order) before every
- * op that receives a tensor from an op on another device and after every op that sends one to
- * another device (copied Constants do neither). Returns the number of stages; stage_of[op] is
+ * op that receives a tensor from an op on another device, after every op that sends one to
+ * another device (copied Constants do neither), before an op of another model (pl_op::tenant)
+ * than the op before it in the run (an onnxruntime session runs one model), and before every
+ * op p->cut_before marks. Returns the number of stages; stage_of[op] is
  * op's stage (-1 for copied Constants); stages are numbered device by device, each device's in
  * the order they run. When given (room for g->n_ops), dev_of[s] is stage s's device and
  * first[s] the op it begins with. */

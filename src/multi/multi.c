@@ -37,6 +37,43 @@ static int refine(const pl_cost *k, const pl_place_opts *po, const pl_multi_opts
     return 0;
 }
 
+/* An op keyed by when the simulator runs it, ties by topological position. */
+typedef struct mo_key {
+    double start_s;
+    int pos, op;
+} mo_key;
+
+static int cmp_start(const void *a, const void *b)
+{
+    const mo_key *x = a, *y = b;
+    if (x->start_s != y->start_s) return x->start_s < y->start_s ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* A plan without a per-device order (priorities, or first ready) gets the order the simulator
+ * runs it in. A device runs one model's ops per onnxruntime session, so a plan runs as stages
+ * cut wherever its device passes from one model to another (pl_plan_schedule_stages); with
+ * the order fixed, the simulator charges exactly those stages, and `--run` cuts the same. */
+static int fix_order(const pl_cost *k, pl_plan *p, pl_err *err)
+{
+    if (p->order) return 0;
+    pl_sim_opts so = {.contention = p->contention, .record = true, .ignore_memory = true};
+    pl_sim_result r;
+    if (pl_simulate(k, p, &so, &r, err) < 0) return -1;
+    int n = k->g->n_ops;
+    mo_key *key = pl_malloc((size_t)(n ? n : 1) * sizeof *key);
+    int *seq = pl_malloc((size_t)(n ? n : 1) * sizeof *seq);
+    for (int t = 0; t < n; t++)
+        key[t] = (mo_key){r.op_start_s[k->g->topo[t]], t, k->g->topo[t]};
+    qsort(key, (size_t)n, sizeof *key, cmp_start);
+    for (int t = 0; t < n; t++)
+        seq[t] = key[t].op;
+    pl_plan_set_order(p, seq);
+    free(seq), free(key);
+    pl_sim_result_free(&r);
+    return 0;
+}
+
 int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
                    const pl_multi_opts *mo, pl_plan *out, pl_multi_credit *credit, pl_err *err)
 {
@@ -53,7 +90,8 @@ int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
                               "multi: unknown algorithm '%s' (talos, aswm, tsam, or one of "
                               "`placer place --help`)",
                               algo);
-        return pl_place(a, k, po, out, err);
+        if (pl_place(a, k, po, out, err) < 0) return -1;
+        return fix_order(k, out, err);
     }
     double t0 = pl_now();
     int rc = own_place(algo, k, mo, out, err);
@@ -61,7 +99,7 @@ int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
     out->search_s = pl_now() - t0;
     snprintf(out->algo, sizeof out->algo, "%s", algo);
     if (po) out->contention = po->contention;
-    return rc;
+    return rc < 0 ? rc : fix_order(k, out, err);
 }
 
 int pl_multi_evaluate(const pl_cost *k, const pl_plan *p, pl_contention contention,

@@ -22,7 +22,8 @@
 /* One stage of one tenant, in the run's global list. */
 typedef struct mr_stage {
     int tenant, j;  /* tenant and its stage index (pl_stages order) */
-    double start_s; /* the simulator's start of its first op in the union plan */
+    double start_s; /* the simulator's start of its first op in the union plan (not counting
+                       Constants, which take no time) */
     char *path;     /* the runnable (inflated) file */
 } mr_stage;
 
@@ -30,13 +31,14 @@ typedef struct mr_run {
     pl_graph *const *models;
     const pl_graph *u;
     const pl_cluster *c;
-    int n;           /* tenants */
-    int *off;        /* tenant → its first op in u */
-    double *start_s; /* union op → simulated start (first request) */
-    double *end_s;   /* union op → simulated end */
-    pl_stages *st;   /* per tenant */
-    char root[4096]; /* the temporary folder; "" until made */
-    mr_stage *stage; /* every tenant's stages, in the order they are loaded */
+    int n;              /* tenants */
+    int *off;           /* tenant → its first op in u */
+    double *start_s;    /* union op → simulated start (first request) */
+    double *end_s;      /* union op → simulated end */
+    unsigned char *cut; /* union op → another model's op ran just before it on its device */
+    pl_stages *st;      /* per tenant */
+    char root[4096];    /* the temporary folder; "" until made */
+    mr_stage *stage;    /* every tenant's stages, in the order they are loaded */
     int n_stages;
 } mr_run;
 
@@ -119,9 +121,35 @@ static int cmp_key(const void *a, const void *b)
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-/* Tenant i's share of the union plan as a plan on its own model: the same devices, and each
+/* x->cut: walking every device's ops in the simulator's order, an op whose device last ran
+ * another model's op starts a stage there, as pl_plan_schedule_stages cuts the union plan the
+ * simulator charged (a session runs one model); so the runtime interleaves the models where
+ * the simulator did, not one whole stage after another. */
+static void mark_cuts(mr_run *x, const pl_plan *p)
+{
+    int n = x->u->n_ops, *last = pl_malloc((size_t)(p->n_devs ? p->n_devs : 1) * sizeof *last);
+    mr_key *key = pl_malloc((size_t)(n ? n : 1) * sizeof *key);
+    for (int t = 0; t < n; t++) {
+        int op = x->u->topo[t];
+        key[t] = (mr_key){x->start_s[op], x->end_s[op], t, op};
+    }
+    qsort(key, (size_t)n, sizeof *key, cmp_key);
+    for (int d = 0; d < p->n_devs; d++)
+        last[d] = -1;
+    x->cut = pl_calloc((size_t)n + 1, sizeof *x->cut);
+    for (int t = 0; t < n; t++) {
+        int op = key[t].op, d = p->dev[op], m = x->u->ops[op].tenant;
+        if (pl_plan_copied_const(x->u, op)) continue;
+        x->cut[op] = last[d] >= 0 && last[d] != m;
+        last[d] = m;
+    }
+    free(key), free(last);
+}
+
+/* Tenant i's share of the union plan as a plan on its own model: the same devices, each
  * device's ops in the order the simulator ran them in the union (an op starts after its
- * producers end, so that order respects the model's edges). */
+ * producers end, so that order respects the model's edges), cut where another model's ops
+ * ran in between (mark_cuts). */
 static pl_plan *tenant_plan(const mr_run *x, const pl_plan *p, int i)
 {
     const pl_graph *g = x->models[i];
@@ -137,6 +165,9 @@ static pl_plan *tenant_plan(const mr_run *x, const pl_plan *p, int i)
     for (int t = 0; t < g->n_ops; t++)
         seq[t] = key[t].op;
     pl_plan_set_order(tp, seq);
+    tp->cut_before = pl_malloc((size_t)(g->n_ops ? g->n_ops : 1));
+    for (int op = 0; op < g->n_ops; op++)
+        tp->cut_before[op] = x->cut[x->off[i] + op];
     tp->contention = p->contention;
     free(seq), free(key);
     return tp;
@@ -162,9 +193,9 @@ static int split_tenant(mr_run *x, const pl_plan *p, int i, const char *model_pa
     for (int j = 0; j < s->n && paths[j]; j++) {
         mr_stage *m = &x->stage[x->n_stages++];
         *m = (mr_stage){.tenant = i, .j = j, .path = paths[j], .start_s = 1e300};
-        for (int k = 0; k < s->st[j].n_ops; k++) {
+        for (int k = 0; k < s->st[j].n_ops; k++) { /* a Constant "starts" at 0 wherever it is */
             double t = x->start_s[x->off[i] + s->st[j].ops[k]];
-            if (t < m->start_s) m->start_s = t;
+            if (t < m->start_s && !pl_plan_is_const(g, s->st[j].ops[k])) m->start_s = t;
         }
     }
     free(paths);
@@ -286,6 +317,7 @@ static int prepare(mr_run *x, const char *const *model_paths, const pl_cost *k, 
     char cache[4096];
     if (check_union(x, err) < 0 || check_devices(x, p, err) < 0 || simulate(x, k, p, err) < 0)
         return -1;
+    mark_cuts(x, p);
     if (o->cache_dir)
         snprintf(cache, sizeof cache, "%s", o->cache_dir);
     else if (pl_cache_dir("inflated", cache, sizeof cache, err) < 0)
@@ -320,7 +352,7 @@ int pl_multi_run(pl_graph *const *models, const char *const *paths, int n, const
         free(x.stage[s].path);
     for (int i = 0; x.st && i < n; i++)
         pl_stages_free(&x.st[i]);
-    free(x.stage), free(x.st), free(x.off), free(x.start_s), free(x.end_s);
+    free(x.stage), free(x.st), free(x.off), free(x.start_s), free(x.end_s), free(x.cut);
     if (rc < 0) pl_multi_run_result_free(r);
     return rc;
 }

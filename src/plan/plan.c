@@ -45,6 +45,7 @@ pl_plan *pl_plan_copy(const pl_plan *p)
     q->dev = dup_array(p->dev, p->n_ops * sizeof *p->dev);
     q->order = dup_array(p->order, p->n_ops * sizeof *p->order);
     q->order_off = dup_array(p->order_off, (p->n_devs + 1) * sizeof *p->order_off);
+    q->cut_before = dup_array(p->cut_before, p->n_ops * sizeof *p->cut_before);
     q->priority = dup_array(p->priority, p->n_ops * sizeof *p->priority);
     q->xfer_priority = dup_array(p->xfer_priority, p->n_edges * sizeof *p->xfer_priority);
     return q;
@@ -95,6 +96,7 @@ pl_plan *pl_plan_unpack(const void *buf, size_t len)
     if (h.n_ops < 0 || h.n_devs < 0 || h.n_edges < 0 || pack_size(&h) != len) return NULL;
     pl_plan *p = pl_malloc(sizeof *p);
     *p = h;
+    p->cut_before = NULL; /* not packed */
     const char *at = (const char *)buf + sizeof h;
     size_t ops = (size_t)h.n_ops;
     p->dev = take(&at, ops * sizeof *p->dev, true);
@@ -109,14 +111,15 @@ void pl_plan_free(pl_plan *p)
 {
     if (!p) return;
     free(p->dev), free(p->order), free(p->order_off), free(p->priority);
-    free(p->xfer_priority);
+    free(p->xfer_priority), free(p->cut_before);
     free(p);
 }
 
 void pl_plan_clear_order(pl_plan *p)
 {
-    free(p->order), free(p->order_off);
+    free(p->order), free(p->order_off), free(p->cut_before);
     p->order = p->order_off = NULL;
+    p->cut_before = NULL;
 }
 
 void pl_plan_clear_schedule(pl_plan *p)
@@ -132,6 +135,7 @@ void pl_plan_assign(pl_plan *dst, const pl_plan *src)
     pl_plan_clear_schedule(dst);
     dst->order = dup_array(src->order, src->n_ops * sizeof *src->order);
     dst->order_off = dup_array(src->order_off, (src->n_devs + 1) * sizeof *src->order_off);
+    dst->cut_before = dup_array(src->cut_before, src->n_ops * sizeof *src->cut_before);
     dst->priority = dup_array(src->priority, src->n_ops * sizeof *src->priority);
     pl_plan_set_xfer_priority(dst, src->n_edges, src->xfer_priority);
 }

@@ -2,10 +2,12 @@
  * definition that `placer split --cut schedule` writes and the simulator charges a stage's
  * overhead by (docs/simulator.md, "Stages").
  *
- * A stage is a run of consecutive ops of one device that receives only before its first op
- * and sends only after its last one: a new stage starts at an op that receives from another
- * device, and after an op that sends to one. Constants that something reads are copied into
- * each reading stage instead of being sent, so they do neither and belong to no stage here. */
+ * A stage is a run of consecutive ops of one device and one model that receives only before
+ * its first op and sends only after its last one: a new stage starts at an op that receives
+ * from another device, after an op that sends to one, where the run passes from one model's
+ * ops to another's (a union of several, pl_graph_union), and where the plan's cut_before says.
+ * Constants that something reads are copied into each reading stage instead of being sent, so they
+ * do neither and belong to no stage here. */
 #include "placer/plan.h"
 
 #include <stdlib.h>
@@ -36,6 +38,14 @@ static bool crosses(const pl_graph *g, const pl_plan *p, int op, bool sends)
     return false;
 }
 
+/* Whether a stage starts at op, the op before it in its device's run being prev: op receives
+ * from another device, belongs to another model than prev, or the plan cuts there. */
+static bool starts_stage(const pl_graph *g, const pl_plan *p, int prev, int op)
+{
+    return crosses(g, p, op, false) || g->ops[op].tenant != g->ops[prev].tenant ||
+           (p->cut_before && p->cut_before[op]);
+}
+
 /* Device d's ops in the order they run: the plan's, else topological. */
 static int run_order(const pl_graph *g, const pl_plan *p, int d, int *ops)
 {
@@ -58,10 +68,12 @@ int pl_plan_schedule_stages(const pl_graph *g, const pl_plan *p, int *stage_of, 
     for (int d = 0; d < p->n_devs; d++) {
         int m = run_order(g, p, d, ops);
         bool open = false;
+        int prev = -1;
         for (int k = 0; k < m; k++) {
             int op = ops[k];
             if (pl_plan_copied_const(g, op)) continue;
-            if (open && crosses(g, p, op, false)) open = false;
+            if (open && starts_stage(g, p, prev, op)) open = false;
+            prev = op;
             if (!open) {
                 if (dev_of) dev_of[n] = d;
                 if (first) first[n] = op;
