@@ -37,17 +37,34 @@ static int refine(const pl_cost *k, const pl_place_opts *po, const pl_multi_opts
     return 0;
 }
 
-/* An op keyed by when the simulator runs it, ties by topological position. */
-typedef struct mo_key {
-    double start_s;
-    int pos, op;
-} mo_key;
+/* An op keyed by when the simulator ran it. */
+typedef struct sim_key {
+    double start_s, end_s;
+    int pos, op; /* topological position (ties of zero-time ops), op */
+} sim_key;
 
-static int cmp_start(const void *a, const void *b)
+static int by_sim(const void *a, const void *b)
 {
-    const mo_key *x = a, *y = b;
+    const sim_key *x = a, *y = b;
     if (x->start_s != y->start_s) return x->start_s < y->start_s ? -1 : 1;
+    if (x->end_s != y->end_s) return x->end_s < y->end_s ? -1 : 1;
     return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+int *mt_sim_sequence(const pl_graph *g, const double *start_s, const double *end_s)
+{
+    int n = g->n_ops;
+    sim_key *key = pl_malloc((size_t)(n ? n : 1) * sizeof *key);
+    int *seq = pl_malloc((size_t)(n ? n : 1) * sizeof *seq);
+    for (int t = 0; t < n; t++) {
+        int op = g->topo[t];
+        key[t] = (sim_key){start_s[op], end_s[op], t, op};
+    }
+    qsort(key, (size_t)n, sizeof *key, by_sim);
+    for (int t = 0; t < n; t++)
+        seq[t] = key[t].op;
+    free(key);
+    return seq;
 }
 
 /* A plan without a per-device order (priorities, or first ready) gets the order the simulator
@@ -60,16 +77,9 @@ static int fix_order(const pl_cost *k, pl_plan *p, pl_err *err)
     pl_sim_opts so = {.contention = p->contention, .record = true, .ignore_memory = true};
     pl_sim_result r;
     if (pl_simulate(k, p, &so, &r, err) < 0) return -1;
-    int n = k->g->n_ops;
-    mo_key *key = pl_malloc((size_t)(n ? n : 1) * sizeof *key);
-    int *seq = pl_malloc((size_t)(n ? n : 1) * sizeof *seq);
-    for (int t = 0; t < n; t++)
-        key[t] = (mo_key){r.op_start_s[k->g->topo[t]], t, k->g->topo[t]};
-    qsort(key, (size_t)n, sizeof *key, cmp_start);
-    for (int t = 0; t < n; t++)
-        seq[t] = key[t].op;
+    int *seq = mt_sim_sequence(k->g, r.op_start_s, r.op_end_s);
     pl_plan_set_order(p, seq);
-    free(seq), free(key);
+    free(seq);
     pl_sim_result_free(&r);
     return 0;
 }

@@ -36,6 +36,11 @@ double mt_best(const mt_packs *p, int pack);
  * 2^14 levels of the largest); slot[i] = its slot, or -1 when it waits. */
 int mt_assign(int n, int n_slots, const double *cost, const int *tie, int *slot, pl_err *err);
 
+/* Every op of g once (malloc'd), in the order a simulation ran them: by start, then end, then
+ * topological position (zero-time ops that start together keep the graph's order). Each
+ * device's ops in this order respect the graph's edges. */
+int *mt_sim_sequence(const pl_graph *g, const double *start_s, const double *end_s);
+
 int mt_talos(const pl_cost *k, const pl_multi_opts *o, pl_plan *out, pl_err *err);
 int mt_aswm(const pl_cost *k, pl_plan *out, pl_err *err);
 int mt_tsam(const pl_cost *k, pl_plan *out, pl_err *err);

@@ -10,7 +10,7 @@
  * also made a topological order of every tenant's stages (Kahn's algorithm, the simulator's
  * order breaking ties), which is what keeps device threads from deadlocking (docs/runtime.md,
  * "Concurrent stages"). All files live in one temporary folder, removed on every path. */
-#include "placer/multi.h"
+#include "multi_internal.h"
 #include "placer/runtime.h"
 #include "placer/sim.h"
 #include "placer/split.h"
@@ -35,6 +35,7 @@ typedef struct mr_run {
     int *off;           /* tenant → its first op in u */
     double *start_s;    /* union op → simulated start (first request) */
     double *end_s;      /* union op → simulated end */
+    int *seq;           /* union ops in the order the simulator ran them */
     unsigned char *cut; /* union op → another model's op ran just before it on its device */
     pl_stages *st;      /* per tenant */
     char root[4096];    /* the temporary folder; "" until made */
@@ -107,43 +108,25 @@ static int simulate(mr_run *x, const pl_cost *k, const pl_plan *p, pl_err *err)
     return 0;
 }
 
-/* An op of a tenant, keyed by when the simulator runs it. */
-typedef struct mr_key {
-    double start_s, end_s;
-    int pos, op; /* topological position (ties of zero-time ops), model op */
-} mr_key;
-
-static int cmp_key(const void *a, const void *b)
-{
-    const mr_key *x = a, *y = b;
-    if (x->start_s != y->start_s) return x->start_s < y->start_s ? -1 : 1;
-    if (x->end_s != y->end_s) return x->end_s < y->end_s ? -1 : 1;
-    return (x->pos > y->pos) - (x->pos < y->pos);
-}
-
-/* x->cut: walking every device's ops in the simulator's order, an op whose device last ran
- * another model's op starts a stage there, as pl_plan_schedule_stages cuts the union plan the
- * simulator charged (a session runs one model); so the runtime interleaves the models where
- * the simulator did, not one whole stage after another. */
+/* x->seq: every union op in the order the simulator ran it (mt_sim_sequence). x->cut:
+ * walking it, an op whose device last ran another model's op starts a stage there, as
+ * pl_plan_schedule_stages cuts the union plan the simulator charged (a session runs one
+ * model); so the runtime interleaves the models where the simulator did, not one whole stage
+ * after another. */
 static void mark_cuts(mr_run *x, const pl_plan *p)
 {
     int n = x->u->n_ops, *last = pl_malloc((size_t)(p->n_devs ? p->n_devs : 1) * sizeof *last);
-    mr_key *key = pl_malloc((size_t)(n ? n : 1) * sizeof *key);
-    for (int t = 0; t < n; t++) {
-        int op = x->u->topo[t];
-        key[t] = (mr_key){x->start_s[op], x->end_s[op], t, op};
-    }
-    qsort(key, (size_t)n, sizeof *key, cmp_key);
+    x->seq = mt_sim_sequence(x->u, x->start_s, x->end_s);
     for (int d = 0; d < p->n_devs; d++)
         last[d] = -1;
     x->cut = pl_calloc((size_t)n + 1, sizeof *x->cut);
     for (int t = 0; t < n; t++) {
-        int op = key[t].op, d = p->dev[op], m = x->u->ops[op].tenant;
+        int op = x->seq[t], d = p->dev[op], m = x->u->ops[op].tenant;
         if (pl_plan_copied_const(x->u, op)) continue;
         x->cut[op] = last[d] >= 0 && last[d] != m;
         last[d] = m;
     }
-    free(key), free(last);
+    free(last);
 }
 
 /* Tenant i's share of the union plan as a plan on its own model: the same devices, each
@@ -154,22 +137,17 @@ static pl_plan *tenant_plan(const mr_run *x, const pl_plan *p, int i)
 {
     const pl_graph *g = x->models[i];
     pl_plan *tp = pl_plan_new(g->n_ops, x->c->n_devs);
-    mr_key *key = pl_malloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *key);
-    int *seq = pl_malloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *seq);
-    for (int t = 0; t < g->n_ops; t++) {
-        int op = g->topo[t], uop = x->off[i] + op;
-        key[t] = (mr_key){x->start_s[uop], x->end_s[uop], t, op};
-        tp->dev[op] = p->dev[uop];
-    }
-    qsort(key, (size_t)g->n_ops, sizeof *key, cmp_key);
-    for (int t = 0; t < g->n_ops; t++)
-        seq[t] = key[t].op;
+    int *seq = pl_malloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *seq), n = 0;
+    for (int t = 0; t < x->u->n_ops; t++)
+        if (x->u->ops[x->seq[t]].tenant == i) seq[n++] = x->seq[t] - x->off[i];
+    for (int op = 0; op < g->n_ops; op++)
+        tp->dev[op] = p->dev[x->off[i] + op];
     pl_plan_set_order(tp, seq);
     tp->cut_before = pl_malloc((size_t)(g->n_ops ? g->n_ops : 1));
     for (int op = 0; op < g->n_ops; op++)
         tp->cut_before[op] = x->cut[x->off[i] + op];
     tp->contention = p->contention;
-    free(seq), free(key);
+    free(seq);
     return tp;
 }
 
@@ -353,6 +331,7 @@ int pl_multi_run(pl_graph *const *models, const char *const *paths, int n, const
     for (int i = 0; x.st && i < n; i++)
         pl_stages_free(&x.st[i]);
     free(x.stage), free(x.st), free(x.off), free(x.start_s), free(x.end_s), free(x.cut);
+    free(x.seq);
     if (rc < 0) pl_multi_run_result_free(r);
     return rc;
 }
