@@ -4,6 +4,10 @@
  * pair of task graphs, and the spread of per-op GPU speedups the JSON reports. */
 #include "testutil.h"
 
+#include "placer/cluster.h"
+#include "placer/cost.h"
+#include "placer/multi.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,11 +87,50 @@ static void test_train_bad_input(void **state)
                       "--train: ");
 }
 
+/* Eq. 2-3 by hand on two chains of two ops whose speedups leave every packing band (NOD 2
+ * each): a = MatMul (4 ms on the CPU, 1 on the GPU: 4) -> Softmax (1, 2: 0.5); b = Gather
+ * (2, 2: 1) -> MatMul (3, 1: 3). Eq. 2 pairs (4, 1) and (0.5, 3): dis = (3 + 2.5) / (5 + 3.5)
+ * = 11/17. Eq. 3: op types {MatMul, Softmax} and {Gather, MatMul}, 1 common of 3, so
+ * Affi = (11/17) / (1/3) = 33/17 = 1.94. */
+static void test_affinity_by_hand(void **state)
+{
+    (void)state;
+#define NODE(n, ty, cpu, gpu)                                                                      \
+    "{\"name\": \"" n "\", \"type\": \"" ty "\", \"times_s\": {\"fig1-cpu\": \"" cpu               \
+    " ms\", \"fig1-gpu\": \"" gpu " ms\"}}"
+#define CHAIN(g, n1, n2)                                                                           \
+    "{\"format\": \"placer-taskgraph/1\", \"name\": \"" g "\", \"nodes\": [" n1 ", " n2 "], "      \
+    "\"edges\": [{\"from\": \"" g "1\", \"to\": \"" g "2\", \"bytes\": 0}]}"
+    pl_graph *m[2] = {
+        tu_taskgraph(CHAIN("a", NODE("a1", "MatMul", "4", "1"), NODE("a2", "Softmax", "1", "2"))),
+        tu_taskgraph(CHAIN("b", NODE("b1", "Gather", "2", "2"), NODE("b2", "MatMul", "3", "1")))};
+    const char *names[] = {"a", "b"};
+    pl_err err = {""};
+    pl_graph *u = pl_graph_union(m, names, 2, &err);
+    assert_non_null(u);
+    pl_cluster *c = pl_cluster_load("examples/multi/fig1-cluster.json", &err);
+    assert_non_null(c);
+    pl_cost *k = tu_cost(u, c);
+    pl_multi_analysis a;
+    assert_int_equal(pl_multi_analyze(k, NULL, &a, &err), 0);
+    assert_int_equal(a.nod[0], 2);
+    assert_int_equal(a.nod[1], 2);
+    assert_close(a.affinity[1], 33.0 / 17, 1e-9);
+    assert_close(a.affinity[2], 33.0 / 17, 1e-9);
+    assert_int_equal(a.n_groups, 1); /* above the default threshold 0.4 */
+    pl_multi_analysis_free(&a);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(u);
+    pl_graph_free(m[0]), pl_graph_free(m[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_train_tenant_is_train_graph),
         cmocka_unit_test(test_train_bad_input),
+        cmocka_unit_test(test_affinity_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
