@@ -125,12 +125,42 @@ static void test_affinity_by_hand(void **state)
     pl_graph_free(m[0]), pl_graph_free(m[1]);
 }
 
+/* The speedup spread in the JSON, on Fig. 1's first model: speedups 5, 1/3 and 1.5 (times
+ * given by the task graph, so all three "given"). */
+static void test_speedup_spread(void **state)
+{
+    (void)state;
+    json_t *doc = tu_run_json("multi examples/multi/fig1-a.json examples/multi/fig1-b.json "
+                              "--cluster examples/multi/fig1-cluster.json --algo aswm --json");
+    json_t *sp = json_object_get(model_of(doc, 0), "speedups");
+    assert_non_null(sp);
+    assert_string_equal(json_string_value(json_object_get(sp, "over")), "cpu0");
+    assert_int_equal(tu_num(sp, "ops"), 3);
+    assert_int_equal(tu_num(sp, "given_ops"), 3);
+    assert_close(tu_num(sp, "min"), 1.0 / 3, 1e-9);
+    assert_close(tu_num(sp, "median"), 1.5, 1e-9);
+    assert_close(tu_num(sp, "max"), 5, 1e-9);
+    assert_close(tu_num(sp, "geomean"), cbrt(2.5), 1e-9);
+    assert_close(tu_num(sp, "overall"), 9.0 / 6, 1e-9);
+    assert_close(tu_num(sp, "below_1"), 1.0 / 3, 1e-9);
+    json_decref(doc);
+    char *out = NULL;
+    assert_int_equal(tu_run("multi examples/multi/fig1-a.json examples/multi/fig1-b.json "
+                            "--cluster examples/multi/fig1-cluster.json --algo aswm --explain",
+                            &out),
+                     0);
+    assert_non_null(strstr(out, "per-op speedup over cpu0"));
+    assert_non_null(strstr(out, "Fig. 2"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_train_tenant_is_train_graph),
         cmocka_unit_test(test_train_bad_input),
         cmocka_unit_test(test_affinity_by_hand),
+        cmocka_unit_test(test_speedup_spread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

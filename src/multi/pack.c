@@ -253,6 +253,49 @@ int pl_multi_analyze(const pl_cost *k, const pl_multi_opts *o, pl_multi_analysis
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void pl_multi_speedup_spread(const pl_cost *k, int tenant, pl_multi_spread *s)
+{
+    memset(s, 0, sizeof *s);
+    int D = k->n_devs, ref = mt_ref_device(k);
+    if (D < 2) return;
+    double *sp = pl_malloc(((size_t)k->n_ops + 1) * sizeof *sp), logsum = 0, on_ref = 0,
+           off_ref = 0;
+    for (int v = 0; v < k->n_ops; v++) {
+        if (k->g->ops[v].tenant != tenant) continue;
+        bool fused = k->fused_root && k->fused_root[v] >= 0;
+        const double *t = (fused ? k->unfused_s : k->op_s) + (size_t)v * D;
+        double x = mt_speedup(t, D, ref), other = INFINITY;
+        for (int d = 0; d < D; d++)
+            if (d != ref) other = fmin(other, t[d]);
+        if (!(t[ref] > 0 && other > 0 && isfinite(t[ref]) && isfinite(other))) continue;
+        bool given = true;
+        for (int d = 0; d < D; d++)
+            given &= k->given[(size_t)v * D + d] != 0;
+        s->n_given += given;
+        s->below_1 += x < 1;
+        logsum += log(x), on_ref += t[ref], off_ref += other;
+        sp[s->n_ops++] = x;
+    }
+    int n = s->n_ops;
+    if (n) {
+        qsort(sp, (size_t)n, sizeof *sp, cmp_double);
+        s->min = sp[0], s->max = sp[n - 1];
+        s->p10 = sp[(int)ceil(0.1 * n) - 1];
+        s->median = sp[(int)ceil(0.5 * n) - 1];
+        s->p90 = sp[(int)ceil(0.9 * n) - 1];
+        s->geomean = exp(logsum / n);
+        s->overall = on_ref / off_ref;
+        s->below_1 /= n;
+    }
+    free(sp);
+}
+
 void pl_multi_analysis_free(pl_multi_analysis *a)
 {
     free(a->speedup), free(a->pack_of), free(a->nod), free(a->affinity), free(a->group);
