@@ -40,7 +40,7 @@ DIST_DRIVER := $(if $(MPICC),$(BUILD)/tests/dist_driver)
 # a recipe that fails (protoc-c, the pl_ renaming sed) leaves no target that make would take as up to date
 .DELETE_ON_ERROR:
 
-.PHONY: all deps test asan demo bench fuzz fuzz-build clean format models install priors
+.PHONY: all deps test asan demo bench fuzz fuzz-build clean format models talos-models install priors
 all: $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI)
 
 deps:
@@ -154,8 +154,12 @@ fuzz-build: deps
 install: $(BUILD)/placer $(LIB) $(COLLBENCH)
 	@PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" tools/install.sh $(BUILD)
 
-models:
+models: talos-models
 	/usr/bin/python3 tools/export_models.py
+
+# The Talos paper's CNNs that torch would export (models/talos/), written with onnx alone.
+talos-models:
+	/usr/bin/python3 tools/export_talos_models.py
 
 # TAG's GNN prior (docs/learn.md, "Training the prior"): trained on six zoo models at TAG's
 # batch sizes over random topologies, and once more without each model for bench_prior's

@@ -5,10 +5,13 @@
  * against each of the others, and the sets where placer's answer (the least TOCT) is not
  * Talos's.
  *
- *   bench_multi CLUSTER SET...     a SET is comma-separated model files ("a.onnx,b.onnx")
+ *   bench_multi CLUSTER SET...     a SET is comma-separated model files ("a.onnx,b.onnx");
+ *                                  "a.onnx:64" is a's training iteration at batch 64 (the
+ *                                  graph `placer train` and `placer multi --train` place)
  *
  * moirai stops after PLACER_MOIRAI_LIMIT seconds (default 10) per set. */
 #include "placer/multi.h"
+#include "placer/train.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +34,29 @@ static char *stem(const char *p)
     return n;
 }
 
+/* FILE, or FILE:BATCH for the model's training iteration at that batch. */
+static pl_graph *load_model(char *s, pl_err *err)
+{
+    char *colon = strrchr(s, ':');
+    int batch = colon ? atoi(colon + 1) : 0;
+    if (colon) *colon = 0;
+    pl_graph *g = pl_graph_load(s, NULL, err);
+    pl_train_graph *t = NULL;
+    if (!g || !colon) return g;
+    if (pl_train_graph_build(g, &(pl_train_opts){.batch = batch}, &t, err) < 0) t = NULL;
+    pl_graph_free(g);
+    if (!t) return NULL;
+    g = t->g, t->g = NULL;
+    pl_train_graph_free(t);
+    return g;
+}
+
 /* Loads one set and builds its union; the count of models, or -1. */
 static int load_set(char *set, pl_graph **gs, char **names, pl_graph **u, pl_err *err)
 {
     int n = 0;
     for (char *s = strtok(set, ","); s && n < MAX_MODELS; s = strtok(NULL, ",")) {
-        gs[n] = pl_graph_load(s, NULL, err);
+        gs[n] = load_model(s, err);
         if (!gs[n]) return -1;
         names[n] = stem(s);
         for (int j = 0; j < n; j++)

@@ -70,6 +70,12 @@ PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_MULTI_LIMIT:-10} "$build/bench/bench_multi" 
   $m/resnet50.onnx,$m/inception_v3.onnx,$m/vgg19.onnx $m/bert_base.onnx,$m/gpt2_small.onnx,$m/resnet50.onnx \
   $m/mobilenet_v3_large.onnx,$m/resnext50_32x4d.onnx,$m/transformer.onnx $m/gcn_cora.onnx,$m/rnnlm_unrolled.onnx,$m/inception_v3.onnx
 echo
+echo "== the Talos paper's Fig. 9(a): its three training pairs with affinity above 0.4 (and alexnet + squeezenet1_0, above it here), training iterations at batch 64 on Talos's testbed (docs/multi.md; about a minute)"
+t=models/talos
+PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_MULTI_LIMIT:-10} "$build/bench/bench_multi" examples/clusters/talos-1cpu-2gpu.json \
+  $m/resnet50.onnx:64,$t/squeezenet1_0.onnx:64 $t/googlenet.onnx:64,$t/alexnet.onnx:64 $m/resnet50.onnx:64,$t/alexnet.onnx:64 \
+  $t/alexnet.onnx:64,$t/squeezenet1_0.onnx:64
+echo
 echo "== training (TAG): TAG against DP-NCCL, DP-NCCL-P, Horovod, a HeteroG-like search, FlexFlow's MCMC (as many proposals as MCTS's trees ran iterations in all) and HEFT on TAG's testbed and cloud at the paper's batch sizes (30 MCTS iterations each, then the refinement; several minutes)"
 "$build/bench/bench_train" --iterations 30 examples/clusters/tag-testbed.json examples/clusters/tag-cloud.json -- \
   $m/inception_v3.onnx:96 $m/resnet50.onnx:96 $m/vgg19.onnx:96 $m/transformer.onnx:480 $m/bert_base.onnx:96

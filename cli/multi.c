@@ -6,6 +6,7 @@
 #include "placer/json.h"
 #include "placer/multi.h"
 #include "placer/report.h"
+#include "placer/train.h"
 
 #include <jansson.h>
 #include <float.h>
@@ -21,6 +22,7 @@ static const char *help_text =
     "                    [--time-limit T]\n"
     "                    [--profile P]... [--cost-params F]\n"
     "                    [--run [--repeat R] [--warmup W] [--cache DIR] [--deadline T]]\n"
+    "                    [--train [--batch N]...] [--explain]\n"
     "  M1 M2 ...      models (ONNX or task graphs); a model given twice is two tenants\n"
     "  --algo A       one algorithm: talos, aswm, tsam, or any of `placer place --help`\n"
     "  --algos LIST   several (default: talos,aswm,tsam,heft,moirai)\n"
@@ -34,6 +36,13 @@ static const char *help_text =
     "  --profile P    measured op times (placer profile -o) of the model it was measured on\n"
     "  --time-limit T searches (moirai) stop after T (default 10s here)\n"
     "  -o FILE        the placer-multi/1 document (as --json prints it), written atomically\n"
+    "  --train        each model's training iteration (forward, backward, optimizer: the\n"
+    "                 graph of `placer train`) is the tenant, not its inference\n"
+    "  --batch N      with --train: the batch, once for every model or once per model in\n"
+    "                 order (default: the Talos paper's, 64 for alexnet, googlenet,\n"
+    "                 resnet50, squeezenet1_0/1_1, 32 for bert_base; else the model's own)\n"
+    "  --explain      print each model's spread of per-op speedups over the CPU (always in\n"
+    "                 the JSON), beside the Talos paper's Fig. 2\n"
     "  --run          run the answer's plan for real on this machine's CPU devices,\n"
     "                 every model at once, and print measured beside predicted times\n"
     "the answer is the row of least TOCT that fits in memory (the first such row on a tie)\n"
@@ -53,6 +62,10 @@ typedef struct multi_opts {
     pl_place_opts po;
     bool run;
     pl_multi_run_opts ro;
+    bool train;            /* --train: training iterations as tenants */
+    int batch[MAX_MODELS]; /* --batch, in the order given */
+    int n_batch;
+    bool explain; /* --explain: the speedup spread in the table */
 } multi_opts;
 
 typedef struct row {
@@ -74,6 +87,7 @@ typedef struct multi_ctx {
     pl_profile *prof[CLI_MAX_LIST];
     int n_prof;
     pl_multi_analysis a;
+    int batch[MAX_MODELS]; /* --train: each tenant's batch */
 } multi_ctx;
 
 /* ---- options ---- */
@@ -148,7 +162,10 @@ enum {
     REPEAT, /* --run's from here */
     WARMUP,
     CACHE,
-    DEADLINE
+    DEADLINE,
+    TRAIN, /* --train's */
+    BATCH,
+    EXPLAIN
 };
 static const struct option options[] = {{"no-pack", no_argument, NULL, NO_PACK},
                                         {"run", no_argument, NULL, RUN},
@@ -165,6 +182,9 @@ static const struct option options[] = {{"no-pack", no_argument, NULL, NO_PACK},
                                         {"warmup", required_argument, NULL, WARMUP},
                                         {"cache", required_argument, NULL, CACHE},
                                         {"deadline", required_argument, NULL, DEADLINE},
+                                        {"train", no_argument, NULL, TRAIN},
+                                        {"batch", required_argument, NULL, BATCH},
+                                        {"explain", no_argument, NULL, EXPLAIN},
                                         CLI_COMMON_OPTIONS,
                                         CLI_OPTIONS_END};
 
@@ -184,6 +204,17 @@ static int take_run(multi_opts *o, int c, const char *v)
     default:
         return cli_seconds("multi", "--deadline", v, &o->ro.deadline_s); /* DEADLINE */
     }
+}
+
+/* --train's options (--batch once per model, in order, or once for all) and --explain. */
+static int take_train(multi_opts *o, int c, const char *v)
+{
+    long n;
+    if (c == TRAIN) return o->train = true, 0;
+    if (c == EXPLAIN) return o->explain = true, 0;
+    if (o->n_batch == MAX_MODELS) return cli_error("multi", "--batch: at most %d", MAX_MODELS);
+    if (cli_count("multi", "--batch", v, 1, 1 << 24, &n) < 0) return -1;
+    return o->batch[o->n_batch++] = (int)n, 0;
 }
 
 static int take(void *p, int c, const char *v)
@@ -218,9 +249,33 @@ static int take(void *p, int c, const char *v)
     case REFINE: /* "0": none, the paper's Talos */
         if (!strcmp(v, "0")) return o->mo.refine_s = 0, 0;
         return cli_seconds("multi", "--refine", v, &o->mo.refine_s);
+    case TRAIN:
+    case BATCH:
+    case EXPLAIN:
+        return take_train(o, c, v);
     default:
         return take_run(o, c, v);
     }
+}
+
+/* --train and --batch, checked together with the models. */
+static cli_exit check_train(const multi_opts *o)
+{
+    if (o->n_batch && !o->train)
+        return cli_fail("multi", "--batch: give --train too (an inference tenant runs at its "
+                                 "model's own batch)");
+    if (o->n_batch > 1 && o->n_batch != o->n_models)
+        return cli_fail("multi",
+                        "--batch given %d times for %d models: give it once (every model) or "
+                        "once per model, in the models' order",
+                        o->n_batch, o->n_models);
+    if (o->train && o->run)
+        return cli_fail("multi", "--run with --train: only inference runs on this machine "
+                                 "(a training iteration is predicted, not run)");
+    if (o->train && o->co.n_profiles)
+        return cli_fail("multi", "--profile with --train: a profile times a model's inference "
+                                 "ops at its own batch, not a training iteration");
+    return CLI_EXIT_OK;
 }
 
 /* The options, checked together; *help when --help was asked (and printed). */
@@ -236,6 +291,8 @@ static cli_exit parse(int argc, char **argv, multi_opts *o, bool *help)
     if (o->n_models < 1) return cli_fail("multi", "which models? (placer multi --help)");
     if (!o->co.cluster) return cli_fail("multi", "which cluster? give --cluster FILE");
     if (o->co.catalog) return cli_fail("multi", "--catalog: give the host as --cluster FILE");
+    cli_exit trained = check_train(o);
+    if (!cli_ok(trained)) return trained;
     if (!o->n_algos) {
         static const char *dflt[] = {"talos", "aswm", "tsam", "heft", "moirai"};
         for (int j = 0; j < 5; j++)
@@ -267,6 +324,40 @@ static void name_tenants(multi_ctx *x, const multi_opts *o)
     }
 }
 
+/* --train's default batch: the Talos paper's (its evaluation: 64 for the CNNs, 32 for BERT, as
+ * TensorFlow recommends), by the model file's stem; 0 (the model's own batch, as `placer
+ * train`'s default) for every other model. */
+static int paper_batch(const char *path)
+{
+    static const struct {
+        const char *stem;
+        int batch;
+    } paper[] = {{"alexnet", 64},       {"googlenet", 64},     {"resnet50", 64},
+                 {"squeezenet1_0", 64}, {"squeezenet1_1", 64}, {"bert_base", 32}};
+    char *stem = pl_file_stem(path, "model");
+    int b = 0;
+    for (size_t i = 0; i < sizeof paper / sizeof *paper; i++)
+        if (!strcmp(stem, paper[i].stem)) b = paper[i].batch;
+    free(stem);
+    return b;
+}
+
+/* --train: model i becomes its training iteration, the graph `placer train` places
+ * (pl_train_graph_build: forward at the batch, backward, one optimizer op per weight). */
+static cli_exit train_tenant(multi_ctx *x, const multi_opts *o, int i)
+{
+    pl_err err = {""};
+    int b = o->n_batch ? o->batch[o->n_batch == 1 ? 0 : i] : paper_batch(o->models[i]);
+    pl_train_graph *t = NULL;
+    if (pl_train_graph_build(x->models[i], &(pl_train_opts){.batch = b}, &t, &err) < 0)
+        return cli_fail("multi", "--train: %s", err.msg);
+    pl_graph_free(x->models[i]);
+    x->models[i] = t->g, t->g = NULL;
+    x->batch[i] = t->batch;
+    pl_train_graph_free(t);
+    return CLI_EXIT_OK;
+}
+
 static void ctx_close(multi_ctx *x)
 {
     pl_multi_analysis_free(&x->a);
@@ -292,6 +383,8 @@ static cli_exit ctx_open(const multi_opts *o, multi_ctx *x)
         x->models[x->n] = pl_graph_load(o->models[x->n], &lo, &err);
         if (!x->models[x->n]) return ctx_close(x), cli_fail("multi", "%s", err.msg);
         cli_print_warnings(x->models[x->n]);
+        cli_exit trained = o->train ? train_tenant(x, o, x->n) : CLI_EXIT_OK;
+        if (!cli_ok(trained)) return x->n++, ctx_close(x), trained;
     }
     name_tenants(x, o);
     x->c = pl_cluster_load(o->co.cluster, &err);
@@ -384,6 +477,33 @@ static void summary_cells(const multi_ctx *x, const row *r, char *line, size_t s
     credit_text(r, by, sizeof by);
     snprintf(line + strlen(line), size - strlen(line), "|%.3f|%s|%s", r->plan->search_s, by,
              r->e.oom ? "exceeds memory" : "");
+}
+
+/* --explain: each tenant's per-op speedup spread, beside the paper's Fig. 2. */
+static void print_spread(const multi_ctx *x)
+{
+    printf("\nper-op speedup over %s (its time there / its least time elsewhere; each op a "
+           "kernel of its own):\n",
+           x->c->devs[x->a.ref_dev].name);
+    pl_table *t = pl_table_new("model|>ops|>min|>p10|>median|>p90|>max|>geomean|>overall|>below 1");
+    for (int m = 0; m < x->n; m++) {
+        pl_multi_spread s;
+        pl_multi_speedup_spread(x->k, m, &s);
+        pl_table_row(t, "%s|%d|%.3g|%.3g|%.3g|%.3g|%.3g|%.3g|%.3g|%.0f%%", x->names[m], s.n_ops,
+                     s.min, s.p10, s.median, s.p90, s.max, s.geomean, s.overall, 100 * s.below_1);
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    printf("the Talos paper's Fig. 2 (ResNet-50 training in TensorFlow, batch 64, i9-10900X vs "
+           "RTX 2080 Ti): 0.1 to 100, average about 10, about 30%% below 1\n");
+}
+
+/* --train: what each tenant is. */
+static void print_batches(const multi_ctx *x)
+{
+    printf("tenants: training iterations (forward, backward, optimizer) at batch");
+    for (int i = 0; i < x->n; i++)
+        printf(" %d (%s)%s", x->batch[i], x->names[i], i + 1 < x->n ? "," : "\n");
 }
 
 static void print_summary(const multi_ctx *x, const row *rows, int n)
@@ -512,6 +632,17 @@ static json_t *row_json(const multi_ctx *x, const row *r)
     return j;
 }
 
+/* A tenant's per-op speedups over the reference device (pl_multi_speedup_spread). */
+static json_t *spread_json(const multi_ctx *x, int m)
+{
+    pl_multi_spread s;
+    pl_multi_speedup_spread(x->k, m, &s);
+    return json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "over",
+                     x->c->devs[x->a.ref_dev].name, "ops", s.n_ops, "given_ops", s.n_given, "min",
+                     s.min, "p10", s.p10, "median", s.median, "p90", s.p90, "max", s.max, "geomean",
+                     s.geomean, "overall", s.overall, "below_1", s.below_1);
+}
+
 static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows, int n,
                         const pl_multi_run_result *run)
 {
@@ -525,6 +656,7 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
     json_object_set_new(opts, "tv_s", json_real(o->mo.tv_s));
     json_object_set_new(opts, "affinity_threshold", json_real(o->mo.affinity));
     json_object_set_new(opts, "pack", json_boolean(!o->mo.no_pack));
+    json_object_set_new(opts, "train", json_boolean(o->train));
     json_object_set_new(j, "options", opts);
     json_t *models = json_array();
     for (int m = 0; m < x->n; m++) {
@@ -532,12 +664,14 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
         json_object_set_new(mj, "name", json_string(x->names[m]));
         json_object_set_new(mj, "path", json_string(o->models[m]));
         json_object_set_new(mj, "ops", json_integer(x->models[m]->n_ops));
+        if (o->train) json_object_set_new(mj, "batch", json_integer(x->batch[m]));
         json_object_set_new(mj, "nod", json_integer(x->a.nod[m]));
         json_object_set_new(mj, "group", json_integer(x->a.group[m] + 1));
         for (int b = 0; b < x->n; b++)
             if (b != m)
                 json_object_set_new(aff, x->names[b], json_real(x->a.affinity[m * x->n + b]));
         json_object_set_new(mj, "affinity", aff);
+        json_object_set_new(mj, "speedups", spread_json(x, m));
         json_array_append_new(models, mj);
     }
     json_object_set_new(j, "models", models);
@@ -640,7 +774,9 @@ cli_exit cli_multi(int argc, char **argv)
             json_decref(doc);
             printf("%d models on %s (%s contention)\n", x.n, x.c->name,
                    pl_contention_name(o.po.contention));
+            if (o.train) print_batches(&x);
             print_models(&x);
+            if (o.explain) print_spread(&x);
             printf("\n");
             print_summary(&x, rows, o.n_algos);
             printf("\n");

@@ -66,7 +66,7 @@ static void test_fig1_table(void **state)
     char *out;
     assert_int_equal(tu_run(FIG1 " 2>&1", &out), 0);
     assert_contains(out, "NOD (packed)");
-    assert_contains(out, "affinity fig1-a + fig1-b: 0.79 (one flow)");
+    assert_contains(out, "affinity fig1-a + fig1-b: 0.68 (one flow)");
     const char *rows[] = {"talos        9.000", "aswm        12.500", "tsam        11.500", "heft ",
                           "moirai "};
     for (int i = 0; i < 5; i++)

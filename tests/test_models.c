@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *zoo(void)
+static json_t *zoo_in(const char *dir)
 {
+    char path[256];
+    snprintf(path, sizeof path, "%s/zoo.json", dir);
     json_error_t e;
-    json_t *z = json_load_file("models/zoo.json", 0, &e);
-    if (!z) fail_msg("models/zoo.json: %s (line %d)", e.text, e.line);
+    json_t *z = json_load_file(path, 0, &e);
+    if (!z) fail_msg("%s: %s (line %d)", path, e.text, e.line);
     return z;
 }
 
@@ -47,18 +49,17 @@ static void check_histogram(const pl_graph *g, json_t *hist, const char *model)
     }
 }
 
-/* Every zoo model: op counts, parameters, I/O shapes and the op histogram as the onnx
- * package counted them; every tensor's size known; no unknown op. */
-static void test_zoo_counts(void **state)
+/* Every model of dir/zoo.json (dir/NAME.onnx): op counts, parameters, I/O shapes and the op
+ * histogram as the onnx package counted them; every tensor's size known; no unknown op. */
+static void check_zoo(const char *dir, int n_models)
 {
-    (void)state;
-    json_t *z = zoo(), *models = json_object_get(z, "models"), *m;
+    json_t *z = zoo_in(dir), *models = json_object_get(z, "models"), *m;
     const char *name;
     int n = 0;
     json_object_foreach(models, name, m)
     {
         char path[256];
-        snprintf(path, sizeof path, "models/%s.onnx", name);
+        snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
         pl_graph *g = tu_load(path);
         pl_graph_summary s;
         pl_graph_summarize(g, &s);
@@ -79,21 +80,35 @@ static void test_zoo_counts(void **state)
         pl_graph_free(g);
         n++;
     }
-    assert_int_equal(n, 12);
+    assert_int_equal(n, n_models);
     json_decref(z);
 }
 
-/* FLOPs of named layers, as recorded from the formulas at export time. */
-static void test_zoo_layer_flops(void **state)
+static void test_zoo_counts(void **state)
 {
     (void)state;
-    json_t *z = zoo(), *models = json_object_get(z, "models"), *m;
+    check_zoo("models", 12);
+}
+
+/* The Talos paper's CNNs (models/talos/, tools/export_talos_models.py), kept apart from the
+ * zoo so that the tests and benches over the zoo's folder do not change. */
+static void test_talos_models(void **state)
+{
+    (void)state;
+    check_zoo("models/talos", 4);
+}
+
+/* FLOPs of named layers of dir's models, as recorded from the formulas at export time; how
+ * many were checked. */
+static int check_layer_flops(const char *dir)
+{
+    json_t *z = zoo_in(dir), *models = json_object_get(z, "models"), *m;
     const char *name;
     int checked = 0;
     json_object_foreach(models, name, m)
     {
         char path[256];
-        snprintf(path, sizeof path, "models/%s.onnx", name);
+        snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
         pl_graph *g = tu_load(path);
         size_t k;
         json_t *c;
@@ -110,8 +125,15 @@ static void test_zoo_layer_flops(void **state)
         }
         pl_graph_free(g);
     }
-    assert_true(checked >= 15);
     json_decref(z);
+    return checked;
+}
+
+static void test_zoo_layer_flops(void **state)
+{
+    (void)state;
+    assert_true(check_layer_flops("models") >= 15);
+    assert_int_equal(check_layer_flops("models/talos"), 9);
 }
 
 /* The same by hand, with the formula written out, for a conv, a grouped conv, and a matmul. */
@@ -188,9 +210,8 @@ static void test_thirdparty_models(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_zoo_counts),
-        cmocka_unit_test(test_zoo_layer_flops),
-        cmocka_unit_test(test_hand_computed_flops),
+        cmocka_unit_test(test_zoo_counts),        cmocka_unit_test(test_talos_models),
+        cmocka_unit_test(test_zoo_layer_flops),   cmocka_unit_test(test_hand_computed_flops),
         cmocka_unit_test(test_thirdparty_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -157,10 +157,10 @@ static void test_fig1_analysis(void **state)
         assert_close(a.speedup[v], sp[v], 1e-9);
     assert_int_equal(a.nod[0], 3);
     assert_int_equal(a.nod[1], 3);
-    /* Eq. 2: mean of |x - y| / max(x, y) over (5, 1), (1/3, 3), (1.5, 0.5); Eq. 3: the same op
-     * types in both models, so common / total = 1 */
-    double dis = (0.8 + (3 - 1.0 / 3) / 3 + 1.0 / 1.5) / 3;
-    assert_close(a.affinity[1], dis, 1e-9);
+    /* Eq. 2: the sum of |x - y| over (5, 1), (1/3, 3), (1.5, 0.5), over the sum of x + y:
+     * (4 + 8/3 + 1) / (6 + 10/3 + 2) = 23/34; Eq. 3: the same op types in both models, so
+     * common / total = 1 */
+    assert_close(a.affinity[1], 23.0 / 34, 1e-9);
     assert_int_equal(a.n_groups, 1);
     pl_multi_analysis_free(&a);
     host_close(&h);

@@ -57,6 +57,23 @@ typedef struct pl_multi_analysis {
 int pl_multi_analyze(const pl_cost *k, const pl_multi_opts *o, pl_multi_analysis *a, pl_err *err);
 void pl_multi_analysis_free(pl_multi_analysis *a);
 
+/* The spread of one tenant's per-op speedups (the paper's Fig. 2): each op's time on the
+ * reference device over its least time on another, every op priced as a kernel of its own (as
+ * a per-op profile times it: an op the runtime fuses into its producer's kernel is priced
+ * unfused here), over the ops that take time on both. Times are k's: a profile's where
+ * given, else the cost model's. */
+typedef struct pl_multi_spread {
+    int n_ops;   /* ops counted: a positive time on the reference device and on another */
+    int n_given; /* of those, ops whose both times were given (a profile, a task graph) */
+    double min, p10, median, p90, max; /* nearest-rank quantiles */
+    double geomean;
+    double overall; /* their summed time on the reference device over their summed least
+                       time elsewhere: the model's average speedup, as ASWM sees it */
+    double below_1; /* share of the ops slower off the reference device (speedup < 1) */
+} pl_multi_spread;
+/* Fills *s (zeroed when the tenant has no op counted). */
+void pl_multi_speedup_spread(const pl_cost *k, int tenant, pl_multi_spread *s);
+
 /* ---- placing: "talos", "aswm", "tsam", or any algorithm of place.h on the union graph ---- */
 /* Which part of placer found a plan: for talos, "flow" (Algorithm 1's min-cost flow) or
  * "refinement" (the local search on TOCT after it improved the flow's plan, `refine` then

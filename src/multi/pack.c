@@ -158,8 +158,11 @@ void mt_packs_free(mt_packs *p)
 /* ---- affinity (Eq. 2-3) ---- */
 
 /* Eq. 2's distance between the packed ops of tenants a and b, paired in topological order
- * (the k-th of a with the k-th of b, k below the smaller count), each term the difference of
- * the two speedups relative to the larger (so in [0, 1)), averaged over the pairs. */
+ * (the k-th of a with the k-th of b, k below the smaller count): the paper's sum of the
+ * speedups' differences over the sum of the speedups compared (so in [0, 1), whatever the
+ * count: the Bray-Curtis dissimilarity). The paper's raw sum grows with the op count (196 for
+ * alexnet + googlenet training), where its Table III stays within 0.14 to 0.56; this form
+ * puts the CNN pairs of its workload at 0.32 to 0.63 (docs/multi.md, "Affinity"). */
 static double distance(const mt_packs *p, int ref, int a, int b)
 {
     int na = 0, nb = 0;
@@ -169,15 +172,14 @@ static double distance(const mt_packs *p, int ref, int a, int b)
         if (p->tenant[q] == b) qb[nb++] = q;
     }
     int K = na < nb ? na : nb;
-    double sum = 0;
+    double diff = 0, sum = 0;
     for (int i = 0; i < K; i++) {
         double x = mt_speedup(p->t + (size_t)qa[i] * p->D, p->D, ref);
         double y = mt_speedup(p->t + (size_t)qb[i] * p->D, p->D, ref);
-        double hi = fmax(x, y);
-        sum += hi > 0 ? fabs(x - y) / hi : 0;
+        diff += fabs(x - y), sum += x + y;
     }
     free(qa), free(qb);
-    return K ? sum / K : 0;
+    return sum > 0 ? diff / sum : 0;
 }
 
 /* common / total of Eq. 3: op type names both models use over those either uses. */
@@ -250,6 +252,49 @@ int pl_multi_analyze(const pl_cost *k, const pl_multi_opts *o, pl_multi_analysis
     group_tenants(a, o->affinity);
     mt_packs_free(&p);
     return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void pl_multi_speedup_spread(const pl_cost *k, int tenant, pl_multi_spread *s)
+{
+    memset(s, 0, sizeof *s);
+    int D = k->n_devs, ref = mt_ref_device(k);
+    if (D < 2) return;
+    double *sp = pl_malloc(((size_t)k->n_ops + 1) * sizeof *sp), logsum = 0, on_ref = 0,
+           off_ref = 0;
+    for (int v = 0; v < k->n_ops; v++) {
+        if (k->g->ops[v].tenant != tenant) continue;
+        bool fused = k->fused_root && k->fused_root[v] >= 0;
+        const double *t = (fused ? k->unfused_s : k->op_s) + (size_t)v * D;
+        double x = mt_speedup(t, D, ref), other = INFINITY;
+        for (int d = 0; d < D; d++)
+            if (d != ref) other = fmin(other, t[d]);
+        if (!(t[ref] > 0 && other > 0 && isfinite(t[ref]) && isfinite(other))) continue;
+        bool given = true;
+        for (int d = 0; d < D; d++)
+            given &= k->given[(size_t)v * D + d] != 0;
+        s->n_given += given;
+        s->below_1 += x < 1;
+        logsum += log(x), on_ref += t[ref], off_ref += other;
+        sp[s->n_ops++] = x;
+    }
+    int n = s->n_ops;
+    if (n) {
+        qsort(sp, (size_t)n, sizeof *sp, cmp_double);
+        s->min = sp[0], s->max = sp[n - 1];
+        s->p10 = sp[(int)ceil(0.1 * n) - 1];
+        s->median = sp[(int)ceil(0.5 * n) - 1];
+        s->p90 = sp[(int)ceil(0.9 * n) - 1];
+        s->geomean = exp(logsum / n);
+        s->overall = on_ref / off_ref;
+        s->below_1 /= n;
+    }
+    free(sp);
 }
 
 void pl_multi_analysis_free(pl_multi_analysis *a)
