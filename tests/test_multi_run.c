@@ -182,6 +182,44 @@ static void test_same_model_twice(void **state)
     same_model_twice(2, 4);
 }
 
+/* The refined Talos plan of gcn_cora + rnnlm + gcn_cora that ran 30 times slower than
+ * predicted (docs/multi.md, "Interleaved models"): b, the second gcn_cora, starts with its
+ * first two ops (MatMul, Add) on cpu1 after rnnlm's Constants and before the rest of rnnlm,
+ * which holds cpu1 for about 0.2 s, and ends on cpu0 after a. The simulator has b end long before
+ * rnnlm; so must the run, whose cpu1 thread ran rnnlm's stage first when a stage's start was its
+ * Constants' (0). The margin is wide (b about 10 ms, rnnlm about 200): a check of the order, not of
+ * timing. */
+static void test_small_model_not_held_behind(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, 3, (const char *[]){GCN, RNNLM, GCN}, (const char *[]){"a", "rnnlm", "b"},
+                 LOCAL);
+    place(&f, 0, 0, 7, 0), place(&f, 1, 0, 49, 1), place(&f, 2, 0, 2, 1), place(&f, 2, 2, 7, 0);
+    int seq[63], n = 0; /* cpu1: rnnlm's Constants (they take no time), b's two ops, rnnlm */
+    for (int t = 0; t < 49; t++)
+        if (!strcmp(f.u->ops[op_at(&f, 1, t)].type, "Constant")) seq[n++] = op_at(&f, 1, t);
+    for (int t = 0; t < 2; t++)
+        seq[n++] = op_at(&f, 2, t);
+    for (int t = 0; t < 7; t++)
+        seq[n++] = op_at(&f, 0, t);
+    for (int t = 2; t < 7; t++)
+        seq[n++] = op_at(&f, 2, t);
+    for (int t = 0; t < 49; t++)
+        if (strcmp(f.u->ops[op_at(&f, 1, t)].type, "Constant")) seq[n++] = op_at(&f, 1, t);
+    pl_plan_set_order(f.p, seq);
+    pl_multi_run_result r;
+    pl_err err = {""};
+    if (run(&f, &r, &err) < 0) fail_msg("%s", err.msg);
+    report(&f, &r);
+    if (!(r.completion_s[2] * 4 < r.completion_s[1]))
+        fail_msg("b ended at %.1f ms, rnnlm at %.1f: b waited for rnnlm", r.completion_s[2] * 1e3,
+                 r.completion_s[1] * 1e3);
+    pl_multi_run_result_free(&r);
+    expect_tmp_empty();
+    close_fixture(&f);
+}
+
 /* A plan with an op on a GPU cannot run here: refused before anything is written. */
 static void test_gpu_refused(void **state)
 {
@@ -405,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_worker_tenants_refused),
         cmocka_unit_test(test_two_models),
         cmocka_unit_test(test_same_model_twice),
+        cmocka_unit_test(test_small_model_not_held_behind),
         cmocka_unit_test(test_device_order_followed),
         cmocka_unit_test(test_worker_failure_names_tenants),
         cmocka_unit_test(test_gpu_refused),
