@@ -21,22 +21,6 @@ static int own_place(const char *algo, const pl_cost *k, const pl_multi_opts *mo
     return mt_tsam(k, out, err);
 }
 
-/* Talos's plan, then the local search on TOCT from it (docs/multi.md, "Refinement"): the
- * flow decides one topological step at a time, and a move it cannot see (a whole model on its
- * own GPU, a branch kept home) is one simulation away. */
-static int refine(const pl_cost *k, const pl_place_opts *po, const pl_multi_opts *mo, pl_plan *out,
-                  pl_multi_credit *credit, pl_err *err)
-{
-    snprintf(credit->by, sizeof credit->by, "flow");
-    if (mo->refine_s <= 0) return 0;
-    pl_contention cont = po ? po->contention : PL_CONTENTION_PORTS;
-    int moves = pl_place_refine(k, out, PL_REFINE_TOCT, cont, mo->refine_s, po ? po->seed : 1,
-                                &credit->refine, err);
-    if (moves < 0) return -1;
-    if (moves > 0) snprintf(credit->by, sizeof credit->by, "refinement");
-    return 0;
-}
-
 /* An op keyed by when the simulator ran it. */
 typedef struct sim_key {
     double start_s, end_s;
@@ -82,6 +66,45 @@ static int fix_order(const pl_cost *k, pl_plan *p, pl_err *err)
     free(seq);
     pl_sim_result_free(&r);
     return 0;
+}
+
+/* The TOCT of p as pl_multi_evaluate judges it (memory not enforced), or -1. */
+static double toct_of(const pl_cost *k, const pl_plan *p, pl_err *err)
+{
+    pl_multi_eval e;
+    if (pl_multi_evaluate(k, p, p->contention, &e, err) < 0) return -1;
+    double t = e.toct_s;
+    pl_multi_eval_free(&e);
+    return t;
+}
+
+/* Talos's plan, then the local search on TOCT from it (docs/multi.md, "The answer, and Talos
+ * refined"): the flow decides one topological step at a time, and a move it cannot see (a
+ * whole model on its own GPU, a branch kept home) is one simulation away. The search judges
+ * plans run by priorities; the plan placer hands on runs in its simulated order, cut into
+ * stages where a device passes between models (fix_order), so the search's plan is kept only
+ * when, ordered so, it is still below the flow's TOCT; otherwise out is the flow's again. */
+static int refine(const pl_cost *k, const pl_place_opts *po, const pl_multi_opts *mo, pl_plan *out,
+                  pl_multi_credit *credit, pl_err *err)
+{
+    snprintf(credit->by, sizeof credit->by, "flow");
+    if (mo->refine_s <= 0) return 0;
+    out->contention = po ? po->contention : PL_CONTENTION_PORTS;
+    pl_plan *flow = pl_plan_copy(out);
+    int moves = pl_place_refine(k, out, PL_REFINE_TOCT, out->contention, mo->refine_s,
+                                po ? po->seed : 1, &credit->refine, err);
+    double kept = moves > 0 && fix_order(k, out, err) == 0 ? toct_of(k, out, err) : -1;
+    double was = moves > 0 && kept >= 0 ? toct_of(k, flow, err) : -1;
+    int rc = moves < 0 || (moves > 0 && (kept < 0 || was < 0)) ? -1 : 0;
+    if (rc == 0 && moves > 0 && kept < was) {
+        snprintf(credit->by, sizeof credit->by, "refinement");
+        credit->refine.before_s = was, credit->refine.after_s = kept;
+    } else if (rc == 0) { /* nothing better, or not once ordered: the flow's plan */
+        pl_plan_assign(out, flow);
+        credit->refine.moves = 0, credit->refine.after_s = credit->refine.before_s;
+    }
+    pl_plan_free(flow);
+    return rc;
 }
 
 int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
