@@ -154,7 +154,8 @@ static bool uses_v100(json_t *doc, bool v100_first)
  * V100 listed last (group 65) the answer uses it and is exactly as fast as with it listed
  * first, same seed and budget. Before issue 27 the 64-bit action masks (1ull << 65) left the
  * V100 out of every action: TAG answered 1.090 ms on K80s against 0.349 ms with the V100 listed
- * first (this test against the commit before 7abe15e; issue 31, item 5). */
+ * first (this test against the commit before 7abe15e; issue 31, item 5). 40 iterations: with
+ * issue 31's scaled MCTS values 20 end the V100-first tree elsewhere (0.921 ms against 0.473). */
 static void test_past_64_device_groups(void **state)
 {
     (void)state;
@@ -162,7 +163,7 @@ static void test_past_64_device_groups(void **state)
     double t[2];
     for (int first = 0; first < 2; first++) {
         snprintf(cmd, sizeof cmd,
-                 "train models/gcn_cora.onnx --cluster %s --budget 20 --seed 7 --placer none "
+                 "train models/gcn_cora.onnx --cluster %s --budget 40 --seed 7 --placer none "
                  "--prior uniform --json 2>/dev/null",
                  many_hosts(first));
         json_t *doc = tu_run_json(cmd);
@@ -178,7 +179,8 @@ static void test_past_64_device_groups(void **state)
  * gcn_cora on TAG's testbed priced by the roofline (examples/cost-params/roofline.json):
  * the HEFT placer (0.323 ms) beats TAG (0.369 ms, mcts-gnn); before, the answer was TAG's,
  * slower than a row printed beside it. With --algo tag the document shows TAG's own answer and
- * still names the recommended one. (Under the kernel rules TAG wins here.) */
+ * still names the recommended one. (Under the kernel rules TAG wins here, and with 20
+ * iterations or more since issue 31's scaled MCTS values: 0.223 ms, so the budget is 5.) */
 static void test_answer_is_fastest_row(void **state)
 {
     (void)state;
@@ -186,7 +188,7 @@ static void test_answer_is_fastest_row(void **state)
     char run[1024];
     snprintf(run, sizeof run,
              "train models/gcn_cora.onnx --cluster examples/clusters/tag-testbed.json "
-             "--budget 50 --cost-params %s --json 2>/dev/null",
+             "--budget 5 --cost-params %s --json 2>/dev/null",
              params);
     json_t *doc = tu_run_json(run), *v;
     double t = tu_num(doc, "iteration_s");
@@ -207,7 +209,7 @@ static void test_answer_is_fastest_row(void **state)
     json_decref(doc);
     snprintf(run, sizeof run,
              "train models/gcn_cora.onnx --cluster examples/clusters/tag-testbed.json "
-             "--budget 50 --cost-params %s --algo tag --json 2>/dev/null",
+             "--budget 5 --cost-params %s --algo tag --json 2>/dev/null",
              params);
     doc = tu_run_json(run);
     assert_string_equal(json_string_value(json_object_get(doc, "algo")), "tag");
@@ -219,7 +221,7 @@ static void test_answer_is_fastest_row(void **state)
     char *out;
     snprintf(run, sizeof run,
              "train models/gcn_cora.onnx --cluster examples/clusters/tag-testbed.json "
-             "--budget 50 --cost-params %s 2>/dev/null",
+             "--budget 5 --cost-params %s 2>/dev/null",
              params);
     assert_int_equal(tu_run(run, &out), 0);
     assert_contains(out, "recommended: heft, 0.323 ms per iteration, found by the heft baseline");
@@ -275,7 +277,7 @@ static void test_credit(void **state)
     const char *runs[] = {
         "train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --batch 4 --budget 10 "
         "--seed 3 --placer none --json 2>/dev/null",
-        "train models/gcn_cora.onnx --cluster examples/clusters/tag-testbed.json --budget 20 "
+        "train models/gcn_cora.onnx --cluster examples/clusters/tag-testbed.json --budget 5 "
         "--seed 3 --cost-params examples/cost-params/roofline.json --json 2>/dev/null"};
     double uniform[2];
     for (int r = 0; r < 2; r++) {

@@ -80,16 +80,20 @@ static void capture_free(capture *c)
         pl_tag_input_free(c->in[i]), free(c->target[i]);
 }
 
-/* Mean cross-entropy of the model's priors against the captured targets. */
-static double mean_ce(pl_tag_gnn *m, const capture *c)
+/* Mean KL divergence of the model's priors from the captured targets: the cross-entropy the
+ * training lowers less the targets' own entropy, its floor. Targets spread over many actions
+ * (MCTS's scaled values since issue 31) leave a high floor that no training goes below. */
+static double mean_kl(pl_tag_gnn *m, const capture *c)
 {
     double sum = 0;
     for (int i = 0; i < c->n; i++) {
         int n = c->in[i]->n_cand;
         double *p = malloc((size_t)n * sizeof *p);
         pl_tag_gnn_priors(m, c->in[i], p);
-        for (int a = 0; a < n; a++)
-            if (c->target[i][a] > 0) sum -= c->target[i][a] * log(p[a] > 1e-300 ? p[a] : 1e-300);
+        for (int a = 0; a < n; a++) {
+            double t = c->target[i][a];
+            if (t > 0) sum += t * (log(t) - log(p[a] > 1e-300 ? p[a] : 1e-300));
+        }
         free(p);
     }
     return sum / c->n;
@@ -127,9 +131,12 @@ static void one_round(bool self_play)
     assert_int_equal(r.rounds, 1);
     assert_int_equal(r.samples, c.n);
     assert_int_equal(r.skipped, 0);
-    double before = mean_ce(fresh, &c), after = mean_ce(m, &c);
+    double before = mean_kl(fresh, &c), after = mean_kl(m, &c);
     assert_true(after < 0.8 * before);
-    assert_true(r.last_loss < r.first_loss);
+    /* the first and the last minibatch are different draws of the samples, whose targets'
+     * entropies (the floors of their cross-entropies) differ: only the KL above, over the same
+     * samples, says that the training brought the prior closer */
+    assert_true(isfinite(r.first_loss) && isfinite(r.last_loss));
     capture_free(&c);
     pl_tag_gnn_free(fresh);
     pl_tag_gnn_free(m);

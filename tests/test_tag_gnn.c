@@ -2,7 +2,8 @@
  * feedback on a hand-built Dense layer worked by hand, the input graph's features and edges
  * against hand-computed values, priors that sum to 1 and repeat for a seed, the whole model's
  * gradient against finite differences, Adam fitting one target, the weights file, MCTS with
- * the prior (fed the feedback of each vertex's strategy), and `placer train --prior gnn`. */
+ * the prior (fed the feedback of each vertex's strategy), MCTS finding brute force's optimum
+ * despite a prior on a slower action (issue 31), and `placer train --prior gnn`. */
 #include "testutil.h"
 
 #include "placer/cluster.h"
@@ -498,6 +499,78 @@ static void test_nan_prior_stops_search(void **state)
     tu_dense_free(&f);
 }
 
+/* ---- a misleading prior (issue 31, item 4) ---- */
+
+/* A V100 and a K80 on two hosts joined by 10 MB/s: DP-NCCL's AllReduce of W's 1 MB over that
+ * link is far slower than either GPU alone, so every one-GPU strategy earns a reward of many
+ * times PUCT's exploration term. */
+static const char *V100_K80_SLOW =
+    "{\"format\": \"placer-cluster/1\", \"name\": \"v100-k80\", \"devices\": ["
+    "{\"name\": \"g0\", \"model\": \"V100\", \"host\": \"m0\"},"
+    "{\"name\": \"g1\", \"model\": \"K80\", \"host\": \"m1\"}],"
+    "\"links\": [{\"from\": \"g0\", \"to\": \"g1\", \"bandwidth_Bps\": \"10 MB/s\", "
+    "\"latency_s\": 0, \"both_ways\": true}]}";
+
+/* 0.99 on the K80 alone with AllReduce, the rest shared by the other actions. */
+static void k80_prior(const pl_train_ctx *x, const pl_train_strategy *partial,
+                      const pl_train_eval *fb, int group, const pl_train_action *a, int n,
+                      double *prior, void *user)
+{
+    (void)x, (void)partial, (void)fb, (void)group, (void)user;
+    int fav = -1;
+    for (int k = 0; k < n; k++)
+        if (!a[k].uses[0] && a[k].uses[1] && a[k].option == PL_OPT_ALLREDUCE) fav = k;
+    assert_true(fav >= 0);
+    for (int k = 0; k < n; k++)
+        prior[k] = k == fav ? 0.99 : 0.01 / (n - 1);
+}
+
+/* The Dense layer as one op group on the V100 and the K80: the prior puts 0.99 on the K80
+ * alone, faster than DP-NCCL but far slower than the V100 alone. Before issue 31 the first
+ * action tried at the root (the prior's) kept every visit, its reward (T_DP / T - 1, about 9
+ * here) dwarfing c G sqrt(N) of the others, and MCTS ended on the K80. With values scaled to
+ * [0, 1], untried actions valued at the vertex's mean and the prior giving way to uniform
+ * as visits grow, 30 iterations find the optimum of brute force over every device set and
+ * option. */
+static void test_misleading_prior_still_finds_optimum(void **state)
+{
+    (void)state;
+    tu_dense f;
+    tu_dense_build(&f, V100_K80_SLOW, 1);
+    pl_graph *g = f.t.g;
+    for (int i = 0; i < g->n_ops; i++) /* the K80 three times slower (the ops' given times) */
+        pl_op_add_time(g, i, "K80", 3 * g->ops[i].time_s[0]);
+    pl_cost_free(f.x.k);
+    f.x.k = tu_cost(g, f.c);
+    static const int sets[3][2] = {{1, 1}, {1, 0}, {0, 1}};
+    double opt = INFINITY, k80 = INFINITY;
+    for (int k = 0; k < 3; k++)
+        for (int o = 0; o < PL_OPT_COUNT; o++) {
+            pl_train_strategy *s = pl_train_strategy_new(1, 2);
+            s->P[0] = (unsigned char)sets[k][0], s->P[1] = (unsigned char)sets[k][1];
+            s->O[0] = (pl_train_option)o, s->overlap = true;
+            double t = tu_dense_eval_s(&f, s);
+            opt = fmin(opt, t);
+            if (k == 2 && o == PL_OPT_ALLREDUCE) k80 = t;
+            pl_train_strategy_free(s);
+        }
+    pl_train_strategy *dp = pl_train_dp(&f.x, false, false);
+    double dp_s = tu_dense_eval_s(&f, dp);
+    pl_train_strategy_free(dp);
+    opt = fmin(opt, dp_s);
+    /* the case is the one meant: the prior's action beats DP-NCCL well, the optimum beats it */
+    assert_true(dp_s / k80 - 1 > 2 && k80 > 1.5 * opt);
+    pl_train_search_opts o = {
+        .iterations = 30, .seed = 3, .no_refine = true, .no_sfb = true, .prior = k80_prior};
+    pl_train_search_result r;
+    pl_err err = {""};
+    assert_int_equal(pl_train_search(&f.x, &o, &r, &err), 0);
+    assert_true(r.prior.ran);
+    assert_true(fabs(r.mcts_s - opt) <= 1e-12 * opt);
+    pl_train_search_result_free(&r);
+    tu_dense_free(&f);
+}
+
 /* Weights with one finite but huge value (3e38), or all of them +-w: saved as they are. */
 static const char *huge_weights(float w, bool all)
 {
@@ -564,8 +637,9 @@ static void test_huge_weights_refused(void **state)
     unlink(path);
 }
 
-/* A learn-prior run whose training diverges (lr 0.99, self-play; 0.5 did under the roofline's
- * costs, before the GPU kernel rules) stops with a message, exit 2,
+/* A learn-prior run whose training diverges (lr 0.99, self-play, 500 steps; 0.5 did under the
+ * roofline's costs, before the GPU kernel rules, and 200 steps before issue 31's scaled MCTS
+ * values changed the visit targets) stops with a message, exit 2,
  * and writes nothing; before, the NaN weights steered the next search into a heap overflow. */
 static void test_diverging_training_stops(void **state)
 {
@@ -574,7 +648,7 @@ static void test_diverging_training_stops(void **state)
     assert_int_equal(tu_mkdtemp(dir, sizeof dir, "tag-diverge"), 0);
     snprintf(args, sizeof args,
              "learn-prior models/gcn_cora.onnx -o %s/w --topologies 2 --iterations 60 "
-             "--min-visits 5 --steps 200 --lr 0.99 --rounds 4 --self-play",
+             "--min-visits 5 --steps 500 --lr 0.99 --rounds 4 --self-play",
              dir);
     tu_expect_refusal(args, "the training diverged after search");
     tu_expect_empty_dir(dir);
@@ -635,6 +709,7 @@ int main(void)
         cmocka_unit_test(test_uniform_too),
         cmocka_unit_test(test_cli_prior_file),
         cmocka_unit_test(test_nan_prior_stops_search),
+        cmocka_unit_test(test_misleading_prior_still_finds_optimum),
         cmocka_unit_test(test_huge_weights_refused),
         cmocka_unit_test(test_diverging_training_stops),
     };

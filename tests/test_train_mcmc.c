@@ -40,11 +40,7 @@ static double strategy_s(tu_dense *f, const int set[2], const pl_train_option op
         s->P[i * 2] = set[i] & 1, s->P[i * 2 + 1] = (set[i] >> 1) & 1;
         s->O[i] = opt[i];
     }
-    pl_train_eval e;
-    pl_err err = {""};
-    if (pl_train_evaluate(&f->x, s, &e, &err) < 0) fail_msg("%s", err.msg);
-    double t = e.oom ? INFINITY : e.iteration_s;
-    pl_train_eval_free(&e);
+    double t = tu_dense_eval_s(f, s);
     pl_train_strategy_free(s);
     return t;
 }
@@ -66,16 +62,6 @@ static double brute_force_s(tu_dense *f, int *n_opt)
     for (int k = 0; k < 144; k++)
         *n_opt += t[k] == best;
     return best;
-}
-
-static double eval_s(tu_dense *f, const pl_train_strategy *s)
-{
-    pl_train_eval e;
-    pl_err err = {""};
-    if (pl_train_evaluate(&f->x, s, &e, &err) < 0) fail_msg("%s", err.msg);
-    double t = e.oom ? INFINITY : e.iteration_s;
-    pl_train_eval_free(&e);
-    return t;
 }
 
 static pl_train_strategy *mcmc(tu_dense *f, const pl_train_mcmc_opts *o, pl_train_mcmc_result *r)
@@ -110,7 +96,7 @@ static void test_reaches_brute_force_optimum(void **state)
         assert_int_equal(r.iterations, 300);
         assert_close(r.start_s, dp, 1e-12);
         assert_close(r.best_s, opt, 1e-12);
-        assert_close(eval_s(&f, s), r.best_s, 1e-12);
+        assert_close(tu_dense_eval_s(&f, s), r.best_s, 1e-12);
         pl_train_strategy_free(s);
     }
     tu_dense_free(&f);
@@ -152,7 +138,7 @@ static void test_never_worse_than_start(void **state)
         pl_train_strategy *s = mcmc(&f, &o, &r);
         assert_true(r.uphill > 0);
         assert_true(r.best_s <= r.start_s);
-        assert_close(eval_s(&f, s), r.best_s, 1e-12);
+        assert_close(tu_dense_eval_s(&f, s), r.best_s, 1e-12);
         pl_train_strategy_free(s);
         tu_dense_free(&f);
     }

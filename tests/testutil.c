@@ -422,6 +422,16 @@ void tu_dense_build(tu_dense *f, const char *cluster, int n_groups)
     }
 }
 
+double tu_dense_eval_s(const tu_dense *f, const pl_train_strategy *s)
+{
+    pl_train_eval e;
+    pl_err err = {""};
+    if (pl_train_evaluate(&f->x, s, &e, &err) < 0) fail_msg("%s", err.msg);
+    double t = e.oom ? INFINITY : e.iteration_s;
+    pl_train_eval_free(&e);
+    return t;
+}
+
 void tu_dense_free(tu_dense *f)
 {
     pl_cost_free(f->x.k);

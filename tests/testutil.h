@@ -111,6 +111,9 @@ typedef struct tu_dense {
 } tu_dense;
 void tu_dense_build(tu_dense *f, const char *cluster, int n_groups);
 void tu_dense_free(tu_dense *f);
+/* The iteration time of strategy s on f's context (INFINITY: does not fit); fails the test when
+ * it cannot be evaluated. */
+double tu_dense_eval_s(const tu_dense *f, const pl_train_strategy *s);
 /* The pieces, for other hand-built training graphs: a tensor of `bytes` (PL_TENSOR_BYTES_ONLY
  * | flags); an op of class Dense taking ms on a V100, reading in[0..n_in) and making out; and
  * f's context around f->t (its graph finalized) on `cluster` (NULL: the two V100s): each
