@@ -440,13 +440,14 @@ static void test_deploy_dead_rank_no_partial_output(void **state)
 
 /* train under --enable-recovery with rank 1 killed at its first item (in the HeteroG-like
  * pass, before the trees are merged): rank 0 grows rank 1's tree again with its seed and share,
- * so the answer is the fault-free run's: 10 iterations, and rank 1's tree's 15.54 ms (rank 0's
- * stays at DP-NCCL's 22.5 ms on this instance, hand-checked), the same strategy. Before, the
- * lost tree was dropped: 5 iterations and MCTS's best 22.5 ms, with exit 0. Uniform trees
- * (--prior uniform), those the figures were checked on. */
+ * so the answer is the fault-free run's: 10 iterations, and rank 1's tree's 19.18 ms (rank 0's
+ * 5 iterations end at 27.66 ms on this instance and seed, checked with MCTS's selection of
+ * issue 31: one process at --budget 5), the same strategy. Before, the lost tree was dropped:
+ * 5 iterations and rank 0's best, with exit 0. Uniform trees (--prior uniform), those the
+ * figures were checked on. */
 #define TRAIN_DEAD                                                                                 \
     "placer-mpi train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --batch 4 "    \
-    "--budget 10 --seed 3 --placer none --prior uniform --json"
+    "--budget 10 --seed 8 --placer none --prior uniform --json"
 static void test_train_dead_rank_tree(void **state)
 {
     (void)state;

@@ -160,7 +160,7 @@ static void test_dist_one_process_same(void **state)
 
 #define TRAIN                                                                                      \
     "train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --batch 4 "               \
-    "--placer none --seed 3 --prior uniform --cost-params examples/cost-params/roofline.json "     \
+    "--placer none --seed 8 --prior uniform --cost-params examples/cost-params/roofline.json "     \
     "--json 2>/dev/null "                                                                          \
     "--budget "
 
@@ -191,8 +191,8 @@ static void test_train_under_mpirun(void **state)
     assert_int_equal((int)tu_num(two, "ranks"), 2);
     assert_int_equal((int)tu_num(two, "mcts_iterations"), 10);
     assert_true(tu_num(two, "mcts_iteration_s") <= tu_num(one, "mcts_iteration_s"));
-    /* hand-checked on this cluster and seed: rank 0's 5 iterations never beat DP-NCCL (22.5
-     * ms), rank 1's found 15.54 ms, and that tree's strategy is the one refined */
+    /* checked on this cluster and seed (MCTS's selection of issue 31): rank 0's 5 iterations
+     * end at 24.87 ms, rank 1's find 15.54 ms, and that tree's strategy is the one refined */
     assert_true(tu_num(two, "mcts_iteration_s") < tu_num(one, "mcts_iteration_s"));
     assert_true(tu_num(two, "refined_from_root_s") == tu_num(one, "refined_from_root_s"));
     json_t *b1 = json_object_get(one, "baselines"), *b2 = json_object_get(two, "baselines");
