@@ -32,7 +32,7 @@ static const char *help_text =
     "  --positions P  queue positions per device per step of the flow (default 8)\n"
     "  --no-pack      place ops as they are\n"
     "  --refine T     talos: local search on TOCT after the flow, at most T (default 2s;\n"
-    "                 0: the paper's Talos alone)\n"
+    "                 0 or 0s: the paper's Talos alone)\n"
     "  --profile P    measured op times (placer profile -o) of the model it was measured on\n"
     "  --time-limit T searches (moirai) stop after T (default 10s here)\n"
     "  -o FILE        the placer-multi/1 document (as --json prints it), written atomically\n"
@@ -138,6 +138,16 @@ static int parse_affinity(const char *v, pl_multi_opts *mo)
                          v ? v : "");
     mo->affinity = x;
     return 0;
+}
+
+/* --refine T: a duration, or 0 ("0", "0s", ...) for none, the paper's Talos alone. */
+static int parse_refine(const char *v, pl_multi_opts *mo)
+{
+    pl_err err;
+    double s;
+    if (!strcmp(v, "0") || (pl_parse_quantity(v, PL_UNIT_SECONDS, &s, &err) == 0 && s == 0))
+        return mo->refine_s = 0, 0;
+    return cli_seconds("multi", "--refine", v, &mo->refine_s);
 }
 
 static int parse_tv(const char *v, pl_multi_opts *mo)
@@ -246,9 +256,8 @@ static int take(void *p, int c, const char *v)
         return cli_seed("multi", "--seed", v, &o->po.seed);
     case TIME_LIMIT:
         return cli_seconds("multi", "--time-limit", v, &o->po.time_limit_s);
-    case REFINE: /* "0": none, the paper's Talos */
-        if (!strcmp(v, "0")) return o->mo.refine_s = 0, 0;
-        return cli_seconds("multi", "--refine", v, &o->mo.refine_s);
+    case REFINE:
+        return parse_refine(v, &o->mo);
     case TRAIN:
     case BATCH:
     case EXPLAIN:

@@ -289,6 +289,7 @@ static void test_bad_input(void **state)
     tu_expect_refusal(FIG1 " --tv fast", "--tv: 'fast'");
     tu_expect_refusal(FIG1 " --positions 0", "--positions");
     tu_expect_refusal(FIG1 " --refine fast", "--refine: \"fast\"");
+    tu_expect_refusal(FIG1 " --refine -1s", "--refine: \"-1s\" is negative");
     tu_expect_refusal(FIG1 " --profile examples/multi/nosuch.json", "nosuch.json");
     tu_expect_refusal("multi examples/multi/nosuch.json --cluster examples/multi/fig1-cluster.json",
                       "nosuch.json");
