@@ -219,6 +219,23 @@ static int fastest_degree(const span *sp, const pl_platform *pf, double mem_byte
     return most < one ? max : 1;
 }
 
+/* A slice's time and bill from its span and memory, its compute_s set: its cuts through the
+ * transport, its invocation in the latency but not in the bill (a platform bills the function
+ * from its handler's start), the memory held for the billed time. */
+static void bill(const pl_platform *pf, const pl_sl_opts *o, const span *sp, double mem_bytes,
+                 pl_sl_slice *s)
+{
+    const pl_transport *x = pl_sl_transport(pf, o);
+    s->comm_s = sp->comm_s, s->in_bytes = sp->in_bytes, s->out_bytes = sp->out_bytes;
+    s->invoke_s = invoke_s(pf, sp), s->payload_bytes = sp->gin_bytes + sp->gout_bytes;
+    s->time_s = s->compute_s + s->comm_s + s->invoke_s;
+    s->billed_s = pl_platform_billed_s(pf, s->compute_s + s->comm_s);
+    s->gb_s = mem_bytes / PL_PLATFORM_GB_S_BYTES * s->billed_s;
+    s->usd =
+        pl_platform_usd(pf, mem_bytes / PL_PLATFORM_MB_BYTES, s->compute_s + s->comm_s) +
+        pl_transport_usd(x, (sp->in_bytes + sp->out_bytes) / ratio_of(o), sp->n_in + sp->n_out);
+}
+
 /* Prices slice [i, j] (its span sp) into s, its degree the fastest of 1 .. floor(memory / λ)
  * (Algorithm 1, step 3; the memory is never raised for a degree). -1 when it does not fit. */
 static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, int v,
@@ -234,15 +251,7 @@ static int price_span(const pl_platform *pf, const pl_sl_opts *o, int i, int j, 
     s->raised = v > 0 && can_raise(sp, pf, v);
     if (mem_bytes < 0) return -1;
     s->eta = fastest_degree(sp, pf, mem_bytes, &s->compute_s);
-    const pl_transport *x = pl_sl_transport(pf, o);
-    s->comm_s = sp->comm_s, s->in_bytes = sp->in_bytes, s->out_bytes = sp->out_bytes;
-    s->invoke_s = invoke_s(pf, sp), s->payload_bytes = sp->gin_bytes + sp->gout_bytes;
-    s->time_s = s->compute_s + s->comm_s + s->invoke_s;
-    s->billed_s = pl_platform_billed_s(pf, s->compute_s + s->comm_s);
-    s->gb_s = mem_bytes / PL_PLATFORM_GB_S_BYTES * s->billed_s;
-    double moved_bytes = (sp->in_bytes + sp->out_bytes) / ratio_of(o);
-    s->usd = pl_platform_usd(pf, s->mem_mb, s->compute_s + s->comm_s) +
-             pl_transport_usd(x, moved_bytes, sp->n_in + sp->n_out);
+    bill(pf, o, sp, mem_bytes, s);
     return 0;
 }
 
@@ -303,13 +312,7 @@ int sl_price_set(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_opts 
     s->weight_mb = sp.weight_bytes / PL_PLATFORM_MB_BYTES;
     s->act_mb = sp.act_bytes / PL_PLATFORM_MB_BYTES;
     s->compute_s = compute_s(&sp, pf, mem_bytes, 1);
-    s->comm_s = sp.comm_s, s->in_bytes = sp.in_bytes, s->out_bytes = sp.out_bytes;
-    s->invoke_s = invoke_s(pf, &sp), s->payload_bytes = sp.gin_bytes + sp.gout_bytes;
-    s->time_s = s->compute_s + s->comm_s + s->invoke_s;
-    s->billed_s = pl_platform_billed_s(pf, s->compute_s + s->comm_s);
-    s->gb_s = mem_bytes / PL_PLATFORM_GB_S_BYTES * s->billed_s;
-    s->usd = pl_platform_usd(pf, mem_mb, s->compute_s + s->comm_s) +
-             pl_transport_usd(x, (sp.in_bytes + sp.out_bytes) / ratio_of(o), sp.n_in + sp.n_out);
+    bill(pf, o, &sp, mem_bytes, s);
     return 0;
 }
 
