@@ -254,12 +254,6 @@ int pl_multi_analyze(const pl_cost *k, const pl_multi_opts *o, pl_multi_analysis
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 void pl_multi_speedup_spread(const pl_cost *k, int tenant, pl_multi_spread *s)
 {
     memset(s, 0, sizeof *s);
@@ -285,7 +279,7 @@ void pl_multi_speedup_spread(const pl_cost *k, int tenant, pl_multi_spread *s)
     }
     int n = s->n_ops;
     if (n) {
-        qsort(sp, (size_t)n, sizeof *sp, cmp_double);
+        pl_sort(sp, (size_t)n, sizeof *sp, pl_cmp_double);
         s->min = sp[0], s->max = sp[n - 1];
         s->p10 = sp[(int)ceil(0.1 * n) - 1];
         s->median = sp[(int)ceil(0.5 * n) - 1];
