@@ -39,7 +39,7 @@ typedef struct train_opts {
     cli_common co;
     int batch, max_groups;
     const char *algo, *out, *placer, *prior_file;
-    bool gnn, algo_given;
+    bool algo_given;
     int prior; /* PRIOR_AUTO (not given), PRIOR_UNIFORM or PRIOR_GNN */
     pl_train_search_opts so;
 } train_opts;
@@ -258,8 +258,8 @@ typedef struct part {
 } part;
 enum { P_UNIFORM, P_GNN, P_REFINE, P_SFB, P_COUNT };
 
-/* Who found a tree's best: the tree, or the baseline whose strategy it is (DP-NCCL, its
- * start, when nothing beat it; Horovod's, the root's completion). */
+/* Who found a tree's best: the tree, or DP-NCCL (the search's first strategy) when nothing
+ * the tree tried beat it. */
 static const char *tree_by(const pl_train_tree_result *t, const pl_train_search_result *sr,
                            const char *tree)
 {
@@ -565,7 +565,7 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
     json_object_set_new(j, "mcts_iteration_s", finite_or_null(sr->mcts_s));
     json_object_set_new(j, "refined_from_mcts_s", finite_or_null(sr->refined_mcts_s));
     json_object_set_new(j, "refined_from_root_s", finite_or_null(sr->refined_root_s));
-    json_object_set_new(j, "prior", json_string(o->gnn ? "gnn" : "uniform"));
+    json_object_set_new(j, "prior", json_string(o->so.prior ? "gnn" : "uniform"));
     json_object_set_new(j, "mcts_iterations_to_beat_dp",
                         sr->iterations_to_beat_dp >= 0 ? json_integer(sr->iterations_to_beat_dp)
                                                        : json_null());
@@ -606,7 +606,6 @@ static cli_exit load_prior(train_opts *o, pl_tag_gnn **m)
                                               : "TAG's GNN prior (or --prior uniform)",
                         err.msg);
     o->so.prior = pl_tag_gnn_prior, o->so.prior_user = *m, o->so.uniform_too = true;
-    o->gnn = true;
     return CLI_EXIT_OK;
 }
 
