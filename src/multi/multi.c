@@ -93,12 +93,12 @@ static int refine(const pl_cost *k, const pl_place_opts *po, const pl_multi_opts
     pl_plan *flow = pl_plan_copy(out);
     int moves = pl_place_refine(k, out, PL_REFINE_TOCT, out->contention, mo->refine_s,
                                 po ? po->seed : 1, &credit->refine, err);
+    /* before_s is the flow's TOCT as pl_multi_evaluate judges it: the flow's plan is ordered */
     double kept = moves > 0 && fix_order(k, out, err) == 0 ? toct_of(k, out, err) : -1;
-    double was = moves > 0 && kept >= 0 ? toct_of(k, flow, err) : -1;
-    int rc = moves < 0 || (moves > 0 && (kept < 0 || was < 0)) ? -1 : 0;
-    if (rc == 0 && moves > 0 && kept < was) {
+    int rc = moves < 0 || (moves > 0 && kept < 0) ? -1 : 0;
+    if (rc == 0 && moves > 0 && kept < credit->refine.before_s) {
         snprintf(credit->by, sizeof credit->by, "refinement");
-        credit->refine.before_s = was, credit->refine.after_s = kept;
+        credit->refine.after_s = kept;
     } else if (rc == 0) { /* nothing better, or not once ordered: the flow's plan */
         pl_plan_assign(out, flow);
         credit->refine.moves = 0, credit->refine.after_s = credit->refine.before_s;
