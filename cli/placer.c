@@ -187,8 +187,17 @@ static cli_exit run(int argc, char **argv)
 
 /* Under mpirun (build/placer-mpi) every rank runs the verb; the verbs that split work use the
  * pool of dist.h, and without MPI init and finalize do nothing. */
+/* OpenBLAS's own (exported, not in its headers): ends its pool of threads, which it starts
+ * again, from the thread that next needs it, on its next parallel call. It runs before every
+ * fork (OpenBLAS's pthread_atfork), so this is a path it takes all the time. */
+int blas_thread_shutdown_(void);
+
 int main(int argc, char **argv)
 {
     pl_dist_init(&argc, &argv);
+    /* SIGINT, SIGTERM and SIGHUP go to one thread (common.h, pl_out_take_signals); OpenBLAS's
+     * pool, started when the library was loaded with nothing blocked, is started again so
+     * that its threads block them too (else they take them, and METIS's handler with them) */
+    if (pl_out_take_signals() > 0) blas_thread_shutdown_();
     return pl_dist_finalize(run(argc, argv).status); /* the one place a cli_exit becomes an int */
 }

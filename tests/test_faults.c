@@ -312,6 +312,42 @@ enum { C_MISSING, C_READONLY, C_FULL, C_SIGINT, C_SIGTERM };
 static const char *const case_names[] = {"missing folder", "read-only file system", "full disk",
                                          "SIGINT mid-run", "SIGTERM mid-run"};
 
+/* Every thread of a running placer blocks SIGINT, SIGTERM and SIGHUP, but the one waiting for
+ * them (in rt_sigtimedwait, syscall 128 on x86-64, where sigwait's mask is lifted): a thread
+ * that takes them would run whatever handler a library swapped in, as METIS's that swallowed
+ * a SIGTERM or deadlocked in malloc (common.h, pl_out_take_signals). Mid-run, every pool is
+ * up. */
+static void check_signals_taken(pid_t pid)
+{
+    char dir[64], path[384], line[256];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d) bad("%s: %s", dir, strerror(errno));
+    int waiting = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        unsigned long long blk = 0;
+        snprintf(path, sizeof path, "%s/%s/status", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        while (f && fgets(line, sizeof line, f))
+            if (!strncmp(line, "SigBlk:", 7)) blk = strtoull(line + 7, NULL, 16);
+        if (f) fclose(f);
+        unsigned long long want =
+            1ull << (SIGINT - 1) | 1ull << (SIGTERM - 1) | 1ull << (SIGHUP - 1);
+        if ((blk & want) == want) continue;
+        snprintf(path, sizeof path, "%s/%s/syscall", dir, e->d_name);
+        f = fopen(path, "r");
+        long nr = f && fgets(line, sizeof line, f) ? strtol(line, NULL, 10) : -1;
+        if (f) fclose(f);
+        if (nr == 128 && !waiting++) continue;
+        closedir(d);
+        bad("thread %s takes SIGINT/SIGTERM/SIGHUP (blocked mask %llx, in syscall %ld)", e->d_name,
+            blk, nr);
+    }
+    closedir(d);
+    if (waiting != 1) bad("no thread waits for the signals");
+}
+
 /* The moment a slow run is mid-run: its watched temporary exists, or the delay has passed. */
 static void wait_mid_run(const fcase *c, pid_t pid)
 {
@@ -355,6 +391,7 @@ static void run_case(const verb *v, int kind, const char *root)
     if (kind >= C_SIGINT) {
         int sig = kind == C_SIGINT ? SIGINT : SIGTERM;
         wait_mid_run(&c, pid);
+        check_signals_taken(pid);
         kill(pid, sig);
         int st = finish_within(&c, pid, 60);
         if (!WIFSIGNALED(st) || WTERMSIG(st) != sig)

@@ -86,6 +86,20 @@ void pl_out_abort(pl_out *o);
  * async-signal-safe, for a program's own signal handler (which keeps pl_out from installing
  * its own: src/dist's, under mpirun). */
 void pl_out_remove_temporaries(void);
+/* For a program's main, before it starts any thread: SIGINT, SIGTERM and SIGHUP, each one
+ * whose disposition is still the default (an ignored SIGINT stays ignored; a handler of the
+ * program's own, src/dist's under mpirun, stays its own), are blocked in the calling thread,
+ * and so in every thread it starts from then on, and taken by one thread of their own that
+ * waits for them (sigwait): it removes the temporaries and the process dies of the signal.
+ * Why: a library may swap its own handler in for a while, as METIS does for SIGTERM inside
+ * every call (GKlib's gk_sigtrap: its handler longjmps out of whatever METIS was doing, even
+ * out of malloc, which then deadlocks; or the signal is taken as METIS's error and placer
+ * carries on), and a blocked signal never reaches any handler. Threads started before the
+ * call (a library's pool, made when the library was loaded) keep their mask: the caller
+ * restarts them (cli/placer.c: OpenBLAS's). The handler pl_out installs stays, for such a
+ * thread. Children of pl_proc start with nothing blocked. Returns the number of signals
+ * taken (0 to 3), or -1 if the thread cannot be started (nothing is blocked then). */
+int pl_out_take_signals(void);
 /* The whole of a buffer to path, through pl_out. */
 int pl_out_write_file(const char *path, const void *buf, size_t n, pl_err *err);
 /* The temporary's name for path: ".NAME.tmp.PID" in the same folder (malloc'd); a trailing

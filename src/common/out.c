@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,60 @@ static void install_handlers(void)
         sigemptyset(&sa.sa_mask);
         sigaction(sigs[k], &sa, NULL);
     }
+}
+
+/* ---- signals taken by a thread of their own (common.h, pl_out_take_signals) ---- */
+
+static sigset_t taken;
+
+/* The default action, from a thread that no longer blocks it: the process dies of sig, as if
+ * nothing had caught it (a parent sees WTERMSIG). raise() sends to this thread alone. */
+static _Noreturn void die_of(int sig)
+{
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
+    _exit(128 + sig); /* not reached unless another handler was swapped in meanwhile */
+}
+
+static void *wait_for_signals(void *unused)
+{
+    (void)unused;
+    int sig = 0;
+    while (sigwait(&taken, &sig) != 0) {
+    }
+    pl_out_remove_temporaries();
+    die_of(sig);
+}
+
+int pl_out_take_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    int n = 0;
+    sigemptyset(&taken);
+    for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) {
+        struct sigaction old;
+        if (sigaction(sigs[k], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+            sigaddset(&taken, sigs[k]), n++;
+    }
+    if (!n) return 0;
+    install_handlers(); /* for a thread that was started before and still takes them */
+    sigset_t was;
+    pthread_sigmask(SIG_BLOCK, &taken, &was);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, wait_for_signals, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        pthread_sigmask(SIG_SETMASK, &was, NULL);
+        return -1;
+    }
+    return n;
 }
 
 /* A full list leaves the temporary unregistered (32 at once: placer holds a handful). */

@@ -31,6 +31,12 @@ static void tie(pid_t parent)
 {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* placer's own signals are taken by one thread (pl_out_take_signals) and so blocked in
+     * this copy of the forking thread; a mask survives exec, and a worker that blocked
+     * SIGTERM would ignore being ended */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     if (getppid() != parent) _exit(126);
 }
 
