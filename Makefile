@@ -15,7 +15,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))
 TLIB    := $(BUILD)/tests/testutil.o
 LIB     := $(BUILD)/libplacer.a
-# Only pl_ symbols leave the library (README, "What the library exports"): each module's
+# Only pl_ symbols leave the library (docs/guide/setup.md, "What the library exports"): each module's
 # objects are relinked into one (ld -r, so calls between its files are resolved inside it) and
 # every symbol but pl_* is made local; the generated ONNX code joins graph. The unstripped
 # module objects form the internal library, for tests that reach a module's internals.

@@ -10,7 +10,7 @@
  *   bench_place moirai-zoo CLUSTER... -- MODEL...
  *                                             moirai on models beside m-SCT, GETF and HEFT:
  *                                             makespans and gains (same time limit)
- * Prints tables; the README quotes them. */
+ * Prints tables; docs/guide/place.md and docs/placement.md quote them. */
 #include "placer/place.h"
 #include "placer/report.h"
 

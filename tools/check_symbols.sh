@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Part of `make test`: libplacer exports only `pl_` symbols (a generic prefix such as `ir_` or
 # `sim_` would collide with a user's own code) and holds one member per module, each named once
-# (README, "What the library exports"). Prints one line per exported non-`pl_` symbol and per
+# (docs/guide/setup.md, "What the library exports"). Prints one line per exported non-`pl_` symbol and per
 # repeated member name; exit status 1 if there is any.
 set -euo pipefail
 lib=${1:?usage: tools/check_symbols.sh LIBRARY.a}
