@@ -757,6 +757,12 @@ cli_exit cli_multi(int argc, char **argv)
     multi_ctx x;
     cli_exit rc = ctx_open(&o, &x);
     if (!cli_ok(rc)) return rc;
+    pl_err err = {""};
+    if (pl_place_precheck(x.k, &err) < 0) { /* an op that fits no device: cli.h, status 1 */
+        cli_fail("multi", "%s", err.msg);
+        ctx_close(&x);
+        return CLI_EXIT_INFEASIBLE;
+    }
     row rows[MAX_ALGOS];
     memset(rows, 0, sizeof rows);
     for (int i = 0; i < o.n_algos; i++) {

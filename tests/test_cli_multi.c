@@ -266,9 +266,10 @@ static void test_run_failures(void **state)
     setenv("PLACER_ORT_WORKER", js, 1);
     expect_run_fails(tmp, RUN_LOCAL, "onnxruntime worker died (signal 9) while running 'run'");
     tu_expect_worker_gone(dir);
+    /* 3 s, not 1: node's start is a step too, and took over 1 s at a load of 13-19 */
     tu_failing_worker(dir, "SIGSTOP", js, sizeof js);
-    expect_run_fails(tmp, RUN_LOCAL " --deadline 1s",
-                     "stalled: nothing from it for 1 s in 'run' (before its first step), the "
+    expect_run_fails(tmp, RUN_LOCAL " --deadline 3s",
+                     "stalled: nothing from it for 3 s in 'run' (before its first step), the "
                      "deadline of one step (--deadline, $PLACER_ORT_DEADLINE); killed it; the "
                      "answer to 'run' is lost");
     tu_expect_worker_gone(dir);
@@ -295,6 +296,23 @@ static void test_bad_input(void **state)
                       "nosuch.json");
     tu_expect_refusal("multi examples/multi/fig1-a.json --cluster examples/multi/fig1-a.json",
                       "fig1-a.json");
+}
+
+/* A model with an op that fits no device is "no feasible answer" (cli.h: status 1, as
+ * compare), said once, before any algorithm runs; it was status 2 with every algorithm's
+ * failure, a bad-input status for a well-formed question. */
+static void test_nothing_fits(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    int rc = tu_run("multi models/gcn_cora.onnx --train --batch 16777216 --cluster "
+                    "examples/clusters/talos-1cpu-2gpu.json 2>&1",
+                    &out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "placer multi: gcn_cora: no placement fits: op "));
+    assert_non_null(strstr(out, "the largest device, cpu0, has"));
+    assert_null(strstr(out, "talos:")); /* no algorithm ran */
+    free(out);
 }
 
 /* The answer is the row of least TOCT (the first on a tie), named with what found it. On
@@ -335,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_run_failures),
         cmocka_unit_test(test_profile_applies_to_its_model),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_nothing_fits),
         cmocka_unit_test(test_answer_is_the_best_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
