@@ -202,12 +202,14 @@ static void test_drl_measured(void **state)
     json_decref(j);
     tu_expect_refusal("place models/gcn_cora.onnx --cluster " INTRA " --algo drl --measured",
                       "--measured: examples/clusters/moirai-intra-server.json: device");
-    tu_expect_refusal("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
-                      "--algo heft --measured",
-                      "--measured is for a learned algorithm (drl): heft places by the cost model");
-    tu_expect_refusal("compare models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
-                      "--algos heft,single --episodes 3",
-                      "--episodes is for learned algorithms (drl), and --algos has none");
+    tu_expect_refusal(
+        "place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+        "--algo heft --measured",
+        "--measured is for a learned algorithm (drl, google-rl): heft places by the cost model");
+    tu_expect_refusal(
+        "compare models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+        "--algos heft,single --episodes 3",
+        "--episodes is for learned algorithms (drl, google-rl), and --algos has none");
 }
 
 /* deploy --algos drl --place-episodes: every trial's plan is DRL's, and the chosen plan, saved,
