@@ -8,10 +8,11 @@
  * attending over all of them, emits a device per group. Episodes sample placements from the
  * policy, the simulator scores them (the makespan of the plan on the model's own graph), and
  * REINFORCE trains the policy with Adam. They differ where the papers do (struct variant):
- * AutoDeep's encoder is bidirectional, its baseline term B is the baseline experiments' time
- * (here: the best of the single-device placements and the expert-layers placement, which it
- * scores first and counts among the placements seen), its reward is the time itself, and a
- * random rate that decays with the episodes explores; Google-RL's encoder reads one way, its
+ * AutoDeep's encoder is bidirectional, its baseline term B starts at the baseline experiments'
+ * time (the best of the single-device placements and the expert-layers placement, which it
+ * scores first and counts among the placements seen) and then moves with the times sampled
+ * (advantage()), its reward is the time itself, and a random rate that decays with the
+ * episodes explores; Google-RL's encoder reads one way, its
  * reward is the square root of the time against a moving-average baseline, it does not
  * explore beyond sampling, and it returns the best placement it sampled. Large graphs are
  * coarsened first (fusion, colocation and chain contraction to at most MAX_GROUPS groups,
@@ -48,7 +49,7 @@
 typedef struct variant {
     const char *name;
     bool bidir;   /* the encoder reads both ways */
-    bool paper_b; /* B = the baseline experiments' time, R = T; else R = sqrt(T), moving b */
+    bool paper_b; /* B from the baseline experiments' time, R = T; else R = sqrt(T), b from R */
     double eps0;  /* the random rate at episode 0 (0: none) */
 } variant;
 
@@ -127,8 +128,8 @@ static void group_mask(drl *x, int q)
 static void features(drl *x)
 {
     const pl_graph *cg = x->cz->coarse;
-    x->type = pl_malloc((size_t)x->n * sizeof *x->type);
-    x->feat = pl_malloc((size_t)x->n * PL_DRL_FEAT * sizeof *x->feat);
+    x->type = pl_malloc((size_t)x->n * sizeof *x->type + 1);
+    x->feat = pl_malloc((size_t)x->n * PL_DRL_FEAT * sizeof *x->feat + 1);
     x->n_types = pl_drl_encode(cg, x->type, x->feat);
     x->mask = pl_calloc((size_t)x->n * x->D + 1, sizeof *x->mask);
     for (int q = 0; q < x->n; q++)
@@ -145,7 +146,7 @@ static void model_init(drl *x, unsigned seed)
     x->rng = seed ? seed : 1;
     int in = EMBED + PL_DRL_FEAT, E = enc_width(x);
     pl_params_init(&x->s);
-    x->embed = pl_params_add(&x->s, "drl.type_embedding", x->n_types, EMBED);
+    x->embed = pl_params_add(&x->s, "drl.type_embedding", x->n_types > 0 ? x->n_types : 1, EMBED);
     pl_param_xavier(x->embed, &x->rng);
     x->dev_embed = pl_params_add(&x->s, "drl.device_embedding", x->D + 1, DEV_EMBED);
     pl_param_xavier(x->dev_embed, &x->rng);
