@@ -93,8 +93,8 @@ for cl in tag-testbed tag-cloud; do
     $m/inception_v3.onnx:96 $m/resnet50.onnx:96 $m/vgg19.onnx:96 $m/transformer.onnx:480 $m/bert_base.onnx:96 $m/gpt2_small.onnx:16
 done
 echo
-echo "== AutoDeep's DRL placer on the zoo, AutoDeep's testbed (4 x K80): single, expert, HEFT, moirai and drl (the paper's Fig. 6 and Table V; moirai and drl 20 s at most each; about 4 minutes)"
-PLACER_DRL_LIMIT=${PLACER_DRL_LIMIT:-20} "$build/bench/bench_drl" examples/clusters/autodeep-4xk80.json models/*.onnx
+echo "== AutoDeep's DRL placer against Google-RL, the expert placement (expert-layers), single, HEFT and moirai on the zoo, AutoDeep's testbed (4 x K80): simulated makespans beside the paper's Fig. 6 claims and Table V (google-rl and drl ${PLACER_DRL_EPISODES:-300} episodes, seeds 1-${PLACER_DRL_SEEDS:-3}; moirai ${PLACER_DRL_LIMIT:-10} s; docs/learn.md)"
+"$build/bench/bench_drl" examples/clusters/autodeep-4xk80.json models/*.onnx
 echo
 echo "== graph substitution (TASO's search, placer optimize) on the zoo: ops, predicted (local CPU cluster) and measured (onnxruntime on this CPU, its own fusions on) time before and after, search time; beside TASO's and AutoDeep's published gains (search ${PLACER_OPTIMIZE_LIMIT:-10} s at most per model, models over 450 MB of weights not measured; about 2 minutes)"
 "$build/bench/bench_optimize" examples/clusters/local-cpu.json 5 "${PLACER_OPTIMIZE_LIMIT:-10}" 450 models/*.onnx

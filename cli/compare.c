@@ -15,7 +15,8 @@ static const char *help =
     "                      [--seed N] [--time-limit 60s] [--profile P]... [--fine-cuts]\n"
     "                      [--episodes N] [--measured]\n"
     "  --algos LIST   comma-separated algorithms (default: all)\n"
-    "  --episodes N   the learned algorithms' (drl) episode budget (default: --time-limit)\n"
+    "  --episodes N   the learned algorithms' (drl, google-rl) episode budget (default: "
+    "--time-limit)\n"
     "  --measured     the learned algorithms score their episodes by running each placement\n"
     "                 on this machine (every device of the cluster a CPU); the others place\n"
     "                 by the cost model as always; every makespan shown is simulated, and a\n"
@@ -218,7 +219,8 @@ cli_exit cli_compare(int argc, char **argv)
     bool measured = o.measured;
     if (n < 0) n = pick_all(picked, 32);
     if ((measured || po.iterations) && !any_learned(picked, n))
-        return cli_fail("compare", "--%s is for learned algorithms (drl), and --algos has none",
+        return cli_fail("compare",
+                        "--%s is for learned algorithms (drl, google-rl), and --algos has none",
                         measured ? "measured" : "episodes");
     row_t rows[32] = {0};
     for (int k = 0; k < n; k++)

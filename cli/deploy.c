@@ -161,7 +161,7 @@ static cli_exit parse(int argc, char **argv, deploy_args *a, bool *asked)
     if (!(a->so.slo_s > 0)) return cli_fail("deploy", "give the latency SLO: --slo 50ms");
     if (a->place_episodes && !a->learned)
         return cli_fail("deploy", "--place-episodes is a learned algorithm's budget: give "
-                                  "--algos with one (drl)");
+                                  "--algos with one (drl, google-rl)");
     /* the shared table takes --profile for every verb, but a trial prices each configuration with
      * the cost model alone: refused rather than ignored in silence */
     if (a->co.n_profiles)

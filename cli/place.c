@@ -17,11 +17,14 @@ static const char *help =
     "                        [--optimize] [--restarts N]\n"
     "  --optimize     rewrite the model first (TASO's search, as `placer optimize`), kept in the\n"
     "                 cache, and place that (its path is on stderr; the plan is of it)\n"
-    "  --algo A       single, expert, m-topo, m-etf, m-sct, heft (default), getf, metis, random,\n"
-    "                 moirai, drl (AutoDeep's learned placer); the default and moirai return the\n"
+    "  --algo A       single, expert, expert-layers, m-topo, m-etf, m-sct, heft (default), getf,\n"
+    "                 metis, random, moirai, drl (AutoDeep's learned placer), google-rl\n"
+    "                 (Mirhoseini et al.'s, AutoDeep's baseline); the default and moirai return "
+    "the\n"
     "                 best single-device plan instead unless their plan is predicted at least\n"
     "                 F faster (with a note)\n"
-    "  --episodes N   a learned algorithm's (drl) episode budget (default 400, or --time-limit)\n"
+    "  --episodes N   a learned algorithm's (drl, google-rl) episode budget (default 400, or "
+    "--time-limit)\n"
     "  --measured     drl scores each episode's placement by running it on this machine\n"
     "                 (split, one onnxruntime thread per device, median of 3 runs) instead of\n"
     "                 simulating it: every device of the cluster must be a CPU, e.g.\n"
@@ -167,10 +170,11 @@ cli_exit cli_place(int argc, char **argv)
     const pl_algo *a = pl_algo_find(algo);
     if (!a) return cli_fail("place", "unknown algorithm '%s'\n%s", algo, help);
     if ((measured || po.iterations) && !a->learned)
-        return cli_fail("place",
-                        "--%s is for a learned algorithm (drl): %s places by the cost model "
-                        "and has no episodes",
-                        measured ? "measured" : "episodes", a->name);
+        return cli_fail(
+            "place",
+            "--%s is for a learned algorithm (drl, google-rl): %s places by the cost model "
+            "and has no episodes",
+            measured ? "measured" : "episodes", a->name);
     if (po.restarts && strcmp(a->name, "moirai"))
         return cli_fail("place", "--restarts is for moirai's local search: %s has none", a->name);
     /* ranks on one machine would time each other's runs (as compare --measured) */

@@ -72,7 +72,7 @@ static void test_compare_lists_every_algorithm(void **state)
     (void)state;
     json_t *c = run_json("compare models/resnet50.onnx --cluster " INTRA " --time-limit 1s --json");
     json_t *algos = json_object_get(c, "algorithms");
-    assert_int_equal(json_array_size(algos), 11); /* the ten built-in ones and drl */
+    assert_int_equal(json_array_size(algos), 13); /* the 11 built-in ones, drl and google-rl */
     double lb = json_real_value(json_object_get(c, "lower_bound_s"));
     size_t k;
     json_t *a;
@@ -184,8 +184,9 @@ static void test_refusals(void **state)
                       "unit is missing");
 }
 
-/* place --algo drl --measured: its episodes run on this machine (6 placements asked: the 2
- * single-device ones and 4 episodes), and the latency of the plan it returns is reported;
+/* place --algo drl --measured: its episodes run on this machine (7 placements asked: the 2
+ * single-device ones, the expert-layers one and 4 episodes), and the latency of the plan it returns
+ * is reported;
  * --measured and --episodes are refused for an algorithm that does not learn, and --measured
  * for a cluster with a GPU. */
 static void test_drl_measured(void **state)
@@ -198,16 +199,18 @@ static void test_drl_measured(void **state)
     assert_true(json_real_value(json_object_get(m, "latency_s")) > 0);
     assert_int_equal(json_integer_value(json_object_get(m, "placements_run")) +
                          json_integer_value(json_object_get(m, "cache_hits")),
-                     6);
+                     7);
     json_decref(j);
     tu_expect_refusal("place models/gcn_cora.onnx --cluster " INTRA " --algo drl --measured",
                       "--measured: examples/clusters/moirai-intra-server.json: device");
-    tu_expect_refusal("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
-                      "--algo heft --measured",
-                      "--measured is for a learned algorithm (drl): heft places by the cost model");
-    tu_expect_refusal("compare models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
-                      "--algos heft,single --episodes 3",
-                      "--episodes is for learned algorithms (drl), and --algos has none");
+    tu_expect_refusal(
+        "place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+        "--algo heft --measured",
+        "--measured is for a learned algorithm (drl, google-rl): heft places by the cost model");
+    tu_expect_refusal(
+        "compare models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+        "--algos heft,single --episodes 3",
+        "--episodes is for learned algorithms (drl, google-rl), and --algos has none");
 }
 
 /* deploy --algos drl --place-episodes: every trial's plan is DRL's, and the chosen plan, saved,

@@ -10,6 +10,7 @@
 #include "placer/cost.h"
 #include "placer/place.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,8 +175,9 @@ static void count_progress(const char *algo, int step, int total, double best_s,
 }
 
 /* 10 episodes (not a multiple of the batch of 4): exactly 10 measured after the 2
- * single-device placements; the plan is the best placement measured, with its latency, its
- * cuts not merged although the cluster charges for stages; progress ends at 10 of 10. */
+ * single-device placements and the expert-layers one (AutoDeep's baseline experiments); the plan is
+ * the best placement measured, with its latency, its cuts not merged although the cluster charges
+ * for stages; progress ends at 10 of 10. */
 static void test_measured_budget_and_best(void **state)
 {
     (void)state;
@@ -193,7 +195,7 @@ static void test_measured_budget_and_best(void **state)
                        .progress_user = &s};
     pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
     if (pl_place(pl_algo_find("drl"), k, &o, p, &err) < 0) fail_msg("%s", err.msg);
-    assert_int_equal(f.calls, 2 + 10);
+    assert_int_equal(f.calls, 3 + 10); /* the baselines: 2 single-device, expert-layers */
     assert_int_equal(s.last_step, 10), assert_int_equal(s.last_total, 10);
     assert_int_equal(s.calls, 3); /* batches of 4, 4 and 2 */
     assert_true(p->measured_s == f.best);
@@ -208,7 +210,8 @@ static void test_measured_budget_and_best(void **state)
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
-/* The 5th measurement fails: the search stops there and fails, saying which episode. */
+/* The 5th measurement (after 3 baselines) fails: the search stops there and fails, saying
+ * which episode. */
 static void test_measure_failure_stops(void **state)
 {
     (void)state;
@@ -221,7 +224,7 @@ static void test_measure_failure_stops(void **state)
     pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
     assert_int_equal(pl_place(pl_algo_find("drl"), k, &o, p, &err), -1);
     assert_int_equal(f.calls, 5);
-    assert_string_equal(err.msg, "drl: episode 3: onnxruntime worker died");
+    assert_string_equal(err.msg, "drl: episode 2: onnxruntime worker died");
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
@@ -315,10 +318,175 @@ static void test_more_groups_than_target(void **state)
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* ---- the encoding (pl_drl_encode) on a hand-made graph of 5 ops ----
+ *
+ *   x -> a (Relu) -> ta [2,3] -> b (Relu) -> tb [4,5,6] -> d (Add) -> td [7] -> e (Split)
+ *                 \-> c (Sigmoid) -> tc [2,3] -------------/     e -> te1 [1,2,3,4,5],
+ *                                                                     te2 [6,7,8,9,10] */
+static float dim(double d)
+{
+    return (float)(log2(1 + d) / 16);
+}
+
+static void set_shape(pl_graph *g, const char *tensor, int rank, const int64_t *d)
+{
+    pl_tensor_set_shape(&g->tensors[pl_graph_tensor(g, tensor)], PL_DT_FLOAT, rank, d);
+}
+
+static pl_graph *five_ops(void)
+{
+    pl_graph *g = tu_graph_with_input();
+    tu_op(g, "a", "Relu", "x", "ta");
+    tu_op(g, "b", "Relu", "ta", "tb");
+    tu_op(g, "c", "Sigmoid", "ta", "tc");
+    tu_op(g, "d", "Add", "tb,tc", "td");
+    tu_op(g, "e", "Split", "td", "te1,te2");
+    set_shape(g, "ta", 2, (int64_t[]){2, 3});
+    set_shape(g, "tb", 3, (int64_t[]){4, 5, 6});
+    set_shape(g, "tc", 2, (int64_t[]){2, 3});
+    set_shape(g, "td", 1, (int64_t[]){7});
+    set_shape(g, "te1", 5, (int64_t[]){1, 2, 3, 4, 5});
+    set_shape(g, "te2", 5, (int64_t[]){6, 7, 8, 9, 10});
+    pl_graph_add_output(g, pl_graph_tensor(g, "te1"));
+    pl_graph_add_output(g, pl_graph_tensor(g, "te2"));
+    pl_err err = {""};
+    if (pl_graph_finalize(g, "five", &err) < 0) fail_msg("%s", err.msg);
+    return g;
+}
+
+/* Each op's row: its type index, its padded output shape and exactly the adjacency bits of
+ * its direct inputs and outputs, at their topological positions. */
+static void test_encoding_of_five_ops(void **state)
+{
+    (void)state;
+    pl_graph *g = five_ops();
+    assert_int_equal(g->n_ops, 5);
+    int type[5];
+    float feat[5 * PL_DRL_FEAT];
+    assert_int_equal(pl_drl_encode(g, type, feat), 4); /* Relu, Sigmoid, Add, Split */
+    static const char *names[] = {"a", "b", "c", "d", "e"};
+    static const char *nbrs[] = {"bc", "ad", "ad", "bce", "d"};
+    static const int types[] = {0, 0, -1, -1, -1}; /* a and b share Relu's */
+    static const double shapes[5][PL_DRL_SHAPE_W] = {
+        {2, 3}, {4, 5, 6}, {2, 3}, {7}, {1, 2, 3, 4, 5, 6, 7, 8}}; /* 9, 10 dropped */
+    for (int o = 0; o < 5; o++) {
+        int v = pl_graph_find_op(g, names[o]), i = g->topo_pos[v];
+        const float *f = &feat[(size_t)i * PL_DRL_FEAT];
+        if (types[o] >= 0) assert_int_equal(type[i], types[o]);
+        for (int j = 0; j < PL_DRL_SHAPE_W; j++) /* 0 pads: log2(1 + 0) is 0 too */
+            assert_true(f[j] == dim(shapes[o][j]));
+        float want[PL_DRL_ADJ_W] = {0};
+        for (const char *n = nbrs[o]; *n; n++)
+            want[g->topo_pos[pl_graph_find_op(g, (char[]){*n, 0})]] = 1;
+        for (int j = 0; j < PL_DRL_ADJ_W; j++)
+            assert_true(f[PL_DRL_SHAPE_W + j] == want[j]);
+    }
+    assert_int_equal(type[g->topo_pos[pl_graph_find_op(g, "b")]], type[0]);
+    assert_true(type[g->topo_pos[pl_graph_find_op(g, "c")]] !=
+                type[g->topo_pos[pl_graph_find_op(g, "a")]]);
+    pl_graph_free(g);
+}
+
+/* ---- a recording hook: every placement scored, in order, by its simulated makespan ---- */
+typedef struct tape_of {
+    const pl_cost *k;
+    int n;
+    double t[1024];
+} tape_of;
+
+static double record(const pl_plan *p, void *user, pl_err *err)
+{
+    (void)err;
+    tape_of *r = user;
+    double t = makespan(r->k, p);
+    if (r->n < 1024) r->t[r->n++] = t;
+    return t;
+}
+
+/* `algo` on the fork graph with `episodes` episodes from `seed`, every placement it scores
+ * recorded in *r; returns the makespan of its plan, and the brute-force optimum in *opt. */
+static double fork_run(const char *algo, unsigned seed, int episodes, tape_of *r, double *opt)
+{
+    pl_err err = {""};
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost *k = open_fork(CLUSTER, &g, &c);
+    *opt = brute_force(k);
+    *r = (tape_of){.k = k};
+    pl_place_opts o = {.seed = seed, .iterations = episodes, .measure = record, .measure_user = r};
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    if (pl_place(pl_algo_find(algo), k, &o, p, &err) < 0) fail_msg("%s", err.msg);
+    double t = makespan(k, p);
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+    return t;
+}
+
+/* Google-RL (Mirhoseini et al.'s REINFORCE) learns the fork-join's brute-force optimum over
+ * its 64 placements: not only the best it returns, its policy ends there (the last 20
+ * episodes, sampled from it, nearly all the optimum; a uniform policy samples it 1 in 64). */
+static void test_google_rl_learns_optimum(void **state)
+{
+    (void)state;
+    static tape_of r;
+    double opt;
+    assert_close(fork_run("google-rl", 1, 300, &r, &opt), opt, 1e-12);
+    assert_int_equal(r.n, 2 + 300); /* its unit: the 2 single-device placements */
+    int at_opt = 0;
+    for (int i = r.n - 20; i < r.n; i++)
+        at_opt += fabs(r.t[i] - opt) < 1e-12;
+    assert_true(at_opt >= 16);
+}
+
+/* DRL for one seed samples the same placements in the same order, run after run; another
+ * seed samples others. */
+static void test_drl_reproducible(void **state)
+{
+    (void)state;
+    static tape_of r[3];
+    static const unsigned seeds[3] = {5, 5, 6};
+    double opt;
+    for (int i = 0; i < 3; i++)
+        fork_run("drl", seeds[i], 40, &r[i], &opt);
+    assert_int_equal(r[0].n, 3 + 40); /* the baselines: 2 single-device, expert-layers */
+    assert_int_equal(r[1].n, r[0].n);
+    assert_memory_equal(r[0].t, r[1].t, (size_t)r[0].n * sizeof *r[0].t);
+    assert_int_equal(r[2].n, r[0].n);
+    assert_memory_not_equal(r[0].t, r[2].t, (size_t)r[0].n * sizeof *r[0].t);
+}
+
+/* expert-layers on resnet50 and AutoDeep's 4 GPUs: the dense ops in four runs of the
+ * topological order with the same count (within one), one run per GPU in cluster order. */
+static void test_expert_layers(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_graph *g = tu_load("models/resnet50.onnx");
+    pl_cluster *c = pl_cluster_load("examples/clusters/autodeep-4xk80.json", &err);
+    pl_cost *k = tu_cost(g, c);
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    pl_place_opts o = {.fine_cuts = true};
+    if (pl_place(pl_algo_find("expert-layers"), k, &o, p, &err) < 0) fail_msg("%s", err.msg);
+    int count[8] = {0}, layers = 0, last = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        int v = g->topo[i], d = p->dev[v];
+        assert_int_equal(c->devs[d].kind, PL_DEV_GPU);
+        assert_true(d >= last); /* contiguous runs, in cluster order */
+        last = d;
+        if (g->ops[v].cls == PL_CLASS_DENSE) count[d]++, layers++;
+    }
+    for (int d = 1; d <= 4; d++)
+        assert_true(abs(count[d] * 4 - layers) <= 4);
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registered),
+        cmocka_unit_test(test_encoding_of_five_ops),
+        cmocka_unit_test(test_google_rl_learns_optimum),
+        cmocka_unit_test(test_drl_reproducible),
+        cmocka_unit_test(test_expert_layers),
         cmocka_unit_test(test_more_groups_than_target),
         cmocka_unit_test(test_rng_skip_is_draws),
         cmocka_unit_test(test_finds_brute_force_optimum),

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-static const char *const ALL[] = {"single", "expert", "m-topo", "m-etf",  "m-sct",
-                                  "heft",   "getf",   "metis",  "random", "moirai"};
+static const char *const ALL[] = {"single", "expert", "expert-layers", "m-topo", "m-etf", "m-sct",
+                                  "heft",   "getf",   "metis",         "random", "moirai"};
 #define N_ALL ((int)(sizeof ALL / sizeof *ALL))
 static const pl_contention MODELS[] = {PL_CONTENTION_PORTS, PL_CONTENTION_PAIR, PL_CONTENTION_NONE};
 

@@ -215,8 +215,23 @@ int pl_moirai_load(const char *path, pl_graph **g, pl_cluster **c, pl_err *err);
 /* ---- learned placers (src/place/drl.c) ---- */
 
 /* Registers the learned placement algorithms with the registry above ("drl": AutoDeep's
- * seq2seq policy trained by REINFORCE; docs/learn.md, "The DRL placer"), so that `place`,
- * `compare` and `deploy` find them by name. Idempotent. */
+ * seq2seq policy trained by REINFORCE; "google-rl": Mirhoseini et al.'s, the paper's
+ * baseline; docs/learn.md, "The DRL placer"), so that `place`, `compare` and `deploy` find
+ * them by name. Idempotent. */
 int pl_learn_register(pl_err *err);
+
+/* The policy's input per op (docs/learn.md, "The encoding"; AutoDeep's and Mirhoseini et
+ * al.'s "type, output shape, adjacency"), for the ops of g in topological order: type[i] is
+ * op topo[i]'s type as an index among g's types in order of first appearance (0, 1, ...; the
+ * policy embeds it), and feat[i * PL_DRL_FEAT ...] its output shape (PL_DRL_SHAPE_W entries:
+ * the dimensions of its output tensors in order, each as log2(1 + d) / 16, 0 for an unknown
+ * one, zero-padded, those past the width dropped) then its adjacency (PL_DRL_ADJ_W entries:
+ * entry j is 1 when the op at topological position j is a direct input or output of this
+ * one, else 0; positions >= PL_DRL_ADJ_W are not represented). type has g->n_ops entries,
+ * feat g->n_ops * PL_DRL_FEAT. Returns the number of distinct types. */
+#define PL_DRL_SHAPE_W 8
+#define PL_DRL_ADJ_W 64
+#define PL_DRL_FEAT (PL_DRL_SHAPE_W + PL_DRL_ADJ_W)
+int pl_drl_encode(const pl_graph *g, int *type, float *feat);
 
 #endif

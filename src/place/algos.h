@@ -7,6 +7,7 @@
 
 int pl_place_single(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 int pl_place_expert(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
+int pl_place_expert_layers(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 int pl_place_m_topo(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 int pl_place_m_etf(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 int pl_place_m_sct(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);

@@ -135,3 +135,97 @@ int pl_place_expert(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_e
                       "%d devices fits in memory",
                       name, D);
 }
+
+/* ---- expert-layers: the hand placement AutoDeep's paper compares against ----
+ *
+ * seeds/000 §V-B: "The Inception-V3 model and the ResNeXt-50 model are heuristically
+ * partitioned into the parts with almost the same number of layers. Each LSTM layer in the
+ * RNNLM/NMT model is put on a GPU device." A layer here is a dense op (Conv, MatMul, Gemm,
+ * LSTM, GRU, RNN, Attention: PL_CLASS_DENSE; every op when a graph has none, as task graphs
+ * may). The topological order is cut into as many parts as the cluster has GPUs (every device
+ * when it has none), part j ending after the layer that brings the count to ceil(j L / k),
+ * and part j goes to the j-th GPU in cluster order; the ops before the first layer go with
+ * part 0. As the paper's single-GPU baseline does, an op that cannot run on its GPU goes to
+ * the fastest device that runs it. No simulator judges the split: a person writes it from
+ * the model's structure, which is what the paper's expert baseline is; it moves on to the
+ * next GPU early only when a layer does not fit in memory, and when the last GPU then cannot
+ * hold the rest (weights grow towards the end of a network), it fills each GPU as far as
+ * memory allows instead. */
+
+/* The devices a person spreads layers over: the GPUs, in cluster order, or every device. */
+static int layer_devices(const pl_cost *k, int *devs)
+{
+    int n = 0;
+    for (int d = 0; d < k->n_devs; d++)
+        if (k->c->devs[d].kind == PL_DEV_GPU) devs[n++] = d;
+    if (n == 0)
+        for (int d = 0; d < k->n_devs; d++)
+            devs[n++] = d;
+    return n;
+}
+
+static int fastest_runner(const pl_cost *k, int v)
+{
+    int best = -1;
+    for (int d = 0; d < k->n_devs; d++) {
+        double t = pl_cost_op_s(k, v, d);
+        if (isfinite(t) && (best < 0 || t < pl_cost_op_s(k, v, best))) best = d;
+    }
+    return best;
+}
+
+/* Op v on the part's device when it runs there and has room, else on the next GPU with room
+ * (a person moves a layer that does not fit to the next GPU: *part advances), or, for an op
+ * no GPU runs, on the fastest device that runs it. -1 when nothing has room. */
+static int layer_device(const pl_cost *k, pk_mem_track *m, const int *devs, int nd, int *part,
+                        int v)
+{
+    for (; *part < nd; ++*part) {
+        int d = devs[*part];
+        if (!isfinite(pl_cost_op_s(k, v, d))) break;
+        if (pk_mem_fits(m, v, d)) return d;
+    }
+    if (*part == nd) --*part;
+    int d = fastest_runner(k, v);
+    return d >= 0 && pk_mem_fits(m, v, d) ? d : -1;
+}
+
+/* One try: parts of the same number of layers, or (packed) each GPU filled as far as memory
+ * allows; -1 (err set) when an op finds no room. */
+static int layer_split(const pl_cost *k, const int *devs, int nd, bool packed, int *dev,
+                       pl_err *err)
+{
+    const pl_graph *g = k->g;
+    long layers = 0, seen = 0;
+    for (int v = 0; v < g->n_ops; v++)
+        layers += g->ops[v].cls == PL_CLASS_DENSE;
+    bool all = layers == 0; /* no dense op: every op is a layer */
+    if (all) layers = g->n_ops;
+    pk_mem_track m;
+    pk_mem_init(&m, k);
+    int part = 0, rc = 0;
+    for (int i = 0; i < g->n_ops && rc == 0; i++) {
+        int v = g->topo[i], d = layer_device(k, &m, devs, nd, &part, v);
+        if (d < 0) {
+            rc = pk_no_room(k, &m, "expert-layers", v, err);
+            break;
+        }
+        pk_mem_add(&m, v, dev[v] = d);
+        if (!packed && (all || g->ops[v].cls == PL_CLASS_DENSE) &&
+            ++seen * nd >= (long)(part + 1) * layers && part + 1 < nd)
+            part++;
+    }
+    pk_mem_free(&m);
+    return rc;
+}
+
+int pl_place_expert_layers(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
+{
+    (void)o;
+    if (pk_precheck(k, err) < 0) return -1;
+    int *devs = pl_malloc((size_t)k->n_devs * sizeof *devs), nd = layer_devices(k, devs);
+    int rc = layer_split(k, devs, nd, false, out->dev, err);
+    if (rc < 0) rc = layer_split(k, devs, nd, true, out->dev, err);
+    free(devs);
+    return rc;
+}

@@ -12,7 +12,12 @@
 static pl_algo algos[PL_MAX_ALGOS] = {
     {"single", pl_place_single, "the whole model on the fastest device that holds it", false},
     {"expert", pl_place_expert,
-     "contiguous stages of equal cost on the fastest devices, as a person would split it", false},
+     "contiguous stages of equal cost on the fastest devices, the split judged by the simulator",
+     false},
+    {"expert-layers", pl_place_expert_layers,
+     "AutoDeep's expert baseline: parts with the same number of layers, one per GPU, as a "
+     "person writes it",
+     false},
     {"m-topo", pl_place_m_topo,
      "Baechi m-TOPO: topological order, each device filled up to its memory share", false},
     {"m-etf", pl_place_m_etf,
