@@ -341,11 +341,12 @@ static void check_signals_taken(pid_t pid)
         if (f) fclose(f);
         if (nr == 128 && !waiting++) continue;
         closedir(d);
+        kill(pid, SIGKILL); /* a placer that would not die of the signal must not outlive us */
         bad("thread %s takes SIGINT/SIGTERM/SIGHUP (blocked mask %llx, in syscall %ld)", e->d_name,
             blk, nr);
     }
     closedir(d);
-    if (waiting != 1) bad("no thread waits for the signals");
+    if (waiting != 1) kill(pid, SIGKILL), bad("no thread waits for the signals");
 }
 
 /* The moment a slow run is mid-run: its watched temporary exists, or the delay has passed. */
@@ -365,7 +366,7 @@ static void wait_mid_run(const fcase *c, pid_t pid)
         struct timespec one = {0, 1000000};
         nanosleep(&one, NULL);
     }
-    if (c->v->watch < 0) bad("no temporary appeared within %d s", ms / 1000);
+    if (c->v->watch < 0) kill(pid, SIGKILL), bad("no temporary appeared within %d s", ms / 1000);
 }
 
 static void run_case(const verb *v, int kind, const char *root)
