@@ -409,6 +409,28 @@ void *cli_links_json(const cli_ctx *x, const pl_sim_result *r)
     return a;
 }
 
+/* The first request's schedule: what `placer report` draws as a Gantt chart per device and
+ * per link (docs/report.md); the same times as --trace's, in seconds. */
+void *cli_schedule_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r)
+{
+    json_t *ops = json_array(), *xfers = json_array();
+    for (int i = 0; r->op_start_s && i < x->g->n_ops; i++)
+        json_array_append_new(ops, json_pack("{s:s, s:s, s:f, s:f}", "op", x->g->ops[i].name,
+                                             "device", x->c->devs[p->dev[i]].name, "start_s",
+                                             r->op_start_s[i], "end_s", r->op_end_s[i]));
+    for (int i = 0; i < r->n_xfers; i++) {
+        const pl_xfer *t = &r->xfers[i];
+        int64_t bytes = x->g->tensors[t->tensor].bytes;
+        if (t->request == 0)
+            json_array_append_new(
+                xfers, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I}", "tensor",
+                                 x->g->tensors[t->tensor].name, "from", x->c->devs[t->from].name,
+                                 "to", x->c->devs[t->to].name, "start_s", t->start_s, "end_s",
+                                 t->end_s, "bytes", (json_int_t)(bytes > 0 ? bytes : 0)));
+    }
+    return json_pack("{s:o, s:o}", "ops", ops, "transfers", xfers);
+}
+
 void cli_progress(const char *fmt, ...)
 {
     if (!isatty(STDERR_FILENO)) return;

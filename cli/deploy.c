@@ -437,7 +437,7 @@ static cli_exit report(const deploy_args *a, const pl_catalog *cat, pl_trial_wor
     if (cli_ok(rc) && a->out && r->best_plan &&
         pl_plan_save(r->best_plan, pl_trial_sim_graph(w), cfg->cluster, a->out, &err) < 0)
         rc = cli_fail("deploy", "%s", err.msg);
-    if (root) pl_json_print(root, stdout);
+    if (root) cli_json_out(root);
     if (!cli_ok(rc)) return rc;
     return r->best >= 0 ? CLI_EXIT_OK : CLI_EXIT_INFEASIBLE; /* cli.h */
 }

@@ -778,7 +778,7 @@ cli_exit cli_multi(int argc, char **argv)
         json_t *doc = doc_json(&x, &o, rows, o.n_algos, ran ? &res : NULL);
         if (o.out && !cli_ok(cli_write_json("multi", o.out, doc))) rc = CLI_EXIT_BAD_INPUT;
         if (o.co.json)
-            pl_json_print(doc, stdout);
+            cli_json_out(doc);
         else {
             json_decref(doc);
             printf("%d models on %s (%s contention)\n", x.n, x.c->name,

@@ -84,6 +84,7 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                           "search_s", p->search_s, "fits", !r->oom, "invariants", check, "devices",
                           (json_t *)cli_devices_json(x, p, r));
     json_object_set_new(o, "links", (json_t *)cli_links_json(x, r));
+    json_object_set_new(o, "schedule", (json_t *)cli_schedule_json(x, p, r));
     json_object_set_new(o, "calibration", json_string(cli_calibration()));
     pl_cost_basis basis;
     double band = pl_cost_plan_band(x->k, p->dev, &basis);
@@ -103,7 +104,7 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                                       "placements_run", (json_int_t)measured, "cache_hits",
                                       (json_int_t)hits));
     }
-    pl_json_print(o, stdout);
+    cli_json_out(o);
 }
 
 enum { ALGO = CLI_OWN, TRACE, OPTIMIZE, RESTARTS, MIN_GAIN };

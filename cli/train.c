@@ -676,7 +676,7 @@ cli_exit cli_train(int argc, char **argv)
     doc = doc_json(&x, &o, b, &sr, chosen);
     if (o.out && !cli_ok(cli_write_json("train", o.out, doc))) rc = CLI_EXIT_BAD_INPUT;
     if (o.co.json)
-        pl_json_print(doc, stdout);
+        cli_json_out(doc);
     else {
         json_decref(doc);
         int n_bwd = 0, n_opt = 0;

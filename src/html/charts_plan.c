@@ -1,0 +1,193 @@
+/* charts_plan.c: the charts of a plan (place, simulate), of compare and of deploy. */
+#include "html_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The index of name in rows[0..*n), added when absent (at most max). */
+static int row_of(const char **rows, int *n, int max, const char *name)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(rows[i], name)) return i;
+    if (*n >= max) return max - 1;
+    rows[*n] = name;
+    return (*n)++;
+}
+
+/* The schedule's ops and transfers: one row per device (in the devices' order), then one per
+ * link that carried a transfer. */
+static void gantt(FILE *f, const pl_json *root)
+{
+    pl_json sch = pl_json_at(root, "schedule"), ops = pl_json_at(&sch, "ops"),
+            xf = pl_json_at(&sch, "transfers"), devs = pl_json_at(root, "devices");
+    if (!json_is_array(ops.v)) {
+        hx_missing(f, "Schedule per device and per link",
+                   "the document has no \"schedule\" (written by placer place and simulate "
+                   "--json since issue 34)");
+        return;
+    }
+    size_t n_ops = pl_json_len(&ops), n_xf = pl_json_len(&xf), n_dev = pl_json_len(&devs);
+    int max_rows = (int)(n_dev + n_xf + n_ops) + 1, n_rows = 0;
+    const char **rows = pl_calloc(max_rows, sizeof *rows);
+    char **links = pl_calloc(n_xf + 1, sizeof *links);
+    hx_span *s = pl_calloc(n_ops + n_xf + 1, sizeof *s);
+    for (size_t d = 0; d < n_dev; d++) {
+        pl_json e = pl_json_index(&devs, d);
+        if (!json_is_object(e.v)) continue;
+        hx_val busy = hx_num(&e, "ops");
+        if (!busy.ok || busy.v > 0) row_of(rows, &n_rows, max_rows, hx_str(&e, "device", "?"));
+    }
+    int n = 0;
+    for (size_t i = 0; i < n_ops; i++) {
+        pl_json o = pl_json_index(&ops, i);
+        hx_span *p = &s[n];
+        *p = (hx_span){.start = hx_num(&o, "start_s"),
+                       .end = hx_num(&o, "end_s"),
+                       .label = hx_str(&o, "op", "?"),
+                       .series = 0};
+        if (!p->start.ok || !p->end.ok) continue;
+        p->row = row_of(rows, &n_rows, max_rows, hx_str(&o, "device", "?"));
+        n++;
+    }
+    for (size_t i = 0; i < n_xf; i++) {
+        pl_json o = pl_json_index(&xf, i);
+        hx_span *p = &s[n];
+        *p = (hx_span){.start = hx_num(&o, "start_s"),
+                       .end = hx_num(&o, "end_s"),
+                       .label = hx_str(&o, "tensor", "?"),
+                       .series = 1};
+        if (!p->start.ok || !p->end.ok) continue;
+        size_t len = strlen(hx_str(&o, "from", "?")) + strlen(hx_str(&o, "to", "?")) + 8;
+        links[i] = pl_malloc(len);
+        snprintf(links[i], len, "%s \u2192 %s", hx_str(&o, "from", "?"), hx_str(&o, "to", "?"));
+        p->row = row_of(rows, &n_rows, max_rows, links[i]);
+        n++;
+    }
+    static const char *const series[] = {"op on a device", "transfer on a link"};
+    hx_frame fr = {.title = "Schedule per device and per link (first request)",
+                   .x_label = "time",
+                   .x_kind = HX_TIME,
+                   .series = series,
+                   .n_series = 2};
+    hx_gantt(f, &fr, rows, n_rows, s, n);
+    for (size_t i = 0; i < n_xf; i++)
+        free(links[i]);
+    free(links), free(rows), free(s);
+}
+
+/* Peak memory per device against its capacity. */
+static void memory(FILE *f, const pl_json *root)
+{
+    pl_json devs = pl_json_at(root, "devices");
+    size_t n = pl_json_len(&devs);
+    hx_bar *b = pl_calloc(2 * n + 1, sizeof *b);
+    int k = 0;
+    for (size_t d = 0; d < n; d++) {
+        pl_json e = pl_json_index(&devs, d);
+        const char *name = hx_str(&e, "device", "?");
+        hx_val peak = hx_num(&e, "peak_memory_bytes"), cap = hx_num(&e, "memory_bytes");
+        if (peak.ok) b[k++] = (hx_bar){name, 0, peak};
+        if (cap.ok) b[k++] = (hx_bar){name, 1, cap};
+    }
+    static const char *const series[] = {"peak memory", "capacity"};
+    hx_frame fr = {.title = "Peak memory per device",
+                   .x_label = "memory",
+                   .x_kind = HX_BYTES,
+                   .series = series,
+                   .n_series = 2};
+    if (k)
+        hx_bars(f, &fr, b, k, NULL, 0);
+    else
+        hx_missing(f, fr.title, "no device has \"peak_memory_bytes\"");
+    free(b);
+}
+
+void hx_plan_charts(FILE *f, const pl_json *root)
+{
+    gantt(f, root);
+    memory(f, root);
+}
+
+void hx_compare_charts(FILE *f, const pl_json *root)
+{
+    pl_json al = pl_json_at(root, "algorithms");
+    size_t n = pl_json_len(&al);
+    hx_bar *b = pl_calloc(n + 1, sizeof *b);
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        pl_json a = pl_json_index(&al, i);
+        hx_val m = hx_num(&a, "makespan_s");
+        pl_json fits = pl_json_at(&a, "fits");
+        if (m.ok) b[k++] = (hx_bar){hx_str(&a, "algorithm", "?"), json_is_false(fits.v), m};
+    }
+    hx_ref lb = {"lower bound", hx_num(root, "lower_bound_s")};
+    static const char *const series[] = {"fits in memory", "does not fit"};
+    hx_frame fr = {.title = "Makespan per algorithm, against the lower bound",
+                   .x_label = "makespan",
+                   .x_kind = HX_TIME,
+                   .series = series,
+                   .n_series = 2};
+    if (k)
+        hx_bars(f, &fr, b, k, &lb, lb.val.ok);
+    else
+        hx_missing(f, fr.title, "no algorithm has a \"makespan_s\"");
+    free(b);
+}
+
+/* ---- deploy ---- */
+
+enum { MET, MISSED, FAILED };
+
+static int trial_series(const pl_json *t)
+{
+    pl_json runs = pl_json_at(t, "runs"), meets = pl_json_at(t, "meets_slo");
+    return json_is_false(runs.v) ? FAILED : json_is_true(meets.v) ? MET : MISSED;
+}
+
+void hx_deploy_charts(FILE *f, const pl_json *root)
+{
+    pl_json tr = pl_json_at(root, "trials");
+    size_t n = pl_json_len(&tr);
+    const char *chosen = hx_str(root, "chosen", "");
+    hx_point *by_order = pl_calloc(n + 1, sizeof *by_order),
+             *by_cost = pl_calloc(n + 1, sizeof *by_cost);
+    int k = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        pl_json t = pl_json_index(&tr, i);
+        const char *name = hx_str(&t, "configuration", "?");
+        hx_val usd = hx_num(&t, "usd_per_request"), lat = hx_num(&t, "latency_s");
+        bool marked = !strcmp(name, chosen);
+        int s = trial_series(&t);
+        if (usd.ok) by_order[k++] = (hx_point){hx_plain((double)i + 1), usd, s, marked, name};
+        if (usd.ok && lat.ok) by_cost[m++] = (hx_point){usd, lat, s, marked, name};
+    }
+    static const char *const series[] = {"meets the SLO", "misses the SLO", "did not run"};
+    char note[600];
+    snprintf(note, sizeof note, "Chosen (ringed): %s. The search stopped: %s.",
+             *chosen ? chosen : "none", hx_str(root, "stop_reason", "(no reason given)"));
+    hx_frame fr = {.title = "The search: cost per request of each trial, in order",
+                   .note = note,
+                   .x_label = "trial",
+                   .x_kind = HX_COUNT,
+                   .y_label = "cost per request",
+                   .y_kind = HX_USD,
+                   .series = series,
+                   .n_series = 3};
+    if (k)
+        hx_points(f, &fr, by_order, k, NULL, 0, NULL, 0);
+    else
+        hx_missing(f, fr.title, "no trial has \"usd_per_request\"");
+    hx_ref slo = {"SLO", hx_num(root, "slo_s")};
+    hx_frame fc = {.title = "Every configuration tried: latency against cost, with the SLO",
+                   .x_label = "cost per request",
+                   .x_kind = HX_USD,
+                   .y_label = "latency",
+                   .y_kind = HX_TIME,
+                   .series = series,
+                   .n_series = 3};
+    if (m)
+        hx_points(f, &fc, by_cost, m, NULL, 0, &slo, slo.val.ok);
+    else
+        hx_missing(f, fc.title, "no trial has both \"usd_per_request\" and \"latency_s\"");
+    free(by_order), free(by_cost);
+}
