@@ -108,6 +108,9 @@ $(BUILD)/tests/%: tests/%.c $(TLIB) $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(TLIB) $(LIB) $(LDLIBS) -lcmocka -o $@
 
+# the browser test decodes its screenshots (PNG: zlib)
+$(BUILD)/tests/test_report: LDLIBS += -lz
+
 # tests of a module's internals (functions of src/MODULE/*.h): the same rule, the internal library
 $(TESTS_INTERNAL): LIB := $(ILIB)
 $(TESTS_INTERNAL): $(ILIB)
