@@ -332,6 +332,39 @@ static void test_bad_input(void **state)
     expect_refused(tu_tmpfile("[1, 2]", 6, ".json"), "not a placer document");
 }
 
+/* ---- a plan too big to draw op by op ---- */
+
+/* 6,000 spans (above HX_GANTT_DETAIL, 5,000): 5,999 ops of 1 us back to back from 0, then one
+ * of 4.001 ms to 10 ms. On the axis of 0 to 10 ms over 590 px an op of 1 us is 0.059 px wide:
+ * the 5,999 are one bar (data-merged="5999"), the last op its own bar with its numbers. */
+static void test_big_plan_merged(void **state)
+{
+    (void)state;
+    json_t *ops = json_array();
+    for (int i = 0; i < 5999; i++)
+        json_array_append_new(ops, json_pack("{s:s, s:s, s:f, s:f}", "op", "o", "device", "A",
+                                             "start_s", i * 1e-6, "end_s", (i + 1) * 1e-6));
+    json_array_append_new(ops, json_pack("{s:s, s:s, s:f, s:f}", "op", "last", "device", "A",
+                                         "start_s", 5999e-6, "end_s", 10e-3));
+    json_t *doc = json_pack("{s:s, s:f, s:[{s:s, s:i}], s:{s:o, s:[]}}", "format",
+                            "placer-simulate/1", "makespan_s", 10e-3, "devices", "device", "A",
+                            "ops", 6000, "schedule", "ops", ops, "transfers");
+    char *text = json_dumps(doc, 0), out[300], args[700], *msg = NULL;
+    snprintf(out, sizeof out, "%s/big.html", dir);
+    snprintf(args, sizeof args, "report %s -o %s", tu_tmpfile(text, strlen(text), ".json"), out);
+    assert_int_equal(tu_run(args, &msg), 0);
+    free(msg), free(text);
+    char *page = slurp(out);
+    const char *m = strstr(page, "data-merged=\"");
+    assert_non_null(m);
+    assert_int_equal(atoi(m + 13), 5999);
+    assert_null(strstr(m + 1, "data-merged=")); /* one merged bar */
+    assert_non_null(strstr(page, "data-p=\"$.schedule.ops[5999]\""));
+    assert_null(strstr(page, "data-p=\"$.schedule.ops[0]\""));
+    free(page);
+    json_decref(doc);
+}
+
 /* ---- in a real browser ---- */
 
 /* A PNG's pixels: how many, how many are not white, and whether the palette's first colour
@@ -498,9 +531,8 @@ static void test_in_browser(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_answer_drawn),
-        cmocka_unit_test(test_report_flag),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_every_answer_drawn), cmocka_unit_test(test_report_flag),
+        cmocka_unit_test(test_bad_input),          cmocka_unit_test(test_big_plan_merged),
         cmocka_unit_test(test_in_browser),
     };
     return cmocka_run_group_tests(tests, make_answers, drop_answers);

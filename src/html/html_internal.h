@@ -77,7 +77,11 @@ void hx_bars(FILE *f, const hx_frame *fr, const hx_bar *b, int n, const hx_ref *
  * joined in order (a front, a best-so-far); reference lines are horizontal (y values). */
 void hx_points(FILE *f, const hx_frame *fr, const hx_point *pt, int n, const int *lines,
                int n_lines, const hx_ref *ref, int n_ref);
-/* Spans on rows (row names rows[0..n_rows)), time on the x axis. */
+/* Spans on rows (row names rows[0..n_rows)), time on the x axis. Above HX_GANTT_DETAIL spans,
+ * a row's spans that are each under a pixel wide and under a pixel apart are drawn as one bar
+ * (data-merged="N", a title that says how many and when): a 50,000-op plan's page stays
+ * small and quick to render, and what it hides could not be seen anyway. */
+#define HX_GANTT_DETAIL 5000
 void hx_gantt(FILE *f, const hx_frame *fr, const char *const *rows, int n_rows, const hx_span *s,
               int n);
 /* Columns standing on the x axis from x to x + width (both in x units) with height h: the

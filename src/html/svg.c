@@ -315,7 +315,7 @@ void hx_bars(FILE *f, const hx_frame *fr, const hx_bar *b, int n, const hx_ref *
                 BAR_LEFT - 6, y + 14);
         hx_esc(f, b[i].label);
         fprintf(f,
-                "</text><rect class=\"mark\" x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"14\" "
+                "</text><rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"14\" "
                 "fill=\"%s\"",
                 BAR_LEFT, y + 3, w > 0 ? w : 0, colour(b[i].series));
         const hx_val *vals[] = {&b[i].val};
@@ -341,8 +341,7 @@ static void point(FILE *f, const hx_frame *fr, const hx_point *p, const axis *x,
                 "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"9\" fill=\"none\" stroke=\"#000\" "
                 "stroke-width=\"2\"/>",
                 px, py);
-    fprintf(f, "<circle class=\"mark\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"", px, py,
-            colour(p->series));
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"", px, py, colour(p->series));
     const hx_val *vals[] = {&p->x, &p->y};
     data_attrs(f, vals, 2);
     fputs(">", f);
@@ -388,6 +387,64 @@ void hx_points(FILE *f, const hx_frame *fr, const hx_point *pt, int n, const int
 
 /* ---- Gantt and columns ---- */
 
+/* The Gantt chart's spans in the order they are drawn: by row, then by start. */
+static const hx_span *gantt_sorted;
+static int by_row_start(const void *a, const void *b)
+{
+    const hx_span *p = &gantt_sorted[*(const int *)a], *q = &gantt_sorted[*(const int *)b];
+    if (p->row != q->row) return p->row < q->row ? -1 : 1;
+    return (p->start.v > q->start.v) - (p->start.v < q->start.v);
+}
+
+/* Two spans of a row, b the next after a, each under a pixel wide and less than a pixel
+ * apart: one bar shows them as well as two. */
+static bool mergeable(const axis *x, const hx_span *a, const hx_span *b)
+{
+    return a->row == b->row && a->series == b->series && at(x, a->end.v) - at(x, a->start.v) < 1 &&
+           at(x, b->end.v) - at(x, b->start.v) < 1 && at(x, b->start.v) - at(x, a->end.v) < 1;
+}
+
+/* "LABEL: 1.2 to 1.3 ms" for one span; the bar's height is the row's less a margin. */
+static void span(FILE *f, const hx_frame *fr, const axis *x, const hx_span *s)
+{
+    char a[64], b[64], what[160];
+    double x0 = at(x, s->start.v), x1 = at(x, s->end.v);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"", x0,
+            (int)TOP + 20 * s->row + 2, x1 - x0 > 0.3 ? x1 - x0 : 0.3, colour(s->series));
+    const hx_val *vals[] = {&s->start, &s->end};
+    data_attrs(f, vals, 2);
+    snprintf(what, sizeof what, "%s to %s", hx_fmt(s->start.v, fr->x_kind, a, sizeof a),
+             hx_fmt(s->end.v, fr->x_kind, b, sizeof b));
+    fputs(">", f);
+    title(f, s->label, what);
+    fputs("</rect>\n", f);
+}
+
+/* n spans of a row (s[idx[0..n)], in time order) as one bar: its title says how many, the
+ * first and last, and when; their own numbers stay in the JSON. */
+static void merged_span(FILE *f, const hx_frame *fr, const axis *x, const hx_span *s,
+                        const int *idx, int n)
+{
+    const hx_span *first = &s[idx[0]], *last = &s[idx[n - 1]];
+    double end = 0;
+    for (int i = 0; i < n; i++)
+        end = fmax(end, s[idx[i]].end.v);
+    char a[64], b[64], what[600];
+    double x0 = at(x, first->start.v), x1 = at(x, end);
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\" "
+            "data-merged=\"%d\"><title>",
+            x0, (int)TOP + 20 * first->row + 2, x1 - x0 > 0.3 ? x1 - x0 : 0.3,
+            colour(first->series), n);
+    snprintf(what, sizeof what, "%d spans, each under a pixel wide, %s to %s, from ", n,
+             hx_fmt(first->start.v, fr->x_kind, a, sizeof a), hx_fmt(end, fr->x_kind, b, sizeof b));
+    hx_esc(f, what);
+    hx_esc(f, first->label);
+    fputs(" to ", f);
+    hx_esc(f, last->label);
+    fputs("</title></rect>\n", f);
+}
+
 void hx_gantt(FILE *f, const hx_frame *fr, const char *const *rows, int n_rows, const hx_span *s,
               int n)
 {
@@ -405,20 +462,23 @@ void hx_gantt(FILE *f, const hx_frame *fr, const char *const *rows, int n_rows, 
         hx_esc(f, rows[r]);
         fputs("</text>\n", f);
     }
-    for (int i = 0; i < n; i++) {
-        char a[64], b[64], what[160];
-        double x0 = at(&x, s[i].start.v), x1 = at(&x, s[i].end.v);
-        fprintf(
-            f, "<rect class=\"mark\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"16\" fill=\"%s\"",
-            x0, (int)TOP + ROW * s[i].row + 2, x1 - x0 > 0.3 ? x1 - x0 : 0.3, colour(s[i].series));
-        const hx_val *vals[] = {&s[i].start, &s[i].end};
-        data_attrs(f, vals, 2);
-        snprintf(what, sizeof what, "%s to %s", hx_fmt(s[i].start.v, fr->x_kind, a, sizeof a),
-                 hx_fmt(s[i].end.v, fr->x_kind, b, sizeof b));
-        fputs(">", f);
-        title(f, s[i].label, what);
-        fputs("</rect>\n", f);
+    int *order = pl_malloc((n + 1) * sizeof *order);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    gantt_sorted = s;
+    pl_sort(order, n, sizeof *order, by_row_start);
+    bool thin = n > HX_GANTT_DETAIL;
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (thin && j + 1 < n && mergeable(&x, &s[order[j]], &s[order[j + 1]]))
+            j++;
+        if (j > i)
+            merged_span(f, fr, &x, s, order + i, j - i + 1);
+        else
+            span(f, fr, &x, &s[order[i]]);
+        i = j + 1;
     }
+    free(order);
     end(f);
 }
 
@@ -437,7 +497,7 @@ void hx_columns(FILE *f, const hx_frame *fr, const hx_span *s, const hx_val *h, 
         char a[64], b[64], c[64], what[200];
         double x0 = at(&x, s[i].start.v), x1 = at(&x, s[i].end.v), y0 = at(&y, h[i].v);
         fprintf(f,
-                "<rect class=\"mark\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
                 "fill=\"%s\" fill-opacity=\"0.8\" stroke=\"#fff\"",
                 x0, y0, x1 - x0, TOP + H - y0, colour(s[i].series));
         const hx_val *vals[] = {&s[i].start, &s[i].end, &h[i]};
