@@ -40,7 +40,7 @@ DIST_DRIVER := $(if $(MPICC),$(BUILD)/tests/dist_driver)
 # a recipe that fails (protoc-c, the pl_ renaming sed) leaves no target that make would take as up to date
 .DELETE_ON_ERROR:
 
-.PHONY: all deps test asan demo bench fuzz fuzz-build clean format models talos-models install priors
+.PHONY: all deps test asan demo bench fuzz fuzz-build clean format models talos-models install priors report-shots
 all: $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI)
 
 deps:
@@ -146,6 +146,10 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
 # LDLIBS passed down: the fuzz targets link what the library links.
+# the screenshots of docs/report.md, from the headless browser (tools/report_shots.sh)
+report-shots: deps $(BUILD)/placer
+	@tools/report_shots.sh $(BUILD)
+
 fuzz: deps
 	@LDLIBS='$(LDLIBS)' tools/fuzz.sh
 

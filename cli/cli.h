@@ -229,10 +229,12 @@ void *cli_devices_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
 /* Links that carried data: bytes, busy time, utilisation; and as JSON. */
 void cli_print_links(const cli_ctx *x, const pl_sim_result *r);
 void *cli_links_json(const cli_ctx *x, const pl_sim_result *r);
-/* The first request's recorded schedule (so.record) as {"ops": [{op, device, start_s,
- * end_s}], "transfers": [{tensor, from, to, start_s, end_s, bytes}]}: the "schedule" of
- * place's and simulate's --json, drawn by `placer report`. */
-void *cli_schedule_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r);
+/* The first request's recorded schedule (so->record) as {"ops": [{op, device, start_s,
+ * end_s}], "transfers": [{tensor, from, to, start_s, end_s, bytes}], "memory": [{device,
+ * t_s: [...], bytes: [...]}]} (memory per device over time: pl_sim_memory_curve's steps,
+ * every request): the "schedule" of place's and simulate's --json, drawn by `placer report`. */
+void *cli_schedule_json(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so,
+                        const pl_sim_result *r);
 /* Runs algorithm `a` and simulates its plan under `so` (so->record is honoured). On success
  * *plan is the plan (with predicted_makespan_s set), r the result and err the algorithm's
  * note, already shown on stderr ("" when none). -2 with err set when no

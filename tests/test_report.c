@@ -138,13 +138,15 @@ static void attr(const char *s, char *out, size_t n)
 
 /* Every mark of the page (data-p, data-k, data-v) against its section's document: each
  * value must equal the JSON's number exactly. marks[i]: the marks of section i; schedule:
- * those drawn from the schedule of section `sched_doc`. */
+ * the spans drawn from the schedule of section `sched_doc` (ops and transfers), memory: the
+ * peaks marked on its memory curves, each of which must be its device's peak_memory_bytes
+ * (the simulator's own account; the curve is the checker's). */
 static void check_marks(const char *page, const int *doc_of, int n_docs, int *marks, int sched_doc,
-                        int *schedule)
+                        int *schedule, int *memory)
 {
     int sec = -1;
     memset(marks, 0, n_docs * sizeof *marks);
-    *schedule = 0;
+    *schedule = *memory = 0;
     for (const char *s = page; (s = strstr(s, "data-")); s++) {
         if (!strncmp(s, "data-doc=\"", 10)) {
             sec = atoi(s + 10);
@@ -160,17 +162,28 @@ static void check_marks(const char *page, const int *doc_of, int n_docs, int *ma
         json_t *obj = resolve(docs[doc_of[sec]], p);
         if (!obj)
             fail_msg("section %d: %s is no place in %s.json", sec, p, verbs[doc_of[sec]].name);
-        char *kp = k, *vp = v, *key;
-        while ((key = strtok_r(kp, " ", &kp))) {
+        char *kp = k, *vp = v, *key, at[1100];
+        double last = NAN;                       /* the mark's last value (a memory peak's bytes) */
+        while ((key = strtok_r(kp, " ", &kp))) { /* a path under the object: "bytes[3]" */
             char *num = strtok_r(vp, " ", &vp);
-            json_t *x = json_object_get(obj, key);
+            snprintf(at, sizeof at, "$.%s", key);
+            json_t *x = resolve(obj, at);
             assert_non_null(num);
+            last = strtod(num, NULL);
             if (!json_is_number(x) || json_number_value(x) != strtod(num, NULL))
                 fail_msg("%s.json: %s.%s is %.17g, drawn as %s", verbs[doc_of[sec]].name, p, key,
                          json_number_value(x), num);
         }
         marks[sec]++;
-        if (sec == sched_doc && !strncmp(p, "$.schedule.", 11)) ++*schedule;
+        if (sec == sched_doc &&
+            (!strncmp(p, "$.schedule.ops[", 15) || !strncmp(p, "$.schedule.transfers[", 21)))
+            ++*schedule;
+        if (sec == sched_doc && !strncmp(p, "$.schedule.memory[", 18)) {
+            const char *dev = json_string_value(json_object_get(obj, "device"));
+            json_t *d = tu_find(docs[doc_of[sec]], "devices", "device", dev);
+            assert_close(last, tu_num(d, "peak_memory_bytes"), 1e-9);
+            ++*memory;
+        }
     }
 }
 
@@ -205,10 +218,10 @@ static void report_all(const char *out)
 /* What every page of all the answers must show, read from `page` (the file or the DOM). */
 static void check_page(const char *page)
 {
-    int doc_of[N_VERBS], marks[N_VERBS], sched;
+    int doc_of[N_VERBS], marks[N_VERBS], sched, memory;
     for (int i = 0; i < N_VERBS; i++)
         doc_of[i] = i;
-    check_marks(page, doc_of, N_VERBS, marks, 0, &sched);
+    check_marks(page, doc_of, N_VERBS, marks, 0, &sched, &memory);
     for (int i = 0; i < N_VERBS; i++)
         if (marks[i] == 0) fail_msg("the %s section draws no number of its JSON", verbs[i].name);
     /* place (section 0): one span per op and per transfer of the schedule */
@@ -217,6 +230,8 @@ static void check_page(const char *page)
                   json_array_size(json_object_get(s, "transfers"));
     assert_true(json_array_size(json_object_get(s, "transfers")) > 0); /* links drawn too */
     assert_int_equal(sched, (int)want);
+    assert_int_equal(memory, (int)json_array_size(json_object_get(s, "memory")));
+    assert_int_equal(memory, (int)json_array_size(json_object_get(docs[0], "devices")));
     /* compare: one bar per algorithm, and the lower bound */
     assert_int_equal(marks[2], (int)json_array_size(json_object_get(docs[2], "algorithms")) + 1);
     for (int i = 0; i < N_VERBS; i++) {

@@ -102,9 +102,51 @@ static void memory(FILE *f, const pl_json *root)
     free(b);
 }
 
+/* Memory per device over time: schedule.memory's steps, a line per device. */
+static void memory_over_time(FILE *f, const pl_json *root)
+{
+    pl_json sch = pl_json_at(root, "schedule"), mem = pl_json_at(&sch, "memory");
+    const char *title = "Memory per device over time";
+    if (!json_is_array(mem.v)) {
+        hx_missing(f, title, "the schedule has no \"memory\" (place and simulate --json write it)");
+        return;
+    }
+    size_t nd = pl_json_len(&mem), total = 0;
+    for (size_t d = 0; d < nd; d++) {
+        pl_json e = pl_json_index(&mem, d), t = pl_json_at(&e, "t_s");
+        total += pl_json_len(&t);
+    }
+    hx_point *pt = pl_calloc(total + 1, sizeof *pt);
+    const char **series = pl_calloc(nd + 1, sizeof *series);
+    int n = 0;
+    for (size_t d = 0; d < nd; d++) {
+        pl_json e = pl_json_index(&mem, d), t = pl_json_at(&e, "t_s");
+        series[d] = hx_str(&e, "device", "?");
+        for (size_t i = 0; i < pl_json_len(&t); i++) {
+            hx_point q = {hx_elem(&e, "t_s", i), hx_elem(&e, "bytes", i), (int)d, false, series[d]};
+            if (q.x.ok && q.y.ok) pt[n++] = q;
+        }
+    }
+    hx_frame fr = {.title = title,
+                   .note = "Each device's peak is marked. Weights stay resident for the whole "
+                           "run; activations and received copies come and go (docs/simulator.md).",
+                   .x_label = "time",
+                   .x_kind = HX_TIME,
+                   .y_label = "memory",
+                   .y_kind = HX_BYTES,
+                   .series = series,
+                   .n_series = (int)nd};
+    if (n)
+        hx_steps(f, &fr, pt, n);
+    else
+        hx_missing(f, title, "the memory curve has no steps");
+    free(pt), free(series);
+}
+
 void hx_plan_charts(FILE *f, const pl_json *root)
 {
     gantt(f, root);
+    memory_over_time(f, root);
     memory(f, root);
 }
 

@@ -4,9 +4,10 @@
  * Every chart is one <figure>: a caption, a legend, and an SVG whose marks (bars, points,
  * spans, reference lines) each carry an SVG <title> with the numbers in words and the data
  * attributes the browser test reads back: data-p, the JSON path of the object the mark draws;
- * data-k, the fields of that object it draws (space-separated); data-v, their values in that
- * order, each the shortest text that reads back as the same double. A mark drawn from a
- * number that is no field (a trial's rank in the search) has no data-k for it. */
+ * data-k, the paths under it of the values it draws ("start_s end_s", "t_s[3] bytes[3]",
+ * space-separated); data-v, those values in that order, each the shortest text that reads
+ * back as the same double. A mark drawn from a number that is in no field (a trial's rank in
+ * the search) has no data-k for it. */
 #ifndef PL_HTML_INTERNAL_H
 #define PL_HTML_INTERNAL_H
 
@@ -15,16 +16,19 @@
 
 #include "placer/html.h"
 
-/* A number read from a document, and where: the object's path and the field's name. */
+/* A number read from a document, and where: the object's path and, relative to it, the
+ * value's ("makespan_s", "bytes[17]"). */
 typedef struct hx_val {
     double v;
-    bool ok; /* the field was there and a number */
+    bool ok; /* the value was there and a number */
     char p[160];
-    const char *k; /* the field's name (points into the caller's literal or the document) */
+    char k[48]; /* "" for a value not read from the document */
 } hx_val;
 
 /* obj.field as a number (integers too); ok false when absent, null or not a number. */
 hx_val hx_num(const pl_json *obj, const char *field);
+/* obj.field[i], the same way. */
+hx_val hx_elem(const pl_json *obj, const char *field, size_t i);
 /* obj.field as a string, or dflt. */
 const char *hx_str(const pl_json *obj, const char *field, const char *dflt);
 /* A value that is not read from the document (a derived figure): no path, no field. */
@@ -84,6 +88,10 @@ void hx_points(FILE *f, const hx_frame *fr, const hx_point *pt, int n, const int
 #define HX_GANTT_DETAIL 5000
 void hx_gantt(FILE *f, const hx_frame *fr, const char *const *rows, int n_rows, const hx_span *s,
               int n);
+/* Step lines, one per series: the points pt[0..n) of a series in time order (x), each
+ * holding its y until the next; the largest y of each series marked with its numbers. Past
+ * two points per pixel a line keeps each pixel's largest y (its peak stays exact). */
+void hx_steps(FILE *f, const hx_frame *fr, const hx_point *pt, int n);
 /* Columns standing on the x axis from x to x + width (both in x units) with height h: the
  * serverless slices' memory over time. */
 void hx_columns(FILE *f, const hx_frame *fr, const hx_span *s, const hx_val *h, int n);

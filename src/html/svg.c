@@ -37,7 +37,19 @@ hx_val hx_num(const pl_json *obj, const char *field)
     r.v = json_number_value(c.v);
     r.ok = isfinite(r.v);
     pl_json_path(obj, r.p, sizeof r.p);
-    r.k = field;
+    snprintf(r.k, sizeof r.k, "%s", field);
+    return r;
+}
+
+hx_val hx_elem(const pl_json *obj, const char *field, size_t i)
+{
+    hx_val r = {0};
+    pl_json a = pl_json_at(obj, field), c = pl_json_index(&a, i);
+    if (!c.v || !json_is_number(c.v)) return r;
+    r.v = json_number_value(c.v);
+    r.ok = isfinite(r.v);
+    pl_json_path(obj, r.p, sizeof r.p);
+    snprintf(r.k, sizeof r.k, "%s[%zu]", field, i);
     return r;
 }
 
@@ -85,16 +97,16 @@ static void data_attrs(FILE *f, const hx_val *const *v, int n)
 {
     const char *path = NULL;
     for (int i = 0; i < n && !path; i++)
-        if (v[i]->k) path = v[i]->p;
+        if (v[i]->k[0]) path = v[i]->p;
     if (!path) return;
     fputs(" data-p=\"", f);
     hx_esc(f, path);
     fputs("\" data-k=\"", f);
     for (int i = 0, first = 1; i < n; i++)
-        if (v[i]->k) fprintf(f, "%s%s", first ? "" : " ", v[i]->k), first = 0;
+        if (v[i]->k[0]) fprintf(f, "%s%s", first ? "" : " ", v[i]->k), first = 0;
     fputs("\" data-v=\"", f);
     for (int i = 0, first = 1; i < n; i++)
-        if (v[i]->k) {
+        if (v[i]->k[0]) {
             if (!first) fputc(' ', f);
             put_exact(f, v[i]->v);
             first = 0;
@@ -280,14 +292,14 @@ static void ref_line(FILE *f, const hx_ref *r, bool vertical, double pos, double
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
                 "stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/><text x=\"%.1f\" y=\"%.1f\" "
-                "font-size=\"11\">",
-                pos, lo, pos, hi, pos + 3, lo + 10);
+                "font-size=\"11\" text-anchor=\"middle\">",
+                pos, lo, pos, hi, pos, lo - 4);
     else
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
                 "stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/><text x=\"%.1f\" y=\"%.1f\" "
                 "font-size=\"11\" text-anchor=\"end\">",
-                lo, pos, hi, pos, hi - 2, pos - 3);
+                lo, pos, hi, pos, hi - 2, pos - 3 < TOP + 10 ? pos + 12 : pos - 3);
     hx_esc(f, r->label);
     fputs("</text>", f);
     title(f, r->label, hx_fmt(r->val.v, kind, v, sizeof v));
@@ -304,12 +316,13 @@ void hx_bars(FILE *f, const hx_frame *fr, const hx_bar *b, int n, const hx_ref *
         hi = fmax(hi, b[i].val.v);
     for (int i = 0; i < n_ref; i++)
         hi = fmax(hi, ref[i].val.v);
-    double bottom = TOP + ROW * n;
-    axis x = axis_fit(0, hi, fr->x_kind, BAR_LEFT, PLOT_RIGHT);
+    /* room above for the reference lines' names, at the right for the bars' figures */
+    double top = TOP + (n_ref ? 14 : 0), bottom = top + ROW * n;
+    axis x = axis_fit(0, hi, fr->x_kind, BAR_LEFT, PLOT_RIGHT - 50);
     begin(f, fr, "bars", bottom + AXIS_H);
-    x_axis(f, &x, TOP, bottom, fr->x_label);
+    x_axis(f, &x, top, bottom, fr->x_label);
     for (int i = 0; i < n; i++) {
-        double y = TOP + ROW * i, w = at(&x, b[i].val.v) - BAR_LEFT;
+        double y = top + ROW * i, w = at(&x, b[i].val.v) - BAR_LEFT;
         char v[64];
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">",
                 BAR_LEFT - 6, y + 14);
@@ -326,7 +339,7 @@ void hx_bars(FILE *f, const hx_frame *fr, const hx_bar *b, int n, const hx_ref *
                 BAR_LEFT + (w > 0 ? w : 0) + 3, y + 14, v);
     }
     for (int i = 0; i < n_ref; i++)
-        ref_line(f, &ref[i], true, at(&x, ref[i].val.v), TOP, bottom, fr->x_kind);
+        ref_line(f, &ref[i], true, at(&x, ref[i].val.v), top, bottom, fr->x_kind);
     end(f);
 }
 
@@ -356,15 +369,18 @@ void hx_points(FILE *f, const hx_frame *fr, const hx_point *pt, int n, const int
                int n_lines, const hx_ref *ref, int n_ref)
 {
     enum { H = 300 };
-    double xl = INFINITY, xh = -INFINITY, yl = 0, yh = -INFINITY;
+    double xl = INFINITY, xh = -INFINITY, yl = INFINITY, yh = -INFINITY;
     for (int i = 0; i < n; i++) {
         xl = fmin(xl, pt[i].x.v), xh = fmax(xh, pt[i].x.v);
         yl = fmin(yl, pt[i].y.v), yh = fmax(yh, pt[i].y.v);
     }
     for (int i = 0; i < n_ref; i++)
         yh = fmax(yh, ref[i].val.v);
+    for (int i = 0; i < n_ref; i++)
+        yl = fmin(yl, ref[i].val.v);
     if (xl > 0 && xl < (xh - xl)) xl = 0; /* from 0 when that costs little room */
-    if (!n) xl = 0, xh = 1, yh = 1;
+    if (yl > 0 && yl < (yh - yl)) yl = 0;
+    if (!n) xl = 0, xh = 1, yl = 0, yh = 1;
     axis x = axis_fit(xl, xh, fr->x_kind, PLOT_LEFT, PLOT_RIGHT);
     axis y = axis_fit(yl, yh, fr->y_kind, TOP + H, TOP);
     begin(f, fr, "points", TOP + H + AXIS_H);
@@ -382,6 +398,53 @@ void hx_points(FILE *f, const hx_frame *fr, const hx_point *pt, int n, const int
         ref_line(f, &ref[i], false, at(&y, ref[i].val.v), PLOT_LEFT, PLOT_RIGHT, fr->y_kind);
     for (int i = 0; i < n; i++)
         point(f, fr, &pt[i], &x, &y);
+    end(f);
+}
+
+/* ---- steps ---- */
+
+/* One series' step line from pt[i] on (its points are contiguous), pixel by pixel; the index
+ * after its last point. */
+static int step_line(FILE *f, const hx_point *pt, int i, int n, const axis *x, const axis *y)
+{
+    int s = pt[i].series;
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", colour(s));
+    double last_y = at(y, pt[i].y.v), px = at(x, pt[i].x.v), top = last_y;
+    fprintf(f, "%.1f,%.1f", px, last_y);
+    for (i++; i < n && pt[i].series == s; i++) {
+        double qx = at(x, pt[i].x.v), qy = at(y, pt[i].y.v);
+        if (qx - px < 0.5) { /* the same pixel: keep its largest (the least y on screen) */
+            top = fmin(top, qy), last_y = qy;
+            continue;
+        }
+        if (top < last_y) fprintf(f, " %.1f,%.1f", px, top);
+        fprintf(f, " %.1f,%.1f %.1f,%.1f %.1f,%.1f", px, last_y, qx, last_y, qx, qy);
+        px = qx, last_y = top = qy;
+    }
+    fprintf(f, " %.1f,%.1f\"/>\n", fmax(px, x->b), last_y);
+    return i;
+}
+
+void hx_steps(FILE *f, const hx_frame *fr, const hx_point *pt, int n)
+{
+    enum { H = 240 };
+    double xh = 0, yh = 0;
+    for (int i = 0; i < n; i++)
+        xh = fmax(xh, pt[i].x.v), yh = fmax(yh, pt[i].y.v);
+    axis x = axis_fit(0, xh, fr->x_kind, PLOT_LEFT, PLOT_RIGHT);
+    axis y = axis_fit(0, yh, fr->y_kind, TOP + H, TOP);
+    begin(f, fr, "steps", TOP + H + AXIS_H);
+    x_axis(f, &x, TOP, TOP + H, fr->x_label);
+    y_axis(f, &y, PLOT_LEFT, PLOT_RIGHT, fr->y_label);
+    for (int i = 0; i < n;) {
+        int peak = i, j = step_line(f, pt, i, n, &x, &y);
+        for (int k = i; k < j; k++)
+            if (pt[k].y.v > pt[peak].y.v) peak = k;
+        hx_point mark = pt[peak];
+        mark.marked = false;
+        point(f, fr, &mark, &x, &y);
+        i = j;
+    }
     end(f);
 }
 
