@@ -113,15 +113,6 @@ static void manual(void)
 }
 
 /* `placer VERB --help`: the verb's own synopsis and options, then what every verb shares. */
-static cli_exit verb_help(size_t k, int argc, char **argv)
-{
-    printf("NAME\n    placer %s - %s\n\nSYNOPSIS AND OPTIONS\n", verbs[k].name, verbs[k].summary);
-    fflush(stdout);
-    cli_exit rc = verbs[k].run(argc, argv);
-    manual_tail();
-    return rc;
-}
-
 /* The verbs whose --json answer `placer report` draws: they take --report FILE. */
 static bool draws(const char *verb)
 {
@@ -130,6 +121,18 @@ static bool draws(const char *verb)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(verb, names[i])) return true;
     return false;
+}
+
+static cli_exit verb_help(size_t k, int argc, char **argv)
+{
+    printf("NAME\n    placer %s - %s\n\nSYNOPSIS AND OPTIONS\n", verbs[k].name, verbs[k].summary);
+    fflush(stdout);
+    cli_exit rc = verbs[k].run(argc, argv);
+    if (draws(verbs[k].name))
+        printf("  --report FILE  also draw the answer as one HTML page of charts (placer report;\n"
+               "                 docs/report.md); stdout then has the JSON only with --json\n");
+    manual_tail();
+    return rc;
 }
 
 static bool wants_help(int argc, char **argv)
