@@ -232,7 +232,8 @@ void *cli_links_json(const cli_ctx *x, const pl_sim_result *r);
 /* The first request's recorded schedule (so->record) as {"ops": [{op, device, start_s,
  * end_s}], "transfers": [{tensor, from, to, start_s, end_s, bytes}], "memory": [{device,
  * t_s: [...], bytes: [...]}]} (memory per device over time: pl_sim_memory_curve's steps,
- * every request): the "schedule" of place's and simulate's --json, drawn by `placer report`. */
+ * every request): the "schedule" of place's, simulate's and multi's --json, drawn by `placer
+ * report`. Ops of a union of several models (multi) also name their "tenant". */
 void *cli_schedule_json(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so,
                         const pl_sim_result *r);
 /* Runs algorithm `a` and simulates its plan under `so` (so->record is honoured). On success

@@ -415,10 +415,14 @@ void *cli_schedule_json(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *s
                         const pl_sim_result *r)
 {
     json_t *ops = json_array(), *xfers = json_array();
-    for (int i = 0; r->op_start_s && i < x->g->n_ops; i++)
-        json_array_append_new(ops, json_pack("{s:s, s:s, s:f, s:f}", "op", x->g->ops[i].name,
-                                             "device", x->c->devs[p->dev[i]].name, "start_s",
-                                             r->op_start_s[i], "end_s", r->op_end_s[i]));
+    for (int i = 0; r->op_start_s && i < x->g->n_ops; i++) {
+        json_t *e = json_pack("{s:s, s:s, s:f, s:f}", "op", x->g->ops[i].name, "device",
+                              x->c->devs[p->dev[i]].name, "start_s", r->op_start_s[i], "end_s",
+                              r->op_end_s[i]);
+        if (x->g->n_tenants > 1) /* several models share the devices (placer multi) */
+            json_object_set_new(e, "tenant", json_string(x->g->tenant_names[x->g->ops[i].tenant]));
+        json_array_append_new(ops, e);
+    }
     for (int i = 0; i < r->n_xfers; i++) {
         const pl_xfer *t = &r->xfers[i];
         int64_t bytes = x->g->tensors[t->tensor].bytes;

@@ -137,16 +137,17 @@ static void attr(const char *s, char *out, size_t n)
 }
 
 /* Every mark of the page (data-p, data-k, data-v) against its section's document: each
- * value must equal the JSON's number exactly. marks[i]: the marks of section i; schedule:
- * the spans drawn from the schedule of section `sched_doc` (ops and transfers), memory: the
- * peaks marked on its memory curves, each of which must be its device's peak_memory_bytes
- * (the simulator's own account; the curve is the checker's). */
-static void check_marks(const char *page, const int *doc_of, int n_docs, int *marks, int sched_doc,
-                        int *schedule, int *memory)
+ * value must equal the JSON's number exactly. marks[i]: the marks of section i; spans[i]: those
+ * drawn from its schedule's ops and transfers; memory: the peaks marked on the memory curves of
+ * section `sched_doc`, each of which must be its device's peak_memory_bytes (the simulator's
+ * own account; the curve is the checker's). */
+static void check_marks(const char *page, const int *doc_of, int n_docs, int *marks, int *spans,
+                        int sched_doc, int *memory)
 {
     int sec = -1;
     memset(marks, 0, n_docs * sizeof *marks);
-    *schedule = *memory = 0;
+    memset(spans, 0, n_docs * sizeof *spans);
+    *memory = 0;
     for (const char *s = page; (s = strstr(s, "data-")); s++) {
         if (!strncmp(s, "data-doc=\"", 10)) {
             sec = atoi(s + 10);
@@ -175,9 +176,8 @@ static void check_marks(const char *page, const int *doc_of, int n_docs, int *ma
                          json_number_value(x), num);
         }
         marks[sec]++;
-        if (sec == sched_doc &&
-            (!strncmp(p, "$.schedule.ops[", 15) || !strncmp(p, "$.schedule.transfers[", 21)))
-            ++*schedule;
+        if (!strncmp(p, "$.schedule.ops[", 15) || !strncmp(p, "$.schedule.transfers[", 21))
+            spans[sec]++;
         if (sec == sched_doc && !strncmp(p, "$.schedule.memory[", 18)) {
             const char *dev = json_string_value(json_object_get(obj, "device"));
             json_t *d = tu_find(docs[doc_of[sec]], "devices", "device", dev);
@@ -218,18 +218,27 @@ static void report_all(const char *out)
 /* What every page of all the answers must show, read from `page` (the file or the DOM). */
 static void check_page(const char *page)
 {
-    int doc_of[N_VERBS], marks[N_VERBS], sched, memory;
+    int doc_of[N_VERBS], marks[N_VERBS], spans[N_VERBS], memory;
     for (int i = 0; i < N_VERBS; i++)
         doc_of[i] = i;
-    check_marks(page, doc_of, N_VERBS, marks, 0, &sched, &memory);
+    check_marks(page, doc_of, N_VERBS, marks, spans, 0, &memory);
     for (int i = 0; i < N_VERBS; i++)
         if (marks[i] == 0) fail_msg("the %s section draws no number of its JSON", verbs[i].name);
-    /* place (section 0): one span per op and per transfer of the schedule */
+    /* place, simulate and multi (sections 0, 1, 5): one span per op and per transfer of the
+     * schedule; place's links are drawn too, and multi's ops name their model */
+    static const int with_schedule[] = {0, 1, 5};
+    for (int k = 0; k < 3; k++) {
+        json_t *sk = json_object_get(docs[with_schedule[k]], "schedule");
+        size_t want = json_array_size(json_object_get(sk, "ops")) +
+                      json_array_size(json_object_get(sk, "transfers"));
+        assert_true(want > 0);
+        assert_int_equal(spans[with_schedule[k]], (int)want);
+    }
     json_t *s = json_object_get(docs[0], "schedule");
-    size_t want = json_array_size(json_object_get(s, "ops")) +
-                  json_array_size(json_object_get(s, "transfers"));
-    assert_true(json_array_size(json_object_get(s, "transfers")) > 0); /* links drawn too */
-    assert_int_equal(sched, (int)want);
+    assert_true(json_array_size(json_object_get(s, "transfers")) > 0);
+    json_t *mops = json_object_get(json_object_get(docs[5], "schedule"), "ops");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(mops, 0), "tenant")),
+                        "gcn_cora");
     assert_int_equal(memory, (int)json_array_size(json_object_get(s, "memory")));
     assert_int_equal(memory, (int)json_array_size(json_object_get(docs[0], "devices")));
     /* compare: one bar per algorithm, and the lower bound */

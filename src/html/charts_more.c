@@ -172,8 +172,7 @@ void hx_multi_charts(FILE *f, const pl_json *root)
         hx_bars(f, &fr, b, k, NULL, 0);
     else
         hx_missing(f, fr.title, "no algorithm gives its models' \"completion_s\"");
-    hx_missing(f, "The shared devices' schedule",
-               "placer-multi/1 carries each device's busy and idle time, not the schedule");
+    hx_schedule_charts(f, root); /* the answer's, on the shared devices */
     pl_json meas = pl_json_at(root, "measured"), ans = pl_json_at(root, "answer");
     if (json_is_object(meas.v)) {
         pl_json per = pl_json_at(&meas, "completion_s");

@@ -14,65 +14,91 @@ static int row_of(const char **rows, int *n, int max, const char *name)
     return (*n)++;
 }
 
-/* The schedule's ops and transfers: one row per device (in the devices' order), then one per
- * link that carried a transfer. */
+/* The rows, series and spans of a schedule's Gantt chart. */
+typedef struct gantt_parts {
+    const char **rows, **series;
+    int n_rows, max_rows, n_series, n;
+    char **links; /* the links' row names, owned */
+    hx_span *s;
+} gantt_parts;
+
+/* Each op a span on its device's row; the series is the op's tenant (several models share the
+ * devices: placer multi) or 0. */
+static void gantt_ops(gantt_parts *g, const pl_json *ops)
+{
+    for (size_t i = 0; i < pl_json_len(ops); i++) {
+        pl_json o = pl_json_index(ops, i);
+        hx_span *p = &g->s[g->n];
+        *p = (hx_span){.start = hx_num(&o, "start_s"),
+                       .end = hx_num(&o, "end_s"),
+                       .label = hx_str(&o, "op", "?")};
+        if (!p->start.ok || !p->end.ok) continue;
+        const char *tenant = hx_str(&o, "tenant", NULL);
+        p->series =
+            row_of(g->series, &g->n_series, g->max_rows, tenant ? tenant : "op on a device");
+        p->row = row_of(g->rows, &g->n_rows, g->max_rows, hx_str(&o, "device", "?"));
+        g->n++;
+    }
+}
+
+/* Each transfer a span on its link's row ("A → B"), in the series after the ops'. */
+static void gantt_transfers(gantt_parts *g, const pl_json *xf)
+{
+    int series = g->n_series;
+    for (size_t i = 0; i < pl_json_len(xf); i++) {
+        pl_json o = pl_json_index(xf, i);
+        hx_span *p = &g->s[g->n];
+        *p = (hx_span){.start = hx_num(&o, "start_s"),
+                       .end = hx_num(&o, "end_s"),
+                       .label = hx_str(&o, "tensor", "?"),
+                       .series = series};
+        if (!p->start.ok || !p->end.ok) continue;
+        const char *from = hx_str(&o, "from", "?"), *to = hx_str(&o, "to", "?");
+        size_t len = strlen(from) + strlen(to) + 8;
+        g->links[i] = pl_malloc(len);
+        snprintf(g->links[i], len, "%s \u2192 %s", from, to);
+        p->row = row_of(g->rows, &g->n_rows, g->max_rows, g->links[i]);
+        g->n++;
+    }
+    if (g->n > 0 && g->s[g->n - 1].series == series)
+        g->series[g->n_series++] = "transfer on a link";
+}
+
+/* The schedule's ops and transfers: one row per device (those of "devices" that run ops
+ * first, in its order), then one per link that carried a transfer. */
 static void gantt(FILE *f, const pl_json *root)
 {
     pl_json sch = pl_json_at(root, "schedule"), ops = pl_json_at(&sch, "ops"),
             xf = pl_json_at(&sch, "transfers"), devs = pl_json_at(root, "devices");
     if (!json_is_array(ops.v)) {
         hx_missing(f, "Schedule per device and per link",
-                   "the document has no \"schedule\" (written by placer place and simulate "
-                   "--json since issue 34)");
+                   "the document has no \"schedule\" (written by placer place, simulate and "
+                   "multi --json)");
         return;
     }
     size_t n_ops = pl_json_len(&ops), n_xf = pl_json_len(&xf), n_dev = pl_json_len(&devs);
-    int max_rows = (int)(n_dev + n_xf + n_ops) + 1, n_rows = 0;
-    const char **rows = pl_calloc(max_rows, sizeof *rows);
-    char **links = pl_calloc(n_xf + 1, sizeof *links);
-    hx_span *s = pl_calloc(n_ops + n_xf + 1, sizeof *s);
+    gantt_parts g = {.max_rows = (int)(n_dev + n_xf + n_ops) + 2};
+    g.rows = pl_calloc(g.max_rows, sizeof *g.rows);
+    g.series = pl_calloc(g.max_rows, sizeof *g.series);
+    g.links = pl_calloc(n_xf + 1, sizeof *g.links);
+    g.s = pl_calloc(n_ops + n_xf + 1, sizeof *g.s);
     for (size_t d = 0; d < n_dev; d++) {
         pl_json e = pl_json_index(&devs, d);
-        if (!json_is_object(e.v)) continue;
         hx_val busy = hx_num(&e, "ops");
-        if (!busy.ok || busy.v > 0) row_of(rows, &n_rows, max_rows, hx_str(&e, "device", "?"));
+        if (json_is_object(e.v) && (!busy.ok || busy.v > 0))
+            row_of(g.rows, &g.n_rows, g.max_rows, hx_str(&e, "device", "?"));
     }
-    int n = 0;
-    for (size_t i = 0; i < n_ops; i++) {
-        pl_json o = pl_json_index(&ops, i);
-        hx_span *p = &s[n];
-        *p = (hx_span){.start = hx_num(&o, "start_s"),
-                       .end = hx_num(&o, "end_s"),
-                       .label = hx_str(&o, "op", "?"),
-                       .series = 0};
-        if (!p->start.ok || !p->end.ok) continue;
-        p->row = row_of(rows, &n_rows, max_rows, hx_str(&o, "device", "?"));
-        n++;
-    }
-    for (size_t i = 0; i < n_xf; i++) {
-        pl_json o = pl_json_index(&xf, i);
-        hx_span *p = &s[n];
-        *p = (hx_span){.start = hx_num(&o, "start_s"),
-                       .end = hx_num(&o, "end_s"),
-                       .label = hx_str(&o, "tensor", "?"),
-                       .series = 1};
-        if (!p->start.ok || !p->end.ok) continue;
-        size_t len = strlen(hx_str(&o, "from", "?")) + strlen(hx_str(&o, "to", "?")) + 8;
-        links[i] = pl_malloc(len);
-        snprintf(links[i], len, "%s \u2192 %s", hx_str(&o, "from", "?"), hx_str(&o, "to", "?"));
-        p->row = row_of(rows, &n_rows, max_rows, links[i]);
-        n++;
-    }
-    static const char *const series[] = {"op on a device", "transfer on a link"};
+    gantt_ops(&g, &ops);
+    gantt_transfers(&g, &xf);
     hx_frame fr = {.title = "Schedule per device and per link (first request)",
                    .x_label = "time",
                    .x_kind = HX_TIME,
-                   .series = series,
-                   .n_series = 2};
-    hx_gantt(f, &fr, rows, n_rows, s, n);
+                   .series = g.series,
+                   .n_series = g.n_series};
+    hx_gantt(f, &fr, g.rows, g.n_rows, g.s, g.n);
     for (size_t i = 0; i < n_xf; i++)
-        free(links[i]);
-    free(links), free(rows), free(s);
+        free(g.links[i]);
+    free(g.links), free(g.rows), free(g.series), free(g.s);
 }
 
 /* Peak memory per device against its capacity. */
@@ -108,7 +134,8 @@ static void memory_over_time(FILE *f, const pl_json *root)
     pl_json sch = pl_json_at(root, "schedule"), mem = pl_json_at(&sch, "memory");
     const char *title = "Memory per device over time";
     if (!json_is_array(mem.v)) {
-        hx_missing(f, title, "the schedule has no \"memory\" (place and simulate --json write it)");
+        hx_missing(f, title,
+                   "the schedule has no \"memory\" (place, simulate and multi --json write it)");
         return;
     }
     size_t nd = pl_json_len(&mem), total = 0;
@@ -143,10 +170,15 @@ static void memory_over_time(FILE *f, const pl_json *root)
     free(pt), free(series);
 }
 
-void hx_plan_charts(FILE *f, const pl_json *root)
+void hx_schedule_charts(FILE *f, const pl_json *root)
 {
     gantt(f, root);
     memory_over_time(f, root);
+}
+
+void hx_plan_charts(FILE *f, const pl_json *root)
+{
+    hx_schedule_charts(f, root);
     memory(f, root);
 }
 

@@ -103,7 +103,9 @@ void hx_esc(FILE *f, const char *s);
 const char *hx_fmt(double v, hx_kind kind, char *buf, size_t n);
 
 /* One section per document: its charts (after page.c's heading and headline table). */
-void hx_plan_charts(FILE *f, const pl_json *root);    /* place, simulate */
+void hx_plan_charts(FILE *f, const pl_json *root); /* place, simulate */
+/* A schedule's Gantt chart and memory curve (of place, simulate, multi). */
+void hx_schedule_charts(FILE *f, const pl_json *root);
 void hx_compare_charts(FILE *f, const pl_json *root); /* compare */
 void hx_deploy_charts(FILE *f, const pl_json *root);
 void hx_serverless_charts(FILE *f, const pl_json *root);
