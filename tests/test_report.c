@@ -224,10 +224,11 @@ static void check_page(const char *page)
     check_marks(page, doc_of, N_VERBS, marks, spans, 0, &memory);
     for (int i = 0; i < N_VERBS; i++)
         if (marks[i] == 0) fail_msg("the %s section draws no number of its JSON", verbs[i].name);
-    /* place, simulate and multi (sections 0, 1, 5): one span per op and per transfer of the
-     * schedule; place's links are drawn too, and multi's ops name their model */
-    static const int with_schedule[] = {0, 1, 5};
-    for (int k = 0; k < 3; k++) {
+    /* place, simulate, deploy (its chosen plan) and multi (sections 0, 1, 3, 5): one span per
+     * op and per transfer of the schedule; place's links are drawn too, and multi's ops name
+     * their model */
+    static const int with_schedule[] = {0, 1, 3, 5};
+    for (int k = 0; k < 4; k++) {
         json_t *sk = json_object_get(docs[with_schedule[k]], "schedule");
         size_t want = json_array_size(json_object_get(sk, "ops")) +
                       json_array_size(json_object_get(sk, "transfers"));

@@ -264,4 +264,6 @@ void hx_deploy_charts(FILE *f, const pl_json *root)
     else
         hx_missing(f, fc.title, "no trial has both \"usd_per_request\" and \"latency_s\"");
     free(by_order), free(by_cost);
+    if (pl_json_has(root, "schedule")) /* the chosen configuration's plan */
+        hx_plan_charts(f, root);
 }
