@@ -306,12 +306,14 @@ void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 cli_exit cli_write_json(const char *verb, const char *path, const void *doc);
 /* --report FILE (cli/report.c, docs/report.md): cli_report_take removes "--report FILE" (or
  * --report=FILE) from a verb's argv (argv[0] the verb) and, when it was there, makes the verb
- * build its JSON document (adds --json unless given): true then. The verb hands its document
+ * build its JSON document (adds --json unless given): 1 then, 0 when it was not there, -1 after
+ * saying so when it names no file. The verb hands its document
  * to cli_json_out (instead of pl_json_print; it takes the reference): the page is written from
  * it, and the document printed only when --json was given (without --report: printed, as
  * pl_json_print). cli_report_end gives the verb's status, or exit status 2 after saying why
- * when the page could not be written or the verb gave no document. */
-bool cli_report_take(const char *verb, int *argc, char **argv);
+ * when the page could not be written or the verb gave no document (on MPI rank 0: the other
+ * ranks write nothing, as the verbs). */
+int cli_report_take(const char *verb, int *argc, char **argv);
 void cli_json_out(void *doc);
 cli_exit cli_report_end(cli_exit verb_status);
 /* Prints "placer VERB: MESSAGE" to stderr and returns CLI_EXIT_BAD_INPUT. */

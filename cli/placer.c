@@ -193,9 +193,10 @@ static cli_exit run(int argc, char **argv)
             /* under mpirun, a verb that does not split its work runs once, on rank 0, rather
              * than N times writing the same files */
             if (!verbs[k].pooled && pl_dist_rank() > 0) return CLI_EXIT_OK;
-            int n = argc - 1;
-            if (!draws(verbs[k].name) || !cli_report_take(verbs[k].name, &n, argv + 1))
-                return verbs[k].run(argc - 1, argv + 1);
+            int n = argc - 1,
+                taken = draws(verbs[k].name) ? cli_report_take(verbs[k].name, &n, argv + 1) : 0;
+            if (taken < 0) return CLI_EXIT_BAD_INPUT;
+            if (!taken) return verbs[k].run(argc - 1, argv + 1);
             return cli_report_end(verbs[k].run(n, argv + 1));
         }
     fprintf(stderr, "placer: unknown verb '%s'\n", argv[1]);

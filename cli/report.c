@@ -2,6 +2,7 @@
  * that answer with a placer document (their --json): one self-contained HTML page of charts
  * (include/placer/html.h, docs/report.md). */
 #include "cli.h"
+#include "placer/dist.h"
 #include "placer/html.h"
 #include "placer/report.h"
 
@@ -78,7 +79,7 @@ typedef struct report_flag {
 } report_flag;
 static report_flag rep;
 
-bool cli_report_take(const char *verb, int *argc, char **argv)
+int cli_report_take(const char *verb, int *argc, char **argv)
 {
     static char json_flag[] = "--json";
     bool json = false;
@@ -86,19 +87,20 @@ bool cli_report_take(const char *verb, int *argc, char **argv)
     rep = (report_flag){.verb = verb};
     for (int i = 0; i < *argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
-        if (!strcmp(argv[i], "--report") && i + 1 < *argc)
-            rep.path = argv[++i];
+        if (!strcmp(argv[i], "--report"))
+            rep.path = i + 1 < *argc ? argv[++i] : "";
         else if (!strncmp(argv[i], "--report=", 9))
             rep.path = argv[i] + 9;
         else
             argv[w++] = argv[i];
     }
-    if (!rep.path) return false;
+    if (!rep.path) return 0;
+    if (!*rep.path) return cli_error(verb, "--report wants a file (report.html)");
     rep.json = json;
     if (!json) argv[w++] = json_flag; /* the verb builds its document; cli_json_out routes it */
     argv[w] = NULL;
     *argc = w;
-    return true;
+    return 1;
 }
 
 void cli_json_out(void *doc)
@@ -118,7 +120,7 @@ void cli_json_out(void *doc)
 
 cli_exit cli_report_end(cli_exit verb_status)
 {
-    if (!rep.path) return verb_status;
+    if (!rep.path || pl_dist_rank() > 0) return verb_status; /* rank 0 alone prints and writes */
     if (!rep.written && verb_status.status != CLI_EXIT_BAD_INPUT.status)
         return cli_fail(rep.verb, "--report %s: no page written: this verb gave no answer to draw",
                         rep.path);

@@ -155,26 +155,31 @@ static void check_marks(const char *page, const int *doc_of, int n_docs, int *ma
             continue;
         }
         if (strncmp(s, "data-p=\"", 8)) continue;
-        char p[512], k[512], v[1024];
+        char p[512], k[512], v[64], name[32], at[1100];
         attr(s + 8, p, sizeof p);
-        const char *ks = strstr(s, "data-k=\""), *vs = strstr(s, "data-v=\"");
-        assert_non_null(ks), assert_non_null(vs);
-        attr(ks + 8, k, sizeof k), attr(vs + 8, v, sizeof v);
         json_t *obj = resolve(docs[doc_of[sec]], p);
         if (!obj)
             fail_msg("section %d: %s is no place in %s.json", sec, p, verbs[doc_of[sec]].name);
-        char *kp = k, *vp = v, *key, at[1100];
-        double last = NAN;                       /* the mark's last value (a memory peak's bytes) */
-        while ((key = strtok_r(kp, " ", &kp))) { /* a path under the object: "bytes[3]" */
-            char *num = strtok_r(vp, " ", &vp);
-            snprintf(at, sizeof at, "$.%s", key);
+        const char *tag_end = strchr(s, '>');
+        double last = NAN; /* the mark's last value (a memory peak's bytes) */
+        int n_values = 0;
+        for (;; n_values++) { /* data-kN: a path under the object ("bytes[3]", "[\"a.b\"]") */
+            snprintf(name, sizeof name, "data-k%d=\"", n_values);
+            const char *ks = strstr(s, name);
+            if (!ks || ks > tag_end) break;
+            attr(ks + strlen(name), k, sizeof k);
+            snprintf(name, sizeof name, "data-v%d=\"", n_values);
+            const char *vs = strstr(s, name);
+            assert_true(vs && vs < tag_end);
+            attr(vs + strlen(name), v, sizeof v);
+            snprintf(at, sizeof at, k[0] == '[' ? "$%s" : "$.%s", k);
             json_t *x = resolve(obj, at);
-            assert_non_null(num);
-            last = strtod(num, NULL);
-            if (!json_is_number(x) || json_number_value(x) != strtod(num, NULL))
-                fail_msg("%s.json: %s.%s is %.17g, drawn as %s", verbs[doc_of[sec]].name, p, key,
-                         json_number_value(x), num);
+            last = strtod(v, NULL);
+            if (!json_is_number(x) || json_number_value(x) != last)
+                fail_msg("%s.json: %s %s is %.17g, drawn as %s", verbs[doc_of[sec]].name, p, k,
+                         json_number_value(x), v);
         }
+        assert_true(n_values > 0);
         marks[sec]++;
         if (!strncmp(p, "$.schedule.ops[", 15) || !strncmp(p, "$.schedule.transfers[", 21))
             spans[sec]++;
@@ -235,6 +240,16 @@ static void check_page(const char *page)
         assert_true(want > 0);
         assert_int_equal(spans[with_schedule[k]], (int)want);
     }
+    /* train (section 6): one point per iteration of MCTS's history, every tree */
+    size_t points = 0, t;
+    json_t *tree;
+    json_array_foreach(json_object_get(docs[6], "mcts_history"), t, tree) points +=
+        json_array_size(json_object_get(tree, "iteration"));
+    int drawn = 0;
+    for (const char *m = page; (m = strstr(m, "data-p=\"$.mcts_history[")); m++)
+        drawn++;
+    assert_true(points > 0);
+    assert_int_equal(drawn, (int)points);
     json_t *s = json_object_get(docs[0], "schedule");
     assert_true(json_array_size(json_object_get(s, "transfers")) > 0);
     json_t *mops = json_object_get(json_object_get(docs[5], "schedule"), "ops");
@@ -291,6 +306,9 @@ static void test_report_flag(void **state)
     assert_string_equal(json_string_value(json_object_get(doc, "format")), "placer-compare/1");
     json_decref(doc);
     assert_int_equal(access(out, F_OK), 0);
+    /* --report with no file: refused by name */
+    tu_expect_refusal("place " GCN " --cluster " INTRA " --report", "--report wants a file");
+    tu_expect_refusal("place " GCN " --cluster " INTRA " --report=", "--report wants a file");
     /* a page that cannot be written: exit 2, said */
     snprintf(args, sizeof args,
              "place " GCN " --cluster " INTRA " --report /nonexistent-dir/p.html 2>&1");

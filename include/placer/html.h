@@ -5,9 +5,10 @@
  * headline figures as a table and its charts as inline SVG written here (no script, no style
  * sheet, font or image fetched: the page reads the same opened from disk offline and
  * printed). Every chart has its axes with units, a legend, and each drawn number in an SVG
- * <title> (shown on hover) and in data attributes: data-p0/data-v0 (and data-p1/data-v1 for a
- * second coordinate) name the JSON path of the value in its document ("$.algorithms[2].
- * makespan_s") and the value as %.17g, so that a test reads back from the browser's DOM
+ * <title> (shown on hover) and in data attributes: data-p, the JSON path of the object the
+ * mark draws in its document ("$.algorithms[2]"), data-k0, data-k1, ..., the paths of the
+ * values under it ("makespan_s"), and data-v0, data-v1, ..., the values, each the shortest
+ * text that reads back as the same double, so that a test reads back from the browser's DOM
  * exactly the numbers of the JSON. A field a chart needs that is absent leaves that chart out,
  * with a line saying which field; a document is never half drawn silently.
  *

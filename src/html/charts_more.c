@@ -196,6 +196,76 @@ void hx_multi_charts(FILE *f, const pl_json *root)
 
 /* ---- train ---- */
 
+/* Each MCTS tree's best so far against its iterations, with DP-NCCL's iteration time. */
+static void mcts_history(FILE *f, const pl_json *root, const hx_ref *dp)
+{
+    pl_json h = pl_json_at(root, "mcts_history");
+    const char *title = "MCTS's best so far against iteration";
+    if (!json_is_array(h.v)) {
+        hx_missing(f, title,
+                   "the document has no \"mcts_history\" (placer train --json writes it)");
+        return;
+    }
+    const char **series;
+    hx_point *pt;
+    int nt, n = hx_series_points(&h, "tree", "iteration", "best_s", &pt, &series, &nt);
+    int *lines = pl_calloc(nt + 1, sizeof *lines);
+    for (int t = 0; t < nt; t++)
+        lines[t] = t;
+    hx_frame fr = {.title = title,
+                   .note = "One line per tree (with a GNN prior, a tree with uniform priors grows "
+                           "first, from the same seed); the dashed line is DP (NCCL).",
+                   .x_label = "MCTS iteration",
+                   .x_kind = HX_COUNT,
+                   .y_label = "best iteration time",
+                   .y_kind = HX_TIME,
+                   .series = series,
+                   .n_series = nt};
+    if (n)
+        hx_points(f, &fr, pt, n, lines, nt, dp, dp->val.ok);
+    else
+        hx_missing(f, title, "no tree found a strategy that fits");
+    free(pt), free(series), free(lines);
+}
+
+/* The strategy per op group: which devices each group runs on (a cell per group and device). */
+static void strategy_groups(FILE *f, const pl_json *root)
+{
+    pl_json st = pl_json_at(root, "strategy");
+    size_t ng = pl_json_len(&st), cells = 0;
+    for (size_t g = 0; g < ng; g++) {
+        pl_json e = pl_json_index(&st, g), d = pl_json_at(&e, "devices");
+        cells += pl_json_len(&d);
+    }
+    const char *title = "The strategy per op group: the devices each runs on";
+    if (!cells) {
+        hx_missing(f, title, "the answer has no \"strategy\" (a placement baseline was chosen)");
+        return;
+    }
+    const char **rows = pl_calloc(cells + 1, sizeof *rows);
+    hx_span *s = pl_calloc(cells + 1, sizeof *s);
+    char(*names)[32] = pl_calloc(ng + 1, sizeof *names);
+    int n_rows = 0, n = 0;
+    for (size_t g = 0; g < ng; g++) {
+        pl_json e = pl_json_index(&st, g), d = pl_json_at(&e, "devices");
+        snprintf(names[g], sizeof names[g], "op group %zu", g);
+        for (size_t k = 0; k < pl_json_len(&d); k++) {
+            pl_json v = pl_json_index(&d, k);
+            const char *dev = json_is_string(v.v) ? json_string_value(v.v) : "?";
+            int r = 0;
+            while (r < n_rows && strcmp(rows[r], dev))
+                r++;
+            if (r == n_rows) rows[n_rows++] = dev;
+            s[n++] = (hx_span){r, 0, hx_plain((double)g), hx_plain((double)g + 1), names[g]};
+        }
+    }
+    static const char *const series[] = {"the op group runs (replicated) there"};
+    hx_frame fr = {
+        .title = title, .x_label = "op group", .x_kind = HX_COUNT, .series = series, .n_series = 1};
+    hx_gantt(f, &fr, rows, n_rows, s, n);
+    free(rows), free(s), free(names);
+}
+
 void hx_train_charts(FILE *f, const pl_json *root)
 {
     pl_json bl = pl_json_at(root, "baselines");
@@ -220,10 +290,9 @@ void hx_train_charts(FILE *f, const pl_json *root)
         hx_bars(f, &fr, b, k, &dp, dp.val.ok);
     else
         hx_missing(f, fr.title, "the document has no \"baselines\"");
-    hx_missing(f, "MCTS's best so far against iteration",
-               "placer-train/1 gives MCTS's final iteration time (mcts_iteration_s) and the "
-               "iterations it took to beat DP, not the history");
     free(b);
+    mcts_history(f, root, &dp);
+    strategy_groups(f, root);
 }
 
 /* ---- run ---- */

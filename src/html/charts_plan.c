@@ -128,6 +128,29 @@ static void memory(FILE *f, const pl_json *root)
     free(b);
 }
 
+int hx_series_points(const pl_json *arr, const char *name, const char *xs, const char *ys,
+                     hx_point **pt, const char ***series, int *n_series)
+{
+    size_t ns = pl_json_len(arr), total = 0;
+    for (size_t k = 0; k < ns; k++) {
+        pl_json e = pl_json_index(arr, k), x = pl_json_at(&e, xs);
+        total += pl_json_len(&x);
+    }
+    *pt = pl_calloc(total + 1, sizeof **pt);
+    *series = pl_calloc(ns + 1, sizeof **series);
+    *n_series = (int)ns;
+    int n = 0;
+    for (size_t k = 0; k < ns; k++) {
+        pl_json e = pl_json_index(arr, k), x = pl_json_at(&e, xs);
+        (*series)[k] = hx_str(&e, name, "?");
+        for (size_t i = 0; i < pl_json_len(&x); i++) {
+            hx_point q = {hx_elem(&e, xs, i), hx_elem(&e, ys, i), (int)k, false, (*series)[k]};
+            if (q.x.ok && q.y.ok) (*pt)[n++] = q;
+        }
+    }
+    return n;
+}
+
 /* Memory per device over time: schedule.memory's steps, a line per device. */
 static void memory_over_time(FILE *f, const pl_json *root)
 {
@@ -138,22 +161,9 @@ static void memory_over_time(FILE *f, const pl_json *root)
                    "the schedule has no \"memory\" (place, simulate and multi --json write it)");
         return;
     }
-    size_t nd = pl_json_len(&mem), total = 0;
-    for (size_t d = 0; d < nd; d++) {
-        pl_json e = pl_json_index(&mem, d), t = pl_json_at(&e, "t_s");
-        total += pl_json_len(&t);
-    }
-    hx_point *pt = pl_calloc(total + 1, sizeof *pt);
-    const char **series = pl_calloc(nd + 1, sizeof *series);
-    int n = 0;
-    for (size_t d = 0; d < nd; d++) {
-        pl_json e = pl_json_index(&mem, d), t = pl_json_at(&e, "t_s");
-        series[d] = hx_str(&e, "device", "?");
-        for (size_t i = 0; i < pl_json_len(&t); i++) {
-            hx_point q = {hx_elem(&e, "t_s", i), hx_elem(&e, "bytes", i), (int)d, false, series[d]};
-            if (q.x.ok && q.y.ok) pt[n++] = q;
-        }
-    }
+    const char **series;
+    hx_point *pt;
+    int nd, n = hx_series_points(&mem, "device", "t_s", "bytes", &pt, &series, &nd);
     hx_frame fr = {.title = title,
                    .note = "Each device's peak is marked. Weights stay resident for the whole "
                            "run; activations and received copies come and go (docs/simulator.md).",
@@ -162,7 +172,7 @@ static void memory_over_time(FILE *f, const pl_json *root)
                    .y_label = "memory",
                    .y_kind = HX_BYTES,
                    .series = series,
-                   .n_series = (int)nd};
+                   .n_series = nd};
     if (n)
         hx_steps(f, &fr, pt, n);
     else

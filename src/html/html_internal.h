@@ -4,10 +4,10 @@
  * Every chart is one <figure>: a caption, a legend, and an SVG whose marks (bars, points,
  * spans, reference lines) each carry an SVG <title> with the numbers in words and the data
  * attributes the browser test reads back: data-p, the JSON path of the object the mark draws;
- * data-k, the paths under it of the values it draws ("start_s end_s", "t_s[3] bytes[3]",
- * space-separated); data-v, those values in that order, each the shortest text that reads
- * back as the same double. A mark drawn from a number that is in no field (a trial's rank in
- * the search) has no data-k for it. */
+ * data-k0, data-k1, ..., the paths under it of the values it draws ("makespan_s", "t_s[3]",
+ * "[\"resnet50.v1\"]"), and data-v0, data-v1, ..., those values, each the shortest text that
+ * reads back as the same double. A mark drawn from a number that is in no field (a trial's
+ * rank in the search) has no data-k for it. */
 #ifndef PL_HTML_INTERNAL_H
 #define PL_HTML_INTERNAL_H
 
@@ -67,6 +67,13 @@ typedef struct hx_point {
     bool marked;
     const char *label;
 } hx_point;
+
+/* The points of an array of series (arr: objects, each named by its field `name` and holding
+ * the parallel arrays `xs` and `ys`: schedule.memory's t_s and bytes), the series numbered in
+ * the array's order: how many points; *pt and *series (*n_series names) are the caller's to
+ * free. */
+int hx_series_points(const pl_json *arr, const char *name, const char *xs, const char *ys,
+                     hx_point **pt, const char ***series, int *n_series);
 
 /* A span of a Gantt chart: on row `row`, from start to end. */
 typedef struct hx_span {

@@ -29,6 +29,25 @@ hx_val hx_plain(double v)
     return (hx_val){.v = v, .ok = true};
 }
 
+/* A field's path under its object: the name itself, or ["name"] (with \" and \\ escaped) when
+ * it holds anything but letters, digits, '_' and '-' (a model's file name in multi's measured
+ * completions may have dots or spaces). */
+static void key_path(const char *field, char *out, size_t n)
+{
+    size_t plain =
+        strspn(field, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-");
+    if (!field[plain]) {
+        snprintf(out, n, "%s", field);
+        return;
+    }
+    size_t len = snprintf(out, n, "[\"");
+    for (const char *c = field; *c && len + 4 < n; c++) {
+        if (*c == '"' || *c == '\\') out[len++] = '\\';
+        out[len++] = *c;
+    }
+    snprintf(out + len, n - len, "\"]");
+}
+
 hx_val hx_num(const pl_json *obj, const char *field)
 {
     hx_val r = {0};
@@ -37,7 +56,7 @@ hx_val hx_num(const pl_json *obj, const char *field)
     r.v = json_number_value(c.v);
     r.ok = isfinite(r.v);
     pl_json_path(obj, r.p, sizeof r.p);
-    snprintf(r.k, sizeof r.k, "%s", field);
+    key_path(field, r.k, sizeof r.k);
     return r;
 }
 
@@ -92,7 +111,8 @@ static void put_exact(FILE *f, double v)
     fputs(b, f);
 }
 
-/* data-p, data-k and data-v of the values read from the document (those with a path). */
+/* data-p, and data-k0/data-v0, data-k1/data-v1, ... of the values read from the document
+ * (those with a path), numbered in the order given. */
 static void data_attrs(FILE *f, const hx_val *const *v, int n)
 {
     const char *path = NULL;
@@ -101,17 +121,15 @@ static void data_attrs(FILE *f, const hx_val *const *v, int n)
     if (!path) return;
     fputs(" data-p=\"", f);
     hx_esc(f, path);
-    fputs("\" data-k=\"", f);
-    for (int i = 0, first = 1; i < n; i++)
-        if (v[i]->k[0]) fprintf(f, "%s%s", first ? "" : " ", v[i]->k), first = 0;
-    fputs("\" data-v=\"", f);
-    for (int i = 0, first = 1; i < n; i++)
-        if (v[i]->k[0]) {
-            if (!first) fputc(' ', f);
-            put_exact(f, v[i]->v);
-            first = 0;
-        }
     fputc('"', f);
+    for (int i = 0, j = 0; i < n; i++)
+        if (v[i]->k[0]) {
+            fprintf(f, " data-k%d=\"", j);
+            hx_esc(f, v[i]->k);
+            fprintf(f, "\" data-v%d=\"", j++);
+            put_exact(f, v[i]->v);
+            fputc('"', f);
+        }
 }
 
 /* ---- units ---- */
@@ -345,7 +363,9 @@ void hx_bars(FILE *f, const hx_frame *fr, const hx_bar *b, int n, const hx_ref *
 
 /* ---- points ---- */
 
-static void point(FILE *f, const hx_frame *fr, const hx_point *p, const axis *x, const axis *y)
+/* A point of radius r (smaller when there are many: a history of hundreds). */
+static void point(FILE *f, const hx_frame *fr, const hx_point *p, const axis *x, const axis *y,
+                  double r)
 {
     char a[64], b[64], what[160];
     double px = at(x, p->x.v), py = at(y, p->y.v);
@@ -354,7 +374,8 @@ static void point(FILE *f, const hx_frame *fr, const hx_point *p, const axis *x,
                 "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"9\" fill=\"none\" stroke=\"#000\" "
                 "stroke-width=\"2\"/>",
                 px, py);
-    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"", px, py, colour(p->series));
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%g\" fill=\"%s\"", px, py, r,
+            colour(p->series));
     const hx_val *vals[] = {&p->x, &p->y};
     data_attrs(f, vals, 2);
     fputs(">", f);
@@ -397,7 +418,7 @@ void hx_points(FILE *f, const hx_frame *fr, const hx_point *pt, int n, const int
     for (int i = 0; i < n_ref; i++)
         ref_line(f, &ref[i], false, at(&y, ref[i].val.v), PLOT_LEFT, PLOT_RIGHT, fr->y_kind);
     for (int i = 0; i < n; i++)
-        point(f, fr, &pt[i], &x, &y);
+        point(f, fr, &pt[i], &x, &y, n > 60 ? 2.5 : 5);
     end(f);
 }
 
@@ -442,7 +463,7 @@ void hx_steps(FILE *f, const hx_frame *fr, const hx_point *pt, int n)
             if (pt[k].y.v > pt[peak].y.v) peak = k;
         hx_point mark = pt[peak];
         mark.marked = false;
-        point(f, fr, &mark, &x, &y);
+        point(f, fr, &mark, &x, &y, 5);
         i = j;
     }
     end(f);
