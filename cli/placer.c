@@ -112,7 +112,6 @@ static void manual(void)
     manual_tail();
 }
 
-/* `placer VERB --help`: the verb's own synopsis and options, then what every verb shares. */
 /* The verbs whose --json answer `placer report` draws: they take --report FILE. */
 static bool draws(const char *verb)
 {
@@ -123,6 +122,7 @@ static bool draws(const char *verb)
     return false;
 }
 
+/* `placer VERB --help`: the verb's own synopsis and options, then what every verb shares. */
 static cli_exit verb_help(size_t k, int argc, char **argv)
 {
     printf("NAME\n    placer %s - %s\n\nSYNOPSIS AND OPTIONS\n", verbs[k].name, verbs[k].summary);
