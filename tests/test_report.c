@@ -180,6 +180,9 @@ static void check_marks(const char *page, const int *doc_of, int n_docs, int *ma
                          json_number_value(x), v);
         }
         assert_true(n_values > 0);
+        /* its numbers on hover: a <title> of its own, before the next mark */
+        const char *t = strstr(tag_end, "<title>"), *next = strstr(tag_end, "data-p=");
+        if (!t || (next && next < t)) fail_msg("the mark of %s has no <title>", p);
         marks[sec]++;
         if (!strncmp(p, "$.schedule.ops[", 15) || !strncmp(p, "$.schedule.transfers[", 21))
             spans[sec]++;
@@ -192,7 +195,14 @@ static void check_marks(const char *page, const int *doc_of, int n_docs, int *ma
     }
 }
 
+/* A file's bytes, NUL-terminated (its length in *len when len is not NULL). */
+static char *slurp_n(const char *path, size_t *len);
 static char *slurp(const char *path)
+{
+    return slurp_n(path, NULL);
+}
+
+static char *slurp_n(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
@@ -203,6 +213,7 @@ static char *slurp(const char *path)
     assert_int_equal(fread(b, 1, n, f), (size_t)n);
     b[n] = 0;
     fclose(f);
+    if (len) *len = (size_t)n;
     return b;
 }
 
@@ -494,12 +505,14 @@ static const char *chromium(void)
     return NULL;
 }
 
-/* Renders page headless: its DOM (--dump-dom, read from its stdout) into *dom and its
- * screenshot into png, in one start of the browser, within a deadline. */
-static void render(const char *page, const char *png, char **dom)
+/* Renders page headless: its DOM (--dump-dom, read from its stdout) into *dom, its
+ * screenshot into png and its print into pdf, in one start of the browser, within a
+ * deadline. */
+static void render(const char *page, const char *png, const char *pdf, char **dom)
 {
-    char shot[600], url[600], profile[600], size[] = "--window-size=1000,9000";
+    char shot[600], print[600], url[600], profile[600], size[] = "--window-size=1000,9000";
     snprintf(shot, sizeof shot, "--screenshot=%s", png);
+    snprintf(print, sizeof print, "--print-to-pdf=%s", pdf);
     snprintf(url, sizeof url, "file://%s", page);
     snprintf(profile, sizeof profile, "--user-data-dir=%s/chromium-profile", dir);
     char *argv[] = {"chromium",
@@ -511,6 +524,7 @@ static void render(const char *page, const char *png, char **dom)
                     profile,
                     size,
                     shot,
+                    print,
                     "--dump-dom",
                     url,
                     NULL};
@@ -531,7 +545,7 @@ static void render(const char *page, const char *png, char **dom)
         free(line);
     }
     char how[128], tail[PL_PROC_TAIL + 1];
-    int status = pl_proc_end(&p, true, 10, how, sizeof how);
+    int status = pl_proc_end(&p, false, 30, how, sizeof how); /* it ends by itself once done */
     if (rc == PL_PROC_TIMEOUT || status != 0)
         fail_msg("chromium %s (%s): %s", rc == PL_PROC_TIMEOUT ? "stalled" : "failed", how,
                  pl_proc_tail(&p, tail, sizeof tail));
@@ -544,11 +558,12 @@ static void test_in_browser(void **state)
         printf("SKIPPED: chromium is not on PATH (make deps installs Debian's chromium)\n");
         skip();
     }
-    char page[300], png[300], *dom = NULL;
+    char page[300], png[300], pdf[300], *dom = NULL;
     snprintf(page, sizeof page, "%s/browser.html", dir);
     snprintf(png, sizeof png, "%s/browser.png", dir);
+    snprintf(pdf, sizeof pdf, "%s/browser.pdf", dir);
     report_all(page);
-    render(page, png, &dom);
+    render(page, png, pdf, &dom);
     /* the page parsed whole: every section and chart there, no parser error */
     assert_non_null(strstr(dom, "</body></html>"));
     assert_null(strstr(dom, "parsererror"));
@@ -561,6 +576,15 @@ static void test_in_browser(void **state)
         in_dom++;
     assert_int_equal(in_dom, in_file);
     free(file), free(dom);
+    /* printed: a PDF of several pages (its page tree's /Count), not a blank sheet */
+    size_t pdf_len;
+    char *printed = slurp_n(pdf, &pdf_len);
+    assert_memory_equal(printed, "%PDF-", 5);
+    const char *count = memmem(printed, pdf_len, "/Count ", 7);
+    assert_non_null(count);
+    printf("printed: %d pages\n", atoi(count + 7));
+    assert_true(atoi(count + 7) >= 3);
+    free(printed);
     /* painted: 2 % of the pixels or more are not white (10.6 % on the page of every answer
      * here), and the bars' blue is there (a page of text alone has none) */
     png_stats st = png_read(png);
