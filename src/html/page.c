@@ -130,6 +130,12 @@ static void section(FILE *f, const pl_json *root, int i)
     fprintf(f, "\">\n<h2>%s", kinds[k].verb);
     if (*about) fputs(": ", f);
     hx_esc(f, about);
+    pl_json models = pl_json_at(root, "models"); /* multi: the models sharing the devices */
+    for (size_t i = 0; !*about && i < pl_json_len(&models); i++) {
+        pl_json m = pl_json_index(&models, i);
+        fputs(i ? ", " : ": ", f);
+        hx_esc(f, hx_str(&m, "name", "?"));
+    }
     fputs(" <small>(", f);
     hx_esc(f, root->file);
     fputs(")</small></h2>\n", f);
