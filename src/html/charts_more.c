@@ -339,10 +339,10 @@ void hx_run_charts(FILE *f, const pl_json *root)
     }
     pm_row whole = {"end to end", hx_num(root, "predicted_makespan_s"),
                     hx_num(root, "latency_median_s")};
-    predicted_measured(f, "Predicted against measured, end to end (the median request)", &whole, 1);
+    predicted_measured(f, "Predicted against measured, end to end (the median latency)", &whole, 1);
     predicted_measured(f, "Predicted against measured, per stage (its own time)", r, (int)n);
     static const char *const series[] = {"a stage (one colour each)"};
-    hx_frame fr = {.title = "The median request's stages per device, as measured",
+    hx_frame fr = {.title = "The stages per device as measured (each one's median start and end)",
                    .x_label = "time",
                    .x_kind = HX_TIME,
                    .series = series,
