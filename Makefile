@@ -40,7 +40,7 @@ DIST_DRIVER := $(if $(MPICC),$(BUILD)/tests/dist_driver)
 # a recipe that fails (protoc-c, the pl_ renaming sed) leaves no target that make would take as up to date
 .DELETE_ON_ERROR:
 
-.PHONY: all deps test asan demo bench fuzz fuzz-build clean format models talos-models install priors
+.PHONY: all deps test asan demo bench fuzz fuzz-build clean format models talos-models install priors report-shots
 all: $(BUILD)/placer $(COLLBENCH) $(PLACER_MPI)
 
 deps:
@@ -108,6 +108,9 @@ $(BUILD)/tests/%: tests/%.c $(TLIB) $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(TLIB) $(LIB) $(LDLIBS) -lcmocka -o $@
 
+# the browser test decodes its screenshots (PNG: zlib)
+$(BUILD)/tests/test_report: LDLIBS += -lz
+
 # tests of a module's internals (functions of src/MODULE/*.h): the same rule, the internal library
 $(TESTS_INTERNAL): LIB := $(ILIB)
 $(TESTS_INTERNAL): $(ILIB)
@@ -143,6 +146,10 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
 # LDLIBS passed down: the fuzz targets link what the library links.
+# the screenshots of docs/report.md, from the headless browser (tools/report_shots.sh)
+report-shots: deps $(BUILD)/placer
+	@tools/report_shots.sh $(BUILD)
+
 fuzz: deps
 	@LDLIBS='$(LDLIBS)' tools/fuzz.sh
 

@@ -23,6 +23,9 @@ echo
 echo "== placement and simulation on a 50,000-op transformer-like graph, 8 x V100"
 "$build/bench/bench_place" big "$build/bench/synth50k.onnx" 8
 echo
+echo "== placer report: the page's size and render time in headless chromium, a zoo model and the 50,000-op graph (docs/report.md, \"Big plans\")"
+bench/bench_report.sh "$build"
+echo
 moirai=../shared/benchmarks/moirai
 if [ -d "$moirai" ]; then
   echo "== MOIRAI instances: heuristics vs moirai (MILP + local search, PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_LIMIT:-60} s each) vs the reference"

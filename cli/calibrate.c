@@ -139,7 +139,7 @@ static cli_exit run(const calib_opts *o)
         if (o->out && pl_json_save(j, o->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER, &err) < 0)
             status = cli_fail("calibrate", "%s", err.msg);
         else if (o->json)
-            pl_json_print(json_incref(j), stdout);
+            cli_json_out(json_incref(j));
         else
             print_text(&r, d);
         json_decref(j);
@@ -175,7 +175,7 @@ static cli_exit run_machine(const calib_opts *o)
     else if (o->json) {
         json_t *j = pl_calib_json(&r, c->devs[dev].model, cpu, NULL);
         json_object_set_new(j, "written", json_string(path));
-        pl_json_print(j, stdout);
+        cli_json_out(j);
     } else {
         print_text(&r, &c->devs[dev]);
         printf("\nCPU '%s': written %s\n", cpu, path);

@@ -54,6 +54,7 @@ cli_exit cli_serverless(int argc, char **argv);
 cli_exit cli_multi(int argc, char **argv);
 cli_exit cli_train(int argc, char **argv);
 cli_exit cli_learn_prior(int argc, char **argv);
+cli_exit cli_report(int argc, char **argv);
 
 /* Options every verb that runs a model on a cluster shares. */
 #define CLI_MAX_LIST 64
@@ -228,6 +229,13 @@ void *cli_devices_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
 /* Links that carried data: bytes, busy time, utilisation; and as JSON. */
 void cli_print_links(const cli_ctx *x, const pl_sim_result *r);
 void *cli_links_json(const cli_ctx *x, const pl_sim_result *r);
+/* The first request's recorded schedule (so->record) as {"ops": [{op, device, start_s,
+ * end_s}], "transfers": [{tensor, from, to, start_s, end_s, bytes}], "memory": [{device,
+ * t_s: [...], bytes: [...]}]} (memory per device over time: pl_sim_memory_curve's steps,
+ * every request): the "schedule" of place's, simulate's and multi's --json, drawn by `placer
+ * report`. Ops of a union of several models (multi) also name their "tenant". */
+void *cli_schedule_json(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so,
+                        const pl_sim_result *r);
 /* Runs algorithm `a` and simulates its plan under `so` (so->record is honoured). On success
  * *plan is the plan (with predicted_makespan_s set), r the result and err the algorithm's
  * note, already shown on stderr ("" when none). -2 with err set when no
@@ -296,6 +304,18 @@ void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * at all (pl_json_save, pl_out), indented by 2; "placer VERB: -o FILE: why" and
  * CLI_EXIT_BAD_INPUT when it cannot be. */
 cli_exit cli_write_json(const char *verb, const char *path, const void *doc);
+/* --report FILE (cli/report.c, docs/report.md): cli_report_take removes "--report FILE" (or
+ * --report=FILE) from a verb's argv (argv[0] the verb) and, when it was there, makes the verb
+ * build its JSON document (adds --json unless given): 1 then, 0 when it was not there, -1 after
+ * saying so when it names no file. The verb hands its document
+ * to cli_json_out (instead of pl_json_print; it takes the reference): the page is written from
+ * it, and the document printed only when --json was given (without --report: printed, as
+ * pl_json_print). cli_report_end gives the verb's status, or exit status 2 after saying why
+ * when the page could not be written or the verb gave no document (on MPI rank 0: the other
+ * ranks write nothing, as the verbs). */
+int cli_report_take(const char *verb, int *argc, char **argv);
+void cli_json_out(void *doc);
+cli_exit cli_report_end(cli_exit verb_status);
 /* Prints "placer VERB: MESSAGE" to stderr and returns CLI_EXIT_BAD_INPUT. */
 cli_exit cli_fail(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same message, for a helper under the library's rule: returns -1. */

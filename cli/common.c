@@ -409,6 +409,52 @@ void *cli_links_json(const cli_ctx *x, const pl_sim_result *r)
     return a;
 }
 
+/* The first request's schedule: what `placer report` draws as a Gantt chart per device and
+ * per link (docs/report.md); the same times as --trace's, in seconds. */
+void *cli_schedule_json(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so,
+                        const pl_sim_result *r)
+{
+    json_t *ops = json_array(), *xfers = json_array();
+    for (int i = 0; r->op_start_s && i < x->g->n_ops; i++) {
+        json_t *e = json_pack("{s:s, s:s, s:f, s:f}", "op", x->g->ops[i].name, "device",
+                              x->c->devs[p->dev[i]].name, "start_s", r->op_start_s[i], "end_s",
+                              r->op_end_s[i]);
+        if (x->g->n_tenants > 1) /* several models share the devices (placer multi) */
+            json_object_set_new(e, "tenant", json_string(x->g->tenant_names[x->g->ops[i].tenant]));
+        json_array_append_new(ops, e);
+    }
+    for (int i = 0; i < r->n_xfers; i++) {
+        const pl_xfer *t = &r->xfers[i];
+        int64_t bytes = x->g->tensors[t->tensor].bytes;
+        if (t->request == 0)
+            json_array_append_new(
+                xfers, json_pack("{s:s, s:s, s:s, s:f, s:f, s:I}", "tensor",
+                                 x->g->tensors[t->tensor].name, "from", x->c->devs[t->from].name,
+                                 "to", x->c->devs[t->to].name, "start_s", t->start_s, "end_s",
+                                 t->end_s, "bytes", (json_int_t)(bytes > 0 ? bytes : 0)));
+    }
+    json_t *o = json_pack("{s:o, s:o}", "ops", ops, "transfers", xfers);
+    pl_mem_step *st;
+    int n;
+    pl_err err = {""};
+    if (pl_sim_memory_curve(x->k, p, so, r, &st, &n, &err) < 0) {
+        fprintf(stderr, "placer: note: %s\n", err.msg); /* the schedule stands without it */
+        return o;
+    }
+    json_t *mem = json_array();
+    for (int i = 0, j; i < n; i = j) {
+        json_t *t = json_array(), *b = json_array();
+        for (j = i; j < n && st[j].dev == st[i].dev; j++)
+            json_array_append_new(t, json_real(st[j].t_s)),
+                json_array_append_new(b, json_real(st[j].bytes));
+        json_array_append_new(mem, json_pack("{s:s, s:o, s:o}", "device",
+                                             x->c->devs[st[i].dev].name, "t_s", t, "bytes", b));
+    }
+    free(st);
+    json_object_set_new(o, "memory", mem);
+    return o;
+}
+
 void cli_progress(const char *fmt, ...)
 {
     if (!isatty(STDERR_FILENO)) return;

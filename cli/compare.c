@@ -176,11 +176,10 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
         }
         json_array_append_new(a, o);
     }
-    pl_json_print(json_pack("{s:s, s:s, s:s, s:f, s:s, s:o}", "format", "placer-compare/1", "model",
-                            x->g->path ? x->g->path : "", "cluster",
-                            x->c->path ? x->c->path : x->c->name, "lower_bound_s", lb,
-                            "calibration", cli_calibration(), "algorithms", a),
-                  stdout);
+    cli_json_out(json_pack("{s:s, s:s, s:s, s:f, s:s, s:o}", "format", "placer-compare/1", "model",
+                           x->g->path ? x->g->path : "", "cluster",
+                           x->c->path ? x->c->path : x->c->name, "lower_bound_s", lb, "calibration",
+                           cli_calibration(), "algorithms", a));
 }
 
 enum { ALGOS = CLI_OWN };

@@ -276,22 +276,24 @@ static json_t *trials_json(const pl_catalog *cat, const pl_search_result *r)
     return a;
 }
 
-/* The chosen plan, simulated again on its configuration (per-device table). */
+/* The chosen plan, simulated again on its configuration (per-device table; with --json its
+ * schedule too, for `placer report`). */
 static cli_exit show_plan(const pl_trial_worker *w, const pl_vm_config *cfg, const pl_plan *p,
                           const pl_cost_params *params, bool json, json_t *root)
 {
     cli_ctx x = {.g = (pl_graph *)pl_trial_sim_graph(w), .c = cfg->cluster};
     pl_err err = {""};
     x.k = pl_cost_new(x.g, x.c, params, NULL, 0, &err);
-    pl_sim_opts so = {.contention = p->contention};
+    pl_sim_opts so = {.contention = p->contention, .record = json};
     pl_sim_result r = {0};
     if (!x.k || pl_simulate(x.k, p, &so, &r, &err) < 0) {
         pl_cost_free(x.k);
         return cli_fail("deploy", "%s", err.msg);
     }
-    if (json)
+    if (json) {
         json_object_set_new(root, "devices", cli_devices_json(&x, p, &r));
-    else
+        json_object_set_new(root, "schedule", cli_schedule_json(&x, p, &so, &r));
+    } else
         cli_print_devices(&x, p, &r);
     pl_sim_result_free(&r);
     pl_cost_free(x.k);
@@ -437,7 +439,7 @@ static cli_exit report(const deploy_args *a, const pl_catalog *cat, pl_trial_wor
     if (cli_ok(rc) && a->out && r->best_plan &&
         pl_plan_save(r->best_plan, pl_trial_sim_graph(w), cfg->cluster, a->out, &err) < 0)
         rc = cli_fail("deploy", "%s", err.msg);
-    if (root) pl_json_print(root, stdout);
+    if (root) cli_json_out(root);
     if (!cli_ok(rc)) return rc;
     return r->best >= 0 ? CLI_EXIT_OK : CLI_EXIT_INFEASIBLE; /* cli.h */
 }

@@ -652,6 +652,22 @@ static json_t *spread_json(const multi_ctx *x, int m)
                      s.geomean, "overall", s.overall, "below_1", s.below_1);
 }
 
+/* The answer's schedule (cli_schedule_json, each op with its tenant) as j's "schedule";
+ * nothing, with a note, when it cannot be simulated again (it was, to be evaluated). */
+static void schedule_json(const multi_ctx *x, const multi_opts *o, const row *r, json_t *j)
+{
+    pl_sim_opts so = {.contention = o->po.contention, .record = true, .ignore_memory = true};
+    pl_sim_result res;
+    pl_err err = {""};
+    if (!r->plan || pl_simulate(x->k, r->plan, &so, &res, &err) < 0) {
+        if (r->plan) fprintf(stderr, "placer multi: note: no schedule: %s\n", err.msg);
+        return;
+    }
+    cli_ctx c = {.g = x->u, .c = x->c, .k = x->k};
+    json_object_set_new(j, "schedule", (json_t *)cli_schedule_json(&c, r->plan, &so, &res));
+    pl_sim_result_free(&res);
+}
+
 static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows, int n,
                         const pl_multi_run_result *run)
 {
@@ -694,6 +710,8 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
                             json_pack("{s:s,s:s,s:i,s:f,s:b}", "algo", rows[a].algo, "found_by",
                                       rows[a].credit.by, "index", a, "toct_s", rows[a].e.toct_s,
                                       "fits_memory", !rows[a].e.oom));
+    if (a >= 0) /* the answer's run on the shared devices, for `placer report`'s Gantt chart */
+        schedule_json(x, o, &rows[a], j);
     if (run) {
         json_t *rj = json_object(), *per = json_object();
         json_object_set_new(rj, "algo", json_string(rows[a].algo));
@@ -784,7 +802,7 @@ cli_exit cli_multi(int argc, char **argv)
         json_t *doc = doc_json(&x, &o, rows, o.n_algos, ran ? &res : NULL);
         if (o.out && !cli_ok(cli_write_json("multi", o.out, doc))) rc = CLI_EXIT_BAD_INPUT;
         if (o.co.json)
-            pl_json_print(doc, stdout);
+            cli_json_out(doc);
         else {
             json_decref(doc);
             printf("%d models on %s (%s contention)\n", x.n, x.c->name,

@@ -148,7 +148,7 @@ static void print_json(const char *model, const char *out, int ops0, int ops1,
         json_object_set_new(vj, "tolerance", json_real(VERIFY_TOL));
         json_object_set_new(j, "verify", vj);
     }
-    pl_json_print(j, stdout);
+    cli_json_out(j);
 }
 
 typedef struct opts {
@@ -179,7 +179,7 @@ static int nothing_to_rewrite(const cli_common *co, const opts *o, const pl_rw_m
         json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:[]}", "format", "placer-optimize/1",
                               "model", co->model, "output", o->out, "ops_before", ops, "ops_after",
                               ops, "nothing_to_rewrite", 1, "rewrites");
-        pl_json_print(j, stdout);
+        cli_json_out(j);
     } else
         printf("%-10s %s -> %s\n%-10s %d -> %d\n%-10s 0: no rule has a site in the model, so "
                "nothing was searched or priced; %s is the model as it is\n",

@@ -76,8 +76,9 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     cli_print_links(x, r);
 }
 
-static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *r, double lb,
-                       const char *check, const char *out, const char *note, const cli_measured *m)
+static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so,
+                       const pl_sim_result *r, double lb, const char *check, const char *out,
+                       const char *note, const cli_measured *m)
 {
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:s, s:o}", "format",
                           "placer-place/1", "model", x->g->path ? x->g->path : "", "cluster",
@@ -87,6 +88,7 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                           "search_s", p->search_s, "fits", !r->oom, "invariants", check, "devices",
                           (json_t *)cli_devices_json(x, p, r));
     json_object_set_new(o, "links", (json_t *)cli_links_json(x, r));
+    json_object_set_new(o, "schedule", (json_t *)cli_schedule_json(x, p, so, r));
     json_object_set_new(o, "calibration", json_string(cli_calibration()));
     pl_cost_basis basis;
     double band = pl_cost_plan_band(x->k, p->dev, &basis);
@@ -106,7 +108,7 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
                                       "placements_run", (json_int_t)measured, "cache_hits",
                                       (json_int_t)hits));
     }
-    pl_json_print(o, stdout);
+    cli_json_out(o);
 }
 
 enum { ALGO = CLI_OWN, TRACE, OPTIMIZE, RESTARTS, MIN_GAIN };
@@ -217,7 +219,7 @@ cli_exit cli_place(int argc, char **argv)
         status = cli_fail("place", "%s", err.msg);
     else {
         if (co.json)
-            print_json(&x, p, &r, pl_lower_bound(x.k), why, out, note, &m);
+            print_json(&x, p, &so, &r, pl_lower_bound(x.k), why, out, note, &m);
         else
             print_text(&x, p, &r, pl_lower_bound(x.k), why, &m);
         status = r.oom ? CLI_EXIT_INFEASIBLE : CLI_EXIT_OK; /* cli.h: a plan that does not fit */

@@ -40,6 +40,8 @@ static const struct {
      false},
     {"serverless", cli_serverless,
      "the model cut into serverless functions (MOPAR) and priced, beside its baselines", false},
+    {"report", cli_report, "one self-contained HTML page of charts from the verbs' --json answers",
+     false},
 };
 
 static void usage(FILE *f)
@@ -110,12 +112,25 @@ static void manual(void)
     manual_tail();
 }
 
+/* The verbs whose --json answer `placer report` draws: they take --report FILE. */
+static bool draws(const char *verb)
+{
+    static const char *const names[] = {"deploy", "place", "simulate", "compare",  "serverless",
+                                        "multi",  "train", "run",      "optimize", "calibrate"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(verb, names[i])) return true;
+    return false;
+}
+
 /* `placer VERB --help`: the verb's own synopsis and options, then what every verb shares. */
 static cli_exit verb_help(size_t k, int argc, char **argv)
 {
     printf("NAME\n    placer %s - %s\n\nSYNOPSIS AND OPTIONS\n", verbs[k].name, verbs[k].summary);
     fflush(stdout);
     cli_exit rc = verbs[k].run(argc, argv);
+    if (draws(verbs[k].name))
+        printf("  --report FILE  also draw the answer as one HTML page of charts (placer report;\n"
+               "                 docs/report.md); stdout then has the JSON only with --json\n");
     manual_tail();
     return rc;
 }
@@ -178,7 +193,11 @@ static cli_exit run(int argc, char **argv)
             /* under mpirun, a verb that does not split its work runs once, on rank 0, rather
              * than N times writing the same files */
             if (!verbs[k].pooled && pl_dist_rank() > 0) return CLI_EXIT_OK;
-            return verbs[k].run(argc - 1, argv + 1);
+            int n = argc - 1,
+                taken = draws(verbs[k].name) ? cli_report_take(verbs[k].name, &n, argv + 1) : 0;
+            if (taken < 0) return CLI_EXIT_BAD_INPUT;
+            if (!taken) return verbs[k].run(argc - 1, argv + 1);
+            return cli_report_end(verbs[k].run(n, argv + 1));
         }
     fprintf(stderr, "placer: unknown verb '%s'\n", argv[1]);
     usage(stderr);

@@ -297,7 +297,7 @@ static void print_json(const run_opts *o, const pl_split_manifest *m, const pl_o
         o->warmup, "latency_median_s", median_of(r->latency_s, r->repeat, 1), "latency_s", lat,
         "own_sum_s", sum_own(s, m->n), "stages", st, "outputs", outputs_json(r));
     if (p->have) json_object_set_new(o_, "predicted_makespan_s", json_real(p->makespan_s));
-    pl_json_print(o_, stdout);
+    cli_json_out(o_);
 }
 
 /* The median request as Chrome trace events: one track (tid) per device. */

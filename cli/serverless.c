@@ -655,7 +655,7 @@ static cli_exit run(sl_args *a)
             cli_fail("serverless", "--run: %s", err.msg);
             goto out;
         }
-        pl_json_print(j, stdout);
+        cli_json_out(j);
     } else {
         printf("%-10s %s (%d ops): %d layers, %d after simplification (%d node, %d edge "
                "eliminations)\n%-10s %s, cut tensors %s, through %s\n\n",

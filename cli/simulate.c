@@ -128,6 +128,7 @@ cli_exit cli_simulate(int argc, char **argv)
             !r.oom, "invariants", why, "devices", (json_t *)cli_devices_json(&x, p, &r));
         json_object_set_new(o, "per_edge", json_boolean(so.per_edge));
         json_object_set_new(o, "links", (json_t *)cli_links_json(&x, &r));
+        json_object_set_new(o, "schedule", (json_t *)cli_schedule_json(&x, p, &so, &r));
         json_object_set_new(o, "calibration", json_string(cli_calibration()));
         pl_cost_basis basis;
         double band = pl_cost_plan_band(x.k, p->dev, &basis);
@@ -137,7 +138,7 @@ cli_exit cli_simulate(int argc, char **argv)
             json_object_set_new(o, "period_s", json_real(r.period_s));
             json_object_set_new(o, "latency_s", json_real(r.latency_s));
         }
-        pl_json_print(o, stdout);
+        cli_json_out(o);
     } else
         print_text(&x, p, &so, &r, why);
     if (cli_ok(status) && r.oom) status = CLI_EXIT_INFEASIBLE; /* cli.h: a plan that does not fit */

@@ -150,12 +150,46 @@ static cli_exit parse(int argc, char **argv, train_opts *o, bool *help)
 
 /* ---- running ---- */
 
+/* MCTS's best so far after each iteration, as its progress says it, per tree (a tree's
+ * iterations count from 1 again): the "mcts_history" of --json, drawn by `placer report`. */
+typedef struct mcts_trace {
+    int n, cap, trees;
+    int *tree, *it;
+    double *best_s;
+} mcts_trace;
+
 static void progress(int it, double best_s, double dp_s, void *user)
 {
-    (void)user;
-    if (pl_dist_rank() == 0) /* rank 0's tree speaks for the others */
-        cli_progress("train: MCTS iteration %d, best %.3f ms (DP-NCCL %.3f ms)", it, best_s * 1e3,
-                     dp_s * 1e3);
+    mcts_trace *t = user;
+    if (pl_dist_rank() != 0) return; /* rank 0's tree speaks for the others */
+    cli_progress("train: MCTS iteration %d, best %.3f ms (DP-NCCL %.3f ms)", it, best_s * 1e3,
+                 dp_s * 1e3);
+    if (it == 1) t->trees++;
+    pl_grow((void **)&t->tree, &t->cap, t->n, sizeof *t->tree); /* the others follow it */
+    t->it = pl_realloc(t->it, (size_t)t->cap * sizeof *t->it);
+    t->best_s = pl_realloc(t->best_s, (size_t)t->cap * sizeof *t->best_s);
+    t->tree[t->n] = t->trees - 1, t->it[t->n] = it, t->best_s[t->n++] = best_s;
+}
+
+/* The trees in the order they grow: the uniform one first when both do (uniform_too). */
+static const char *tree_name(const train_opts *o, int tree)
+{
+    return o->so.prior && (!o->so.uniform_too || tree > 0) ? "mcts-gnn" : "mcts-uniform";
+}
+
+static json_t *history_json(const train_opts *o, const mcts_trace *t)
+{
+    json_t *a = json_array();
+    for (int i = 0, j; i < t->n; i = j) {
+        json_t *its = json_array(), *best = json_array();
+        for (j = i; j < t->n && t->tree[j] == t->tree[i]; j++)
+            if (isfinite(t->best_s[j])) /* nothing that fits found yet: no point */
+                json_array_append_new(its, json_integer(t->it[j])),
+                    json_array_append_new(best, json_real(t->best_s[j]));
+        json_array_append_new(a, json_pack("{s:s, s:o, s:o}", "tree", tree_name(o, t->tree[i]),
+                                           "iteration", its, "best_s", best));
+    }
+    return a;
 }
 
 static void run_strategy(const pl_train_ctx *x, pl_train_strategy *s, outcome *r)
@@ -183,7 +217,7 @@ static void run_mcmc(const pl_train_ctx *x, const train_opts *o, const pl_train_
 }
 
 static void run_all(const pl_train_ctx *x, const train_opts *o, outcome *b,
-                    pl_train_search_result *sr)
+                    pl_train_search_result *sr, mcts_trace *trace)
 {
     pl_err err = {""};
     run_strategy(x, pl_train_dp(x, false, false), &b[B_DP]);
@@ -207,7 +241,7 @@ static void run_all(const pl_train_ctx *x, const train_opts *o, outcome *b,
         if (!b[B_PLACER].ok) snprintf(b[B_PLACER].msg, sizeof b[B_PLACER].msg, "%s", err.msg);
     }
     pl_train_search_opts so = o->so;
-    so.progress = progress;
+    so.progress = progress, so.progress_user = trace;
     b[B_TAG].ran = true;
     err.msg[0] = 0;
     b[B_TAG].ok = pl_train_search(x, &so, sr, &err) == 0;
@@ -528,7 +562,7 @@ static json_t *parts_json(const pl_train_search_result *sr, const train_opts *o)
 }
 
 static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcome *b,
-                        const pl_train_search_result *sr, int chosen)
+                        const pl_train_search_result *sr, const mcts_trace *trace, int chosen)
 {
     json_t *j = json_object(), *base = json_object(), *peak = json_object();
     json_object_set_new(j, "format", json_string("placer-train/1"));
@@ -570,6 +604,7 @@ static json_t *doc_json(const pl_train_ctx *x, const train_opts *o, const outcom
                         sr->iterations_to_beat_dp >= 0 ? json_integer(sr->iterations_to_beat_dp)
                                                        : json_null());
     json_object_set_new(j, "tag_parts", parts_json(sr, o));
+    json_object_set_new(j, "mcts_history", history_json(o, trace));
     json_object_set_new(j, "search_s", json_real(sr->search_s));
     json_object_set_new(j, "sfb_gradients", json_integer(sr->sfb_applied));
     json_object_set_new(j, "sfb_rejected", json_integer(sr->sfb_rejected));
@@ -656,7 +691,8 @@ cli_exit cli_train(int argc, char **argv)
     outcome b[B_COUNT];
     memset(b, 0, sizeof b);
     pl_train_search_result sr = {0};
-    run_all(&x, &o, b, &sr);
+    mcts_trace trace = {0};
+    run_all(&x, &o, b, &sr, &trace);
     /* the answer: the one asked for, else the fastest row that fits (docs/train.md) */
     int best = recommend(b), chosen = o.algo_given || best < 0 ? B_TAG : best;
     for (int k = 0; o.algo_given && k < B_PLACER; k++)
@@ -673,10 +709,10 @@ cli_exit cli_train(int argc, char **argv)
     json_t *doc = NULL;
     if (pl_dist_rank() != 0) goto done;
     if (!b[failed].ok) fprintf(stderr, "placer train: %s: %s\n", bname[failed], b[failed].msg);
-    doc = doc_json(&x, &o, b, &sr, chosen);
+    doc = doc_json(&x, &o, b, &sr, &trace, chosen);
     if (o.out && !cli_ok(cli_write_json("train", o.out, doc))) rc = CLI_EXIT_BAD_INPUT;
     if (o.co.json)
-        pl_json_print(doc, stdout);
+        cli_json_out(doc);
     else {
         json_decref(doc);
         int n_bwd = 0, n_opt = 0;
@@ -708,6 +744,7 @@ done:
         pl_plan_free(b[k].plan);
     }
     pl_train_search_result_free(&sr);
+    free(trace.tree), free(trace.it), free(trace.best_s);
     pl_train_ctx_free(&x);
     pl_train_graph_free(t), pl_cluster_free(c), pl_graph_free(fwd), pl_tag_gnn_free(gnn);
     return rc;

@@ -452,6 +452,7 @@ static const struct {
     {"learn-prior models/resnet50.onnx", "--lr=1", "--lr: '1' is not a number in (0, 1)"},
     {"inspect models/resnet50.onnx", "--top=0", "--top: '0' is not a whole number from 1"},
     {"profile --collectives", "--max-bytes=1KiB", "--max-bytes: '1KiB' is outside 2 KiB"},
+    {"report x.json", "--title=", "--title wants a text"},
 };
 
 static void test_option_conventions(void **state)
@@ -480,7 +481,8 @@ static void test_help_tail(void **state)
     static const char *verbs[] = {
         "inspect", "place",    "simulate",   "compare",     "deploy",
         "split",   "optimize", "run",        "profile",     "calibrate",
-        "train",   "multi",    "serverless", "learn-prior", "profile --collectives"};
+        "train",   "multi",    "serverless", "learn-prior", "profile --collectives",
+        "report"};
     char args[128], *out;
     for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++) {
         snprintf(args, sizeof args, "%s --help", verbs[k]);

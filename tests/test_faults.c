@@ -50,6 +50,10 @@ static const verb verbs[] = {
     {"place --trace", K_FILE,
      "place models/gcn_cora.onnx --cluster " LOCAL " --algo heft --trace {OUT}",
      "place " MOIRAI " --trace {OUT}", 500},
+    {"place --report", K_FILE,
+     "place models/gcn_cora.onnx --cluster " LOCAL " --algo heft --report {OUT}",
+     "place " MOIRAI " --report {OUT}", 500},
+    {"report -o", K_FILE, "report {FIX}/place.json -o {OUT}", NULL, 0},
     {"simulate --trace", K_FILE,
      "simulate models/gcn_cora.onnx --cluster " LOCAL " --plan {FIX}/p.json --trace {OUT}", NULL,
      0},
@@ -473,7 +477,7 @@ static void test_sigterm(void **state)
     check(C_SIGTERM);
 }
 
-/* The plan, split and profile the verbs read, made once. */
+/* The plan, split, profile and answer (place --json) the verbs read, made once. */
 static int fixtures(void **state)
 {
     (void)state;
@@ -483,6 +487,7 @@ static int fixtures(void **state)
         "place models/gcn_cora.onnx --cluster " LOCAL " --algo heft -o {FIX}/p.json",
         "split models/gcn_cora.onnx --cluster " LOCAL " --plan {FIX}/p.json -o {FIX}/s",
         "profile models/gcn_cora.onnx --repeat 1 -o {FIX}/prof.json",
+        "place models/gcn_cora.onnx --cluster " LOCAL " --algo heft --json > {FIX}/place.json",
     };
     for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
         expand(steps[k], "", args, sizeof args);

@@ -856,9 +856,10 @@ static void test_checker_xfer_order(void **state)
 /* One device: graph input in (100 B) → a (weight w1, 1000 B) → x (200 B) → b (weight w2,
  * 2000 B) → y (300 B, graph output); 1 s each. Weights 3000 resident. [0, 1): in + x = 300;
  * [1, 2): x + y = 500 (in freed when a ends, x when b ends, y held to the end). Peak 3500. */
-static void test_memory_one_device(void **state)
+/* a (in, w1 -> x) then b (x, w2 -> y), 1 s each, on two devices: in 100 bytes, w1 1000,
+ * x 200, w2 2000, y 300; w1 and w2 weights, in the graph's input, y its output. */
+static fx *weights_pair(void)
 {
-    (void)state;
     fx *f = fx_new();
     op(f, "a", "in,w1", "x");
     op(f, "b", "x,w2", "y");
@@ -870,6 +871,13 @@ static void test_memory_one_device(void **state)
     pl_graph_add_output(f->g, tensor(f, "y"));
     build(f, 2);
     set_time(f, "a", 1), set_time(f, "b", 1);
+    return f;
+}
+
+static void test_memory_one_device(void **state)
+{
+    (void)state;
+    fx *f = weights_pair();
     const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
     assert_close(r->peak_mem_bytes[0], 3500, 1e-12);
     assert_true(r->peak_mem_bytes[1] == 0);
@@ -881,6 +889,38 @@ static void test_memory_one_device(void **state)
     assert_close(r->makespan_s, 1 + 0.7 + 1, 1e-12);
     assert_close(r->peak_mem_bytes[0], 1300, 1e-12);
     assert_close(r->peak_mem_bytes[1], 2500, 1e-12);
+    fx_free(f);
+}
+
+/* Memory over time (pl_sim_memory_curve, drawn by `placer report`): test_memory_one_device's
+ * second plan, a on gpu0 (0 to 1 s), x sent in 0.7 s (1 to 1.7), b on gpu1 (1.7 to 2.7).
+ *   gpu0: w1 1000 + in 100 [0, 1) + x 200 [0, 1.7): 1300 at 0, 1200 at 1, 1000 at 1.7.
+ *   gpu1: w2 2000; x received [1, 2.7), y [1.7, 2.7): 2000 at 0, 2200 at 1, 2500 at 1.7,
+ *   2000 at 2.7. Each curve's largest step is the simulator's peak. */
+static void test_memory_curve(void **state)
+{
+    (void)state;
+    fx *f = weights_pair();
+    place(f, "b", 1);
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    pl_mem_step *st;
+    int n;
+    pl_err err = {""};
+    pl_sim_opts o = {.record = true};
+    if (pl_sim_memory_curve(f->k, f->p, &o, r, &st, &n, &err) < 0) fail_msg("%s", err.msg);
+    const pl_mem_step want[] = {{0, 0, 1300}, {0, 1, 1200},   {0, 1.7, 1000}, {1, 0, 2000},
+                                {1, 1, 2200}, {1, 1.7, 2500}, {1, 2.7, 2000}};
+    assert_int_equal(n, 7);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(st[i].dev, want[i].dev);
+        assert_close(st[i].t_s, want[i].t_s, 1e-12);
+        assert_close(st[i].bytes, want[i].bytes, 1e-12);
+    }
+    free(st);
+    /* a run that fails its check has no curve */
+    f->r.op_end_s[id(f, "b")] = 1.8;
+    assert_int_equal(pl_sim_memory_curve(f->k, f->p, &o, &f->r, &st, &n, &err), -1);
+    assert_non_null(strstr(err.msg, "no memory curve"));
     fx_free(f);
 }
 
@@ -1467,6 +1507,7 @@ int main(void)
         cmocka_unit_test(test_zero_time_xfer),
         cmocka_unit_test(test_checker_xfer_order),
         cmocka_unit_test(test_memory_one_device),
+        cmocka_unit_test(test_memory_curve),
         cmocka_unit_test(test_memory_two_devices),
         cmocka_unit_test(test_memory_taskgraph),
         cmocka_unit_test(test_oom),

@@ -17,6 +17,7 @@ APT_PKGS=(
   redis-server libhiredis-dev                  # serverless runs: tensors between slices (docs/serverless.md, "Running the slices for real")
   libglpk-dev                                  # min-cost flow of `placer multi` (glp_mincost_okalg only; docs/multi.md)
   libopenmpi-dev openmpi-bin                   # `placer profile --collectives` (tools/collbench.c; optional: the build skips it without mpicc)
+  chromium zlib1g-dev                          # the browser test of `placer report` (docs/report.md): headless DOM, screenshots (decoded with zlib), print
 )
 # The model-zoo exporter needs torch; only `make models` asks for it.
 if [ "${PLACER_DEPS_TORCH:-0}" = 1 ]; then APT_PKGS+=(python3-torch python3-torchvision); fi

@@ -97,6 +97,18 @@ bool pl_sim_stage_s(const pl_cost *k, const pl_plan *p, double *extra);
 int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const pl_sim_result *r,
                  char *why, size_t n);
 
+/* Memory per device over time, as the checker accounts it (the rules above, swept from the
+ * recorded times): for each device in order, a step at time 0 holding its resident weights
+ * (and what is made at 0), then one step at each instant its total changes, holding the total
+ * after every change of that instant; the largest equals r->peak_mem_bytes[d]. Runs the
+ * checks of pl_sim_check first: a run that fails them has no curve (-1, err says why). On
+ * success *steps (n_steps of them) is the caller's to free. */
+typedef struct pl_mem_step {
+    int dev;
+    double t_s, bytes;
+} pl_mem_step;
+int pl_sim_memory_curve(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o,
+                        const pl_sim_result *r, pl_mem_step **steps, int *n_steps, pl_err *err);
 /* Chrome trace JSON (opens in Perfetto): one track per device and per link. Needs a recorded
  * result. */
 int pl_sim_trace_write(const pl_cost *k, const pl_plan *p, const pl_sim_result *r, const char *path,

@@ -350,8 +350,9 @@ static int check_makespan(chk *c)
     return 0;
 }
 
-int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const pl_sim_result *r,
-                 char *why, size_t n)
+/* pl_sim_check, and with steps set the memory curve of a run that passes it. */
+static int check_run(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o,
+                     const pl_sim_result *r, char *why, size_t n, pl_mem_step **steps, int *n_steps)
 {
     static const pl_sim_opts dflt = {0};
     chk c = {.k = k,
@@ -396,6 +397,23 @@ int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const
     if (rc == 0) rc = check_makespan(&c);
     if (rc == 0) rc = chk_memory(&c);
     if (rc == 0 && why && n) snprintf(why, n, "ok");
+    if (rc == 0 && steps) chk_memory_curve(&c, steps, n_steps);
     free(v), free(c.xs), free(c.req_end), free(c.is_out), free(c.stage), free(c.dom);
     return rc;
+}
+
+int pl_sim_check(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, const pl_sim_result *r,
+                 char *why, size_t n)
+{
+    return check_run(k, p, o, r, why, n, NULL, NULL);
+}
+
+int pl_sim_memory_curve(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o,
+                        const pl_sim_result *r, pl_mem_step **steps, int *n_steps, pl_err *err)
+{
+    char why[512] = "";
+    *steps = NULL, *n_steps = 0;
+    if (check_run(k, p, o, r, why, sizeof why, steps, n_steps) < 0)
+        return pl_err_set(err, "no memory curve: the run fails its check: %s", why);
+    return 0;
 }

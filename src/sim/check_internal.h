@@ -43,6 +43,8 @@ int chk_reader(const chk *c, int t, int op);
 int chk_src_dev(const chk *c, int t);
 
 int chk_memory(chk *c);
+/* The same account as steps: pl_sim_memory_curve's (sim.h). */
+void chk_memory_curve(chk *c, pl_mem_step **steps, int *n_steps);
 /* check_share.c: ops on devices that share memory ran for their time stretched as the
  * recorded overlaps say (docs/simulator.md, "Shared memory"). */
 int chk_share(chk *c);

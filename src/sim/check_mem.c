@@ -186,33 +186,74 @@ static int verdict(chk *c, const double *peak)
     return 0;
 }
 
-int chk_memory(chk *c)
+/* Every request's copies as events, sorted per device by time (m->ev), and the resident
+ * weights per device into base (zeroed by the caller); m's buffers are the caller's to free
+ * (mem_free). */
+static void mem_events(chk *c, mem_ctx *m, double *base)
 {
     size_t cells = (size_t)c->g->n_tensors * c->D + 1;
-    mem_ctx m = {c,
-                 pl_malloc(cells * sizeof(double)),
-                 pl_malloc(cells * sizeof(double)),
-                 pl_malloc(cells * sizeof(size_t)),
-                 0,
-                 NULL,
-                 0,
-                 0};
+    *m = (mem_ctx){c,
+                   pl_malloc(cells * sizeof(double)),
+                   pl_malloc(cells * sizeof(double)),
+                   pl_malloc(cells * sizeof(size_t)),
+                   0,
+                   NULL,
+                   0,
+                   0};
     for (size_t i = 0; i < cells; i++)
-        m.s[i] = NAN;
+        m->s[i] = NAN;
     size_t at = 0;
     for (int r = 0; r < c->K; r++) {
         for (int op = 0; op < c->n; op++)
-            op_copies(&m, r, op);
-        xfer_copies(&m, r, &at);
-        held_outputs(&m, r);
-        flush_copies(&m);
+            op_copies(m, r, op);
+        xfer_copies(m, r, &at);
+        held_outputs(m, r);
+        flush_copies(m);
     }
-    pl_sort(m.ev, m.n_ev, sizeof *m.ev, cmp_ev);
+    pl_sort(m->ev, m->n_ev, sizeof *m->ev, cmp_ev);
+    weights(c, base);
+}
+
+static void mem_free(mem_ctx *m)
+{
+    free(m->s), free(m->e), free(m->touched), free(m->ev);
+}
+
+int chk_memory(chk *c)
+{
+    mem_ctx m;
     /* peak[] starts at the resident weights: sweep adds the changes on top. */
     double *peak = pl_calloc(c->D + 1, sizeof *peak);
-    weights(c, peak);
+    mem_events(c, &m, peak);
     sweep(&m, peak);
     int rc = verdict(c, peak);
-    free(peak), free(m.s), free(m.e), free(m.touched), free(m.ev);
+    free(peak);
+    mem_free(&m);
     return rc;
+}
+
+void chk_memory_curve(chk *c, pl_mem_step **steps, int *n_steps)
+{
+    mem_ctx m;
+    double *base = pl_calloc(c->D + 1, sizeof *base);
+    mem_events(c, &m, base);
+    pl_mem_step *out = pl_malloc((m.n_ev + c->D + 1) * sizeof *out);
+    int n = 0;
+    size_t i = 0;
+    for (int d = 0; d < c->D; d++) {
+        double cur = base[d];
+        out[n++] = (pl_mem_step){d, 0, cur};
+        for (; i < m.n_ev && m.ev[i].dev == d; i++) {
+            cur += m.ev[i].delta;
+            bool last = i + 1 == m.n_ev || m.ev[i + 1].dev != d || m.ev[i + 1].t != m.ev[i].t;
+            if (!last) continue;
+            if (out[n - 1].dev == d && out[n - 1].t_s == m.ev[i].t)
+                out[n - 1].bytes = cur; /* a change at 0 replaces the start */
+            else
+                out[n++] = (pl_mem_step){d, m.ev[i].t, cur};
+        }
+    }
+    free(base);
+    mem_free(&m);
+    *steps = out, *n_steps = n;
 }
