@@ -104,7 +104,7 @@ static pl_tag_distill_opts one_search(const char **models, const int *batches)
     return (pl_tag_distill_opts){.models = models,
                                  .batches = batches,
                                  .n_models = 1,
-                                 .iterations = 40,
+                                 .iterations = 60,
                                  .min_visits = 5,
                                  .rounds = 1,
                                  .seed = 3};
@@ -119,7 +119,7 @@ static void one_round(bool self_play)
     const int batches[] = {BATCH};
     capture c = {0};
     pl_tag_gnn *fresh = pl_tag_gnn_new(7);
-    first_search(fresh, self_play, 40, 5, &c);
+    first_search(fresh, self_play, 60, 5, &c);
     assert_true(c.n >= 2); /* the root and at least one child */
 
     pl_tag_gnn *m = pl_tag_gnn_new(7);

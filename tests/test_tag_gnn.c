@@ -376,6 +376,135 @@ static void test_save_load(void **state)
     pl_tag_input_free(in);
 }
 
+/* ---- the shipped prior on more groups than it was trained on (issue 31, item 4) ---- */
+
+typedef struct root_spy {
+    pl_tag_gnn *m;
+    int calls, n, every_ar; /* every_ar: the action on every group with AllReduce */
+    double every, one;      /* the prior of every_ar; the mass on one-group actions */
+} root_spy;
+
+/* The GNN's prior; the first call is the root's (the search decides it first). */
+static void root_prior(const pl_train_ctx *x, const pl_train_strategy *partial,
+                       const pl_train_eval *fb, int group, const pl_train_action *a, int n,
+                       double *prior, void *user)
+{
+    root_spy *s = user;
+    pl_tag_gnn_prior(x, partial, fb, group, a, n, prior, s->m);
+    if (s->calls++) return;
+    s->n = n, s->every_ar = -1;
+    for (int c = 0; c < n; c++) {
+        int used = 0;
+        for (int j = 0; j < x->dg.n; j++)
+            used += a[c].uses[j];
+        if (used == 1) s->one += prior[c];
+        if (used == x->dg.n && a[c].option == PL_OPT_ALLREDUCE)
+            s->every_ar = c, s->every = prior[c];
+    }
+}
+
+/* bert_base@96 on TAG's testbed (7 device groups; the training topologies have at most 3),
+ * with the shipped prior trained without bert_base, at the root of Table 7's search (16 op
+ * groups). The root strategy every group with AllReduce is the fastest there (126.84 ms; one
+ * group alone is 198.68 ms at best: docs/train.md, "A prior that helps where it is used"), so
+ * a prior that gives it less than the uniform prior's 1/n, or puts most of its mass on
+ * one-group actions, knows less than nothing about it. The prior of the decoder before issue
+ * 31 gave it 0.0004 of 60 (50th) and 75 % to one-group actions. */
+static void test_shipped_prior_on_the_testbed(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_graph *g = pl_graph_load("models/bert_base.onnx", NULL, &err);
+    if (!g) fail_msg("%s", err.msg);
+    pl_train_graph *t;
+    pl_train_opts to = {.batch = 96};
+    assert_int_equal(pl_train_graph_build(g, &to, &t, &err), 0);
+    pl_cluster *c = pl_cluster_load("examples/clusters/tag-testbed.json", &err);
+    if (!c) fail_msg("%s", err.msg);
+    pl_train_ctx x;
+    if (pl_train_ctx_init(&x, t, c, NULL, 16, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(x.dg.n, 7);
+    root_spy s = {.m = pl_tag_gnn_new(1)};
+    const char *w = "models/priors/tag-gnn-without-bert_base.weights";
+    if (pl_tag_gnn_load(s.m, w, &err) < 0) fail_msg("%s", err.msg);
+    pl_train_search_opts o = {.iterations = 1,
+                              .seed = 1,
+                              .no_refine = true,
+                              .no_sfb = true,
+                              .prior = root_prior,
+                              .prior_user = &s};
+    pl_train_search_result r;
+    assert_int_equal(pl_train_search(&x, &o, &r, &err), 0);
+    pl_train_search_result_free(&r);
+    assert_true(s.every_ar >= 0);
+    if (!(s.every >= 1.0 / s.n && s.one < 0.5))
+        fail_msg("every group with AllReduce: %.4f (uniform: 1/%d); one group alone: %.1f %%",
+                 s.every, s.n, 100 * s.one);
+    pl_tag_gnn_free(s.m);
+    pl_train_ctx_free(&x);
+    pl_cluster_free(c);
+    pl_train_graph_free(t);
+    pl_graph_free(g);
+}
+
+/* A weights file of the decoder before issue 31: the same parameters but the decoder's, named
+ * tag.dec1 and tag.dec2, whose first layer reads no candidate features. */
+static void save_legacy(const char *path)
+{
+    pl_tag_gnn *m = pl_tag_gnn_new(1);
+    const pl_params *cur = pl_tag_gnn_params(m);
+    pl_params old;
+    pl_params_init(&old);
+    for (int i = 0; i < cur->n; i++) {
+        const pl_param *p = cur->p[i];
+        char name[64];
+        int rows = p->rows;
+        if (!strncmp(p->name, "tag.decoder", 11)) {
+            snprintf(name, sizeof name, "tag.dec%s", p->name + 11);
+            if (!strcmp(p->name, "tag.decoder1.W")) rows -= PL_TAG_CAND_FEATS;
+        } else {
+            snprintf(name, sizeof name, "%s", p->name);
+        }
+        pl_params_add(&old, name, rows, p->cols);
+    }
+    pl_err err = {""};
+    assert_int_equal(pl_params_save(&old, path, &err), 0);
+    pl_params_free(&old);
+    pl_tag_gnn_free(m);
+}
+
+/* Such a file is refused with the file and the reason (not a shape), by the loader, by
+ * `train --prior-file` and by `learn-prior --init`, and the model keeps its weights. */
+static void test_legacy_weights_refused(void **state)
+{
+    (void)state;
+    char dir[64], path[128], args[512];
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "tag-legacy"), 0);
+    snprintf(path, sizeof path, "%s/old.weights", dir);
+    save_legacy(path);
+    pl_tag_gnn *m = pl_tag_gnn_new(2), *fresh = pl_tag_gnn_new(2);
+    pl_err err = {""};
+    assert_int_equal(pl_tag_gnn_load(m, path, &err), -1);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, "a prior of the old decoder"));
+    const pl_params *a = pl_tag_gnn_params(m), *b = pl_tag_gnn_params(fresh);
+    for (int i = 0; i < a->n; i++)
+        assert_memory_equal(a->p[i]->w, b->p[i]->w,
+                            (size_t)a->p[i]->rows * a->p[i]->cols * sizeof(float));
+    pl_tag_gnn_free(m), pl_tag_gnn_free(fresh);
+    snprintf(args, sizeof args,
+             "train models/gcn_cora.onnx --cluster examples/clusters/tag-sfb.json --budget 5 "
+             "--prior-file %s",
+             path);
+    tu_expect_refusal(args, "a prior of the old decoder");
+    snprintf(args, sizeof args, "learn-prior models/gcn_cora.onnx -o %s/new --rounds 1 --init %s",
+             dir, path);
+    tu_expect_refusal(args, "a prior of the old decoder");
+    unlink(path);
+    tu_expect_empty_dir(dir);
+    tu_rmtree(dir);
+}
+
 /* ---- MCTS with the prior ---- */
 
 typedef struct spy {
@@ -705,6 +834,8 @@ int main(void)
         cmocka_unit_test(test_gradient_fd),
         cmocka_unit_test(test_adam_fits_a_target),
         cmocka_unit_test(test_save_load),
+        cmocka_unit_test(test_shipped_prior_on_the_testbed),
+        cmocka_unit_test(test_legacy_weights_refused),
         cmocka_unit_test(test_search_with_gnn_prior),
         cmocka_unit_test(test_uniform_too),
         cmocka_unit_test(test_cli_prior_file),

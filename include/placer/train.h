@@ -440,6 +440,11 @@ int pl_train_sfb(const pl_train_ctx *x, pl_train_strategy *s, pl_err *err);
 
 /* Columns of the node and edge feature rows (docs/learn.md gives each with its scale). */
 enum { PL_TAG_OP_FEATS = 12, PL_TAG_DEV_FEATS = 7, PL_TAG_EDGE_FEATS = 3 };
+/* Columns of a candidate action's row: what it covers of the whole topology (shares of the
+ * device groups, the GPUs and the FP32 compute; 1 when it uses every group) and ln(1 + GB/s)
+ * of the slowest route between two of its GPUs (0 for one GPU). Shares, not counts, so that
+ * "every group" reads the same on 3 groups and on 7 (issue 31, item 4). */
+enum { PL_TAG_CAND_FEATS = 5 };
 /* Edge types: op-op (tensors, both ways), dev-dev (routes between different device groups),
  * op->dev and dev->op (every op group with every device group: placed or not). */
 enum { PL_TAG_OP_OP, PL_TAG_DEV_DEV, PL_TAG_OP_DEV, PL_TAG_DEV_OP, PL_TAG_EDGE_TYPES };
@@ -458,6 +463,7 @@ typedef struct pl_tag_input {
     int n_cand;
     float *cand_P;    /* [n_cand * n_dev]: 1 where the candidate uses device group j */
     int *cand_option; /* per candidate: its pl_train_option */
+    float *cand_feat; /* [n_cand * PL_TAG_CAND_FEATS] */
 } pl_tag_input;
 
 /* The input for choosing op group `group`'s action among a[0..n) given the partial strategy

@@ -235,7 +235,7 @@ int pl_tag_distill(pl_tag_gnn *m, const pl_tag_distill_opts *opts, pl_tag_distil
         r->rounds = round + 1, r->samples = b.added;
         if (o.progress) o.progress(r, o.models[mi], (int)ts, found, loss, o.progress_user);
     }
-    if (r->samples == 0)
+    if (rc == 0 && r->samples == 0) /* not over a divergence in the first search's fit */
         rc = pl_err_set(err, "learn-prior: no vertex reached %d visits in %d searches (%s)",
                         o.min_visits, r->rounds, r->skipped ? r->last_skip : "raise --iterations");
     r->seconds = pl_now() - t0;

@@ -184,6 +184,45 @@ static void graph_edges(const pl_train_ctx *x, const pl_train_strategy *s, const
         edges_to_csr(in, r, &e[r]);
 }
 
+/* The slowest route (B/s) between two different GPUs that action a uses; INFINITY for one. */
+static double slowest_route(const pl_train_ctx *x, const pl_train_action *a)
+{
+    double slowest = INFINITY;
+    for (int ja = 0; ja < x->dg.n; ja++)
+        for (int jb = 0; jb < x->dg.n; jb++) {
+            if (!a->uses[ja] || !a->uses[jb]) continue;
+            for (int ka = x->dg.off[ja]; ka < x->dg.off[ja + 1]; ka++)
+                for (int kb = x->dg.off[jb]; kb < x->dg.off[jb + 1]; kb++) {
+                    int da = x->dg.dev[ka], db = x->dg.dev[kb];
+                    if (da != db)
+                        slowest = fmin(slowest, x->c->bw_Bps[(size_t)da * x->c->n_devs + db]);
+                }
+        }
+    return slowest;
+}
+
+/* Candidate a's row (PL_TAG_CAND_FEATS): shares of the groups, GPUs and FP32 compute it
+ * uses, whether it uses them all, and the slowest route between two of its GPUs. */
+static void cand_features(const pl_train_ctx *x, const pl_train_action *a, float *f)
+{
+    int M = x->dg.n, groups = 0, devs = 0;
+    double flops = 0, total = 0;
+    for (int j = 0; j < M; j++) {
+        groups += a->uses[j] != 0;
+        for (int k = x->dg.off[j]; k < x->dg.off[j + 1]; k++) {
+            double fl = x->c->devs[x->dg.dev[k]].peak_flops_per_s[PL_PREC_FP32];
+            total += fl;
+            if (a->uses[j]) flops += fl, devs++;
+        }
+    }
+    double slowest = slowest_route(x, a);
+    f[0] = (float)groups / M;
+    f[1] = (float)devs / x->dg.off[M];
+    f[2] = total > 0 ? (float)(flops / total) : 0;
+    f[3] = groups == M;
+    f[4] = isinf(slowest) ? 0 : lnu(slowest, 1e9);
+}
+
 pl_tag_input *pl_tag_input_build(const pl_train_ctx *x, const pl_train_strategy *partial,
                                  const pl_train_eval *fb, int group, const pl_train_action *a,
                                  int n)
@@ -201,10 +240,12 @@ pl_tag_input *pl_tag_input_build(const pl_train_ctx *x, const pl_train_strategy 
     in->n_cand = n;
     in->cand_P = pl_calloc((size_t)n * M, sizeof(float));
     in->cand_option = pl_malloc((size_t)n * sizeof(int));
+    in->cand_feat = pl_malloc((size_t)n * PL_TAG_CAND_FEATS * sizeof(float));
     for (int c = 0; c < n; c++) {
         for (int j = 0; j < M; j++)
             in->cand_P[(size_t)c * M + j] = a[c].uses[j];
         in->cand_option[c] = (int)a[c].option;
+        cand_features(x, &a[c], in->cand_feat + (size_t)c * PL_TAG_CAND_FEATS);
     }
     return in;
 }
@@ -215,6 +256,7 @@ void pl_tag_input_free(pl_tag_input *in)
     for (int r = 0; r < PL_TAG_EDGE_TYPES; r++)
         free(in->ptr[r]), free(in->src[r]), free(in->efeat[r]);
     free(in->op_feat), free(in->dev_feat), free(in->cand_P), free(in->cand_option);
+    free(in->cand_feat);
     free(in);
 }
 
@@ -230,7 +272,7 @@ struct pl_tag_gnn {
     pl_tape *t;
 };
 
-pl_tag_gnn *pl_tag_gnn_new(uint64_t seed)
+static pl_tag_gnn *gnn_new(uint64_t seed, bool legacy)
 {
     pl_tag_gnn *m = pl_calloc(1, sizeof *m);
     uint64_t rng = seed;
@@ -248,11 +290,22 @@ pl_tag_gnn *pl_tag_gnn_new(uint64_t seed)
         snprintf(name, sizeof name, "tag.self%d", l);
         pl_dense_init(&m->self[l], &m->s, name, TAG_F, TAG_F, &rng);
     }
-    pl_dense_init(&m->dec1, &m->s, "tag.dec1", 2 * TAG_F + PL_OPT_COUNT, TAG_F, &rng);
-    pl_dense_init(&m->dec2, &m->s, "tag.dec2", TAG_F, 1, &rng);
+    if (legacy) { /* the decoder before issue 31: only to recognise its files */
+        pl_dense_init(&m->dec1, &m->s, "tag.dec1", 2 * TAG_F + PL_OPT_COUNT, TAG_F, &rng);
+        pl_dense_init(&m->dec2, &m->s, "tag.dec2", TAG_F, 1, &rng);
+    } else {
+        pl_dense_init(&m->dec1, &m->s, "tag.decoder1", 2 * TAG_F + PL_OPT_COUNT + PL_TAG_CAND_FEATS,
+                      TAG_F, &rng);
+        pl_dense_init(&m->dec2, &m->s, "tag.decoder2", TAG_F, 1, &rng);
+    }
     m->adam = pl_adam_default(1e-3f);
     m->t = pl_tape_new();
     return m;
+}
+
+pl_tag_gnn *pl_tag_gnn_new(uint64_t seed)
+{
+    return gnn_new(seed, false);
 }
 
 void pl_tag_gnn_free(pl_tag_gnn *m)
@@ -270,9 +323,23 @@ int pl_tag_gnn_save(const pl_tag_gnn *m, const char *path, pl_err *err)
     return pl_params_save(&m->s, path, err);
 }
 
+/* A file that fits the decoder before issue 31 (the sum of an action's device-group
+ * embeddings, no candidate features) gets a message saying so instead of a shape: its
+ * priors favoured one-group actions on topologies of more groups than it was trained on. */
 int pl_tag_gnn_load(pl_tag_gnn *m, const char *path, pl_err *err)
 {
-    return pl_params_load(&m->s, path, err);
+    if (pl_params_load(&m->s, path, err) == 0) return 0;
+    pl_tag_gnn *old = gnn_new(1, true);
+    pl_err ignored = {""};
+    bool legacy = pl_params_load(&old->s, path, &ignored) == 0;
+    pl_tag_gnn_free(old);
+    if (legacy)
+        pl_err_set(err,
+                   "%s: a prior of the old decoder (the sum of an action's device groups, "
+                   "before issue 31): this placer does not read it; retrain it with `placer "
+                   "learn-prior` (`make priors`)",
+                   path);
+    return -1;
 }
 
 pl_params *pl_tag_gnn_params(pl_tag_gnn *m)
@@ -301,23 +368,43 @@ static int encode(pl_tag_gnn *m, const pl_tag_input *in)
     return H;
 }
 
-/* The candidates' logits [1, n_cand]: x = (sum_j P_cj E_dev[j]) || E_op[group] ||
- * onehot(O_c), then Dense, relu, Dense (one linear layer would score device groups and option
- * independently: E_op[group] is the same for every candidate and drops out of the softmax). */
+/* The candidates' logits [1, n_cand]: x = (mean over the groups c uses of E_dev[j]) ||
+ * E_op[group] || onehot(O_c) || c's row of shares, then Dense, relu, Dense (one linear layer
+ * would score device groups and option independently: E_op[group] is the same for every
+ * candidate and drops out of the softmax). The mean, not the sum: a sum over seven groups is
+ * far outside the sums over at most three that the training topologies give, and the prior
+ * it gave put 75 % of its mass on one-group actions on TAG's testbed (issue 31, item 4); how
+ * much of the topology an action covers is the shares' job. */
+/* cand_P with each row divided by its count: the weights of the mean (a row of none stays 0). */
+static float *mean_rows(const pl_tag_input *in)
+{
+    size_t len = (size_t)in->n_cand * in->n_dev;
+    float *w = pl_malloc(len * sizeof *w);
+    for (int c = 0; c < in->n_cand; c++) {
+        const float *p = in->cand_P + (size_t)c * in->n_dev;
+        float k = 0;
+        for (int j = 0; j < in->n_dev; j++)
+            k += p[j];
+        for (int j = 0; j < in->n_dev; j++)
+            w[(size_t)c * in->n_dev + j] = k > 0 ? p[j] / k : 0;
+    }
+    return w;
+}
+
 static int logits(pl_tag_gnn *m, const pl_tag_input *in)
 {
     pl_tape *t = m->t;
     int n = in->n_cand, H = encode(m, in);
     int E_dev = pl_t_slice_rows(t, H, in->n_op, in->n_dev);
-    int P = pl_t_input(t, n, in->n_dev, in->cand_P);
     int *idx = pl_malloc((size_t)n * sizeof *idx);
-    float *oh = pl_calloc((size_t)n * PL_OPT_COUNT, sizeof *oh);
+    float *oh = pl_calloc((size_t)n * PL_OPT_COUNT, sizeof *oh), *mean = mean_rows(in);
     for (int c = 0; c < n; c++)
         idx[c] = in->group, oh[(size_t)c * PL_OPT_COUNT + in->cand_option[c]] = 1;
-    int parts[3] = {pl_t_matmul(t, P, E_dev), pl_t_gather(t, H, n, idx),
-                    pl_t_input(t, n, PL_OPT_COUNT, oh)};
-    free(idx), free(oh);
-    int x = pl_t_concat_cols(t, 3, parts);
+    int parts[4] = {pl_t_matmul(t, pl_t_input(t, n, in->n_dev, mean), E_dev),
+                    pl_t_gather(t, H, n, idx), pl_t_input(t, n, PL_OPT_COUNT, oh),
+                    pl_t_input(t, n, PL_TAG_CAND_FEATS, in->cand_feat)};
+    free(idx), free(oh), free(mean);
+    int x = pl_t_concat_cols(t, 4, parts);
     int h = pl_t_relu(t, pl_dense_apply(t, &m->dec1, x));
     return pl_t_transpose(t, pl_dense_apply(t, &m->dec2, h));
 }
