@@ -37,6 +37,8 @@ static const struct {
      "split " GCN " --cluster " LOCAL " --plan {D}/cpuplan.json -o {D}/stages >/dev/null "
      "&& $PLACER_BIN run {D}/stages --plan {D}/cpuplan.json --cluster " LOCAL " --repeat 2 --json"},
     {"calibrate", "calibrate {D}/prof.json --model " GCN " --json"},
+    {"inspect", "inspect " GCN " --json"},
+    {"profile", "profile " GCN " --repeat 1 -o {D}/p1.json >/dev/null 2>&1 && cat {D}/p1.json"},
 };
 #define N_VERBS ((int)(sizeof verbs / sizeof *verbs))
 
@@ -268,6 +270,10 @@ static void check_page(const char *page)
                         "gcn_cora");
     assert_int_equal(memory, (int)json_array_size(json_object_get(s, "memory")));
     assert_int_equal(memory, (int)json_array_size(json_object_get(docs[0], "devices")));
+    /* inspect (section 10): FLOPs and count of each op type; profile (11): every op of the
+     * small model, each its measured time */
+    assert_int_equal(marks[10], 2 * (int)json_array_size(json_object_get(docs[10], "op_types")));
+    assert_int_equal(marks[11], (int)json_object_size(json_object_get(docs[11], "times_s")));
     /* compare: one bar per algorithm, and the lower bound */
     assert_int_equal(marks[2], (int)json_array_size(json_object_get(docs[2], "algorithms")) + 1);
     for (int i = 0; i < N_VERBS; i++) {

@@ -447,3 +447,88 @@ void hx_calib_charts(FILE *f, const pl_json *root)
     else
         hx_missing(f, fe.title, "\"before\" or \"after\" is missing");
 }
+
+/* ---- inspect ---- */
+
+/* The op histogram, as `placer inspect` prints it: FLOPs and count per op type, in the file's
+ * order (inspect sorts by FLOPs). */
+void hx_inspect_charts(FILE *f, const pl_json *root)
+{
+    pl_json types = pl_json_at(root, "op_types");
+    size_t n = pl_json_len(&types);
+    hx_bar *fl = pl_calloc(n + 1, sizeof *fl), *ct = pl_calloc(n + 1, sizeof *ct);
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        pl_json e = pl_json_index(&types, i);
+        hx_val flops = hx_num(&e, "flops"), count = hx_num(&e, "count");
+        if (!flops.ok || !count.ok) continue;
+        const char *type = hx_str(&e, "type", "?");
+        fl[k] = (hx_bar){type, 0, flops};
+        ct[k++] = (hx_bar){type, 0, count};
+    }
+    static const char *const sf[] = {"FLOPs"}, *const sc[] = {"ops"};
+    hx_frame ff = {.title = "FLOPs per op type",
+                   .x_label = "FLOPs",
+                   .x_kind = HX_COUNT,
+                   .series = sf,
+                   .n_series = 1};
+    hx_frame fc = {.title = "Ops per op type",
+                   .x_label = "ops",
+                   .x_kind = HX_COUNT,
+                   .series = sc,
+                   .n_series = 1};
+    if (k) {
+        hx_bars(f, &ff, fl, k, NULL, 0);
+        hx_bars(f, &fc, ct, k, NULL, 0);
+    } else
+        hx_missing(f, ff.title, "no \"op_types\" entry with its \"flops\" and \"count\"");
+    free(fl), free(ct);
+}
+
+/* ---- profile ---- */
+
+#define HX_PROFILE_TOP 25 /* the slowest ops drawn; the rest are summed in the note */
+
+static int by_val_desc(const void *a, const void *b)
+{
+    double x = ((const hx_bar *)a)->val.v, y = ((const hx_bar *)b)->val.v;
+    return (x < y) - (x > y);
+}
+
+/* The measured time of each op, the slowest HX_PROFILE_TOP of them (a profile of a large
+ * model has thousands: the page would list them all and show none). */
+void hx_profile_charts(FILE *f, const pl_json *root)
+{
+    pl_json times = pl_json_at(root, "times_s");
+    size_t n = pl_json_len(&times);
+    hx_bar *b = pl_calloc(n + 1, sizeof *b);
+    int k = 0;
+    double total = 0;
+    pl_json_iter it = {0};
+    pl_json e;
+    while (json_is_object(times.v) && pl_json_next(&times, &it, &e)) {
+        hx_val v = hx_num(&times, e.key);
+        if (v.ok) b[k++] = (hx_bar){e.key, 0, v}, total += v.v;
+    }
+    pl_sort(b, (size_t)k, sizeof *b, by_val_desc);
+    int shown = k < HX_PROFILE_TOP ? k : HX_PROFILE_TOP;
+    double rest = 0;
+    for (int i = shown; i < k; i++)
+        rest += b[i].val.v;
+    char note[160], t1[32], t2[32];
+    snprintf(note, sizeof note, "%d ops measured, %s in all; %d more not drawn, %s together", k,
+             hx_fmt(total, HX_TIME, t1, sizeof t1), k - shown,
+             hx_fmt(rest, HX_TIME, t2, sizeof t2));
+    static const char *const series[] = {"measured time per op"};
+    hx_frame fr = {.title = "The slowest ops, as measured",
+                   .note = note,
+                   .x_label = "time per request",
+                   .x_kind = HX_TIME,
+                   .series = series,
+                   .n_series = 1};
+    if (shown)
+        hx_bars(f, &fr, b, shown, NULL, 0);
+    else
+        hx_missing(f, fr.title, "no \"times_s\" entry");
+    free(b);
+}

@@ -121,5 +121,7 @@ void hx_train_charts(FILE *f, const pl_json *root);
 void hx_run_charts(FILE *f, const pl_json *root);
 void hx_optimize_charts(FILE *f, const pl_json *root);
 void hx_calib_charts(FILE *f, const pl_json *root);
+void hx_inspect_charts(FILE *f, const pl_json *root);
+void hx_profile_charts(FILE *f, const pl_json *root);
 
 #endif

@@ -19,6 +19,8 @@ static const struct {
     {"placer-run/1", "run", hx_run_charts},
     {"placer-optimize/1", "optimize", hx_optimize_charts},
     {"placer-cost-params/1", "calibrate", hx_calib_charts},
+    {"placer-inspect/1", "inspect", hx_inspect_charts},
+    {"placer-profile/1", "profile", hx_profile_charts},
 };
 #define N_KINDS ((int)(sizeof kinds / sizeof *kinds))
 
@@ -32,6 +34,8 @@ const char *const pl_html_formats[] = {"placer-place/1",
                                        "placer-run/1",
                                        "placer-optimize/1",
                                        "placer-cost-params/1",
+                                       "placer-inspect/1",
+                                       "placer-profile/1",
                                        NULL};
 
 /* The kind of a document whose format is drawn, -1 otherwise. */
