@@ -13,13 +13,14 @@
 static const char *help =
     "usage: placer report RESULT.json... -o report.html [--title TEXT]\n"
     "  RESULT.json    the --json answer of deploy, place, simulate, compare, serverless, multi,\n"
-    "                 train, run, optimize, calibrate or inspect (placer-VERB/1), or a profile\n"
-    "                 (profile -o); one section each, in the order given\n"
+    "                 train, run, optimize, calibrate, inspect or split (placer-VERB/N), a\n"
+    "                 profile (profile -o) or learn-prior's FILE.json; one section each, in\n"
+    "                 the order given\n"
     "  -o FILE        the page: one HTML file, its charts inline SVG (no script, nothing\n"
     "                 fetched), written whole or not at all\n"
     "  --title TEXT   the page's heading (default: placer report)\n"
-    "  Every verb above but inspect and profile also takes --report FILE to write its\n"
-    "  answer's page directly.\n"
+    "  deploy, place, simulate, compare, serverless, multi, train, run, optimize and\n"
+    "  calibrate also take --report FILE to write their answer's page directly.\n"
     "exit status: 0 done, 2 bad input (an unknown format, another version of one, a file that\n"
     "is not JSON or is cut short: named with the reason, and nothing written)\n";
 

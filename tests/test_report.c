@@ -39,6 +39,10 @@ static const struct {
     {"calibrate", "calibrate {D}/prof.json --model " GCN " --json"},
     {"inspect", "inspect " GCN " --json"},
     {"profile", "profile " GCN " --repeat 1 -o {D}/p1.json >/dev/null 2>&1 && cat {D}/p1.json"},
+    {"split", "split " GCN " --cluster " LOCAL " --plan {D}/cpuplan.json -o {D}/st --json"},
+    {"learn-prior",
+     "learn-prior " GCN " --topologies 1 --iterations 40 --rounds 1 -o {D}/w.weights "
+     ">/dev/null 2>&1 && cat {D}/w.weights.json"},
 };
 #define N_VERBS ((int)(sizeof verbs / sizeof *verbs))
 
@@ -274,6 +278,9 @@ static void check_page(const char *page)
      * small model, each its measured time */
     assert_int_equal(marks[10], 2 * (int)json_array_size(json_object_get(docs[10], "op_types")));
     assert_int_equal(marks[11], (int)json_object_size(json_object_get(docs[11], "times_s")));
+    /* split (12): ops and weights of each stage; learn-prior (13): its first and last loss */
+    assert_int_equal(marks[12], 2 * (int)json_array_size(json_object_get(docs[12], "stages")));
+    assert_int_equal(marks[13], 2);
     /* compare: one bar per algorithm, and the lower bound */
     assert_int_equal(marks[2], (int)json_array_size(json_object_get(docs[2], "algorithms")) + 1);
     for (int i = 0; i < N_VERBS; i++) {

@@ -14,8 +14,9 @@
  *
  * The formats drawn (pl_html_formats): placer-place/1, placer-simulate/1, placer-compare/1,
  * placer-deploy/1, placer-serverless/1, placer-multi/1, placer-train/1, placer-run/1,
- * placer-optimize/1, placer-cost-params/1 (calibrate), placer-inspect/1 and placer-profile/1. Any
- * other document, another version of one of them
+ * placer-optimize/1, placer-cost-params/1 (calibrate), placer-inspect/1, placer-profile/1,
+ * placer-split/2 (split's manifest) and placer-prior/1 (learn-prior's FILE.json). Any other
+ * document, another version of one of them
  * ("placer-deploy/2") and a root that is not an object are refused by pl_html_check.
  *
  * Ownership and failure: the documents are only read. pl_html_save writes through pl_out: the

@@ -532,3 +532,63 @@ void hx_profile_charts(FILE *f, const pl_json *root)
         hx_missing(f, fr.title, "no \"times_s\" entry");
     free(b);
 }
+
+/* ---- split ---- */
+
+/* The stages `placer split` wrote (its manifest, placer-split/2): ops and weight bytes per
+ * stage, coloured by device. */
+void hx_split_charts(FILE *f, const pl_json *root)
+{
+    pl_json stages = pl_json_at(root, "stages");
+    size_t n = pl_json_len(&stages);
+    hx_bar *ops = pl_calloc(n + 1, sizeof *ops), *wb = pl_calloc(n + 1, sizeof *wb);
+    const char **devs = pl_calloc(n + 1, sizeof *devs);
+    int k = 0, n_devs = 0;
+    for (size_t i = 0; i < n; i++) {
+        pl_json e = pl_json_index(&stages, i);
+        hx_val o = hx_num(&e, "ops"), w = hx_num(&e, "weight_bytes");
+        if (!o.ok || !w.ok) continue;
+        const char *dev = hx_str(&e, "device", "?");
+        int d = 0;
+        while (d < n_devs && strcmp(devs[d], dev))
+            d++;
+        if (d == n_devs) devs[n_devs++] = dev;
+        const char *name = hx_str(&e, "name", "?");
+        ops[k] = (hx_bar){name, d, o};
+        wb[k++] = (hx_bar){name, d, w};
+    }
+    hx_frame fo = {.title = "Ops per stage, by device",
+                   .x_label = "ops",
+                   .x_kind = HX_COUNT,
+                   .series = devs,
+                   .n_series = n_devs};
+    hx_frame fw = fo;
+    fw.title = "Weights per stage, by device";
+    fw.x_label = "weights held";
+    fw.x_kind = HX_BYTES;
+    if (k) {
+        hx_bars(f, &fo, ops, k, NULL, 0);
+        hx_bars(f, &fw, wb, k, NULL, 0);
+    } else
+        hx_missing(f, fo.title, "no \"stages\" entry with its \"ops\" and \"weight_bytes\"");
+    free(ops), free(wb), free(devs);
+}
+
+/* ---- learn-prior ---- */
+
+/* What trained a prior (learn-prior's FILE.json, placer-prior/1): the distillation's loss at
+ * its first and last step. */
+void hx_prior_charts(FILE *f, const pl_json *root)
+{
+    static const char *const series[] = {"first step", "last step"};
+    hx_bar b[] = {{"loss", 0, hx_num(root, "first_loss")}, {"loss", 1, hx_num(root, "last_loss")}};
+    hx_frame fr = {.title = "The distillation's loss (cross-entropy against MCTS's visits)",
+                   .x_label = "loss",
+                   .x_kind = HX_RATIO,
+                   .series = series,
+                   .n_series = 2};
+    if (b[0].val.ok && b[1].val.ok && b[0].val.v >= 0 && b[1].val.v >= 0)
+        hx_bars(f, &fr, b, 2, NULL, 0);
+    else /* learn-prior writes -1 when no step ran */
+        hx_missing(f, fr.title, "\"first_loss\" or \"last_loss\" is missing or -1 (no step ran)");
+}

@@ -123,5 +123,7 @@ void hx_optimize_charts(FILE *f, const pl_json *root);
 void hx_calib_charts(FILE *f, const pl_json *root);
 void hx_inspect_charts(FILE *f, const pl_json *root);
 void hx_profile_charts(FILE *f, const pl_json *root);
+void hx_split_charts(FILE *f, const pl_json *root);
+void hx_prior_charts(FILE *f, const pl_json *root);
 
 #endif

@@ -21,22 +21,17 @@ static const struct {
     {"placer-cost-params/1", "calibrate", hx_calib_charts},
     {"placer-inspect/1", "inspect", hx_inspect_charts},
     {"placer-profile/1", "profile", hx_profile_charts},
+    {"placer-split/2", "split", hx_split_charts},
+    {"placer-prior/1", "learn-prior", hx_prior_charts},
 };
 #define N_KINDS ((int)(sizeof kinds / sizeof *kinds))
 
-const char *const pl_html_formats[] = {"placer-place/1",
-                                       "placer-simulate/1",
-                                       "placer-compare/1",
-                                       "placer-deploy/1",
-                                       "placer-serverless/1",
-                                       "placer-multi/1",
-                                       "placer-train/1",
-                                       "placer-run/1",
-                                       "placer-optimize/1",
-                                       "placer-cost-params/1",
-                                       "placer-inspect/1",
-                                       "placer-profile/1",
-                                       NULL};
+const char *const pl_html_formats[] = {
+    "placer-place/1",       "placer-simulate/1",   "placer-compare/1",
+    "placer-deploy/1",      "placer-serverless/1", "placer-multi/1",
+    "placer-train/1",       "placer-run/1",        "placer-optimize/1",
+    "placer-cost-params/1", "placer-inspect/1",    "placer-profile/1",
+    "placer-split/2",       "placer-prior/1",      NULL};
 
 /* The kind of a document whose format is drawn, -1 otherwise. */
 static int kind_of(const pl_json *root)
@@ -134,11 +129,11 @@ static void section(FILE *f, const pl_json *root, int i)
     fprintf(f, "\">\n<h2>%s", kinds[k].verb);
     if (*about) fputs(": ", f);
     hx_esc(f, about);
-    pl_json models = pl_json_at(root, "models"); /* multi: the models sharing the devices */
+    pl_json models = pl_json_at(root, "models"); /* multi: the models sharing the devices; */
     for (size_t i = 0; !*about && i < pl_json_len(&models); i++) {
         pl_json m = pl_json_index(&models, i);
         fputs(i ? ", " : ": ", f);
-        hx_esc(f, hx_str(&m, "name", "?"));
+        hx_esc(f, hx_str(&m, "name", hx_str(&m, "file", "?"))); /* learn-prior: "file" */
     }
     fputs(" <small>(", f);
     hx_esc(f, root->file);
