@@ -321,7 +321,7 @@ static const char *const case_names[] = {"missing folder", "read-only file syste
  * that takes them would run whatever handler a library swapped in, as METIS's that swallowed
  * a SIGTERM or deadlocked in malloc (common.h, pl_out_take_signals). Mid-run, every pool is
  * up. */
-static void check_signals_taken(pid_t pid)
+static int threads_waiting(pid_t pid)
 {
     char dir[64], path[384], line[256];
     snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
@@ -350,7 +350,20 @@ static void check_signals_taken(pid_t pid)
             blk, nr);
     }
     closedir(d);
-    if (waiting != 1) kill(pid, SIGKILL), bad("no thread waits for the signals");
+    return waiting;
+}
+
+/* threads_waiting, given the waiting thread the time to get there: it is started at placer's
+ * start, but on a busy machine may not have run yet (its mask, inherited, blocks them all). */
+static void check_signals_taken(pid_t pid)
+{
+    for (int t = 0; t < 200; t++) {
+        if (threads_waiting(pid) == 1) return;
+        struct timespec ten = {0, 10000000};
+        nanosleep(&ten, NULL);
+    }
+    kill(pid, SIGKILL);
+    bad("no thread waits for the signals (2 s)");
 }
 
 /* The moment a slow run is mid-run: its watched temporary exists, or the delay has passed. */
