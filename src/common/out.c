@@ -76,6 +76,14 @@ static void install_handlers(void)
 
 static sigset_t taken;
 
+/* The renames that put an output in place and the signal thread's cleanup exclude each other.
+ * A handler interrupts the thread it runs on, but the signal thread runs beside the main one:
+ * without the gate, a main thread about to rename would put its new output in place after the
+ * signal, while the temporaries were being removed. With it, a commit under way ends first
+ * (its output whole), and one not yet begun never begins: the signal thread keeps the gate
+ * until the process dies. */
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+
 /* The default action, from a thread that no longer blocks it: the process dies of sig, as if
  * nothing had caught it (a parent sees WTERMSIG). raise() sends to this thread alone. */
 static _Noreturn void die_of(int sig)
@@ -95,6 +103,7 @@ static void *wait_for_signals(void *unused)
     int sig = 0;
     while (sigwait(&taken, &sig) != 0) {
     }
+    pthread_mutex_lock(&gate); /* never unlocked: the process dies with it held */
     pl_out_remove_temporaries();
     die_of(sig);
 }
@@ -251,7 +260,10 @@ int pl_out_commit(pl_out *o, pl_err *err)
         pl_out_abort(o);
         return 0;
     }
-    if (rename(o->tmp, o->path) != 0) return write_error(o, errno, err);
+    pthread_mutex_lock(&gate);
+    int moved = rename(o->tmp, o->path), e = errno;
+    pthread_mutex_unlock(&gate);
+    if (moved != 0) return write_error(o, e, err);
     sync_parent(o->path); /* the rename itself on disk; a failure here loses nothing written */
     live_remove(o->tmp);
     free(o->tmp), free(o->path);
@@ -466,7 +478,13 @@ int pl_outdir_commit(pl_outdir *o, pl_err *err)
     /* the new folder's entries, then the folder itself in its parent, before it replaces
      * anything (its files were synced as they were committed) */
     int rc = sync_dir(o->tmp) == 0 && sync_parent(o->tmp) == 0 ? 0 : -1;
-    if (rc == 0) rc = swap_in(o->tmp, o->path);
+    if (rc == 0) {
+        pthread_mutex_lock(&gate);
+        rc = swap_in(o->tmp, o->path);
+        int e = errno;
+        pthread_mutex_unlock(&gate);
+        errno = e;
+    }
     if (rc != 0) {
         pl_err_set(err,
                    "%s: cannot put the new folder in place: %s (the old one, if any, is as "
@@ -633,11 +651,13 @@ int pl_outset_commit(pl_outset *s, pl_err *err)
             cm.backup[k] = pl_malloc(strlen(s->tmp[k]) + 8);
             sprintf(cm.backup[k], "%s.old", s->tmp[k]);
         }
+        pthread_mutex_lock(&gate);
         cm.tid = gettid();
         cm.stage = COMMITTING;
         rc = swap_members(had, err);
         if (rc == 0) cm.stage = COMMITTED;
         rollback(); /* the old files back, or (committed) only the backups removed */
+        pthread_mutex_unlock(&gate);
         for (int k = 0; k < s->n; k++)
             if (rc == 0) sync_parent(s->path[k]);
         cm.stage = IDLE;
