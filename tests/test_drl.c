@@ -98,9 +98,36 @@ static void test_finds_brute_force_optimum(void **state)
     assert_int_equal(pl_place(a, k, &o, p1, &err), 0);
     assert_int_equal(pl_place(a, k, &o, p2, &err), 0);
     assert_close(makespan(k, p1), opt, 1e-9);
+    assert_string_equal(err.msg, ""); /* found by the episodes: no baseline's credit */
     for (int v = 0; v < k->n_ops; v++)
         assert_int_equal(p1->dev[v], p2->dev[v]);
     pl_plan_free(p1), pl_plan_free(p2);
+    pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
+/* Credit (docs/learn.md): on a link so slow that any split costs seconds, no sampled placement
+ * beats the baseline experiment "everything on d0" (25 ms; d1 ties, and a tie is not
+ * faster), and the answer says it is that experiment's, not the episodes'. */
+static void test_baseline_answer_credited(void **state)
+{
+    (void)state;
+    const char *slow = "{\"format\": \"placer-cluster/1\", \"name\": \"slow\", \"devices\": ["
+                       "{\"name\": \"d0\", \"model\": \"V100\"}, {\"name\": \"d1\", "
+                       "\"model\": \"V100\"}], \"links\": [{\"from\": \"d0\", \"to\": \"d1\", "
+                       "\"bandwidth_Bps\": \"10 kB/s\", \"both_ways\": true}]}";
+    pl_err err = {""};
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost *k = open_fork(slow, &g, &c);
+    pl_place_opts o = {.seed = 7, .fine_cuts = true, .iterations = 8};
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    assert_int_equal(pl_place(pl_algo_find("drl"), k, &o, p, &err), 0);
+    assert_close(makespan(k, p), 0.025, 1e-9);
+    for (int v = 0; v < k->n_ops; v++)
+        assert_int_equal(p->dev[v], 0);
+    assert_non_null(strstr(err.msg, "drl: the answer is a baseline experiment's, everything on "
+                                    "d0: none of 8 sampled placements was faster"));
+    pl_plan_free(p);
     pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
@@ -490,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_more_groups_than_target),
         cmocka_unit_test(test_rng_skip_is_draws),
         cmocka_unit_test(test_finds_brute_force_optimum),
+        cmocka_unit_test(test_baseline_answer_credited),
         cmocka_unit_test(test_zoo_model_plan),
         cmocka_unit_test(test_measured_budget_and_best),
         cmocka_unit_test(test_measure_failure_stops),

@@ -280,6 +280,7 @@ typedef struct run {
     double limit_s, start, best_t;
     int max_ep, ep;
     int *best;   /* op -> device of the best placement */
+    char by[96]; /* the baseline experiment that placement is, "" when an episode sampled it */
     double unit; /* the time unit: AutoDeep's B; Google-RL's best single device (0: none) */
     double base; /* Google-RL's moving baseline */
 } run;
@@ -298,13 +299,15 @@ static void report(const drl *x, const run *u)
 
 /* Scores a baseline experiment's op placement: it sets the unit (its best time) and, for
  * AutoDeep, counts among the placements seen. -1 (err set) on a failure to measure it. */
-static int try_baseline(const drl *x, run *u, const int *opdev, pl_err *err)
+static int try_baseline(const drl *x, run *u, const int *opdev, const char *what, pl_err *err)
 {
     double t = score_ops(x->k, u->o, opdev, err);
     if (t < 0) return -1;
     if (isfinite(t) && (u->unit <= 0 || t < u->unit)) u->unit = t;
-    if (x->v->paper_b && t < u->best_t)
+    if (x->v->paper_b && t < u->best_t) {
         u->best_t = t, memcpy(u->best, opdev, (size_t)x->k->n_ops * sizeof *opdev);
+        snprintf(u->by, sizeof u->by, "%s", what);
+    }
     return 0;
 }
 
@@ -406,7 +409,7 @@ static int learn_batch(batch *B, const ep_slot *slots, int nb, pl_err *err)
             return pl_err_prefix(err, "%s: episode %d", B->x->v->name, B->first + i + 1);
         }
         if (s->t < u->best_t)
-            u->best_t = s->t, pl_coarsen_expand_placement(B->x->cz, s->gdev, u->best);
+            u->best_t = s->t, pl_coarsen_expand_placement(B->x->cz, s->gdev, u->best), u->by[0] = 0;
         double a = advantage(B->x, u, s->t);
         if (i % u->pool.size == u->pool.rank) {
             pl_tape *t = B->x->tapes[i / u->pool.size];
@@ -522,14 +525,17 @@ static int baselines(drl *x, run *u, int *opdev, pl_err *err)
     for (int d = 0; d < x->D; d++) {
         for (int v = 0; v < k->n_ops; v++)
             opdev[v] = d;
-        if (try_baseline(x, u, opdev, err) < 0)
+        char what[96];
+        snprintf(what, sizeof what, "everything on %s", k->c->devs[d].name);
+        if (try_baseline(x, u, opdev, what, err) < 0)
             return pl_err_prefix(err, "%s: everything on %s", x->v->name, k->c->devs[d].name);
     }
     if (!x->v->paper_b) return 0;
     pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
     pl_err e = {""};
     int rc = 0;
-    if (pl_place_expert_layers(k, u->o, p, &e) == 0 && (rc = try_baseline(x, u, p->dev, err)) < 0)
+    if (pl_place_expert_layers(k, u->o, p, &e) == 0 &&
+        (rc = try_baseline(x, u, p->dev, "expert-layers", err)) < 0)
         pl_err_prefix(err, "%s: the expert-layers placement", x->v->name);
     pl_plan_free(p);
     return rc;
@@ -556,6 +562,11 @@ static int train(drl *x, const pl_place_opts *o, pl_plan *out, pl_err *err)
     if (rc == 0 && isfinite(u.best_t)) {
         memcpy(out->dev, u.best, (size_t)n_ops * sizeof *u.best);
         if (o->measure) out->measured_s = u.best_t;
+        if (u.by[0]) /* credited to what found it: a note on success (place.h) */
+            pl_err_set(err,
+                       "%s: the answer is a baseline experiment's, %s: none of %d sampled "
+                       "placements was faster",
+                       x->v->name, u.by, u.ep);
     } else if (rc == 0)
         rc = pl_err_set(err, "%s: no placement sampled in %d episodes fits in memory", x->v->name,
                         u.ep);
