@@ -412,9 +412,10 @@ static void default_settings(const pl_cluster *c, pl_cost_params *p, char *what,
         snprintf(what, n, "UNCALIBRATED (%s)", err.msg);
     else
         snprintf(what, n,
-                 "this machine's calibration, %s %s (dense %.3f, memory %.3f, Conv as run %.3f)",
+                 "this machine's calibration, %s %s (dense %.3f, half at %.3g FLOPs, memory "
+                 "%.3f, Conv as run %.3f)",
                  rc == 1 ? "cached in" : "measured now into", path, p->eff_compute[PL_CLASS_DENSE],
-                 p->eff_memory, p->runtime_conv_ratio);
+                 p->dense_half_flops, p->eff_memory, p->runtime_conv_ratio);
 }
 
 /* ---- printing ---- */
@@ -593,7 +594,8 @@ int main(int argc, char **argv)
     for (int run = 0; run < a.runs; run++)
         f[run] = figures_of(rows, a.n, a.runs, run, two);
     printf("default settings: %s, %s\n", CLUSTER, what);
-    printf("\none core: measured with onnxruntime (median of %d requests after %d, median over %d runs) vs "
+    printf("\none core: measured with onnxruntime (median of %d requests after %d, median over %d "
+           "runs) vs "
            "the single plan predicted; * = in this machine's calibration set (so in sample); "
            "leave-one-out = efficiencies fitted on the other models' profiles (out of sample)\n",
            REPEAT, WARMUP, a.runs);

@@ -109,6 +109,13 @@ static void print_text(const pl_calib_result *r, const pl_device *d)
                r->params.eff_compute[c], r->class_samples[c]);
     printf("%-14s %8.3f %8.3f %8d\n\n", "memory", def.eff_memory, r->params.eff_memory,
            r->n_samples);
+    if (r->dense_half_why[0])
+        printf("dense size     dense_half_flops %.3g: %s\n", r->params.dense_half_flops,
+               r->dense_half_why);
+    else /* docs/cost.md, "Dense efficiency by size" */
+        printf("dense size     a GEMM of %.3g FLOPs reaches half the dense efficiency "
+               "(dense_half_flops)\n",
+               r->params.dense_half_flops);
     printf("relative error  median %.2f, worst %.2f before; median %.2f, worst %.2f after\n",
            r->median_before, r->worst_before, r->median_after, r->worst_after);
 }

@@ -25,6 +25,10 @@ typedef struct pl_calib_result {
     /* Σ of the fitted estimates (profiler time included) over Σ of the measured times: near 1
      * for a sound fit; far from it when the profiles were disturbed (pl_machine_calibrate). */
     double total_ratio;
+    /* "" when params.dense_half_flops was fitted; else why it was not (too few dense samples
+     * of known GEMM size, sizes spanning under two decades, or a best value the data do not
+     * bound), and it is the start's. */
+    char dense_half_why[160];
 } pl_calib_result;
 
 /* Fits to profiles[k] measured on graphs[k] (k < n), estimating on device `d` (the device the
@@ -135,8 +139,9 @@ int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, 
 /* The version of what a cached fit holds: a new cost-model term that the fit sees, or a new
  * figure measured with it, makes older entries stale, so the number goes up with each.
  * 2: the Conv time under onnxruntime's optimised layout (runtime_conv_ratio).
- * 3: a CPU GEMM's columns rounded up to the device's gemm_tile_columns. */
-#define PL_MACHINE_COST_MODEL 3
+ * 3: a CPU GEMM's columns rounded up to the device's gemm_tile_columns.
+ * 4: a dense op's efficiency by its GEMM's size (dense_half_flops). */
+#define PL_MACHINE_COST_MODEL 4
 /* What a cached fit holds for: the cost model's number and the figures of device d that the
  * efficiencies are fractions of ("fitted_for" in the entry). */
 void pl_machine_fit_key(const pl_device *d, char *out, size_t n);

@@ -94,8 +94,15 @@ typedef struct pl_cost_params {
     /* How far a CPU estimate may be off, relative (pl_cost_op_band): PL_BAND_DEFAULT unless a
      * calibration says better. */
     double cpu_band;
+    /* A dense op's size dependence (roofline only; docs/cost.md, "Dense efficiency by size"):
+     * an op whose one GEMM does g FLOPs (pl_cost_terms.gemm_flops) reaches
+     * eff_compute[dense] · g / (g + dense_half_flops) of the peak, so dense_half_flops is the
+     * size at which a GEMM reaches half of the class's efficiency. 0 (the default): none. In
+     * [0, PL_DENSE_HALF_MAX); fitted by the calibration. */
+    double dense_half_flops;
 } pl_cost_params;
 #define PL_CONV_RATIO_MAX 4.0
+#define PL_DENSE_HALF_MAX 1e12
 
 /* "none" or "ort" */
 const char *pl_runtime_fusion_name(pl_runtime_fusion f);
@@ -103,11 +110,11 @@ const char *pl_runtime_fusion_name(pl_runtime_fusion f);
 void pl_cost_params_default(pl_cost_params *p);
 /* Reads placer-cost-params/1 (as `placer calibrate -o` writes it, docs/calibrate.md): the
  * defaults, then what the file gives: eff_compute per class (required)
- * name and eff_memory (required), each in (0, 1]; "gpu", the GPU kernel rules' parameters (pl_gpu_params:
- * "on", the efficiencies in (0, 1], mem_half_bytes, kernel_s, band; with a "device_model" they
- * fill gpu_model, else gpu); cpu_band; its
- * device_model (at most 63 bytes), runtime_fusion ("ort" or "none") and runtime_conv_ratio
- * (in (0, PL_CONV_RATIO_MAX]). */
+ * name and eff_memory (required), each in (0, 1]; "gpu", the GPU kernel rules' parameters
+ * (pl_gpu_params: "on", the efficiencies in (0, 1], mem_half_bytes, kernel_s, band; with a
+ * "device_model" they fill gpu_model, else gpu); cpu_band; its device_model (at most 63 bytes),
+ * runtime_fusion ("ort" or "none"), runtime_conv_ratio (in (0, PL_CONV_RATIO_MAX]) and
+ * dense_half_flops (in [0, PL_DENSE_HALF_MAX)). */
 int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err);
 /* An efficiency is a fraction of a peak: in (0, 1], never above the peak. */
 static inline bool pl_cost_eff_valid(double e)
@@ -255,14 +262,26 @@ typedef struct pl_cost_terms {
     double launch_s;         /* the device's launch overhead */
     double flops, peak;      /* the op's FLOPs, the device's peak for its precision */
     double bytes, bandwidth; /* bytes moved, the device's memory bandwidth (B/s) */
+    /* The FLOPs of one GEMM the op's kernel runs, untiled: a MatMul's per matrix of its batch
+     * (an attention's 12 heads are 12 GEMMs), a Gemm's and a Conv's whole (a grouped Conv runs
+     * its groups as one kernel); 0 for other ops and unknown shapes: no size dependence. */
+    double gemm_flops;
 } pl_cost_terms;
 void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl_cost_terms *t);
 
+/* The compute efficiency of the terms' op under p: its class's, times g / (g + half) for a
+ * dense op of g GEMM FLOPs when p->dense_half_flops > 0. */
+static inline double pl_cost_terms_eff(const pl_cost_terms *t, const pl_cost_params *p)
+{
+    double e = p->eff_compute[t->cls], g = t->gemm_flops, h = p->dense_half_flops;
+    return t->cls == PL_CLASS_DENSE && g > 0 && h > 0 ? e * (g / (g + h)) : e;
+}
+
 /* pl_cost_estimate from the terms: the same operations, so the same bits. A device without
  * the figure cannot do that kind of work at all: INFINITY, never 0. */
-static inline double pl_cost_terms_s(const pl_cost_terms *t, double eff_compute, double eff_memory)
+static inline double pl_cost_terms_s(const pl_cost_terms *t, const pl_cost_params *p)
 {
-    double rate = t->peak * eff_compute, bw = t->bandwidth * eff_memory;
+    double rate = t->peak * pl_cost_terms_eff(t, p), bw = t->bandwidth * p->eff_memory;
     double tc = t->flops > 0 ? (rate > 0 ? t->flops / rate : INFINITY) : 0;
     double tm = t->bytes > 0 ? (bw > 0 ? t->bytes / bw : INFINITY) : 0;
     return t->launch_s + fmax(tc, tm);

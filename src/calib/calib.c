@@ -9,11 +9,16 @@
 #include "placer/calib.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define GRID 201 /* log-spaced points in [0.01, 1]: steps of 2.3 % */
-#define ROUNDS 4 /* coordinate sweeps; the fit settles in two or three */
+#define ROUNDS 6 /* coordinate sweeps; the fit settles in three or four */
+/* dense_half_flops is fitted only from this many dense samples of known GEMM size spanning
+ * this many decades of size: fewer, or all of one size, cannot tell it from the efficiency */
+#define DENSE_MIN_SAMPLES 20
+#define DENSE_MIN_DECADES 2.0
 
 /* An op with a measured time. The search evaluates the loss ~5,000 times per fit, and only
  * the efficiencies change between evaluations: the rest of the estimate is taken once. */
@@ -27,7 +32,9 @@ typedef struct fit {
     int n;
     int *by_class[PL_CLASS_COUNT]; /* indices of each class's samples, in sample order */
     int n_class[PL_CLASS_COUNT];
-    double profiler_s; /* the profiler's own time per node, fitted beside the efficiencies */
+    double profiler_s;       /* the profiler's own time per node, fitted beside the efficiencies */
+    int n_sized;             /* dense samples with a GEMM size (pl_cost_terms.gemm_flops) */
+    double gemm_lo, gemm_hi; /* their smallest and largest GEMM */
 } fit;
 
 static void fit_free(fit *f)
@@ -63,6 +70,10 @@ static int collect(const pl_graph *const *graphs, const pl_profile *const *profi
             pl_cost_terms_of(op, graphs[k], d, &s->t);
             s->measured_s = t;
             f->by_class[s->t.cls][f->n_class[s->t.cls]++] = f->n++;
+            if (s->t.cls != PL_CLASS_DENSE || !(s->t.gemm_flops > 0)) continue;
+            double g = s->t.gemm_flops;
+            f->gemm_lo = f->n_sized ? fmin(f->gemm_lo, g) : g;
+            f->gemm_hi = f->n_sized++ ? fmax(f->gemm_hi, g) : g;
         }
     if (f->n == 0)
         return pl_err_set(err, "the profiles time no op of their models (other than Constant)");
@@ -72,7 +83,7 @@ static int collect(const pl_graph *const *graphs, const pl_profile *const *profi
 /* What the profile should show for the sample: the op's estimate plus the profiler's time. */
 static double estimate(const fit *f, const sample *s, const pl_cost_params *p)
 {
-    return pl_cost_terms_s(&s->t, p->eff_compute[s->t.cls], p->eff_memory) + f->profiler_s;
+    return pl_cost_terms_s(&s->t, p) + f->profiler_s;
 }
 
 /* measured · (log estimate − log measured)² */
@@ -131,6 +142,39 @@ static void search_profiler(fit *f, const pl_cost_params *p)
     f->profiler_s = keep;
 }
 
+/* dense_half_flops: 0 or a log-spaced grid from a hundredth of the smallest sampled GEMM to
+ * the largest (beyond it nothing in the data bounds it), as search; refused, keeping the start's
+ * value and saying why in r->dense_half_why, when the samples cannot tell it from the efficiency or
+ * the best value is the largest size sampled (the data only say "more"). */
+static void search_dense_half(const fit *f, pl_calib_result *r, double start)
+{
+    pl_cost_params *p = &r->params;
+    double decades = f->n_sized ? log10(f->gemm_hi / f->gemm_lo) : 0;
+    if (f->n_sized < DENSE_MIN_SAMPLES || decades < DENSE_MIN_DECADES) {
+        snprintf(r->dense_half_why, sizeof r->dense_half_why,
+                 "not fitted: %d dense ops of known GEMM size spanning %.1f decades (at least "
+                 "%d over %g needed)",
+                 f->n_sized, decades, DENSE_MIN_SAMPLES, DENSE_MIN_DECADES);
+        return;
+    }
+    /* a half below a hundredth of the smallest GEMM changes no sample by 1 %: 0 says it */
+    double lo = f->gemm_lo / 100, best = loss(f, p, PL_CLASS_DENSE), keep = p->dense_half_flops;
+    for (int g = -1; g < GRID; g++) {
+        p->dense_half_flops = g < 0 ? 0 : lo * pow(f->gemm_hi / lo, (double)g / (GRID - 1));
+        double l = loss(f, p, PL_CLASS_DENSE);
+        if (l < best) best = l, keep = p->dense_half_flops;
+    }
+    p->dense_half_flops = keep;
+    if (keep >= f->gemm_hi * (1 - 1e-9)) {
+        snprintf(r->dense_half_why, sizeof r->dense_half_why,
+                 "refused: the best value is the largest GEMM sampled (%.3g FLOPs), which the "
+                 "data do not bound",
+                 f->gemm_hi);
+        p->dense_half_flops = start;
+    } else
+        r->dense_half_why[0] = 0;
+}
+
 double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
                      const pl_device *d, const pl_cost_params *p, double profiler_s, pl_err *err)
 {
@@ -161,10 +205,12 @@ int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profile
     for (int c = 0; c < PL_CLASS_COUNT; c++)
         r->class_samples[c] = f.n_class[c];
     errors(&f, &r->params, &r->median_before, &r->worst_before);
+    double start_half = r->params.dense_half_flops;
     for (int round = 0; round < ROUNDS; round++) {
         search(&f, &r->params, &r->params.eff_memory, -1);
         for (int c = 0; c < PL_CLASS_COUNT; c++)
             if (r->class_samples[c]) search(&f, &r->params, &r->params.eff_compute[c], c);
+        search_dense_half(&f, r, start_half);
         search_profiler(&f, &r->params);
     }
     errors(&f, &r->params, &r->median_after, &r->worst_after);

@@ -137,6 +137,9 @@ json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const 
     json_object_set_new(j, "profiler_overhead_s", json_real(r->profiler_s));
     if (r->params.runtime_conv_ratio != 1)
         json_object_set_new(j, "runtime_conv_ratio", json_real(r->params.runtime_conv_ratio));
+    json_object_set_new(j, "dense_half_flops", json_real(r->params.dense_half_flops));
+    if (r->dense_half_why[0])
+        json_object_set_new(j, "dense_half_note", json_string(r->dense_half_why));
     const pl_gpu_params *g = &r->params.gpu_model;
     if (g->device_model[0])
         json_object_set_new(j, "gpu",

@@ -25,6 +25,7 @@ void pl_cost_params_default(pl_cost_params *p)
     pl_gpu_params_default(&p->gpu);
     pl_gpu_params_default(&p->gpu_model); /* device_model "": applies to no GPU */
     p->cpu_band = PL_BAND_DEFAULT;
+    p->dense_half_flops = 0; /* no knowledge: the calibration measures it */
 }
 
 const char *pl_runtime_fusion_name(pl_runtime_fusion f)
@@ -78,6 +79,28 @@ static double tiled_flops(const pl_op *op, const pl_graph *g, const pl_device *d
     return op->flops * (double)padded / (double)n;
 }
 
+/* The FLOPs of one GEMM of a GEMM-like op (pl_cost_terms.gemm_flops), 0 when not one or its
+ * output's shape is unknown. A MatMul of rank-3+ output runs one GEMM per matrix of the batch
+ * (MLAS loops over them). A grouped Conv has none: onnxruntime runs it by its own grouped and
+ * depthwise kernels, which the profiles (optimisation off) time 3-16x slower than the
+ * optimised runtime runs them, so no size rule fitted to them would hold (docs/cost.md). */
+static double gemm_flops(const pl_op *op, const pl_graph *g)
+{
+    bool mm = !strcmp(op->type, "MatMul") || !strcmp(op->type, "FusedMatMul");
+    bool conv = !strcmp(op->type, "Conv");
+    if (!mm && !conv && strcmp(op->type, "Gemm")) return 0;
+    if (conv && pl_op_attr_int(op, "group", 1) != 1) return 0;
+    if (op->n_outputs < 1 || op->outputs[0] < 0 || !(op->flops > 0)) return 0;
+    const pl_tensor *y = &g->tensors[op->outputs[0]];
+    if (y->rank < 1) return 0;
+    double batch = 1;
+    for (int k = 0; mm && k < y->rank - 2; k++) {
+        if (y->dims[k] <= 0) return 0;
+        batch *= (double)y->dims[k];
+    }
+    return op->flops / batch;
+}
+
 void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl_cost_terms *t)
 {
     int cls = op->cls >= 0 && op->cls < PL_CLASS_COUNT ? (int)op->cls : PL_CLASS_UNKNOWN;
@@ -89,7 +112,8 @@ void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl
                          .flops = tiled_flops(op, g, d),
                          .peak = peak,
                          .bytes = op->bytes_moved,
-                         .bandwidth = d->mem_bandwidth_Bps};
+                         .bandwidth = d->mem_bandwidth_Bps,
+                         .gemm_flops = gemm_flops(op, g)};
     /* launch 0 and no work: pl_cost_terms_s gives exactly 0 */
     if (writes_only_weights(op, g)) t->launch_s = t->flops = t->bytes = 0;
 }
@@ -114,7 +138,7 @@ static double estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
                                           : pl_gpu_op_s(op, g, d, spec ? spec->sms : 0, gp, NULL);
     pl_cost_terms t;
     pl_cost_terms_of(op, g, d, &t);
-    double s = pl_cost_terms_s(&t, p->eff_compute[t.cls], p->eff_memory);
+    double s = pl_cost_terms_s(&t, p);
     /* the runtime's layout, not the profiled one (pl_cost_params.runtime_conv_ratio) */
     if (p->runtime_fusion == PL_FUSION_ORT && !strcmp(op->type, "Conv")) s *= p->runtime_conv_ratio;
     return s;
@@ -306,6 +330,9 @@ int pl_cost_params_check(const pl_cost_params *p, pl_err *err)
     if (!(p->runtime_conv_ratio > 0 && p->runtime_conv_ratio <= PL_CONV_RATIO_MAX))
         return pl_err_set(err, "cost model: the Conv time ratio is %g, not in (0, %g]",
                           p->runtime_conv_ratio, PL_CONV_RATIO_MAX);
+    if (!(p->dense_half_flops >= 0 && p->dense_half_flops < PL_DENSE_HALF_MAX))
+        return pl_err_set(err, "cost model: dense_half_flops is %g, not in [0, %g)",
+                          p->dense_half_flops, PL_DENSE_HALF_MAX);
     if (p->runtime_fusion != PL_FUSION_NONE && p->runtime_fusion != PL_FUSION_ORT)
         return pl_err_set(err, "cost model: runtime fusion %d is neither none (0) nor ort (1)",
                           (int)p->runtime_fusion);

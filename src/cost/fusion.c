@@ -129,7 +129,7 @@ static double fused_price(const pl_cost *k, int m, double bytes, int dev)
     pl_cost_terms_of(&k->g->ops[m], k->g, &k->c->devs[dev], &t);
     t.launch_s = 0;
     t.bytes = bytes;
-    return pl_cost_terms_s(&t, k->params.eff_compute[t.cls], k->params.eff_memory);
+    return pl_cost_terms_s(&t, &k->params);
 }
 
 void pl_cost_fuse(pl_cost *k)

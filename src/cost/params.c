@@ -4,11 +4,11 @@
  *   {"format": "placer-cost-params/1", "device_model": "local-epyc-core",
  *    "eff_compute": {"dense": 1.0, "elementwise": 0.093, ...}, "eff_memory": 1.0, ...}
  *
- * eff_compute and eff_memory are required; "gpu" (the GPU kernel rules' parameters) and
- * cpu_band are optional. Classes the file leaves out keep their defaults, and so does
- * runtime_fusion ("ort" or "none", docs/cost.md "Runtime fusion"); the fit's statistics (samples,
- * errors), and the CPU model and date of a machine calibration (src/calib/machine.c), are accepted
- * and ignored here. */
+ * eff_compute and eff_memory are required; "gpu" (the GPU kernel rules' parameters),
+ * cpu_band and dense_half_flops are optional. Classes the file leaves out keep their defaults, and
+ * so does runtime_fusion ("ort" or "none", docs/cost.md "Runtime fusion"); the fit's statistics
+ * (samples, errors), and the CPU model and date of a machine calibration (src/calib/machine.c), are
+ * accepted and ignored here. */
 #include "placer/cost.h"
 #include "placer/json.h"
 
@@ -33,6 +33,8 @@ static const char *const fields[] = {"format",
                                      "profiler_overhead_s",
                                      "gpu",
                                      "cpu_band",
+                                     "dense_half_flops",
+                                     "dense_half_note",
                                      NULL};
 
 static const char *const gpu_fields[] = {
@@ -161,6 +163,8 @@ int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
                      read_conv_ratio(&root, p, err) < 0 || read_compute(&root, p, err) < 0 ||
                      read_gpu(&root, p, err) < 0 ||
                      read_bounded(&root, "cpu_band", 100, &p->cpu_band, err) < 0 ||
+                     read_bounded(&root, "dense_half_flops", PL_DENSE_HALF_MAX,
+                                  &p->dense_half_flops, err) < 0 ||
                      read_eff(&root, "eff_memory", &p->eff_memory, err) < 0 ||
                      pl_cost_params_check(p, err) < 0
                  ? -1
