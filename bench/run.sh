@@ -99,8 +99,9 @@ echo
 echo "== AutoDeep's DRL placer against Google-RL, the expert placement (expert-layers), single, HEFT and moirai on the zoo, AutoDeep's testbed (4 x K80): simulated makespans beside the paper's Fig. 6 claims and Table V (google-rl and drl ${PLACER_DRL_EPISODES:-300} episodes, seeds 1-${PLACER_DRL_SEEDS:-3}; moirai ${PLACER_DRL_LIMIT:-10} s; docs/learn.md)"
 "$build/bench/bench_drl" examples/clusters/autodeep-4xk80.json models/*.onnx
 echo
-echo "== graph substitution (TASO's search, placer optimize) on the zoo: ops, predicted (local CPU cluster) and measured (onnxruntime on this CPU, its own fusions on) time before and after, search time; beside TASO's and AutoDeep's published gains (search ${PLACER_OPTIMIZE_LIMIT:-10} s at most per model, models over 450 MB of weights not measured; about 2 minutes)"
-"$build/bench/bench_optimize" examples/clusters/local-cpu.json 5 "${PLACER_OPTIMIZE_LIMIT:-10}" 450 models/*.onnx
+echo "== graph substitution (TASO's search, placer optimize) on the zoo and five generated blocks: ops, predicted (local CPU cluster, this machine's calibration) and measured (onnxruntime on this CPU, its own fusions on; three runs) time before and after, for the search's answer and for every rule applied greedily; the sign of the predicted change against the measured one beyond the noise; beside TASO's and AutoDeep's published gains (search ${PLACER_OPTIMIZE_LIMIT:-10} s at most per model, models over 450 MB of weights not measured; about 4 minutes)"
+/usr/bin/python3 tools/block_models.py "$build/bench/blocks"
+"$build/bench/bench_optimize" examples/clusters/local-cpu.json 3 "${PLACER_OPTIMIZE_LIMIT:-10}" 450 models/*.onnx "$build/bench/blocks"/*.onnx
 echo
 echo "== codecs for tensors crossing a serverless cut (MOPAR): ratio and speed of fp16 and zstd on synthetic activations, one thread"
 "$build/bench/bench_codec" 10

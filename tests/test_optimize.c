@@ -50,16 +50,21 @@ static void search(const pl_rw_model *m, double alpha, pl_rw_search_result *r)
     pl_cluster_free(c);
 }
 
-static double price(const pl_rw_model *m)
+static double price_with(const pl_rw_model *m, const pl_cost_params *params)
 {
     pl_err err = {""};
     pl_cluster *c = cluster();
     pl_graph *g = pl_rw_graph(m, NULL, &err);
     if (!g) fail_msg("%s", err.msg);
-    double p = pl_rw_price(g, c, NULL, &err);
+    double p = pl_rw_price(g, c, params, &err);
     assert_true(p > 0);
     pl_graph_free(g), pl_cluster_free(c);
     return p;
+}
+
+static double price(const pl_rw_model *m)
+{
+    return price_with(m, NULL);
 }
 
 /* "rule@anchor;..." of a log */
@@ -121,6 +126,62 @@ static pl_rw_model *merge_path(void)
     output(m, "y1", "");
     output(m, "y2", "");
     return load(m);
+}
+
+/* Three 32 x 64 by 64 x 64 projections of one input (an attention's Q, K, V at d = 64), merged
+ * into one 32 x 64 by 64 x 192 MatMul and a Split. On local-cpu.json's core (110 GFLOP/s,
+ * 74 GB/s, 0.2 us launch; dense 0.6, memory 0.7):
+ *   the plain roofline: each 262,144 FLOPs / 66e9 = 3.972 us (+ 0.2), the merge 786,432 / 66e9
+ *     = 11.916 us (+ 0.2): the MatMuls tie, and the Split's copy (49,152 B / 51.8e9 = 0.949 us
+ *     + 0.2) makes the merge dearer: not taken;
+ *   with the size term at 1.72e5 FLOPs (this core's fit, docs/cost.md): each 6.579 us, the merge
+ *     14.519 us (a GEMM of 262,144 FLOPs reaches 0.60 of the class's efficiency, one of 786,432
+ *     0.82): 20.34 us against 15.87, so the search takes it. */
+static pl_rw_model *qkv_small(void)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "x", "1,32,64");
+    const char *w[] = {"Wq", "Wk", "Wv"}, *mm[] = {"q", "k", "v"}, *y[] = {"yq", "yk", "yv"};
+    for (int i = 0; i < 3; i++) {
+        init_f(m, w[i], "64,64", 0.1 * i, 0.01, false);
+        char in[16];
+        snprintf(in, sizeof in, "x,%s", w[i]);
+        node(m, "MatMul", mm[i], in, y[i]);
+        output(m, y[i], "");
+    }
+    return load(m);
+}
+
+static void test_merge_priced_by_size(void **state)
+{
+    (void)state;
+    pl_rw_model *m = qkv_small(), *merged = apply_one(qkv_small(), "merge_matmul");
+    expect_ops(merged, "MatMul,Split");
+    pl_cost_params sized;
+    pl_cost_params_default(&sized);
+    sized.dense_half_flops = 1.72e5;
+    double plain0 = price(m), plain1 = price(merged);
+    double sized0 = price_with(m, &sized), sized1 = price_with(merged, &sized);
+    assert_close(plain0, 3 * (262144 / 66e9 + 0.2e-6), 1e-3);
+    assert_close(plain1, 786432 / 66e9 + 0.2e-6 + 49152 / 51.8e9 + 0.2e-6, 1e-2);
+    assert_true(plain1 >= plain0); /* a tie on the MatMuls, and the Split */
+    assert_close(sized0, 3 * (262144 / (110e9 * 0.6 * 262144 / (262144 + 1.72e5)) + 0.2e-6), 1e-3);
+    assert_true(sized1 < 0.8 * sized0);
+    pl_cluster *c = cluster();
+    pl_err err = {""};
+    pl_rw_search_result r;
+    pl_rw_search_opts o = {.c = c, .params = &sized, .alpha = 1.05};
+    if (pl_rw_search(m, &o, &r, &err) < 0) fail_msg("%s", err.msg);
+    char got[512];
+    log_str(&r, got, sizeof got);
+    assert_string_equal(got, "merge_matmul@q");
+    pl_rw_search_result_free(&r);
+    o.params = NULL; /* the plain roofline keeps the input */
+    if (pl_rw_search(m, &o, &r, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(r.n_log, 0);
+    pl_rw_search_result_free(&r);
+    pl_cluster_free(c);
+    pl_rw_free(m), pl_rw_free(merged);
 }
 
 static void test_alpha_prunes(void **state)
@@ -388,6 +449,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_search_beats_greedy),
         cmocka_unit_test(test_alpha_prunes),
+        cmocka_unit_test(test_merge_priced_by_size),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_alpha),
         cmocka_unit_test(test_cli_zoo),
