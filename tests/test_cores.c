@@ -166,6 +166,15 @@ static void test_place_says_which(void **state)
     json_decref(j);
 }
 
+/* placer multi shares devices among models and knows no views: it refuses such a cluster. */
+static void test_multi_refuses_both_views(void **state)
+{
+    (void)state;
+    tu_expect_refusal("multi models/gcn_cora.onnx models/mobilenet_v3_large.onnx --cluster "
+                      "examples/clusters/local-cpu-cores.json",
+                      "local-cpu-cores.json: device 'cpu' is also listed core by core");
+}
+
 /* A plan may use "cpu" or its cores, not both: refused with both devices and an op on each. */
 static void test_mixed_plan_refused(void **state)
 {
@@ -287,9 +296,10 @@ static void test_split_and_run_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_price_on_cores),   cmocka_unit_test(test_whole_or_split),
-        cmocka_unit_test(test_place_says_which), cmocka_unit_test(test_mixed_plan_refused),
-        cmocka_unit_test(test_bad_cores),        cmocka_unit_test(test_split_and_run_threads),
+        cmocka_unit_test(test_price_on_cores),           cmocka_unit_test(test_whole_or_split),
+        cmocka_unit_test(test_place_says_which),         cmocka_unit_test(test_mixed_plan_refused),
+        cmocka_unit_test(test_multi_refuses_both_views), cmocka_unit_test(test_bad_cores),
+        cmocka_unit_test(test_split_and_run_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
