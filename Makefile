@@ -136,7 +136,7 @@ demo: deps
 	$(BUILD)/placer deploy models/inception_v3.onnx --catalog catalogs/autodeep-testbed.json --slo 6ms
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/placer $(PLACER_MPI) $(BUILD)/bench/bench_import $(BUILD)/bench/bench_place $(BUILD)/bench/bench_search $(BUILD)/bench/bench_dist $(BUILD)/bench/bench_runtime $(BUILD)/bench/bench_fidelity $(BUILD)/bench/bench_codec $(BUILD)/bench/bench_serverless $(BUILD)/bench/bench_multi $(BUILD)/bench/bench_train $(BUILD)/bench/bench_drl $(BUILD)/bench/bench_prior $(BUILD)/bench/bench_optimize $(BUILD)/bench/bench_gpu
+	@$(MAKE) --no-print-directory $(BUILD)/placer $(PLACER_MPI) $(BUILD)/bench/bench_import $(BUILD)/bench/bench_place $(BUILD)/bench/bench_search $(BUILD)/bench/bench_dist $(BUILD)/bench/bench_runtime $(BUILD)/bench/bench_fidelity $(BUILD)/bench/bench_cores $(BUILD)/bench/bench_codec $(BUILD)/bench/bench_serverless $(BUILD)/bench/bench_multi $(BUILD)/bench/bench_train $(BUILD)/bench/bench_drl $(BUILD)/bench/bench_prior $(BUILD)/bench/bench_optimize $(BUILD)/bench/bench_gpu
 	@bench/run.sh $(BUILD)
 
 $(BUILD)/bench/bench_search $(BUILD)/bench/bench_dist: bench/search_table.h

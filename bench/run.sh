@@ -112,5 +112,9 @@ echo
 echo "== fidelity: the cost model against onnxruntime on this CPU, default settings (this machine's cached calibration), issue 13's acceptance; one core, then the default plan on two (three runs; about 4 minutes)"
 "$build/bench/bench_fidelity" --runs 3 models/*.onnx
 echo
+echo "== a CPU device is its cores (docs/runtime.md, \"Cores\"): onnxruntime with 1 and 2 intra-op threads against placer's default plan on local-cpu-cores.json (and on local-cpu.json, the cores alone), three runs; the target: the plan no slower than 2 threads; real runs, so only a quiet machine gives figures to trust (about 10 minutes)"
+uptime
+"$build/bench/bench_cores" "$build/placer" 3 10 models/*.onnx
+echo
 echo "== searches under mpirun (docs/dist.md, \"Benchmark\"): compare on the zoo (autodeep-4xk80, default algorithms, --time-limit ${PLACER_DIST_LIMIT:-2s}) and train resnet50 on TAG's testbed (batch 96, ${PLACER_DIST_ITERATIONS:-30} MCTS iterations in all) with 1 and 2 ranks of placer-mpi; this machine's 2 cores are shared, so the times are noisy (about 2.5 minutes)"
 bench/bench_dist_search.sh "$build"

@@ -398,6 +398,17 @@ static cli_exit ctx_open(const multi_opts *o, multi_ctx *x)
     name_tenants(x, o);
     x->c = pl_cluster_load(o->co.cluster, &err);
     if (!x->c) return ctx_close(x), cli_fail("multi", "%s", err.msg);
+    /* its schedulers share devices among the models and know nothing of a device that is
+       other devices' cores: they would run both at once (docs/clusters.md, "Cores") */
+    for (int d = 0; d < x->c->n_devs; d++)
+        if (x->c->devs[d].n_core_devs) {
+            cli_fail("multi",
+                     "%s: device '%s' is also listed core by core (core_devices): placer multi "
+                     "does not choose between the two views; give a cluster with one (e.g. "
+                     "examples/clusters/local-cpu.json)",
+                     o->co.cluster, x->c->devs[d].name);
+            return ctx_close(x), CLI_EXIT_BAD_INPUT;
+        }
     pl_cost_params params;
     if (cli_cost_params("multi", &o->co, (const pl_cluster *const *)&x->c, 1, &params) < 0)
         return ctx_close(x), CLI_EXIT_BAD_INPUT;

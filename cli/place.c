@@ -76,6 +76,28 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_result *
     cli_print_links(x, r);
 }
 
+/* Which view of each CPU listed both ways won (docs/clusters.md, "Cores"): "whole" when the
+ * plan runs on the multi-core device, "split" when on its cores, "none" when on neither; NULL
+ * when the cluster lists no such device. */
+static json_t *cores_json(const cli_ctx *x, const pl_plan *p)
+{
+    json_t *list = NULL;
+    for (int d = 0; d < x->c->n_devs; d++) {
+        const pl_device *w = &x->c->devs[d];
+        if (!w->n_core_devs) continue;
+        bool whole = false, split = false;
+        for (int v = 0; v < p->n_ops; v++)
+            whole |= p->dev[v] == d, split |= pl_cluster_same_silicon(x->c, p->dev[v], d);
+        if (!list) list = json_array();
+        json_array_append_new(list, json_pack("{s:s, s:i, s:s}", "device", w->name, "cores",
+                                              w->cores, "view",
+                                              whole   ? "whole"
+                                              : split ? "split"
+                                                      : "none"));
+    }
+    return list;
+}
+
 static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so,
                        const pl_sim_result *r, double lb, const char *check, const char *out,
                        const char *note, const cli_measured *m)
@@ -94,6 +116,8 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
     double band = pl_cost_plan_band(x->k, p->dev, &basis);
     cli_band_json(o, band, basis); /* after the call that sets basis */
     if (out) json_object_set_new(o, "plan", json_string(out));
+    json_t *cores = cores_json(x, p);
+    if (cores) json_object_set_new(o, "cores", cores);
     if (p->cut_simulations) /* coarser cuts ran (docs/placement.md, "Plans that pay") */
         json_object_set_new(o, "cuts",
                             json_pack("{s:i, s:i, s:i, s:f}", "stages_before", p->stages_before,

@@ -285,9 +285,9 @@ static void print_json(const run_opts *o, const pl_split_manifest *m, const pl_o
     for (int i = 0; i < r->repeat; i++)
         json_array_append_new(lat, json_real(r->latency_s[i]));
     for (int j = 0; j < m->n; j++) {
-        json_t *e =
-            json_pack("{s:s, s:s, s:f, s:f, s:f}", "name", m->st[j].name, "device", m->st[j].device,
-                      "own_s", s[j].own_s, "start_s", s[j].start_s, "end_s", s[j].end_s);
+        json_t *e = json_pack("{s:s, s:s, s:i, s:f, s:f, s:f}", "name", m->st[j].name, "device",
+                              m->st[j].device, "threads", m->st[j].threads, "own_s", s[j].own_s,
+                              "start_s", s[j].start_s, "end_s", s[j].end_s);
         if (p->have) json_object_set_new(e, "predicted_s", json_real(p->stage_s[j]));
         json_array_append_new(st, e);
     }

@@ -82,7 +82,7 @@ static cli_exit run(const cli_common *co, const char *plan, const char *dir, pl_
         names[d] = x.c->devs[d].name;
     pl_plan *p = pl_plan_load(plan, x.g, x.c, &err);
     if (!p || pl_split_stages_by(x.g, p, cut, &s, &err) < 0 ||
-        pl_split_write(co->model, x.g, &s, names, dir, &err) < 0)
+        (pl_split_set_threads(&s, x.c), pl_split_write(co->model, x.g, &s, names, dir, &err) < 0))
         status = cli_fail("split", "%s", err.msg);
     else if (co->json)
         status = print_json(dir);

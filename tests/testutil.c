@@ -275,11 +275,12 @@ void tu_failing_worker(const char *dir, const char *sig, char *js, size_t n)
             "say({ok: true, ready: true});\n"
             "require('readline').createInterface({input: process.stdin}).on('line', (l) => {\n"
             "  const m = JSON.parse(l);\n"
+            "  if (m.op === 'load') require('fs').writeFileSync('%s/load.json', l);\n"
             "  if (m.op === 'load') return say({ok: true, id: m.id, loads: 1, load_s: 0});\n"
             "  require('fs').writeFileSync('%s/failed.pid', String(process.pid));\n"
             "  process.kill(process.pid, '%s');\n"
             "});\n",
-            dir, sig);
+            dir, dir, sig);
     fclose(f);
 }
 

@@ -59,7 +59,8 @@ int tu_tmpdir_end(const char *dir);
 /* Fails the test naming the first entry of `dir`, when it has one. */
 void tu_expect_empty_dir(const char *dir);
 /* A fake onnxruntime worker (for PLACER_ORT_WORKER) written to dir/failing.js, its path into
- * js: it loads nothing and, asked anything else (run, profile), writes its pid to
+ * js: it loads nothing (the last load request it got goes to dir/load.json, one line) and,
+ * asked anything else (run, profile), writes its pid to
  * dir/failed.pid and sends itself `sig`: "SIGSTOP" (a stalled worker) or "SIGKILL" (one
  * that dies mid-request). */
 void tu_failing_worker(const char *dir, const char *sig, char *js, size_t n);

@@ -4,7 +4,7 @@
 //
 //   (on start)                                -> {"ok":true,"ready":true,"ort":"1.22.0"}
 //   {"op":"load","id":1,"models":[paths],"devices":[names]?,"tenants":[ints]?,"threads":1,
-//    "optimize":"all"|"disabled"}
+//    "stage_threads":[ints]?,"optimize":"all"|"disabled"}
 //                                             -> {"ok":true,"id":1,"loads":N,"load_s":..,"stages":[..]}
 //   {"op":"run","id":2,"inputs":"random"|{name:{dims,dtype,data}},"repeat":R,"warmup":W,
 //    "seed":S,"int_high":H}                   -> {"ok":true,"id":2,"latency_s":[..R],
@@ -127,6 +127,13 @@ function sessionOptions(msg) {
   };
 }
 
+// Stage i's session options: the load's, with the stage's own intra-op threads when
+// "stage_threads" gives them (a stage of a device with that many cores, docs/runtime.md).
+function stageOptions(msg, i) {
+  const o = sessionOptions(msg), t = msg.stage_threads && msg.stage_threads[i];
+  return t ? Object.assign(o, {intraOpNumThreads: t}) : o;
+}
+
 // One stage's session.run; a failure names the stage, and its tenant when there are several.
 async function runStage(s, given) {
   try {
@@ -148,7 +155,8 @@ async function openStage(p, opts) {
 async function openAll(paths, opts, id) {
   const out = [];
   for (const p of paths) {
-    out.push(Object.assign(await openStage(p, opts), {index: out.length}));
+    const o = typeof opts === 'function' ? opts(out.length) : opts;
+    out.push(Object.assign(await openStage(p, o), {index: out.length}));
     progress(id, `model ${out.length} of ${paths.length} loaded`);
   }
   return out;
@@ -220,7 +228,7 @@ function deviceThread() {
   async function handleThread(m) {
     if (m.op === 'load') {
       mine = [];
-      for (const st of m.stages) mine.push(Object.assign(await openStage(st.path, m.opts), {index: st.index, tenant: st.tenant}));
+      for (const st of m.stages) mine.push(Object.assign(await openStage(st.path, st.opts), {index: st.index, tenant: st.tenant}));
       post({op: 'loaded', loads, stages: mine.map((x) => ({index: x.index, inputs: x.inputs, outputs: x.outputs}))});
     } else if (m.op === 'wire') {
       for (const port of m.inPorts) port.on('message', receive);
@@ -372,7 +380,7 @@ async function loadThreads(paths, names, tenants, opts, id) {
   const next = [...byName.values()], set = paths.map((p, i) => ({path: p, device: names[i], tenant: tenants && tenants[i]}));
   try {
     let done = 0;
-    const loadOn = (d) => ask(d, {op: 'load', opts, stages: d.stages.map((i) => ({index: i, path: paths[i], tenant: tenants && tenants[i]}))}, 'loaded')
+    const loadOn = (d) => ask(d, {op: 'load', stages: d.stages.map((i) => ({index: i, path: paths[i], tenant: tenants && tenants[i], opts: opts(i)}))}, 'loaded')
       .then((a) => (progress(id, `device ${d.name} loaded (${++done} of ${next.length})`), a));
     const answers = await Promise.all(next.map(loadOn));
     answers.forEach((a) => {
@@ -410,10 +418,14 @@ async function load(msg) {
   if (tenants !== undefined && (!Array.isArray(tenants) || tenants.length !== msg.models.length ||
                                 !tenants.every((t) => Number.isInteger(t) && t >= 0)))
     throw new Error('"tenants" must list one integer >= 0 per model');
+  const st = msg.stage_threads;
+  if (st !== undefined && (!Array.isArray(st) || st.length !== msg.models.length || !st.every((t) => Number.isInteger(t) && t >= 1)))
+    throw new Error('"stage_threads" must list one integer >= 1 per model');
   const t0 = process.hrtime.bigint();
   let next, threads = null;
-  if (threaded) ({set: next, threads} = await loadThreads(msg.models, msg.devices, tenants, sessionOptions(msg), msg.id));
-  else next = (await openAll(msg.models, sessionOptions(msg), msg.id)).map((s, i) => Object.assign(s, {tenant: tenants && tenants[i]}));
+  const opts = (i) => stageOptions(msg, i);
+  if (threaded) ({set: next, threads} = await loadThreads(msg.models, msg.devices, tenants, opts, msg.id));
+  else next = (await openAll(msg.models, opts, msg.id)).map((s, i) => Object.assign(s, {tenant: tenants && tenants[i]}));
   const final = finalOutputs(next);
   try {
     if (threads) wire(next, threads, final);

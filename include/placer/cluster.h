@@ -91,7 +91,32 @@ typedef struct pl_device {
      * it with the calibration cached for this machine's CPU model (docs/calibrate.md,
      * "Calibrated by default"). */
     bool this_machine;
+    /* A CPU's cores (docs/clusters.md, "Cores"): 0 or 1 is one. The peak and bandwidth above
+     * are one core's; an op's compute runs on all of them at pl_device_speed (docs/cost.md,
+     * "CPU cores"), and a split runs the device's stages with this many onnxruntime intra-op
+     * threads. parallel_eff: what each core beyond the first adds, in (0, 1]. */
+    int cores;
+    double parallel_eff;
+    /* The devices that are this device's cores listed one by one ("core_devices"): the same
+     * silicon seen as separate devices, so a plan uses this device or them, never both
+     * (pl_cluster_same_silicon); NULL, 0 when none. */
+    int *core_devs;
+    int n_core_devs;
 } pl_device;
+
+/* What n workers computing at once give, counted in workers, when each beyond the first adds
+ * e of one (0 < e <= 1): a CPU device's cores (pl_device_speed) and a serverless function's
+ * vCPUs (docs/serverless.md, "CPU follows memory") share this one rule. */
+static inline double pl_parallel_speed(double n, double e)
+{
+    return n > 1 ? 1 + (n - 1) * e : 1;
+}
+
+/* A device's compute speed in cores: pl_parallel_speed of its cores (1 for one core). */
+static inline double pl_device_speed(const pl_device *d)
+{
+    return d->cores > 1 ? pl_parallel_speed(d->cores, d->parallel_eff) : 1;
+}
 
 /* ---- measured collectives (docs/clusters.md, "Collectives") ----
  * A collective's time as a segmented linear curve of its bytes: on segment k, from
@@ -165,6 +190,9 @@ pl_cluster *pl_cluster_parse(const struct pl_json *obj, pl_err *err);
 int pl_cluster_read_link_figures(const struct pl_json *l, double *bw, double *lat, pl_err *err);
 void pl_cluster_free(pl_cluster *c);
 int pl_cluster_find(const pl_cluster *c, const char *device_name); /* -1 if absent */
+/* Devices a and b (a != b) are the same silicon: one is a device whose cores the other is
+ * ("core_devices"), so a plan must not use both. */
+bool pl_cluster_same_silicon(const pl_cluster *c, int a, int b);
 /* The shared memory systems (docs/simulator.md, "Shared memory"): dom[d] is the index of the
  * domain of device d, or -1 when d gives no host_mem_bandwidth_Bps; devices giving one with
  * the same host share a domain, numbered in order of their first device. Returns the number

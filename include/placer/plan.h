@@ -99,6 +99,12 @@ int pl_plan_check(const pl_plan *p, const pl_graph *g, const pl_cluster *c, pl_e
 /* Colocation (pl_op::coloc): 0 when every class of g is on one device; else -1 with err set
  * to "WHO: colocation class 'C' is split: op 'a' is on 'd0', op 'b' on 'd1'", naming the first
  * split class in op order. The simulator and pl_place refuse such plans with it. */
+/* Cores (docs/clusters.md, "Cores"): 0 when no two devices that dev uses are the same
+ * silicon (pl_cluster_same_silicon: a device and one of its core_devices); else -1 with err
+ * set to "WHO: devices 'cpu' and 'cpu0' are the same cores ...", naming an op on each.
+ * pl_plan_check runs it. */
+int pl_plan_check_silicon(const pl_graph *g, const pl_cluster *c, const int *dev, const char *who,
+                          pl_err *err);
 int pl_plan_check_coloc(const pl_graph *g, const pl_cluster *c, const int *dev, const char *who,
                         pl_err *err);
 

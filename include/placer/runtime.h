@@ -113,9 +113,14 @@ int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devic
  * as the paths are. */
 int pl_ort_load_tenants(pl_ort *w, const char *const *paths, const char *const *devices,
                         const int *tenants, int n, pl_err *err);
+/* The same, with each stage's onnxruntime intra-op threads: threads[i] >= 1 for stage i (a
+ * stage of a device with that many cores, pl_split_set_threads); NULL: the options' threads
+ * for every stage. Kept for a worker started again as the paths are. */
+int pl_ort_load_stages(pl_ort *w, const char *const *paths, const char *const *devices,
+                       const int *tenants, const int *threads, int n, pl_err *err);
 /* Loads the split that pl_split_manifest_load read: every stage file inflated into cache_dir
  * (pl_inflate_model: a weightless split gets the same made-up weights as its whole model),
- * then pl_ort_load_on with the manifest's devices, or with none when `sequential`. */
+ * then pl_ort_load_stages with the manifest's devices (none when `sequential`) and threads. */
 struct pl_split_manifest;
 int pl_ort_load_split(pl_ort *w, const struct pl_split_manifest *m, const char *cache_dir,
                       bool sequential, pl_err *err);

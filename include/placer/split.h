@@ -44,6 +44,8 @@ typedef struct pl_stage {
     int n_weights;
     double weight_bytes, copied_weight_bytes; /* pl_stage_io's: its weights' bytes, and those
                                                  an earlier stage holds too */
+    int threads; /* onnxruntime intra-op threads to run it with: its device's cores
+                    (pl_split_set_threads); 0 or 1: one */
 } pl_stage;
 
 typedef struct pl_stages {
@@ -62,6 +64,9 @@ int pl_split_stages(const pl_graph *g, const pl_plan *p, pl_stages *out, pl_err 
 int pl_split_stages_by(const pl_graph *g, const pl_plan *p, pl_split_cut cut, pl_stages *out,
                        pl_err *err);
 void pl_stages_free(pl_stages *s);
+/* Each stage runs with as many intra-op threads as its device in c has cores (pl_device.cores,
+ * docs/clusters.md "Cores"); pl_split_write puts them in the manifest. */
+void pl_split_set_threads(pl_stages *s, const pl_cluster *c);
 /* How many distinct devices the stages run on. */
 int pl_stages_devices(const pl_stages *s);
 /* The stages (indices, ascending) other than the maker that read tensor t; returns the count
@@ -93,6 +98,7 @@ typedef struct pl_split_stage_ref {
     char *name;   /* "stage_00" */
     char *path;   /* DIR/stage_00.onnx */
     char *device; /* the cluster's device name */
+    int threads;  /* intra-op threads (the manifest's "threads"; 1 when it gives none) */
 } pl_split_stage_ref;
 
 typedef struct pl_split_manifest {

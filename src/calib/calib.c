@@ -57,6 +57,9 @@ static int collect(const pl_graph *const *graphs, const pl_profile *const *profi
                               profiles[k]->device_model, d->name, d->model);
         cap += graphs[k]->n_ops;
     }
+    /* a profile times one intra-op thread: the fit is one core's, whatever d's cores */
+    pl_device one = *d;
+    one.cores = 1;
     f->s = pl_calloc(cap ? cap : 1, sizeof *f->s);
     for (int c = 0; c < PL_CLASS_COUNT; c++)
         f->by_class[c] = pl_calloc(cap ? cap : 1, sizeof *f->by_class[c]);
@@ -67,7 +70,7 @@ static int collect(const pl_graph *const *graphs, const pl_profile *const *profi
             /* Constants cost 0 by rule and never run: nothing to fit */
             if (!(t > 0 && isfinite(t)) || !strcmp(op->type, "Constant")) continue;
             sample *s = &f->s[f->n];
-            pl_cost_terms_of(op, graphs[k], d, &s->t);
+            pl_cost_terms_of(op, graphs[k], &one, &s->t);
             s->measured_s = t;
             f->by_class[s->t.cls][f->n_class[s->t.cls]++] = f->n++;
             if (s->t.cls != PL_CLASS_DENSE || !(s->t.gemm_flops > 0)) continue;

@@ -26,6 +26,7 @@ void pl_cluster_free(pl_cluster *c)
         free(c->devs[i].name);
         free(c->devs[i].model);
         free(c->devs[i].host);
+        free(c->devs[i].core_devs);
     }
     free(c->devs);
     for (int i = 0; i < c->n_colls; i++)
@@ -44,6 +45,19 @@ int pl_cluster_find(const pl_cluster *c, const char *device_name)
     for (int i = 0; i < c->n_devs; i++)
         if (strcmp(c->devs[i].name, device_name) == 0) return i;
     return -1;
+}
+
+/* d lists c among its cores */
+static bool has_core(const pl_device *d, int c)
+{
+    for (int i = 0; i < d->n_core_devs; i++)
+        if (d->core_devs[i] == c) return true;
+    return false;
+}
+
+bool pl_cluster_same_silicon(const pl_cluster *c, int a, int b)
+{
+    return a != b && (has_core(&c->devs[a], b) || has_core(&c->devs[b], a));
 }
 
 int pl_cluster_mem_domains(const pl_cluster *c, int *dom)
@@ -203,7 +217,8 @@ int cl_check_routes(const pl_cluster *c, pl_err *err)
     int n = c->n_devs;
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++)
-            if (a != b && c->hops[(size_t)a * n + b] <= 0)
+            /* a device and its own cores need none (finalize gives them a free one) */
+            if (a != b && c->hops[(size_t)a * n + b] <= 0 && !pl_cluster_same_silicon(c, a, b))
                 return pl_err_set(err,
                                   "cluster \"%s\": no route from device \"%s\" to device \"%s\" "
                                   "(add a link, or connect both to a switch)",
@@ -231,6 +246,10 @@ int pl_cluster_finalize(pl_cluster *c, pl_err *err)
             c->bw_Bps[k] = INFINITY, c->lat_s[k] = 0, c->hops[k] = 0;
         else if (c->hops[k] <= 0)
             c->bw_Bps[k] = bw[k], c->lat_s[k] = lat[k], c->hops[k] = hops[k];
+        /* a device and its own cores share one memory: nothing to move, and no plan moves
+           anything between them anyway (pl_cluster_same_silicon) */
+        if (!diag && c->hops[k] <= 0 && pl_cluster_same_silicon(c, (int)(k / n), (int)(k % n)))
+            c->bw_Bps[k] = INFINITY, c->lat_s[k] = 0, c->hops[k] = 0;
     }
     free(lbw);
     free(llat);

@@ -24,6 +24,8 @@
 #define CACHE_MIN 1e3  /* 1 kB: a core's L2 or the like */
 #define CACHE_MAX 1e10 /* 10 GB */
 #define GEMM_TILE_MAX 1024
+/* Cores of one CPU device: the largest servers have a few hundred. */
+#define CORES_MAX 4096
 /* Devices plus switches in one file: the reader's matrices are nodes x nodes. Larger
  * synthetic clusters are built in code. */
 #define NODES_MAX 1024
@@ -81,6 +83,9 @@ static const char *const device_fields[] = {"name",
                                             "stage_copy_Bps",
                                             "stage_tensor_s",
                                             "this_machine",
+                                            "cores",
+                                            "parallel_efficiency",
+                                            "core_devices",
                                             "description",
                                             "source",
                                             NULL};
@@ -168,6 +173,36 @@ static int read_gemm_tile(const pl_json *d, pl_device *t, pl_err *err)
                             "gemm_tile_columns applies to a CPU device only (a GPU's GEMM tiles "
                             "are in its cost rules)");
     t->gemm_tile_columns = (int)tile;
+    return 0;
+}
+
+/* "cores" (a whole number, default 1) and "parallel_efficiency" (in (0, 1], required with
+ * more than one core): a CPU's (docs/clusters.md, "Cores"). */
+static int read_cores(const pl_json *d, pl_device *t, pl_err *err)
+{
+    int64_t n = 1;
+    pl_json at = pl_json_at(d, "cores"), ae = pl_json_at(d, "parallel_efficiency");
+    if (pl_json_opt_int(d, "cores", &n, err) < 0 ||
+        pl_json_opt_number(d, "parallel_efficiency", &t->parallel_eff, err) < 0)
+        return -1;
+    if (n < 1 || n > CORES_MAX)
+        return pl_json_fail(&at, err, "cores %lld is outside 1..%d (a CPU's cores, e.g. 2)",
+                            (long long)n, CORES_MAX);
+    if (t->kind != PL_DEV_CPU && (pl_json_has(d, "cores") || pl_json_has(d, "parallel_efficiency")))
+        return pl_json_fail(pl_json_has(d, "cores") ? &at : &ae, err,
+                            "cores and parallel_efficiency apply to a CPU device only (a GPU's "
+                            "parallelism is in its peak and its cost rules)");
+    if (pl_json_has(d, "parallel_efficiency") && !(t->parallel_eff > 0 && t->parallel_eff <= 1))
+        return pl_json_fail(&ae, err,
+                            "parallel_efficiency %g is outside (0, 1] (each core beyond the "
+                            "first adds this fraction of one)",
+                            t->parallel_eff);
+    if (n > 1 && !pl_json_has(d, "parallel_efficiency"))
+        return pl_json_fail(d, err,
+                            "%lld cores need \"parallel_efficiency\": what each core beyond the "
+                            "first adds, in (0, 1] (measured: docs/cost.md, \"CPU cores\")",
+                            (long long)n);
+    t->cores = (int)n;
     return 0;
 }
 
@@ -325,6 +360,7 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     dev->host_mem_bandwidth_Bps = t->host_mem_bandwidth_Bps;
     dev->private_cache_bytes = t->private_cache_bytes;
     dev->gemm_tile_columns = t->gemm_tile_columns;
+    dev->cores = t->cores, dev->parallel_eff = t->parallel_eff;
     return check_shared(r, d, k);
 }
 
@@ -339,8 +375,15 @@ static int read_device(reader *r, const pl_json *d)
         pl_json_opt_string(d, "host", &host, r->err) < 0 ||
         pl_json_opt_int(d, "count", &count, r->err) < 0 ||
         pl_json_opt_bool(d, "this_machine", &t.this_machine, r->err) < 0 ||
-        read_template(d, &t, &model, r->err) < 0 || read_shared(d, name, &t, r->err) < 0)
+        read_template(d, &t, &model, r->err) < 0 || read_shared(d, name, &t, r->err) < 0 ||
+        read_cores(d, &t, r->err) < 0)
         return -1;
+    if (pl_json_has(d, "core_devices") && pl_json_has(d, "count")) {
+        pl_json at = pl_json_at(d, "core_devices");
+        return pl_json_fail(&at, r->err,
+                            "core_devices names one device's cores: give it on a device "
+                            "without \"count\"");
+    }
     if (count < 1 || count > NODES_MAX) {
         pl_json at = pl_json_at(d, "count");
         return pl_json_fail(&at, r->err, "count %lld is outside 1..%d", (long long)count,
@@ -355,6 +398,57 @@ static int read_device(reader *r, const pl_json *d)
     return 0;
 }
 
+/* One name of device k's "core_devices", resolved into core_devs. */
+static int read_core_device(reader *r, const pl_json *e, int k)
+{
+    pl_cluster *c = r->c;
+    int j = e->v && json_is_string(e->v) ? pl_cluster_find(c, json_string_value(e->v)) : -2;
+    if (j == -2) return pl_json_fail(e, r->err, "a device name must be a string");
+    if (j < 0) return pl_json_fail(e, r->err, "unknown device \"%s\"", json_string_value(e->v));
+    const char *why = j == k                          ? "is the device itself"
+                      : c->devs[j].kind != PL_DEV_CPU ? "is not a CPU"
+                      : c->devs[j].n_core_devs        ? "has core_devices of its own"
+                                                      : NULL;
+    for (int a = 0; !why && a < c->n_devs; a++)
+        if (pl_cluster_same_silicon(c, a, j)) why = "is already the core of a device";
+    if (why) return pl_json_fail(e, r->err, "device \"%s\" %s", c->devs[j].name, why);
+    c->devs[k].core_devs[c->devs[k].n_core_devs++] = j;
+    return 0;
+}
+
+/* "core_devices": the devices that are device k's cores, one by one (docs/clusters.md,
+ * "Cores"); together they have its cores. */
+static int read_core_devices(reader *r, const pl_json *d)
+{
+    pl_json list;
+    const char *name;
+    int rc = pl_json_opt_array(d, "core_devices", &list, r->err);
+    if (rc <= 0) return rc;
+    if (pl_json_string(d, "name", &name, r->err) < 0) return -1;
+    pl_device *w = &r->c->devs[pl_cluster_find(r->c, name)];
+    size_t n = pl_json_len(&list);
+    if (w->kind != PL_DEV_CPU || n < 2)
+        return pl_json_fail(&list, r->err,
+                            "core_devices lists the cores of a CPU device, at least two");
+    int k = (int)(w - r->c->devs), sum = 0;
+    for (int a = 0; a < r->c->n_devs; a++)
+        if (pl_cluster_same_silicon(r->c, a, k))
+            return pl_json_fail(&list, r->err, "device \"%s\" is a core of \"%s\" already", name,
+                                r->c->devs[a].name);
+    w->core_devs = pl_calloc(n, sizeof *w->core_devs);
+    for (size_t i = 0; i < n; i++) {
+        pl_json e = pl_json_index(&list, i);
+        if (read_core_device(r, &e, k) < 0) return -1;
+        sum += r->c->devs[w->core_devs[i]].cores > 1 ? r->c->devs[w->core_devs[i]].cores : 1;
+    }
+    if (sum != (w->cores > 1 ? w->cores : 1))
+        return pl_json_fail(&list, r->err,
+                            "the core devices have %d cores together, device \"%s\" %d: they "
+                            "must be the same cores",
+                            sum, w->name, w->cores > 1 ? w->cores : 1);
+    return 0;
+}
+
 static int read_devices(reader *r)
 {
     pl_json devs;
@@ -364,6 +458,10 @@ static int read_devices(reader *r)
     for (size_t i = 0; i < pl_json_len(&devs); i++) {
         pl_json d = pl_json_index(&devs, i);
         if (read_device(r, &d) < 0) return -1;
+    }
+    for (size_t i = 0; i < pl_json_len(&devs); i++) {
+        pl_json d = pl_json_index(&devs, i);
+        if (read_core_devices(r, &d) < 0) return -1;
     }
     return 0;
 }
@@ -600,7 +698,7 @@ static int derive_routes(reader *r)
     for (int a = 0; a < nd && rc == 0; a++)
         for (int b = 0; b < nd && rc == 0; b++) {
             size_t k = (size_t)a * n + b, kc = (size_t)a * c->cap_devs + b;
-            if (a != b && hops[k] < 0)
+            if (a != b && hops[k] < 0 && !pl_cluster_same_silicon(c, a, b))
                 rc = pl_json_fail(r->root, r->err,
                                   "no route from device \"%s\" to device \"%s\": add a link, or "
                                   "connect both to a switch",

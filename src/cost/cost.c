@@ -110,7 +110,7 @@ void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl
     *t = (pl_cost_terms){.cls = cls,
                          .launch_s = d->launch_overhead_s,
                          .flops = tiled_flops(op, g, d),
-                         .peak = peak,
+                         .peak = peak * pl_device_speed(d), /* cores: docs/cost.md, "CPU cores" */
                          .bytes = op->bytes_moved,
                          .bandwidth = d->mem_bandwidth_Bps,
                          .gemm_flops = gemm_flops(op, g)};
@@ -398,7 +398,8 @@ static void fill_cell(table_ctx *x, int op, int dev)
     const pl_profile *pr = x->dev_profile[(size_t)o->tenant * k->n_devs + dev];
     k->basis[cell] = PL_BASIS_GIVEN;
     if (t < 0 && pr)
-        t = pl_profile_lookup(pr, own_name(k->g, o)), k->basis[cell] = PL_BASIS_PROFILED;
+        t = pl_cost_on_cores(o, k->g, d, &k->params, pl_profile_lookup(pr, own_name(k->g, o))),
+        k->basis[cell] = PL_BASIS_PROFILED;
     k->given[cell] = t >= 0;
     if (t < 0) {
         k->basis[cell] = estimate_basis(&k->params, o, k->g, d);

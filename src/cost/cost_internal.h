@@ -8,6 +8,12 @@
  * already filled op by op (docs/cost.md, "Runtime fusion"). */
 void pl_cost_fuse(pl_cost *k);
 
+/* ---- cores.c ---- */
+/* A one-core time of op (a profile's: one intra-op thread) on device d of d->cores cores:
+ * scaled by the estimate's gain on d over one of its cores (docs/cost.md, "CPU cores"). */
+double pl_cost_on_cores(const pl_op *op, const pl_graph *g, const pl_device *d,
+                        const pl_cost_params *p, double one_core_s);
+
 /* ---- gpu.c ---- */
 /* The GPU kernel parameters that apply to device d: gpu_model's for a GPU of that model, else
  * gpu's; NULL when d is no GPU or the rules are off (the roofline then). */

@@ -273,20 +273,23 @@ static void add_note(pl_err *err, const char *what)
 }
 
 /* Replaces out by the fastest single-device plan unless out is predicted at least min_gain
- * faster than it. */
+ * faster than it; with `wholes_only`, of the devices that have core_devices alone. */
 static void keep_single_if_faster(const pl_algo *a, const pl_cost *k, pl_contention c,
-                                  double min_gain, pl_plan *out, pl_err *err)
+                                  double min_gain, bool wholes_only, pl_plan *out, pl_err *err)
 {
-    double mine = predicted_s(k, out, c), best = INFINITY;
+    double best = INFINITY;
     int best_d = -1;
     pl_plan *one = pl_plan_new(k->n_ops, k->n_devs);
     for (int d = 0; d < k->n_devs; d++) {
+        if (wholes_only && !k->c->devs[d].n_core_devs) continue;
         bool runs = true;
         for (int v = 0; v < k->n_ops; v++)
             one->dev[v] = d, runs &= isfinite(pl_cost_op_s(k, v, d));
         double t = runs ? predicted_s(k, one, c) : INFINITY;
         if (t < best) best = t, best_d = d;
     }
+    /* (inside another algorithm, a table of cores only has no candidate: nothing simulated) */
+    double mine = best_d >= 0 ? predicted_s(k, out, c) : INFINITY;
     if (best_d >= 0 && mine > best * (1 - min_gain)) {
         for (int v = 0; v < k->n_ops; v++)
             one->dev[v] = best_d;
@@ -294,14 +297,44 @@ static void keep_single_if_faster(const pl_algo *a, const pl_cost *k, pl_content
         snprintf(out->algo, sizeof out->algo, "single");
         char note[sizeof err->msg], gain[64] = "";
         if (mine < best) snprintf(gain, sizeof gain, " by less than %.3g %%", 100 * min_gain);
+        char cores[96] = "";
+        if (k->c->devs[best_d].cores > 1)
+            snprintf(cores, sizeof cores, ", all its %d cores", k->c->devs[best_d].cores);
         snprintf(note, sizeof note,
-                 "%s: its plan is predicted at %.4g ms, %s the whole model on '%s' (%.4g ms)%s: "
+                 "%s: its plan is predicted at %.4g ms, %s the whole model on '%s'%s (%.4g ms)%s: "
                  "the single-device plan is returned instead",
                  a->name, mine * 1e3, mine < best ? "faster than" : "slower than",
-                 k->c->devs[best_d].name, best * 1e3, gain);
+                 k->c->devs[best_d].name, cores, best * 1e3, gain);
         add_note(err, note);
     }
     pl_plan_free(one);
+}
+
+/* ---- cores (docs/clusters.md, "Cores") ----
+ * A cluster may list a CPU device and its cores as devices of their own (core_devices): the
+ * same silicon seen two ways. The algorithm places on the cores (and every other device): it
+ * runs on a table in which a device with core_devices can run nothing. The whole device then
+ * competes as a single-device plan (keep_single_if_faster), so the plan is the better of the
+ * two views and never uses both. */
+static bool has_wholes(const pl_cluster *c)
+{
+    for (int d = 0; d < c->n_devs; d++)
+        if (c->devs[d].n_core_devs) return true;
+    return false;
+}
+
+/* k's table with the devices that have core_devices unable to run any op; the caller frees
+ * its op_s. */
+static pl_cost cores_only(const pl_cost *k)
+{
+    pl_cost m = *k;
+    size_t cells = (size_t)k->n_ops * k->n_devs;
+    m.op_s = pl_malloc((cells ? cells : 1) * sizeof *m.op_s);
+    memcpy(m.op_s, k->op_s, cells * sizeof *m.op_s);
+    for (int d = 0; d < k->n_devs; d++)
+        for (int i = 0; k->c->devs[d].n_core_devs && i < k->n_ops; i++)
+            m.op_s[(size_t)i * k->n_devs + d] = INFINITY;
+    return m;
 }
 
 int pl_place_precheck(const pl_cost *k, pl_err *err)
@@ -325,16 +358,20 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
     pl_place_opts inner = *o;
     inner.single_if_faster = false; /* for the algorithm and any it runs inside */
     double t0 = pl_now();
-    int rc = run_algo(a, k, &inner, out, err);
+    bool wholes = has_wholes(k->c);
+    pl_cost split = wholes ? cores_only(k) : *k;
+    int rc = run_algo(a, &split, &inner, out, err);
     snprintf(out->algo, sizeof out->algo, "%s", a->name);
-    if (rc == 0) rc = check_complete(a, k, out, err);
+    if (rc == 0) rc = check_complete(a, &split, out, err);
     out->stages_before = out->stages_after = out->cut_simulations = 0, out->cut_s = 0;
     /* a measured plan keeps its cuts: merging them by the simulator would change it (only the
      * plan that was measured: an algorithm that ignores o->measure is merged as always) */
     if (rc == 0 && !o->fine_cuts && !(out->measured_s > 0) && pk_cuts_apply(k))
-        pk_coarsen_cuts(k, o->contention, PK_CUT_EVALS, out);
-    if (rc == 0 && o->single_if_faster)
-        keep_single_if_faster(a, k, o->contention, o->min_gain, out, err);
+        pk_coarsen_cuts(&split, o->contention, PK_CUT_EVALS, out);
+    if (wholes) free(split.op_s);
+    /* a device with core_devices competes whatever the algorithm (the cores, above) */
+    if (rc == 0 && (o->single_if_faster || wholes))
+        keep_single_if_faster(a, k, o->contention, o->min_gain, !o->single_if_faster, out, err);
     out->search_s = pl_now() - t0;
     out->contention = o->contention;
     out->predicted_makespan_s = 0;

@@ -64,10 +64,33 @@ static int explain(const pl_plan *p, const pl_graph *g, const pl_cluster *c, con
     return pl_err_set(err, "the plan's order deadlocks (no op waits on an input: internal error)");
 }
 
+int pl_plan_check_silicon(const pl_graph *g, const pl_cluster *c, const int *dev, const char *who,
+                          pl_err *err)
+{
+    int *op_on = pl_malloc(((size_t)c->n_devs + 1) * sizeof *op_on), rc = 0;
+    for (int d = 0; d < c->n_devs; d++)
+        op_on[d] = -1;
+    for (int op = 0; op < g->n_ops; op++)
+        if (dev[op] >= 0 && dev[op] < c->n_devs && op_on[dev[op]] < 0) op_on[dev[op]] = op;
+    for (int a = 0; a < c->n_devs && rc == 0; a++)
+        for (int b = a + 1; b < c->n_devs && rc == 0 && op_on[a] >= 0; b++)
+            if (op_on[b] >= 0 && pl_cluster_same_silicon(c, a, b))
+                rc = pl_err_set(err,
+                                "%s: devices '%s' and '%s' are the same cores (core_devices, "
+                                "docs/clusters.md \"Cores\"): op '%s' is on '%s', op '%s' on "
+                                "'%s'; a plan uses a device or its cores, not both",
+                                who, c->devs[a].name, c->devs[b].name, g->ops[op_on[a]].name,
+                                c->devs[a].name, g->ops[op_on[b]].name, c->devs[b].name);
+    free(op_on);
+    return rc;
+}
+
 int pl_plan_check(const pl_plan *p, const pl_graph *g, const pl_cluster *c, pl_err *err)
 {
     PL_ASSERT(p->n_ops == g->n_ops && p->n_devs == c->n_devs);
-    if (pl_plan_check_coloc(g, c, p->dev, "plan", err) < 0) return -1;
+    if (pl_plan_check_coloc(g, c, p->dev, "plan", err) < 0 ||
+        pl_plan_check_silicon(g, c, p->dev, "plan", err) < 0)
+        return -1;
     if (!p->order) return 0;
     bool *done = pl_calloc(g->n_ops ? g->n_ops : 1, sizeof *done);
     int rc = runnable(p, g, done) == g->n_ops ? 0 : explain(p, g, c, done, err);

@@ -319,6 +319,8 @@ pl_plan *pl_plan_load(const char *path, const pl_graph *g, const pl_cluster *c, 
     pl_plan *p = pl_plan_new(g->n_ops, c->n_devs);
     int rc = read_plan(&root, g, c, p, err);
     pl_json_close(doc);
+    if (rc == 0 && pl_plan_check_silicon(g, c, p->dev, "plan", err) < 0)
+        rc = pl_err_prefix(err, "%s: $.placement", path);
     if (rc == 0 && pl_plan_check(p, g, c, err) < 0) rc = pl_err_prefix(err, "%s: $.order", path);
     if (rc < 0) {
         pl_plan_free(p);

@@ -31,6 +31,7 @@ struct pl_ort {
     char **paths;   /* loaded models, reloaded by the next request after the worker was lost */
     char **devices; /* their devices (NULL: one after the other on one thread) */
     int *tenants;   /* their tenants (NULL: all 0) */
+    int *threads;   /* their intra-op threads (NULL: the options') */
     int n_paths;
     long next_id;
     int restarts;
@@ -116,8 +117,8 @@ static int revive(pl_ort *w, pl_err *err)
     w->restarting = true;
     int rc = spawn(w, &e);
     if (rc == 0 && w->n_paths)
-        rc = pl_ort_load_tenants(w, (const char *const *)w->paths, (const char *const *)w->devices,
-                                 w->tenants, w->n_paths, &e);
+        rc = pl_ort_load_stages(w, (const char *const *)w->paths, (const char *const *)w->devices,
+                                w->tenants, w->threads, w->n_paths, &e);
     w->restarting = false;
     if (rc == 0) return w->restarts++, 0;
     pl_proc_end(&w->p, false, 0, NULL, 0);
@@ -298,7 +299,8 @@ static void free_strings(char **v, int n)
 static void forget_paths(pl_ort *w)
 {
     free_strings(w->paths, w->n_paths), free_strings(w->devices, w->n_paths), free(w->tenants);
-    w->paths = w->devices = NULL, w->tenants = NULL, w->n_paths = 0;
+    free(w->threads);
+    w->paths = w->devices = NULL, w->tenants = w->threads = NULL, w->n_paths = 0;
 }
 
 static json_t *ints_json(const int *v, int n)
@@ -309,16 +311,28 @@ static json_t *ints_json(const int *v, int n)
     return list;
 }
 
-int pl_ort_load_tenants(pl_ort *w, const char *const *paths, const char *const *devices,
-                        const int *tenants, int n, pl_err *err)
+/* A copy of v[0..n), NULL for NULL. */
+static int *copy_ints(const int *v, int n)
+{
+    if (!v) return NULL;
+    int *c = pl_malloc(((size_t)n + 1) * sizeof *c);
+    memcpy(c, v, (size_t)n * sizeof *c);
+    return c;
+}
+
+int pl_ort_load_stages(pl_ort *w, const char *const *paths, const char *const *devices,
+                       const int *tenants, const int *threads, int n, pl_err *err)
 {
     for (int i = 0; tenants && i < n; i++)
         if (tenants[i] < 0) return pl_err_set(err, "stage %d: tenant %d is below 0", i, tenants[i]);
+    for (int i = 0; threads && i < n; i++)
+        if (threads[i] < 1) return pl_err_set(err, "stage %d: %d threads", i, threads[i]);
     json_t *msg = json_pack("{s:s, s:o, s:i, s:s}", "op", "load", "models", strings_json(paths, n),
                             "threads", w->o.threads, "optimize", optimize_of(w)),
            *r = NULL;
     if (devices) json_object_set_new(msg, "devices", strings_json(devices, n));
     if (tenants) json_object_set_new(msg, "tenants", ints_json(tenants, n));
+    if (threads) json_object_set_new(msg, "stage_threads", ints_json(threads, n));
     double bytes = bytes_of(paths, n);
     int rc = request(w, msg, "load", bytes, &r, err);
     if (rc == 0) w->load_s = json_number_value(json_object_get(r, "load_s"));
@@ -327,11 +341,14 @@ int pl_ort_load_tenants(pl_ort *w, const char *const *paths, const char *const *
     if (rc < 0 || (const char *const *)w->paths == paths) return rc;
     forget_paths(w);
     w->paths = copy_strings(paths, n), w->devices = copy_strings(devices, n), w->n_paths = n;
-    if (tenants) {
-        w->tenants = pl_malloc((size_t)n * sizeof *w->tenants);
-        memcpy(w->tenants, tenants, (size_t)n * sizeof *tenants);
-    }
+    w->tenants = copy_ints(tenants, n), w->threads = copy_ints(threads, n);
     return 0;
+}
+
+int pl_ort_load_tenants(pl_ort *w, const char *const *paths, const char *const *devices,
+                        const int *tenants, int n, pl_err *err)
+{
+    return pl_ort_load_stages(w, paths, devices, tenants, NULL, n, err);
 }
 
 int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devices, int n,

@@ -11,18 +11,20 @@ int pl_ort_load_split(pl_ort *w, const pl_split_manifest *m, const char *cache_d
 {
     char **paths = pl_calloc(m->n, sizeof *paths);
     const char **devs = pl_calloc(m->n, sizeof *devs);
-    int rc = 0;
+    int rc = 0, *threads = pl_calloc(m->n + 1, sizeof *threads);
     for (int j = 0; j < m->n && rc == 0; j++) {
         char out[4096];
         /* a weightless stage gets made-up weights, the same as the whole model's (by name) */
         rc = pl_inflate_model(m->st[j].path, cache_dir, out, sizeof out, err) < 0 ? -1 : 0;
         paths[j] = pl_strdup(out), devs[j] = m->st[j].device;
+        threads[j] = m->st[j].threads > 1 ? m->st[j].threads : 1;
     }
     if (rc == 0)
-        rc = pl_ort_load_on(w, (const char *const *)paths, sequential ? NULL : devs, m->n, err);
+        rc = pl_ort_load_stages(w, (const char *const *)paths, sequential ? NULL : devs, NULL,
+                                threads, m->n, err);
     for (int j = 0; j < m->n; j++)
         free(paths[j]);
-    free(paths), free(devs);
+    free(paths), free(devs), free(threads);
     return rc;
 }
 

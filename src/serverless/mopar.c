@@ -145,7 +145,7 @@ static void span_of(const pl_sl_graph *sg, const pl_transport *x, const pl_sl_op
 double sl_compute_s(const pl_platform *pf, double t, double par, double out, double mem_bytes,
                     int eta)
 {
-    double speed = 1 + (eta - 1) * pf->parallel_eff;
+    double speed = pl_parallel_speed(eta, pf->parallel_eff);
     double bw = pf->vcpu && pf->vcpu->n_devs ? pf->vcpu->devs[0].mem_bandwidth_Bps : 0;
     double agg = eta > 1 && bw > 0 ? (eta - 1.0) / eta * out / bw : 0;
     double share = fmin(pl_platform_vcpus(pf, mem_bytes / PL_PLATFORM_MB_BYTES), 1);

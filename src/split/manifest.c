@@ -59,6 +59,20 @@ static int check_hash(const pl_json *st, size_t j, const char *name, const char 
     return 0;
 }
 
+/* "threads": optional (1), the stage's intra-op threads, its device's cores: 1..4096. */
+static int read_threads(const pl_json *st, int *out, pl_err *err)
+{
+    int64_t n = 1;
+    if (pl_json_opt_int(st, "threads", &n, err) < 0) return -1;
+    if (n < 1 || n > 4096) {
+        pl_json at = pl_json_at(st, "threads");
+        return pl_json_fail(&at, err, "threads %lld is outside 1..4096 (its device's cores)",
+                            (long long)n);
+    }
+    *out = (int)n;
+    return 0;
+}
+
 static int read_stage(const pl_json *st, size_t j, const char *dir, pl_split_stage_ref *out,
                       pl_err *err)
 {
@@ -72,7 +86,7 @@ static int read_stage(const pl_json *st, size_t j, const char *dir, pl_split_sta
         return -1;
     }
     out->name = pl_strdup(name), out->device = pl_strdup(dev);
-    return 0;
+    return read_threads(st, &out->threads, err);
 }
 
 /* Two stages naming one file: at most one of them can hold the right ops. */

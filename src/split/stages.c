@@ -320,6 +320,15 @@ void pl_stages_free(pl_stages *s)
     memset(s, 0, sizeof *s);
 }
 
+void pl_split_set_threads(pl_stages *s, const pl_cluster *c)
+{
+    for (int j = 0; j < s->n; j++) {
+        int d = s->st[j].dev;
+        s->st[j].threads =
+            c && d >= 0 && d < c->n_devs && c->devs[d].cores > 1 ? c->devs[d].cores : 1;
+    }
+}
+
 int pl_split_readers(const pl_graph *g, const pl_stages *s, int t, int *to)
 {
     int n = 0, maker = s->maker[t];

@@ -275,11 +275,12 @@ static json_t *stage_json(const pl_graph *g, const pl_stages *s, int j, const ch
     free(to);
     for (int k = 0; k < st->n_consts; k++)
         json_array_append_new(consts, json_string(g->ops[st->consts[k]].name));
-    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:o, s:o, s:o}", "name", name,
-                     "file", file, "sha256", sha, "device", dev, "ops", st->n_ops, "weights",
-                     st->n_weights, "weight_bytes", (json_int_t)st->weight_bytes,
-                     "copied_weight_bytes", (json_int_t)st->copied_weight_bytes, "copied_constants",
-                     consts, "inputs", in, "outputs", out);
+    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:o, s:o, s:o}", "name", name,
+                     "file", file, "sha256", sha, "device", dev, "threads",
+                     st->threads > 1 ? st->threads : 1, "ops", st->n_ops, "weights", st->n_weights,
+                     "weight_bytes", (json_int_t)st->weight_bytes, "copied_weight_bytes",
+                     (json_int_t)st->copied_weight_bytes, "copied_constants", consts, "inputs", in,
+                     "outputs", out);
 }
 
 static int write_manifest(const char *model_path, const pl_graph *g, const pl_stages *s,

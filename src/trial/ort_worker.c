@@ -196,9 +196,13 @@ static int run_plan(ort_state *s, const pl_graph *g, const pl_cluster *c, const 
     char **paths = pl_calloc((size_t)g->n_ops + 1, sizeof *paths);
     const char **devs = pl_calloc((size_t)g->n_ops + 1, sizeof *devs);
     int rc = pl_split_runnable(s->model_path, g, p, names, dir, cache, &st, paths, err);
+    int *threads = pl_calloc((size_t)g->n_ops + 1, sizeof *threads);
+    pl_split_set_threads(&st, c); /* a stage runs on all its device's cores */
     for (int j = 0; rc == 0 && j < st.n; j++)
-        devs[j] = names[st.st[j].dev];
-    if (rc == 0) rc = pl_ort_load_on(s->ort, (const char *const *)paths, devs, st.n, err);
+        devs[j] = names[st.st[j].dev], threads[j] = st.st[j].threads;
+    if (rc == 0)
+        rc = pl_ort_load_stages(s->ort, (const char *const *)paths, devs, NULL, threads, st.n, err);
+    free(threads);
     bool loaded = rc == 0;
     if (loaded) {
         s->whole = false;
