@@ -120,7 +120,8 @@ int pl_ort_load_stages(pl_ort *w, const char *const *paths, const char *const *d
                        const int *tenants, const int *threads, int n, pl_err *err);
 /* Loads the split that pl_split_manifest_load read: every stage file inflated into cache_dir
  * (pl_inflate_model: a weightless split gets the same made-up weights as its whole model),
- * then pl_ort_load_stages with the manifest's devices (none when `sequential`) and threads. */
+ * then pl_ort_load_stages with the manifest's devices (none when `sequential`, or when every
+ * stage is on one device: they then run on the worker's main thread) and threads. */
 struct pl_split_manifest;
 int pl_ort_load_split(pl_ort *w, const struct pl_split_manifest *m, const char *cache_dir,
                       bool sequential, pl_err *err);
