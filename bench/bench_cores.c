@@ -111,21 +111,30 @@ static int bench_model(const char *placer, const char *model, int runs, int repe
         if (make_split(placer, model, cluster[c], dir[c], what[c], sizeof what[c], &err) < 0)
             goto fail;
     }
-    double t[N_WAYS][RUNS_MAX];
-    for (int r = 0; r < runs; r++)
+    /* onnxruntime's two threads and the plan back to back, in turn first, so that both meet
+     * the same state of the VM (its two-thread latency drifts between modes, docs/runtime.md
+     * "Cores"); their ratio is taken per run */
+    double t[N_WAYS][RUNS_MAX], ratio[RUNS_MAX];
+    for (int r = 0; r < runs; r++) {
+        bool plan_first = r % 2;
         if (whole(inflated, 1, repeat, &t[ORT1][r], &err) < 0 ||
+            (plan_first && run_split(dir[0], repeat, &t[PLAN_CORES][r], &err) < 0) ||
             whole(inflated, 2, repeat, &t[ORT2][r], &err) < 0 ||
-            run_split(dir[0], repeat, &t[PLAN_CORES][r], &err) < 0 ||
+            (!plan_first && run_split(dir[0], repeat, &t[PLAN_CORES][r], &err) < 0) ||
             run_split(dir[1], repeat, &t[PLAN_ONE][r], &err) < 0)
             goto fail;
-    double med[N_WAYS], lo[N_WAYS], hi[N_WAYS];
+        ratio[r] = t[PLAN_CORES][r] / t[ORT2][r];
+    }
+    double med[N_WAYS], lo[N_WAYS], hi[N_WAYS], rmed, rlo, rhi;
     for (int k = 0; k < N_WAYS; k++)
         spread(t[k], runs, &med[k], &lo[k], &hi[k]);
+    spread(ratio, runs, &rmed, &rlo, &rhi);
     printf("%-22s", base(model));
     for (int k = 0; k < N_WAYS; k++)
         printf(" %8.2f (%.2f-%.2f)", med[k] * 1e3, lo[k] * 1e3, hi[k] * 1e3);
-    printf("  S %.2f e %.2f  plan/ort2 %.2f  [%s | %s]\n", med[ORT1] / med[ORT2],
-           med[ORT1] / med[ORT2] - 1, med[PLAN_CORES] / med[ORT2], what[0], what[1]);
+    printf("  S %.2f e %.2f  plan/ort2 %.2f, per run %.2f (%.2f-%.2f)  [%s | %s]\n",
+           med[ORT1] / med[ORT2], med[ORT1] / med[ORT2] - 1, med[PLAN_CORES] / med[ORT2], rmed, rlo,
+           rhi, what[0], what[1]);
     fflush(stdout);
     return 0;
 fail:
