@@ -137,6 +137,17 @@ static void test_cache_used(void **state)
 {
     (void)state;
     write_entry(entry, cpu);
+    /* the entry's name carries the cost model's version: another version's entry beside it is
+     * neither read nor rebuilt (two placers on one machine keep one each) */
+    char want[32], other[4200];
+    snprintf(want, sizeof want, ".v%d.json", PL_MACHINE_COST_MODEL);
+    assert_contains(entry, want);
+    snprintf(other, sizeof other, "%.*s.v%d.json", (int)(strlen(entry) - strlen(want)), entry,
+             PL_MACHINE_COST_MODEL - 1);
+    FILE *f = fopen(other, "w");
+    assert_non_null(f);
+    fputs("an older placer's entry", f);
+    fclose(f);
     char *a, *b, *c, args[4200];
     double cached = makespan("", &a);
     snprintf(args, sizeof args, "--cost-params %s", entry);
@@ -151,6 +162,11 @@ static void test_cache_used(void **state)
     assert_contains(b, "\"calibration\": \"cost-params\"");
     assert_contains(c, "\"calibration\": \"uncalibrated\"");
     free(a), free(b), free(c);
+    pl_err err = {""};
+    char *kept = pl_read_file(other, NULL, &err);
+    assert_non_null(kept);
+    assert_string_equal(kept, "an older placer's entry");
+    free(kept);
 }
 
 /* Calibration off (the variable, or --no-calibration): the output says "uncalibrated"; a

@@ -131,8 +131,8 @@ void pl_cpu_model(char *out, size_t n);
  * install puts them in share/placer/models. */
 const char *const *pl_machine_model_names(void);
 /* Where the calibration of CPU model `cpu`, fitted for device model `device_model`, is cached:
- * pl_cache_dir("calibration")/CPU__DEVICE.json, each with every character other than a letter,
- * digit, '-' or '.' made '_'. One entry per device model, so that two clusters describing this
+ * pl_cache_dir("calibration")/CPU__DEVICE.vN.json (N: PL_MACHINE_COST_MODEL), CPU and DEVICE
+ * with every character other than a letter, digit, '-' or '.' made '_'. One entry per device model, so that two clusters describing this
  * CPU under different names do not rebuild each other's entry. */
 int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, size_t n,
                           pl_err *err);

@@ -65,7 +65,9 @@ int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, 
     char dir[4096], a[128], b[128];
     if (pl_cache_dir("calibration", dir, sizeof dir, err) < 0) return -1;
     file_safe(cpu, a, sizeof a), file_safe(device_model, b, sizeof b);
-    int w = snprintf(out, n, "%s/%s__%s.json", dir, a, b);
+    /* the cost model's version in the name: two placers of different versions on one machine
+     * (or two worktrees) keep an entry each instead of refitting each other's */
+    int w = snprintf(out, n, "%s/%s__%s.v%d.json", dir, a, b, PL_MACHINE_COST_MODEL);
     if (w < 0 || (size_t)w >= n) return pl_err_set(err, "the cache folder's path is too long");
     return 0;
 }
