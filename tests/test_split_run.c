@@ -73,7 +73,10 @@ static void threads_agree(const char *model, const char *algo, const pl_stages *
     if (pl_ort_load_on(worker, list, devs, s->n, &err) < 0 ||
         pl_ort_run(worker, 1, 0, &r, &err) < 0)
         fail_msg("%s/%s on device threads: %s", model, algo, err.msg);
-    assert_true(r.concurrent);
+    bool several = false; /* one device's stages run on the main thread (pl_ort_load_stages) */
+    for (int j = 1; j < s->n; j++)
+        several |= s->st[j].dev != s->st[0].dev;
+    assert_int_equal(r.concurrent, several);
     assert_int_equal(r.n_outputs, whole.n_outputs);
     for (int k = 0; k < whole.n_outputs; k++) {
         int i = 0;

@@ -80,7 +80,7 @@ typedef struct pl_ort_output {
 
 typedef struct pl_ort_result {
     int repeat, n_stages, n_outputs;
-    bool concurrent;   /* the stages ran on device threads (pl_ort_load_on with devices) */
+    bool concurrent;   /* the stages ran on device threads (pl_ort_load_on with 2+ devices) */
     double *latency_s; /* [repeat]: one request, first input to last output */
     double *stage_s;   /* [repeat * n_stages]: each stage's own run time */
     double *start_s;   /* [repeat * n_stages]: when each stage started, from the request's start */
@@ -100,7 +100,9 @@ int pl_ort_load(pl_ort *w, const char *const *paths, int n, pl_err *err);
  * pl_ort_load). Every device gets a thread of its own in the worker holding its stages'
  * sessions; a stage runs as soon as its inputs have arrived, so stages of different devices
  * overlap (each session has the options' intra-op threads: 1 is one core per device). Stages
- * of one device run in the order given. A stage may read only tensors of earlier stages. */
+ * of one device run in the order given; when every stage names one device they run on the
+ * worker's main thread instead (pl_ort_load_stages; the result is then not `concurrent`). A
+ * stage may read only tensors of earlier stages. */
 int pl_ort_load_on(pl_ort *w, const char *const *paths, const char *const *devices, int n,
                    pl_err *err);
 /* The same, with the stages of several independent models ("tenants") at once: tenants[i] is
@@ -115,13 +117,14 @@ int pl_ort_load_tenants(pl_ort *w, const char *const *paths, const char *const *
                         const int *tenants, int n, pl_err *err);
 /* The same, with each stage's onnxruntime intra-op threads: threads[i] >= 1 for stage i (a
  * stage of a device with that many cores, pl_split_set_threads); NULL: the options' threads
- * for every stage. Kept for a worker started again as the paths are. */
+ * for every stage. Stages of one model that all name one device run on the worker's main
+ * thread, in order, as pl_ort_load runs a model (a device thread of their own only cost
+ * time). Kept for a worker started again as the paths are. */
 int pl_ort_load_stages(pl_ort *w, const char *const *paths, const char *const *devices,
                        const int *tenants, const int *threads, int n, pl_err *err);
 /* Loads the split that pl_split_manifest_load read: every stage file inflated into cache_dir
  * (pl_inflate_model: a weightless split gets the same made-up weights as its whole model),
- * then pl_ort_load_stages with the manifest's devices (none when `sequential`, or when every
- * stage is on one device: they then run on the worker's main thread) and threads. */
+ * then pl_ort_load_stages with the manifest's devices (none when `sequential`) and threads. */
 struct pl_split_manifest;
 int pl_ort_load_split(pl_ort *w, const struct pl_split_manifest *m, const char *cache_dir,
                       bool sequential, pl_err *err);

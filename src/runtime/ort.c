@@ -320,6 +320,16 @@ static int *copy_ints(const int *v, int n)
     return c;
 }
 
+/* Every stage names the same device: nothing can run beside anything, so the worker runs the
+ * stages on its main thread as it runs a whole model; a device thread of its own cost 1-10 %
+ * of a whole model's latency (bench_cores, docs/runtime.md "Cores"). */
+static bool one_device(const char *const *devices, int n)
+{
+    for (int i = 1; i < n; i++)
+        if (strcmp(devices[i], devices[0])) return false;
+    return true;
+}
+
 int pl_ort_load_stages(pl_ort *w, const char *const *paths, const char *const *devices,
                        const int *tenants, const int *threads, int n, pl_err *err)
 {
@@ -330,7 +340,8 @@ int pl_ort_load_stages(pl_ort *w, const char *const *paths, const char *const *d
     json_t *msg = json_pack("{s:s, s:o, s:i, s:s}", "op", "load", "models", strings_json(paths, n),
                             "threads", w->o.threads, "optimize", optimize_of(w)),
            *r = NULL;
-    if (devices) json_object_set_new(msg, "devices", strings_json(devices, n));
+    if (devices && (tenants || !one_device(devices, n)))
+        json_object_set_new(msg, "devices", strings_json(devices, n));
     if (tenants) json_object_set_new(msg, "tenants", ints_json(tenants, n));
     if (threads) json_object_set_new(msg, "stage_threads", ints_json(threads, n));
     double bytes = bytes_of(paths, n);

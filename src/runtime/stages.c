@@ -5,7 +5,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 int pl_ort_load_split(pl_ort *w, const pl_split_manifest *m, const char *cache_dir, bool sequential,
                       pl_err *err)
@@ -20,15 +19,9 @@ int pl_ort_load_split(pl_ort *w, const pl_split_manifest *m, const char *cache_d
         paths[j] = pl_strdup(out), devs[j] = m->st[j].device;
         threads[j] = m->st[j].threads > 1 ? m->st[j].threads : 1;
     }
-    /* every stage on one device: nothing runs beside anything, so the stages run on the
-     * worker's main thread as a whole model does; a device thread of its own cost 1-10 % of a
-     * whole model's latency (bench_cores, docs/runtime.md "Cores") */
-    bool one_device = true;
-    for (int j = 1; j < m->n; j++)
-        one_device &= !strcmp(m->st[j].device, m->st[0].device);
     if (rc == 0)
-        rc = pl_ort_load_stages(w, (const char *const *)paths,
-                                sequential || one_device ? NULL : devs, NULL, threads, m->n, err);
+        rc = pl_ort_load_stages(w, (const char *const *)paths, sequential ? NULL : devs, NULL,
+                                threads, m->n, err);
     for (int j = 0; j < m->n; j++)
         free(paths[j]);
     free(paths), free(devs), free(threads);

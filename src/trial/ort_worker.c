@@ -196,7 +196,7 @@ static int run_plan(ort_state *s, const pl_graph *g, const pl_cluster *c, const 
     char **paths = pl_calloc((size_t)g->n_ops + 1, sizeof *paths);
     const char **devs = pl_calloc((size_t)g->n_ops + 1, sizeof *devs);
     int rc = pl_split_runnable(s->model_path, g, p, names, dir, cache, &st, paths, err);
-    int *threads = pl_calloc((size_t)g->n_ops + 1, sizeof *threads);
+    int *threads = pl_calloc((size_t)st.n + 1, sizeof *threads);
     pl_split_set_threads(&st, c); /* a stage runs on all its device's cores */
     for (int j = 0; rc == 0 && j < st.n; j++)
         devs[j] = names[st.st[j].dev], threads[j] = st.st[j].threads;
