@@ -135,27 +135,31 @@ int pl_out_take_signals(void)
     return n;
 }
 
-/* A full list leaves the temporary unregistered (32 at once: placer holds a handful). */
+/* A full list leaves the temporary unregistered (32 at once: placer holds a handful). The
+ * list changes under the gate: the signal thread reads it beside the main thread, and a name
+ * freed while it unlinks it was a use after free (a SIGSEGV instead of death by SIGTERM, seen
+ * once in CI on learn-prior, which commits an output every round). */
 static void live_add(const char *path, bool dir)
 {
     install_handlers();
-    for (int k = 0; k < MAX_LIVE; k++)
-        if (!live[k]) {
-            live_dir[k] = dir;
-            live[k] = pl_strdup(path);
-            return;
-        }
+    char *copy = pl_strdup(path);
+    pthread_mutex_lock(&gate);
+    int k = 0;
+    while (k < MAX_LIVE && live[k])
+        k++;
+    if (k < MAX_LIVE) live_dir[k] = dir, live[k] = copy, copy = NULL;
+    pthread_mutex_unlock(&gate);
+    free(copy);
 }
 
 static void live_remove(const char *path)
 {
-    for (int k = 0; path && k < MAX_LIVE; k++)
-        if (live[k] && !strcmp(live[k], path)) {
-            char *p = live[k];
-            live[k] = NULL;
-            free(p);
-            return;
-        }
+    char *p = NULL;
+    pthread_mutex_lock(&gate);
+    for (int k = 0; path && k < MAX_LIVE && !p; k++)
+        if (live[k] && !strcmp(live[k], path)) p = live[k], live[k] = NULL;
+    pthread_mutex_unlock(&gate);
+    free(p);
 }
 
 /* ---- names ---- */
