@@ -405,7 +405,7 @@ static cli_exit ctx_open(const multi_opts *o, multi_ctx *x)
             cli_fail("multi",
                      "%s: device '%s' is also listed core by core (core_devices): placer multi "
                      "does not choose between the two views; give a cluster with one (e.g. "
-                     "examples/clusters/local-cpu.json)",
+                     "examples/clusters/local-cpu-percore.json)",
                      o->co.cluster, x->c->devs[d].name);
             return ctx_close(x), CLI_EXIT_BAD_INPUT;
         }

@@ -192,8 +192,9 @@ static void test_refusals(void **state)
 static void test_drl_measured(void **state)
 {
     (void)state;
-    json_t *j = run_json("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
-                         "--algo drl --measured --episodes 4 --seed 2 --json");
+    json_t *j =
+        run_json("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu-percore.json "
+                 "--algo drl --measured --episodes 4 --seed 2 --json");
     json_t *m = json_object_get(j, "measured");
     assert_non_null(m);
     assert_true(json_real_value(json_object_get(m, "latency_s")) > 0);
@@ -204,11 +205,11 @@ static void test_drl_measured(void **state)
     tu_expect_refusal("place models/gcn_cora.onnx --cluster " INTRA " --algo drl --measured",
                       "--measured: examples/clusters/moirai-intra-server.json: device");
     tu_expect_refusal(
-        "place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+        "place models/gcn_cora.onnx --cluster examples/clusters/local-cpu-percore.json "
         "--algo heft --measured",
         "--measured is for a learned algorithm (drl, google-rl): heft places by the cost model");
     tu_expect_refusal(
-        "compare models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+        "compare models/gcn_cora.onnx --cluster examples/clusters/local-cpu-percore.json "
         "--algos heft,single --episodes 3",
         "--episodes is for learned algorithms (drl, google-rl), and --algos has none");
 }

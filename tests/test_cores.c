@@ -156,7 +156,7 @@ static void test_place_says_which(void **state)
 {
     (void)state;
     json_t *j = tu_run_json("place models/gcn_cora.onnx --cluster "
-                            "examples/clusters/local-cpu-cores.json --json 2>/dev/null");
+                            "examples/clusters/local-cpu.json --json 2>/dev/null");
     assert_string_equal(json_string_value(json_object_get(j, "algorithm")), "single");
     json_t *c = json_array_get(json_object_get(j, "cores"), 0);
     assert_string_equal(json_string_value(json_object_get(c, "device")), "cpu");
@@ -171,8 +171,8 @@ static void test_multi_refuses_both_views(void **state)
 {
     (void)state;
     tu_expect_refusal("multi models/gcn_cora.onnx models/mobilenet_v3_large.onnx --cluster "
-                      "examples/clusters/local-cpu-cores.json",
-                      "local-cpu-cores.json: device 'cpu' is also listed core by core");
+                      "examples/clusters/local-cpu.json",
+                      "local-cpu.json: device 'cpu' is also listed core by core");
 }
 
 /* A plan may use "cpu" or its cores, not both: refused with both devices and an op on each. */
@@ -253,13 +253,13 @@ static void test_split_and_run_threads(void **state)
     if (tu_mkdtemp(dir, sizeof dir, "placer-cores") < 0) fail_msg("mkdtemp");
     /* the fastest single device is "cpu", both cores */
     snprintf(args, sizeof args,
-             "place models/gcn_cora.onnx --cluster examples/clusters/local-cpu-cores.json "
+             "place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
              "--algo single -o %s/plan.json",
              dir);
     if (tu_run(args, &out) != 0) fail_msg("%s", out);
     free(out);
     snprintf(args, sizeof args,
-             "split models/gcn_cora.onnx --cluster examples/clusters/local-cpu-cores.json "
+             "split models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
              "--plan %s/plan.json -o %s/s",
              dir, dir);
     if (tu_run(args, &out) != 0) fail_msg("%s", out);
