@@ -6,8 +6,8 @@
  * For each model, RUNS times over: onnxruntime on the whole model with one intra-op thread and
  * with two (all of this machine's cores), and placer's default plan (`placer place` without
  * --algo, then `placer split`, run as `placer run` runs a split: one session per stage, each
- * with its device's cores as threads) on examples/clusters/local-cpu-cores.json (a core per
- * device, or one device with both cores: the better predicted) and on local-cpu.json (the
+ * with its device's cores as threads) on examples/clusters/local-cpu.json (a core per
+ * device, or one device with both cores: the better predicted) and on local-cpu-percore.json (the
  * cores alone). Each figure is the median of REPEAT timed requests after two untimed ones; a
  * row gives the median over the runs and their spread. S = the one-thread time over the
  * two-thread time; e = S - 1, the second thread's parallel efficiency over the whole model
@@ -24,8 +24,8 @@
 #define CACHE "build/bench/cores"
 
 enum { ORT1, ORT2, PLAN_CORES, PLAN_ONE, N_WAYS };
-static const char *const way_name[N_WAYS] = {"ort 1 thread", "ort 2 threads",
-                                             "plan, local-cpu-cores", "plan, local-cpu"};
+static const char *const way_name[N_WAYS] = {"ort 1 thread", "ort 2 threads", "plan, local-cpu",
+                                             "plan, local-cpu-percore"};
 
 static const char *base(const char *p)
 {
@@ -103,8 +103,8 @@ static int bench_model(const char *placer, const char *model, int runs, int repe
 {
     pl_err err = {""};
     char inflated[1024], dir[2][1024], what[2][128];
-    const char *cluster[2] = {"examples/clusters/local-cpu-cores.json",
-                              "examples/clusters/local-cpu.json"};
+    const char *cluster[2] = {"examples/clusters/local-cpu.json",
+                              "examples/clusters/local-cpu-percore.json"};
     if (pl_inflate_model(model, CACHE "/inflated", inflated, sizeof inflated, &err) < 0) goto fail;
     for (int c = 0; c < 2; c++) {
         snprintf(dir[c], sizeof dir[c], CACHE "/%s.%d", base(model), c);

@@ -4,7 +4,7 @@
  *
  *   bench_fidelity [--one-core] [--runs N] MODEL...
  *
- * Default settings: examples/clusters/local-cpu.json priced with this machine's calibration
+ * Default settings: examples/clusters/local-cpu-percore.json priced with this machine's calibration
  * (pl_machine_params: the cached entry, or measured now and cached, exactly what `placer place`
  * and `placer simulate` use when given no --cost-params), runtime fusion and stage costs on.
  *
@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CLUSTER "examples/clusters/local-cpu.json"
+#define CLUSTER "examples/clusters/local-cpu-percore.json"
 /* Timed requests after WARMUP untimed ones: a split of 150+ stages runs its first few requests
  * 20-40 % slower (rnnlm_unrolled's HEFT split, 2026-11-25: 250 ms for the first five, 180-190
  * after), so a median of five after one warm-up measured the warm-up, not the plan. */

@@ -101,7 +101,7 @@ echo "== AutoDeep's DRL placer against Google-RL, the expert placement (expert-l
 echo
 echo "== graph substitution (TASO's search, placer optimize) on the zoo and five generated blocks: ops, predicted (local CPU cluster, this machine's calibration) and measured (onnxruntime on this CPU, its own fusions on; three runs) time before and after, for the search's answer and for every rule applied greedily; the sign of the predicted change against the measured one beyond the noise; beside TASO's and AutoDeep's published gains (search ${PLACER_OPTIMIZE_LIMIT:-10} s at most per model, models over 450 MB of weights not measured; about 4 minutes)"
 /usr/bin/python3 tools/block_models.py "$build/bench/blocks"
-"$build/bench/bench_optimize" examples/clusters/local-cpu.json 3 "${PLACER_OPTIMIZE_LIMIT:-10}" 450 models/*.onnx "$build/bench/blocks"/*.onnx
+"$build/bench/bench_optimize" examples/clusters/local-cpu-percore.json 3 "${PLACER_OPTIMIZE_LIMIT:-10}" 450 models/*.onnx "$build/bench/blocks"/*.onnx
 echo
 echo "== codecs for tensors crossing a serverless cut (MOPAR): ratio and speed of fp16 and zstd on synthetic activations, one thread"
 "$build/bench/bench_codec" 10
@@ -112,7 +112,7 @@ echo
 echo "== fidelity: the cost model against onnxruntime on this CPU, default settings (this machine's cached calibration), issue 13's acceptance; one core, then the default plan on two (three runs; about 4 minutes)"
 "$build/bench/bench_fidelity" --runs 3 models/*.onnx
 echo
-echo "== a CPU device is its cores (docs/runtime.md, \"Cores\"): onnxruntime with 1 and 2 intra-op threads against placer's default plan on local-cpu-cores.json (and on local-cpu.json, the cores alone), three runs; the target: the plan no slower than 2 threads; real runs, so only a quiet machine gives figures to trust (about 10 minutes)"
+echo "== a CPU device is its cores (docs/runtime.md, \"Cores\"): onnxruntime with 1 and 2 intra-op threads against placer's default plan on local-cpu.json (and on local-cpu-percore.json, the cores alone), three runs; the target: the plan no slower than 2 threads; real runs, so only a quiet machine gives figures to trust (about 10 minutes)"
 uptime
 "$build/bench/bench_cores" "$build/placer" 3 10 models/*.onnx
 echo

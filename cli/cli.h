@@ -276,8 +276,8 @@ int cli_file(const char *verb, const char *opt, const char *v, const char *what,
  * unknown or repeated item) into out[0..max); the count, or -1. */
 int cli_algos(const char *verb, const char *opt, const char *v, const pl_algo **out, int max);
 /* The files a verb uses when none is named (cli/files.c), never relative to the working
- * directory: the local-cpu.json cluster placer ships, and the per-user cache of inflated
- * models. NULL after printing the error. */
+ * directory: the local-cpu.json cluster placer ships (this machine: its cores and the whole
+ * CPU), and the per-user cache of inflated models. NULL after printing the error. */
 const char *cli_local_cluster(const char *verb, char *buf, size_t n);
 const char *cli_cache_dir(const char *verb, char *buf, size_t n);
 /* Where placer's own folder is (catalogues, example clusters), for hints in messages: the

@@ -88,6 +88,7 @@ typedef struct multi_ctx {
     int n_prof;
     pl_multi_analysis a;
     int batch[MAX_MODELS]; /* --train: each tenant's batch */
+    char note[PL_ERR_MAX]; /* the devices left out (keep_cores), "" when none */
 } multi_ctx;
 
 /* ---- options ---- */
@@ -380,6 +381,34 @@ static void ctx_close(multi_ctx *x)
     memset(x, 0, sizeof *x);
 }
 
+/* A cluster that gives a CPU both ways (docs/clusters.md, "Cores"): the models are placed on
+ * its cores, the devices that have core_devices left out. The schedulers share devices among
+ * models and know nothing of a device that is other devices' cores (they would run both at
+ * once), and models side by side on the cores is what co-location is (docs/multi.md, "Cores").
+ * x->note and stderr say which devices were left out. */
+static cli_exit keep_cores(const multi_opts *o, multi_ctx *x)
+{
+    pl_cluster *c = x->c;
+    bool *drop = pl_calloc((size_t)c->n_devs + 1, sizeof *drop);
+    char names[512] = "";
+    int n = 0;
+    for (int d = 0; d < c->n_devs; d++)
+        if ((drop[d] = c->devs[d].n_core_devs > 0))
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'", n++ ? ", " : "",
+                     c->devs[d].name);
+    pl_err err = {""};
+    int rc = n ? pl_cluster_drop_devices(c, drop, &err) : 0;
+    free(drop);
+    if (rc < 0) return cli_fail("multi", "%s", err.msg);
+    if (!n) return CLI_EXIT_OK;
+    snprintf(x->note, sizeof x->note,
+             "%s: %s left out, as %s also listed core by core (core_devices): the models are "
+             "placed on the cores, side by side",
+             o->co.cluster, names, n > 1 ? "they are" : "it is");
+    fprintf(stderr, "placer multi: note: %s\n", x->note);
+    return CLI_EXIT_OK;
+}
+
 static cli_exit ctx_open(const multi_opts *o, multi_ctx *x)
 {
     memset(x, 0, sizeof *x);
@@ -398,17 +427,8 @@ static cli_exit ctx_open(const multi_opts *o, multi_ctx *x)
     name_tenants(x, o);
     x->c = pl_cluster_load(o->co.cluster, &err);
     if (!x->c) return ctx_close(x), cli_fail("multi", "%s", err.msg);
-    /* its schedulers share devices among the models and know nothing of a device that is
-       other devices' cores: they would run both at once (docs/clusters.md, "Cores") */
-    for (int d = 0; d < x->c->n_devs; d++)
-        if (x->c->devs[d].n_core_devs) {
-            cli_fail("multi",
-                     "%s: device '%s' is also listed core by core (core_devices): placer multi "
-                     "does not choose between the two views; give a cluster with one (e.g. "
-                     "examples/clusters/local-cpu.json)",
-                     o->co.cluster, x->c->devs[d].name);
-            return ctx_close(x), CLI_EXIT_BAD_INPUT;
-        }
+    cli_exit cores = keep_cores(o, x);
+    if (!cli_ok(cores)) return ctx_close(x), cores;
     pl_cost_params params;
     if (cli_cost_params("multi", &o->co, (const pl_cluster *const *)&x->c, 1, &params) < 0)
         return ctx_close(x), CLI_EXIT_BAD_INPUT;
@@ -687,6 +707,7 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
     json_object_set_new(j, "cluster", json_string(o->co.cluster));
     json_object_set_new(j, "contention", json_string(pl_contention_name(o->po.contention)));
     json_object_set_new(j, "calibration", json_string(cli_calibration()));
+    if (x->note[0]) json_object_set_new(j, "note", json_string(x->note));
     json_t *opts = json_object();
     json_object_set_new(opts, "sv", json_pack("[f,f]", o->mo.sv_lo, o->mo.sv_hi));
     json_object_set_new(opts, "tv_s", json_real(o->mo.tv_s));

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOCAL "examples/clusters/local-cpu.json"
+#define LOCAL "examples/clusters/local-cpu-percore.json"
 
 static char cache[256], entry[4096], cpu[256], key[512];
 static pl_cluster *local;
@@ -191,14 +191,15 @@ static void test_uncalibrated_note(void **state)
      * and say so), nor calls its output uncalibrated */
     char dir[256], args[1024], *d, *e;
     assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-autocal"), 0);
-    snprintf(args, sizeof args,
-             "place models/rnnlm.onnx --cluster examples/clusters/local-cpu.json --algo single "
-             "--no-calibration -o %s/p.json",
-             dir);
+    snprintf(
+        args, sizeof args,
+        "place models/rnnlm.onnx --cluster examples/clusters/local-cpu-percore.json --algo single "
+        "--no-calibration -o %s/p.json",
+        dir);
     assert_int_equal(tu_run(args, &d), 0);
     snprintf(args, sizeof args,
-             "split models/rnnlm.onnx --cluster examples/clusters/local-cpu.json --plan %s/p.json "
-             "-o %s/split",
+             "split models/rnnlm.onnx --cluster examples/clusters/local-cpu-percore.json "
+             "--plan %s/p.json -o %s/split",
              dir, dir);
     assert_int_equal(tu_run(args, &e), 0);
     assert_null(strstr(e, "calibrat"));

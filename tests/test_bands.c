@@ -257,7 +257,7 @@ static void test_no_margin_anywhere(void **state)
 /* ---- the other verbs ---- */
 
 #define GCN "models/gcn_cora.onnx"
-#define CPUS "examples/clusters/local-cpu.json"
+#define CPUS "examples/clusters/local-cpu-percore.json"
 
 /* The band of gcn_cora on the two CPU cores, every op on cpu0, by the cost model with the
  * default parameters (PLACER_CALIBRATION=off: uncalibrated). */

@@ -178,7 +178,7 @@ static void test_input_shapes(void **state)
 /* ---- flag values: one parser per kind (cli.h), every bad value exit 2 naming the flag ---- */
 
 #define RNN "models/rnnlm.onnx"
-#define LOCAL "examples/clusters/local-cpu.json"
+#define LOCAL "examples/clusters/local-cpu-percore.json"
 #define TESTBED "catalogs/autodeep-testbed.json"
 
 /* Values no numeric flag takes: text, trailing garbage, a sign, overflow, empty. */

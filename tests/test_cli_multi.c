@@ -129,7 +129,7 @@ static void test_profile_applies_to_its_model(void **state)
 {
     (void)state;
     const char *base = "multi models/gcn_cora.onnx models/rnnlm.onnx --cluster "
-                       "examples/clusters/local-cpu.json --algo aswm --json";
+                       "examples/clusters/local-cpu-percore.json --algo aswm --json";
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s 2>/dev/null", base);
     json_t *doc = tu_run_json(cmd);
@@ -221,8 +221,8 @@ static void test_output_unwritable(void **state)
  * measured and why (it ended in SIGSEGV: run_real's status 2 was tested as `< 0` and the
  * missing measurement read), and no folder left in TMPDIR. */
 #define RUN_LOCAL                                                                                  \
-    "multi models/rnnlm.onnx models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "     \
-    "--algos talos --run"
+    "multi models/rnnlm.onnx models/gcn_cora.onnx --cluster "                                      \
+    "examples/clusters/local-cpu-percore.json --algos talos --run"
 
 static void expect_run_fails(const char *tmp, const char *args, const char *needle)
 {

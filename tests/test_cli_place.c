@@ -186,14 +186,15 @@ static void test_refusals(void **state)
 
 /* place --algo drl --measured: its episodes run on this machine (7 placements asked: the 2
  * single-device ones, the expert-layers one and 4 episodes), and the latency of the plan it returns
- * is reported;
+ * is reported, only when it is the plan measured;
  * --measured and --episodes are refused for an algorithm that does not learn, and --measured
  * for a cluster with a GPU. */
 static void test_drl_measured(void **state)
 {
     (void)state;
-    json_t *j = run_json("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
-                         "--algo drl --measured --episodes 4 --seed 2 --json");
+    json_t *j =
+        run_json("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu-percore.json "
+                 "--algo drl --measured --episodes 4 --seed 2 --json");
     json_t *m = json_object_get(j, "measured");
     assert_non_null(m);
     assert_true(json_real_value(json_object_get(m, "latency_s")) > 0);
@@ -201,14 +202,27 @@ static void test_drl_measured(void **state)
                          json_integer_value(json_object_get(m, "cache_hits")),
                      7);
     json_decref(j);
+    /* on local-cpu.json the whole CPU (predicted 4.9 ms) replaces drl's plan on the cores:
+     * the latency measured was that plan's, and is not reported as the returned one's */
+    j = run_json("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+                 "--algo drl --measured --episodes 4 --seed 2 --json");
+    assert_string_equal(json_string_value(json_object_get(j, "algorithm")), "single");
+    m = json_object_get(j, "measured");
+    assert_null(json_object_get(m, "latency_s"));
+    assert_true(json_integer_value(json_object_get(m, "placements_run")) > 0);
+    assert_contains(json_string_value(json_object_get(j, "note")),
+                    "the single-device plan is returned instead (its plan measured ");
+    assert_contains(json_string_value(json_object_get(j, "note")),
+                    " ms on this machine; the plan returned was not measured)");
+    json_decref(j);
     tu_expect_refusal("place models/gcn_cora.onnx --cluster " INTRA " --algo drl --measured",
                       "--measured: examples/clusters/moirai-intra-server.json: device");
     tu_expect_refusal(
-        "place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+        "place models/gcn_cora.onnx --cluster examples/clusters/local-cpu-percore.json "
         "--algo heft --measured",
         "--measured is for a learned algorithm (drl, google-rl): heft places by the cost model");
     tu_expect_refusal(
-        "compare models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+        "compare models/gcn_cora.onnx --cluster examples/clusters/local-cpu-percore.json "
         "--algos heft,single --episodes 3",
         "--episodes is for learned algorithms (drl, google-rl), and --algos has none");
 }

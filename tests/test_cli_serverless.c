@@ -101,7 +101,7 @@ static void test_refusals(void **state)
     tu_expect_refusal("serverless models/resnet50.onnx", "which platform?");
     tu_expect_refusal("serverless --platform " OPENFAAS, "which model?");
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS
-                      " --cluster examples/clusters/local-cpu.json",
+                      " --cluster examples/clusters/local-cpu-percore.json",
                       "no --cluster");
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --rps 5:1",
                       "--rps wants MIN:MAX");
@@ -118,8 +118,9 @@ static void test_refusals(void **state)
                       "--threshold: '2' is not a fraction");
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS " --store http://x",
                       "--store wants redis://HOST:PORT");
-    tu_expect_refusal("serverless models/resnet50.onnx --platform examples/clusters/local-cpu.json",
-                      "examples/clusters/local-cpu.json");
+    tu_expect_refusal(
+        "serverless models/resnet50.onnx --platform examples/clusters/local-cpu-percore.json",
+        "examples/clusters/local-cpu-percore.json");
     tu_expect_refusal("serverless models/resnet50.onnx --platform /nonexistent.json",
                       "/nonexistent.json");
     tu_expect_refusal("serverless models/resnet50.onnx --platform " OPENFAAS

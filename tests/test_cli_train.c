@@ -317,8 +317,8 @@ static void test_bad_input(void **state)
     tu_expect_refusal(
         "train models/resnet50.onnx --cluster examples/clusters/tag-sfb.json --budget soon",
         "--budget");
-    tu_expect_refusal("train models/resnet50.onnx --cluster examples/clusters/local-cpu.json",
-                      "GPU");
+    tu_expect_refusal(
+        "train models/resnet50.onnx --cluster examples/clusters/local-cpu-percore.json", "GPU");
 }
 
 int main(void)

@@ -727,6 +727,99 @@ static void test_bad_inputs(void **state)
     }
 }
 
+/* ---- one view of two (pl_cluster_drop_devices) ---- */
+
+/* A chain a - b - c (a-b 10 GB/s and 1 us, b-c 5 GB/s and 2 us), c the io device. Leaving out
+ * c or every device is refused and changes nothing. Without b, a still reaches c by the route
+ * that ran through b (its slowest hop 5 GB/s, 1 + 2 = 3 us, 2 hops), and c, now device 1, is
+ * still the io device. */
+static void test_drop_devices(void **state)
+{
+    (void)state;
+    pl_cluster *c = pl_cluster_new("chain");
+    pl_cluster_add_device(c, "a", PL_DEV_CPU, "cpu-generic");
+    pl_cluster_add_device(c, "b", PL_DEV_CPU, "cpu-generic");
+    pl_cluster_add_device(c, "c", PL_DEV_CPU, "cpu-generic");
+    pl_cluster_set_link(c, 0, 1, 10 * GBps, 1 * US, true);
+    pl_cluster_set_link(c, 1, 2, 5 * GBps, 2 * US, true);
+    c->io_device = 2;
+    pl_err err = {""};
+    assert_int_equal(pl_cluster_finalize(c, &err), 0);
+    const bool io[3] = {false, false, true}, all[3] = {true, true, true}, b[3] = {false, true};
+    assert_int_equal(pl_cluster_drop_devices(c, io, &err), -1);
+    assert_contains(err.msg, "chain: leaving out devices: device 'c' holds the graph's inputs "
+                             "and outputs (io_device), it cannot be left out");
+    assert_int_equal(pl_cluster_drop_devices(c, all, &err), -1);
+    assert_contains(err.msg, "chain: leaving out devices: none would be left");
+    assert_int_equal(c->n_devs, 3);
+    assert_int_equal(c->io_device, 2);
+    assert_int_equal(pl_cluster_drop_devices(c, b, &err), 1);
+    assert_int_equal(c->n_devs, 2);
+    assert_string_equal(c->devs[0].name, "a");
+    assert_string_equal(c->devs[1].name, "c");
+    assert_int_equal(c->io_device, 1);
+    for (int k = 0; k < 2; k++) { /* a -> c and c -> a */
+        size_t r = k ? at(c, "c", "a") : at(c, "a", "c");
+        assert_int_equal(c->hops[r], 2);
+        assert_close(c->bw_Bps[r], 5 * GBps, 1e-12);
+        assert_close(c->lat_s[r], 3 * US, 1e-12);
+    }
+    assert_true(isinf(c->bw_Bps[at(c, "c", "c")]) && c->lat_s[at(c, "c", "c")] == 0);
+    pl_cluster_free(c);
+}
+
+/* The devices of c that have core_devices, as pl_cluster_drop_devices takes them. */
+static void wholes(const pl_cluster *c, bool *drop)
+{
+    for (int d = 0; d < c->n_devs; d++)
+        drop[d] = c->devs[d].n_core_devs > 0;
+}
+
+/* local-cpu.json without its whole CPU is local-cpu-percore.json: the same devices in the same
+ * order with the same figures and routes, none with cores listed. Without cpu1 instead, 'cpu'
+ * lists cpu0 alone, at its new index. */
+static void test_drop_whole_cpu(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    pl_cluster *p = pl_cluster_load("examples/clusters/local-cpu-percore.json", &err);
+    if (!c || !p) fail_msg("%s", err.msg);
+    bool drop[8];
+    assert_int_equal(c->n_devs, 3);
+    wholes(c, drop);
+    assert_int_equal(pl_cluster_drop_devices(c, drop, &err), 1);
+    assert_int_equal(c->n_devs, p->n_devs);
+    assert_int_equal(c->io_device, p->io_device);
+    for (int d = 0; d < p->n_devs; d++) {
+        const pl_device *x = &c->devs[d], *y = &p->devs[d];
+        assert_string_equal(x->name, y->name);
+        assert_int_equal(x->n_core_devs, 0);
+        assert_null(x->core_devs);
+        assert_true(x->peak_flops_per_s[PL_PREC_FP32] == y->peak_flops_per_s[PL_PREC_FP32] &&
+                    x->mem_bandwidth_Bps == y->mem_bandwidth_Bps &&
+                    x->host_mem_bandwidth_Bps == y->host_mem_bandwidth_Bps &&
+                    x->stage_overhead_s == y->stage_overhead_s && x->cores == y->cores);
+        for (int e = 0; e < p->n_devs; e++) {
+            size_t k = (size_t)d * p->n_devs + e;
+            assert_true(c->bw_Bps[k] == p->bw_Bps[k] && c->lat_s[k] == p->lat_s[k] &&
+                        c->hops[k] == p->hops[k]);
+        }
+    }
+    pl_cluster_free(c);
+    pl_cluster_free(p);
+    c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    for (int d = 0; d < c->n_devs; d++)
+        drop[d] = !strcmp(c->devs[d].name, "cpu1");
+    assert_int_equal(pl_cluster_drop_devices(c, drop, &err), 1);
+    int whole = pl_cluster_find(c, "cpu"), cpu0 = pl_cluster_find(c, "cpu0");
+    assert_int_equal(whole, 1);
+    assert_int_equal(c->devs[whole].n_core_devs, 1);
+    assert_int_equal(c->devs[whole].core_devs[0], cpu0);
+    assert_true(pl_cluster_same_silicon(c, whole, cpu0));
+    pl_cluster_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -737,7 +830,8 @@ int main(void)
         cmocka_unit_test(test_moirai_tables),   cmocka_unit_test(test_examples_load),
         cmocka_unit_test(test_load_file),       cmocka_unit_test(test_parse_embedded),
         cmocka_unit_test(test_doc_example),     cmocka_unit_test(test_bad_inputs),
-        cmocka_unit_test(test_shared_memory),
+        cmocka_unit_test(test_shared_memory),   cmocka_unit_test(test_drop_devices),
+        cmocka_unit_test(test_drop_whole_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -260,13 +260,14 @@ static void test_cli_end_to_end(void **state)
     assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-coll"), 0);
     snprintf(cmd, sizeof cmd,
              "profile --collectives --max-bytes 64KiB --repeat 3 -o %s/c.json "
-             "--cluster examples/clusters/local-cpu.json",
+             "--cluster examples/clusters/local-cpu-percore.json",
              dir);
     int rc = tu_run(cmd, &out);
     if (rc != 0) fail_msg("exit %d: %s", rc, out);
     assert_contains(out, "link model us");
-    /* local-cpu.json: 10 GB/s, 0.3 ms; 64 KiB ring AllReduce of 2: 2 (0.3 ms + 32768 B / 10 GB/s)
-     * = 606.55 us, broadcast and p2p 0.3 ms + 6.5536 us = 306.55 us */
+    /* local-cpu-percore.json: 10 GB/s, 0.3 ms; 64 KiB ring AllReduce of 2:
+     * 2 (0.3 ms + 32768 B / 10 GB/s) = 606.55 us, broadcast and p2p 0.3 ms + 6.5536 us
+     * = 306.55 us */
     assert_contains(out, "606.55");
     assert_contains(out, "306.55");
     assert_contains(out, "p2p         64.00 KiB");

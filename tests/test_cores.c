@@ -156,7 +156,7 @@ static void test_place_says_which(void **state)
 {
     (void)state;
     json_t *j = tu_run_json("place models/gcn_cora.onnx --cluster "
-                            "examples/clusters/local-cpu-cores.json --json 2>/dev/null");
+                            "examples/clusters/local-cpu.json --json 2>/dev/null");
     assert_string_equal(json_string_value(json_object_get(j, "algorithm")), "single");
     json_t *c = json_array_get(json_object_get(j, "cores"), 0);
     assert_string_equal(json_string_value(json_object_get(c, "device")), "cpu");
@@ -166,13 +166,52 @@ static void test_place_says_which(void **state)
     json_decref(j);
 }
 
-/* placer multi shares devices among models and knows no views: it refuses such a cluster. */
-static void test_multi_refuses_both_views(void **state)
+/* placer multi shares devices among models: on a cluster that gives both views it places the
+ * models on the cores, leaves 'cpu' out and says so, on stderr and in the JSON's "note"; every
+ * op is on cpu0 or cpu1. (It refused this file: "placer multi does not choose between the two
+ * views".) */
+#define MULTI                                                                                      \
+    "multi models/gcn_cora.onnx models/mobilenet_v3_large.onnx --cluster "                         \
+    "examples/clusters/local-cpu.json --algos aswm,heft"
+#define LEFT_OUT                                                                                   \
+    "examples/clusters/local-cpu.json: 'cpu' left out, as it is also listed core by core "         \
+    "(core_devices): the models are placed on the cores, side by side"
+
+static void expect_on_cores(json_t *placement)
+{
+    const char *op;
+    json_t *dev;
+    json_object_foreach(placement, op, dev)
+    {
+        const char *d = json_string_value(dev);
+        if (strcmp(d, "cpu0") && strcmp(d, "cpu1")) fail_msg("op '%s' is on '%s'", op, d);
+    }
+}
+
+static void test_multi_on_the_cores(void **state)
 {
     (void)state;
-    tu_expect_refusal("multi models/gcn_cora.onnx models/mobilenet_v3_large.onnx --cluster "
-                      "examples/clusters/local-cpu-cores.json",
-                      "local-cpu-cores.json: device 'cpu' is also listed core by core");
+    char *out;
+    int rc = tu_run(MULTI, &out);
+    if (rc != 0) fail_msg("exit %d:\n%s", rc, out);
+    assert_contains(out, "placer multi: note: " LEFT_OUT "\n");
+    assert_contains(out, "devices: cpu0/cpu1\n");
+    free(out);
+    json_t *j = tu_run_json(MULTI " --json 2>/dev/null"), *a, *m;
+    assert_string_equal(json_string_value(json_object_get(j, "note")), LEFT_OUT);
+    size_t i, k;
+    json_array_foreach(json_object_get(j, "algorithms"), i, a)
+    {
+        assert_true(json_is_true(json_object_get(a, "ok")));
+        json_t *idle = json_object_get(a, "idle_s");
+        assert_int_equal(json_object_size(idle), 2);
+        assert_non_null(json_object_get(idle, "cpu0"));
+        assert_non_null(json_object_get(idle, "cpu1"));
+        json_array_foreach(json_object_get(a, "models"), k, m)
+            expect_on_cores(json_object_get(m, "placement"));
+    }
+    assert_int_equal(i, 2);
+    json_decref(j);
 }
 
 /* A plan may use "cpu" or its cores, not both: refused with both devices and an op on each. */
@@ -253,13 +292,13 @@ static void test_split_and_run_threads(void **state)
     if (tu_mkdtemp(dir, sizeof dir, "placer-cores") < 0) fail_msg("mkdtemp");
     /* the fastest single device is "cpu", both cores */
     snprintf(args, sizeof args,
-             "place models/gcn_cora.onnx --cluster examples/clusters/local-cpu-cores.json "
+             "place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
              "--algo single -o %s/plan.json",
              dir);
     if (tu_run(args, &out) != 0) fail_msg("%s", out);
     free(out);
     snprintf(args, sizeof args,
-             "split models/gcn_cora.onnx --cluster examples/clusters/local-cpu-cores.json "
+             "split models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
              "--plan %s/plan.json -o %s/s",
              dir, dir);
     if (tu_run(args, &out) != 0) fail_msg("%s", out);
@@ -296,9 +335,9 @@ static void test_split_and_run_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_price_on_cores),           cmocka_unit_test(test_whole_or_split),
-        cmocka_unit_test(test_place_says_which),         cmocka_unit_test(test_mixed_plan_refused),
-        cmocka_unit_test(test_multi_refuses_both_views), cmocka_unit_test(test_bad_cores),
+        cmocka_unit_test(test_price_on_cores),        cmocka_unit_test(test_whole_or_split),
+        cmocka_unit_test(test_place_says_which),      cmocka_unit_test(test_mixed_plan_refused),
+        cmocka_unit_test(test_multi_on_the_cores),    cmocka_unit_test(test_bad_cores),
         cmocka_unit_test(test_split_and_run_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

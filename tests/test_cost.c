@@ -486,13 +486,14 @@ static void test_params_file(void **state)
                        "\"elementwise\": 0.125, \"reduction\": 0.125, \"data-movement\": 0.125, "
                        "\"control\": 0.15, \"unknown\": 0.15}, \"eff_memory\": 0.35}";
     char args[512];
-    json_t *j = tu_run_json("place models/resnet50.onnx --cluster examples/clusters/local-cpu.json "
-                            "--algo single --json 2>/dev/null");
+    json_t *j =
+        tu_run_json("place models/resnet50.onnx --cluster examples/clusters/local-cpu-percore.json "
+                    "--algo single --json 2>/dev/null");
     double base = json_number_value(json_object_get(j, "makespan_s"));
     json_decref(j);
     snprintf(args, sizeof args,
-             "place models/resnet50.onnx --cluster examples/clusters/local-cpu.json --algo single "
-             "--cost-params %s --json 2>/dev/null",
+             "place models/resnet50.onnx --cluster examples/clusters/local-cpu-percore.json "
+             "--algo single --cost-params %s --json 2>/dev/null",
              tu_tmpfile(half, strlen(half), ".json"));
     j = tu_run_json(args);
     double slow = json_number_value(json_object_get(j, "makespan_s"));
@@ -706,7 +707,7 @@ static void test_calib_profiler(void **state)
     (void)state;
     pl_graph *g = tu_load("models/bert_base.onnx");
     pl_err err = {""};
-    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu-percore.json", &err);
     if (!c) fail_msg("%s", err.msg);
     pl_cost_params def;
     roofline_default(&def);
@@ -740,7 +741,7 @@ static void test_calib_matches_estimate(void **state)
     (void)state;
     pl_graph *g = tu_load("models/bert_base.onnx");
     pl_err err = {""};
-    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu-percore.json", &err);
     if (!c) fail_msg("%s", err.msg);
     pl_profile *pr = made_up_profile(g, c, spread_time);
     const pl_graph *gs[] = {g};
@@ -1078,7 +1079,7 @@ static void fit_one(const char *model, double (*time)(const pl_graph *, const pl
 {
     pl_graph *g = tu_load(model);
     pl_err err = {""};
-    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu-percore.json", &err);
     if (!c) fail_msg("%s", err.msg);
     pl_profile *pr = made_up_profile(g, c, time);
     const pl_graph *gs[] = {g};

@@ -364,8 +364,9 @@ static void test_no_stage_costs_no_change(void **state)
 static void test_cli_reports_cuts(void **state)
 {
     (void)state;
-    const char *base = "place models/inception_v3.onnx --cluster examples/clusters/local-cpu.json "
-                       "--algo heft --json 2>/dev/null";
+    const char *base =
+        "place models/inception_v3.onnx --cluster examples/clusters/local-cpu-percore.json "
+        "--algo heft --json 2>/dev/null";
     char args[512];
     json_t *coarse = tu_run_json(base);
     snprintf(args, sizeof args, "%s --fine-cuts", base);

@@ -333,12 +333,13 @@ static void test_bo_two_ranks(void **state)
 
 /* ---- --measured (docs/search.md "Measured trials") ---- */
 
-/* A catalogue of this machine's CPU as one device and as two (examples/clusters/local-cpu.json
- * embedded), written to a temporary file whose path is returned (static buffer). */
+/* A catalogue of this machine's CPU as one device and as two
+ * (examples/clusters/local-cpu-percore.json embedded), written to a temporary file whose path is
+ * returned (static buffer). */
 static const char *cpu_catalog(void)
 {
     json_error_t je;
-    json_t *cl = json_load_file("examples/clusters/local-cpu.json", 0, &je);
+    json_t *cl = json_load_file("examples/clusters/local-cpu-percore.json", 0, &je);
     assert_non_null(cl);
     json_t *configs = json_array();
     for (int n = 1; n <= 2; n++) {

@@ -257,7 +257,7 @@ static void test_measure_failure_stops(void **state)
 
 /* A measure hook set for a whole `compare` reaches every algorithm: one that never measures
  * (HEFT) must get the plan it gets without the hook, stage merging included (it once lost
- * the merge: nmt_seq2seq on local-cpu.json, 56.2 ms against 53.6 ms). */
+ * the merge: nmt_seq2seq on local-cpu-percore.json, 56.2 ms against 53.6 ms). */
 static double never_called(const pl_plan *p, void *user, pl_err *err)
 {
     (void)p, (void)user, (void)err;
@@ -270,7 +270,7 @@ static void test_measure_hook_leaves_others_alone(void **state)
     (void)state;
     pl_err err = {""};
     pl_graph *g = tu_load("models/nmt_seq2seq.onnx");
-    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu-percore.json", &err);
     assert_non_null(c);
     pl_cost *k = tu_cost(g, c);
     double t[2];

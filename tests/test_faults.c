@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LOCAL "examples/clusters/local-cpu.json"
+#define LOCAL "examples/clusters/local-cpu-percore.json"
 #define AWS "examples/platforms/aws-lambda.json"
 /* a MILP that uses its whole time limit */
 #define MOIRAI                                                                                     \

@@ -106,7 +106,7 @@ static void test_every_verb(void **state)
 {
     (void)state;
     char args[1024], local[512];
-    snprintf(local, sizeof local, "%s/clusters/local-cpu.json", share);
+    snprintf(local, sizeof local, "%s/clusters/local-cpu-percore.json", share);
     verb("inspect m.onnx", "ops");
     snprintf(args, sizeof args, "place m.onnx --cluster %s --algo heft -o plan.json", local);
     verb(args, "algorithm   heft");

@@ -1,6 +1,6 @@
 /* test_measured.c: plans measured for real in the ort trial worker (pl_trial_measure_plan) and
  * the DRL placer's measured episodes (docs/learn.md, "Measured episodes"): gcn_cora (7 ops)
- * on examples/clusters/local-cpu.json, a handful of episodes. A placement is measured once
+ * on examples/clusters/local-cpu-percore.json, a handful of episodes. A placement is measured once
  * (the worker's run count, pl_ort_stats, says so), the plan DRL returns carries the latency
  * the worker measured for it, and a worker killed mid-search stops the search with a clear
  * error. Needs onnxruntime-node from `make deps`. TMPDIR is a folder of the test's own, so
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #define CACHE "build/ort-cache"
-#define LOCAL "examples/clusters/local-cpu.json"
+#define LOCAL "examples/clusters/local-cpu-percore.json"
 #define TALOS "examples/clusters/talos-1cpu-2gpu.json"
 #define GCN "models/gcn_cora.onnx"
 #define REPEAT 3 /* the worker's default timed runs per measurement */

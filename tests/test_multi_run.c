@@ -2,7 +2,7 @@
  * docs/multi.md "Running it for real"), and the onnxruntime worker's tenants under it
  * (pl_ort_load_tenants): the stages of several models loaded at once, each fed only from its
  * own tenant. gcn_cora (7 ops) and rnnlm (49 ops), the zoo's two smallest files, on
- * examples/clusters/local-cpu.json. Needs onnxruntime-node from `make deps`: without it the
+ * examples/clusters/local-cpu-percore.json. Needs onnxruntime-node from `make deps`: without it the
  * tests fail and say so. TMPDIR is a folder of the test's own, so that it can check that every
  * run, failed or not, leaves nothing there. */
 #include "testutil.h"
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #define CACHE "build/ort-cache"
-#define LOCAL "examples/clusters/local-cpu.json"
+#define LOCAL "examples/clusters/local-cpu-percore.json"
 #define TALOS "examples/clusters/talos-1cpu-2gpu.json"
 #define GCN "models/gcn_cora.onnx"
 #define RNNLM "models/rnnlm.onnx"

@@ -1379,7 +1379,7 @@ static void test_graph_without_ops(void **state)
     pl_graph *pg = must_load(mk_model(g), NULL);
     assert_int_equal(pg->n_ops, 0);
     pl_err err = {""};
-    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu-percore.json", &err);
     assert_non_null(c);
     assert_null(pl_cost_new(pg, c, NULL, NULL, 0, &err));
     assert_has(err.msg, "empty: the graph has no operators; nothing to place");
@@ -1422,7 +1422,7 @@ static void test_verbs_refuse_invalid_models(void **state)
     assert_int_equal(pl_inflate_model(stride0, cache, out, sizeof out, &err), -1);
     assert_has(err.msg, "node 0 'conv' (Conv): strides[0] = 0");
 
-    const char *cl = "--cluster examples/clusters/local-cpu.json";
+    const char *cl = "--cluster examples/clusters/local-cpu-percore.json";
     const char *verbs[] = {"inspect %s", "place %s %s", "simulate %s %s --plan /nonexistent.json",
                            "compare %s %s --algos heft",
                            "split %s %s --plan /nonexistent.json -o /tmp/never", "profile %s %s",

@@ -17,7 +17,7 @@
 static pl_cluster *cluster(void)
 {
     pl_err err = {""};
-    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu.json", &err);
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu-percore.json", &err);
     if (!c) fail_msg("%s", err.msg);
     return c;
 }
@@ -129,7 +129,7 @@ static pl_rw_model *merge_path(void)
 }
 
 /* Three 32 x 64 by 64 x 64 projections of one input (an attention's Q, K, V at d = 64), merged
- * into one 32 x 64 by 64 x 192 MatMul and a Split. On local-cpu.json's core (110 GFLOP/s,
+ * into one 32 x 64 by 64 x 192 MatMul and a Split. On local-cpu-percore.json's core (110 GFLOP/s,
  * 74 GB/s, 0.2 us launch; dense 0.6, memory 0.7):
  *   the plain roofline: each 262,144 FLOPs / 66e9 = 3.972 us (+ 0.2), the merge 786,432 / 66e9
  *     = 11.916 us (+ 0.2): the MatMuls tie, and the Split's copy (49,152 B / 51.8e9 = 0.949 us
@@ -396,7 +396,8 @@ static void test_cli_verify_mismatch(void **state)
 /* place --optimize places the rewritten model: rnnlm's 17 ops, not its 49. The search runs once
  * per model, cluster and cost model: a second run takes the cached answer (the same file), a
  * damaged cached file is searched again, and under mpirun rank 0's answer is every rank's. */
-#define PLACE_OPT "place " ZOO_MODEL " --cluster examples/clusters/local-cpu.json --optimize"
+#define PLACE_OPT                                                                                  \
+    "place " ZOO_MODEL " --cluster examples/clusters/local-cpu-percore.json --optimize"
 
 static char *place_optimized(const char *needle)
 {

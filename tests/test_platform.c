@@ -131,7 +131,7 @@ static void test_openfaas(void **state)
     /* c5.2xlarge: $0.34 an hour for 16 GB */
     assert_close(p->usd_per_gb_s, 0.34 / 16 / 3600, 1e-4);
     assert_close(p->mb_per_vcpu, 187.0 * 1024 / 104, 1e-3);
-    /* this machine's core, as examples/clusters/local-cpu.json gives it */
+    /* this machine's core, as examples/clusters/local-cpu-percore.json gives it */
     assert_true(p->vcpu->devs[0].this_machine);
     assert_string_equal(p->vcpu->devs[0].model, "local-epyc-core");
     assert_close(p->vcpu->devs[0].peak_flops_per_s[PL_PREC_FP32], 110e9, 1e-12);

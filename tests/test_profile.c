@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define RNNLM "models/rnnlm.onnx"
-#define LOCAL "examples/clusters/local-cpu.json"
+#define LOCAL "examples/clusters/local-cpu-percore.json"
 
 static char tmpdir[64];
 
@@ -80,7 +80,7 @@ static void test_profile_rnnlm_cli(void **state)
     if (!p) fail_msg("%s", err.msg);
     pl_graph *g = tu_load(RNNLM);
     assert_string_equal(p->model_sha256, pl_graph_sha256(g, &err));
-    assert_string_equal(p->device_model, "local-epyc-core"); /* cpu0 of local-cpu.json */
+    assert_string_equal(p->device_model, "local-epyc-core"); /* cpu0 of local-cpu-percore.json */
     check_coverage(g, p);
     pl_profile_free(p), pl_graph_free(g);
     snprintf(args, sizeof args, "place %s --cluster %s --profile %s -o %s", RNNLM, LOCAL, prof,

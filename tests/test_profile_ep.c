@@ -186,11 +186,13 @@ static void test_which_gpu(void **state)
                    "--device-model NAME says which it is");
     fake_machine("Tesla V100-SXM2-16GB");
     snprintf(args, sizeof args,
-             "profile " RNNLM " --ep cuda --cluster examples/clusters/local-cpu.json -o %s", out);
-    expect_refusal(args,
-                   "placer profile: --cluster examples/clusters/local-cpu.json: no device of "
-                   "model V100-SXM2-16GB, the GPU profiled ('Tesla V100-SXM2-16GB')",
-                   NULL);
+             "profile " RNNLM " --ep cuda --cluster examples/clusters/local-cpu-percore.json -o %s",
+             out);
+    expect_refusal(
+        args,
+        "placer profile: --cluster examples/clusters/local-cpu-percore.json: no device of "
+        "model V100-SXM2-16GB, the GPU profiled ('Tesla V100-SXM2-16GB')",
+        NULL);
 }
 
 /* A fake onnxruntime (PLACER_ORT_WORKER) whose profile says each node's provider: `nodes` is

@@ -17,7 +17,7 @@
 #define GCN "models/gcn_cora.onnx"
 #define RNN "models/rnnlm.onnx"
 #define INTRA "examples/clusters/moirai-intra-server.json"
-#define LOCAL "examples/clusters/local-cpu.json"
+#define LOCAL "examples/clusters/local-cpu-percore.json"
 
 /* The answers, one per verb, made once for the whole file by running placer. */
 static const struct {

@@ -419,12 +419,12 @@ static void test_schedule_cut(void **state)
 }
 
 /* The simulator charges a stage's cost on the stages `--cut schedule` writes, no others: on
- * HEFT's plan of inception_v3 on local-cpu.json (a stage overhead on each core), exactly one op
- * of each stage carries a charge, at least the overhead, and no op outside a stage does. */
+ * HEFT's plan of inception_v3 on local-cpu-percore.json (a stage overhead on each core), exactly
+ * one op of each stage carries a charge, at least the overhead, and no op outside a stage does. */
 static void test_schedule_cut_is_what_the_simulator_charges(void **state)
 {
     (void)state;
-    const char *cluster = "examples/clusters/local-cpu.json";
+    const char *cluster = "examples/clusters/local-cpu-percore.json";
     pl_graph *g = tu_load("models/inception_v3.onnx");
     pl_plan *p = tu_plan(g, cluster, "heft");
     pl_err err = {""};
@@ -508,11 +508,13 @@ static void charged(pl_cost *k, pl_cluster *c, const pl_plan *p, const pl_stages
 
 /* The simulator prices each stage for exactly the tensors `split --cut schedule` writes into
  * its manifest, count and bytes (pl_plan_stage_io, the one routine): on HEFT's plan of
- * nmt_seq2seq on local-cpu.json, whose stages take in and give out up to dozens of tensors. */
+ * nmt_seq2seq on local-cpu-percore.json, whose stages take in and give out up to dozens of
+ * tensors. */
 static void test_simulator_prices_the_manifest(void **state)
 {
     (void)state;
-    const char *model = "models/nmt_seq2seq.onnx", *cluster = "examples/clusters/local-cpu.json";
+    const char *model = "models/nmt_seq2seq.onnx",
+               *cluster = "examples/clusters/local-cpu-percore.json";
     pl_graph *g = tu_load(model);
     pl_plan *p = tu_plan(g, cluster, "heft");
     pl_err err = {""};

@@ -180,10 +180,10 @@ static void test_other_model_differs(void **state)
 
 /* ---- concurrent runs: one thread per device (pl_ort_load_split, placer run) ---- */
 
-#define LOCAL "examples/clusters/local-cpu.json"
+#define LOCAL "examples/clusters/local-cpu-percore.json"
 
-/* inception_v3 by HEFT on the two cores of local-cpu.json, cut by the schedule: a split whose
- * stages can overlap. Writes it into dir; returns the number of stages. */
+/* inception_v3 by HEFT on the two cores of local-cpu-percore.json, cut by the schedule: a split
+ * whose stages can overlap. Writes it into dir; returns the number of stages. */
 static int schedule_split(const char *dir, const char *plan_path)
 {
     pl_graph *g = tu_load("models/inception_v3.onnx");

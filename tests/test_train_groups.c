@@ -152,11 +152,11 @@ static void test_links_split_a_host(void **state)
 static void test_no_gpu(void **state)
 {
     (void)state;
-    pl_cluster *c = load("examples/clusters/local-cpu.json");
+    pl_cluster *c = load("examples/clusters/local-cpu-percore.json");
     pl_dev_groups d;
     pl_err err = {""};
     assert_int_equal(pl_dev_groups_build(c, &d, &err), -1);
-    assert_contains(err.msg, "examples/clusters/local-cpu.json");
+    assert_contains(err.msg, "examples/clusters/local-cpu-percore.json");
     assert_contains(err.msg, "no GPU or accelerator among its 2 devices");
     assert_null(d.group_of);
     pl_dev_groups_free(&d);

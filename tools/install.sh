@@ -11,7 +11,7 @@
 #                                   onnxruntime-common
 #   share/placer/catalogs/*.json    the cloud catalogues (--catalog)
 #   share/placer/clusters/*.json    the example clusters (--cluster; local-cpu.json is the
-#                                   default of profile and calibrate)
+#                                   default of profile, calibrate and optimize)
 #   share/placer/models/*.onnx      the zoo models that measure this machine once
 #                                   (docs/calibrate.md, "Calibrated by default")
 #   share/placer/priors/*.weights   TAG's GNN prior (placer train --prior gnn), when trained

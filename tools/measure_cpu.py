@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""measure_cpu.py: measures this CPU's figures for examples/clusters/local-cpu.json the way the
+"""measure_cpu.py: measures this CPU's figures for examples/clusters/local-cpu-percore.json the way the
 cost model uses them (docs/calibrate.md, "Measuring the device"):
 
   peak_flops_per_s   FLOPs of a large MatMul / its kernel time (onnxruntime's per-node profiler)

@@ -2,7 +2,7 @@
 """measure_splits.py: what a stage of a real split costs on this CPU, beyond what the
 micro-benchmarks of tools/measure_cpu.py charge (docs/simulator.md, "Stages").
 
-For each model: HEFT's plan on examples/clusters/local-cpu.json with the finest cuts
+For each model: HEFT's plan on examples/clusters/local-cpu-percore.json with the finest cuts
 (`--fine-cuts`) and the single-device plan, each split by the schedule (`placer split --cut
 schedule`) and run one stage after the other on one thread (`placer run --sequential --plan`,
 graph optimisation on, 10 requests), alternately, `--trials` times. The split's excess over the
@@ -26,7 +26,7 @@ import tempfile
 import shutil
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLUSTER = os.path.join(ROOT, "examples", "clusters", "local-cpu.json")
+CLUSTER = os.path.join(ROOT, "examples", "clusters", "local-cpu-percore.json")
 # every run: 15 timed requests after 3 (the first requests of a split of 150+ stages run 20-40 %
 # slower)
 REQUESTS = ("--warmup", "3", "--repeat", "15")

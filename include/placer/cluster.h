@@ -193,6 +193,16 @@ int pl_cluster_find(const pl_cluster *c, const char *device_name); /* -1 if abse
 /* Devices a and b (a != b) are the same silicon: one is a device whose cores the other is
  * ("core_devices"), so a plan must not use both. */
 bool pl_cluster_same_silicon(const pl_cluster *c, int a, int b);
+/* Removes from the finalized cluster c the devices d whose drop[d] is true (drop holds
+ * c->n_devs entries), in place: one view of a machine out of a file that gives two (placer
+ * multi keeps the cores of docs/clusters.md, "Cores"). The devices kept keep their order,
+ * names and figures; every route between two of them stays as it was, even one that ran
+ * through a removed device (the silicon is still there, only no longer a device to place on);
+ * io_device follows its device; a kept device's core_devs lists only its cores that are kept.
+ * path, sha256, the name and the collectives stay the file's. Returns the number of devices
+ * removed; -1 with err set and c unchanged when that would remove every device, or the io
+ * device. */
+int pl_cluster_drop_devices(pl_cluster *c, const bool *drop, pl_err *err);
 /* The shared memory systems (docs/simulator.md, "Shared memory"): dom[d] is the index of the
  * domain of device d, or -1 when d gives no host_mem_bandwidth_Bps; devices giving one with
  * the same host share a domain, numbered in order of their first device. Returns the number

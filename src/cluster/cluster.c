@@ -19,15 +19,20 @@ pl_cluster *pl_cluster_new(const char *name)
     return c;
 }
 
+/* What a device owns. */
+static void device_free(pl_device *d)
+{
+    free(d->name);
+    free(d->model);
+    free(d->host);
+    free(d->core_devs);
+}
+
 void pl_cluster_free(pl_cluster *c)
 {
     if (!c) return;
-    for (int i = 0; i < c->n_devs; i++) {
-        free(c->devs[i].name);
-        free(c->devs[i].model);
-        free(c->devs[i].host);
-        free(c->devs[i].core_devs);
-    }
+    for (int i = 0; i < c->n_devs; i++)
+        device_free(&c->devs[i]);
     free(c->devs);
     for (int i = 0; i < c->n_colls; i++)
         pl_coll_scope_free(&c->colls[i]);
@@ -58,6 +63,65 @@ static bool has_core(const pl_device *d, int c)
 bool pl_cluster_same_silicon(const pl_cluster *c, int a, int b)
 {
     return a != b && (has_core(&c->devs[a], b) || has_core(&c->devs[b], a));
+}
+
+/* ---- one view of two (pl_cluster_drop_devices) ---- */
+
+/* d's cores renumbered by `to` (-1: removed), the removed ones left out. */
+static void renumber_cores(pl_device *d, const int *to)
+{
+    int n = 0;
+    for (int i = 0; i < d->n_core_devs; i++)
+        if (to[d->core_devs[i]] >= 0) d->core_devs[n++] = to[d->core_devs[i]];
+    d->n_core_devs = n;
+    if (!n) free(d->core_devs), d->core_devs = NULL;
+}
+
+/* The routes between kept devices at the new stride: entry (a, b) moves to (to[a], to[b]),
+ * which is never past where it was (to[x] <= x, kept <= n), so one pass in order copies in
+ * place without overwriting an entry not yet read. */
+static void compact_routes(pl_cluster *c, const int *to, int kept)
+{
+    int n = c->n_devs;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n && to[a] >= 0; b++) {
+            if (to[b] < 0) continue;
+            size_t from = (size_t)a * n + b, at = (size_t)to[a] * kept + to[b];
+            c->bw_Bps[at] = c->bw_Bps[from];
+            c->lat_s[at] = c->lat_s[from];
+            c->hops[at] = c->hops[from];
+        }
+}
+
+int pl_cluster_drop_devices(pl_cluster *c, const bool *drop, pl_err *err)
+{
+    assert(c->cap_devs == c->n_devs); /* finalized: the routes' stride is n_devs */
+    int n = c->n_devs, kept = 0, *to = pl_malloc(((size_t)n + 1) * sizeof *to);
+    for (int d = 0; d < n; d++)
+        to[d] = drop[d] ? -1 : kept++;
+    bool io_dropped = c->io_device >= 0 && to[c->io_device] < 0;
+    if (!kept || io_dropped) {
+        free(to);
+        const char *where = c->path ? c->path : c->name;
+        if (!kept) return pl_err_set(err, "%s: leaving out devices: none would be left", where);
+        return pl_err_set(err,
+                          "%s: leaving out devices: device '%s' holds the graph's inputs and "
+                          "outputs (io_device), it cannot be left out",
+                          where, c->devs[c->io_device].name);
+    }
+    compact_routes(c, to, kept);
+    for (int d = 0; d < n; d++) {
+        if (to[d] < 0) {
+            device_free(&c->devs[d]);
+            continue;
+        }
+        renumber_cores(&c->devs[d], to);
+        c->devs[to[d]] = c->devs[d];
+    }
+    if (c->io_device >= 0) c->io_device = to[c->io_device];
+    c->n_devs = c->cap_devs = kept;
+    free(to);
+    return n - kept;
 }
 
 int pl_cluster_mem_domains(const pl_cluster *c, int *dom)

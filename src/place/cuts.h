@@ -5,9 +5,9 @@
 
 #include "placer/place.h"
 
-/* Simulations the pass may run (its own first one included): every zoo model on local-cpu.json
- * reaches its fixed point within it (nmt_seq2seq last, at 1,705), and at about 0.25 ms a
- * simulation of 1,200 ops the pass stays under half a second. */
+/* Simulations the pass may run (its own first one included): every zoo model on
+ * local-cpu-percore.json reaches its fixed point within it (nmt_seq2seq last, at 1,705), and at
+ * about 0.25 ms a simulation of 1,200 ops the pass stays under half a second. */
 #define PK_CUT_EVALS 2000
 
 /* True when some device of k's cluster charges for a stage (stage_overhead_s or

@@ -297,14 +297,20 @@ static void keep_single_if_faster(const pl_algo *a, const pl_cost *k, pl_content
         snprintf(out->algo, sizeof out->algo, "single");
         char note[sizeof err->msg], gain[64] = "";
         if (mine < best) snprintf(gain, sizeof gain, " by less than %.3g %%", 100 * min_gain);
-        char cores[96] = "";
+        char cores[96] = "", measured[128] = "";
         if (k->c->devs[best_d].cores > 1)
             snprintf(cores, sizeof cores, ", all its %d cores", k->c->devs[best_d].cores);
+        if (out->measured_s > 0) /* the latency is the replaced plan's (--measured) */
+            snprintf(measured, sizeof measured,
+                     " (its plan measured %.4g ms on this machine; the plan returned was not "
+                     "measured)",
+                     out->measured_s * 1e3);
+        out->measured_s = 0;
         snprintf(note, sizeof note,
                  "%s: its plan is predicted at %.4g ms, %s the whole model on '%s'%s (%.4g ms)%s: "
-                 "the single-device plan is returned instead",
+                 "the single-device plan is returned instead%s",
                  a->name, mine * 1e3, mine < best ? "faster than" : "slower than",
-                 k->c->devs[best_d].name, cores, best * 1e3, gain);
+                 k->c->devs[best_d].name, cores, best * 1e3, gain, measured);
         add_note(err, note);
     }
     pl_plan_free(one);

@@ -1,7 +1,7 @@
 /* memshare.c: memory shared by the devices of one host (docs/simulator.md, "Shared memory").
  *
  * Two cores of one CPU each reach the memory bandwidth the cost model gives them when they run
- * alone, but not both at once: measured on this machine's two cores (local-cpu.json), two
+ * alone, but not both at once: measured on this machine's two cores (local-cpu-percore.json), two
  * chains of memory-bound Adds slow each other, two chains of MatMuls do not. So the devices of
  * one host that give host_mem_bandwidth_Bps draw from one shared bandwidth, and each op's
  * memory term stretches by the factor their summed demand exceeds it (run.c plays it; the

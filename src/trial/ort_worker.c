@@ -159,7 +159,7 @@ static int check_plan(const pl_graph *g, const pl_cluster *c, const pl_plan *p, 
         if (c->devs[d].kind != PL_DEV_CPU)
             return pl_err_set(err,
                               "op '%s' is on '%s', a %s: only CPU devices run on this machine "
-                              "(one thread each; e.g. examples/clusters/local-cpu.json)",
+                              "(one thread each; e.g. examples/clusters/local-cpu-percore.json)",
                               g->ops[v].name, c->devs[d].name, pl_dev_kind_name(c->devs[d].kind));
     }
     return 0;
@@ -172,7 +172,7 @@ int pl_trial_measure_check(const pl_cluster *c, pl_err *err)
             return pl_err_set(err,
                               "%s: device '%s' is a %s: measured placements run on this "
                               "machine's CPU, one thread per device, so every device must be a "
-                              "CPU (e.g. examples/clusters/local-cpu.json)",
+                              "CPU (e.g. examples/clusters/local-cpu-percore.json)",
                               c->path ? c->path : c->name, c->devs[d].name,
                               pl_dev_kind_name(c->devs[d].kind));
     return 0;
