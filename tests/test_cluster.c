@@ -389,6 +389,7 @@ static void test_shared_memory(void **state)
         "{\"name\": \"cpu\", \"count\": 2, \"kind\": \"cpu\", \"model\": \"core\", "
         "\"host\": \"vm\", \"memory_bytes\": \"8 GiB\", \"peak_flops_per_s\": \"100 GFLOP/s\", "
         "\"mem_bandwidth_Bps\": \"74 GB/s\", \"host_mem_bandwidth_Bps\": \"120 GB/s\", "
+        "\"host_mem_stall_Bps\": \"113 GB/s\", "
         "\"private_cache_bytes\": \"1 MiB\", \"gemm_tile_columns\": 16},"
         "{\"name\": \"g\", \"model\": \"T4\", \"host\": \"vm\"},"
         "{\"name\": \"h\", \"model\": \"T4\", \"host\": \"other\", "
@@ -400,6 +401,8 @@ static void test_shared_memory(void **state)
     assert_close(c->devs[1].host_mem_bandwidth_Bps, 120 * GBps, 1e-12);
     assert_true(c->devs[2].host_mem_bandwidth_Bps == 0);
     assert_close(c->devs[1].private_cache_bytes, 1048576, 1e-12);
+    assert_close(c->devs[1].host_mem_stall_Bps, 113 * GBps, 1e-12);
+    assert_true(c->devs[3].host_mem_stall_Bps == 0);
     assert_true(c->devs[3].private_cache_bytes == 0);
     assert_int_equal(c->devs[1].gemm_tile_columns, 16),
         assert_int_equal(c->devs[3].gemm_tile_columns, 0);
@@ -681,6 +684,13 @@ static const struct {
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host_mem_bandwidth_Bps\": "
           "\"400 GB/s\"}]}",
      {"bad.json: $.devices[0].host_mem_bandwidth_Bps: ", "device \"a\"", "no \"host\""}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_stall_Bps\": \"100 GB/s\"}]}",
+     {"bad.json: $.devices[0].host_mem_stall_Bps: ", "device \"a\": a stall needs",
+      "\"host_mem_bandwidth_Bps\""}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_mem_stall_Bps\": \"-1 GB/s\"}]}",
+     {"bad.json: $.devices[0].host_mem_stall_Bps: "}},
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
           "\"host_mem_bandwidth_Bps\": \"100 GB/s\"}]}",
      {"bad.json: $.devices[0].host_mem_bandwidth_Bps: ",

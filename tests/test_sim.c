@@ -314,6 +314,40 @@ static void test_share_private_cache(void **state)
     fx_free(f);
 }
 
+/* The stall (host_mem_stall_Bps 500 B/s on both): the compute-bound pair of
+ * test_share_compute_bound (4 s each, memory terms 1 and 2 s, factor 1 at 1500 B/s) run at
+ * once, so a takes 1000 / 500 = 2 s longer and b 2000 / 500 = 4 s: a at rate 4/6 ends at 6,
+ * when b (rate 4/8) has done 3 s of its 4; alone, b does the last 1 s by 7. A memory-bound op
+ * (test_share_memory_bound's pair) gets no stall: 4/3 and 7/3 as there. And an op that draws
+ * no shared memory (b moving nothing) does not stall its neighbour: a ends at 4. */
+static void test_share_stall(void **state)
+{
+    (void)state;
+    fx *f = share_pair(4, 4);
+    share_memory(f, "h", "h", 1500);
+    f->c->devs[0].host_mem_stall_Bps = f->c->devs[1].host_mem_stall_Bps = 500;
+    const pl_sim_result *r = sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "a", 0), 6, 1e-12);
+    assert_close(end(f, "b", 0), 7, 1e-12);
+    assert_close(r->busy_s[0], 6, 1e-12);
+    char why[512];
+    assert_int_equal(pl_sim_check(f->k, f->p, &(pl_sim_opts){0}, &f->r, why, sizeof why), 0);
+    f->r.op_end_s[id(f, "a")] = 4; /* as if a had run as alone: the checker refuses it */
+    assert_int_equal(pl_sim_check(f->k, f->p, &(pl_sim_opts){0}, &f->r, why, sizeof why), -1);
+    f->g->ops[id(f, "b")].bytes_moved = 0;
+    sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "a", 0), 4, 1e-12);
+    fx_free(f);
+
+    f = share_pair(1, 2);
+    share_memory(f, "h", "h", 1500);
+    f->c->devs[0].host_mem_stall_Bps = f->c->devs[1].host_mem_stall_Bps = 500;
+    sim(f, PL_CONTENTION_PORTS, 1);
+    assert_close(end(f, "a", 0), 4.0 / 3, 1e-12);
+    assert_close(end(f, "b", 0), 7.0 / 3, 1e-12);
+    fx_free(f);
+}
+
 /* Devices of two hosts, or a device that gives no shared figure, share nothing: the
  * memory-bound pair of test_share_memory_bound runs as alone (a 1, b 2). */
 static void test_share_domains(void **state)
@@ -1357,6 +1391,7 @@ static void random_share(fx *f, unsigned *s)
         v->launch_overhead_s = (lcg_next(s) % 3) * 0.1;
         v->host_mem_bandwidth_Bps = lcg_next(s) % 4 ? 300 + lcg_next(s) % 1500 : 0;
         v->private_cache_bytes = lcg_next(s) % 2 ? lcg_next(s) % 2000 : 0;
+        v->host_mem_stall_Bps = lcg_next(s) % 2 ? 200 + lcg_next(s) % 2000 : 0;
     }
     for (int i = 0; i < f->g->n_ops; i++)
         f->g->ops[i].bytes_moved = lcg_next(s) % 3000;
@@ -1490,6 +1525,7 @@ int main(void)
         cmocka_unit_test(test_share_memory_bound),
         cmocka_unit_test(test_share_compute_bound),
         cmocka_unit_test(test_share_private_cache),
+        cmocka_unit_test(test_share_stall),
         cmocka_unit_test(test_share_domains),
         cmocka_unit_test(test_stage_chain_two_devices),
         cmocka_unit_test(test_stage_copied_weights),

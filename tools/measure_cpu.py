@@ -21,6 +21,10 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
                      shared bandwidth under which the simulator's model gives the beyond-L2
                      chain's slowdown, in units of one core's (docs/simulator.md, "Shared
                      memory"); private_cache_bytes is the core's L2 (sysfs)
+  host_mem_stall_Bps  a chain of compute-bound MatMuls that stream their weights (29 MB; 3 x
+                     7.8 MB) timed as its own stage alone on cpu0 and beside four other chains
+                     on cpu1: the bytes it moves beyond the L2 over the time it gains, the
+                     median over the cases (docs/simulator.md, "Shared memory", the stall)
   gemm_tile_columns  a 2708 x 2708 by 2708 x N MatMul (both operands inputs, as gcn_cora's)
                      for N = 1..64: its kernel time is flat within a tile of columns and steps
                      up at each tile's end; the tile is the least N after which the time first
@@ -32,7 +36,8 @@ Usage (from the repository root, after `make deps`):
                                           [--contention-only] [--tile-only]
 
 --stages-only measures the stage costs and the hand-off alone (half a minute).
---contention-only measures the slowdown of two cores running at once alone (half a minute).
+--contention-only measures the slowdown of two cores running at once alone, and the stall (a
+                  minute).
 --tile-only measures the GEMM column tile alone (half a minute).
 
 Kernel times come from the persistent worker (tools/ort_worker.js, op "profile": graph
@@ -213,6 +218,53 @@ def conv_chain(d, tag, k, c, hw):
                 [vi(names[-1], F32, [1, c, hw, hw])], inits)
 
 
+def stream_chain(d, tag, k, n, cols=16):
+    """k MatMuls H' = A @ H with n x n weights A (n * n * 4 bytes each, read once: gcn_cora's
+    adjacency product) and H n x cols: compute-bound by the roofline, yet streaming A."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.random((n, n), dtype=np.float32) * 1e-3, f"A{tag}{i}")
+             for i in range(k)]
+    names = [f"H{tag}"] + [f"h{tag}{i}" for i in range(k)]
+    nodes = [helper.make_node("MatMul", [f"A{tag}{i}", names[i]], [names[i + 1]])
+             for i in range(k)]
+    vi = helper.make_tensor_value_info
+    return save(d, f"stream{tag}{k}x{n}", nodes, [vi(names[0], F32, [n, cols])],
+                [vi(names[-1], F32, [n, cols])], inits)
+
+
+def lstm_chain(d, tag, k, hidden=650, seq=35, batch=20):
+    """k LSTM layers as rnnlm's (650 units, 35 steps, batch 20: 13.5 MB of weights each,
+    read again at every step)."""
+    rng = np.random.default_rng(4)
+    inits = [numpy_helper.from_array(np.array([1], dtype=np.int64), f"ax{tag}")]
+    names, nodes = [f"X{tag}"], []
+    for i in range(k):
+        for w in "WR":
+            inits.append(numpy_helper.from_array(
+                rng.random((1, 4 * hidden, hidden), dtype=np.float32) * 0.01, f"{w}{tag}{i}"))
+        nodes += [helper.make_node("LSTM", [names[-1], f"W{tag}{i}", f"R{tag}{i}"],
+                                   [f"y{tag}{i}"], hidden_size=hidden),
+                  helper.make_node("Squeeze", [f"y{tag}{i}", f"ax{tag}"], [f"s{tag}{i}"])]
+        names.append(f"s{tag}{i}")
+    vi = helper.make_tensor_value_info
+    return save(d, f"lstm{tag}{k}", nodes, [vi(names[0], F32, [seq, batch, hidden])],
+                [vi(names[-1], F32, [seq, batch, hidden])], inits)
+
+
+# the stall cases: a streaming chain on cpu0 (its own stage time timed), alone and beside each
+# of these on cpu1; its bytes beyond the L2 per request, for the stall's rate
+STALL_STREAMS = (
+    ("MatMul 1 x 2708^2 by 2708x16 (29 MB)", lambda d, t: stream_chain(d, t, 1, 2708), 2708),
+    ("MatMul 3 x 1400^2 by 1400x16 (7.8 MB each)", lambda d, t: stream_chain(d, t, 3, 1400),
+     1400),
+)
+STALL_OTHERS = (
+    ("its copy", None),
+    ("Add 80 x 4 MiB", lambda d, t: add_chain(d, t, 80, 1 << 20)),
+    ("MatMul 12 x 128x768", lambda d, t: mlp_chain(d, t, 12, 128, 768)),
+    ("LSTM 2 x 650", lambda d, t: lstm_chain(d, t, 2)),
+)
+
 CONTENTION_CASES = (  # name, builder of one chain (tag -> path), memory-bound
     ("Add 30 x 4 MiB (beyond L2)", lambda d, t: add_chain(d, t, 30, 1 << 20), True),
     ("Add 300 x 64 KiB (in L2)", lambda d, t: add_chain(d, t, 300, 1 << 14), True),
@@ -279,6 +331,41 @@ def fastest_s(w, models, devices, repeat):
     (optimisation on, as `placer run` loads them): a disturbance only slows a request down."""
     w.ask({"op": "load", "models": models, "devices": devices, "threads": 1, "optimize": "all"})
     return min(w.ask({"op": "run", "inputs": "random", "repeat": repeat, "warmup": 3})["latency_s"])
+
+
+def stage0_s(w, models, devices, repeat):
+    """The fastest time of the first stage over `repeat` requests of `models` loaded as stages
+    on their device threads: the first one's own time, whatever the others take."""
+    w.ask({"op": "load", "models": models, "devices": devices, "threads": 1, "optimize": "all"})
+    r = w.ask({"op": "run", "inputs": "random", "repeat": repeat, "warmup": 3})
+    return min(t[0] for t in r["stage_s"])
+
+
+def measure_stall(w, d, trials, out):
+    """Each streaming chain of STALL_STREAMS alone on cpu0, and beside each of STALL_OTHERS on
+    cpu1 (alternating trial by trial, the fastest request of each trial, the fastest trial):
+    the time the stream's stage gains beside another core's work, and that gain per byte the
+    chain moves beyond the L2 (its weights, read once), as a rate: host_mem_stall_Bps
+    (docs/simulator.md, "Shared memory") is the median of these rates."""
+    l2 = private_cache_bytes()
+    out["stall"], rates = {}, []
+    for name, make, n in STALL_STREAMS:
+        a = make(d, "a")
+        k = 3 if "3 x" in name else 1
+        beyond = k * max(0.0, n * n * 4 - l2)
+        for oname, omake in STALL_OTHERS:
+            b = make(d, "b") if omake is None else omake(d, "b")
+            one, both = [], []
+            for _ in range(trials):
+                one.append(stage0_s(w, [a], ["cpu0"], 10))
+                both.append(stage0_s(w, [a, b], ["cpu0", "cpu1"], 10))
+            gain = min(both) - min(one)
+            rate = beyond / gain if gain > 0 else float("inf")
+            rates.append(rate)
+            out["stall"][f"{name} beside {oname}"] = {
+                "alone_ms": min(one) * 1e3, "beside_ms": min(both) * 1e3,
+                "slowdown": min(both) / min(one), "stall_Bps": rate}
+    out["host_mem_stall_Bps"] = statistics.median(rates)
 
 
 def measure_contention(w, d, trials, out):
@@ -368,6 +455,7 @@ def measure(trials, stages_only=False, contention_only=False, tile_only=False):
         if contention_only:
             before = cpu_ticks(w)
             measure_contention(w, d, trials, out)
+            measure_stall(w, d, trials, out)
             out["others_cpus"] = others_cpus(before, cpu_ticks(w))
             return out
         measure_stages(w, d, trials, out)
@@ -407,6 +495,10 @@ def measure(trials, stages_only=False, contention_only=False, tile_only=False):
 
 
 def print_contention(r):
+    for name, v in r["stall"].items():
+        print(f"{name:62s} alone {v['alone_ms']:6.2f} ms, beside {v['beside_ms']:6.2f} ms: "
+              f"slowdown {v['slowdown']:.3f}, {v['stall_Bps'] / 1e9:7.1f} GB/s")
+    print(f"=> host_mem_stall_Bps {r['host_mem_stall_Bps'] / 1e9:.0f} GB/s (the median)")
     for name, v in r["contention"].items():
         print(f"{name:32s} alone {v['alone_ms']:7.2f} ms, both at once {v['both_ms']:7.2f} ms: "
               f"slowdown {v['slowdown']:.3f} (per trial: "

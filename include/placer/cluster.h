@@ -71,6 +71,12 @@ typedef struct pl_device {
      * moving B bytes draws only the part beyond it, max(0, 1 - private_cache_bytes / B), from
      * the shared memory. 0 when not given: every byte is shared. */
     double private_cache_bytes;
+    /* With host_mem_bandwidth_Bps: what another device of the host costs an op that hides its
+     * memory behind compute (its roofline memory term below its time), as a rate: while k
+     * other devices of the host run ops that draw shared memory, the op takes k · (its bytes
+     * beyond private_cache_bytes) / host_mem_stall_Bps longer (docs/simulator.md, "Shared
+     * memory"). 0 when not given: no stall. */
+    double host_mem_stall_Bps;
     /* A CPU's GEMM kernel computes a MatMul's or Gemm's output columns in tiles of this many
      * (onnxruntime's MLAS with AVX-512: 16 fp32 a register), so an op with N > 1 columns costs
      * the FLOPs of ceil(N / tile) * tile; N = 1 takes the GEMV path and is not padded

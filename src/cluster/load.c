@@ -73,6 +73,7 @@ static const char *const device_fields[] = {"name",
                                             "model",
                                             "host",
                                             "host_mem_bandwidth_Bps",
+                                            "host_mem_stall_Bps",
                                             "private_cache_bytes",
                                             "gemm_tile_columns",
                                             "memory_bytes",
@@ -206,6 +207,23 @@ static int read_cores(const pl_json *d, pl_device *t, pl_err *err)
     return 0;
 }
 
+/* host_mem_stall_Bps: optional, and only beside a shared bandwidth (`shared` says whether
+ * host_mem_bandwidth_Bps was given): the stall is what sharing that memory costs. */
+static int read_stall(const pl_json *d, const char *name, int shared, pl_device *t, pl_err *err)
+{
+    int rc = pl_json_opt_quantity(d, "host_mem_stall_Bps", PL_UNIT_BYTES_PER_S,
+                                  &t->host_mem_stall_Bps, err);
+    if (rc <= 0) return rc;
+    pl_json at = pl_json_at(d, "host_mem_stall_Bps");
+    if (!shared)
+        return pl_json_fail(&at, err,
+                            "device \"%s\": a stall needs \"host_mem_bandwidth_Bps\": it is "
+                            "what the memory its host shares costs",
+                            name);
+    return pl_json_check_range(d, "host_mem_stall_Bps", t->host_mem_stall_Bps, MEMBW_MIN, MEMBW_MAX,
+                               PL_UNIT_BYTES_PER_S, "a stall rate", "write e.g. \"140 GB/s\"", err);
+}
+
 /* The memory bandwidth the device shares with its host's, and the cache it keeps to itself
  * (check_shared): optional. A private cache means nothing without a shared memory. */
 static int read_shared(const pl_json *d, const char *name, pl_device *t, pl_err *err)
@@ -217,6 +235,7 @@ static int read_shared(const pl_json *d, const char *name, pl_device *t, pl_err 
                                              "a shared memory bandwidth", "write e.g. \"120 GB/s\"",
                                              err) < 0))
         return -1;
+    if (read_stall(d, name, rc, t, err) < 0) return -1;
     int cache =
         pl_json_opt_quantity(d, "private_cache_bytes", PL_UNIT_BYTES, &t->private_cache_bytes, err);
     if (cache <= 0) return cache;
@@ -359,6 +378,7 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     dev->this_machine = t->this_machine;
     dev->host_mem_bandwidth_Bps = t->host_mem_bandwidth_Bps;
     dev->private_cache_bytes = t->private_cache_bytes;
+    dev->host_mem_stall_Bps = t->host_mem_stall_Bps;
     dev->gemm_tile_columns = t->gemm_tile_columns;
     dev->cores = t->cores, dev->parallel_eff = t->parallel_eff;
     return check_shared(r, d, k);

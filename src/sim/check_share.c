@@ -31,10 +31,11 @@ static void advance(const chk *c, const sim_share *m, const int *running, const 
         for (int j = m->dom_off[i]; j < m->dom_off[i + 1]; j++)
             if (running[m->dom_dev[j]] >= 0) demand += m->demand[running[m->dom_dev[j]] % c->n];
         double f = sim_share_factor(m, i, demand);
+        int drawing = sim_share_drawing(m, i, running, c->n);
         for (int j = m->dom_off[i]; j < m->dom_off[i + 1]; j++) {
             int inst = running[m->dom_dev[j]], op = inst % c->n;
             if (inst < 0) continue;
-            double t = sim_share_time(m, op, dur[op], f);
+            double t = sim_share_time(m, op, dur[op], f, sim_share_others(m, op, drawing));
             prog[inst] += t > 0 ? (t1 - t0) * dur[op] / t : 0;
         }
     }

@@ -52,6 +52,10 @@ static void share_op(const pl_cost *k, int op, const int *dev_of, double dur, si
     m->shared_s[op] = mem * beyond;
     m->private_s[op] = mem - m->shared_s[op];
     m->demand[op] = dur > 0 ? m->shared_s[op] * bw / dur : 0;
+    /* the stall: measured on compute-bound ops that stream (docs/simulator.md); a memory-bound
+       op is already waiting on memory, and the factor above prices what sharing costs it */
+    if (dv->host_mem_stall_Bps > 0 && m->shared_s[op] > 0 && mem < m->body_s[op])
+        m->stall_s[op] = t.bytes * beyond / dv->host_mem_stall_Bps;
 }
 
 void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_share *m)
@@ -67,6 +71,7 @@ void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_s
     m->shared_s = pl_calloc(n, sizeof *m->shared_s);
     m->body_s = pl_calloc(n, sizeof *m->body_s);
     m->demand = pl_calloc(n, sizeof *m->demand);
+    m->stall_s = pl_calloc(n, sizeof *m->stall_s);
     for (int op = 0; op < k->n_ops; op++)
         if (dom[p->dev[op]] >= 0) share_op(k, op, p->dev, dur[op], m);
 }
@@ -75,5 +80,6 @@ void sim_share_free(sim_share *m)
 {
     free(m->dom), free(m->dom_off), free(m->dom_dev), free(m->dom_Bps);
     free(m->private_s), free(m->shared_s), free(m->body_s), free(m->demand);
+    free(m->stall_s);
     memset(m, 0, sizeof *m);
 }

@@ -188,7 +188,7 @@ static void scan_ops(builder *b)
     s->wait0 = pl_calloc(s->n + 1, sizeof *s->wait0);
     s->weights = pl_calloc(s->D + 1, sizeof *s->weights);
     pl_sim_stage_s(s->k, s->p, s->dur); /* a stage's cost goes to the op it begins with, a
-                                          * cold weight copy to the op reading it */
+                                         * cold weight copy to the op reading it */
     for (int op = 0; op < s->n; op++) {
         s->dur[op] += pl_cost_op_placed_s(s->k, op, s->p->dev); /* fusion lost across devices */
         s->in_off[op + 1] = s->in_off[op], s->out_off[op + 1] = s->out_off[op];

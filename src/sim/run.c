@@ -176,11 +176,12 @@ static void share_end(ev_ctx *x, int d, int inst)
 /* Device d's op goes on at factor f from now: what it did since the last change is booked at
  * the old rate, and its end moves (a new event; the old one goes stale). Unchanged rates
  * keep their end to the bit. */
-static void share_set_rate(ev_ctx *x, int d, double f)
+static void share_set_rate(ev_ctx *x, int d, double f, int drawing)
 {
     const sim_static *s = x->s;
     int inst = x->run_inst[d], op = inst % x->n;
-    double dur = s->dur[op], t = sim_share_time(&s->share, op, dur, f);
+    int others = sim_share_others(&s->share, op, drawing);
+    double dur = s->dur[op], t = sim_share_time(&s->share, op, dur, f, others);
     double rate = t > dur ? dur / t : 1;
     if (rate == x->rate[d]) return;
     x->left[d] -= (x->now - x->since[d]) * x->rate[d];
@@ -191,7 +192,8 @@ static void share_set_rate(ev_ctx *x, int d, double f)
 }
 
 /* Every domain whose running set changed this instant: the factor from the summed demand of
- * its running ops (in device order, so the sum is the same bits every run), applied to each. */
+ * its running ops (in device order, so the sum is the same bits every run) and the count of
+ * those drawing shared memory (the stall), applied to each. */
 static void share_rerate(ev_ctx *x)
 {
     const sim_share *m = &x->s->share;
@@ -203,8 +205,9 @@ static void share_rerate(ev_ctx *x)
             if (x->run_inst[m->dom_dev[j]] >= 0)
                 demand += m->demand[x->run_inst[m->dom_dev[j]] % x->n];
         double f = sim_share_factor(m, i, demand);
+        int drawing = sim_share_drawing(m, i, x->run_inst, x->n);
         for (int j = m->dom_off[i]; j < m->dom_off[i + 1]; j++)
-            if (x->run_inst[m->dom_dev[j]] >= 0) share_set_rate(x, m->dom_dev[j], f);
+            if (x->run_inst[m->dom_dev[j]] >= 0) share_set_rate(x, m->dom_dev[j], f, drawing);
     }
 }
 

@@ -27,6 +27,10 @@ typedef struct sim_share {
     double *private_s, *shared_s; /* per op, on its device */
     double *body_s;               /* per op: its time less launch and stage charge */
     double *demand;               /* per op: B/s drawn alone */
+    /* per op: what each other device of its domain running an op with shared_s > 0 adds to
+     * it (the stall, pl_device.host_mem_stall_Bps): its bytes beyond the private cache at the
+     * stall rate when its memory term is below its body (hidden behind compute), else 0 */
+    double *stall_s;
 } sim_share;
 
 /* The domains and the per-op terms for plan p (dur[op]: each op's time alone). n_dom stays 0
@@ -38,11 +42,26 @@ static inline double sim_share_factor(const sim_share *m, int dom, double demand
 {
     return demand > m->dom_Bps[dom] ? demand / m->dom_Bps[dom] : 1;
 }
-/* Op's time under factor f (its time alone when f is 1). */
-static inline double sim_share_time(const sim_share *m, int op, double dur, double f)
+/* Op's time under factor f with `others` other devices of its domain running ops that draw
+ * shared memory (its time alone when f is 1 and others 0). */
+static inline double sim_share_time(const sim_share *m, int op, double dur, double f, int others)
 {
     double over = m->private_s[op] + m->shared_s[op] * f - m->body_s[op];
-    return over > 0 ? dur + over : dur;
+    return (over > 0 ? dur + over : dur) + others * m->stall_s[op];
+}
+/* The devices of domain `dom` running an op that draws shared memory; run[d] is device d's
+ * running op instance or -1, n_ops the plan's ops (instances are r * n_ops + op). */
+static inline int sim_share_drawing(const sim_share *m, int dom, const int *run, int n_ops)
+{
+    int n = 0;
+    for (int j = m->dom_off[dom]; j < m->dom_off[dom + 1]; j++)
+        n += run[m->dom_dev[j]] >= 0 && m->shared_s[run[m->dom_dev[j]] % n_ops] > 0;
+    return n;
+}
+/* Of those, the others than op's own device's. */
+static inline int sim_share_others(const sim_share *m, int op, int drawing)
+{
+    return drawing - (m->shared_s[op] > 0);
 }
 
 /* A transfer of one tensor to one device (made once per request); under opts.per_edge, of
