@@ -344,10 +344,12 @@ static int threads_waiting(pid_t pid)
         long nr = f && fgets(line, sizeof line, f) ? strtol(line, NULL, 10) : -1;
         if (f) fclose(f);
         if (nr == 128 && !waiting++) continue;
+        char tid[256]; /* e dies with d */
+        snprintf(tid, sizeof tid, "%s", e->d_name);
         closedir(d);
         kill(pid, SIGKILL); /* a placer that would not die of the signal must not outlive us */
-        bad("thread %s takes SIGINT/SIGTERM/SIGHUP (blocked mask %llx, in syscall %ld)", e->d_name,
-            blk, nr);
+        bad("thread %s takes SIGINT/SIGTERM/SIGHUP (blocked mask %llx, in syscall %ld)", tid, blk,
+            nr);
     }
     closedir(d);
     return waiting;
