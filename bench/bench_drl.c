@@ -161,7 +161,7 @@ int main(int argc, char **argv)
     if (!c) return fprintf(stderr, "bench_drl: %s\n", err.msg), 2;
     const char *e = getenv("PLACER_DRL_EPISODES"), *s = getenv("PLACER_DRL_SEEDS");
     const char *l = getenv("PLACER_DRL_LIMIT");
-    int episodes = e ? atoi(e) : 300, seeds = s ? atoi(s) : 3;
+    int episodes = e ? atoi(e) : 3000, seeds = s ? atoi(s) : 3;
     double limit = l ? atof(l) : 10;
     if (episodes < 1 || seeds < 1 || seeds > MAX_SEEDS || !(limit > 0))
         return fprintf(stderr, "bench_drl: bad PLACER_DRL_EPISODES, _SEEDS or _LIMIT\n"), 2;

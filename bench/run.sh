@@ -96,7 +96,7 @@ for cl in tag-testbed tag-cloud; do
     $m/inception_v3.onnx:96 $m/resnet50.onnx:96 $m/vgg19.onnx:96 $m/transformer.onnx:480 $m/bert_base.onnx:96 $m/gpt2_small.onnx:16
 done
 echo
-echo "== AutoDeep's DRL placer against Google-RL, the expert placement (expert-layers), single, HEFT and moirai on the zoo, AutoDeep's testbed (4 x K80): simulated makespans beside the paper's Fig. 6 claims and Table V (google-rl and drl ${PLACER_DRL_EPISODES:-300} episodes, seeds 1-${PLACER_DRL_SEEDS:-3}; moirai ${PLACER_DRL_LIMIT:-10} s; docs/learn.md)"
+echo "== AutoDeep's DRL placer against Google-RL, the expert placement (expert-layers), single, HEFT and moirai on the zoo, AutoDeep's testbed (4 x K80): simulated makespans beside the paper's Fig. 6 claims and Table V (google-rl and drl ${PLACER_DRL_EPISODES:-3000} episodes, seeds 1-${PLACER_DRL_SEEDS:-3}; moirai ${PLACER_DRL_LIMIT:-10} s; docs/learn.md)"
 "$build/bench/bench_drl" examples/clusters/autodeep-4xk80.json models/*.onnx
 echo
 echo "== graph substitution (TASO's search, placer optimize) on the zoo and five generated blocks: ops, predicted (local CPU cluster, this machine's calibration) and measured (onnxruntime on this CPU, its own fusions on; three runs) time before and after, for the search's answer and for every rule applied greedily; the sign of the predicted change against the measured one beyond the noise; beside TASO's and AutoDeep's published gains (search ${PLACER_OPTIMIZE_LIMIT:-10} s at most per model, models over 450 MB of weights not measured; about 4 minutes)"

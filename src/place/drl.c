@@ -328,11 +328,14 @@ static double advantage(const drl *x, run *u, double t)
     return a;
 }
 
-/* AutoDeep's random rate at episode e (docs/learn.md): EPS0, halved every EPS_HALF
- * episodes. */
-static double random_rate(const drl *x, int e)
+/* AutoDeep's random rate at episode e (docs/learn.md): EPS0, halved every EPS_HALF episodes,
+ * or every sixth of the episode budget when that is longer. The paper says only that the rate
+ * falls as the episodes go on; a fixed half-life spent the exploration in the first 350
+ * episodes of any budget, and the policy sampled its favourite for the rest of a long one. */
+static double random_rate(const drl *x, const run *u, int e)
 {
-    return x->v->eps0 > 0 ? x->v->eps0 * exp2(-e / EPS_HALF) : 0;
+    double half = u->max_ep != INT_MAX && u->max_ep / 6.0 > EPS_HALF ? u->max_ep / 6.0 : EPS_HALF;
+    return x->v->eps0 > 0 ? x->v->eps0 * exp2(-e / half) : 0;
 }
 
 /* ---- a batch of episodes, spread over the pool (docs/dist.md, "moirai and drl") ----
@@ -387,7 +390,7 @@ static void episode(int i, void *out, void *user)
     int ep = B->first + i;
     uint64_t rng = pl_rng_skip(B->x->rng, (uint64_t)ep * 2 * (uint64_t)B->x->n);
     pl_tape_reset(t);
-    B->lp[j] = rollout(B->x, t, &rng, random_rate(B->x, ep), s->gdev);
+    B->lp[j] = rollout(B->x, t, &rng, random_rate(B->x, B->u, ep), s->gdev);
     pl_err e = {""};
     s->t = score(B->x, B->u->o, s->gdev, B->opdev, &e);
     s->ran = 1;
