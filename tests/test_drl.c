@@ -466,6 +466,20 @@ static void test_google_rl_learns_optimum(void **state)
 
 /* DRL for one seed samples the same placements in the same order, run after run; another
  * seed samples others. */
+/* The random rate halves every 50 episodes up to a budget of 300, every sixth of a longer one;
+ * under a time limit (budget unknown) every 50. */
+static void test_random_rate(void **state)
+{
+    (void)state;
+    assert_true(pl_drl_random_rate(0, 300) == 0.2);
+    assert_true(fabs(pl_drl_random_rate(50, 300) - 0.1) < 1e-15);
+    assert_true(fabs(pl_drl_random_rate(50, 100) - 0.1) < 1e-15);
+    assert_true(fabs(pl_drl_random_rate(500, 3000) - 0.1) < 1e-15);
+    assert_true(fabs(pl_drl_random_rate(1000, 3000) - 0.05) < 1e-15);
+    assert_true(fabs(pl_drl_random_rate(100, 0) - 0.05) < 1e-15);
+    assert_true(fabs(pl_drl_random_rate(100, 600) - 0.1) < 1e-15);
+}
+
 static void test_drl_reproducible(void **state)
 {
     (void)state;
@@ -512,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_registered),
         cmocka_unit_test(test_encoding_of_five_ops),
         cmocka_unit_test(test_google_rl_learns_optimum),
+        cmocka_unit_test(test_random_rate),
         cmocka_unit_test(test_drl_reproducible),
         cmocka_unit_test(test_expert_layers),
         cmocka_unit_test(test_more_groups_than_target),

@@ -236,4 +236,10 @@ int pl_learn_register(pl_err *err);
 #define PL_DRL_FEAT (PL_DRL_SHAPE_W + PL_DRL_ADJ_W)
 int pl_drl_encode(const pl_graph *g, int *type, float *feat);
 
+/* AutoDeep's random rate (docs/learn.md, "Where they differ"): the probability that "drl"
+ * draws a group's device uniformly instead of from its policy at episode e (from 0) of a
+ * budget of `budget` episodes (<= 0: a time limit, the budget unknown): 0.2 · 2^(−e / h), the
+ * half-life h the longer of 50 episodes and budget / 6. */
+double pl_drl_random_rate(int e, int budget);
+
 #endif

@@ -328,14 +328,19 @@ static double advantage(const drl *x, run *u, double t)
     return a;
 }
 
-/* AutoDeep's random rate at episode e (docs/learn.md): EPS0, halved every EPS_HALF episodes,
- * or every sixth of the episode budget when that is longer. The paper says only that the rate
- * falls as the episodes go on; a fixed half-life spent the exploration in the first 350
- * episodes of any budget, and the policy sampled its favourite for the rest of a long one. */
+/* The paper says only that the rate falls as the episodes go on; a fixed half-life spent the
+ * exploration in the first 350 episodes of any budget, and the policy sampled its favourite
+ * for the rest of a long one. */
+double pl_drl_random_rate(int e, int budget)
+{
+    double half = budget / 6.0 > EPS_HALF ? budget / 6.0 : EPS_HALF;
+    return EPS0 * exp2(-e / half);
+}
+
+/* The variant's random rate at episode e: AutoDeep's, or none. */
 static double random_rate(const drl *x, const run *u, int e)
 {
-    double half = u->max_ep != INT_MAX && u->max_ep / 6.0 > EPS_HALF ? u->max_ep / 6.0 : EPS_HALF;
-    return x->v->eps0 > 0 ? x->v->eps0 * exp2(-e / half) : 0;
+    return x->v->eps0 > 0 ? pl_drl_random_rate(e, u->max_ep != INT_MAX ? u->max_ep : 0) : 0;
 }
 
 /* ---- a batch of episodes, spread over the pool (docs/dist.md, "moirai and drl") ----
