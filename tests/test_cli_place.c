@@ -202,18 +202,22 @@ static void test_drl_measured(void **state)
                          json_integer_value(json_object_get(m, "cache_hits")),
                      7);
     json_decref(j);
-    /* on local-cpu.json the whole CPU (predicted 4.9 ms) replaces drl's plan on the cores:
-     * the latency measured was that plan's, and is not reported as the returned one's */
+    /* on local-cpu.json the whole CPU competes with drl's plan on the cores: it is run too
+     * (one placement more than the 7 above), the measurements decide, and the plan returned
+     * carries its own latency, whichever wins */
     j = run_json("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
                  "--algo drl --measured --episodes 4 --seed 2 --json");
-    assert_string_equal(json_string_value(json_object_get(j, "algorithm")), "single");
     m = json_object_get(j, "measured");
-    assert_null(json_object_get(m, "latency_s"));
-    assert_true(json_integer_value(json_object_get(m, "placements_run")) > 0);
-    assert_contains(json_string_value(json_object_get(j, "note")),
-                    "the single-device plan is returned instead (its plan measured ");
-    assert_contains(json_string_value(json_object_get(j, "note")),
-                    " ms on this machine; the plan returned was not measured)");
+    assert_true(json_real_value(json_object_get(m, "latency_s")) > 0);
+    assert_int_equal(json_integer_value(json_object_get(m, "placements_run")) +
+                         json_integer_value(json_object_get(m, "cache_hits")),
+                     8);
+    const char *algo = json_string_value(json_object_get(j, "algorithm"));
+    if (!strcmp(algo, "single"))
+        assert_contains(json_string_value(json_object_get(j, "note")),
+                        "drl: its plan is measured at ");
+    else
+        assert_string_equal(algo, "drl");
     json_decref(j);
     tu_expect_refusal("place models/gcn_cora.onnx --cluster " INTRA " --algo drl --measured",
                       "--measured: examples/clusters/moirai-intra-server.json: device");

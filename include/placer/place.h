@@ -58,10 +58,10 @@ typedef struct pl_place_opts {
      * when measuring failed (a worker that died or stalled): the search stops and fails with
      * that error. Placements that do not fit in memory (simulated) are not measured. The plan
      * returned carries its measured latency (pl_plan.measured_s), and pl_place does not merge
-     * its cuts (fine_cuts is implied: the simulator would change the plan that was measured);
-     * when a single-device plan replaces it (a device with core_devices, single_if_faster),
-     * measured_s is 0 and err's note gives the replaced plan's latency. Other algorithms
-     * ignore it. */
+     * its cuts (fine_cuts is implied: the simulator would change the plan that was measured).
+     * Where a single-device plan competes (a device with core_devices, single_if_faster), it
+     * is measured too and the two measurements decide; the plan returned carries its own.
+     * Other algorithms ignore it. */
     double (*measure)(const pl_plan *p, void *user, pl_err *err);
     void *measure_user;
     /* A learned search's episode budget: exactly this many sampled placements (the

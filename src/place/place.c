@@ -272,48 +272,67 @@ static void add_note(pl_err *err, const char *what)
     snprintf(err->msg + n, sizeof err->msg - n, "%s%s", n ? "; " : "", what);
 }
 
-/* Replaces out by the fastest single-device plan unless out is predicted at least min_gain
- * faster than it; with `wholes_only`, of the devices that have core_devices alone. */
-static void keep_single_if_faster(const pl_algo *a, const pl_cost *k, pl_contention c,
-                                  double min_gain, bool wholes_only, pl_plan *out, pl_err *err)
+/* The fastest single-device plan by prediction, into one (with `wholes_only`, of the devices
+ * that have core_devices alone): its device and predicted time, or -1 when none runs. */
+static int fastest_single(const pl_cost *k, pl_contention c, bool wholes_only, pl_plan *one,
+                          double *best)
 {
-    double best = INFINITY;
     int best_d = -1;
-    pl_plan *one = pl_plan_new(k->n_ops, k->n_devs);
+    *best = INFINITY;
     for (int d = 0; d < k->n_devs; d++) {
         if (wholes_only && !k->c->devs[d].n_core_devs) continue;
         bool runs = true;
         for (int v = 0; v < k->n_ops; v++)
             one->dev[v] = d, runs &= isfinite(pl_cost_op_s(k, v, d));
         double t = runs ? predicted_s(k, one, c) : INFINITY;
-        if (t < best) best = t, best_d = d;
+        if (t < *best) *best = t, best_d = d;
     }
+    for (int v = 0; best_d >= 0 && v < k->n_ops; v++)
+        one->dev[v] = best_d;
+    return best_d;
+}
+
+/* Replaces out by the fastest single-device plan unless out is at least o->min_gain faster
+ * than it; with `wholes_only`, of the devices that have core_devices alone. Predicted times
+ * decide, except for a plan that carries a measured latency (o->measure): the single-device
+ * plan is then measured too and the measurements decide, so the plan returned is always one
+ * that was run. -1 with err set when that measurement fails. */
+static int keep_single_if_faster(const pl_algo *a, const pl_cost *k, const pl_place_opts *o,
+                                 bool wholes_only, pl_plan *out, pl_err *err)
+{
+    double best, min_gain = o->min_gain;
+    pl_plan *one = pl_plan_new(k->n_ops, k->n_devs);
     /* (inside another algorithm, a table of cores only has no candidate: nothing simulated) */
-    double mine = best_d >= 0 ? predicted_s(k, out, c) : INFINITY;
+    int best_d = fastest_single(k, o->contention, wholes_only, one, &best);
+    double mine = best_d >= 0 ? predicted_s(k, out, o->contention) : INFINITY;
+    const char *basis = "predicted";
+    if (best_d >= 0 && out->measured_s > 0 && o->measure) {
+        pl_err e = {""};
+        double t = o->measure(one, o->measure_user, &e);
+        if (!(t > 0)) {
+            pl_plan_free(one);
+            return pl_err_set(err, "%s: measuring the whole model on '%s': %s", a->name,
+                              k->c->devs[best_d].name, e.msg);
+        }
+        best = t, mine = out->measured_s, basis = "measured", one->measured_s = t;
+    }
     if (best_d >= 0 && mine > best * (1 - min_gain)) {
-        for (int v = 0; v < k->n_ops; v++)
-            one->dev[v] = best_d;
         pl_plan_assign(out, one);
+        out->measured_s = one->measured_s;
         snprintf(out->algo, sizeof out->algo, "single");
-        char note[sizeof err->msg], gain[64] = "";
+        char note[sizeof err->msg], gain[64] = "", cores[96] = "";
         if (mine < best) snprintf(gain, sizeof gain, " by less than %.3g %%", 100 * min_gain);
-        char cores[96] = "", measured[128] = "";
         if (k->c->devs[best_d].cores > 1)
             snprintf(cores, sizeof cores, ", all its %d cores", k->c->devs[best_d].cores);
-        if (out->measured_s > 0) /* the latency is the replaced plan's (--measured) */
-            snprintf(measured, sizeof measured,
-                     " (its plan measured %.4g ms on this machine; the plan returned was not "
-                     "measured)",
-                     out->measured_s * 1e3);
-        out->measured_s = 0;
         snprintf(note, sizeof note,
-                 "%s: its plan is predicted at %.4g ms, %s the whole model on '%s'%s (%.4g ms)%s: "
-                 "the single-device plan is returned instead%s",
-                 a->name, mine * 1e3, mine < best ? "faster than" : "slower than",
-                 k->c->devs[best_d].name, cores, best * 1e3, gain, measured);
+                 "%s: its plan is %s at %.4g ms, %s the whole model on '%s'%s (%.4g ms)%s: "
+                 "the single-device plan is returned instead",
+                 a->name, basis, mine * 1e3, mine < best ? "faster than" : "slower than",
+                 k->c->devs[best_d].name, cores, best * 1e3, gain);
         add_note(err, note);
     }
     pl_plan_free(one);
+    return 0;
 }
 
 /* ---- cores (docs/clusters.md, "Cores") ----
@@ -377,7 +396,7 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
     if (wholes) free(split.op_s);
     /* a device with core_devices competes whatever the algorithm (the cores, above) */
     if (rc == 0 && (o->single_if_faster || wholes))
-        keep_single_if_faster(a, k, o->contention, o->min_gain, !o->single_if_faster, out, err);
+        rc = keep_single_if_faster(a, k, o, !o->single_if_faster, out, err);
     out->search_s = pl_now() - t0;
     out->contention = o->contention;
     out->predicted_makespan_s = 0;
