@@ -253,10 +253,9 @@ def lstm_chain(d, tag, k, hidden=650, seq=35, batch=20):
 
 # the stall cases: a streaming chain on cpu0 (its own stage time timed), alone and beside each
 # of these on cpu1; its bytes beyond the L2 per request, for the stall's rate
-STALL_STREAMS = (
-    ("MatMul 1 x 2708^2 by 2708x16 (29 MB)", lambda d, t: stream_chain(d, t, 1, 2708), 2708),
-    ("MatMul 3 x 1400^2 by 1400x16 (7.8 MB each)", lambda d, t: stream_chain(d, t, 3, 1400),
-     1400),
+STALL_STREAMS = (  # name, MatMuls, n
+    ("MatMul 1 x 2708^2 by 2708x16 (29 MB)", 1, 2708),
+    ("MatMul 3 x 1400^2 by 1400x16 (7.8 MB each)", 3, 1400),
 )
 STALL_OTHERS = (
     ("its copy", None),
@@ -326,19 +325,13 @@ def private_cache_bytes():
     return int(size.rstrip("KM")) * mult
 
 
-def fastest_s(w, models, devices, repeat):
+def fastest_s(w, models, devices, repeat, stage=None):
     """The fastest of `repeat` requests of `models` loaded as stages on their device threads
-    (optimisation on, as `placer run` loads them): a disturbance only slows a request down."""
-    w.ask({"op": "load", "models": models, "devices": devices, "threads": 1, "optimize": "all"})
-    return min(w.ask({"op": "run", "inputs": "random", "repeat": repeat, "warmup": 3})["latency_s"])
-
-
-def stage0_s(w, models, devices, repeat):
-    """The fastest time of the first stage over `repeat` requests of `models` loaded as stages
-    on their device threads: the first one's own time, whatever the others take."""
+    (optimisation on, as `placer run` loads them): a disturbance only slows a request down.
+    With `stage`, that stage's own time instead of the request's, whatever the others take."""
     w.ask({"op": "load", "models": models, "devices": devices, "threads": 1, "optimize": "all"})
     r = w.ask({"op": "run", "inputs": "random", "repeat": repeat, "warmup": 3})
-    return min(t[0] for t in r["stage_s"])
+    return min(r["latency_s"] if stage is None else [t[stage] for t in r["stage_s"]])
 
 
 def measure_stall(w, d, trials, out):
@@ -349,16 +342,15 @@ def measure_stall(w, d, trials, out):
     (docs/simulator.md, "Shared memory") is the median of these rates."""
     l2 = private_cache_bytes()
     out["stall"], rates = {}, []
-    for name, make, n in STALL_STREAMS:
-        a = make(d, "a")
-        k = 3 if "3 x" in name else 1
+    for name, k, n in STALL_STREAMS:
+        a = stream_chain(d, "a", k, n)
         beyond = k * max(0.0, n * n * 4 - l2)
         for oname, omake in STALL_OTHERS:
-            b = make(d, "b") if omake is None else omake(d, "b")
+            b = stream_chain(d, "b", k, n) if omake is None else omake(d, "b")
             one, both = [], []
             for _ in range(trials):
-                one.append(stage0_s(w, [a], ["cpu0"], 10))
-                both.append(stage0_s(w, [a, b], ["cpu0", "cpu1"], 10))
+                one.append(fastest_s(w, [a], ["cpu0"], 10, stage=0))
+                both.append(fastest_s(w, [a, b], ["cpu0", "cpu1"], 10, stage=0))
             gain = min(both) - min(one)
             rate = beyond / gain if gain > 0 else float("inf")
             rates.append(rate)
