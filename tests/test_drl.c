@@ -255,6 +255,60 @@ static void test_measure_failure_stops(void **state)
     pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
 }
 
+/* The fork graph on a CPU given both ways (docs/clusters.md, "Cores"): cores d0 and d1, and
+ * the whole 'w' at 1 ms per op. drl searches the cores; the whole CPU then competes and, with
+ * a measure hook, is measured too (one call more than the search's), the measurements decide,
+ * and the plan returned carries its own. When that measurement fails, pl_place fails with it. */
+static const char *BOTH_VIEWS =
+    "{\"format\": \"placer-cluster/1\", \"name\": \"both\", \"devices\": ["
+    "{\"name\": \"d\", \"count\": 2, \"kind\": \"cpu\", \"model\": \"cpu-generic\"},"
+    "{\"name\": \"w\", \"kind\": \"cpu\", \"model\": \"cpu-generic\", \"cores\": 2, "
+    "\"parallel_efficiency\": 0.9, \"core_devices\": [\"d0\", \"d1\"]}],"
+    "\"links\": [{\"from\": \"d0\", \"to\": \"d1\", \"bandwidth_Bps\": \"10 GB/s\", "
+    "\"latency_s\": \"10 us\", \"both_ways\": true}]}";
+
+static const char *GRAPH_BOTH =
+    "{\"format\": \"placer-taskgraph/1\", \"name\": \"fork\", \"nodes\": ["
+    "{\"name\": \"a\", \"times_s\": {\"d0\": \"1 ms\", \"d1\": \"1 ms\", \"w\": \"1 ms\"}},"
+    "{\"name\": \"b\", \"times_s\": {\"d0\": \"4 ms\", \"d1\": \"9 ms\", \"w\": \"1 ms\"}},"
+    "{\"name\": \"c\", \"times_s\": {\"d0\": \"9 ms\", \"d1\": \"4 ms\", \"w\": \"1 ms\"}},"
+    "{\"name\": \"b2\", \"times_s\": {\"d0\": \"3 ms\", \"d1\": \"7 ms\", \"w\": \"1 ms\"}},"
+    "{\"name\": \"c2\", \"times_s\": {\"d0\": \"7 ms\", \"d1\": \"3 ms\", \"w\": \"1 ms\"}},"
+    "{\"name\": \"j\", \"times_s\": {\"d0\": \"1 ms\", \"d1\": \"1 ms\", \"w\": \"1 ms\"}}],"
+    "\"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": \"1 MB\"},"
+    "{\"from\": \"a\", \"to\": \"c\", \"bytes\": \"1 MB\"},"
+    "{\"from\": \"b\", \"to\": \"b2\", \"bytes\": \"1 MB\"},"
+    "{\"from\": \"c\", \"to\": \"c2\", \"bytes\": \"1 MB\"},"
+    "{\"from\": \"b2\", \"to\": \"j\", \"bytes\": \"1 MB\"},"
+    "{\"from\": \"c2\", \"to\": \"j\", \"bytes\": \"1 MB\"}]}";
+
+static void test_measured_whole_competes(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    assert_int_equal(pl_learn_register(&err), 0);
+    pl_graph *g = tu_taskgraph(GRAPH_BOTH);
+    pl_cluster *c = pl_cluster_load(tu_tmpfile(BOTH_VIEWS, strlen(BOTH_VIEWS), ".json"), &err);
+    if (!c) fail_msg("%s", err.msg);
+    pl_cost *k = tu_cost(g, c);
+    fake f = {.best = INFINITY};
+    pl_place_opts o = {.seed = 3, .iterations = 6, .measure = fake_measure, .measure_user = &f};
+    pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
+    if (pl_place(pl_algo_find("drl"), k, &o, p, &err) < 0) fail_msg("%s", err.msg);
+    int calls = f.calls, w = pl_cluster_find(c, "w");
+    assert_int_equal(calls, 3 + 6 + 1); /* baselines, episodes, the whole CPU */
+    assert_true(p->measured_s > 0 && p->measured_s == fake_latency(p));
+    assert_true(p->measured_s == f.best); /* the faster of the two measurements */
+    bool whole = true;
+    for (int v = 0; v < k->n_ops; v++)
+        whole &= p->dev[v] == w;
+    assert_true(whole == !strcmp(p->algo, "single"));
+    f = (fake){.best = INFINITY, .fail_at = calls};
+    assert_int_equal(pl_place(pl_algo_find("drl"), k, &o, p, &err), -1);
+    assert_string_equal(err.msg, "drl: measuring the whole model on 'w': onnxruntime worker died");
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
 /* A measure hook set for a whole `compare` reaches every algorithm: one that never measures
  * (HEFT) must get the plan it gets without the hook, stage merging included (it once lost
  * the merge: nmt_seq2seq on local-cpu-percore.json, 56.2 ms against 53.6 ms). */
@@ -537,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_measured_budget_and_best),
         cmocka_unit_test(test_measure_failure_stops),
         cmocka_unit_test(test_measure_hook_leaves_others_alone),
+        cmocka_unit_test(test_measured_whole_competes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
