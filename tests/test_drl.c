@@ -15,21 +15,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The fork's edges, for the graphs below. */
+#define FORK_EDGES                                                                                 \
+    "\"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": \"1 MB\"},"                           \
+    "{\"from\": \"a\", \"to\": \"c\", \"bytes\": \"1 MB\"},"                                       \
+    "{\"from\": \"b\", \"to\": \"b2\", \"bytes\": \"1 MB\"},"                                      \
+    "{\"from\": \"c\", \"to\": \"c2\", \"bytes\": \"1 MB\"},"                                      \
+    "{\"from\": \"b2\", \"to\": \"j\", \"bytes\": \"1 MB\"},"                                      \
+    "{\"from\": \"c2\", \"to\": \"j\", \"bytes\": \"1 MB\"}]}"
+
 /* Two parallel chains and a join, on two devices where each chain is faster on a different
  * one: the optimum splits the chains. */
-static const char *GRAPH = "{\"format\": \"placer-taskgraph/1\", \"name\": \"fork\", \"nodes\": ["
-                           "{\"name\": \"a\", \"times_s\": {\"d0\": \"1 ms\", \"d1\": \"1 ms\"}},"
-                           "{\"name\": \"b\", \"times_s\": {\"d0\": \"4 ms\", \"d1\": \"9 ms\"}},"
-                           "{\"name\": \"c\", \"times_s\": {\"d0\": \"9 ms\", \"d1\": \"4 ms\"}},"
-                           "{\"name\": \"b2\", \"times_s\": {\"d0\": \"3 ms\", \"d1\": \"7 ms\"}},"
-                           "{\"name\": \"c2\", \"times_s\": {\"d0\": \"7 ms\", \"d1\": \"3 ms\"}},"
-                           "{\"name\": \"j\", \"times_s\": {\"d0\": \"1 ms\", \"d1\": \"1 ms\"}}],"
-                           "\"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": \"1 MB\"},"
-                           "{\"from\": \"a\", \"to\": \"c\", \"bytes\": \"1 MB\"},"
-                           "{\"from\": \"b\", \"to\": \"b2\", \"bytes\": \"1 MB\"},"
-                           "{\"from\": \"c\", \"to\": \"c2\", \"bytes\": \"1 MB\"},"
-                           "{\"from\": \"b2\", \"to\": \"j\", \"bytes\": \"1 MB\"},"
-                           "{\"from\": \"c2\", \"to\": \"j\", \"bytes\": \"1 MB\"}]}";
+static const char *GRAPH =
+    "{\"format\": \"placer-taskgraph/1\", \"name\": \"fork\", \"nodes\": ["
+    "{\"name\": \"a\", \"times_s\": {\"d0\": \"1 ms\", \"d1\": \"1 ms\"}},"
+    "{\"name\": \"b\", \"times_s\": {\"d0\": \"4 ms\", \"d1\": \"9 ms\"}},"
+    "{\"name\": \"c\", \"times_s\": {\"d0\": \"9 ms\", \"d1\": \"4 ms\"}},"
+    "{\"name\": \"b2\", \"times_s\": {\"d0\": \"3 ms\", \"d1\": \"7 ms\"}},"
+    "{\"name\": \"c2\", \"times_s\": {\"d0\": \"7 ms\", \"d1\": \"3 ms\"}},"
+    "{\"name\": \"j\", \"times_s\": {\"d0\": \"1 ms\", \"d1\": \"1 ms\"}}]," FORK_EDGES;
 
 static const char *CLUSTER =
     "{\"format\": \"placer-cluster/1\", \"name\": \"pair\", \"devices\": ["
@@ -274,13 +278,8 @@ static const char *GRAPH_BOTH =
     "{\"name\": \"c\", \"times_s\": {\"d0\": \"9 ms\", \"d1\": \"4 ms\", \"w\": \"1 ms\"}},"
     "{\"name\": \"b2\", \"times_s\": {\"d0\": \"3 ms\", \"d1\": \"7 ms\", \"w\": \"1 ms\"}},"
     "{\"name\": \"c2\", \"times_s\": {\"d0\": \"7 ms\", \"d1\": \"3 ms\", \"w\": \"1 ms\"}},"
-    "{\"name\": \"j\", \"times_s\": {\"d0\": \"1 ms\", \"d1\": \"1 ms\", \"w\": \"1 ms\"}}],"
-    "\"edges\": [{\"from\": \"a\", \"to\": \"b\", \"bytes\": \"1 MB\"},"
-    "{\"from\": \"a\", \"to\": \"c\", \"bytes\": \"1 MB\"},"
-    "{\"from\": \"b\", \"to\": \"b2\", \"bytes\": \"1 MB\"},"
-    "{\"from\": \"c\", \"to\": \"c2\", \"bytes\": \"1 MB\"},"
-    "{\"from\": \"b2\", \"to\": \"j\", \"bytes\": \"1 MB\"},"
-    "{\"from\": \"c2\", \"to\": \"j\", \"bytes\": \"1 MB\"}]}";
+    "{\"name\": \"j\", \"times_s\": {\"d0\": \"1 ms\", \"d1\": \"1 ms\", \"w\": \"1 "
+    "ms\"}}]," FORK_EDGES;
 
 static void test_measured_whole_competes(void **state)
 {
