@@ -29,16 +29,22 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
                      for N = 1..64: its kernel time is flat within a tile of columns and steps
                      up at each tile's end; the tile is the least N after which the time first
                      jumps (docs/cost.md, "GEMM column tiles")
+  (the last-level cache, not a figure of the file) a one-tile MatMul X[m,k] @ W[k,16] whose X
+                     grows from the L2 past the 32 MiB L3, and gcn_cora's first layer (its
+                     15.5 MB X @ W) alone and followed by a MatMul streaming an A of 11-44 MB:
+                     how the rate of an op streaming its operand depends on what else the
+                     request touches (docs/multi.md, "Fidelity of --run")
 
 Usage (from the repository root, after `make deps`):
 
     /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json] [--stages-only]
-                                          [--contention-only] [--tile-only]
+                                          [--contention-only] [--tile-only] [--llc-only]
 
 --stages-only measures the stage costs and the hand-off alone (half a minute).
 --contention-only measures the slowdown of two cores running at once alone, and the stall (a
                   minute).
 --tile-only measures the GEMM column tile alone (half a minute).
+--llc-only measures the streaming MatMuls against the last-level cache alone (a minute).
 
 Kernel times come from the persistent worker (tools/ort_worker.js, op "profile": graph
 optimisation disabled, one intra-op thread, the same settings as `placer profile`), so the
@@ -294,6 +300,40 @@ def measure_tile(w, d, trials, out):
     out["gemm_tile_columns"] = steps[0] - 1 if steps else None
 
 
+def gcn_layer_model(d, a_rows):
+    """gcn_cora's first layer, H[2708,16] = X[2708,1433] @ W (X the request's input, 15.5 MB),
+    followed when a_rows > 0 by Y = A[a_rows,2708] @ H, A an initializer of a_rows x 2708
+    floats: the request then streams X and A, and X comes back after A has passed."""
+    rng, vi = np.random.default_rng(1), helper.make_tensor_value_info
+    inits = [numpy_helper.from_array(rng.random((1433, 16), dtype=np.float32), "W")]
+    nodes = [helper.make_node("MatMul", ["X", "W"], ["H"], name="mm1")]
+    out = vi("H", F32, [2708, 16])
+    if a_rows:
+        inits.append(numpy_helper.from_array(rng.random((a_rows, 2708), dtype=np.float32), "A"))
+        nodes.append(helper.make_node("MatMul", ["A", "H"], ["Y"], name="mm2"))
+        out = vi("Y", F32, [a_rows, 16])
+    return save(d, f"gcnlayer{a_rows}", nodes, [vi("X", F32, [2708, 1433])], [out], inits)
+
+
+def measure_llc(w, d, trials, out):
+    """The one-tile MatMul's rate by the size of its streamed operand X (min over trials of
+    10 requests' mean), and gcn_cora's first layer's time with and without a following A
+    (the median over trials, as a request of the model sees it)."""
+    out["stream_gflops"] = {}
+    for m, k in ((512, 512), (1448, 1448), (2708, 1433), (2708, 2708), (4096, 4096)):
+        path, flops = matmul_model(d, m, k, 16)
+        out["stream_gflops"][f"{m}x{k} ({m * k * 4 / 1e6:.1f} MB)"] = best_rate(
+            w, path, "mm", flops, trials, 10) / 1e9
+    out["gcn_layer_ms"] = {}
+    for a_rows in (0, 1000, 2708, 4096):
+        path = gcn_layer_model(d, a_rows)
+        runs = [w.ask({"op": "profile", "model": path, "repeat": 10, "warmup": 1, "threads": 1})
+                for _ in range(trials)]
+        times = {n: statistics.median(next(x["mean_s"] for x in r["nodes"] if x["name"] == n)
+                                      for r in runs) * 1e3 for n in ("mm1", "mm2")[:1 + (a_rows > 0)]}
+        out["gcn_layer_ms"][f"A {a_rows * 2708 * 4 / 1e6:.1f} MB"] = times
+
+
 def cpu_ticks(w):
     """(wall ticks, the machine's busy ticks summed over its CPUs, this script's and its
     worker's ticks), from /proc: to tell how much else ran during a measurement."""
@@ -436,13 +476,16 @@ def measure_stage_tensors(w, d, trials, k, out):
     out["stage_fit_residuals_us"] = [b - (fixed + per_tensor * a) for a, b in zip(x, y)]
 
 
-def measure(trials, stages_only=False, contention_only=False, tile_only=False):
+def measure(trials, stages_only=False, contention_only=False, tile_only=False, llc_only=False):
     d = tempfile.mkdtemp(prefix="placer-measure-")
     w = Worker()
     out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
     try:
         if tile_only:
             measure_tile(w, d, trials, out)
+            return out
+        if llc_only:
+            measure_llc(w, d, trials, out)
             return out
         if contention_only:
             before = cpu_ticks(w)
@@ -508,8 +551,9 @@ def main():
     ap.add_argument("--stages-only", action="store_true")
     ap.add_argument("--contention-only", action="store_true")
     ap.add_argument("--tile-only", action="store_true")
+    ap.add_argument("--llc-only", action="store_true")
     a = ap.parse_args()
-    r = measure(a.trials, a.stages_only, a.contention_only, a.tile_only)
+    r = measure(a.trials, a.stages_only, a.contention_only, a.tile_only, a.llc_only)
     if a.json:
         print(json.dumps(r, indent=1))
         return
@@ -521,6 +565,13 @@ def main():
         return
     if a.contention_only:
         return print_contention(r)
+    if a.llc_only:
+        for name, g in r["stream_gflops"].items():
+            print(f"MatMul {name:22s} by x16: {g:6.1f} GFLOP/s")
+        for name, t in r["gcn_layer_ms"].items():
+            print(f"gcn_cora's first layer, then {name:8s}: X @ W {t['mm1']:6.3f} ms"
+                  + (f", A @ H {t['mm2']:6.3f} ms" if "mm2" in t else ""))
+        return
     for size, v in r["stage_overhead_us"].items():
         print(f"per-stage overhead, {size:>9s} tensors  {v:7.1f} us  "
               f"hand-off between two threads {r['handoff_us'][size]:7.1f} us")
