@@ -200,6 +200,21 @@ static pl_rw_model *load(Onnx__ModelProto *m)
 
 /* ---- looking at a model ---- */
 
+/* MatMul(a, B) → Add(·, C): matmul_add_gemm's site; data: B and C hold values (else
+ * weightless). */
+static pl_rw_model *matmul_add(bool data, const char *a_shape, const char *b_dims,
+                               const char *c_dims)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "a", a_shape);
+    init_f(m, "B", b_dims, 0.1, 0.05, data);
+    init_f(m, "C", c_dims, -0.2, 0.1, data);
+    node(m, "MatMul", "mm", "a,B", "p");
+    node(m, "Add", "add", "p,C", "y");
+    output(m, "y", "");
+    return load(m);
+}
+
 static Onnx__ModelProto *unpack(const pl_rw_model *m)
 {
     size_t len;

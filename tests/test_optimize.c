@@ -197,14 +197,7 @@ static void test_merge_priced_by_size(void **state)
  * onnxruntime (docs/rewrite.md, "Search"). Greedy, which ignores prices, still makes the Gemm. */
 static pl_rw_model *matmul_bias(void)
 {
-    Onnx__ModelProto *m = model();
-    input(m, "x", "20,650");
-    init_f(m, "B", "650,2600", 0.1, 0.01, false);
-    init_f(m, "C", "2600", 0.5, 0.01, false);
-    node(m, "MatMul", "mm", "x,B", "p");
-    node(m, "Add", "add", "p,C", "y");
-    output(m, "y", "");
-    return load(m);
+    return matmul_add(false, "20,650", "650,2600", "2600");
 }
 
 static void test_plateau_keeps_input(void **state)

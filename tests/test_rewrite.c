@@ -76,18 +76,6 @@ static void test_conv_bn_refused(void **state)
     pl_rw_free(m);
 }
 
-static pl_rw_model *matmul_add(bool data, const char *a_shape, const char *c_dims)
-{
-    Onnx__ModelProto *m = model();
-    input(m, "a", a_shape);
-    init_f(m, "B", "4,5", 0.1, 0.05, data);
-    init_f(m, "C", c_dims, -0.2, 0.1, data);
-    node(m, "MatMul", "mm", "a,B", "p");
-    node(m, "Add", "add", "p,C", "y");
-    output(m, "y", "");
-    return load(m);
-}
-
 /* The bias is computed between the MatMul and the Add: the Gemm goes where the Add was, after
  * it (ONNX wants nodes in topological order). */
 static void test_gemm_keeps_order(void **state)
@@ -109,15 +97,15 @@ static void test_gemm_keeps_order(void **state)
 static void test_matmul_add_gemm(void **state)
 {
     (void)state;
-    pl_rw_model *m = apply_one(matmul_add(true, "3,4", "5"), "matmul_add_gemm");
+    pl_rw_model *m = apply_one(matmul_add(true, "3,4", "4,5", "5"), "matmul_add_gemm");
     expect_ops(m, "Gemm");
     expect_init(m, "Gemm", 1, "4,5", NULL, 0);
     expect_init(m, "Gemm", 2, "5", NULL, 0);
     pl_rw_free(m);
-    m = matmul_add(true, "2,3,4", "5"); /* 3-D A: Gemm is 2-D only */
+    m = matmul_add(true, "2,3,4", "4,5", "5"); /* 3-D A: Gemm is 2-D only */
     assert_int_equal(n_sites(m, "matmul_add_gemm"), 0);
     pl_rw_free(m);
-    m = matmul_add(true, "3,4", "2,3,5"); /* C broadcasts the result up: not Gemm's C */
+    m = matmul_add(true, "3,4", "4,5", "2,3,5"); /* C broadcasts the result up: not Gemm's C */
     assert_int_equal(n_sites(m, "matmul_add_gemm"), 0);
     pl_rw_free(m);
 }
@@ -586,8 +574,8 @@ static void test_equivalence(void **state)
         const char *rule;
     } cases[] = {
         {"conv_bn_fold", conv_bn(true, false), "conv_bn_fold"},
-        {"matmul_add_gemm", matmul_add(true, "3,4", "5"), "matmul_add_gemm"},
-        {"matmul_add_gemm [1,5] bias", matmul_add(true, "3,4", "1,5"), "matmul_add_gemm"},
+        {"matmul_add_gemm", matmul_add(true, "3,4", "4,5", "5"), "matmul_add_gemm"},
+        {"matmul_add_gemm [1,5] bias", matmul_add(true, "3,4", "4,5", "1,5"), "matmul_add_gemm"},
         {"merge_matmul", parallel_mm(true, false), "merge_matmul"},
         {"merge_conv", parallel_conv(true, "1,1"), "merge_conv"},
         {"transpose_merge (cancel)", transposes("0,2,1", "0,2,1", false), "transpose_merge"},
