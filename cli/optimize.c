@@ -247,14 +247,18 @@ static void opt_name(const char *model, const char *sha, char *out, size_t n)
 }
 
 /* What the search's answer depends on: the model's and the cluster's bytes, the cost model
- * and the search's settings, as one string (hashed into the name of a reference file). */
+ * and the search's settings, as one string (hashed into the name of a reference file). The
+ * leading version changes with the search or the price: 2 since a Gemm is priced as its
+ * MatMul + Add and the answer at one price has the fewest rewrites (docs/rewrite.md), so
+ * answers cached before, with their Gemms, are searched again. */
 static void search_key(const pl_rw_search_opts *so, const char *model_sha, const pl_cluster *c,
                        char out[65])
 {
     char key[1024];
-    int at = snprintf(key, sizeof key, "optimize/1 %s %s %a %a %a %s %d %a", model_sha, c->sha256,
-                      so->alpha, so->time_limit_s, so->params->eff_memory, so->params->device_model,
-                      (int)so->params->runtime_fusion, so->params->runtime_conv_ratio);
+    int at = snprintf(key, sizeof key, "optimize/2 %s %s %a %a %a %s %d %a %a", model_sha,
+                      c->sha256, so->alpha, so->time_limit_s, so->params->eff_memory,
+                      so->params->device_model, (int)so->params->runtime_fusion,
+                      so->params->runtime_conv_ratio, so->params->dense_half_flops);
     for (int k = 0; k < PL_CLASS_COUNT && at < (int)sizeof key - 32; k++)
         at += snprintf(key + at, sizeof key - (size_t)at, " %a", so->params->eff_compute[k]);
     pl_sha256_buffer(key, strlen(key), out);
