@@ -130,8 +130,8 @@ typedef struct pl_rw_search_opts {
 } pl_rw_search_opts;
 
 typedef struct pl_rw_search_result {
-    pl_rw_model *best; /* the cheapest model seen, the fewest nodes at one price (a copy of the
-                          input when nothing beat it) */
+    pl_rw_model *best; /* the cheapest model seen, the fewest rewrites from the input at one
+                          price (a copy of the input when nothing is cheaper) */
     pl_rw_site *log;   /* the sites from the input to best, in order (pl_rw_replay) */
     int n_log;
     double cost0, best_cost;              /* pl_rw_price of the input and of best */
