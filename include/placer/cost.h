@@ -266,6 +266,11 @@ typedef struct pl_cost_terms {
      * (an attention's 12 heads are 12 GEMMs), a Gemm's and a Conv's whole (a grouped Conv runs
      * its groups as one kernel); 0 for other ops and unknown shapes: no size dependence. */
     double gemm_flops;
+    /* A Gemm's C, as onnxruntime runs MatMul + Add (MatMulAddFusion: one kernel either way):
+     * priced apart as the Add fused into a MatMul is (docs/cost.md, "Runtime fusion"), one
+     * element-wise FLOP per output element and C's bytes, no launch; `bytes` then leaves C
+     * out. 0 for every other op. */
+    double bias_flops, bias_bytes;
 } pl_cost_terms;
 void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl_cost_terms *t);
 
@@ -284,7 +289,14 @@ static inline double pl_cost_terms_s(const pl_cost_terms *t, const pl_cost_param
     double rate = t->peak * pl_cost_terms_eff(t, p), bw = t->bandwidth * p->eff_memory;
     double tc = t->flops > 0 ? (rate > 0 ? t->flops / rate : INFINITY) : 0;
     double tm = t->bytes > 0 ? (bw > 0 ? t->bytes / bw : INFINITY) : 0;
-    return t->launch_s + fmax(tc, tm);
+    double s = t->launch_s + fmax(tc, tm);
+    if (t->bias_flops > 0 || t->bias_bytes > 0) {
+        double re = t->peak * p->eff_compute[PL_CLASS_ELEMENTWISE];
+        double bc = t->bias_flops > 0 ? (re > 0 ? t->bias_flops / re : INFINITY) : 0;
+        double bm = t->bias_bytes > 0 ? (bw > 0 ? t->bias_bytes / bw : INFINITY) : 0;
+        s += fmax(bc, bm);
+    }
+    return s;
 }
 
 /* A profile's or a given time's device model applies to device d: its model ignoring case,

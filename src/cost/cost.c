@@ -101,6 +101,22 @@ static double gemm_flops(const pl_op *op, const pl_graph *g)
     return op->flops / batch;
 }
 
+/* A Gemm's C split off t into bias_flops and bias_bytes (pl_cost_terms). MatMulAddFusion makes
+ * MatMul + Add a Gemm, so the two spellings are one kernel and must cost the same. Priced
+ * whole, a Gemm was 7 us cheaper than its MatMul + Add on rnnlm_unrolled's 20 x 650 by
+ * 650 x 2600 products (it did not count the bias's FLOPs), and `placer optimize` took 140 such
+ * rewrites that onnxruntime measured 14 % slower (docs/rewrite.md, "Search"). */
+static void gemm_bias_split(const pl_op *op, const pl_graph *g, pl_cost_terms *t)
+{
+    if (strcmp(op->type, "Gemm") || op->n_inputs < 3 || op->n_outputs < 1) return;
+    int a = op->inputs[0], b = op->inputs[1], c = op->inputs[2], y = op->outputs[0];
+    if (c < 0 || y < 0 || c == a || c == b || g->tensors[c].bytes <= 0) return;
+    int64_t n = pl_tensor_numel(&g->tensors[y]);
+    if (n <= 0 || !(t->bytes > (double)g->tensors[c].bytes)) return;
+    t->bias_flops = (double)n, t->bias_bytes = (double)g->tensors[c].bytes;
+    t->bytes -= t->bias_bytes;
+}
+
 void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl_cost_terms *t)
 {
     int cls = op->cls >= 0 && op->cls < PL_CLASS_COUNT ? (int)op->cls : PL_CLASS_UNKNOWN;
@@ -116,6 +132,7 @@ void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl
                          .gemm_flops = gemm_flops(op, g)};
     /* launch 0 and no work: pl_cost_terms_s gives exactly 0 */
     if (writes_only_weights(op, g)) t->launch_s = t->flops = t->bytes = 0;
+    gemm_bias_split(op, g, t);
 }
 
 const pl_gpu_params *pl_cost_gpu_params(const pl_cost_params *p, const pl_device *d)
@@ -128,27 +145,6 @@ const pl_gpu_params *pl_cost_gpu_params(const pl_cost_params *p, const pl_device
     return gp->on ? gp : NULL;
 }
 
-/* A Gemm's C as onnxruntime runs it, split off t (false: no C to split). MatMulAddFusion makes
- * MatMul + Add a Gemm, so the two spellings are one kernel and must cost the same: the GEMM
- * without C (t), then C as fusion.c prices an Add fused into a MatMul (bias): one element-wise
- * FLOP per output element, C's bytes, no launch. Priced whole, a Gemm was 7 us cheaper than its
- * MatMul + Add on rnnlm_unrolled's 20 x 650 by 650 x 2600 products, and `placer optimize` took
- * 140 such rewrites that onnxruntime measured 14 % slower (docs/rewrite.md, "Search"). */
-static bool gemm_bias_split(const pl_op *op, const pl_graph *g, pl_cost_terms *t,
-                            pl_cost_terms *bias)
-{
-    if (strcmp(op->type, "Gemm") || op->n_inputs < 3 || op->n_outputs < 1) return false;
-    int a = op->inputs[0], b = op->inputs[1], c = op->inputs[2], y = op->outputs[0];
-    if (c < 0 || y < 0 || c == a || c == b || g->tensors[c].bytes <= 0) return false;
-    int64_t n = pl_tensor_numel(&g->tensors[y]);
-    if (n <= 0 || !(t->bytes > (double)g->tensors[c].bytes)) return false;
-    *bias = *t;
-    bias->cls = PL_CLASS_ELEMENTWISE, bias->launch_s = 0, bias->gemm_flops = 0;
-    bias->flops = (double)n, bias->bytes = (double)g->tensors[c].bytes;
-    t->bytes -= bias->bytes;
-    return true;
-}
-
 /* The estimate, with the device's built-in spec (NULL: none) for the GPU rules' SM count. */
 static double estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
                        const pl_gpu_spec *spec, const pl_cost_params *p)
@@ -157,10 +153,9 @@ static double estimate(const pl_op *op, const pl_graph *g, const pl_device *d,
     if (gp && pl_gpu_has_shapes(op, g))
         return writes_only_weights(op, g) ? 0
                                           : pl_gpu_op_s(op, g, d, spec ? spec->sms : 0, gp, NULL);
-    pl_cost_terms t, bias;
+    pl_cost_terms t;
     pl_cost_terms_of(op, g, d, &t);
-    bool split = gemm_bias_split(op, g, &t, &bias);
-    double s = pl_cost_terms_s(&t, p) + (split ? pl_cost_terms_s(&bias, p) : 0);
+    double s = pl_cost_terms_s(&t, p);
     /* the runtime's layout, not the profiled one (pl_cost_params.runtime_conv_ratio) */
     if (p->runtime_fusion == PL_FUSION_ORT && !strcmp(op->type, "Conv")) s *= p->runtime_conv_ratio;
     return s;
