@@ -21,7 +21,8 @@ static const char *help_text =
     "                    [--no-pack] [--refine T] [--contention X] [--seed N]\n"
     "                    [--time-limit T]\n"
     "                    [--profile P]... [--cost-params F]\n"
-    "                    [--run [--repeat R] [--warmup W] [--cache DIR] [--deadline T]]\n"
+    "                    [--run [--repeat R] [--warmup W] [--cache DIR] [--deadline T]\n"
+    "                     [--alone]]\n"
     "                    [--train [--batch N]...] [--explain]\n"
     "  M1 M2 ...      models (ONNX or task graphs); a model given twice is two tenants\n"
     "  --algo A       one algorithm: talos, aswm, tsam, or any of `placer place --help`\n"
@@ -45,6 +46,8 @@ static const char *help_text =
     "                 the JSON), beside the Talos paper's Fig. 2\n"
     "  --run          run the answer's plan for real on this machine's CPU devices,\n"
     "                 every model at once, and print measured beside predicted times\n"
+    "  --alone        with --run: also run each model's share of the plan by itself, and\n"
+    "                 print the error the co-run adds to the model's own\n"
     "the answer is the row of least TOCT that fits in memory (the first such row on a tie)\n"
     "exit status: 0 done, 1 no algorithm's plan fits in memory, 2 bad input or failure\n";
 
@@ -62,6 +65,7 @@ typedef struct multi_opts {
     pl_place_opts po;
     bool run;
     pl_multi_run_opts ro;
+    bool alone;            /* --alone: each tenant's share also run by itself */
     bool train;            /* --train: training iterations as tenants */
     int batch[MAX_MODELS]; /* --batch, in the order given */
     int n_batch;
@@ -76,6 +80,11 @@ typedef struct row {
     pl_multi_eval e;
     pl_multi_credit credit;
 } row;
+
+/* --alone: each tenant's share of the answer's plan, predicted and measured by itself. */
+typedef struct alone_run {
+    double pred_s[MAX_MODELS], meas_s[MAX_MODELS];
+} alone_run;
 
 typedef struct multi_ctx {
     pl_graph *models[MAX_MODELS];
@@ -174,6 +183,7 @@ enum {
     WARMUP,
     CACHE,
     DEADLINE,
+    ALONE,
     TRAIN, /* --train's */
     BATCH,
     EXPLAIN
@@ -193,6 +203,7 @@ static const struct option options[] = {{"no-pack", no_argument, NULL, NO_PACK},
                                         {"warmup", required_argument, NULL, WARMUP},
                                         {"cache", required_argument, NULL, CACHE},
                                         {"deadline", required_argument, NULL, DEADLINE},
+                                        {"alone", no_argument, NULL, ALONE},
                                         {"train", no_argument, NULL, TRAIN},
                                         {"batch", required_argument, NULL, BATCH},
                                         {"explain", no_argument, NULL, EXPLAIN},
@@ -212,6 +223,8 @@ static int take_run(multi_opts *o, int c, const char *v)
         return o->ro.warmup = (int)n, 0;
     case CACHE:
         return cli_file("multi", "--cache", v, "a folder", &o->ro.cache_dir);
+    case ALONE:
+        return o->alone = true, 0;
     default:
         return cli_seconds("multi", "--deadline", v, &o->ro.deadline_s); /* DEADLINE */
     }
@@ -303,6 +316,9 @@ static cli_exit parse(int argc, char **argv, multi_opts *o, bool *help)
     if (o->co.catalog) return cli_fail("multi", "--catalog: give the host as --cluster FILE");
     cli_exit trained = check_train(o);
     if (!cli_ok(trained)) return trained;
+    if (o->alone && !o->run)
+        return cli_fail("multi", "--alone: give --run too (it runs each model's share of the "
+                                 "answer by itself, beside the run of all at once)");
     if (!o->n_algos) {
         static const char *dflt[] = {"talos", "aswm", "tsam", "heft", "moirai"};
         for (int j = 0; j < 5; j++)
@@ -699,8 +715,15 @@ static void schedule_json(const multi_ctx *x, const multi_opts *o, const row *r,
     pl_sim_result_free(&res);
 }
 
+/* What the co-run adds to a tenant's own error: (predicted / measured together) over
+ * (predicted / measured alone), less 1 (docs/multi.md, "Fidelity of --run"). */
+static double corun_error(double p, double q, double ap, double aq)
+{
+    return q > 0 && ap > 0 && aq > 0 ? (p / q) / (ap / aq) - 1 : 0;
+}
+
 static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows, int n,
-                        const pl_multi_run_result *run)
+                        const pl_multi_run_result *run, const alone_run *alone)
 {
     json_t *j = json_object();
     json_object_set_new(j, "format", json_string("placer-multi/1"));
@@ -754,6 +777,20 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
         for (int m = 0; m < x->n; m++)
             json_object_set_new(per, x->names[m], json_real(run->completion_s[m]));
         json_object_set_new(rj, "completion_s", per);
+        if (alone) {
+            json_t *aj = json_object(), *cj = json_object();
+            for (int m = 0; m < x->n; m++) {
+                json_object_set_new(aj, x->names[m],
+                                    json_pack("{s:f,s:f}", "predicted_s", alone->pred_s[m],
+                                              "measured_s", alone->meas_s[m]));
+                json_object_set_new(cj, x->names[m],
+                                    json_real(corun_error(rows[a].e.completion_s[m],
+                                                          run->completion_s[m], alone->pred_s[m],
+                                                          alone->meas_s[m])));
+            }
+            json_object_set_new(rj, "alone", aj);
+            json_object_set_new(rj, "corun_error", cj);
+        }
         json_object_set_new(j, "measured", rj);
     }
     return j;
@@ -771,17 +808,95 @@ static cli_exit run_real(const multi_ctx *x, const multi_opts *o, const row *r,
     return CLI_EXIT_OK;
 }
 
-static void print_run(const multi_ctx *x, const row *r, const pl_multi_run_result *res)
+/* Tenant m's share of plan p as a plan of its own on u (its one-model union): the same
+ * devices, each device's ops in the same order. The ops of tenant m are contiguous in the
+ * union from `off` (pl_graph_union). */
+static pl_plan *share_of(const pl_plan *p, int off, int n_ops)
+{
+    pl_plan *q = pl_plan_new(n_ops, p->n_devs);
+    int *seq = pl_malloc((size_t)n_ops * sizeof *seq), n = 0;
+    for (int j = 0; j < n_ops; j++)
+        q->dev[j] = p->dev[off + j];
+    for (int i = 0; p->order && i < p->order_off[p->n_devs]; i++)
+        if (p->order[i] >= off && p->order[i] < off + n_ops) seq[n++] = p->order[i] - off;
+    if (n == n_ops) pl_plan_set_order(q, seq);
+    free(seq);
+    return q;
+}
+
+/* The profiles that apply to model m alone: its own and those that name no model (a union of
+ * one model refuses a profile of another, docs/multi.md). */
+static int profiles_of(const multi_ctx *x, int m, const pl_profile **out)
+{
+    pl_err err = {""};
+    const char *sha = pl_graph_sha256(x->models[m], &err);
+    int n = 0;
+    for (int i = 0; i < x->n_prof; i++)
+        if (!x->prof[i]->model_sha256[0] || (sha && !strcmp(sha, x->prof[i]->model_sha256)))
+            out[n++] = x->prof[i];
+    return n;
+}
+
+/* One tenant by itself: predicted (the simulator on its share) and measured (pl_multi_run
+ * of one model), into a. */
+static int alone_one(const multi_ctx *x, const multi_opts *o, const pl_plan *p, int m, int off,
+                     alone_run *a, pl_err *err)
+{
+    const pl_profile *prof[CLI_MAX_LIST];
+    int n_prof = profiles_of(x, m, prof);
+    pl_graph *u = pl_graph_union(&x->models[m], (const char *const *)&x->names[m], 1, err);
+    pl_cost *k = u ? pl_cost_new(u, x->c, &x->k->params, prof, n_prof, err) : NULL;
+    pl_plan *q = k ? share_of(p, off, x->models[m]->n_ops) : NULL;
+    pl_multi_eval e = {0};
+    pl_multi_run_result rr = {0};
+    int rc = q && pl_multi_evaluate(k, q, o->po.contention, &e, err) == 0 &&
+                     pl_multi_run(&x->models[m], &o->models[m], 1, u, x->c, k, q, &o->ro, &rr,
+                                  err) == 0
+                 ? 0
+                 : -1;
+    if (rc == 0) a->pred_s[m] = e.completion_s[0], a->meas_s[m] = rr.completion_s[0];
+    pl_multi_run_result_free(&rr);
+    pl_multi_eval_free(&e);
+    pl_plan_free(q);
+    pl_cost_free(k);
+    pl_graph_free(u);
+    return rc;
+}
+
+static cli_exit run_alone(const multi_ctx *x, const multi_opts *o, const row *r, alone_run *a)
+{
+    pl_err err = {""};
+    for (int m = 0, off = 0; m < x->n; off += x->models[m]->n_ops, m++) {
+        cli_progress("multi: %s by itself ...", x->names[m]);
+        if (alone_one(x, o, r->plan, m, off, a, &err) < 0)
+            return cli_fail("multi", "--alone: model '%s' by itself was not measured: %s",
+                            x->names[m], err.msg);
+    }
+    return CLI_EXIT_OK;
+}
+
+static void print_run(const multi_ctx *x, const row *r, const pl_multi_run_result *res,
+                      const alone_run *a)
 {
     printf("\nmeasured on this machine (%s's plan, %d stages, median of %d rounds):\n", r->algo,
            res->n_stages, res->repeat);
-    pl_table *t = pl_table_new("model|>predicted ms|>measured ms|>error");
+    pl_table *t = pl_table_new(a ? "model|>predicted ms|>measured ms|>error|>alone: predicted "
+                                   "ms|>measured ms|>error|>co-run error"
+                                 : "model|>predicted ms|>measured ms|>error");
     for (int m = 0; m < x->n; m++) {
         double p = r->e.completion_s[m], q = res->completion_s[m];
-        pl_table_row(t, "%s|%.3f|%.3f|%+.0f%%", x->names[m], p * 1e3, q * 1e3,
-                     q > 0 ? 100 * (p - q) / q : 0);
+        if (!a) {
+            pl_table_row(t, "%s|%.3f|%.3f|%+.0f%%", x->names[m], p * 1e3, q * 1e3,
+                         q > 0 ? 100 * (p - q) / q : 0);
+            continue;
+        }
+        double ap = a->pred_s[m], aq = a->meas_s[m];
+        pl_table_row(t, "%s|%.3f|%.3f|%+.0f%%|%.3f|%.3f|%+.0f%%|%+.0f%%", x->names[m], p * 1e3,
+                     q * 1e3, q > 0 ? 100 * (p - q) / q : 0, ap * 1e3, aq * 1e3,
+                     aq > 0 ? 100 * (ap - aq) / aq : 0, 100 * corun_error(p, q, ap, aq));
     }
-    pl_table_row(t, "TOCT|%.3f|%.3f|%+.0f%%", r->e.toct_s * 1e3, res->toct_s * 1e3,
+    pl_table_row(t, a ? "TOCT|%.3f|%.3f|%+.0f%%||||" : "TOCT|%.3f|%.3f|%+.0f%%",
+                 r->e.toct_s * 1e3, res->toct_s * 1e3,
                  res->toct_s > 0 ? 100 * (r->e.toct_s - res->toct_s) / res->toct_s : 0);
     pl_table_print(t, stdout);
     pl_table_free(t);
@@ -823,15 +938,23 @@ cli_exit cli_multi(int argc, char **argv)
     }
     rc = status_of(rows, o.n_algos);
     pl_multi_run_result res = {0};
-    bool ran = false;
+    alone_run alone = {0};
+    bool ran = false, ran_alone = false;
     if (o.run && rc.status != CLI_EXIT_BAD_INPUT.status) {
         if (!cli_ok(run_real(&x, &o, &rows[answer_of(rows, o.n_algos)], &res)))
             rc = CLI_EXIT_BAD_INPUT;
         else
             ran = true;
     }
+    if (ran && o.alone) {
+        if (!cli_ok(run_alone(&x, &o, &rows[answer_of(rows, o.n_algos)], &alone)))
+            rc = CLI_EXIT_BAD_INPUT;
+        else
+            ran_alone = true;
+    }
     { /* every algorithm's row, failed ones with their error */
-        json_t *doc = doc_json(&x, &o, rows, o.n_algos, ran ? &res : NULL);
+        json_t *doc =
+            doc_json(&x, &o, rows, o.n_algos, ran ? &res : NULL, ran_alone ? &alone : NULL);
         if (o.out && !cli_ok(cli_write_json("multi", o.out, doc))) rc = CLI_EXIT_BAD_INPUT;
         if (o.co.json)
             cli_json_out(doc);
@@ -846,7 +969,8 @@ cli_exit cli_multi(int argc, char **argv)
             print_summary(&x, rows, o.n_algos);
             printf("\n");
             print_per_model(&x, rows, o.n_algos);
-            if (ran) print_run(&x, &rows[answer_of(rows, o.n_algos)], &res);
+            if (ran)
+                print_run(&x, &rows[answer_of(rows, o.n_algos)], &res, ran_alone ? &alone : NULL);
         }
     }
     pl_multi_run_result_free(&res);

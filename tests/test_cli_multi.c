@@ -308,10 +308,41 @@ static void test_bad_input(void **state)
     tu_expect_refusal(FIG1 " --refine fast", "--refine: \"fast\"");
     tu_expect_refusal(FIG1 " --refine -1s", "--refine: \"-1s\" is negative");
     tu_expect_refusal(FIG1 " --profile examples/multi/nosuch.json", "nosuch.json");
+    tu_expect_refusal(FIG1 " --alone", "--alone: give --run too");
     tu_expect_refusal("multi examples/multi/nosuch.json --cluster examples/multi/fig1-cluster.json",
                       "nosuch.json");
     tu_expect_refusal("multi examples/multi/fig1-a.json --cluster examples/multi/fig1-a.json",
                       "fig1-a.json");
+}
+
+/* --run --alone: gcn_cora twice, each whole on its own core (ASWM), measured together and
+ * each by itself with the same placement. The simulator's alone prediction is never later than
+ * its prediction together (the other core only adds shared memory and stalls), and the co-run
+ * error is (predicted / measured together) / (predicted / measured alone) - 1 of the figures
+ * printed beside it. Measured times are only checked to be positive: a test does not time. */
+static void test_run_alone(void **state)
+{
+    (void)state;
+    tu_require_ort();
+    json_t *doc = tu_run_json("multi models/gcn_cora.onnx models/gcn_cora.onnx --cluster "
+                              "examples/clusters/local-cpu-percore.json --algo aswm --run "
+                              "--repeat 2 --alone --json");
+    json_t *ms = json_object_get(doc, "measured"), *alone = json_object_get(ms, "alone");
+    json_t *row = json_array_get(json_object_get(doc, "algorithms"), 0);
+    const char *names[] = {"gcn_cora", "gcn_cora#2"};
+    for (int m = 0; m < 2; m++) {
+        json_t *a = json_object_get(alone, names[m]);
+        double ap = tu_num(a, "predicted_s"), aq = tu_num(a, "measured_s");
+        double p = tu_num(json_array_get(json_object_get(row, "models"), m), "completion_s");
+        double q = tu_num(json_object_get(ms, "completion_s"), names[m]);
+        printf("  %s: together %.3f / %.3f ms, alone %.3f / %.3f ms\n", names[m], p * 1e3,
+               q * 1e3, ap * 1e3, aq * 1e3);
+        assert_true(ap > 0 && aq > 0 && q > 0);
+        assert_true(ap <= p * (1 + 1e-12));
+        assert_close(tu_num(json_object_get(ms, "corun_error"), names[m]),
+                     (p / q) / (ap / aq) - 1, 1e-6); /* the JSON's 10 digits */
+    }
+    json_decref(doc);
 }
 
 /* A model with an op that fits no device is "no feasible answer" (cli.h: status 1, as
@@ -367,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_output_file),
         cmocka_unit_test(test_output_unwritable),
         cmocka_unit_test(test_run_failures),
+        cmocka_unit_test(test_run_alone),
         cmocka_unit_test(test_profile_applies_to_its_model),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_nothing_fits),
