@@ -689,8 +689,8 @@ static const struct {
      {"bad.json: $.devices[0].host_mem_stall_Bps: ", "device \"a\": a stall needs",
       "\"host_mem_bandwidth_Bps\""}},
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
-          "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_mem_stall_Bps\": \"-1 GB/s\"}]}",
-     {"bad.json: $.devices[0].host_mem_stall_Bps: "}},
+          "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_mem_stall_Bps\": \"1 B/s\"}]}",
+     {"bad.json: $.devices[0].host_mem_stall_Bps: ", "a stall rate"}},
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
           "\"host_mem_bandwidth_Bps\": \"100 GB/s\"}]}",
      {"bad.json: $.devices[0].host_mem_bandwidth_Bps: ",
@@ -809,6 +809,8 @@ static void test_drop_whole_cpu(void **state)
         assert_true(x->peak_flops_per_s[PL_PREC_FP32] == y->peak_flops_per_s[PL_PREC_FP32] &&
                     x->mem_bandwidth_Bps == y->mem_bandwidth_Bps &&
                     x->host_mem_bandwidth_Bps == y->host_mem_bandwidth_Bps &&
+                    x->host_mem_stall_Bps == y->host_mem_stall_Bps &&
+                    x->private_cache_bytes == y->private_cache_bytes &&
                     x->stage_overhead_s == y->stage_overhead_s && x->cores == y->cores);
         for (int e = 0; e < p->n_devs; e++) {
             size_t k = (size_t)d * p->n_devs + e;

@@ -517,8 +517,6 @@ static void test_google_rl_learns_optimum(void **state)
     assert_true(at_opt >= 16);
 }
 
-/* DRL for one seed samples the same placements in the same order, run after run; another
- * seed samples others. */
 /* The random rate halves every 50 episodes up to a budget of 300, every sixth of a longer one;
  * under a time limit (budget unknown) every 50. */
 static void test_random_rate(void **state)
@@ -533,6 +531,8 @@ static void test_random_rate(void **state)
     assert_true(fabs(pl_drl_random_rate(100, 600) - 0.1) < 1e-15);
 }
 
+/* DRL for one seed samples the same placements in the same order, run after run; another
+ * seed samples others. */
 static void test_drl_reproducible(void **state)
 {
     (void)state;

@@ -207,25 +207,46 @@ static int read_cores(const pl_json *d, pl_device *t, pl_err *err)
     return 0;
 }
 
-/* host_mem_stall_Bps: optional, and only beside a shared bandwidth (`shared` says whether
- * host_mem_bandwidth_Bps was given): the stall is what sharing that memory costs. */
-static int read_stall(const pl_json *d, const char *name, int shared, pl_device *t, pl_err *err)
+/* An optional figure that means something only beside a shared memory (`shared`: whether
+ * host_mem_bandwidth_Bps was given), in [lo, hi]: the stall and the private cache. */
+typedef struct beside_shared {
+    const char *field, *needs, *why, *what, *hint;
+    pl_unit unit;
+    double lo, hi;
+} beside_shared;
+
+static int read_beside_shared(const pl_json *d, const char *name, int shared,
+                              const beside_shared *f, double *v, pl_err *err)
 {
-    int rc = pl_json_opt_quantity(d, "host_mem_stall_Bps", PL_UNIT_BYTES_PER_S,
-                                  &t->host_mem_stall_Bps, err);
+    int rc = pl_json_opt_quantity(d, f->field, f->unit, v, err);
     if (rc <= 0) return rc;
-    pl_json at = pl_json_at(d, "host_mem_stall_Bps");
+    pl_json at = pl_json_at(d, f->field);
     if (!shared)
-        return pl_json_fail(&at, err,
-                            "device \"%s\": a stall needs \"host_mem_bandwidth_Bps\": it is "
-                            "what the memory its host shares costs",
-                            name);
-    return pl_json_check_range(d, "host_mem_stall_Bps", t->host_mem_stall_Bps, MEMBW_MIN, MEMBW_MAX,
-                               PL_UNIT_BYTES_PER_S, "a stall rate", "write e.g. \"140 GB/s\"", err);
+        return pl_json_fail(&at, err, "device \"%s\": %s needs \"host_mem_bandwidth_Bps\": %s",
+                            name, f->needs, f->why);
+    return pl_json_check_range(d, f->field, *v, f->lo, f->hi, f->unit, f->what, f->hint, err);
 }
 
-/* The memory bandwidth the device shares with its host's, and the cache it keeps to itself
- * (check_shared): optional. A private cache means nothing without a shared memory. */
+static const beside_shared STALL = {"host_mem_stall_Bps",
+                                    "a stall",
+                                    "it is what the memory its host shares costs",
+                                    "a stall rate",
+                                    "write e.g. \"140 GB/s\"",
+                                    PL_UNIT_BYTES_PER_S,
+                                    MEMBW_MIN,
+                                    MEMBW_MAX};
+static const beside_shared CACHE = {"private_cache_bytes",
+                                    "a private cache",
+                                    "it says which bytes an op keeps off the memory its host "
+                                    "shares",
+                                    "a private cache",
+                                    "write e.g. \"1 MiB\"",
+                                    PL_UNIT_BYTES,
+                                    CACHE_MIN,
+                                    CACHE_MAX};
+
+/* The memory bandwidth the device shares with its host's, and what only means something beside
+ * it (check_shared): the stall and the cache the device keeps to itself. All optional. */
 static int read_shared(const pl_json *d, const char *name, pl_device *t, pl_err *err)
 {
     int rc = pl_json_opt_quantity(d, "host_mem_bandwidth_Bps", PL_UNIT_BYTES_PER_S,
@@ -235,19 +256,8 @@ static int read_shared(const pl_json *d, const char *name, pl_device *t, pl_err 
                                              "a shared memory bandwidth", "write e.g. \"120 GB/s\"",
                                              err) < 0))
         return -1;
-    if (read_stall(d, name, rc, t, err) < 0) return -1;
-    int cache =
-        pl_json_opt_quantity(d, "private_cache_bytes", PL_UNIT_BYTES, &t->private_cache_bytes, err);
-    if (cache <= 0) return cache;
-    pl_json at = pl_json_at(d, "private_cache_bytes");
-    if (!rc)
-        return pl_json_fail(&at, err,
-                            "device \"%s\": a private cache needs \"host_mem_bandwidth_Bps\": "
-                            "it says which bytes an op keeps off the memory its host shares",
-                            name);
-    return pl_json_check_range(d, "private_cache_bytes", t->private_cache_bytes, CACHE_MIN,
-                               CACHE_MAX, PL_UNIT_BYTES, "a private cache", "write e.g. \"1 MiB\"",
-                               err);
+    if (read_beside_shared(d, name, rc, &STALL, &t->host_mem_stall_Bps, err) < 0) return -1;
+    return read_beside_shared(d, name, rc, &CACHE, &t->private_cache_bytes, err) < 0 ? -1 : 0;
 }
 
 /* The figures a device gives itself, over what it inherited. `full` says whether it gave
