@@ -159,11 +159,16 @@ class Worker:
             sys.exit("ort worker: " + r.get("error", "?"))
         return r
 
-    def kernel_s(self, model, node, repeat):
-        """Mean kernel time of one node over `repeat` requests (after one warm-up)."""
+    def kernels_s(self, model, nodes, repeat):
+        """Mean kernel time of each of `nodes` over the same `repeat` requests (after one
+        warm-up), by name."""
         r = self.ask({"op": "profile", "model": model, "repeat": repeat, "warmup": 1,
                       "threads": 1})
-        return next(n["mean_s"] for n in r["nodes"] if n["name"] == node)
+        return {n["name"]: n["mean_s"] for n in r["nodes"] if n["name"] in nodes}
+
+    def kernel_s(self, model, node, repeat):
+        """Mean kernel time of one node over `repeat` requests (after one warm-up)."""
+        return self.kernels_s(model, (node,), repeat)[node]
 
     def latencies_s(self, model, repeat, trials):
         """Per trial, the median end-to-end latency of `repeat` requests, optimisation disabled.
@@ -326,12 +331,10 @@ def measure_llc(w, d, trials, out):
             w, path, "mm", flops, trials, 10) / 1e9
     out["gcn_layer_ms"] = {}
     for a_rows in (0, 1000, 2708, 4096):
-        path = gcn_layer_model(d, a_rows)
-        runs = [w.ask({"op": "profile", "model": path, "repeat": 10, "warmup": 1, "threads": 1})
-                for _ in range(trials)]
-        times = {n: statistics.median(next(x["mean_s"] for x in r["nodes"] if x["name"] == n)
-                                      for r in runs) * 1e3 for n in ("mm1", "mm2")[:1 + (a_rows > 0)]}
-        out["gcn_layer_ms"][f"A {a_rows * 2708 * 4 / 1e6:.1f} MB"] = times
+        path, nodes = gcn_layer_model(d, a_rows), ("mm1", "mm2")[:1 + (a_rows > 0)]
+        runs = [w.kernels_s(path, nodes, 10) for _ in range(trials)]
+        out["gcn_layer_ms"][f"A {a_rows * 2708 * 4 / 1e6:.1f} MB"] = {
+            n: statistics.median(r[n] for r in runs) * 1e3 for n in nodes}
 
 
 def cpu_ticks(w):
