@@ -825,15 +825,18 @@ static pl_plan *share_of(const pl_plan *p, int off, int n_ops)
 }
 
 /* The profiles that apply to model m alone: its own and those that name no model (a union of
- * one model refuses a profile of another, docs/multi.md). */
-static int profiles_of(const multi_ctx *x, int m, const pl_profile **out)
+ * one model refuses a profile of another, docs/multi.md). Its file is hashed only when a
+ * profile names a model; -1 with err set when it cannot be read. */
+static int profiles_of(const multi_ctx *x, int m, const pl_profile **out, pl_err *err)
 {
-    pl_err err = {""};
-    const char *sha = pl_graph_sha256(x->models[m], &err);
+    const char *sha = NULL;
     int n = 0;
-    for (int i = 0; i < x->n_prof; i++)
-        if (!x->prof[i]->model_sha256[0] || (sha && !strcmp(sha, x->prof[i]->model_sha256)))
+    for (int i = 0; i < x->n_prof; i++) {
+        if (x->prof[i]->model_sha256[0] && !sha && !(sha = pl_graph_sha256(x->models[m], err)))
+            return -1;
+        if (!x->prof[i]->model_sha256[0] || !strcmp(sha, x->prof[i]->model_sha256))
             out[n++] = x->prof[i];
+    }
     return n;
 }
 
@@ -843,7 +846,8 @@ static int alone_one(const multi_ctx *x, const multi_opts *o, const pl_plan *p, 
                      alone_run *a, pl_err *err)
 {
     const pl_profile *prof[CLI_MAX_LIST];
-    int n_prof = profiles_of(x, m, prof);
+    int n_prof = profiles_of(x, m, prof, err);
+    if (n_prof < 0) return -1;
     pl_graph *u = pl_graph_union(&x->models[m], (const char *const *)&x->names[m], 1, err);
     pl_cost *k = u ? pl_cost_new(u, x->c, &x->k->params, prof, n_prof, err) : NULL;
     pl_plan *q = k ? share_of(p, off, x->models[m]->n_ops) : NULL;

@@ -316,7 +316,7 @@ static void test_bad_input(void **state)
 }
 
 /* --run --alone: gcn_cora twice, each whole on its own core (ASWM), measured together and
- * each by itself with the same placement. The simulator's alone prediction is never later than
+ * each by itself with the same placement (and a profile of gcn_cora applied to each share). The simulator's alone prediction is never later than
  * its prediction together (the other core only adds shared memory and stalls), and the co-run
  * error is (predicted / measured together) / (predicted / measured alone) - 1 of the figures
  * printed beside it. Measured times are only checked to be positive: a test does not time. */
@@ -342,6 +342,24 @@ static void test_run_alone(void **state)
         assert_close(tu_num(json_object_get(ms, "corun_error"), names[m]),
                      (p / q) / (ap / aq) - 1, 1e-6); /* the JSON's 10 digits */
     }
+    json_decref(doc);
+    /* a profile of gcn_cora (its /MatMul at 50 ms) prices each share by itself too */
+    char sha[65], text[512], cmd[1024];
+    pl_err err = {""};
+    assert_int_equal(pl_sha256_file("models/gcn_cora.onnx", sha, &err), 0);
+    snprintf(text, sizeof text,
+             "{\"format\": \"placer-profile/1\", \"device_model\": \"local-epyc-core\", "
+             "\"model_sha256\": \"%s\", \"times_s\": {\"/MatMul\": \"50 ms\"}}",
+             sha);
+    snprintf(cmd, sizeof cmd,
+             "multi models/gcn_cora.onnx models/gcn_cora.onnx --cluster "
+             "examples/clusters/local-cpu-percore.json --algo aswm --run --repeat 1 --alone "
+             "--profile %s --json 2>/dev/null",
+             tu_tmpfile(text, strlen(text), ".json"));
+    doc = tu_run_json(cmd);
+    alone = json_object_get(json_object_get(doc, "measured"), "alone");
+    for (int m = 0; m < 2; m++)
+        assert_true(tu_num(json_object_get(alone, names[m]), "predicted_s") > 0.05);
     json_decref(doc);
 }
 
