@@ -43,18 +43,18 @@
 #define DEFAULT_TIME_S 30
 #define OOM_X 10.0    /* a placement that does not fit scores as OOM_X times the unit time */
 #define EPS0 0.2      /* AutoDeep's random rate at episode 0 ... */
-#define EPS_HALF 50.0 /* ... halved every EPS_HALF episodes */
+#define EPS_HALF 50.0 /* ... halved every EPS_HALF episodes at least (pl_drl_random_rate) */
 
 /* What sets AutoDeep's DRL and Google-RL apart (the file's header). */
 typedef struct variant {
     const char *name;
-    bool bidir;   /* the encoder reads both ways */
-    bool paper_b; /* B from the baseline experiments' time, R = T; else R = sqrt(T), b from R */
-    double eps0;  /* the random rate at episode 0 (0: none) */
+    bool bidir;    /* the encoder reads both ways */
+    bool paper_b;  /* B from the baseline experiments' time, R = T; else R = sqrt(T), b from R */
+    bool explores; /* draws devices at AutoDeep's random rate (pl_drl_random_rate) */
 } variant;
 
-static const variant AUTODEEP = {"drl", true, true, EPS0};
-static const variant GOOGLE_RL = {"google-rl", false, false, 0};
+static const variant AUTODEEP = {"drl", true, true, true};
+static const variant GOOGLE_RL = {"google-rl", false, false, false};
 
 typedef struct drl {
     const pl_cost *k;
@@ -340,7 +340,7 @@ double pl_drl_random_rate(int e, int budget)
 /* The variant's random rate at episode e: AutoDeep's, or none. */
 static double random_rate(const drl *x, const run *u, int e)
 {
-    return x->v->eps0 > 0 ? pl_drl_random_rate(e, u->max_ep != INT_MAX ? u->max_ep : 0) : 0;
+    return x->v->explores ? pl_drl_random_rate(e, u->max_ep != INT_MAX ? u->max_ep : 0) : 0;
 }
 
 /* ---- a batch of episodes, spread over the pool (docs/dist.md, "moirai and drl") ----
