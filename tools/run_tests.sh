@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test binary in BUILD/tests (from the repo root), TEST_JOBS at a time (default: the
-# cores, nproc), and prints, in this order: each binary's output whole (it went to a file of its
-# own; printed in the binaries' name order once all have ended), the binaries that crashed, the
-# ten slowest binaries with their wall times, the suite's own wall time, and one closing line,
+# cores, nproc), then the test_measure_* ones alone, one after the other, and prints, in this
+# order: each binary's output whole (it went to a file of its own; printed in the binaries'
+# name order once all have ended), the binaries that crashed, the ten slowest binaries with
+# their wall times, the suite's own wall time, and one closing line,
 # "N passed, N failed, N skipped", summing cmocka's per-binary counts (CI reads "N passed,
 # N failed" at the start of the last line). A binary that exits non-zero without a FAILED line
 # (a crash, a sanitizer abort) counts as one failure. Exit status 1 on any failure.
@@ -58,11 +59,17 @@ order=$(for t in "${all[@]+"${all[@]}"}"; do
   s=$(awk -v n="${t##*/}" '$1 == n { print $2 }' "$times" 2>/dev/null)
   echo "${s:-1e9} $t"
 done | sort -k1,1gr | cut -d' ' -f2-)
+# test_measure_* binaries time real runs on this machine (tests/test_measure_multi_run.c):
+# they start after every other binary has ended, one at a time, so that nothing shares the
+# cores with what they time
+measuring=()
 for t in $order; do
+  case ${t##*/} in test_measure_*) measuring+=("$t"); continue ;; esac
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
   run_one "$t" &
 done
 wait
+for t in "${measuring[@]+"${measuring[@]}"}"; do run_one "$t"; done
 
 # cmocka's closing count of one kind (PASSED, FAILED, SKIPPED) in binary $name's output
 count() { sed -n "s/^\[  $1 *\] \([0-9]*\) test.*/\1/p" "$logs/$name.out" | tail -1; }

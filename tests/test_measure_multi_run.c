@@ -1,0 +1,81 @@
+/* test_measure_multi_run.c: issue 32's acceptance for `placer multi --run` (docs/multi.md,
+ * "Fidelity of --run"): on one small set, rnnlm beside transformer on this machine's two cores
+ * (examples/clusters/local-cpu-percore.json), each model's predicted completion is within 15 %
+ * of the median measured over three rounds of ten requests.
+ *
+ * It times real runs, so it means something only while nothing else runs: tools/run_tests.sh
+ * starts every test_measure_* binary alone, after all the other test binaries have ended. It
+ * prices with this machine's calibration as a user's first use measures it (docs/calibrate.md,
+ * "Calibrated by default"; about 15 s), not with the defaults the other tests use: measured
+ * now, in a cache folder of its own, so that no entry measured while other tests ran is used;
+ * the inflated models are the suite's (--cache). Moirai is left out of the algorithms only for
+ * its 10 s search per round. The bench (`make bench`, bench/multi_run.py) measures the issue's
+ * three sets, gcn_cora's at the edge of 15 %; this set was taken for its margin (docs/multi.md). */
+#include "testutil.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { ROUNDS = 3 };
+#define TOLERANCE 0.15
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void test_within_stated_error(void **state)
+{
+    (void)state;
+    tu_require_ort();
+    char cache[256], inflated[4096], cmd[8192];
+    const char *suite = getenv("PLACER_CACHE");
+    snprintf(inflated, sizeof inflated, "%s/inflated", suite ? suite : "build/ort-cache");
+    assert_int_equal(tu_mkdtemp(cache, sizeof cache, "measure"), 0);
+    setenv("PLACER_CACHE", cache, 1);
+    unsetenv("PLACER_CALIBRATION"); /* the runner turns it off for the other tests */
+    unsetenv("PLACER_CALIBRATION_MODELS");
+    snprintf(cmd, sizeof cmd,
+             "multi models/rnnlm.onnx models/transformer.onnx --cluster "
+             "examples/clusters/local-cpu-percore.json --algos talos,aswm,tsam,heft --run "
+             "--repeat 10 --cache %s --json 2>/dev/null",
+             inflated);
+    const char *names[] = {"rnnlm", "transformer"};
+    double pred[2] = {0}, meas[2][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        json_t *doc = tu_run_json(cmd);
+        json_t *ans = json_object_get(doc, "answer");
+        json_t *row = json_array_get(json_object_get(doc, "algorithms"),
+                                     (size_t)json_integer_value(json_object_get(ans, "index")));
+        json_t *done = json_object_get(json_object_get(doc, "measured"), "completion_s");
+        for (int m = 0; m < 2; m++) {
+            json_t *tm = tu_find(row, "models", "name", names[m]);
+            assert_non_null(tm);
+            double p = tu_num(tm, "completion_s");
+            if (r > 0) assert_close(p, pred[m], 1e-12); /* the prediction does not move */
+            pred[m] = p;
+            meas[m][r] = tu_num(done, names[m]);
+        }
+        json_decref(doc);
+    }
+    for (int m = 0; m < 2; m++) {
+        qsort(meas[m], ROUNDS, sizeof meas[m][0], by_value);
+        double err = pred[m] / meas[m][ROUNDS / 2] - 1;
+        printf("  %s: predicted %.2f ms, measured %.2f ms (rounds %.2f-%.2f), error %+.1f %%\n",
+               names[m], pred[m] * 1e3, meas[m][ROUNDS / 2] * 1e3, meas[m][0] * 1e3,
+               meas[m][ROUNDS - 1] * 1e3, 100 * err);
+        assert_true(fabs(err) <= TOLERANCE);
+    }
+    assert_int_equal(tu_rmtree(cache), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_within_stated_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
