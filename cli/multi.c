@@ -722,6 +722,22 @@ static double corun_error(double p, double q, double ap, double aq)
     return q > 0 && ap > 0 && aq > 0 ? (p / q) / (ap / aq) - 1 : 0;
 }
 
+/* "measured"."stage_times": every stage as run, in load order, beside the simulator's start
+ * and end of the same ops (docs/multi.md, "Where the error is: stage by stage"). */
+static json_t *stage_times_json(const multi_ctx *x, const pl_multi_run_result *run)
+{
+    json_t *a = json_array();
+    for (int s = 0; s < run->n_stages; s++) {
+        const pl_multi_run_stage *t = &run->stages[s];
+        json_array_append_new(a, json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:f}", "model",
+                                           x->names[t->tenant], "device", x->c->devs[t->dev].name,
+                                           "ops", t->n_ops, "predicted_start_s", t->pred_start_s,
+                                           "predicted_end_s", t->pred_end_s, "measured_start_s",
+                                           t->start_s, "measured_end_s", t->end_s));
+    }
+    return a;
+}
+
 static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows, int n,
                         const pl_multi_run_result *run, const alone_run *alone)
 {
@@ -777,16 +793,17 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
         for (int m = 0; m < x->n; m++)
             json_object_set_new(per, x->names[m], json_real(run->completion_s[m]));
         json_object_set_new(rj, "completion_s", per);
+        json_object_set_new(rj, "stage_times", stage_times_json(x, run));
         if (alone) {
             json_t *aj = json_object(), *cj = json_object();
             for (int m = 0; m < x->n; m++) {
                 json_object_set_new(aj, x->names[m],
                                     json_pack("{s:f,s:f}", "predicted_s", alone->pred_s[m],
                                               "measured_s", alone->meas_s[m]));
-                json_object_set_new(cj, x->names[m],
-                                    json_real(corun_error(rows[a].e.completion_s[m],
-                                                          run->completion_s[m], alone->pred_s[m],
-                                                          alone->meas_s[m])));
+                json_object_set_new(
+                    cj, x->names[m],
+                    json_real(corun_error(rows[a].e.completion_s[m], run->completion_s[m],
+                                          alone->pred_s[m], alone->meas_s[m])));
             }
             json_object_set_new(rj, "alone", aj);
             json_object_set_new(rj, "corun_error", cj);
@@ -853,11 +870,11 @@ static int alone_one(const multi_ctx *x, const multi_opts *o, const pl_plan *p, 
     pl_plan *q = k ? share_of(p, off, x->models[m]->n_ops) : NULL;
     pl_multi_eval e = {0};
     pl_multi_run_result rr = {0};
-    int rc = q && pl_multi_evaluate(k, q, o->po.contention, &e, err) == 0 &&
-                     pl_multi_run(&x->models[m], &o->models[m], 1, u, x->c, k, q, &o->ro, &rr,
-                                  err) == 0
-                 ? 0
-                 : -1;
+    int rc =
+        q && pl_multi_evaluate(k, q, o->po.contention, &e, err) == 0 &&
+                pl_multi_run(&x->models[m], &o->models[m], 1, u, x->c, k, q, &o->ro, &rr, err) == 0
+            ? 0
+            : -1;
     if (rc == 0) a->pred_s[m] = e.completion_s[0], a->meas_s[m] = rr.completion_s[0];
     pl_multi_run_result_free(&rr);
     pl_multi_eval_free(&e);
@@ -899,8 +916,8 @@ static void print_run(const multi_ctx *x, const row *r, const pl_multi_run_resul
                      q * 1e3, q > 0 ? 100 * (p - q) / q : 0, ap * 1e3, aq * 1e3,
                      aq > 0 ? 100 * (ap - aq) / aq : 0, 100 * corun_error(p, q, ap, aq));
     }
-    pl_table_row(t, a ? "TOCT|%.3f|%.3f|%+.0f%%||||" : "TOCT|%.3f|%.3f|%+.0f%%",
-                 r->e.toct_s * 1e3, res->toct_s * 1e3,
+    pl_table_row(t, a ? "TOCT|%.3f|%.3f|%+.0f%%||||" : "TOCT|%.3f|%.3f|%+.0f%%", r->e.toct_s * 1e3,
+                 res->toct_s * 1e3,
                  res->toct_s > 0 ? 100 * (r->e.toct_s - res->toct_s) / res->toct_s : 0);
     pl_table_print(t, stdout);
     pl_table_free(t);

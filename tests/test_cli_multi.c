@@ -362,7 +362,28 @@ static void test_run_alone(void **state)
         assert_true(ap <= p * (1 + 1e-12));
         assert_close(tu_num(json_object_get(ms, "corun_error"), names[m]), (p / q) / (ap / aq) - 1,
                      1e-6); /* the JSON's 10 digits */
+        /* stage by stage: the model's last stage ends when the simulator says it completes
+         * (no I/O device to return to), and its measured completion, a median of each round's
+         * last end, is no earlier than any of its stages' median end */
+        json_t *st;
+        size_t i;
+        double pend = 0, mend = 0;
+        int n = 0;
+        json_array_foreach(json_object_get(ms, "stage_times"), i, st)
+        {
+            double ps = tu_num(st, "predicted_start_s"), pe = tu_num(st, "predicted_end_s");
+            double qs = tu_num(st, "measured_start_s"), qe = tu_num(st, "measured_end_s");
+            assert_true(ps >= 0 && pe >= ps && qs >= 0 && qe >= qs);
+            if (strcmp(json_string_value(json_object_get(st, "model")), names[m])) continue;
+            n += (int)json_integer_value(json_object_get(st, "ops"));
+            pend = fmax(pend, pe), mend = fmax(mend, qe);
+        }
+        assert_int_equal(n, 7); /* gcn_cora's ops, each in one stage */
+        assert_close(pend, p, 1e-9);
+        assert_true(mend <= q * (1 + 1e-9));
     }
+    assert_int_equal(json_array_size(json_object_get(ms, "stage_times")),
+                     (size_t)json_integer_value(json_object_get(ms, "stages")));
     json_decref(doc);
     /* a profile of gcn_cora (its /MatMul at 50 ms) prices each share by itself too */
     char sha[65], text[512], cmd[1024];

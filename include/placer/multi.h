@@ -121,6 +121,15 @@ typedef struct pl_multi_run_opts {
     unsigned seed;         /* random inputs */
 } pl_multi_run_opts;
 
+/* One stage as run, beside the simulator's figures for the same ops (docs/multi.md, "Where
+ * the error is: stage by stage"). */
+typedef struct pl_multi_run_stage {
+    int tenant, dev, n_ops; /* n_ops: the ops it owns (Constants copied in are not counted) */
+    double pred_start_s;    /* the simulator's start of its first op other than a Constant */
+    double pred_end_s;      /* the simulator's end of its last op */
+    double start_s, end_s;  /* measured: median over rounds, from the round's start */
+} pl_multi_run_stage;
+
 typedef struct pl_multi_run_result {
     int n_tenants, repeat;
     double *completion_s; /* per tenant: median over rounds of its last stage's end, from the
@@ -128,6 +137,8 @@ typedef struct pl_multi_run_result {
     double toct_s;        /* sum of those medians */
     double makespan_s;    /* median over rounds of the round's end */
     int n_stages;
+    pl_multi_run_stage *stages; /* [n_stages], in the order they were loaded: each device
+                                   thread runs its own in this order */
 } pl_multi_run_result;
 
 /* Runs every tenant's share of plan p (on u = pl_graph_union of models[0..n), cluster c)

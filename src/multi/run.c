@@ -15,6 +15,7 @@
 #include "placer/sim.h"
 #include "placer/split.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,8 +225,32 @@ static void order_stages(mr_run *x)
     free(placed), free(base);
 }
 
+/* Each stage's measured start and end (medians over the R rounds) beside the simulator's
+ * start of its first timed op and end of its last. */
+static void fill_stages(const mr_run *x, const pl_ort_result *w, pl_multi_run_result *r,
+                        double *v)
+{
+    int R = w->repeat, S = w->n_stages;
+    r->stages = pl_calloc((size_t)S + 1, sizeof *r->stages);
+    for (int s = 0; s < S; s++) {
+        const mr_stage *m = &x->stage[s];
+        const pl_stage *st = &x->st[m->tenant].st[m->j];
+        pl_multi_run_stage *o = &r->stages[s];
+        *o = (pl_multi_run_stage){.tenant = m->tenant, .dev = st->dev, .n_ops = st->n_ops,
+                                  .pred_start_s = m->start_s < 1e300 ? m->start_s : 0};
+        for (int k = 0; k < st->n_ops; k++)
+            o->pred_end_s = fmax(o->pred_end_s, x->end_s[x->off[m->tenant] + st->ops[k]]);
+        for (int q = 0; q < R; q++)
+            v[q] = w->start_s[(size_t)q * S + s];
+        o->start_s = pl_median(v, R);
+        for (int q = 0; q < R; q++)
+            v[q] = w->end_s[(size_t)q * S + s];
+        o->end_s = pl_median(v, R);
+    }
+}
+
 /* The median over rounds of each tenant's completion (its last stage's end) and of the
- * round's end. */
+ * round's end, and each stage's times (fill_stages). */
 static void fill_result(const mr_run *x, const pl_ort_result *w, pl_multi_run_result *r)
 {
     int R = w->repeat, S = w->n_stages;
@@ -244,6 +269,7 @@ static void fill_result(const mr_run *x, const pl_ort_result *w, pl_multi_run_re
         r->toct_s += r->completion_s[i];
     }
     r->makespan_s = pl_median(span, R);
+    fill_stages(x, w, r, v);
     free(v), free(span);
 }
 
@@ -339,6 +365,6 @@ int pl_multi_run(pl_graph *const *models, const char *const *paths, int n, const
 void pl_multi_run_result_free(pl_multi_run_result *r)
 {
     if (!r) return;
-    free(r->completion_s);
+    free(r->completion_s), free(r->stages);
     *r = (pl_multi_run_result){0};
 }
