@@ -723,7 +723,7 @@ static double corun_error(double p, double q, double ap, double aq)
 }
 
 /* "measured"."stage_times": every stage as run, in load order, beside the simulator's start
- * and end of the same ops (docs/multi.md, "Where the error is: stage by stage"). */
+ * and end of the same ops (docs/multi.md, "Output"). */
 static json_t *stage_times_json(const multi_ctx *x, const pl_multi_run_result *run)
 {
     json_t *a = json_array();

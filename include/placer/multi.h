@@ -121,8 +121,8 @@ typedef struct pl_multi_run_opts {
     unsigned seed;         /* random inputs */
 } pl_multi_run_opts;
 
-/* One stage as run, beside the simulator's figures for the same ops (docs/multi.md, "Where
- * the error is: stage by stage"). */
+/* One stage as run, beside the simulator's figures for the same ops (docs/multi.md, "Output":
+ * where a model's error comes from). */
 typedef struct pl_multi_run_stage {
     int tenant, dev, n_ops; /* n_ops: the ops it owns (Constants copied in are not counted) */
     double pred_start_s;    /* the simulator's start of its first op other than a Constant */
