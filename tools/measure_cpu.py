@@ -34,17 +34,26 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
                      15.5 MB X @ W) alone and followed by a MatMul streaming an A of 11-44 MB:
                      how the rate of an op streaming its operand depends on what else the
                      request touches (docs/multi.md, "Fidelity of --run")
+  (the two memory levels, not figures of the file) a chain of Adds within the L3 and one in
+                     DRAM, each alone (the rate each level serves one core) and the DRAM one
+                     beside its copy (what two cores get from DRAM); with --beside MODEL, that
+                     model alone on cpu0 and beside the DRAM chain, a Conv chain within the L2
+                     and the L3 chain on cpu1 (docs/cost.md, "What the estimate does not see")
 
 Usage (from the repository root, after `make deps`):
 
     /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json] [--stages-only]
                                           [--contention-only] [--tile-only] [--llc-only]
+                                          [--levels-only [--beside MODEL.onnx]]
 
 --stages-only measures the stage costs and the hand-off alone (half a minute).
 --contention-only measures the slowdown of two cores running at once alone, and the stall (a
                   minute).
 --tile-only measures the GEMM column tile alone (half a minute).
 --llc-only measures the streaming MatMuls against the last-level cache alone (a minute).
+--levels-only measures the two memory levels alone (half a minute; a minute more with
+              --beside). MODEL may be weightless (the zoo's) once placer has inflated it
+              (`placer profile MODEL` does): the copy in placer's cache is run.
 
 Kernel times come from the persistent worker (tools/ort_worker.js, op "profile": graph
 optimisation disabled, one intra-op thread, the same settings as `placer profile`), so the
@@ -55,6 +64,7 @@ The models are built on the fly with the `onnx` module (Debian's python3-onnx, h
 /usr/bin/python3) in a temporary directory that is removed at the end.
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -479,7 +489,79 @@ def measure_stage_tensors(w, d, trials, k, out):
     out["stage_fit_residuals_us"] = [b - (fixed + per_tensor * a) for a, b in zip(x, y)]
 
 
-def measure(trials, stages_only=False, contention_only=False, tile_only=False, llc_only=False):
+LEVEL_CHAINS = (  # name, builder, bytes the chain's Adds move (3 tensors each)
+    ("Add 80 x 4 MiB (in the L3)", lambda d, t: add_chain(d, t, 80, 1 << 20), 80 * 3 * 4 << 20),
+    ("Add 6 x 64 MiB (in DRAM)", lambda d, t: add_chain(d, t, 6, 1 << 24), 6 * 3 * 64 << 20),
+)
+
+
+def inflated(model):
+    """The copy of model placer inflated into its cache (src/runtime/inflate.c names it by the
+    source's SHA-256 and "inflate1"), when there is one; else model itself, which onnxruntime
+    then refuses if it is weightless (`placer profile MODEL` makes the copy)."""
+    with open(model, "rb") as f:
+        key = hashlib.sha256(f.read()).hexdigest() + "-inflate1.onnx"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    for r in (os.environ.get("PLACER_CACHE"), xdg and os.path.join(xdg, "placer"),
+              os.path.expanduser("~/.cache/placer")):
+        if r and os.path.exists(os.path.join(r, "inflated", key)):
+            return os.path.join(r, "inflated", key)
+    return model
+
+
+def measure_levels(w, d, trials, out, beside=None):
+    """Each chain of LEVEL_CHAINS alone on cpu0 (its bytes over its time: the rate the level
+    serves one core) and the DRAM chain beside its copy on cpu1; with `beside`, that model's
+    stage alone on cpu0 and beside the DRAM chain, a Conv chain within the L2 and the L3 chain
+    on cpu1. Fastest request of each trial, fastest trial, as measure_contention."""
+    out["levels"], chains = {}, {}
+    for name, make, nbytes in LEVEL_CHAINS:
+        a = chains[name] = make(d, "a")
+        t = min(fastest_s(w, [a], ["cpu0"], 5) for _ in range(trials))
+        out["levels"][name] = {"ms": t * 1e3, "gbps": nbytes / t / 1e9}
+    name, make, _ = LEVEL_CHAINS[1]
+    a, b = chains[name], make(d, "b")
+    one, both = [], []
+    for _ in range(trials):
+        one.append(fastest_s(w, [a], ["cpu0"], 5))
+        both.append(fastest_s(w, [a, b], ["cpu0", "cpu1"], 5))
+    out["dram_pair"] = {"alone_ms": min(one) * 1e3, "both_ms": min(both) * 1e3,
+                        "slowdown": min(both) / min(one),
+                        "slowdown_trials": [p / o for p, o in zip(both, one)]}
+    if not beside:
+        return
+    m = inflated(beside)
+    others = ((LEVEL_CHAINS[1][0], make(d, "c")),
+              ("Conv 3x3 20 x 64x56x56 (in the L2)", conv_chain(d, "e", 20, 64, 56)),
+              (LEVEL_CHAINS[0][0], LEVEL_CHAINS[0][1](d, "f")))
+    out["beside"] = {"model": beside}
+    for oname, o in others:
+        one, both = [], []
+        for _ in range(trials):
+            one.append(fastest_s(w, [m], ["cpu0"], 10, stage=0))
+            both.append(fastest_s(w, [m, o], ["cpu0", "cpu1"], 10, stage=0))
+        out["beside"][oname] = {"alone_ms": min(one) * 1e3, "beside_ms": min(both) * 1e3,
+                                "slowdown": min(both) / min(one),
+                                "slowdown_trials": [p / q for p, q in zip(both, one)]}
+
+
+def print_levels(r):
+    for name, v in r["levels"].items():
+        print(f"{name:36s} alone on cpu0 {v['ms']:7.2f} ms: {v['gbps']:6.1f} GB/s")
+    p = r["dram_pair"]
+    print(f"the DRAM chain beside its copy: {p['alone_ms']:.2f} -> {p['both_ms']:.2f} ms, "
+          f"slowdown {p['slowdown']:.2f} (trials "
+          f"{', '.join(f'{x:.2f}' for x in p['slowdown_trials'])})")
+    for oname, v in r.get("beside", {}).items():
+        if oname == "model":
+            continue
+        print(f"{r['beside']['model']} beside {oname}: {v['alone_ms']:.2f} -> "
+              f"{v['beside_ms']:.2f} ms, slowdown {v['slowdown']:.2f} (trials "
+              f"{', '.join(f'{x:.2f}' for x in v['slowdown_trials'])})")
+
+
+def measure(trials, stages_only=False, contention_only=False, tile_only=False, llc_only=False,
+            levels_only=False, beside=None):
     d = tempfile.mkdtemp(prefix="placer-measure-")
     w = Worker()
     out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
@@ -489,6 +571,9 @@ def measure(trials, stages_only=False, contention_only=False, tile_only=False, l
             return out
         if llc_only:
             measure_llc(w, d, trials, out)
+            return out
+        if levels_only:
+            measure_levels(w, d, trials, out, beside)
             return out
         if contention_only:
             before = cpu_ticks(w)
@@ -555,11 +640,18 @@ def main():
     ap.add_argument("--contention-only", action="store_true")
     ap.add_argument("--tile-only", action="store_true")
     ap.add_argument("--llc-only", action="store_true")
+    ap.add_argument("--levels-only", action="store_true")
+    ap.add_argument("--beside", metavar="MODEL")
     a = ap.parse_args()
-    r = measure(a.trials, a.stages_only, a.contention_only, a.tile_only, a.llc_only)
+    if a.beside and not a.levels_only:
+        ap.error("--beside goes with --levels-only")
+    r = measure(a.trials, a.stages_only, a.contention_only, a.tile_only, a.llc_only,
+                a.levels_only, a.beside)
     if a.json:
         print(json.dumps(r, indent=1))
         return
+    if a.levels_only:
+        return print_levels(r)
     if a.tile_only:
         for n, ms in r["tile_ms"].items():
             print(f"MatMul 2708x2708 by 2708x{n:<3s} {ms:7.3f} ms")
