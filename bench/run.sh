@@ -79,10 +79,11 @@ PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_MULTI_LIMIT:-10} "$build/bench/bench_multi" 
   $m/resnet50.onnx:64,$t/squeezenet1_0.onnx:64 $t/googlenet.onnx:64,$t/alexnet.onnx:64 $m/resnet50.onnx:64,$t/alexnet.onnx:64 \
   $t/alexnet.onnx:64,$t/squeezenet1_0.onnx:64
 echo
-echo "== several models on this machine's two cores for real (placer multi --run, issue 32 item 5): three CPU sets, three rounds each, predicted against measured completion, each model alone beside it and the error the co-run adds (docs/multi.md, \"Fidelity of --run\"); real runs, so only a quiet machine gives figures to trust (about 2 minutes)"
+echo "== several models on this machine's two cores for real (placer multi --run, issue 32 item 5): issue 32's three CPU sets and nmt_seq2seq + rnnlm (outside them: two models reading their weights from DRAM, which the simulator prices as one level, docs/cost.md), three rounds each, predicted against measured completion, each model alone beside it and the error the co-run adds (docs/multi.md, \"Fidelity of --run\"); real runs, so only a quiet machine gives figures to trust (about 3 minutes)"
 uptime
 /usr/bin/python3 bench/multi_run.py "$build" examples/clusters/local-cpu-percore.json 3 \
-  $m/gcn_cora.onnx,$m/rnnlm.onnx,$m/gcn_cora.onnx $m/mobilenet_v3_large.onnx,$m/resnet50.onnx $m/nmt_seq2seq.onnx,$m/transformer.onnx
+  $m/gcn_cora.onnx,$m/rnnlm.onnx,$m/gcn_cora.onnx $m/mobilenet_v3_large.onnx,$m/resnet50.onnx $m/nmt_seq2seq.onnx,$m/transformer.onnx \
+  $m/nmt_seq2seq.onnx,$m/rnnlm.onnx
 echo
 echo "== training (TAG): TAG against DP-NCCL, DP-NCCL-P, Horovod, a HeteroG-like search, FlexFlow's MCMC (as many proposals as MCTS's trees ran iterations in all) and HEFT on TAG's testbed and cloud at the paper's batch sizes (30 MCTS iterations each, then the refinement; several minutes)"
 "$build/bench/bench_train" --iterations 30 examples/clusters/tag-testbed.json examples/clusters/tag-cloud.json -- \
