@@ -282,20 +282,25 @@ static inline double pl_cost_terms_eff(const pl_cost_terms *t, const pl_cost_par
     return t->cls == PL_CLASS_DENSE && g > 0 && h > 0 ? e * (g / (g + h)) : e;
 }
 
-/* pl_cost_estimate from the terms: the same operations, so the same bits. A device without
- * the figure cannot do that kind of work at all: INFINITY, never 0. */
+/* The roofline of `flops` at `rate` and `bytes` at `bw`: the slower of the two. A device
+ * without the figure cannot do that kind of work at all: INFINITY, never 0. */
+static inline double pl_cost_roofline_s(double flops, double rate, double bytes, double bw)
+{
+    double tc = flops > 0 ? (rate > 0 ? flops / rate : INFINITY) : 0;
+    double tm = bytes > 0 ? (bw > 0 ? bytes / bw : INFINITY) : 0;
+    return fmax(tc, tm);
+}
+
+/* pl_cost_estimate from the terms: the same operations, so the same bits. The op's roofline,
+ * then a Gemm's C as the Add fused into it would cost (element-wise, no launch). */
 static inline double pl_cost_terms_s(const pl_cost_terms *t, const pl_cost_params *p)
 {
-    double rate = t->peak * pl_cost_terms_eff(t, p), bw = t->bandwidth * p->eff_memory;
-    double tc = t->flops > 0 ? (rate > 0 ? t->flops / rate : INFINITY) : 0;
-    double tm = t->bytes > 0 ? (bw > 0 ? t->bytes / bw : INFINITY) : 0;
-    double s = t->launch_s + fmax(tc, tm);
-    if (t->bias_flops > 0 || t->bias_bytes > 0) {
-        double re = t->peak * p->eff_compute[PL_CLASS_ELEMENTWISE];
-        double bc = t->bias_flops > 0 ? (re > 0 ? t->bias_flops / re : INFINITY) : 0;
-        double bm = t->bias_bytes > 0 ? (bw > 0 ? t->bias_bytes / bw : INFINITY) : 0;
-        s += fmax(bc, bm);
-    }
+    double bw = t->bandwidth * p->eff_memory;
+    double s =
+        t->launch_s + pl_cost_roofline_s(t->flops, t->peak * pl_cost_terms_eff(t, p), t->bytes, bw);
+    if (t->bias_flops > 0 || t->bias_bytes > 0)
+        s += pl_cost_roofline_s(t->bias_flops, t->peak * p->eff_compute[PL_CLASS_ELEMENTWISE],
+                                t->bias_bytes, bw);
     return s;
 }
 
