@@ -387,6 +387,21 @@ def fastest_s(w, models, devices, repeat, stage=None):
     return min(r["latency_s"] if stage is None else [t[stage] for t in r["stage_s"]])
 
 
+def beside(w, a, b, trials, repeat, stage=None):
+    """Model a alone on cpu0, then with b on cpu1 at once, alternating trial by trial so that
+    the machine's drift hits both alike; each trial keeps its fastest request (with `stage`,
+    that stage's own time, fastest_s). The slowdown is the fastest pair over the fastest one:
+    contention slows every request, a disturbance (the machine is shared) only some, so the
+    minimum keeps the one and sheds the other, as the peaks do; each trial's is kept too."""
+    one, both = [], []
+    for _ in range(trials):
+        one.append(fastest_s(w, [a], ["cpu0"], repeat, stage))
+        both.append(fastest_s(w, [a, b], ["cpu0", "cpu1"], repeat, stage))
+    return {"alone_ms": min(one) * 1e3, "beside_ms": min(both) * 1e3,
+            "slowdown": min(both) / min(one),
+            "slowdown_trials": [p / o for p, o in zip(both, one)]}
+
+
 def measure_stall(w, d, trials, out):
     """Each streaming chain of STALL_STREAMS alone on cpu0, and beside each of STALL_OTHERS on
     cpu1 (alternating trial by trial, the fastest request of each trial, the fastest trial):
@@ -400,38 +415,22 @@ def measure_stall(w, d, trials, out):
         beyond = k * max(0.0, n * n * 4 - l2)
         for oname, omake in STALL_OTHERS:
             b = stream_chain(d, "b", k, n) if omake is None else omake(d, "b")
-            one, both = [], []
-            for _ in range(trials):
-                one.append(fastest_s(w, [a], ["cpu0"], 10, stage=0))
-                both.append(fastest_s(w, [a, b], ["cpu0", "cpu1"], 10, stage=0))
-            gain = min(both) - min(one)
-            rate = beyond / gain if gain > 0 else float("inf")
-            rates.append(rate)
-            out["stall"][f"{name} beside {oname}"] = {
-                "alone_ms": min(one) * 1e3, "beside_ms": min(both) * 1e3,
-                "slowdown": min(both) / min(one), "stall_Bps": rate}
+            r = beside(w, a, b, trials, 10, stage=0)
+            gain = (r["beside_ms"] - r["alone_ms"]) / 1e3
+            r["stall_Bps"] = beyond / gain if gain > 0 else float("inf")
+            rates.append(r["stall_Bps"])
+            out["stall"][f"{name} beside {oname}"] = r
     out["host_mem_stall_Bps"] = statistics.median(rates)
 
 
 def measure_contention(w, d, trials, out):
     """Each chain of CONTENTION_CASES alone on cpu0, then two copies at once on cpu0 and cpu1
-    (two stages on their device threads), alternating trial by trial so that the machine's
-    drift hits both alike. Each trial keeps its fastest request, and the slowdown is the
-    fastest pair over the fastest one: contention slows every request, a disturbance (the
-    machine is shared) only some, so the minimum keeps the one and sheds the other, as the
-    peaks do. The shared bandwidth, as a multiple of one core's, is 2 / the beyond-L2 Add
-    chain's slowdown: two memory-bound chains at once get that much between them."""
+    (two stages on their device threads; beside()). The shared bandwidth, as a multiple of one
+    core's, follows from the beyond-L2 Add chain's slowdown: two memory-bound chains at once
+    get that much between them."""
     out["contention"] = {}
     for name, make, _ in CONTENTION_CASES:
-        a, b = make(d, "a"), make(d, "b")
-        one, both = [], []
-        for _ in range(trials):
-            one.append(fastest_s(w, [a], ["cpu0"], 20))
-            both.append(fastest_s(w, [a, b], ["cpu0", "cpu1"], 20))
-        out["contention"][name] = {
-            "alone_ms": min(one) * 1e3, "both_ms": min(both) * 1e3,
-            "slowdown": min(both) / min(one),
-            "slowdown_trials": [p / o for p, o in zip(both, one)]}
+        out["contention"][name] = beside(w, make(d, "a"), make(d, "b"), trials, 20)
     # the model (docs/simulator.md, "Shared memory"): an op moving B bytes draws the part
     # beyond the core's private cache, phi = 1 - L2 / B, from the shared memory, and its memory
     # term becomes (1 - phi) + phi * f; two such chains at once: f = 2 phi / share, so the
@@ -509,47 +508,34 @@ def inflated(model):
     return model
 
 
-def measure_levels(w, d, trials, out, beside=None):
+def measure_levels(w, d, trials, out, beside_model=None):
     """Each chain of LEVEL_CHAINS alone on cpu0 (its bytes over its time: the rate the level
-    serves one core) and the DRAM chain beside its copy on cpu1; with `beside`, that model's
-    stage alone on cpu0 and beside the DRAM chain, a Conv chain within the L2 and the L3 chain
-    on cpu1. Fastest request of each trial, fastest trial, as measure_contention."""
+    serves one core) and the DRAM chain beside its copy on cpu1; with `beside_model`, that
+    model's stage alone on cpu0 and beside the DRAM chain, a Conv chain within the L2 and the
+    L3 chain on cpu1 (beside())."""
     out["levels"], chains = {}, {}
     for name, make, nbytes in LEVEL_CHAINS:
         a = chains[name] = make(d, "a")
         t = min(fastest_s(w, [a], ["cpu0"], 5) for _ in range(trials))
         out["levels"][name] = {"ms": t * 1e3, "gbps": nbytes / t / 1e9}
     name, make, _ = LEVEL_CHAINS[1]
-    a, b = chains[name], make(d, "b")
-    one, both = [], []
-    for _ in range(trials):
-        one.append(fastest_s(w, [a], ["cpu0"], 5))
-        both.append(fastest_s(w, [a, b], ["cpu0", "cpu1"], 5))
-    out["dram_pair"] = {"alone_ms": min(one) * 1e3, "both_ms": min(both) * 1e3,
-                        "slowdown": min(both) / min(one),
-                        "slowdown_trials": [p / o for p, o in zip(both, one)]}
-    if not beside:
+    out["dram_pair"] = beside(w, chains[name], make(d, "b"), trials, 5)
+    if not beside_model:
         return
-    m = inflated(beside)
-    others = ((LEVEL_CHAINS[1][0], make(d, "c")),
+    m = inflated(beside_model)
+    others = ((name, make(d, "c")),
               ("Conv 3x3 20 x 64x56x56 (in the L2)", conv_chain(d, "e", 20, 64, 56)),
               (LEVEL_CHAINS[0][0], LEVEL_CHAINS[0][1](d, "f")))
-    out["beside"] = {"model": beside}
+    out["beside"] = {"model": beside_model}
     for oname, o in others:
-        one, both = [], []
-        for _ in range(trials):
-            one.append(fastest_s(w, [m], ["cpu0"], 10, stage=0))
-            both.append(fastest_s(w, [m, o], ["cpu0", "cpu1"], 10, stage=0))
-        out["beside"][oname] = {"alone_ms": min(one) * 1e3, "beside_ms": min(both) * 1e3,
-                                "slowdown": min(both) / min(one),
-                                "slowdown_trials": [p / q for p, q in zip(both, one)]}
+        out["beside"][oname] = beside(w, m, o, trials, 10, stage=0)
 
 
 def print_levels(r):
     for name, v in r["levels"].items():
         print(f"{name:36s} alone on cpu0 {v['ms']:7.2f} ms: {v['gbps']:6.1f} GB/s")
     p = r["dram_pair"]
-    print(f"the DRAM chain beside its copy: {p['alone_ms']:.2f} -> {p['both_ms']:.2f} ms, "
+    print(f"the DRAM chain beside its copy: {p['alone_ms']:.2f} -> {p['beside_ms']:.2f} ms, "
           f"slowdown {p['slowdown']:.2f} (trials "
           f"{', '.join(f'{x:.2f}' for x in p['slowdown_trials'])})")
     for oname, v in r.get("beside", {}).items():
@@ -558,10 +544,11 @@ def print_levels(r):
         print(f"{r['beside']['model']} beside {oname}: {v['alone_ms']:.2f} -> "
               f"{v['beside_ms']:.2f} ms, slowdown {v['slowdown']:.2f} (trials "
               f"{', '.join(f'{x:.2f}' for x in v['slowdown_trials'])})")
+    print(f"(other processes kept {r['others_cpus']:.2f} CPUs busy meanwhile)")
 
 
 def measure(trials, stages_only=False, contention_only=False, tile_only=False, llc_only=False,
-            levels_only=False, beside=None):
+            levels_only=False, beside_model=None):
     d = tempfile.mkdtemp(prefix="placer-measure-")
     w = Worker()
     out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
@@ -573,7 +560,9 @@ def measure(trials, stages_only=False, contention_only=False, tile_only=False, l
             measure_llc(w, d, trials, out)
             return out
         if levels_only:
-            measure_levels(w, d, trials, out, beside)
+            before = cpu_ticks(w)
+            measure_levels(w, d, trials, out, beside_model)
+            out["others_cpus"] = others_cpus(before, cpu_ticks(w))
             return out
         if contention_only:
             before = cpu_ticks(w)
@@ -623,7 +612,7 @@ def print_contention(r):
               f"slowdown {v['slowdown']:.3f}, {v['stall_Bps'] / 1e9:7.1f} GB/s")
     print(f"=> host_mem_stall_Bps {r['host_mem_stall_Bps'] / 1e9:.0f} GB/s (the median)")
     for name, v in r["contention"].items():
-        print(f"{name:32s} alone {v['alone_ms']:7.2f} ms, both at once {v['both_ms']:7.2f} ms: "
+        print(f"{name:32s} alone {v['alone_ms']:7.2f} ms, both at once {v['beside_ms']:7.2f} ms: "
               f"slowdown {v['slowdown']:.3f} (per trial: "
               f"{', '.join(f'{x:.3f}' for x in v['slowdown_trials'])})")
     print(f"=> private_cache_bytes {r['private_cache_bytes']} (this core's L2), "
