@@ -449,6 +449,65 @@ static void test_answer_is_the_best_row(void **state)
     json_decref(doc);
 }
 
+/* Talos's cluster with each GPU cut to 100 MB: the refinement's moves keep each device's
+ * static memory in bounds, not the simulated peak the answer is judged by, so on AlexNet +
+ * GoogLeNet its plans exceeded a GPU's memory where the flow's fitted (the answer then fell
+ * to another row, and --algos talos alone exited 1). A refined Talos now keeps the flow's
+ * plan unless its own fits too, so with refinement the row fits wherever the flow's does. */
+static void test_refine_keeps_memory(void **state)
+{
+    (void)state;
+    json_error_t je;
+    json_t *c = json_load_file("examples/clusters/talos-1cpu-2gpu.json", 0, &je);
+    assert_non_null(c);
+    json_t *gpu = json_array_get(json_object_get(c, "devices"), 1);
+    assert_string_equal(json_string_value(json_object_get(gpu, "model")), "RTX-2080-Ti");
+    json_object_set_new(gpu, "memory_bytes", json_string("100 MB"));
+    char *text = json_dumps(c, 0);
+    json_decref(c);
+    const char *path = tu_tmpfile(text, strlen(text), ".json");
+    free(text);
+    char cmd[512];
+    double flow = 0;
+    for (int refine = 0; refine < 2; refine++) {
+        snprintf(cmd, sizeof cmd,
+                 "multi models/talos/alexnet.onnx models/talos/googlenet.onnx --cluster %s "
+                 "--algos talos --refine %s --json 2>/dev/null",
+                 path, refine ? "1s" : "0");
+        json_t *doc = tu_run_json(cmd);
+        json_t *row = json_array_get(json_object_get(doc, "algorithms"), 0);
+        assert_true(json_is_true(json_object_get(row, "fits_memory")));
+        if (!refine)
+            flow = tu_num(row, "toct_s");
+        else
+            assert_true(tu_num(row, "toct_s") <= flow);
+        json_decref(doc);
+    }
+}
+
+/* On a host of one device every ready op can start when the device is free. TSAM found no
+ * event after a Constant (no time) ended, so the ops it made ready were never looked at, and
+ * it reported running out of memory with 27 MiB of 128 GiB used. Now it places every op: on
+ * one device, one model's ops run back to back, as ASWM and HEFT run them. */
+static void test_tsam_one_device(void **state)
+{
+    (void)state;
+    const char *c = "{\"format\": \"placer-cluster/1\", \"name\": \"one-cpu\", \"devices\": "
+                    "[{\"name\": \"cpu0\", \"kind\": \"cpu\", \"model\": \"i9-10900X\"}]}";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "multi models/rnnlm.onnx --cluster %s --algos tsam,aswm,heft --json 2>/dev/null",
+             tu_tmpfile(c, strlen(c), ".json"));
+    json_t *doc = tu_run_json(cmd);
+    double aswm = tu_num(tu_find(doc, "algorithms", "algo", "aswm"), "toct_s");
+    json_t *tsam = tu_find(doc, "algorithms", "algo", "tsam");
+    assert_true(json_is_true(json_object_get(tsam, "ok")));
+    assert_true(aswm > 0);
+    assert_close(tu_num(tsam, "toct_s"), aswm, 1e-12);
+    assert_close(tu_num(tu_find(doc, "algorithms", "algo", "heft"), "toct_s"), aswm, 1e-12);
+    json_decref(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +523,8 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_nothing_fits),
         cmocka_unit_test(test_answer_is_the_best_row),
+        cmocka_unit_test(test_refine_keeps_memory),
+        cmocka_unit_test(test_tsam_one_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -187,14 +187,17 @@ static int ts_run(ts_state *s, pl_err *err)
     int rc = 0;
     while (s->n_seq < s->n) {
         release(s, now, queued);
-        int d, i;
+        int d, i, placed = 0;
         while ((i = best_pair(s, now, &d)) >= 0) {
             int q = s->ready[i];
-            ts_place(s, i, d, now);
+            ts_place(s, i, d, now), placed++;
             for (int e = s->p->soff[q]; e < s->p->soff[q + 1]; e++)
                 s->left[s->p->succ[e]]--;
         }
         double t = next_event(s, now);
+        /* an op of no time (a Constant) ends at now: its successors are ready at now, and on
+         * one device no other event would come to release them */
+        if (!isfinite(t) && placed) continue;
         if (!isfinite(t)) { /* ready ops and free devices, but none fits */
             rc = pl_mem_track_no_room(s->mem, "tsam", s->p->mem[s->p->moff[s->ready[0]]], err);
             break;

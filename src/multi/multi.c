@@ -68,14 +68,15 @@ static int fix_order(const pl_cost *k, pl_plan *p, pl_err *err)
     return 0;
 }
 
-/* The TOCT of p as pl_multi_evaluate judges it (memory not enforced), or -1. */
-static double toct_of(const pl_cost *k, const pl_plan *p, pl_err *err)
+/* p's TOCT as pl_multi_evaluate judges it (memory not enforced) into *toct, and whether a
+ * device's peak exceeds its memory into *oom; -1 when the simulator refuses p. */
+static int judge(const pl_cost *k, const pl_plan *p, double *toct, bool *oom, pl_err *err)
 {
     pl_multi_eval e;
     if (pl_multi_evaluate(k, p, p->contention, &e, err) < 0) return -1;
-    double t = e.toct_s;
+    *toct = e.toct_s, *oom = e.oom;
     pl_multi_eval_free(&e);
-    return t;
+    return 0;
 }
 
 /* Talos's plan, then the local search on TOCT from it (docs/multi.md, "The answer, and Talos
@@ -83,7 +84,9 @@ static double toct_of(const pl_cost *k, const pl_plan *p, pl_err *err)
  * whole model on its own GPU, a branch kept home) is one simulation away. The search judges
  * plans run by priorities; the plan placer hands on runs in its simulated order, cut into
  * stages where a device passes between models (fix_order), so the search's plan is kept only
- * when, ordered so, it is still below the flow's TOCT; otherwise out is the flow's again. */
+ * when, ordered so, it is still below the flow's TOCT, and fits in memory wherever the flow's
+ * did (the search caps each device's static memory, not the simulated peak the answer is
+ * judged by); otherwise out is the flow's again. */
 static int refine(const pl_cost *k, const pl_place_opts *po, const pl_multi_opts *mo, pl_plan *out,
                   pl_multi_credit *credit, pl_err *err)
 {
@@ -91,15 +94,21 @@ static int refine(const pl_cost *k, const pl_place_opts *po, const pl_multi_opts
     if (mo->refine_s <= 0) return 0;
     out->contention = po ? po->contention : PL_CONTENTION_PORTS;
     pl_plan *flow = pl_plan_copy(out);
-    int moves = pl_place_refine(k, out, PL_REFINE_TOCT, out->contention, mo->refine_s,
-                                po ? po->seed : 1, &credit->refine, err);
-    /* before_s is the flow's TOCT as pl_multi_evaluate judges it: the flow's plan is ordered */
-    double kept = moves > 0 && fix_order(k, out, err) == 0 ? toct_of(k, out, err) : -1;
-    int rc = moves < 0 || (moves > 0 && kept < 0) ? -1 : 0;
-    if (rc == 0 && moves > 0 && kept < credit->refine.before_s) {
+    double flow_s, kept = -1;
+    bool flow_oom = false, kept_oom = false;
+    int rc = judge(k, flow, &flow_s, &flow_oom, err);
+    int moves = rc < 0 ? -1
+                       : pl_place_refine(k, out, PL_REFINE_TOCT, out->contention, mo->refine_s,
+                                         po ? po->seed : 1, &credit->refine, err);
+    if (moves < 0 ||
+        (moves > 0 && (fix_order(k, out, err) < 0 || judge(k, out, &kept, &kept_oom, err) < 0)))
+        rc = -1;
+    bool lower = kept < credit->refine.before_s;
+    bool better = kept_oom ? flow_oom && lower : flow_oom || lower;
+    if (rc == 0 && moves > 0 && better) {
         snprintf(credit->by, sizeof credit->by, "refinement");
         credit->refine.after_s = kept;
-    } else if (rc == 0) { /* nothing better, or not once ordered: the flow's plan */
+    } else if (rc == 0) { /* nothing better, or not once ordered, or not in memory: the flow's */
         pl_plan_assign(out, flow);
         credit->refine.moves = 0, credit->refine.after_s = credit->refine.before_s;
     }
