@@ -841,18 +841,20 @@ static pl_plan *share_of(const pl_plan *p, int off, int n_ops)
     return q;
 }
 
-/* The profiles that apply to model m alone: its own and those that name no model (a union of
- * one model refuses a profile of another, docs/multi.md). Its file is hashed only when a
- * profile names a model; -1 with err set when it cannot be read. */
+/* The profiles that apply to model m alone: its own and those that name no model but time
+ * its ops (a union of one model refuses a profile of another, and one that times none of its
+ * ops, docs/multi.md). Its file is hashed only when a profile names a model; -1 with err set
+ * when it cannot be read. */
 static int profiles_of(const multi_ctx *x, int m, const pl_profile **out, pl_err *err)
 {
     const char *sha = NULL;
     int n = 0;
     for (int i = 0; i < x->n_prof; i++) {
-        if (x->prof[i]->model_sha256[0] && !sha && !(sha = pl_graph_sha256(x->models[m], err)))
-            return -1;
-        if (!x->prof[i]->model_sha256[0] || !strcmp(sha, x->prof[i]->model_sha256))
-            out[n++] = x->prof[i];
+        const pl_profile *p = x->prof[i];
+        if (p->model_sha256[0] && !sha && !(sha = pl_graph_sha256(x->models[m], err))) return -1;
+        if (p->model_sha256[0] ? !strcmp(sha, p->model_sha256)
+                               : pl_profile_ops_timed(p, x->models[m], -1) > 0)
+            out[n++] = p;
     }
     return n;
 }

@@ -193,6 +193,43 @@ static void test_profile_applies_to_its_model(void **state)
     tu_expect_refusal(cmd, "that is none of the models given");
 }
 
+/* A profile measured on a model (its model_sha256) wins over one naming no model, in either
+ * order on the command line; one naming no model applies to the models whose ops it times, and
+ * one that times none of any model's ops is refused. Before, the first profile matching the
+ * device took each model's place, so a profile of gcn_cora without a SHA-256 given first hid
+ * rnnlm's own. */
+static void test_profile_precedence(void **state)
+{
+    (void)state;
+    const char *base = "multi models/gcn_cora.onnx models/rnnlm.onnx --cluster "
+                       "examples/clusters/local-cpu-percore.json --algo aswm --json";
+    char sha[65], text[512], own[256], generic[256], cmd[1024];
+    pl_err err = {""};
+    assert_int_equal(pl_sha256_file("models/rnnlm.onnx", sha, &err), 0);
+    snprintf(text, sizeof text,
+             "{\"format\": \"placer-profile/1\", \"device_model\": \"local-epyc-core\", "
+             "\"model_sha256\": \"%s\", \"times_s\": {\"/embed/Gather\": \"1 s\"}}",
+             sha);
+    snprintf(own, sizeof own, "%s", tu_tmpfile(text, strlen(text), ".json"));
+    snprintf(text, sizeof text,
+             "{\"format\": \"placer-profile/1\", \"device_model\": \"local-epyc-core\", "
+             "\"times_s\": {\"/MatMul\": \"2 s\", \"/embed/Gather\": \"3 s\"}}");
+    snprintf(generic, sizeof generic, "%s", tu_tmpfile(text, strlen(text), ".json"));
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "%s --profile %s --profile %s 2>/dev/null", base,
+                 k ? own : generic, k ? generic : own);
+        json_t *doc = tu_run_json(cmd);
+        assert_close(op_time(doc, "rnnlm//embed/Gather"), 1, 0.01); /* stall, stage charge */
+        assert_close(op_time(doc, "gcn_cora//MatMul"), 2, 0.01);
+        json_decref(doc);
+    }
+    snprintf(text, sizeof text,
+             "{\"format\": \"placer-profile/1\", \"device_model\": \"local-epyc-core\", "
+             "\"times_s\": {\"zzz\": \"1 ms\"}}");
+    snprintf(cmd, sizeof cmd, "%s --profile %s", base, tu_tmpfile(text, strlen(text), ".json"));
+    tu_expect_refusal(cmd, "times none of the ops of the models given");
+}
+
 /* The text of a small file (static buffer). */
 static const char *slurp(const char *path)
 {
@@ -520,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_run_alone),
         cmocka_unit_test(test_inputs_read_in_place),
         cmocka_unit_test(test_profile_applies_to_its_model),
+        cmocka_unit_test(test_profile_precedence),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_nothing_fits),
         cmocka_unit_test(test_answer_is_the_best_row),

@@ -147,6 +147,9 @@ pl_profile *pl_profile_load(const char *path, pl_err *err);
 void pl_profile_free(pl_profile *p);
 /* Seconds, or -1 when the profile has no entry for the op. */
 double pl_profile_lookup(const pl_profile *p, const char *op_name);
+/* How many ops of g the profile times: those of tenant `tenant` of a union (each by its name in
+ * its own model), or with tenant -1 every op. */
+int pl_profile_ops_timed(const pl_profile *p, const pl_graph *g, int tenant);
 
 /* How onnxruntime's node times (pl_ort_profile) matched the ops of placer's graph. */
 typedef struct pl_profile_match {
@@ -231,9 +234,10 @@ double pl_cost_op_band(const pl_cost *k, int op, int dev);
 double pl_cost_plan_band(const pl_cost *k, const int *dev_of, pl_cost_basis *basis);
 
 /* Builds the table. `profiles` may be NULL. Fails when a profile names the wrong model file
- * (model_sha256), or a device model that no device of c has (pl_cost_model_check): such a
- * profile would otherwise be ignored in silence. Fails for a graph without ops (nothing to
- * place). */
+ * (model_sha256), a device model that no device of c has (pl_cost_model_check), or times no op
+ * of g: such a profile would otherwise be ignored in silence. A tenant of a union takes, per
+ * device, the first profile measured on its file (model_sha256), else the first naming no
+ * model that times one of its ops. Fails for a graph without ops (nothing to place). */
 pl_cost *pl_cost_new(const pl_graph *g, const pl_cluster *c, const pl_cost_params *params,
                      const pl_profile *const *profiles, int n_profiles, pl_err *err);
 /* The same table priced only where a placement puts each op (dev_of[op]; every other cell

@@ -291,6 +291,15 @@ static int check_profiles(const pl_graph *g, const pl_cluster *c, const pl_profi
         if (pl_cost_model_check(pr[i]->path ? pr[i]->path : "a profile", pr[i]->device_model, &c, 1,
                                 err) < 0)
             return -1;
+        if (pl_profile_ops_timed(pr[i], g, -1) == 0)
+            return pl_err_set(err,
+                              "the profile %s for device model '%s' times none of the ops of %s: "
+                              "its op names are another model's (measure this one: `placer "
+                              "profile MODEL -o FILE`)",
+                              pr[i]->path ? pr[i]->path : "", pr[i]->device_model,
+                              g->n_tenants > 0 ? "the models given"
+                              : g->path        ? g->path
+                                               : "the model");
         if (!pr[i]->model_sha256[0]) continue;
         if (g->n_tenants > 0) {
             if (!tenant_has_sha(g, shas, pr[i]->model_sha256))
@@ -463,28 +472,40 @@ static void fill_bytes(pl_cost *k, int op, int *stamp)
     k->out_bytes[op] = out;
 }
 
-/* With several models, a profile measured on one (its model_sha256) applies to its ops only. */
+/* With several models, a profile measured on one (its model_sha256) applies to its ops only,
+ * and one naming no model to a model whose ops it times. */
 static bool profile_for_tenant(const table_ctx *x, const pl_profile *pr, int t)
 {
-    if (x->k->g->n_tenants == 0 || !pr->model_sha256[0] || !x->tenant_sha) return true;
-    return !strcmp(x->tenant_sha[t], pr->model_sha256);
+    const pl_graph *g = x->k->g;
+    if (g->n_tenants == 0) return true;
+    if (!pr->model_sha256[0]) return pl_profile_ops_timed(pr, g, t) > 0;
+    return !x->tenant_sha || !strcmp(x->tenant_sha[t], pr->model_sha256);
 }
 
+/* Each (tenant, device) takes the first profile for the device's model measured on that
+ * tenant's file (its model_sha256), else the first that names no model: a profile measured on
+ * the model wins over one that matches by op names alone, whatever their order. */
 static void match_profiles(table_ctx *x, const pl_profile *const *pr, int n)
 {
     const pl_cluster *c = x->k->c;
     int T = pl_graph_tenants(x->k->g);
+    bool *applies = pl_calloc((size_t)n + 1, sizeof *applies);
     for (int dev = 0; dev < c->n_devs; dev++)
         x->dev_spec[dev] = pl_gpu_spec_find(c->devs[dev].model);
-    for (int t = 0; t < T; t++)
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < n; i++)
+            applies[i] = profile_for_tenant(x, pr[i], t);
         for (int dev = 0; dev < c->n_devs; dev++) {
             const pl_profile **slot = &x->dev_profile[(size_t)t * c->n_devs + dev];
-            for (int i = 0; i < n && !*slot; i++)
-                if (profile_for_tenant(x, pr[i], t) &&
-                    model_matches(pr[i]->device_model, pl_gpu_spec_find(pr[i]->device_model),
-                                  &c->devs[dev], x->dev_spec[dev]))
-                    *slot = pr[i];
+            for (int named = 1; named >= 0; named--)
+                for (int i = 0; i < n && !*slot; i++)
+                    if (applies[i] && (pr[i]->model_sha256[0] != 0) == named &&
+                        model_matches(pr[i]->device_model, pl_gpu_spec_find(pr[i]->device_model),
+                                      &c->devs[dev], x->dev_spec[dev]))
+                        *slot = pr[i];
         }
+    }
+    free(applies);
 }
 
 /* A device name or model in a task graph names device d (as own_time matches op times). */

@@ -130,6 +130,19 @@ double pl_profile_lookup(const pl_profile *p, const char *op_name)
     return i < 0 ? -1 : p->time_s[i];
 }
 
+int pl_profile_ops_timed(const pl_profile *p, const pl_graph *g, int tenant)
+{
+    int n = 0;
+    for (int op = 0; op < g->n_ops; op++) {
+        const pl_op *o = &g->ops[op];
+        if (tenant >= 0 && o->tenant != tenant) continue;
+        const char *name =
+            g->n_tenants ? o->name + strlen(g->tenant_names[o->tenant]) + 1 : o->name;
+        n += pl_strmap_get(&p->index, name) >= 0;
+    }
+    return n;
+}
+
 /* ---- from measured node times ---- */
 
 /* The op a node time belongs to, -1 when none. Unnamed nodes by position: placer reads nodes
