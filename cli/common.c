@@ -7,6 +7,7 @@
 #include "placer/report.h"
 
 #include <jansson.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -121,6 +122,27 @@ static int unknown(const cli_args *a, const char *arg)
     return cli_error(a->verb, "unknown option '%s' (placer %s --help)", arg, a->verb);
 }
 
+/* The options that may be given several times, each adding to a list. */
+static bool a_list(const char *name)
+{
+    static const char *const lists[] = {"dim", "input", "profile", "model", "batch", NULL};
+    for (int i = 0; lists[i]; i++)
+        if (!strcmp(name, lists[i])) return true;
+    return false;
+}
+
+/* -1, after saying so, when option code c (which takes a value) was given before: the second
+ * value would replace the first in silence. */
+static int once(cli_args *a, int c, const char *arg)
+{
+    for (int i = 0; i < a->n_seen; i++)
+        if (a->seen[i] == c)
+            return cli_error(a->verb, "%.*s given twice: give it once", (int)strcspn(arg, "="),
+                             arg);
+    if (a->n_seen < (int)(sizeof a->seen / sizeof *a->seen)) a->seen[a->n_seen++] = c;
+    return 0;
+}
+
 int cli_next(cli_args *a, const char **v)
 {
     char opts[64];
@@ -138,6 +160,10 @@ int cli_next(cli_args *a, const char **v)
     if (c == ':') return *v = NULL, optopt; /* the value's parser says what it wants */
     if (index >= 0 && !full_name(a->argv[at], a->opts[index].name)) return unknown(a, a->argv[at]);
     const char *arg = a->argv[at];
+    bool takes_value = index >= 0 ? a->opts[index].has_arg != no_argument : c != 'h';
+    if (c != CLI_ARG && takes_value && !(index >= 0 && a_list(a->opts[index].name)) &&
+        once(a, c, arg) < 0)
+        return -1;
     if (index < 0 && *v && arg[0] == '-' && arg[1] && arg[2] == '=' && *v == arg + 2)
         ++*v; /* -o=FILE as --opt=value (getopt_long alone would read "=FILE") */
     return c;
@@ -516,6 +542,10 @@ int cli_seconds(const char *verb, const char *opt, const char *v, double *out)
 {
     pl_err err;
     if (!v) return cli_error(verb, "%s wants a duration such as 60s", opt);
+    double x;
+    /* a bare number at or below 0 is wrong whatever its unit: say that, not "unit missing" */
+    if (cli_number_in(v, -DBL_MAX, 0, 0, &x))
+        return cli_error(verb, "%s: '%s' is not a duration above 0", opt, v);
     if (pl_parse_quantity(v, PL_UNIT_SECONDS, out, &err) < 0)
         return cli_error(verb, "%s: %s", opt, err.msg);
     if (!(*out > 0) || *out > CLI_MAX_SECONDS)

@@ -66,6 +66,7 @@ typedef struct multi_opts {
     bool run;
     pl_multi_run_opts ro;
     bool alone;            /* --alone: each tenant's share also run by itself */
+    const char *run_opt;   /* the last of --run's options given (refused without --run) */
     bool train;            /* --train: training iterations as tenants */
     int batch[MAX_MODELS]; /* --batch, in the order given */
     int n_batch;
@@ -108,6 +109,8 @@ static int split_algos(const char *v, multi_opts *o)
     if (!v || !*v || strlen(v) >= sizeof buf) return cli_error("multi", "--algos wants a list");
     snprintf(buf, sizeof buf, "%s", v);
     o->n_algos = 0;
+    if (buf[0] == ',' || strstr(buf, ",,") || buf[strlen(buf) - 1] == ',')
+        return cli_error("multi", "--algos: '%s' has an empty name", v);
     for (char *s = strtok(buf, ","); s; s = strtok(NULL, ",")) {
         if (o->n_algos == MAX_ALGOS) return cli_error("multi", "--algos: at most %d", MAX_ALGOS);
         if (!pl_multi_own_algo(s) && !pl_algo_find(s))
@@ -163,6 +166,7 @@ static int parse_refine(const char *v, pl_multi_opts *mo)
 static int parse_tv(const char *v, pl_multi_opts *mo)
 {
     pl_err err = {""};
+    if (v && !strcmp(v, "0")) return mo->tv_s = 0, 0; /* as --refine 0: no unit needed */
     if (!v || pl_parse_quantity(v, PL_UNIT_SECONDS, &mo->tv_s, &err) < 0 || mo->tv_s < 0)
         return cli_error("multi", "--tv: '%s': give a time such as 10ms", v ? v : "");
     return 0;
@@ -214,6 +218,8 @@ static const struct option options[] = {{"no-pack", no_argument, NULL, NO_PACK},
 static int take_run(multi_opts *o, int c, const char *v)
 {
     long n;
+    static const char *const names[] = {"--repeat", "--warmup", "--cache", "--deadline", "--alone"};
+    o->run_opt = names[c - REPEAT];
     switch (c) {
     case REPEAT:
         if (cli_count("multi", "--repeat", v, 1, 100000, &n) < 0) return -1;
@@ -319,6 +325,11 @@ static cli_exit parse(int argc, char **argv, multi_opts *o, bool *help)
     if (o->alone && !o->run)
         return cli_fail("multi", "--alone: give --run too (it runs each model's share of the "
                                  "answer by itself, beside the run of all at once)");
+    if (o->run_opt && !o->run)
+        return cli_fail("multi",
+                        "%s: give --run too (it says how the answer is run; without "
+                        "--run nothing is)",
+                        o->run_opt);
     if (!o->n_algos) {
         static const char *dflt[] = {"talos", "aswm", "tsam", "heft", "moirai"};
         for (int j = 0; j < 5; j++)
@@ -330,21 +341,24 @@ static cli_exit parse(int argc, char **argv, multi_opts *o, bool *help)
 
 /* ---- loading ---- */
 
-/* Tenant names: each model's file stem, "#2", "#3" ... for a model given again. */
+/* Whether one of the first n tenants is named `name`. */
+static bool name_taken(const multi_ctx *x, int n, const char *name)
+{
+    for (int j = 0; j < n; j++)
+        if (!strcmp(x->names[j], name)) return true;
+    return false;
+}
+
+/* Tenant names: each model's file stem; "#2", "#3" ... for a stem taken by a model before it
+ * (the first such suffix that no model before it has: a file named gcn_cora#2.onnx after
+ * gcn_cora given twice is gcn_cora#2#2). */
 static void name_tenants(multi_ctx *x, const multi_opts *o)
 {
     for (int i = 0; i < o->n_models; i++) {
         char *stem = pl_file_stem(o->models[i], "model"), buf[512];
-        int same = 1;
-        for (int j = 0; j < i; j++) {
-            char *s = pl_file_stem(o->models[j], "model");
-            same += !strcmp(s, stem);
-            free(s);
-        }
-        if (same > 1)
-            snprintf(buf, sizeof buf, "%s#%d", stem, same);
-        else
-            snprintf(buf, sizeof buf, "%s", stem);
+        snprintf(buf, sizeof buf, "%s", stem);
+        for (int k = 2; name_taken(x, i, buf); k++)
+            snprintf(buf, sizeof buf, "%s#%d", stem, k);
         x->names[i] = pl_strdup(buf);
         free(stem);
     }
@@ -436,6 +450,14 @@ static cli_exit ctx_open(const multi_opts *o, multi_ctx *x)
     for (x->n = 0; x->n < o->n_models; x->n++) {
         x->models[x->n] = pl_graph_load(o->models[x->n], &lo, &err);
         if (!x->models[x->n]) return ctx_close(x), cli_fail("multi", "%s", err.msg);
+        if (o->run && strcmp(x->models[x->n]->info.format, "onnx")) {
+            const char *path = o->models[x->n++];
+            ctx_close(x);
+            return cli_fail("multi",
+                            "--run: %s is a task graph, not an ONNX model: onnxruntime runs "
+                            "ONNX files only (leave out --run to have its plan predicted)",
+                            path);
+        }
         cli_print_warnings(x->models[x->n]);
         cli_exit trained = o->train ? train_tenant(x, o, x->n) : CLI_EXIT_OK;
         if (!cli_ok(trained)) return x->n++, ctx_close(x), trained;

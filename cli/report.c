@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *help =
     "usage: placer report RESULT.json... -o report.html [--title TEXT]\n"
@@ -81,23 +82,50 @@ typedef struct report_flag {
 } report_flag;
 static report_flag rep;
 
+/* -o's value in argv (-o FILE, -o=FILE, -oFILE), NULL when none. */
+static const char *out_path(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-o")) return i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strncmp(argv[i], "-o", 2) && argv[i][2] != '-')
+            return argv[i] + 2 + (argv[i][2] == '=');
+    }
+    return NULL;
+}
+
+/* Whether paths a and b name one file: the same text, or the same existing file. */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (!strcmp(a, b)) return true;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
 int cli_report_take(const char *verb, int *argc, char **argv)
 {
     static char json_flag[] = "--json";
     bool json = false;
-    int w = 0;
+    int w = 0, given = 0;
     rep = (report_flag){.verb = verb};
+    const char *out = out_path(*argc, argv);
     for (int i = 0; i < *argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
         if (!strcmp(argv[i], "--report"))
-            rep.path = i + 1 < *argc ? argv[++i] : "";
+            rep.path = i + 1 < *argc ? argv[++i] : "", given++;
         else if (!strncmp(argv[i], "--report=", 9))
-            rep.path = argv[i] + 9;
+            rep.path = argv[i] + 9, given++;
         else
             argv[w++] = argv[i];
     }
     if (!rep.path) return 0;
     if (!*rep.path) return cli_error(verb, "--report wants a file (report.html)");
+    if (given > 1) return cli_error(verb, "--report given twice: give it once");
+    if (out && same_file(out, rep.path))
+        return cli_error(verb,
+                         "-o %s and --report %s name one file: the page would replace the "
+                         "document; give two names",
+                         out, rep.path);
     rep.json = json;
     if (!json) argv[w++] = json_flag; /* the verb builds its document; cli_json_out routes it */
     argv[w] = NULL;

@@ -366,6 +366,18 @@ static void test_bad_input(void **state)
     tu_expect_refusal(FIG1 " --refine -1s", "--refine: \"-1s\" is negative");
     tu_expect_refusal(FIG1 " --profile examples/multi/nosuch.json", "nosuch.json");
     tu_expect_refusal(FIG1 " --alone", "--alone: give --run too");
+    tu_expect_refusal(FIG1 " --repeat 3", "--repeat: give --run too");
+    tu_expect_refusal(FIG1 " --deadline 5s", "--deadline: give --run too");
+    tu_expect_refusal(FIG1 " --algo talos --algo aswm", "--algo given twice");
+    tu_expect_refusal(FIG1 " --algos ,talos", "--algos: ',talos' has an empty name");
+    tu_expect_refusal(FIG1 " --cluster examples/multi/fig1-cluster.json", "--cluster given twice");
+    tu_expect_refusal(FIG1 " -o a.json -o b.json", "-o given twice");
+    tu_expect_refusal(FIG1 " -o r.html --report r.html", "-o r.html and --report r.html name one");
+    tu_expect_refusal(FIG1 " --profile examples", "examples: cannot read: a folder, not a file");
+    tu_expect_refusal(FIG1 " --time-limit 0", "--time-limit: '0' is not a duration above 0");
+    tu_expect_refusal("multi examples/taskgraphs/diamond.json examples/multi/fig1-a.json --cluster "
+                      "examples/multi/fig1-cluster.json --run",
+                      "--run: examples/taskgraphs/diamond.json is a task graph, not an ONNX model");
     tu_expect_refusal("multi examples/multi/nosuch.json --cluster examples/multi/fig1-cluster.json",
                       "nosuch.json");
     tu_expect_refusal("multi examples/multi/fig1-a.json --cluster examples/multi/fig1-a.json",
@@ -545,6 +557,31 @@ static void test_tsam_one_device(void **state)
     json_decref(doc);
 }
 
+/* Each tenant's name is its file's stem, with the first "#K" that no model before it has: a
+ * file named gcn_cora#2.onnx after gcn_cora given twice is gcn_cora#2#2 (it was refused: two
+ * tenants named gcn_cora#2). */
+static void test_tenant_names(void **state)
+{
+    (void)state;
+    char dir[64], cmd[512];
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-names"), 0);
+    snprintf(cmd, sizeof cmd, "cp models/gcn_cora.onnx '%s/gcn_cora#2.onnx'", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "multi models/gcn_cora.onnx models/gcn_cora.onnx '%s/gcn_cora#2.onnx' --cluster "
+             "examples/clusters/local-cpu-percore.json --algo aswm --json 2>/dev/null",
+             dir);
+    json_t *doc = tu_run_json(cmd);
+    json_t *models = json_object_get(doc, "models");
+    const char *want[] = {"gcn_cora", "gcn_cora#2", "gcn_cora#2#2"};
+    assert_int_equal(json_array_size(models), 3);
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(models, i), "name")),
+                            want[i]);
+    json_decref(doc);
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_answer_is_the_best_row),
         cmocka_unit_test(test_refine_keeps_memory),
         cmocka_unit_test(test_tsam_one_device),
+        cmocka_unit_test(test_tenant_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

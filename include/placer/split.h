@@ -82,8 +82,9 @@ int pl_split_readers(const pl_graph *g, const pl_stages *s, int t, int *to);
  * = source inputs and tensors from other stages, graph outputs = source outputs it makes and
  * tensors other stages read) and DIR/manifest.json (PL_SPLIT_FORMAT, with each stage file's
  * SHA-256). `model_path` is the file g was read from: it is read again for the nodes and
- * weights, so it must be the same model (checked by node count and types). `dev_names` names
- * devices for the manifest (NULL: "dev0", ...).
+ * weights, so it must be the same model (checked by node count and types); a graph read from
+ * a task graph (info.format not "onnx") is refused before anything is written. `dev_names`
+ * names devices for the manifest (NULL: "dev0", ...).
  *
  * The folder is replaced whole: everything is written into the hidden sibling ".DIR.tmp.PID"
  * (pl_outdir), which takes DIR's place only when complete; on any failure DIR is left as it

@@ -102,11 +102,13 @@ char *pl_read_file(const char *path, size_t *len, pl_err *err)
             buf = pl_realloc(buf, cap + 1);
         }
     }
-    bool bad = ferror(f);
+    int bad = ferror(f) ? errno : 0;
     fclose(f);
     if (bad) {
         free(buf);
-        pl_err_set(err, "%s: read error", path);
+        /* a folder opens, and its first read fails with EISDIR */
+        pl_err_set(err, "%s: cannot read: %s", path,
+                   bad == EISDIR ? "a folder, not a file" : strerror(bad));
         return NULL;
     }
     buf[n] = 0;

@@ -32,14 +32,16 @@ int pl_sha256_file(const char *path, char out[65], pl_err *err)
     size_t r;
     while ((r = fread(buf, 1, 1 << 16, f)) > 0)
         EVP_DigestUpdate(ctx, buf, r);
-    int bad = ferror(f);
+    int bad = ferror(f) ? errno : 0;
     fclose(f);
     free(buf);
     unsigned char md[32];
     unsigned int mdlen = 0;
     EVP_DigestFinal_ex(ctx, md, &mdlen);
     EVP_MD_CTX_free(ctx);
-    if (bad) return pl_err_set(err, "%s: read error", path);
+    if (bad)
+        return pl_err_set(err, "%s: cannot read: %s", path,
+                          bad == EISDIR ? "a folder, not a file" : strerror(bad));
     hex(md, out);
     return 0;
 }

@@ -265,6 +265,7 @@ double pk_total_weights(const pl_cost *k)
 const char *pk_model_name(const pl_cost *k, char *buf, size_t n)
 {
     const char *p = k->g->path;
+    if (k->g->n_tenants > 0) return "the models together"; /* a union (placer multi) */
     if (!p || !*p) return k->g->name && k->g->name[0] ? k->g->name : "model";
     const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p, *dot = strrchr(base, '.');
     int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
@@ -321,7 +322,8 @@ static int check_each_op(const pl_cost *k, pl_err *err)
         rc = pl_err_set(err,
                         "%s: no placement fits: op '%s' alone needs %s (%s of weights + %s "
                         "working set); the largest device, %s, has %s",
-                        MODEL_NAME(k), k->g->ops[v].name, pl_fmt_bytes(need, a, sizeof a),
+                        k->g->n_tenants ? k->g->tenant_names[k->g->ops[v].tenant] : MODEL_NAME(k),
+                        k->g->ops[v].name, pl_fmt_bytes(need, a, sizeof a),
                         pl_fmt_bytes(pk_mem_new_weights(&m, v, big), b, sizeof b),
                         pl_fmt_bytes(m.op_ws[v], c, sizeof c), k->c->devs[big].name,
                         pl_fmt_bytes(m.cap[big], e, sizeof e));

@@ -379,6 +379,11 @@ int pl_split_write(const char *model_path, const pl_graph *g, const pl_stages *s
                    const char *const *dev_names, const char *dir, pl_err *err)
 {
     pl_outdir od;
+    if (strcmp(g->info.format, "onnx"))
+        return pl_err_set(err,
+                          "%s is a task graph, not an ONNX model: only an ONNX model is split "
+                          "into stage files (and run)",
+                          model_path);
     if (check_replaceable(dir, err) < 0 || pl_outdir_open(&od, dir, err) < 0) return -1;
     if (write_all(model_path, g, s, dev_names, od.tmp, err) < 0) {
         pl_err_prefix(err, "%s: not written (left as it was)", dir);
