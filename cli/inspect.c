@@ -71,7 +71,7 @@ static json_t *coarsen_json(const pl_coarsening *c)
                      "passes", passes, "fused_groups", fused);
 }
 
-static void print_json(const pl_graph *g, const pl_graph_summary *s, const char *sha, int top,
+static bool print_json(const pl_graph *g, const pl_graph_summary *s, const char *sha, int top,
                        const pl_coarsening *co)
 {
     json_t *hist = json_array(), *unknown = json_array(), *path = json_array();
@@ -101,9 +101,14 @@ static void print_json(const pl_graph *g, const pl_graph_summary *s, const char 
         "unknown_shape_tensors", s->n_unknown_shape, "unknown_shape_examples",
         tensor_list_json(g, s->unknown_shape, s->n_unknown_shape_listed), "op_types", hist,
         "warnings", g->n_warnings);
+    if (!o) { /* json_pack refuses a number that is not finite: never print an empty document */
+        json_decref(warnings);
+        return false;
+    }
     json_object_set_new(o, "warning_messages", warnings);
     if (co) json_object_set_new(o, "coarsen", coarsen_json(co));
     pl_json_print(o, stdout);
+    return true;
 }
 
 static void print_io(const char *label, const pl_graph *g, const int *idx, int n)
@@ -283,14 +288,18 @@ cli_exit cli_inspect(int argc, char **argv)
     }
     pl_graph_summary s;
     pl_graph_summarize(g, &s);
-    if (json)
-        print_json(g, &s, sha, top, co);
-    else {
+    cli_exit status = CLI_EXIT_OK;
+    if (json && !print_json(g, &s, sha, top, co))
+        status = cli_fail("inspect",
+                          "%s: a figure of the summary is not a finite number, so no "
+                          "JSON document is written",
+                          g->path ? g->path : g->name);
+    else if (!json) {
         print_text(g, &s, sha, top);
         if (co) print_coarsen(co);
     }
     pl_graph_summary_free(&s);
     pl_coarsening_free(co);
     pl_graph_free(g);
-    return CLI_EXIT_OK;
+    return status;
 }

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* Opset assumed when the file does not say (task graphs, hand-built graphs): the newest
@@ -310,6 +311,15 @@ static void infer_op(ir_root *R, ir_graph *G, int i)
     for (int k = 0; k < op->n_outputs && !too_many; k++)
         if (op->outputs[k] >= 0 && c.out[k].set) merge_out(&c, k);
     annotate(&c);
+    /* a Loop's body times its trip count, nested: the product can leave the doubles, and an
+     * infinite cost would price the op as unable to run anywhere */
+    if (!isfinite(op->flops) || !isfinite(op->bytes_moved)) {
+        pl_err_set(R->err,
+                   "node %d '%s' (%s): its %s exceed the range of a double (the trip "
+                   "counts of nested loops multiply)",
+                   i, op->name, op->type, isfinite(op->flops) ? "bytes moved" : "FLOPs");
+        R->failed = R->invalid_op = true;
+    }
 }
 
 /* An outer-scope tensor of a subgraph takes what the enclosing scopes know about the tensor

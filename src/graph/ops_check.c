@@ -251,6 +251,33 @@ static int ck_topk(ictx *c)
     return values_at_least(c, 1, "k", 0, "k", "k must not be negative");
 }
 
+/* ---- products ---- */
+
+/* The inner dimensions of a product must agree where both are known: onnxruntime refuses the
+ * node, and the shape rule would give an output (and FLOPs) for a product that is not
+ * defined. */
+static int inner_dims(ictx *c, int64_t ka, int64_t kb)
+{
+    if (ka < 0 || kb < 0 || ka == kb) return 0;
+    return invalid(c, "the inner dimensions differ: A's is %lld, B's %lld", (long long)ka,
+                   (long long)kb);
+}
+
+static int ck_matmul(ictx *c)
+{
+    ir_shape a, b;
+    if (!ir_in_shape(c, 0, &a) || !ir_in_shape(c, 1, &b) || a.rank < 1 || b.rank < 1) return 0;
+    return inner_dims(c, a.d[a.rank - 1], b.d[b.rank == 1 ? 0 : b.rank - 2]);
+}
+
+static int ck_gemm(ictx *c)
+{
+    ir_shape a, b;
+    if (!ir_in_shape(c, 0, &a) || !ir_in_shape(c, 1, &b) || a.rank != 2 || b.rank != 2) return 0;
+    bool ta = pl_op_attr_int(c->op, "transA", 0), tb = pl_op_attr_int(c->op, "transB", 0);
+    return inner_dims(c, a.d[ta ? 0 : 1], b.d[tb ? 1 : 0]);
+}
+
 /* ---- other attributes ---- */
 
 static int attr_at_least(ictx *c, const char *name, int64_t dflt, int64_t min)
@@ -306,6 +333,9 @@ const ir_check ir_checks[] = {
     {"LpPool", ck_pool},
     {"MaxUnpool", ck_pool},
     {"Reshape", ck_reshape},
+    {"MatMul", ck_matmul},
+    {"MatMulInteger", ck_matmul},
+    {"Gemm", ck_gemm},
     {"Slice", ck_slice},
     {"Split", ck_split},
     {"ConstantOfShape", ck_constant_of_shape},
