@@ -47,6 +47,28 @@ static void warn_unused_bindings(const ox_ctx *c, pl_graph *g)
                           (int)c->dims[k].len, c->dims[k].name);
 }
 
+/* A graph input with a dimension no binding gives makes every tensor computed from it of
+ * unknown size, and the cost model prices an op on such tensors as moving nothing: a model
+ * of symbolic batch and length came out at 0.004 ms, in silence, on every placing verb. */
+static void warn_unbound_inputs(const ox_ctx *c, pl_graph *g)
+{
+    int unknown = 0;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const pl_tensor *t = &g->tensors[g->inputs[i]];
+        for (int d = 0; d < t->rank; d++)
+            unknown += t->dims[d] == PL_DIM_UNKNOWN;
+    }
+    if (!unknown || !c->n_unbound) return;
+    char names[600] = "";
+    for (int k = 0, w = 0; k < c->n_unbound && w < (int)sizeof names; k++)
+        w += snprintf(names + w, sizeof names - w, "%s'%s'", k ? ", " : "", c->unbound[k]);
+    pl_graph_warn(g,
+                  "the model's inputs have symbolic dimensions no --dim binds (%s): the tensors "
+                  "computed from them have unknown sizes, and the ops on them are priced as "
+                  "moving nothing (a lower estimate); give --dim NAME=VALUE for each",
+                  names);
+}
+
 /* The newest opset of each domain placer reads: what onnxruntime 1.22, the runtime placer
  * ships (build/npm), loads; it refuses a newer one ("under development"). The default domain's
  * 22 is ONNX 1.17's; the shape rules know every op up to it (docs/shapes.md). Debian 12's onnx
@@ -134,6 +156,7 @@ static pl_graph *build_model(const Onnx__ModelProto *m, const char *file, const 
             g = NULL;
         } else {
             warn_unused_bindings(&c, g);
+            warn_unbound_inputs(&c, g);
         }
     }
     free(c.dims);

@@ -28,6 +28,8 @@ typedef struct ox_ctx {
     const char *file; /* for messages that need no place in the file */
     ox_binding *dims;
     int n_dims;
+    char unbound[8][64]; /* symbolic dimensions met that no binding gives (the first 8) */
+    int n_unbound;
     pl_err *err;
 } ox_ctx;
 

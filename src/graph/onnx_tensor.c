@@ -84,6 +84,11 @@ static int64_t symbolic_dim(ox_ctx *c, const char *param)
             return b->value;
         }
     }
+    int k = 0;
+    while (k < c->n_unbound && strcmp(c->unbound[k], param))
+        k++;
+    if (k == c->n_unbound && k < (int)(sizeof c->unbound / sizeof *c->unbound))
+        snprintf(c->unbound[c->n_unbound++], sizeof *c->unbound, "%s", param);
     return PL_DIM_UNKNOWN;
 }
 

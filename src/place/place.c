@@ -319,6 +319,8 @@ static int keep_single_if_faster(const pl_algo *a, const pl_cost *k, const pl_pl
     if (best_d >= 0 && mine > best * (1 - min_gain)) {
         pl_plan_assign(out, one);
         out->measured_s = one->measured_s;
+        /* the cut pass's figures were the discarded plan's; the note below says what ran */
+        out->stages_before = out->stages_after = out->cut_simulations = 0, out->cut_s = 0;
         snprintf(out->algo, sizeof out->algo, "single");
         char note[sizeof err->msg], gain[64] = "", cores[96] = "";
         if (mine < best) snprintf(gain, sizeof gain, " by less than %.3g %%", 100 * min_gain);
@@ -327,7 +329,10 @@ static int keep_single_if_faster(const pl_algo *a, const pl_cost *k, const pl_pl
         snprintf(note, sizeof note,
                  "%s: its plan is %s at %.4g ms, %s the whole model on '%s'%s (%.4g ms)%s: "
                  "the single-device plan is returned instead",
-                 a->name, basis, mine * 1e3, mine < best ? "faster than" : "slower than",
+                 a->name, basis, mine * 1e3,
+                 mine < best   ? "faster than"
+                 : mine > best ? "slower than"
+                               : "no faster than",
                  k->c->devs[best_d].name, cores, best * 1e3, gain);
         add_note(err, note);
     }
