@@ -110,6 +110,28 @@ static void test_matmul_add_gemm(void **state)
     pl_rw_free(m);
 }
 
+/* Names the rewrites make for unnamed nodes are no node's own: a node named rw_node_1, an
+ * unnamed MatMul at position 1 and an Add also named rw_node_1. The unnamed one was named
+ * rw_node_1 too, the reader renamed a copy, and the MatMul + Add site named a node the model
+ * did not have ("no such node"). */
+static void test_made_names_are_free(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *om = model();
+    input(om, "a", "3,4");
+    init_f(om, "B1", "4,5", 0.1, 0.05, false);
+    init_f(om, "B2", "4,6", 0.1, 0.05, false);
+    init_f(om, "C", "6", -0.2, 0.1, false);
+    node(om, "MatMul", "rw_node_1", "a,B1", "y1");
+    node(om, "MatMul", "", "a,B2", "p");
+    node(om, "Add", "rw_node_1", "p,C", "y2");
+    output(om, "y1", "");
+    output(om, "y2", "");
+    pl_rw_model *m = apply_one(load(om), "matmul_add_gemm");
+    expect_ops(m, "MatMul,Gemm");
+    pl_rw_free(m);
+}
+
 static pl_rw_model *parallel_mm(bool data, bool b2_input)
 {
     Onnx__ModelProto *m = model();
@@ -708,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_conv_bn_fold),
         cmocka_unit_test(test_conv_bn_refused),
         cmocka_unit_test(test_matmul_add_gemm),
+        cmocka_unit_test(test_made_names_are_free),
         cmocka_unit_test(test_gemm_keeps_order),
         cmocka_unit_test(test_merge_matmul),
         cmocka_unit_test(test_merge_conv),

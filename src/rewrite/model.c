@@ -23,20 +23,27 @@ void rw_set_str(char **field, const char *s)
 /* Gives every top-level node a unique, non-empty name: the site's handle on it. */
 static void name_nodes(Onnx__GraphProto *gp)
 {
-    pl_strmap seen;
-    pl_strmap_init(&seen);
+    pl_strmap seen, given; /* names kept or made so far; every name the file gives */
+    pl_strmap_init(&seen), pl_strmap_init(&given);
+    for (size_t i = 0; i < gp->n_node; i++)
+        if (gp->node[i]->name && gp->node[i]->name[0])
+            pl_strmap_put(&given, gp->node[i]->name, (int)i);
     for (size_t i = 0; i < gp->n_node; i++) {
         Onnx__NodeProto *n = gp->node[i];
         if (n->name && n->name[0] && pl_strmap_get(&seen, n->name) < 0) {
             pl_strmap_put(&seen, n->name, (int)i);
             continue;
         }
+        /* a made name must be no node's own, before or after: the graph reader would rename
+         * one of the two, and a rewrite site would name a node this model does not have */
         char buf[64];
         snprintf(buf, sizeof buf, "rw_node_%zu", i);
+        for (int k = 2; pl_strmap_get(&seen, buf) >= 0 || pl_strmap_get(&given, buf) >= 0; k++)
+            snprintf(buf, sizeof buf, "rw_node_%zu_%d", i, k);
         rw_set_str(&n->name, buf);
         pl_strmap_put(&seen, n->name, (int)i);
     }
-    pl_strmap_free(&seen);
+    pl_strmap_free(&seen), pl_strmap_free(&given);
 }
 
 static int check_external(const Onnx__ModelProto *m, const char *name, pl_err *err)
