@@ -19,7 +19,7 @@ static const char *help_text =
     "usage: placer train MODEL --cluster C --batch N [--algo A] [--budget 300 | --budget 60s]\n"
     "                    [--no-sfb] [--max-groups G] [--seed S] [--placer heft] [--json]\n"
     "                    [--prior uniform|gnn] [--prior-file F] [-o FILE] [--cost-params F]\n"
-    "                    [--no-calibration]\n"
+    "                    [--no-calibration] [--dim N=V]... [--input NAME=SIZES]...\n"
     "  --batch N      the global batch size (default: the model's own)\n"
     "  --algo A       the answer shown in detail: tag, dp, dp-p, horovod, dp-sync, heterog,\n"
     "                 flexflow-mcmc (FlexFlow's MCMC, MCTS's budget and seed); default: the\n"
@@ -33,6 +33,8 @@ static const char *help_text =
     "                 default models/priors/tag-gnn.weights; a tree with uniform priors grows\n"
     "                 too, same seed and budget); default: gnn when those weights are there\n"
     "  -o FILE        the placer-train/1 document (as --json prints it), written atomically\n"
+    "  --dim N=V      bind a symbolic dimension (e.g. --dim batch=1); repeatable\n"
+    "  --input NAME=SIZES  a graph input's shape (e.g. --input x=1,3,224,224); repeatable\n"
     "exit status: 0 done, 1 the model fits no strategy, 2 bad input or failure\n";
 
 typedef struct train_opts {

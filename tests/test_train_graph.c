@@ -458,6 +458,32 @@ static void expect_refused(const pl_graph *g, int batch, const char *needle)
     assert_contains(err.msg, needle);
 }
 
+/* x . W1 -> an op of a domain placer has no rule for (its output's dtype is not known) -> . W2.
+ * The gradient passes through it, as it does through a typed output: both weights train
+ * (before, W1 was left out in silence, and a model whose every weight sat before such an op
+ * was refused as having no trainable weight). */
+static void test_untyped_op_passes_gradients(void **state)
+{
+    (void)state;
+    pl_graph *g = pl_graph_new("untyped");
+    pl_graph_add_input(g, shaped(g, "x", 2, (int64_t[]){1, 3}, 0));
+    shaped(g, "W1", 2, (int64_t[]){3, 4}, PL_TENSOR_WEIGHT);
+    shaped(g, "W2", 2, (int64_t[]){4, 2}, PL_TENSOR_WEIGHT);
+    tu_op(g, "M1", "MatMul", "x,W1", "h");
+    int frob = tu_op(g, "F", "Frob", "h", "z");
+    free(g->ops[frob].domain);
+    g->ops[frob].domain = strdup("com.example");
+    tu_op(g, "M2", "MatMul", "z,W2", "out");
+    finish(g, "out");
+    assert_int_equal(g->tensors[pl_graph_find_tensor(g, "z")].dtype, PL_DT_UNDEFINED);
+    pl_train_graph *t = build(g, 4, false);
+    assert_true(pl_graph_find_op(t->g, "W1:adam") >= 0);
+    assert_true(pl_graph_find_op(t->g, "W2:adam") >= 0);
+    assert_true(pl_graph_find_op(t->g, "M1:grad_w") >= 0);
+    pl_train_graph_free(t);
+    pl_graph_free(g);
+}
+
 static void test_refused(void **state)
 {
     (void)state;
@@ -512,7 +538,7 @@ int main(void)
         cmocka_unit_test(test_attention),    cmocka_unit_test(test_shared_weight),
         cmocka_unit_test(test_zoo),          cmocka_unit_test(test_zoo_batch),
         cmocka_unit_test(test_simulated),    cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_class_names),
+        cmocka_unit_test(test_class_names),  cmocka_unit_test(test_untyped_op_passes_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,6 +137,7 @@ typedef struct tg_builder {
     bool *reach;    /* per forward tensor: the loss depends on it */
     bool *act;      /* per forward tensor: depends on a graph input */
     bool *param;    /* per forward tensor: a trainable weight */
+    bool *flt;      /* per forward tensor: of a float dtype, or of none known made from one */
     int *n_contrib; /* per forward tensor: how many backward ops give it a gradient */
     int *grad;      /* per forward tensor: its gradient in g, -1 */
     int **parts;    /* per forward tensor: the partial gradients made so far */
@@ -242,14 +243,35 @@ static void tg_mark_batched(tg_builder *b, int b0)
     }
 }
 
+/* Which tensors carry gradients: a float dtype, or no dtype known (an op of a domain placer
+ * has no rule for, an output the file does not type) made by an op that reads a float one.
+ * Such an output stopped the gradient before: the weights before the op were left untrained
+ * in silence (a MatMul -> com.example op -> MatMul model trained one of its two weights). */
+static void tg_mark_float(tg_builder *b)
+{
+    const pl_graph *f = b->f;
+    for (int t = 0; t < f->n_tensors; t++)
+        b->flt[t] = tg_float(&f->tensors[t]);
+    for (int p = 0; p < f->n_ops; p++) {
+        const pl_op *op = &f->ops[f->topo[p]];
+        bool reads = false;
+        for (int j = 0; j < op->n_inputs; j++)
+            reads |= op->inputs[j] >= 0 && b->flt[op->inputs[j]];
+        for (int k = 0; reads && k < op->n_outputs; k++)
+            if (op->outputs[k] >= 0 && f->tensors[op->outputs[k]].dtype == PL_DT_UNDEFINED)
+                b->flt[op->outputs[k]] = true;
+    }
+}
+
 /* Trainable weights: float initializers of at least 2 elements (a scalar is a constant of the
  * formula: an epsilon, a scale) that the loss depends on through differentiable inputs. */
 static void tg_mark_grads(tg_builder *b)
 {
     const pl_graph *f = b->f;
+    tg_mark_float(b);
     for (int t = 0; t < f->n_tensors; t++) {
         const pl_tensor *x = &f->tensors[t];
-        b->needs[t] = (x->flags & PL_TENSOR_WEIGHT) && x->producer < 0 && tg_float(x) &&
+        b->needs[t] = (x->flags & PL_TENSOR_WEIGHT) && x->producer < 0 && b->flt[t] &&
                       pl_tensor_numel(x) >= 2;
     }
     for (int p = 0; p < f->n_ops; p++) {
@@ -258,18 +280,17 @@ static void tg_mark_grads(tg_builder *b)
         for (int j = 0; j < op->n_inputs; j++)
             if (op->inputs[j] >= 0 && b->needs[op->inputs[j]] && tg_diff_slot(op, j)) any = true;
         for (int k = 0; k < op->n_outputs; k++)
-            if (op->outputs[k] >= 0)
-                b->needs[op->outputs[k]] = any && tg_float(&f->tensors[op->outputs[k]]);
+            if (op->outputs[k] >= 0) b->needs[op->outputs[k]] = any && b->flt[op->outputs[k]];
     }
     for (int k = 0; k < f->n_outputs; k++)
-        b->reach[f->outputs[k]] = tg_float(&f->tensors[f->outputs[k]]);
+        b->reach[f->outputs[k]] = b->flt[f->outputs[k]];
     for (int p = f->n_ops - 1; p >= 0; p--) {
         const pl_op *op = &f->ops[f->topo[p]];
         bool any = false;
         for (int k = 0; k < op->n_outputs; k++)
             if (op->outputs[k] >= 0 && b->reach[op->outputs[k]]) any = true;
         for (int j = 0; any && j < op->n_inputs; j++)
-            if (op->inputs[j] >= 0 && tg_diff_slot(op, j) && tg_float(&f->tensors[op->inputs[j]]))
+            if (op->inputs[j] >= 0 && tg_diff_slot(op, j) && b->flt[op->inputs[j]])
                 b->reach[op->inputs[j]] = true;
     }
     for (int t = 0; t < f->n_tensors; t++)
@@ -519,8 +540,7 @@ static double tg_read_kept(tg_builder *b, int o, int i, const bool *mine)
         /* fall through */
     case TG_KEEP_IN:
         for (int j = 0; j < op->n_inputs; j++)
-            if (tg_diff_slot(op, j) && op->inputs[j] >= 0 &&
-                tg_float(&b->f->tensors[op->inputs[j]]))
+            if (tg_diff_slot(op, j) && op->inputs[j] >= 0 && b->flt[op->inputs[j]])
                 bytes += tg_read(b, o, op->inputs[j]);
         break;
     }
@@ -688,9 +708,13 @@ static int tg_check_input(const pl_graph *f, const pl_train_opts *o, const char 
     const pl_tensor *x = &f->tensors[f->inputs[0]];
     if (x->rank < 1 || x->dims[0] < 1)
         return pl_err_set(err,
-                          "%s: input '%s': its first dimension (the batch) is not known; give "
-                          "it with --dim or --input-shape",
-                          where, x->name);
+                          "%s: input '%s': %s; give it with --dim NAME=VALUE or --input %s=SIZES",
+                          where, x->name,
+                          x->rank == 0  ? "a scalar has no first dimension (the batch) to scale"
+                          : x->rank < 0 ? "its shape (and so the batch) is not known"
+                          : !x->dims[0] ? "its first dimension (the batch) is 0"
+                                        : "its first dimension (the batch) is not known",
+                          x->name);
     *b0 = (int)x->dims[0];
     return 0;
 }
@@ -701,7 +725,7 @@ static void tg_builder_free(tg_builder *b)
         for (int t = 0; t < b->f->n_tensors; t++)
             free(b->parts[t]);
     free(b->parts), free(b->n_parts), free(b->grad), free(b->n_contrib);
-    free(b->needs), free(b->reach), free(b->act), free(b->param);
+    free(b->needs), free(b->reach), free(b->act), free(b->param), free(b->flt);
 }
 
 static void tg_builder_init(tg_builder *b, const pl_graph *f, pl_train_graph *t)
@@ -711,6 +735,7 @@ static void tg_builder_init(tg_builder *b, const pl_graph *f, pl_train_graph *t)
     b->f = f, b->t = t;
     b->needs = pl_calloc(n, sizeof(bool)), b->reach = pl_calloc(n, sizeof(bool));
     b->act = pl_calloc(n, sizeof(bool)), b->param = pl_calloc(n, sizeof(bool));
+    b->flt = pl_calloc(n, sizeof(bool));
     b->n_contrib = pl_calloc(n, sizeof(int)), b->n_parts = pl_calloc(n, sizeof(int));
     b->parts = pl_calloc(n, sizeof(int *));
     b->grad = pl_malloc(n * sizeof(int));
