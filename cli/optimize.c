@@ -103,7 +103,9 @@ static void print_text(const char *model, const char *out, int ops0, int ops1,
            "%.2f s\n",
            "search", alpha, r->expanded, r->generated, r->pruned, r->dup,
            r->timed_out ? ", stopped by the time limit" : "", secs);
-    if (v->done)
+    if (v->done && r->n_log == 0) /* nothing rewritten: the model is the original */
+        printf("%-10s nothing to compare: no rewrite was applied\n", "verify");
+    else if (v->done)
         printf("%-10s largest relative difference %.3g (output '%s'), tolerance %g\n", "verify",
                v->max_rel, v->worst, VERIFY_TOL);
     printf("%-10s %d\n\n", "rewrites", r->n_log);

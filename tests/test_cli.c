@@ -470,6 +470,20 @@ static void test_option_conventions(void **state)
     }
     tu_expect_refusal("place models/resnet50.onnx -o", "-o wants a file");
     tu_expect_refusal("optimize models/gcn_cora.onnx -o=", "-o wants a file name"); /* not "=" */
+    /* an option that takes a value is given once (a second replaced the first in silence);
+     * the lists (--dim, --input, --profile, --model, --batch) add up */
+    tu_expect_refusal("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+                      "--cluster examples/clusters/local-cpu-percore.json",
+                      "--cluster given twice: give it once");
+    tu_expect_refusal("place models/gcn_cora.onnx --cluster=examples/clusters/local-cpu.json "
+                      "--seed 1 --seed=2",
+                      "--seed given twice");
+    tu_expect_refusal("inspect models/gcn_cora.onnx --dim a=1 --dim b=2 --top 3 --top 4",
+                      "--top given twice");
+    tu_expect_refusal("run models/gcn_cora.onnx", "is a file, not the folder `placer split -o");
+    tu_expect_refusal("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
+                      "--time-limit -1",
+                      "--time-limit: '-1' is not a duration above 0");
 }
 
 /* Issue 28: every verb's --help goes through the shared help: its own part, then the manual's

@@ -652,12 +652,14 @@ static void note(pl_err *err, const milp *P, const outcome *r, double warm)
 {
     double ref = isfinite(r->obj) ? r->obj : r->sim; /* no MILP point: the plan's gap */
     double gap = ref > 0 ? (ref - r->bound) / ref : 0;
+    char obj[48] = "none"; /* the MILP skipped or without a point: not "inf" */
+    if (isfinite(r->obj)) snprintf(obj, sizeof obj, "%.6g", r->obj);
     pl_err_set(
         err,
-        "moirai: %s%s%s, MILP objective %.6g, bound %.6g, gap %.4g, simulated %.6g "
+        "moirai: %s%s%s, MILP objective %s, bound %.6g, gap %.4g, simulated %.6g "
         "(warm start %.6g), %d binaries, %d rows, build %.2f s, CBC %.2f s, local search %ld "
         "simulations %.2f s; final plan: %s",
-        r->warning, r->warning[0] ? "; " : "", r->status, r->obj, r->bound, gap, r->sim, warm,
+        r->warning, r->warning[0] ? "; " : "", r->status, obj, r->bound, gap, r->sim, warm,
         P->n_bin, P->n_rows, r->build_s, r->cbc_s, r->ls.evals, r->ls.secs, r->source);
 }
 /* No MILP (too big to solve in time): the warm start, for the local search to improve. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A stage file is named relative to the manifest's folder and must stay inside it. */
 static int stage_file(const pl_json *st, const char *dir, char **out, pl_err *err)
@@ -120,6 +121,9 @@ static int check_format(const pl_json *root, pl_err *err)
 int pl_split_manifest_load(const char *dir, pl_split_manifest *m, pl_err *err)
 {
     memset(m, 0, sizeof *m);
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) /* a model given where its split goes */
+        return pl_err_set(err, "%s is a file, not the folder `placer split -o DIR` writes", dir);
     char *path = pl_malloc(strlen(dir) + 16);
     sprintf(path, "%s/manifest.json", dir);
     pl_json_doc *doc = pl_json_open(path, err);
