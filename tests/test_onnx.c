@@ -1382,6 +1382,14 @@ static void test_other_op_rules(void **state)
                "shape has 2 entries of -1; at most one may be -1");
     assert_has(refused_node(op_model("Reshape", "4,-2", &n), "'op'"),
                "shape[1] = -2: entries must be -1 or more");
+    /* x [4,6] holds 24 elements: a target of 25, or of a multiple of 5, is refused */
+    assert_has(refused_node(op_model("Reshape", "5,5", &n), "(Reshape)"),
+               "the input's 24 elements do not fit the target shape (25)");
+    assert_has(refused_node(op_model("Reshape", "-1,5", &n), "(Reshape)"),
+               "do not fit the target shape (a multiple of 5)");
+    pl_graph *ok = must_load(op_model("Reshape", "0,-1", &n), NULL); /* 0 copies the 4 */
+    assert_int_equal(T(ok, "y")->dims[1], 6);
+    pl_graph_free(ok);
     Onnx__ModelProto *m = op_model("Reshape", "0,-1", &n);
     int_attr(n, "allowzero", 1);
     assert_has(refused_node(m, "'op'"), "with allowzero = 1 the shape cannot hold both 0 and -1");

@@ -7,6 +7,7 @@
 #include "infer_internal.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -174,6 +175,34 @@ static int ck_transpose(ictx *c)
 
 /* Reshape: at most one -1, nothing below -1, and with allowzero not both 0 and -1. Entries
  * not known (a dynamic batch dimension) are not counted. */
+/* A Reshape keeps the element count: with the input's shape and every target entry known,
+ * the target (0 copying the input's dimension unless allowzero, -1 taking the rest) must hold
+ * as many elements; onnxruntime refuses it otherwise. */
+static int reshape_count(ictx *c, const ir_vals *v, bool allowzero)
+{
+    ir_shape x;
+    if (!ir_in_shape(c, 0, &x)) return 0;
+    int64_t n = ir_prod(x.d, x.rank), m = 1;
+    bool rest = false;
+    for (int j = 0; j < v->n; j++) {
+        if (v->sym[j]) return 0;
+        int64_t d = v->i[j];
+        if (d == 0 && !allowzero) d = j < x.rank ? x.d[j] : -2;
+        if (d == -1) {
+            rest = true;
+            continue;
+        }
+        if (d < 0) return 0; /* a dimension not known, or a 0 past the input's rank */
+        if (d && m > INT64_MAX / d) return 0;
+        m *= d;
+    }
+    if (n < 0) return 0;
+    if (rest ? (m == 0 ? n != 0 : n % m != 0) : n != m)
+        return invalid(c, "the input's %lld elements do not fit the target shape (%s%lld)",
+                       (long long)n, rest ? "a multiple of " : "", (long long)m);
+    return 0;
+}
+
 static int ck_reshape(ictx *c)
 {
     ir_vals v;
@@ -196,9 +225,10 @@ static int ck_reshape(ictx *c)
         minus += v.i[j] == -1, zero += v.i[j] == 0;
     }
     if (minus > 1) return invalid(c, "shape has %d entries of -1; at most one may be -1", minus);
-    if (minus && zero && pl_op_attr_int(c->op, "allowzero", 0))
+    bool allowzero = pl_op_attr_int(c->op, "allowzero", 0);
+    if (minus && zero && allowzero)
         return invalid(c, "with allowzero = 1 the shape cannot hold both 0 and -1");
-    return 0;
+    return reshape_count(c, &v, allowzero);
 }
 
 /* Integers of input k (or attribute `name`) none below `min`. */
