@@ -1426,6 +1426,12 @@ static void test_other_op_rules(void **state)
     m = op_model("Softmax", NULL, &n);
     int_attr(n, "axis", 5);
     assert_has(refused_node(m, "(Softmax)"), "axis = 5");
+    m = op_model("LayerNormalization", NULL, &n);
+    int_attr(n, "axis", 2);
+    assert_has(refused_node(m, "(LayerNormalization)"), "axis = 2 is outside [-2, 1]");
+    m = op_model("Softmax", NULL, &n);
+    str_attr(n, "axis", "1"); /* read as the default before */
+    assert_has(refused_node(m, "(Softmax)"), "axis is not an INT attribute");
 
     /* Slice: steps are input 4 */
     g = mk_graph("slice");

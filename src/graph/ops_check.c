@@ -133,6 +133,9 @@ static int ck_pool(ictx *c)
 /* `axis` within [-r, r - 1] of input 0's rank r (Flatten: [-r, r]) when the rank is known. */
 static int axis_in_range(ictx *c, int64_t dflt, bool inclusive)
 {
+    const pl_attr *at = pl_op_attr(c->op, "axis");
+    if (at && at->kind != PL_ATTR_INT) /* read as the default, it hid a malformed node */
+        return invalid(c, "axis is not an INT attribute, as the spec has it");
     int r = ir_in_rank(c, 0);
     int64_t a = pl_op_attr_int(c->op, "axis", dflt), hi = inclusive ? r : r - 1;
     if (r < 0 || (a >= -r && a <= hi)) return 0;
@@ -147,6 +150,11 @@ static int ck_axis0(ictx *c)
 static int ck_flatten(ictx *c)
 {
     return axis_in_range(c, 1, true);
+}
+/* LayerNormalization: the first normalised axis, -1 by default. */
+static int ck_layernorm(ictx *c)
+{
+    return axis_in_range(c, -1, false);
 }
 /* Softmax, LogSoftmax, Hardmax: the default axis was 1 before opset 13, -1 since. */
 static int ck_softmax(ictx *c)
@@ -381,6 +389,7 @@ const ir_check ir_checks[] = {
     {"ArgMin", ck_axis0},
     {"Flatten", ck_flatten},
     {"Softmax", ck_softmax},
+    {"LayerNormalization", ck_layernorm},
     {"LogSoftmax", ck_softmax},
     {"Hardmax", ck_softmax},
     {"TopK", ck_topk},
