@@ -226,6 +226,52 @@ static int wire_depth(const uint8_t *p, const uint8_t *end, const ProtobufCMessa
     return max;
 }
 
+/* Where [p, end), read as message `d`, first breaks the wire format: into *at the offset from
+ * base of the field that breaks it, into why the reason, with the fields leading to it
+ * appended to path ("graph.node"). False when the wire format holds (protobuf-c refused the
+ * message for another reason: an enum, a string that is not UTF-8). */
+static bool wire_fault(const uint8_t *base, const uint8_t *p, const uint8_t *end,
+                       const ProtobufCMessageDescriptor *d, int depth, char *path, size_t n,
+                       size_t *at, const char **why)
+{
+    uint64_t tag, len;
+    while (p < end) {
+        const uint8_t *start = p;
+        if (!wire_varint(&p, end, &tag)) return *at = start - base, *why = "a tag cut short", true;
+        unsigned wt = tag & 7;
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3));
+        size_t w = strlen(path);
+        snprintf(path + w, n - w, "%s%s", w ? "." : "", f ? f->name : "(unknown field)");
+        if (!wire_skip(&p, end, wt, &len)) {
+            *at = start - base;
+            *why = wt == 2 ? "a length that runs past the end of its message (a truncated file?)"
+                   : wt == 0 || wt == 1 || wt == 5 ? "a value cut short"
+                                                   : "a wire type protobuf does not have";
+            return true;
+        }
+        if (wt == 2 && f && f->type == PROTOBUF_C_TYPE_MESSAGE && depth < OX_MAX_MSG_DEPTH &&
+            wire_fault(base, p, p + len, f->descriptor, depth + 1, path, n, at, why))
+            return true;
+        path[w] = 0;
+        p += wt == 2 ? len : 0;
+    }
+    return false;
+}
+
+/* Why protobuf-c refused buf, as " at byte N of M, in FIELD: WHY", or "". */
+static void parse_fault(const void *buf, size_t len, char *out, size_t n)
+{
+    char path[256] = "";
+    size_t at = 0;
+    const char *why = "";
+    out[0] = 0;
+    if (wire_fault(buf, buf, (const uint8_t *)buf + len, &pl_onnx__model_proto__descriptor, 1, path,
+                   sizeof path, &at, &why))
+        snprintf(out, n, " at byte %zu of %zu, in %s: %s", at, len, path[0] ? path : "the model",
+                 why);
+}
+
 /* `map` is the file's mapping (dropped here), NULL for a caller's buffer. */
 static pl_graph *load_message(const void *buf, size_t len, const char *file,
                               const pl_load_opts *opts, pl_err *err, void *map)
@@ -238,9 +284,11 @@ static pl_graph *load_message(const void *buf, size_t len, const char *file,
         return NULL;
     }
     Onnx__ModelProto *m = pl_onnx__model_proto__unpack(NULL, len, buf);
+    char fault[400] = "";
+    if (!m) parse_fault(buf, len, fault, sizeof fault);
     if (map) munmap(map, len); /* the message holds copies of everything we need */
     if (!m) {
-        pl_err_set(err, "%s: not an ONNX model (protobuf parse failed)", file);
+        pl_err_set(err, "%s: not an ONNX model (protobuf parse failed%s)", file, fault);
         return NULL;
     }
     pl_graph *g = build_model(m, file, opts, err);
