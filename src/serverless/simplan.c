@@ -426,7 +426,7 @@ int pl_sl_sim_check(const pl_sl_sim *s, const pl_sl_plan *p, pl_sim_result *r, p
     if (pl_plan_check(s->plan, s->g, s->c, err) < 0) return -1;
     pl_sim_opts so = {.contention = PL_CONTENTION_PORTS, .record = true};
     if (pl_simulate(s->k, s->plan, &so, &res, err) < 0)
-        return pl_err_prefix(err, "serverless plan (%s): ", algo_of(p));
+        return pl_err_prefix(err, "serverless plan (%s)", algo_of(p));
     char why[512];
     int rc = 0;
     if (res.oom) {
