@@ -1,6 +1,7 @@
 /* rw_models.h: hand-made ONNX models for the rewrite tests (test_rewrite.c, test_optimize.c),
- * built with protobuf-c, and looking at what a rewrite made of them. Static helpers: each test
- * includes this once and uses some. */
+ * built with protobuf-c, and looking at what a rewrite made of them; the split tests
+ * (test_split.c, test_split_run.c) build their small models with it too (save_tmp). Static
+ * helpers: each test includes this once and uses some. */
 #ifndef TESTS_RW_MODELS_H
 #define TESTS_RW_MODELS_H
 
@@ -182,6 +183,33 @@ static void init_i(Onnx__ModelProto *m, const char *name, const char *vals, bool
     free(w);
     t->has_raw_data = 1, t->raw_data.len = n * 8, t->raw_data.data = (void *)v;
     APPEND(m->graph->initializer, m->graph->n_initializer, t);
+}
+
+/* v's element type (a TensorProto.DataType), for a model of other than float. */
+static void elem_type(Onnx__ValueInfoProto *v, int dt)
+{
+    v->type->tensor_type->elem_type = dt;
+}
+
+/* An opset import of `domain` (ops of another domain than ONNX's need one). */
+static void opset(Onnx__ModelProto *m, const char *domain, int64_t version)
+{
+    Onnx__OperatorSetIdProto *o = malloc(sizeof *o);
+    pl_onnx__operator_set_id_proto__init(o);
+    o->domain = strdup(domain);
+    o->has_version = 1, o->version = version;
+    APPEND(m->opset_import, m->n_opset_import, o);
+}
+
+/* Packs and frees m into a fresh temporary .onnx file, whose path goes into path. */
+static void save_tmp(Onnx__ModelProto *m, char *path, size_t n)
+{
+    size_t len = pl_onnx__model_proto__get_packed_size(m);
+    uint8_t *buf = malloc(len);
+    pl_onnx__model_proto__pack(m, buf);
+    pl_onnx__model_proto__free_unpacked(m, NULL);
+    snprintf(path, n, "%s", tu_tmpfile(buf, len, ".onnx"));
+    free(buf);
 }
 
 /* Packs and frees m, then loads it as a rewrite model (must load). */

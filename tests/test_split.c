@@ -1,6 +1,7 @@
 /* test_split.c: stages of a plan (docs/split.md): acyclic, complete, and written as ONNX files
  * that placer reads back with the same ops, weights and crossing tensors as the manifest. */
 #include "testutil.h"
+#include "rw_models.h"
 
 #include "onnx/onnx.pb-c.h"
 #include "placer/place.h"
@@ -864,6 +865,87 @@ static void test_deadlocking_plan(void **state)
     free(dir);
 }
 
+/* ---- what a stage file declares for the tensors it reads and makes ---- */
+
+/* x [batch, seq, 64] -> MatMul mm1 -> a -> Relu r -> MatMul mm2 -> y (no shape declared), on
+ * devices 0, 1, 0, split with `dims` bound (NULL: none) into dir/s; the model's file in path. */
+static void split_symbolic(const char *dir, const char **dims, int n_dims, char *path)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "x", "batch,seq,64");
+    init_f(m, "w1", "64,128", 0, 0, false);
+    init_f(m, "w2", "128,32", 0, 0, false);
+    node(m, "MatMul", "mm1", "x,w1", "a");
+    node(m, "Relu", "r", "a", "ra");
+    node(m, "MatMul", "mm2", "ra,w2", "y");
+    output(m, "y", "");
+    save_tmp(m, path, 256);
+    pl_err err = {""};
+    pl_graph *g = pl_graph_load(path, &(pl_load_opts){.dims = dims, .n_dims = n_dims}, &err);
+    if (!g) fail_msg("%s", err.msg);
+    pl_plan *p = pl_plan_new(g->n_ops, 2);
+    p->dev[pl_graph_find_op(g, "r")] = 1;
+    pl_stages s;
+    char out[256];
+    snprintf(out, sizeof out, "%s/s", dir);
+    if (pl_split_stages_by(g, p, PL_SPLIT_FEWEST, &s, &err) < 0 ||
+        pl_split_write(path, g, &s, NULL, out, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.n, 3);
+    pl_stages_free(&s);
+    pl_plan_free(p);
+    pl_graph_free(g);
+}
+
+/* The dims with which dir/s/stage_NN.onnx declares tensor `name`, read without bindings
+ * (PL_DIM_UNKNOWN for a symbolic one), as "2,4,64". */
+static const char *stage_dims(const char *dir, int j, const char *name)
+{
+    static char buf[128];
+    char path[512];
+    snprintf(path, sizeof path, "%s/s/stage_%02d.onnx", dir, j);
+    pl_err err = {""};
+    pl_graph *sg = pl_onnx_load(path, NULL, &err);
+    if (!sg) fail_msg("%s", err.msg);
+    const pl_tensor *t = &sg->tensors[pl_graph_find_tensor(sg, name)];
+    size_t n = 0;
+    buf[0] = 0;
+    for (int k = 0; k < t->rank; k++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%lld", k ? "," : "",
+                              (long long)t->dims[k]);
+    pl_graph_free(sg);
+    return buf;
+}
+
+/* A split made with --dim declares the bound dims on the stages' graph inputs too, as on the
+ * tensors the stages exchange: before, stage 0 read x [batch, seq, 64] while stage 1 expected
+ * a [2, 4, 128], and placer run (which makes a symbolic dim 1) always failed. Without --dim the
+ * model's symbolic dims stay. A graph output the model declares without a shape gets the one
+ * placer inferred (onnx.checker wants one). */
+static void test_split_binds_dims(void **state)
+{
+    (void)state;
+    char *dir = tmpdir(), path[256], cmd[512];
+    const char *dims[] = {"batch=2", "seq=4"};
+    split_symbolic(dir, dims, 2, path);
+    assert_string_equal(stage_dims(dir, 0, "x"), "2,4,64");
+    assert_string_equal(stage_dims(dir, 0, "a"), "2,4,128");
+    assert_string_equal(stage_dims(dir, 1, "a"), "2,4,128");
+    assert_string_equal(stage_dims(dir, 2, "y"), "2,4,32");
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tools/check_split.py %s/s >/dev/null", dir);
+    assert_int_equal(system(cmd), 0);
+    remove(path);
+    rmdir_all(dir);
+    free(dir);
+    dir = tmpdir();
+    split_symbolic(dir, NULL, 0, path);
+    assert_string_equal(stage_dims(dir, 0, "x"), "-1,-1,64");
+    assert_string_equal(stage_dims(dir, 1, "a"), "-1,-1,128");
+    remove(path);
+    rmdir_all(dir);
+    free(dir);
+}
+
 /* ---- the command ---- */
 
 static void test_cli(void **state)
@@ -916,6 +998,7 @@ int main(void)
         cmocka_unit_test(test_refuses_user_folder),
         cmocka_unit_test(test_stale_temporaries),
         cmocka_unit_test(test_deadlocking_plan),
+        cmocka_unit_test(test_split_binds_dims),
         cmocka_unit_test(test_resnet50),
         cmocka_unit_test(test_inception_v3),
         cmocka_unit_test(test_other_models),

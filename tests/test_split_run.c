@@ -5,6 +5,7 @@
  * onnxruntime-node from `make deps`: without it the tests fail and say so. One worker serves the
  * whole file, so the whole model is loaded once for its two plans. */
 #include "testutil.h"
+#include "rw_models.h"
 
 #include "placer/place.h"
 #include "placer/runtime.h"
@@ -417,6 +418,76 @@ static void test_cli_stalled_worker(void **state)
     if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
 }
 
+/* ---- types and shapes the worker must make and pass ---- */
+
+/* The model in `path` (loaded with `load_dims` bound) split by `placer split ... extra` into
+ * dir/s, by a plan that alternates its ops between cpu0 and cpu1 of local-cpu-percore.json in
+ * file order, so that every edge is cut. */
+static void split_alternating(const char *path, const char *load_dims[], int n_dims,
+                              const char *extra, const char *dir)
+{
+    pl_err err = {""};
+    pl_graph *g = pl_graph_load(path, &(pl_load_opts){.dims = load_dims, .n_dims = n_dims}, &err);
+    pl_cluster *c = g ? pl_cluster_load(LOCAL, &err) : NULL;
+    if (!c) fail_msg("%s", err.msg);
+    pl_plan *p = pl_plan_new(g->n_ops, c->n_devs);
+    for (int k = 0; k < g->n_ops; k++)
+        p->dev[k] = k % 2;
+    char plan[256], args[1024], *out;
+    snprintf(plan, sizeof plan, "%s/plan.json", dir);
+    if (pl_plan_save(p, g, c, plan, &err) < 0) fail_msg("%s", err.msg);
+    snprintf(args, sizeof args, "split %s --cluster " LOCAL " --plan %s %s -o %s/s", path, plan,
+             extra, dir);
+    int rc = tu_run(args, &out);
+    if (rc != 0) fail_msg("placer %s: exit %d\n%s", args, rc, out);
+    free(out);
+    pl_plan_free(p);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* `placer run DIR/s --json` (exit 0): the report. */
+static json_t *run_json(const char *dir)
+{
+    char args[512];
+    snprintf(args, sizeof args, "run %s/s --repeat 1 --warmup 0 --cache %s/inflated --json", dir,
+             dir);
+    return tu_run_json(args);
+}
+
+/* A split made with --dim runs: its stages' graph inputs declare the bound dims (docs/split.md),
+ * so the worker's inputs are the size of the tensors the stages exchange. Before, stage 0 read
+ * x [batch, seq, 64], the worker made it [1, 1, 64], and stage 1, which declares a [2, 4, 128],
+ * refused the [1, 1, 128] it got ("Got invalid dimensions for input: a"). */
+static void test_run_split_with_dims(void **state)
+{
+    (void)state;
+    char dir[64], path[256];
+    if (tu_mkdtemp(dir, sizeof dir, "placer-run-dims") < 0) fail_msg("mkdtemp failed");
+    Onnx__ModelProto *m = model();
+    input(m, "x", "batch,seq,64");
+    init_f(m, "w1", "64,128", 0, 0, false);
+    init_f(m, "w2", "128,32", 0, 0, false);
+    node(m, "MatMul", "mm1", "x,w1", "a");
+    node(m, "Relu", "r", "a", "ra");
+    node(m, "MatMul", "mm2", "ra,w2", "y");
+    output(m, "y", "");
+    save_tmp(m, path, sizeof path);
+    const char *dims[] = {"batch=2", "seq=4"};
+    split_alternating(path, dims, 2, "--dim batch=2 --dim seq=4", dir);
+    json_t *j = run_json(dir);
+    assert_int_equal(json_array_size(json_object_get(j, "stages")), 3);
+    json_t *y = tu_find(j, "outputs", "name", "y"), *d = json_object_get(y, "dims");
+    assert_int_equal(json_array_size(d), 3);
+    assert_int_equal(json_integer_value(json_array_get(d, 0)), 2);
+    assert_int_equal(json_integer_value(json_array_get(d, 1)), 4);
+    assert_int_equal(json_integer_value(json_array_get(d, 2)), 32);
+    assert_true(json_is_true(json_object_get(y, "finite")));
+    json_decref(j);
+    remove(path);
+    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -447,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_out_of_order),
         cmocka_unit_test(test_cli_run),
         cmocka_unit_test(test_cli_stalled_worker),
+        cmocka_unit_test(test_run_split_with_dims),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

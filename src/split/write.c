@@ -3,7 +3,8 @@
  * The source model is unpacked once and each stage's model is assembled from pointers into it
  * (nodes, initializers, value infos, opsets): nothing is copied, so a full model costs its
  * unpacked size once plus one packed stage at a time. Only the value infos of tensors the
- * source does not describe are built here, from the graph's inferred dtype and shape. */
+ * source does not describe are built here, from the graph's inferred dtype and shape, and
+ * copies of the source's where the graph knows more (a dim bound by --dim, a missing dtype). */
 #include "placer/json.h"
 #include "placer/split.h"
 #include "onnx/onnx.pb-c.h"
@@ -38,20 +39,10 @@ typedef struct wctx {
     vinfo **built; /* per tensor, built on first use */
 } wctx;
 
-static vinfo *build_vi(const pl_tensor *t)
+/* v's shape from g's tensor t, whose rank is known: each unknown dim a dim_param of its own. */
+static void fill_shape(vinfo *v, const pl_tensor *t)
 {
-    vinfo *v = pl_calloc(1, sizeof *v);
-    v->vi = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
-    v->type = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
-    v->tensor = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
     v->shape = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
-    v->vi.name = t->name;
-    v->vi.type = &v->type;
-    v->type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    v->type.tensor_type = &v->tensor;
-    v->tensor.has_elem_type = t->dtype != PL_DT_UNDEFINED;
-    v->tensor.elem_type = t->dtype;
-    if (t->rank < 0 || (t->flags & PL_TENSOR_BYTES_ONLY)) return v; /* rank unknown: no shape */
     v->rank = t->rank;
     v->tensor.shape = &v->shape;
     v->dims = pl_calloc(t->rank ? t->rank : 1, sizeof *v->dims);
@@ -74,6 +65,26 @@ static vinfo *build_vi(const pl_tensor *t)
     }
     v->shape.n_dim = (size_t)t->rank;
     v->shape.dim = v->dimp;
+}
+
+static bool rank_known(const pl_tensor *t)
+{
+    return t->rank >= 0 && !(t->flags & PL_TENSOR_BYTES_ONLY);
+}
+
+static vinfo *build_vi(const pl_tensor *t)
+{
+    vinfo *v = pl_calloc(1, sizeof *v);
+    v->vi = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
+    v->type = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
+    v->tensor = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
+    v->vi.name = t->name;
+    v->vi.type = &v->type;
+    v->type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    v->type.tensor_type = &v->tensor;
+    v->tensor.has_elem_type = t->dtype != PL_DT_UNDEFINED;
+    v->tensor.elem_type = t->dtype;
+    if (rank_known(t)) fill_shape(v, t); /* rank unknown: no shape */
     return v;
 }
 
@@ -85,11 +96,75 @@ static void free_vi(vinfo *v)
     free(v->params), free(v->dims), free(v->dimp), free(v);
 }
 
-/* The source's description of tensor t when it has a typed one, else one built from g. */
+/* Whether dim k of a source shape is symbolic (or unset) where g knows its size. */
+static bool bindable(const Onnx__TensorShapeProto__Dimension *d, const pl_tensor *t, int k)
+{
+    return d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && t->dims[k] >= 0;
+}
+
+/* Whether the source's tensor type says less than g knows: a dim that --dim or --input bound
+ * (the source keeps "batch"), no dtype where g inferred one, or no shape where g knows the
+ * rank (onnx.checker wants a shape on every graph input and output). */
+static bool knows_more(const Onnx__TypeProto__Tensor *tt, const pl_tensor *t)
+{
+    if ((!tt->has_elem_type || tt->elem_type == PL_DT_UNDEFINED) && t->dtype != PL_DT_UNDEFINED)
+        return true;
+    if (!tt->shape) return rank_known(t);
+    if (t->rank != (int)tt->shape->n_dim || !rank_known(t)) return false;
+    for (int k = 0; k < t->rank; k++)
+        if (bindable(tt->shape->dim[k], t, k)) return true;
+    return false;
+}
+
+/* A copy of the source's value info src (name, doc string, denotations, other dims as they
+ * are) with what g knows filled in (its dtype, its shape when src has none, bound dims): the
+ * stages of a split made with --dim batch=2 declare 2 where the source says "batch", as the
+ * tensors they exchange do (build_vi), so a stage's graph inputs and the tensors another stage
+ * sends it agree (docs/split.md). */
+static vinfo *bound_vi(const Onnx__ValueInfoProto *src, const pl_tensor *t)
+{
+    vinfo *v = pl_calloc(1, sizeof *v);
+    v->vi = *src;
+    v->type = *src->type;
+    v->tensor = *src->type->tensor_type;
+    v->vi.type = &v->type;
+    v->type.tensor_type = &v->tensor;
+    if (!v->tensor.has_elem_type || v->tensor.elem_type == PL_DT_UNDEFINED)
+        v->tensor.has_elem_type = t->dtype != PL_DT_UNDEFINED, v->tensor.elem_type = t->dtype;
+    const Onnx__TensorShapeProto *sh = v->tensor.shape;
+    if (!sh && rank_known(t)) fill_shape(v, t);
+    if (!sh || t->rank != (int)sh->n_dim || !rank_known(t)) return v;
+    v->shape = *sh;
+    v->tensor.shape = &v->shape;
+    size_t n = sh->n_dim ? sh->n_dim : 1;
+    v->dims = pl_calloc(n, sizeof *v->dims);
+    v->dimp = pl_calloc(n, sizeof *v->dimp);
+    for (int k = 0; k < t->rank; k++) {
+        v->dims[k] = *sh->dim[k];
+        if (bindable(sh->dim[k], t, k)) {
+            v->dims[k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            v->dims[k].dim_value = t->dims[k];
+        }
+        v->dimp[k] = &v->dims[k];
+    }
+    v->shape.dim = v->dimp;
+    return v;
+}
+
+/* The source's description of tensor t when it has a typed one (completed from g when g knows
+ * more), else one built from g. */
 static Onnx__ValueInfoProto *value_info(wctx *w, int t)
 {
     int k = pl_strmap_get(&w->vi_by_name, w->g->tensors[t].name);
-    if (k >= 0 && w->src_vi[k]->type) return w->src_vi[k];
+    const Onnx__ValueInfoProto *src = k >= 0 ? w->src_vi[k] : NULL;
+    if (src && src->type) {
+        const Onnx__TypeProto *tp = src->type;
+        if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+            !knows_more(tp->tensor_type, &w->g->tensors[t]))
+            return w->src_vi[k];
+        if (!w->built[t]) w->built[t] = bound_vi(src, &w->g->tensors[t]);
+        return &w->built[t]->vi;
+    }
     if (!w->built[t]) w->built[t] = build_vi(&w->g->tensors[t]);
     return &w->built[t]->vi;
 }
