@@ -867,6 +867,137 @@ static void test_deadlocking_plan(void **state)
 
 /* ---- what a stage file declares for the tensors it reads and makes ---- */
 
+#define LOCAL "examples/clusters/local-cpu-percore.json"
+
+/* x [2,3] -> op "a" -> t -> op "b" -> y [2,3]: the model m (a and b added by the caller), with
+ * a on device 0 and b on device 1, split into dir/s. Returns pl_split_write's status, its
+ * message in msg; a refused split leaves nothing in dir. The model's file goes to path. */
+static int split_pair(Onnx__ModelProto *m, const char *dir, char *path, char *msg, size_t n)
+{
+    input(m, "x", "2,3");
+    output(m, "y", "2,3");
+    save_tmp(m, path, 256);
+    pl_graph *g = tu_load(path);
+    pl_plan *p = pl_plan_new(g->n_ops, 2);
+    p->dev[pl_graph_find_op(g, "b")] = 1;
+    pl_stages s;
+    pl_err err = {""};
+    if (pl_split_stages_by(g, p, PL_SPLIT_FEWEST, &s, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(s.n, 2);
+    char out[256];
+    snprintf(out, sizeof out, "%s/s", dir);
+    int rc = pl_split_write(path, g, &s, NULL, out, &err);
+    snprintf(msg, n, "%s", err.msg);
+    if (rc < 0) tu_expect_empty_dir(dir); /* nor DIR, nor a temporary beside it */
+    pl_stages_free(&s);
+    pl_plan_free(p);
+    pl_graph_free(g);
+    return rc;
+}
+
+/* The dtype with which stage file dir/s/stage_NN.onnx declares tensor `name`. */
+static int stage_dtype(const char *dir, int j, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/s/stage_%02d.onnx", dir, j);
+    pl_err err = {""};
+    pl_graph *sg = pl_onnx_load(path, NULL, &err);
+    if (!sg) fail_msg("%s", err.msg);
+    int t = pl_graph_find_tensor(sg, name);
+    assert_true(t >= 0);
+    int dt = sg->tensors[t].dtype;
+    pl_graph_free(sg);
+    return dt;
+}
+
+/* A tensor sent between stages whose type no stage file could declare, or that onnxruntime-node
+ * cannot pass, is refused before anything is written, naming it and why. Before, the stages
+ * were written with exit 0 and declared it `tensor(elem_type 0)` (the output of an op of a
+ * custom domain, a sequence) or bfloat16, and onnxruntime refused to load them in placer run
+ * ("Invalid tensor data type 0", "Unsupported data type: 16"). */
+static void test_cut_types_refused(void **state)
+{
+    (void)state;
+    char *dir = tmpdir(), path[256], msg[1024];
+    /* a: an op of a custom domain, which placer has no type rule for */
+    Onnx__ModelProto *m = model();
+    opset(m, "com.example", 1);
+    node(m, "Frob", "a", "x", "t")->domain = strdup("com.example");
+    node(m, "Relu", "b", "t", "y");
+    assert_int_equal(split_pair(m, dir, path, msg, sizeof msg), -1);
+    assert_contains(msg, "tensor 't' cannot go from stage_00 (dev0) to stage_01 (dev1)");
+    assert_contains(msg, "its element type is unknown");
+    assert_contains(msg, "placer has no type rule for Frob of domain com.example");
+    assert_contains(msg, "keep 'a' and the ops reading 't' on one device");
+    remove(path);
+    /* a sequence: onnxruntime-node has no sequence values (OnnxValue is a Tensor) */
+    m = model();
+    init_i(m, "i", "1", true);
+    node(m, "SplitToSequence", "a", "x", "t");
+    node(m, "SequenceAt", "b", "t,i", "y");
+    assert_int_equal(split_pair(m, dir, path, msg, sizeof msg), -1);
+    assert_contains(msg, "tensor 't' cannot go from stage_00 (dev0) to stage_01 (dev1): it is a "
+                         "sequence (made by SplitToSequence)");
+    assert_contains(msg, "placer run cannot pass it between stages");
+    remove(path);
+    /* bfloat16: onnxruntime-node has no such tensors */
+    m = model();
+    int_attr(node(m, "Cast", "a", "x", "t"), "to", PL_DT_BFLOAT16);
+    int_attr(node(m, "Cast", "b", "t", "y"), "to", PL_DT_FLOAT);
+    assert_int_equal(split_pair(m, dir, path, msg, sizeof msg), -1);
+    assert_contains(msg, "tensor 't' cannot go from stage_00 (dev0) to stage_01 (dev1): it is "
+                         "bfloat16, which onnxruntime-node does not support");
+    /* the command: exit status 2 with the message, nothing written */
+    pl_err err = {""};
+    pl_graph *g = tu_load(path);
+    pl_cluster *c = pl_cluster_load(LOCAL, &err);
+    pl_plan *p = pl_plan_new(g->n_ops, 2);
+    p->dev[pl_graph_find_op(g, "b")] = 1;
+    char plan[256], args[1024];
+    snprintf(plan, sizeof plan, "%s", tu_tmpfile("", 0, ".json"));
+    if (!c || pl_plan_save(p, g, c, plan, &err) < 0) fail_msg("%s", err.msg);
+    snprintf(args, sizeof args, "split %s --cluster " LOCAL " --plan %s -o %s/s", path, plan, dir);
+    tu_expect_refusal(args, "placer split: tensor 't' cannot go from stage_00 (cpu0) to stage_01 "
+                            "(cpu1): it is bfloat16");
+    tu_expect_empty_dir(dir);
+    remove(plan), remove(path);
+    pl_plan_free(p);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    rmdir_all(dir);
+    free(dir);
+}
+
+/* Where the type can be known, it is written: the custom op's output declared in the model's
+ * value_info, and a float16 tensor (which onnxruntime-node passes as Uint16Array). */
+static void test_cut_types_written(void **state)
+{
+    (void)state;
+    char *dir = tmpdir(), path[256], msg[1024], cmd[512];
+    Onnx__ModelProto *m = model();
+    opset(m, "com.example", 1);
+    node(m, "Frob", "a", "x", "t")->domain = strdup("com.example");
+    node(m, "Relu", "b", "t", "y");
+    APPEND(m->graph->value_info, m->graph->n_value_info, vi("t", "2,3"));
+    if (split_pair(m, dir, path, msg, sizeof msg) < 0) fail_msg("%s", msg);
+    assert_int_equal(stage_dtype(dir, 0, "t"), PL_DT_FLOAT);
+    assert_int_equal(stage_dtype(dir, 1, "t"), PL_DT_FLOAT);
+    remove(path);
+    rmdir_all(dir);
+    free(dir);
+    dir = tmpdir();
+    m = model();
+    int_attr(node(m, "Cast", "a", "x", "t"), "to", PL_DT_FLOAT16);
+    int_attr(node(m, "Cast", "b", "t", "y"), "to", PL_DT_FLOAT);
+    if (split_pair(m, dir, path, msg, sizeof msg) < 0) fail_msg("%s", msg);
+    assert_int_equal(stage_dtype(dir, 1, "t"), PL_DT_FLOAT16);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tools/check_split.py %s/s >/dev/null", dir);
+    assert_int_equal(system(cmd), 0);
+    remove(path);
+    rmdir_all(dir);
+    free(dir);
+}
+
 /* x [batch, seq, 64] -> MatMul mm1 -> a -> Relu r -> MatMul mm2 -> y (no shape declared), on
  * devices 0, 1, 0, split with `dims` bound (NULL: none) into dir/s; the model's file in path. */
 static void split_symbolic(const char *dir, const char **dims, int n_dims, char *path)
@@ -998,6 +1129,8 @@ int main(void)
         cmocka_unit_test(test_refuses_user_folder),
         cmocka_unit_test(test_stale_temporaries),
         cmocka_unit_test(test_deadlocking_plan),
+        cmocka_unit_test(test_cut_types_refused),
+        cmocka_unit_test(test_cut_types_written),
         cmocka_unit_test(test_split_binds_dims),
         cmocka_unit_test(test_resnet50),
         cmocka_unit_test(test_inception_v3),

@@ -4,7 +4,12 @@
  * (nodes, initializers, value infos, opsets): nothing is copied, so a full model costs its
  * unpacked size once plus one packed stage at a time. Only the value infos of tensors the
  * source does not describe are built here, from the graph's inferred dtype and shape, and
- * copies of the source's where the graph knows more (a dim bound by --dim, a missing dtype). */
+ * copies of the source's where the graph knows more (a dim bound by --dim, a missing dtype).
+ *
+ * Every stage input and output must carry a type onnxruntime can load, and every tensor sent
+ * between stages one that onnxruntime-node (placer run) can pass: this is checked for the
+ * whole split before anything is written, and a split that cannot run is refused naming the
+ * tensor (check_types). */
 #include "placer/json.h"
 #include "placer/split.h"
 #include "onnx/onnx.pb-c.h"
@@ -169,6 +174,14 @@ static Onnx__ValueInfoProto *value_info(wctx *w, int t)
     return &w->built[t]->vi;
 }
 
+/* Whether the source gives tensor t a type (its value_info(), maybe completed from g, is
+ * then the source's). */
+static bool described(const wctx *w, int t)
+{
+    int k = pl_strmap_get(&w->vi_by_name, w->g->tensors[t].name);
+    return k >= 0 && w->src_vi[k]->type;
+}
+
 static void index_vis(wctx *w, Onnx__ValueInfoProto **v, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
@@ -279,6 +292,152 @@ static void stage_io(wctx *w, const pl_stage *st, parts *p)
                 p->in[p->n_in++] = gp->input[k];
     for (int k = 0; k < st->n_outputs; k++)
         p->out[p->n_out++] = value_info(w, st->outputs[k]);
+}
+
+/* ---- what a stage may read and make ---- */
+
+/* The element types onnxruntime-node 1.22 has tensors for (float32 to uint64, with string and
+ * float16 as Uint16Array): a model input or output of any other type fails to load there
+ * (bfloat16, the float8 and 4-bit types: "Unsupported data type: 16"; complex: not registered),
+ * so placer run could not pass such a tensor from one stage to the next. */
+static bool ort_passes(int dt)
+{
+    return dt >= PL_DT_FLOAT && dt <= PL_DT_UINT64;
+}
+
+/* What a value that is not a tensor is ("a sequence"), or NULL for a tensor: from the type the
+ * source declares, else from its maker (the sequence ops have no tensor type in placer's
+ * graph, so their outputs otherwise look like tensors of unknown type). */
+static const char *non_tensor(const pl_graph *g, int t, const Onnx__TypeProto *tp)
+{
+    switch (tp ? tp->value_case : ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        return "a sequence";
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+        return "a map";
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+        return "an optional";
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
+        return "a sparse tensor";
+    default:
+        break;
+    }
+    static const char *const seq[] = {"SplitToSequence", "SequenceConstruct", "SequenceEmpty",
+                                      "SequenceInsert", "SequenceErase"};
+    int p = g->tensors[t].producer;
+    if (p < 0 || g->ops[p].domain[0]) return NULL;
+    for (size_t k = 0; k < sizeof seq / sizeof *seq; k++)
+        if (!strcmp(g->ops[p].type, seq[k])) return "a sequence";
+    return strcmp(g->ops[p].type, "Optional") ? NULL : "an optional";
+}
+
+/* "Attention of domain com.microsoft", "Cast": op o's type for a message. */
+static const char *op_type_words(const pl_op *op, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s%s", op->type, op->domain[0] ? " of domain " : "", op->domain);
+    return buf;
+}
+
+static const char *dev_name(const pl_stages *s, const char *const *dev_names, int j, char *buf,
+                            size_t n)
+{
+    if (dev_names) return dev_names[s->st[j].dev];
+    snprintf(buf, n, "dev%d", s->st[j].dev);
+    return buf;
+}
+
+typedef enum { FITS, UNTYPED, NOT_PASSED } verdict;
+
+/* Why tensor t, typed tp as a stage would declare it, cannot be there (into why): UNTYPED when
+ * no stage file could declare it, NOT_PASSED when it is `sent` from one stage to another and
+ * onnxruntime-node could not pass it; FITS otherwise. */
+static verdict why_not(const wctx *w, int t, const Onnx__TypeProto *tp, bool sent, char *why,
+                       size_t n)
+{
+    const pl_graph *g = w->g;
+    int p = g->tensors[t].producer;
+    char op[256] = "";
+    if (p >= 0) op_type_words(&g->ops[p], op, sizeof op);
+    const char *kind = non_tensor(g, t, tp);
+    if (kind && sent) {
+        snprintf(why, n, "it is %s (made by %s), and onnxruntime-node passes only tensors", kind,
+                 op);
+        return NOT_PASSED;
+    }
+    if (kind && tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return FITS; /* the source's own non-tensor input or output, as the source has it */
+    if (kind) {
+        snprintf(why, n, "it is %s (made by %s) and the model declares no type for it", kind, op);
+        return UNTYPED;
+    }
+    const Onnx__TypeProto__Tensor *tt = tp ? tp->tensor_type : NULL;
+    int dt = tt && tt->has_elem_type ? tt->elem_type : PL_DT_UNDEFINED;
+    if (dt == PL_DT_UNDEFINED) {
+        bool no_rule = p >= 0 && (g->ops[p].flags & PL_OP_UNKNOWN_TYPE);
+        snprintf(why, n, "its element type is unknown: the model declares none%s%s%s",
+                 p < 0 ? "" : " and placer ",
+                 p < 0     ? ""
+                 : no_rule ? "has no type rule for "
+                           : "could not infer it from ",
+                 p < 0 ? "" : op);
+        return UNTYPED;
+    }
+    if (!sent || ort_passes(dt)) return FITS;
+    snprintf(why, n, "it is %s, which onnxruntime-node does not support%s", pl_dtype_name(dt),
+             dt == PL_DT_BFLOAT16 ? " (it has no bfloat16 tensors)" : "");
+    return NOT_PASSED;
+}
+
+/* Tensor t from stage `from` to stage `to` (the first other stage reading it): -1 for a graph
+ * input (from) or an output no other stage reads (to). Refused, naming the tensor, when a stage
+ * file could not declare it or, sent between stages, placer run could not pass it. */
+static int check_io(wctx *w, const char *const *dev_names, int from, int t, int to, pl_err *err)
+{
+    const pl_graph *g = w->g;
+    bool sent = from >= 0 && to >= 0;
+    const Onnx__ValueInfoProto *vi = value_info(w, t);
+    if (!sent && described(w, t)) return 0; /* as valid as the source itself */
+    char why[1024], a[32], b[32];
+    verdict v = why_not(w, t, vi->type, sent, why, sizeof why);
+    if (v == FITS) return 0;
+    const char *name = g->tensors[t].name;
+    if (!sent) {
+        int j = from >= 0 ? from : to;
+        return pl_err_set(err,
+                          "stage_%02d (%s): its %s '%s' cannot be declared: %s; declare its "
+                          "type in the model",
+                          j, dev_name(w->s, dev_names, j, a, sizeof a),
+                          from >= 0 ? "output" : "input", name, why);
+    }
+    return pl_err_set(err,
+                      "tensor '%s' cannot go from stage_%02d (%s) to stage_%02d (%s): %s, so %s; "
+                      "keep '%s' and the ops reading '%s' on one device%s",
+                      name, from, dev_name(w->s, dev_names, from, a, sizeof a), to,
+                      dev_name(w->s, dev_names, to, b, sizeof b), why,
+                      v == UNTYPED ? "no stage file can declare it"
+                                   : "placer run cannot pass it between stages",
+                      g->ops[g->tensors[t].producer].name, name,
+                      v == UNTYPED ? ", or declare its type in the model (value_info)" : "");
+}
+
+/* Every stage's inputs and outputs, before anything is written: a split that onnxruntime
+ * would refuse to load or run is refused here instead, exit status 2, rather than written and
+ * found out by placer run. */
+static int check_types(wctx *w, const char *const *dev_names, pl_err *err)
+{
+    const pl_stages *s = w->s;
+    int *to = pl_malloc((size_t)(s->n ? s->n : 1) * sizeof *to), rc = 0;
+    for (int j = 0; rc == 0 && j < s->n; j++) {
+        const pl_stage *st = &s->st[j];
+        for (int k = 0; rc == 0 && k < st->n_inputs; k++) /* a sent one fails at its maker */
+            if (s->maker[st->inputs[k]] < 0) rc = check_io(w, dev_names, -1, st->inputs[k], j, err);
+        for (int k = 0; rc == 0 && k < st->n_outputs; k++) {
+            int t = st->outputs[k], n = pl_split_readers(w->g, s, t, to);
+            rc = check_io(w, dev_names, j, t, n ? to[0] : -1, err);
+        }
+    }
+    free(to);
+    return rc;
 }
 
 /* The packed model to path, and its SHA-256 into sha (the manifest's check of the file). */
@@ -429,20 +588,19 @@ static int check_replaceable(const char *dir, pl_err *err)
     return 0;
 }
 
-static int write_all(const char *model_path, const pl_graph *g, const pl_stages *s,
-                     const char *const *dev_names, const char *dir, pl_err *err)
+static int write_all(wctx *w, const char *model_path, const char *const *dev_names, const char *dir,
+                     pl_err *err)
 {
-    wctx w;
-    int rc = wctx_init(&w, model_path, g, s, err);
+    const pl_stages *s = w->s;
+    int rc = 0;
     size_t n = strlen(dir) + 32;
     char *path = pl_malloc(n), (*shas)[65] = pl_calloc((size_t)s->n + 1, sizeof *shas);
     for (int j = 0; rc == 0 && j < s->n; j++) {
         snprintf(path, n, "%s/stage_%02d.onnx", dir, j);
-        rc = write_stage(&w, j, path, shas[j], err);
+        rc = write_stage(w, j, path, shas[j], err);
     }
-    wctx_free(&w);
     snprintf(path, n, "%s/manifest.json", dir);
-    if (rc == 0) rc = write_manifest(model_path, g, s, dev_names, shas, path, err);
+    if (rc == 0) rc = write_manifest(model_path, w->g, s, dev_names, shas, path, err);
     free(path), free(shas);
     return rc;
 }
@@ -459,8 +617,17 @@ int pl_split_write(const char *model_path, const pl_graph *g, const pl_stages *s
                           "%s is a task graph, not an ONNX model: only an ONNX model is split "
                           "into stage files (and run)",
                           model_path);
-    if (check_replaceable(dir, err) < 0 || pl_outdir_open(&od, dir, err) < 0) return -1;
-    if (write_all(model_path, g, s, dev_names, od.tmp, err) < 0) {
+    if (check_replaceable(dir, err) < 0) return -1;
+    /* the model is read and every stage's types checked before the folder is touched */
+    wctx w;
+    if (wctx_init(&w, model_path, g, s, err) < 0 || check_types(&w, dev_names, err) < 0 ||
+        pl_outdir_open(&od, dir, err) < 0) {
+        wctx_free(&w);
+        return -1;
+    }
+    int rc = write_all(&w, model_path, dev_names, od.tmp, err);
+    wctx_free(&w);
+    if (rc < 0) {
         pl_err_prefix(err, "%s: not written (left as it was)", dir);
         pl_outdir_abort(&od);
         return -1;
