@@ -488,6 +488,74 @@ static void test_run_split_with_dims(void **state)
     if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
 }
 
+/* A float16 model runs: the worker makes float16 inputs (random values as IEEE half bits in a
+ * Uint16Array), passes the float16 tensor between the device threads, and reads the outputs as
+ * values, not bits. y = -relu(x) with x in [0, 1): its 128 values add up to between -128 and 0
+ * (the bits of a negative half, read as integers, are above 32768 each). Before, run refused:
+ * "input 'x': cannot make random values of type float16". The whole model against its stages
+ * (pl_ort_compare) agrees exactly. */
+static void test_run_float16(void **state)
+{
+    (void)state;
+    char dir[64], path[256];
+    if (tu_mkdtemp(dir, sizeof dir, "placer-run-fp16") < 0) fail_msg("mkdtemp failed");
+    Onnx__ModelProto *m = model();
+    input(m, "x", "4,32");
+    output(m, "y", "4,32");
+    elem_type(m->graph->input[0], PL_DT_FLOAT16), elem_type(m->graph->output[0], PL_DT_FLOAT16);
+    node(m, "Relu", "a", "x", "t");
+    node(m, "Neg", "b", "t", "y");
+    save_tmp(m, path, sizeof path);
+    split_alternating(path, NULL, 0, "", dir);
+    json_t *j = run_json(dir);
+    assert_true(json_is_true(json_object_get(j, "concurrent"))); /* t crossed two threads */
+    json_t *y = tu_find(j, "outputs", "name", "y");
+    double sum = tu_num(y, "checksum");
+    printf("  float16 -relu(x): checksum %g\n", sum);
+    assert_true(sum < 0 && sum > -128);
+    assert_true(json_is_true(json_object_get(y, "finite")));
+    json_decref(j);
+    char s0[512], s1[512], st0[4096], st1[4096];
+    snprintf(s0, sizeof s0, "%s/s/stage_00.onnx", dir);
+    snprintf(s1, sizeof s1, "%s/s/stage_01.onnx", dir);
+    pl_err err = {""};
+    pl_ort_compare_result r;
+    if (pl_inflate_model(s0, dir, st0, sizeof st0, &err) < 0 ||
+        pl_inflate_model(s1, dir, st1, sizeof st1, &err) < 0 ||
+        pl_ort_compare(worker, path, (const char *[]){st0, st1}, 2, &r, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(r.n_outputs, 1);
+    assert_true(r.finite);
+    assert_true(r.max_rel == 0);
+    pl_ort_compare_result_free(&r);
+    remove(path);
+    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
+}
+
+/* A string tensor crosses device threads: it is an Array, with no buffer to hand over, so it is
+ * copied (split lets strings cross, since onnxruntime-node has string tensors). Before, the
+ * sending thread failed: "Cannot read properties of undefined (reading 'byteLength')". */
+static void test_run_string_cut(void **state)
+{
+    (void)state;
+    char dir[64], path[256];
+    if (tu_mkdtemp(dir, sizeof dir, "placer-run-str") < 0) fail_msg("mkdtemp failed");
+    Onnx__ModelProto *m = model();
+    input(m, "x", "4");
+    output(m, "y", "4");
+    int_attr(node(m, "Cast", "a", "x", "t"), "to", PL_DT_STRING);
+    int_attr(node(m, "Cast", "b", "t", "y"), "to", PL_DT_FLOAT);
+    save_tmp(m, path, sizeof path);
+    split_alternating(path, NULL, 0, "", dir);
+    json_t *j = run_json(dir);
+    json_t *y = tu_find(j, "outputs", "name", "y");
+    double sum = tu_num(y, "checksum"); /* four values in [0, 1), through their text */
+    assert_true(sum > 0 && sum < 4);
+    json_decref(j);
+    remove(path);
+    if (tu_rmtree(dir) < 0) fail_msg("cannot remove %s", dir);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -519,6 +587,8 @@ int main(void)
         cmocka_unit_test(test_cli_run),
         cmocka_unit_test(test_cli_stalled_worker),
         cmocka_unit_test(test_run_split_with_dims),
+        cmocka_unit_test(test_run_float16),
+        cmocka_unit_test(test_run_string_cut),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

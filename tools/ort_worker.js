@@ -144,8 +144,24 @@ async function runStage(s, given) {
   }
 }
 
+// onnxruntime-node's words for a model input or output of a type it has no tensors for, with
+// the type's name (its number is the ONNX TensorProto.DataType).
+const UNSUPPORTED = {16: 'bfloat16', 17: 'float8e4m3fn', 18: 'float8e4m3fnuz', 19: 'float8e5m2', 20: 'float8e5m2fnuz',
+                     21: 'uint4', 22: 'int4'};
+
+async function createSession(p, opts) {
+  try {
+    return await ort.InferenceSession.create(p, opts);
+  } catch (e) {
+    const m = /Unsupported data type: (\d+)/.exec(String(e && e.message));
+    if (!m || !UNSUPPORTED[m[1]]) throw e;
+    throw new Error(`${e.message} (type ${m[1]} is ${UNSUPPORTED[m[1]]}: onnxruntime-node has no ${UNSUPPORTED[m[1]]} tensors, ` +
+                    'so it cannot load a model with an input or output of that type; docs/runtime.md, "random inputs")');
+  }
+}
+
 async function openStage(p, opts) {
-  const session = await ort.InferenceSession.create(p, opts);
+  const session = await createSession(p, opts);
   loads++;
   const meta = session.inputMetadata || [];
   const inputs = session.inputNames.map((name, i) => ({name, type: meta[i] && meta[i].type, shape: meta[i] && meta[i].shape}));
@@ -184,8 +200,8 @@ function unpack(o) {
 // allow (a buffer that cannot be handed over, or that the typed array shares with other
 // data, is copied instead).
 function postTensor(port, m, handOver) {
-  const buf = m.tensor.data.buffer;
-  if (handOver && buf.byteLength === m.tensor.data.byteLength) {
+  const buf = m.tensor.data.buffer; // none for a string tensor (an Array): copied
+  if (handOver && buf && buf.byteLength === m.tensor.data.byteLength) {
     try {
       return port.postMessage(m, [buf]);
     } catch (e) {
@@ -467,8 +483,43 @@ function concreteDims(shape) {
   return (shape || []).map((d) => (typeof d === 'number' && d >= 0 ? d : 1));
 }
 
-const ARRAYS = {float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array,
-                int8: Int8Array, uint8: Uint8Array, bool: Uint8Array, int16: Int16Array, uint16: Uint16Array};
+// The typed array of each numeric type onnxruntime-node takes. float16 is a Uint16Array of
+// IEEE half-precision bits (onnxruntime-node 1.22; Node 20 has no Float16Array): values go in
+// through toHalf and come out through fromHalf. bfloat16 has no entry: onnxruntime-node has no
+// bfloat16 tensors and refuses to load a model with such an input or output (createSession).
+const ARRAYS = {float32: Float32Array, float64: Float64Array, float16: Uint16Array, int32: Int32Array,
+                int64: BigInt64Array, uint64: BigUint64Array, int8: Int8Array, uint8: Uint8Array,
+                bool: Uint8Array, int16: Int16Array, uint16: Uint16Array, uint32: Uint32Array};
+
+const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
+
+// x as the bits of the nearest IEEE half (ties to even), through float32: the values made here
+// are in [0, 1), but a given input may be anything, so overflow, subnormals, infinities and
+// NaN are kept as a half has them.
+function toHalf(x) {
+  f32[0] = x;
+  const b = u32[0], sign = (b >>> 16) & 0x8000, exp = (b >>> 23) & 0xff, mant = b & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  const e = exp - 112; // the half's biased exponent (127 - 15)
+  if (e >= 0x1f) return sign | 0x7c00;
+  const full = e > 0 ? mant : mant | 0x800000, shift = e > 0 ? 13 : 14 - e;
+  if (shift > 24) return sign; // below half the smallest subnormal
+  let h = e > 0 ? (e << 10) | (mant >>> 13) : full >>> shift;
+  const rem = full & ((1 << shift) - 1), half = 1 << (shift - 1);
+  if (rem > half || (rem === half && (h & 1))) h++; // a carry into the exponent is right
+  return sign | h;
+}
+
+function fromHalf(h) {
+  const e = (h >>> 10) & 0x1f, m = h & 0x3ff, s = h & 0x8000 ? -1 : 1;
+  if (e === 0x1f) return m ? NaN : s * Infinity;
+  return s * (e ? (1 + m / 1024) * 2 ** (e - 15) : m * 2 ** -24);
+}
+
+// Element i of a tensor as a number (float16 decoded from its bits).
+function valueAt(t, i) {
+  return t.type === 'float16' ? fromHalf(t.data[i]) : Number(t.data[i]);
+}
 
 function randomTensor(input, next, intHigh) {
   const type = input.type || 'float32';
@@ -479,7 +530,8 @@ function randomTensor(input, next, intHigh) {
   const data = new Arr(n);
   for (let i = 0; i < n; i++) {
     if (type === 'float32' || type === 'float64') data[i] = next();
-    else if (type === 'int64') data[i] = BigInt(Math.floor(next() * intHigh));
+    else if (type === 'float16') data[i] = toHalf(next());
+    else if (type === 'int64' || type === 'uint64') data[i] = BigInt(Math.floor(next() * intHigh));
     else if (type === 'bool') data[i] = next() < 0.5 ? 0 : 1;
     else data[i] = Math.floor(next() * intHigh);
   }
@@ -490,7 +542,8 @@ function givenTensor(name, v) {
   const type = v.dtype || 'float32';
   const Arr = ARRAYS[type];
   if (!Arr || !Array.isArray(v.dims) || !Array.isArray(v.data)) throw new Error(`input '${name}': needs dims, dtype and data`);
-  const data = type === 'int64' ? BigInt64Array.from(v.data.map((x) => BigInt(x))) : Arr.from(v.data);
+  const data = type === 'int64' || type === 'uint64' ? Arr.from(v.data.map((x) => BigInt(x)))
+    : type === 'float16' ? Arr.from(v.data.map(toHalf)) : Arr.from(v.data);
   return new ort.Tensor(type, data, v.dims);
 }
 
@@ -539,7 +592,7 @@ function summarize(t) {
   let sum = 0, finite = true;
   const first = [];
   for (let i = 0; i < t.data.length; i++) {
-    const x = Number(t.data[i]);
+    const x = valueAt(t, i);
     if (!Number.isFinite(x)) finite = false;
     else sum += x;
     if (i < FIRST) first.push(Number.isFinite(x) ? x : String(x));
@@ -632,7 +685,7 @@ function difference(name, a, b) {
     throw new Error(`graph output '${name}': dims [${a.dims}] in the model, [${b.dims}] from the stages`);
   let maxAbs = 0, maxA = 0, finite = true;
   for (let i = 0; i < a.data.length; i++) {
-    const x = Number(a.data[i]), y = Number(b.data[i]);
+    const x = valueAt(a, i), y = valueAt(b, i);
     if (!Number.isFinite(x) || !Number.isFinite(y)) {
       finite = false;
       continue;
