@@ -313,13 +313,26 @@ static void front_row(pl_table *t, const char *what, const answer *ans, int k)
                  finders(ans->f.found[k], b, sizeof b));
 }
 
+/* Why the front may miss plans: the DP cut short by its budget, or a front thinned at its cap. */
+static const char *front_caveat(const pl_sl_front *f, char *b, size_t n)
+{
+    if (f->cut_short)
+        snprintf(b, n,
+                 "; the DP was cut short after %ld candidate plans (its budget): the later layers "
+                 "extended a few plans of each earlier front (not exact)",
+                 f->extensions);
+    else
+        snprintf(b, n, "%s", f->exact ? "" : "; the DP thinned its fronts (not exact)");
+    return b;
+}
+
 static void print_front(const sl_args *a, const answer *ans)
 {
-    char b[160];
+    char b[160], c[192];
     objective_text(&a->so, b, sizeof b);
     printf("objective  %s\nfront      %d plans that no other beats on both cost and latency "
            "(split points x memory sizes x eta, and every algorithm's plan)%s\n\n",
-           b, ans->f.n, ans->f.exact ? "" : "; the DP thinned its fronts (not exact)");
+           b, ans->f.n, front_caveat(&ans->f, c, sizeof c));
     pl_table *t = pl_table_new("plan|>slices|>latency ms|>USD per million|>cost vs cheapest|"
                                ">GB-s per request|found by");
     front_row(t, "answer", ans, ans->pick);
@@ -351,14 +364,15 @@ static json_t *front_json(const sl_args *a, const answer *ans)
     }
     char b[160];
     objective_text(&a->so, b, sizeof b);
-    return json_pack("{s:{s:s, s:f, s:f, s:s}, s:b, s:i, s:i, s:i, s:i, s:o}", "objective", "name",
-                     a->so.objective == PL_SL_SPEED      ? "speed"
-                     : a->so.objective == PL_SL_BALANCED ? "balanced"
-                                                         : "cost",
-                     "cost_tolerance", a->so.cost_tolerance, "balanced_weight",
-                     a->so.balanced_weight, "rule", b, "exact", ans->f.exact, "answer", ans->pick,
-                     "cheapest", ans->cheapest, "knee", ans->knee, "fastest", ans->fastest, "plans",
-                     pts);
+    return json_pack(
+        "{s:{s:s, s:f, s:f, s:s}, s:b, s:b, s:I, s:i, s:i, s:i, s:i, s:o}", "objective", "name",
+        a->so.objective == PL_SL_SPEED      ? "speed"
+        : a->so.objective == PL_SL_BALANCED ? "balanced"
+                                            : "cost",
+        "cost_tolerance", a->so.cost_tolerance, "balanced_weight", a->so.balanced_weight, "rule", b,
+        "exact", ans->f.exact, "cut_short", ans->f.cut_short, "extensions",
+        (json_int_t)ans->f.extensions, "answer", ans->pick, "cheapest", ans->cheapest, "knee",
+        ans->knee, "fastest", ans->fastest, "plans", pts);
 }
 
 /* ---- serving a trace ---- */

@@ -1028,6 +1028,83 @@ static void test_front_equals_brute_force(void **state)
     pl_platform_free(pf);
 }
 
+/* A fan-out of n layers of 1 MB and 10 us, each sending 256 bytes to a last one that reads
+ * them all (a wide model: a Sum of n Relus of one input). */
+static pl_sl_graph *fan_out(int n)
+{
+    pl_sl_graph *sg = pl_sl_new(n + 1, n);
+    for (int l = 0; l <= n; l++)
+        sg->layers[l].mem_mb = 1, sg->layers[l].t1_s = 1e-5;
+    for (int l = 0; l < n; l++)
+        tensor(sg, l, l, 256, 1, (int[]){n});
+    sg->n_tensors = n;
+    return sg;
+}
+
+/* Issue s44-1: the front of a wide model took time cubic in its layers (a 3,001-op fan-out ran
+ * for more than 600 s): each layer's front kept a partition for nearly every way of cutting the
+ * layers before it, none of which the last front keeps (a cut before the last layer writes
+ * every tensor to the store). The DP now drops a label that a known whole partition beats
+ * however it is completed, so on a fan-out of 300 no front passes eight labels: with fronts
+ * capped at eight, nothing is thinned and the front is exact; before, it was thinned. */
+static void test_front_wide_pruned(void **state)
+{
+    (void)state;
+    pl_platform *pf = platform();
+    pl_sl_graph *sg = fan_out(300);
+    pl_sl_opts o = {.codec_cost = {1, 0, 0}, .front_cap = 8};
+    pl_sl_front f, whole;
+    pl_err err = {""};
+    if (pl_sl_front_make(sg, pf, &o, &f, &err) < 0) fail_msg("%s", err.msg);
+    assert_true(f.exact);
+    o.front_cap = 0;
+    if (pl_sl_front_make(sg, pf, &o, &whole, &err) < 0) fail_msg("%s", err.msg);
+    assert_int_equal(f.n, whole.n); /* the cap changed nothing */
+    for (int k = 0; k < f.n; k++) {
+        assert_true(f.plans[k].usd == whole.plans[k].usd);
+        assert_true(f.plans[k].latency_s == whole.plans[k].latency_s);
+    }
+    pl_sl_front_free(&f), pl_sl_front_free(&whole);
+    pl_sl_free(sg);
+    pl_platform_free(pf);
+}
+
+/* The DP's budget (pl_sl_opts.front_work): on a chain whose fronts are large and all of use
+ * (whole vCPUs, free transfers: test_dp_exact's), a budget of 2,000 extensions cuts the DP
+ * short. It says so (cut_short, not exact), spends at most the budget, a quarter more and two
+ * labels per (slice, option) after it, far less than the whole DP, and its front keeps the
+ * whole front's cheapest and fastest plans. */
+static void test_front_budget(void **state)
+{
+    (void)state;
+    pl_platform *pf = platform();
+    pf->min_vcpus = 1, pf->store.usd_per_gb = 0;
+    uint64_t s = 7;
+    pl_sl_graph *sg = random_chain(40, &s);
+    pl_sl_opts o = {.codec_cost = {1, 0, 0}};
+    pl_sl_front whole, cut;
+    pl_err err = {""};
+    if (pl_sl_front_make(sg, pf, &o, &whole, &err) < 0) fail_msg("%s", err.msg);
+    assert_true(whole.exact);
+    assert_false(whole.cut_short);
+    o.front_work = 2000;
+    if (pl_sl_front_make(sg, pf, &o, &cut, &err) < 0) fail_msg("%s", err.msg);
+    print_message("    extensions: %ld whole, %ld cut short; plans %d and %d\n", whole.extensions,
+                  cut.extensions, whole.n, cut.n);
+    assert_true(cut.cut_short);
+    assert_false(cut.exact);
+    long triples = 6L * 40 * 41 / 2; /* (i, j, option) of 40 layers at most */
+    assert_true(cut.extensions <= 2000 + 2000 / 4 + 6L * PL_SL_FRONT_CAP + 2 * triples);
+    assert_true(cut.extensions < whole.extensions / 4);
+    assert_true(cut.plans[0].usd == whole.plans[0].usd);
+    assert_true(cut.plans[0].latency_s == whole.plans[0].latency_s);
+    assert_true(cut.plans[cut.n - 1].latency_s == whole.plans[whole.n - 1].latency_s);
+    assert_true(cut.plans[cut.n - 1].usd == whole.plans[whole.n - 1].usd);
+    pl_sl_front_free(&whole), pl_sl_front_free(&cut);
+    pl_sl_free(sg);
+    pl_platform_free(pf);
+}
+
 /* One layer, worked by hand: 1.0004 s on one vCPU, 0.9 s of it divisible; it needs 200 MB
  * (150 of activations, a 50 MB runtime); λ = 1,000 MB, 100 to 3,000 MB in 100 MB steps, 1 ms
  * billing, 1 USD per GB-s (a GB: 1,024 MB), e = 0.9. Its four memory options:
@@ -1137,6 +1214,8 @@ int main(void)
         cmocka_unit_test(test_nonsplit_equals_brute_force),
         cmocka_unit_test(test_nonsplit_solver_fault),
         cmocka_unit_test(test_front_equals_brute_force),
+        cmocka_unit_test(test_front_wide_pruned),
+        cmocka_unit_test(test_front_budget),
         cmocka_unit_test(test_answer_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -274,6 +274,9 @@ typedef struct pl_sl_opts {
     pl_codec_cost codec_cost; /* its ratio and times (PL_CODEC_NONE: 1, 0, 0) */
     int front_cap;            /* the most labels a front of MOPAR's DP keeps (0:
                                  PL_SL_FRONT_CAP; 1 counts as 2) */
+    long front_work;          /* the label extensions MOPAR's DP makes before it samples the
+                                 earlier fronts (0: PL_SL_FRONT_WORK; docs/serverless.md,
+                                 "Bounding the front") */
     double nonsplit_limit_s;  /* CBC's wall-clock limit on NonSplit's program (0: 10 s) */
     /* The objective (ties go to the cheaper plan) picks: the unsplit function's memory among
        MOPAR's two options (what it needs, a whole vCPU), which sets MOPAR's
@@ -295,6 +298,14 @@ typedef struct pl_sl_opts {
 /* The labels a Pareto front of MOPAR's DP keeps at most by default: beyond it, evenly spaced
  * ones along the front, and the plan is no longer exact (pl_sl_plan.exact). */
 #define PL_SL_FRONT_CAP 4096
+
+/* The label extensions (an earlier front's label and a slice ending at the layer: one candidate
+ * label) MOPAR's DP makes by default before it is cut short: from then on each earlier front is
+ * extended through a few evenly spaced labels (its cheapest and fastest among them), so that
+ * the rest costs about a quarter of it more, and the plan is no longer exact. The most a zoo
+ * model's DP makes is 2.8 x 10^8, about 3.5 s (rnnlm_unrolled's front on
+ * mopar-paper-lambda.json; docs/serverless.md, "Bounding the front"). */
+#define PL_SL_FRONT_WORK 500000000L
 
 typedef struct pl_sl_slice {
     int first, last;          /* layers [first, last] */
@@ -326,8 +337,9 @@ typedef struct pl_sl_plan {
     double bytes_moved;
     bool exact; /* the algorithm's search was not cut short: false when a Pareto front of
                    MOPAR's DP (the one that chose this plan or its slice count) passed its
-                   cap and was thinned (pl_sl_opts.front_cap), or when CBC stopped NonSplit's
-                   program at its limit unproven; true for pl_sl_price's */
+                   cap and was thinned (pl_sl_opts.front_cap) or the DP passed its budget
+                   (pl_sl_opts.front_work), or when CBC stopped NonSplit's program at its
+                   limit unproven; true for pl_sl_price's */
     int *fn_of; /* NONSPLIT: each layer's slice (slices need not be contiguous; first and last
                    are then its lowest and highest layer); NULL: slice k is [first, last] */
 
@@ -374,7 +386,10 @@ typedef struct pl_sl_front {
     unsigned *found; /* who found it (the same bill and latency): bit 0 the front's DP, bit
                         1 + a algorithm a */
     int n, cap;
-    bool exact; /* the DP's fronts kept every label (pl_sl_opts.front_cap) */
+    bool exact;      /* the DP's fronts kept every label (pl_sl_opts.front_cap) and it was not
+                        cut short */
+    bool cut_short;  /* the DP passed its budget (pl_sl_opts.front_work) and sampled */
+    long extensions; /* the candidate labels the DP made: its work */
 } pl_sl_front;
 
 /* The front of every contiguous partition of sg, each slice at each of its memory options

@@ -13,7 +13,8 @@
  * left out. MOPAR minimises
  * the summed bill (Eq. 6) with the latency no worse than the unsplit model's: a DP over the
  * layers in topological order keeping, at each layer, every partition of the layers before it
- * (with each slice's memory option) that no other beats on both bill and latency. */
+ * (with each slice's memory option) that no other beats on both bill and latency and that may
+ * still lead to the last front ("Bounding the DP" below). */
 #include "placer/serverless.h"
 #include "sl_internal.h"
 
@@ -532,66 +533,218 @@ typedef struct front {
     int n, cap;
 } front;
 
-/* Adds l to f, which holds the labels no other beats on both bill and latency, cheapest first
- * (so each faster than the one before), unless one of them is at least as cheap and as fast;
- * drops those l beats. A binary search: the partitions of the layers before j make many times
- * more candidates than fronts keep. */
-static void insert(front *f, label l)
+/* The first label of f dearer than usd, at or after lo (none before lo is dearer): a galloping
+ * search, so that a run of candidates in order of bill finds each place near the last. */
+static int first_dearer(const front *f, double usd, int lo)
 {
-    int lo = 0, hi = f->n; /* p: the first label dearer than l */
+    int hi = lo, step = 1;
+    while (hi < f->n && f->l[hi].usd <= usd)
+        lo = hi + 1, hi += step, step *= 2;
+    if (hi > f->n) hi = f->n;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (f->l[mid].usd <= l.usd)
+        if (f->l[mid].usd <= usd)
             lo = mid + 1;
         else
             hi = mid;
     }
-    int p = lo, first = p;
-    if (p > 0 && f->l[p - 1].time_s <= l.time_s) return; /* the fastest of those as cheap */
-    while (first > 0 && f->l[first - 1].usd == l.usd)    /* as cheap and slower */
+    return lo;
+}
+
+/* Adds l to f, which holds the labels no other beats on both bill and latency, cheapest first
+ * (so each faster than the one before), unless one of them is at least as cheap and as fast;
+ * drops those l beats. A search from `from` (no label before it dearer than l): the partitions
+ * of the layers before j make many times more candidates than fronts keep. Returns where a
+ * candidate no cheaper than l may start its search. */
+static int insert_from(front *f, const label *l, int from)
+{
+    int p = first_dearer(f, l->usd, from), first = p;
+    if (p > 0 && f->l[p - 1].time_s <= l->time_s) return p; /* the fastest of those as cheap */
+    while (first > 0 && f->l[first - 1].usd == l->usd)      /* as cheap and slower */
         first--;
     int last = p;
-    while (last < f->n && f->l[last].time_s >= l.time_s) /* dearer and no faster */
+    while (last < f->n && f->l[last].time_s >= l->time_s) /* dearer and no faster */
         last++;
     int keep = f->n - last; /* labels after the ones l beats */
     if (first == last) pl_grow((void **)&f->l, &f->cap, f->n, sizeof *f->l);
     memmove(f->l + first + 1, f->l + last, (size_t)keep * sizeof *f->l);
-    f->l[first] = l, f->n = first + 1 + keep;
+    f->l[first] = *l, f->n = first + 1 + keep;
+    return first + 1;
 }
 
-/* Beyond `cap` labels, keeps evenly spaced ones (the DP is then no longer exact: *exact is
- * cleared). */
-static void thin(front *f, int cap, bool *exact)
+static void insert(front *f, label l)
 {
-    if (f->n <= cap) return;
-    *exact = false;
+    insert_from(f, &l, 0);
+}
+
+/* Beyond `cap` labels, keeps evenly spaced ones. True when it dropped some. */
+static bool thin(front *f, int cap)
+{
+    if (f->n <= cap) return false;
     for (int k = 0; k < cap; k++)
         f->l[k] = f->l[(int)((double)k * (f->n - 1) / (cap - 1))];
     f->n = cap;
+    return true;
 }
 
-/* The Pareto DP: fronts[j] holds the partitions of layers [0, j] within the latency bound,
- * each front at most `cap` labels. */
-static void mopar_fronts(const table *tb, double bound, int cap, front *fronts, bool *exact)
+/* Bounding the DP (docs/serverless.md, "Bounding the front"). Every front of the layers before
+ * j is extended by every slice ending at j, so the work is the sum over j of every earlier
+ * front's labels: cubic in the layers when the fronts grow with them (a fan-out of 3,001 ops
+ * gives 3,001 layers and fronts of as many labels, none of which the last front keeps). Two
+ * things bound it. Exactly: a label whose partition cannot be completed into a plan that no
+ * known whole partition beats on both bill and latency is dropped, before anything extends it;
+ * the last front is the same, label for label. Then a budget, for fronts that are large and
+ * all of use (no model of the zoo reaches it): past `budget` extensions, each earlier front is
+ * extended through a few evenly spaced labels (its cheapest and fastest among them), so the
+ * rest costs about a quarter of the budget more; the DP is then cut short (not exact, and said
+ * so). A count rather than a clock, so that the same input gives the same front. */
+typedef struct dp {
+    const table *tb;
+    double bound;    /* the latency bound (INFINITY: none) */
+    int cap;         /* the most labels a front keeps */
+    long budget;     /* extensions before the DP samples */
+    int sample;      /* labels of each earlier front extended once past the budget; 0: all */
+    long work;       /* extensions made */
+    bool exact, cut; /* no front thinned; the budget was passed */
+    /* [j]: of the partitions of layers [j, n) (0 at n), the least bill and the latency of one
+       that bills it; the least latency and the bill of one that takes it (INFINITY: none) */
+    double *rest_usd, *rest_usd_s, *rest_s, *rest_s_usd;
+    front known; /* (bill, latency) of whole partitions, a Pareto set: prune's yardstick */
+} dp;
+
+/* A relative margin on prune's comparisons: a label's bounds and the known plans are sums taken
+ * in another order than the DP's, so equal figures may differ in their last bits. */
+#define SL_PRUNE_MARGIN 1e-9
+
+/* The least bill and the least latency of the partitions of every suffix [i, n), each with the
+ * other figure of a partition that reaches it (the cheaper, or faster, on a tie): a backward
+ * scalar DP over the same table, n^2 R. */
+static void rest_build(dp *d)
 {
+    const table *tb = d->tb;
     int n = tb->n;
-    for (int j = 0; j < n; j++) {
-        front *f = &fronts[j];
-        for (int i = 0; i <= j; i++)
+    double **a[] = {&d->rest_usd, &d->rest_usd_s, &d->rest_s, &d->rest_s_usd};
+    for (int x = 0; x < 4; x++)
+        *a[x] = pl_malloc(((size_t)n + 1) * sizeof **a[x]), (*a[x])[n] = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        double cu = INFINITY, cs = INFINITY, fs = INFINITY, fu = INFINITY;
+        for (int j = i; j < n && at(tb, i, j, 0)->fits; j++) /* longer slices need more */
             for (int r = 0; r < tb->R; r++) {
                 const cell *c = at(tb, i, j, r);
                 if (!c->fits) continue;
-                if (i == 0) {
-                    if (c->time_s <= bound) insert(f, (label){c->usd, c->time_s, -1, -1, r});
-                    continue;
-                }
-                const front *p = &fronts[i - 1];
-                for (int k = 0; k < p->n; k++) {
-                    label l = {p->l[k].usd + c->usd, p->l[k].time_s + c->time_s, i - 1, k, r};
-                    if (l.time_s <= bound) insert(f, l);
+                double u = c->usd + d->rest_usd[j + 1], s = c->time_s + d->rest_usd_s[j + 1];
+                if (u < cu || (u == cu && s < cs)) cu = u, cs = s;
+                u = c->usd + d->rest_s_usd[j + 1], s = c->time_s + d->rest_s[j + 1];
+                if (s < fs || (s == fs && u < fu)) fs = s, fu = u;
+            }
+        d->rest_usd[i] = cu, d->rest_usd_s[i] = cs, d->rest_s[i] = fs, d->rest_s_usd[i] = fu;
+    }
+}
+
+/* Whether a known whole partition is cheaper and faster than (usd, time_s), both by more than
+ * the margin. known is cheapest first, so the last one cheap enough is the fastest of those. */
+static bool beaten(const front *known, double usd, double time_s)
+{
+    int lo = 0, hi = known->n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (known->l[mid].usd * (1 + SL_PRUNE_MARGIN) < usd)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && known->l[lo - 1].time_s * (1 + SL_PRUNE_MARGIN) < time_s;
+}
+
+/* A whole partition's figures, as a label that extends nothing. */
+static label point(double usd, double time_s)
+{
+    return (label){usd, time_s, -1, -1, 0};
+}
+
+/* Records the whole partitions f's labels (partitions of [0, j]) make with the cheapest and with
+ * the fastest partition of [j + 1, n), then drops every label of f whose least bill and least
+ * latency to the end a known partition beats on both, or whose least latency passes the
+ * bound: no partition it starts is on the last front or within the bound. The known
+ * partitions are a yardstick only while the DP is exact: once a front was thinned or the DP
+ * sampled, the partitions that beat a label may no longer be found, and dropping it could
+ * leave the last front without them (the bound still holds). */
+static void prune(dp *d, front *f, int j)
+{
+    double ru = d->rest_usd[j + 1], rs = d->rest_s[j + 1];
+    for (int k = 0; d->exact && k < f->n; k++) {
+        const label *l = &f->l[k];
+        if (isfinite(ru)) insert(&d->known, point(l->usd + ru, l->time_s + d->rest_usd_s[j + 1]));
+        if (isfinite(rs)) insert(&d->known, point(l->usd + d->rest_s_usd[j + 1], l->time_s + rs));
+    }
+    thin(&d->known, d->cap); /* any of them is a yardstick: dropping some loses no exactness */
+    int m = 0;
+    for (int k = 0; k < f->n; k++) {
+        double u = f->l[k].usd + ru, s = f->l[k].time_s + rs;
+        if (s > d->bound * (1 + SL_PRUNE_MARGIN) || (d->exact && beaten(&d->known, u, s))) continue;
+        f->l[m++] = f->l[k];
+    }
+    f->n = m;
+}
+
+/* Past the budget at layer j: each earlier front is extended through `sample` labels from now
+ * on, as many as spend a quarter of the budget more on the (i, j, option) triples left, two at
+ * least (the cheapest and the fastest, so that the last front keeps the cheapest and the
+ * fastest partitions: each one's prefixes are the cheapest, the fastest, of their layers). */
+static void cut_short(dp *d, int j)
+{
+    double triples = 0;
+    for (int jj = j; jj < d->tb->n; jj++)
+        triples += (double)(jj + 1) * d->tb->R;
+    double s = floor(d->budget / 4.0 / fmax(triples, 1));
+    d->sample = s < 2 ? 2 : s > d->cap ? d->cap : (int)s;
+    d->cut = true, d->exact = false;
+}
+
+/* Extends label k of front p (of the layers before slice c, which starts at layer i and takes
+ * memory option r) by c into f, searching from `at`; where the next search may start. */
+static int extend_one(dp *d, const front *p, int k, int i, const cell *c, int r, front *f, int at)
+{
+    label l = {p->l[k].usd + c->usd, p->l[k].time_s + c->time_s, i - 1, k, r};
+    return l.time_s <= d->bound ? insert_from(f, &l, at) : at;
+}
+
+/* Extends front p by slice c into f: every label, or past the budget `sample` evenly spaced
+ * ones. Either way in order of bill, so that each search starts where the last ended. */
+static void extend(dp *d, const front *p, int i, const cell *c, int r, front *f)
+{
+    int s = d->sample && p->n > d->sample ? d->sample : p->n, at = 0;
+    if (s == p->n)
+        for (int k = 0; k < s; k++)
+            at = extend_one(d, p, k, i, c, r, f, at);
+    else
+        for (int m = 0; m < s; m++)
+            at = extend_one(d, p, (int)((double)m * (p->n - 1) / (s - 1)), i, c, r, f, at);
+    d->work += s;
+}
+
+/* The Pareto DP: fronts[j] holds the partitions of layers [0, j] within the latency bound that
+ * may still lead to the last front, each front at most `cap` labels. */
+static void mopar_fronts(dp *d, front *fronts)
+{
+    const table *tb = d->tb;
+    for (int j = 0; j < tb->n; j++) {
+        front *f = &fronts[j];
+        for (int i = 0; i <= j; i++) {
+            if (!d->cut && d->work > d->budget) cut_short(d, j);
+            for (int r = 0; r < tb->R; r++) {
+                const cell *c = at(tb, i, j, r);
+                if (!c->fits) continue;
+                if (i > 0) {
+                    extend(d, &fronts[i - 1], i, c, r, f);
+                } else if (c->time_s <= d->bound) {
+                    d->work++;
+                    insert(f, (label){c->usd, c->time_s, -1, -1, r});
                 }
             }
-        thin(f, cap, exact);
+        }
+        prune(d, f, j);
+        if (thin(f, d->cap)) d->exact = false;
     }
 }
 
@@ -611,18 +764,30 @@ static int backtrack(const front *fronts, const table *tb, int k, int *ends, int
     return m;
 }
 
-/* The most labels a front keeps (o->front_cap; prune spaces the labels it keeps from the
+/* The most labels a front keeps (o->front_cap; thin spaces the labels it keeps from the
  * first to the last: two at least). */
 static int front_cap(const pl_sl_opts *o)
 {
     return o->front_cap <= 0 ? PL_SL_FRONT_CAP : o->front_cap < 2 ? 2 : o->front_cap;
 }
 
+/* What a run of the DP did: whether it kept every label (no front thinned, not cut short),
+ * whether it passed its budget, and its extensions. */
+typedef struct dp_info {
+    bool exact, cut;
+    long work;
+} dp_info;
+
 /* The fronts of tb's partitions within `bound`; free with fronts_free. */
-static front *fronts_make(const table *tb, double bound, const pl_sl_opts *o, bool *exact)
+static front *fronts_make(const table *tb, double bound, const pl_sl_opts *o, dp_info *info)
 {
     front *fronts = pl_calloc((size_t)tb->n + 1, sizeof *fronts);
-    mopar_fronts(tb, bound, front_cap(o), fronts, exact);
+    dp d = {.tb = tb, .bound = bound, .cap = front_cap(o), .exact = true};
+    d.budget = o->front_work > 0 ? o->front_work : PL_SL_FRONT_WORK;
+    rest_build(&d);
+    mopar_fronts(&d, fronts);
+    info->exact &= d.exact, info->cut |= d.cut, info->work += d.work;
+    free(d.rest_usd), free(d.rest_usd_s), free(d.rest_s), free(d.rest_s_usd), free(d.known.l);
     return fronts;
 }
 
@@ -646,11 +811,14 @@ static int front_pick(const front *last, const pl_sl_opts *o)
 }
 
 /* MOPAR's slice ends: of the partitions within the bound, the one the objective picks (with
- * COST and no tolerance, Eq. 6's least bill); *exact cleared when a front passed its cap. */
+ * COST and no tolerance, Eq. 6's least bill); *exact cleared when a front passed its cap or the
+ * DP its budget. */
 static int mopar_ends(const table *tb, double bound, const pl_sl_opts *o, int *ends, int *vcpus,
                       bool *exact)
 {
-    front *fronts = fronts_make(tb, bound, o, exact);
+    dp_info info = {.exact = true};
+    front *fronts = fronts_make(tb, bound, o, &info);
+    *exact &= info.exact;
     const front *last = &fronts[tb->n - 1];
     int m = last->n ? backtrack(fronts, tb, front_pick(last, o), ends, vcpus) : 0;
     fronts_free(fronts, tb->n);
@@ -861,8 +1029,9 @@ int pl_sl_front_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_o
     if (layers_fit(sg, pf, err) < 0) return -1;
     table tb = {0};
     table_build(sg, pf, o, true, &tb);
-    bool exact = true;
-    front *fronts = fronts_make(&tb, INFINITY, o, &exact);
+    dp_info info = {.exact = true};
+    front *fronts = fronts_make(&tb, INFINITY, o, &info);
+    bool exact = info.exact;
     const front *last = &fronts[sg->n - 1];
     int *ends = pl_malloc(((size_t)sg->n + 1) * sizeof *ends);
     int *vcpus = pl_malloc(((size_t)sg->n + 1) * sizeof *vcpus);
@@ -870,6 +1039,7 @@ int pl_sl_front_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_o
     out->by = pl_calloc((size_t)last->n + 1, sizeof *out->by);
     out->found = pl_calloc((size_t)last->n + 1, sizeof *out->found);
     out->cap = last->n + 1, out->exact = exact;
+    out->cut_short = info.cut, out->extensions = info.work;
     int bad = -1; /* a label whose partition does not price: the table and pl_sl_price disagree */
     for (int k = 0; k < last->n && bad < 0; k++) {
         int m = backtrack(fronts, &tb, k, ends, vcpus);
