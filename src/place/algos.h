@@ -17,4 +17,11 @@ int pl_place_metis(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_er
 int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 int pl_place_random(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err);
 
+/* pl_place, its coarser cuts (cuts.h) stopped at `deadline` (pl_now()'s clock; 0: none, which
+ * is pl_place): for the algorithms a time-limited search runs inside itself (moirai's
+ * heuristics and warm starts), whose cut pass would otherwise run its whole budget of
+ * simulations whatever the caller's time limit (seconds each on a model of thousands of ops). */
+int pk_place_until(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, double deadline,
+                   pl_plan *out, pl_err *err);
+
 #endif

@@ -27,6 +27,7 @@ typedef struct cut_state {
     const pl_cost *k;
     pl_sim_opts so;
     int budget, evals;
+    double deadline;                /* pl_now()'s clock; 0: none */
     pl_plan *cur, *cand;            /* the best plan so far; the move being tried */
     double cur_s;                   /* cur's makespan */
     double *start, *try_s, *best_s; /* simulated start per op: cur's, a try's, the best try's */
@@ -59,6 +60,13 @@ static double evaluate(cut_state *s, const pl_plan *p, double *start)
     }
     pl_sim_result_free(&r);
     return ms;
+}
+
+/* Whether the pass may simulate again: within its budget and, when it has one, before its
+ * deadline (a time-limited caller's: moirai's heuristics and warm starts). */
+static bool may_eval(const cut_state *s)
+{
+    return s->evals < s->budget && !(s->deadline > 0 && pl_now() >= s->deadline);
 }
 
 static bool preds_placed(const pl_graph *g, const int *pos, int v)
@@ -247,7 +255,7 @@ static bool try_stage(cut_state *s, int st)
     int best_n = s->ns, best_b = -1;
     bool best_after = false;
     for (int b = 0; b < s->k->n_devs; b++)
-        for (int m = 0; m < 2 && s->evals < s->budget; m++) {
+        for (int m = 0; m < 2 && may_eval(s); m++) {
             bool after = m == 0;
             if (!(after ? s->prod[b] : s->cons[b])) continue;
             if (!s->cur->order && (b == s->sdev[st] || (!after && s->prod[b])))
@@ -291,7 +299,7 @@ static bool one_round(cut_state *s)
         if (s->stage_of[v] >= 0) key[s->stage_of[v]].busy += pl_cost_op_placed_s(k, v, s->cur->dev);
     qsort(key, (size_t)ns, sizeof *key, by_busy);
     bool moved = false;
-    for (int i = 0; i < ns && s->evals < s->budget; i++) {
+    for (int i = 0; i < ns && may_eval(s); i++) {
         int st = s->stage_of[key[i].op];
         if (st >= 0 && s->first[st] == key[i].op) moved |= try_stage(s, st);
     }
@@ -299,11 +307,12 @@ static bool one_round(cut_state *s)
     return moved;
 }
 
-static void state_init(cut_state *s, const pl_cost *k, pl_contention c, int budget, pl_plan *p)
+static void state_init(cut_state *s, const pl_cost *k, pl_contention c, int budget, double deadline,
+                       pl_plan *p)
 {
     size_t n = (size_t)k->n_ops + 1, d = (size_t)k->n_devs + 1;
     memset(s, 0, sizeof *s);
-    s->k = k, s->budget = budget;
+    s->k = k, s->budget = budget, s->deadline = deadline;
     s->so = (pl_sim_opts){.contention = c, .record = true};
     s->cur = pl_plan_copy(p), s->cand = pl_plan_copy(p);
     s->start = pl_calloc(n, sizeof(double)), s->try_s = pl_calloc(n, sizeof(double));
@@ -327,16 +336,16 @@ static void state_free(cut_state *s)
     free(s->block), free(s->tmp), free(s->in_block), free(s->prod), free(s->cons);
 }
 
-void pk_coarsen_cuts(const pl_cost *k, pl_contention c, int budget, pl_plan *p)
+void pk_coarsen_cuts(const pl_cost *k, pl_contention c, int budget, double deadline, pl_plan *p)
 {
     double t0 = pl_now();
     cut_state s;
-    state_init(&s, k, c, budget, p);
+    state_init(&s, k, c, budget, deadline, p);
     s.cur_s = evaluate(&s, s.cur, s.start);
     find_stages(&s);
     p->stages_before = s.ns;
     if (isfinite(s.cur_s) && (!s.cur->order || build_seq(&s) == 0))
-        while (s.evals < s.budget && one_round(&s))
+        while (may_eval(&s) && one_round(&s))
             ;
     pl_plan_assign(p, s.cur);
     p->stages_after = s.ns;

@@ -19,10 +19,11 @@ bool pk_cuts_apply(const pl_cost *k);
  * colocation classes) next to a stage it reads from or feeds, on that stage's device, and
  * keeps the best move when it leaves no more stages, is faster (or as fast with fewer
  * stages), fits in memory (the simulator's verdict and the algorithms' static model) and
- * keeps every class together. Stops at a fixed point or after
- * `budget` simulations; the result depends on nothing but its input. p keeps its algo and
- * figures; p->stages_before, stages_after and cut_simulations are set. When p itself cannot
- * be simulated (or does not fit), p is left as it is. */
-void pk_coarsen_cuts(const pl_cost *k, pl_contention c, int budget, pl_plan *p);
+ * keeps every class together. Stops at a fixed point, after `budget` simulations or, when
+ * `deadline` > 0 (pl_now()'s clock), at the first simulation it would start after it, keeping
+ * the moves made; the result depends on nothing but its input when the deadline does not
+ * stop it. p keeps its algo and figures; p->stages_before, stages_after and cut_simulations
+ * are set. When p itself cannot be simulated (or does not fit), p is left as it is. */
+void pk_coarsen_cuts(const pl_cost *k, pl_contention c, int budget, double deadline, pl_plan *p);
 
 #endif

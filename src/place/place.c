@@ -374,6 +374,12 @@ int pl_place_precheck(const pl_cost *k, pl_err *err)
 
 int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
 {
+    return pk_place_until(a, k, o, 0, out, err);
+}
+
+int pk_place_until(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, double deadline,
+                   pl_plan *out, pl_err *err)
+{
     pl_place_opts def = {0};
     if (!o) o = &def;
     if (!a || !k || !out) return pl_err_set(err, "pl_place: missing algorithm, cost or plan");
@@ -397,7 +403,7 @@ int pl_place(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, pl_plan
     /* a measured plan keeps its cuts: merging them by the simulator would change it (only the
      * plan that was measured: an algorithm that ignores o->measure is merged as always) */
     if (rc == 0 && !o->fine_cuts && !(out->measured_s > 0) && pk_cuts_apply(k))
-        pk_coarsen_cuts(&split, o->contention, PK_CUT_EVALS, out);
+        pk_coarsen_cuts(&split, o->contention, PK_CUT_EVALS, deadline, out);
     if (wholes) free(split.op_s);
     /* a device with core_devices competes whatever the algorithm (the cores, above) */
     if (rc == 0 && (o->single_if_faster || wholes))
