@@ -21,8 +21,8 @@ LIB     := $(BUILD)/libplacer.a
 # module objects form the internal library, for tests that reach a module's internals.
 MODULES := $(sort $(patsubst src/%/,%,$(dir $(SRC))))
 ILIB    := $(BUILD)/libplacer-internal.a
-TESTS_INTERNAL := $(addprefix $(BUILD)/tests/,test_cuts test_multi test_place_lp test_train_dist \
-                  test_train_sfb)
+TESTS_INTERNAL := $(addprefix $(BUILD)/tests/,test_cuts test_multi test_place test_place_lp \
+                  test_train_dist test_train_sfb)
 
 PREFIX  ?= /usr/local
 

@@ -9,6 +9,8 @@
 
 #include "placer/place.h"
 
+#include "../src/place/algos.h"
+
 #include <glob.h>
 #include <math.h>
 #include <stdarg.h>
@@ -822,6 +824,36 @@ static void test_memory_forces_a_split(void **state)
                  "no single device fits");
 }
 
+/* Issue s44-2: moirai's heuristics keep its time limit (on a 3,001-op model they took 21 s of
+ * a 3 s limit: nine coarser-cuts passes of seconds each). Counted, not timed: resnet50 on
+ * 4 x 40 MiB, where no single device fits. With no deadline every heuristic runs; with one
+ * already passed, they run only until one gives a plan that fits (single refuses, so at least
+ * two run), the rest are skipped, and that plan is kept. */
+static void test_moirai_heuristics_keep_the_deadline(void **state)
+{
+    (void)state;
+    pl_graph *g = tu_load("models/resnet50.onnx");
+    pl_cluster *c = uniform(4, "V100-SXM2-16GB", 40.0 * 1024 * 1024, 25e9, 5e-6);
+    pl_cost *k = cost(g, c);
+    pl_place_opts o = {.seed = 1, .time_limit_s = 0.3};
+    pk_heur_stats all, late;
+    pl_err why = {""};
+    pl_plan *p = pk_moirai_heuristics(k, &o, INFINITY, &all, &why);
+    assert_non_null(p);
+    assert_int_equal(all.run, all.listed);
+    assert_true(all.listed >= 8); /* every listed algorithm but random, moirai, drl */
+    assert_false(all.late);
+    pl_plan_free(p);
+    p = pk_moirai_heuristics(k, &o, pl_now() - 1, &late, &why);
+    assert_non_null(p);
+    assert_true(late.late);
+    assert_int_equal(late.listed, all.listed);
+    print_message("    a deadline passed: %d of %d heuristics run\n", late.run, late.listed);
+    assert_true(late.run >= 2 && late.run < late.listed);
+    assert_contains(why.msg, "no single device fits");
+    pl_plan_free(p), pl_cost_free(k), pl_cluster_free(c), pl_graph_free(g);
+}
+
 /* One op whose own weights exceed the largest device: named in the message. */
 static void test_refuses_an_op_too_big(void **state)
 {
@@ -1074,6 +1106,7 @@ int main(void)
         cmocka_unit_test(test_refuses_when_nothing_fits),
         cmocka_unit_test(test_refuses_an_op_too_big),
         cmocka_unit_test(test_memory_forces_a_split),
+        cmocka_unit_test(test_moirai_heuristics_keep_the_deadline),
         cmocka_unit_test(test_tight_memory_places_or_names_the_op),
         cmocka_unit_test(test_zoo_on_every_cluster),
         cmocka_unit_test(test_single_if_faster),

@@ -24,4 +24,22 @@ int pl_place_random(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_e
 int pk_place_until(const pl_algo *a, const pl_cost *k, const pl_place_opts *o, double deadline,
                    pl_plan *out, pl_err *err);
 
+/* What moirai's heuristics did (moirai_coarse.c): how many ran of those listed (every
+ * algorithm but random, moirai and the learned ones), and whether their deadline passed
+ * (then a coarser-cuts pass running was stopped, and the rest were skipped once one fit). */
+typedef struct pk_heur_stats {
+    int run, listed;
+    bool late;
+} pk_heur_stats;
+
+/* When moirai's heuristics stop, for a search started at t0 with `limit` seconds (docs/moirai.md,
+ * "Time budget"): 60 % of the limit, at least a few seconds. */
+double pk_moirai_heuristics_end(double t0, double limit);
+
+/* moirai's heuristics on a model until `deadline` (pl_now()'s clock), each judged by the
+ * simulator under o->contention, memory checked: the best plan (the caller frees it), NULL
+ * when none fits (the first refusal in why). */
+pl_plan *pk_moirai_heuristics(const pl_cost *k, const pl_place_opts *o, double deadline,
+                              pk_heur_stats *st, pl_err *why);
+
 #endif

@@ -383,8 +383,9 @@ static bool memory_ok(const pl_cost *k, const int *dev)
 static const pl_sim_opts MILP_SIM = {
     .contention = PL_CONTENTION_PORTS, .per_edge = true, .ignore_memory = true};
 
-/* HEFT and GETF under PORTS; the best simulated plan that also meets (5). */
-static void best_heuristic(const pl_cost *k, start *w)
+/* HEFT and GETF under PORTS; the best simulated plan that also meets (5). Their coarser cuts
+ * stop at the deadline: the warm start is for a search that must end there. */
+static void best_heuristic(const pl_cost *k, double deadline, start *w)
 {
     const char *names[] = {"heft", "getf"};
     pl_place_opts o = {.contention = PL_CONTENTION_PORTS};
@@ -395,7 +396,7 @@ static void best_heuristic(const pl_cost *k, start *w)
         pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
         pl_sim_result r = {0};
         pl_err e = {{0}};
-        if (pl_place(pl_algo_find(names[a]), k, &o, p, &e) == 0 &&
+        if (pk_place_until(pl_algo_find(names[a]), k, &o, deadline, p, &e) == 0 &&
             pl_simulate(k, p, &so, &r, &e) == 0 && memory_ok(k, p->dev) &&
             r.makespan_s < w->makespan) {
             if (w->plan) pl_plan_free(w->plan), pl_sim_result_free(&w->res);
@@ -754,7 +755,7 @@ int pl_moirai_solve(const pl_cost *k, const pl_place_opts *o, double deadline, p
     pairs op = {0}, fp = {0};
     outcome r = {0};
     find_flows(&P);
-    best_heuristic(k, &w);
+    best_heuristic(k, deadline, &w);
     big_m(&P, &w);
     find_pairs(&P, &op, &fp);
     double limit = deadline - t0;

@@ -47,9 +47,27 @@ static void offer(best *b, pl_plan *p, double ms, const char *src)
     snprintf(b->src, sizeof b->src, "%s", src);
 }
 
-/* Every listed heuristic but random, on the original graph. The first refusal is kept for
- * the message when nothing fits, preferring one from an algorithm that splits the model. */
-static void heuristics(const pl_cost *k, const pl_place_opts *o, best *b, pl_err *why)
+/* The heuristics' time (docs/moirai.md, "Time budget"): 60 % of the limit (up to the coarse
+ * phase's end), and at least HEURISTICS_FLOOR_S whatever the limit. They are the floor moirai
+ * promises never to fall below, so they come first and get a few seconds even under a short
+ * limit: on the zoo they take milliseconds to 3.4 s (rnnlm_unrolled on local-cpu-percore.json:
+ * nine coarser-cuts passes of up to 2,000 simulations), where a share of 0.3 s would drop the
+ * best of them. On a model of thousands of ops one pass takes seconds (wide3000: 2.7 s, 21 s
+ * for the nine), so past that time the rest wait. */
+#define HEURISTICS_SHARE 0.6
+#define HEURISTICS_FLOOR_S 5.0
+
+double pk_moirai_heuristics_end(double t0, double limit)
+{
+    return t0 + fmax(HEURISTICS_SHARE * limit, HEURISTICS_FLOOR_S);
+}
+
+/* Every listed heuristic but random, on the original graph, until `deadline`: their coarser
+ * cuts stop there, and once it has passed the rest are skipped, unless none has given a plan
+ * that fits yet (each then costs its algorithm and one simulation). The first refusal is kept
+ * for the message when nothing fits, preferring one from an algorithm that splits the model. */
+static void heuristics(const pl_cost *k, const pl_place_opts *o, double deadline, best *b,
+                       pl_err *why, pk_heur_stats *hs)
 {
     int n;
     const pl_algo *a = pl_algo_list(&n);
@@ -57,13 +75,18 @@ static void heuristics(const pl_cost *k, const pl_place_opts *o, best *b, pl_err
     pl_place_opts h = *o;
     h.use_pool = false; /* every rank runs them alike (milliseconds): none waits for the pool */
     o = &h;
+    memset(hs, 0, sizeof *hs);
     for (int i = 0; i < n; i++) {
         if (!strcmp(a[i].name, "random") || !strcmp(a[i].name, "moirai") || a[i].learned) continue;
+        hs->listed++;
+        hs->late |= pl_now() >= deadline;
+        if (hs->late && b->plan) continue; /* a warm start that fits is kept: the rest wait */
+        hs->run++;
         pl_plan *p = pl_plan_new(k->n_ops, k->n_devs);
         pl_err e = {{0}};
         char src[64];
         snprintf(src, sizeof src, "heuristic %s", a[i].name);
-        if (pl_place(&a[i], k, o, p, &e) == 0) {
+        if (pk_place_until(&a[i], k, o, deadline, p, &e) == 0) {
             offer(b, p, judge(k, p, o), src);
             continue;
         }
@@ -73,6 +96,15 @@ static void heuristics(const pl_cost *k, const pl_place_opts *o, best *b, pl_err
         split_why |= !one_dev;
         pl_plan_free(p);
     }
+    hs->late |= pl_now() >= deadline; /* the last one's coarser cuts may have stopped there */
+}
+
+pl_plan *pk_moirai_heuristics(const pl_cost *k, const pl_place_opts *o, double deadline,
+                              pk_heur_stats *st, pl_err *why)
+{
+    best b = {.ms = INFINITY};
+    heuristics(k, o, deadline, &b, why, st);
+    return b.plan;
 }
 
 /* The coarse graph's table: a group takes the sum of its members' times on each device
@@ -195,6 +227,20 @@ static int polish(const pl_cost *k, const pl_place_opts *o, double deadline, bes
     return moves < 0 ? -1 : 0;
 }
 
+/* What the note says of the heuristics when their time ran out (nothing otherwise, as
+ * before: they all ran whole). */
+static void heuristics_note(const pk_heur_stats *hs, double secs, char *b, size_t n)
+{
+    b[0] = 0;
+    if (hs->run < hs->listed)
+        snprintf(b, n,
+                 "heuristics: %d of %d run, the rest skipped after their %.3g s (a "
+                 "coarser-cuts pass running then stopped there); ",
+                 hs->run, hs->listed, secs);
+    else if (hs->late)
+        snprintf(b, n, "heuristics: a coarser-cuts pass stopped after their %.3g s; ", secs);
+}
+
 int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_err *err)
 {
     pl_place_opts def = {0};
@@ -204,10 +250,18 @@ int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_e
      * coarse graphs; their transfer table is per tensor and would not survive regrouping. */
     if (o->no_coarsen || k->pair_xfer_s) return pl_moirai_solve(k, o, t0 + limit, out, err);
     best b = {.ms = INFINITY};
-    char cnote[PL_ERR_MAX];
+    char cnote[PL_ERR_MAX], hnote[192];
     pl_err why = {{0}};
-    heuristics(k, o, &b, &why);
-    coarse_phase(k, o, t0 + 0.6 * limit, &b, cnote, sizeof cnote);
+    pk_heur_stats hs;
+    double h_end = pk_moirai_heuristics_end(t0, limit);
+    heuristics(k, o, h_end, &b, &why, &hs);
+    heuristics_note(&hs, h_end - t0, hnote, sizeof hnote);
+    /* the coarse phase ends at 60 % of the limit: when the heuristics took that, it is
+     * skipped, unless none of them fits (it may still find a plan that does) */
+    if (pl_now() < t0 + 0.6 * limit || !b.plan)
+        coarse_phase(k, o, t0 + 0.6 * limit, &b, cnote, sizeof cnote);
+    else
+        snprintf(cnote, sizeof cnote, "no time left for the coarse graph");
     pl_ls_stats st;
     if (polish(k, o, t0 + limit, &b, &st, err) < 0) {
         if (b.plan) pl_plan_free(b.plan);
@@ -218,7 +272,8 @@ int pl_place_moirai(const pl_cost *k, const pl_place_opts *o, pl_plan *out, pl_e
                           why.msg[0] ? why.msg : cnote);
     pl_plan_assign(out, b.plan);
     pl_plan_free(b.plan);
-    pl_err_set(err, "moirai: %s; local search on the model %ld simulations %.2f s; final plan: %s",
-               cnote, st.evals, st.secs, b.src);
+    pl_err_set(err,
+               "moirai: %s%s; local search on the model %ld simulations %.2f s; final plan: %s",
+               hnote, cnote, st.evals, st.secs, b.src);
     return 0;
 }
