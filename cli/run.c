@@ -18,7 +18,8 @@ static const char *help =
     "usage: placer run DIR [--repeat R] [--warmup W] [--sequential] [--cache DIR]\n"
     "                      [--seed S] [--int-high H] [--trace FILE] [--json] [--deadline T]\n"
     "                      [--plan P (--cluster C | --catalog CAT --config NAME)\n"
-    "                       [--cost-params F] [--profile F]... [--contention ports|pair|none]]\n"
+    "                       [--cost-params F] [--profile F]... [--contention ports|pair|none]\n"
+    "                       [--dim N=V]... [--input NAME=SIZES]...]\n"
     "  DIR            a folder written by `placer split` (manifest.json and the stage files)\n"
     "  --repeat R     timed requests (default 10), after W untimed ones (--warmup, default 2)\n"
     "  --sequential   one stage after the other on one thread, in the manifest's order\n"
@@ -33,6 +34,8 @@ static const char *help =
     "  --plan P       with the cluster the split was made for: the simulator's prediction of\n"
     "                 each stage's busy time and of the request's latency, beside the "
     "measurement\n"
+    "  --dim N=V, --input NAME=SIZES   with --plan: the bindings the split was made with, so\n"
+    "                 that the prediction prices the sizes the stages run at\n"
     "exit status: 0 done, 2 bad input or failure\n";
 
 typedef struct run_opts {
