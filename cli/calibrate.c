@@ -224,6 +224,7 @@ cli_exit cli_calibrate(int argc, char **argv)
 {
     calib_opts o = {0};
     cli_args g = CLI_ARGS("calibrate", "ho:", help, false);
+    g.lists = (const int[]){MODEL, 0}; /* the models the profiles were measured on */
     cli_exit parsed = cli_parse(&g, NULL, take, &o);
     if (!cli_ok(parsed) || g.asked_help) return parsed;
     if (o.machine && (o.n_profiles || o.n_models || o.out))

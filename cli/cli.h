@@ -104,8 +104,9 @@ typedef struct cli_ctx {
  *   - `--` to end the options is refused with a message: every positional argument is a
  *     path, and a path that starts with '-' is written ./-NAME;
  *   - an option that takes a value is given once (a second would replace the first in
- *     silence), except the lists: --dim, --input, --profile, --model, --batch; two names of
- *     one option (--algo, --algos) are one option;
+ *     silence), except the lists: the shared --dim, --input and --profile, and the codes a
+ *     verb names in cli_args.lists (multi's --batch, calibrate's --model); two names of one
+ *     option (--algo, --algos) are one option;
  *   - every value goes through the parser of its kind below (cli_count, cli_number, ...), so
  *     that a refusal reads "placer VERB: OPT: 'VALUE' is not ...", and a missing value "placer
  *     VERB: OPT wants ...";
@@ -172,15 +173,16 @@ typedef struct cli_args {
     const struct option *opts;
     const char *shorts, *help;
     bool brief;
-    bool own_args;   /* positional arguments go to the verb's take (several models), not to co */
-    bool asked_help; /* set by cli_parse: --help or -h was given, and the help printed */
-    int at;          /* internal: the index of the element being read */
+    bool own_args;    /* positional arguments go to the verb's take (several models), not to co */
+    bool asked_help;  /* set by cli_parse: --help or -h was given, and the help printed */
+    int at;           /* internal: the index of the element being read */
+    const int *lists; /* the verb's own options that may repeat (0-terminated; NULL: none) */
     int seen[64], n_seen; /* internal: the codes of the options that take a value, as given */
 } cli_args;
 /* The walk of a verb's entry point (argc, argv) over its table, which is named `options`. */
 #define CLI_ARGS(verb, shorts, help, brief)                                                        \
     {                                                                                              \
-        (verb), argc, argv, options, (shorts), (help), (brief), false, false, 0, {0}, 0            \
+        (verb), argc, argv, options, (shorts), (help), (brief), false, false, 0, NULL, {0}, 0      \
     }
 /* The next option's code, its value in *v (NULL when the option wants one and was given
  * none: the value's parser says what it wants); CLI_ARG with *v the positional argument; 0 at

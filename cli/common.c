@@ -122,12 +122,13 @@ static int unknown(const cli_args *a, const char *arg)
     return cli_error(a->verb, "unknown option '%s' (placer %s --help)", arg, a->verb);
 }
 
-/* The options that may be given several times, each adding to a list. */
-static bool a_list(const char *name)
+/* Whether option code c may be given several times, each adding to a list: the shared lists,
+ * and those the verb names (by code: train's --batch is one value, multi's a list). */
+static bool a_list(const cli_args *a, int c)
 {
-    static const char *const lists[] = {"dim", "input", "profile", "model", "batch", NULL};
-    for (int i = 0; lists[i]; i++)
-        if (!strcmp(name, lists[i])) return true;
+    if (c == CLI_DIM || c == CLI_INPUT || c == CLI_PROFILE) return true;
+    for (const int *l = a->lists; l && *l; l++)
+        if (*l == c) return true;
     return false;
 }
 
@@ -161,9 +162,7 @@ int cli_next(cli_args *a, const char **v)
     if (index >= 0 && !full_name(a->argv[at], a->opts[index].name)) return unknown(a, a->argv[at]);
     const char *arg = a->argv[at];
     bool takes_value = index >= 0 ? a->opts[index].has_arg != no_argument : c != 'h';
-    if (c != CLI_ARG && takes_value && !(index >= 0 && a_list(a->opts[index].name)) &&
-        once(a, c, arg) < 0)
-        return -1;
+    if (c != CLI_ARG && takes_value && !a_list(a, c) && once(a, c, arg) < 0) return -1;
     if (index < 0 && *v && arg[0] == '-' && arg[1] && arg[2] == '=' && *v == arg + 2)
         ++*v; /* -o=FILE as --opt=value (getopt_long alone would read "=FILE") */
     return c;

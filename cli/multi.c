@@ -316,6 +316,7 @@ static cli_exit parse(int argc, char **argv, multi_opts *o, bool *help)
     o->po.time_limit_s = 10;
     cli_args g = CLI_ARGS("multi", "ho:", help_text, true);
     g.own_args = true;
+    g.lists = (const int[]){BATCH, 0}; /* once for every model or once per model */
     cli_exit parsed = cli_parse(&g, &o->co, take, o);
     if (!cli_ok(parsed) || (*help = g.asked_help)) return parsed;
     if (o->n_models < 1) return cli_fail("multi", "which models? (placer multi --help)");

@@ -483,6 +483,15 @@ static void test_option_conventions(void **state)
                       "--seed given twice");
     tu_expect_refusal("inspect models/gcn_cora.onnx --dim a=1 --dim b=2 --top 3 --top 4",
                       "--top given twice");
+    /* which options are lists is each verb's: train's --batch is one value (it took the
+     * last of two when the lists were named across verbs), multi's is one per model */
+    tu_expect_refusal("train models/gcn_cora.onnx --cluster examples/clusters/talos-1cpu-2gpu.json "
+                      "--batch 4 --batch 8",
+                      "--batch given twice");
+    tu_expect_refusal(
+        "multi models/gcn_cora.onnx models/rnnlm.onnx --cluster "
+        "examples/clusters/talos-1cpu-2gpu.json --train --batch 4 --batch 8 --batch 2",
+        "--batch given 3 times for 2 models");
     tu_expect_refusal("run models/gcn_cora.onnx", "is a file, not the folder `placer split -o");
     tu_expect_refusal("place models/gcn_cora.onnx --cluster examples/clusters/local-cpu.json "
                       "--time-limit -1",
