@@ -289,6 +289,9 @@ int pl_graph_finalize(pl_graph *g, const char *where, pl_err *err);
 pl_graph *pl_graph_union(pl_graph *const *gs, const char *const *names, int n, pl_err *err);
 /* How many tenants g holds: its n_tenants, or 1 for a graph of one model. */
 int pl_graph_tenants(const pl_graph *g);
+/* Op o's name in its own model: without the "names[i]/" a union gives it (a profile's and a
+ * task graph's names are the model's own). */
+const char *pl_op_own_name(const pl_graph *g, const pl_op *o);
 /* 0 when g has an op; else -1 with err "PATH: the graph has no operators; nothing to place".
  * Every verb that places or simulates refuses such a graph through this one check
  * (pl_cost_new; pl_graph_union for each model, whose union would otherwise hide it). */

@@ -393,14 +393,6 @@ static const pl_gpu_spec *spec_of_key(table_ctx *x, const char *key)
     return x->seen_spec[slot] = pl_gpu_spec_find(key);
 }
 
-/* The op's name in its own model: a profile names ops as their model does, and a union of
- * several models prefixes them with "TENANT/" (pl_graph_union). */
-static const char *own_name(const pl_graph *g, const pl_op *o)
-{
-    if (g->n_tenants == 0) return o->name;
-    return o->name + strlen(g->tenant_names[o->tenant]) + 1;
-}
-
 /* Where an estimate of op on d comes from. */
 static pl_cost_basis estimate_basis(const pl_cost_params *p, const pl_op *op, const pl_graph *g,
                                     const pl_device *d)
@@ -424,7 +416,8 @@ static void fill_cell(table_ctx *x, int op, int dev)
     const pl_profile *pr = x->dev_profile[(size_t)o->tenant * k->n_devs + dev];
     k->basis[cell] = PL_BASIS_GIVEN;
     if (t < 0 && pr)
-        t = pl_cost_on_cores(o, k->g, d, &k->params, pl_profile_lookup(pr, own_name(k->g, o))),
+        t = pl_cost_on_cores(o, k->g, d, &k->params,
+                             pl_profile_lookup(pr, pl_op_own_name(k->g, o))),
         k->basis[cell] = PL_BASIS_PROFILED;
     k->given[cell] = t >= 0;
     if (t < 0) {

@@ -136,9 +136,7 @@ int pl_profile_ops_timed(const pl_profile *p, const pl_graph *g, int tenant)
     for (int op = 0; op < g->n_ops; op++) {
         const pl_op *o = &g->ops[op];
         if (tenant >= 0 && o->tenant != tenant) continue;
-        const char *name =
-            g->n_tenants ? o->name + strlen(g->tenant_names[o->tenant]) + 1 : o->name;
-        n += pl_strmap_get(&p->index, name) >= 0;
+        n += pl_strmap_get(&p->index, pl_op_own_name(g, o)) >= 0;
     }
     return n;
 }

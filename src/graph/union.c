@@ -125,6 +125,11 @@ int pl_graph_tenants(const pl_graph *g)
     return g->n_tenants > 0 ? g->n_tenants : 1;
 }
 
+const char *pl_op_own_name(const pl_graph *g, const pl_op *o)
+{
+    return g->n_tenants ? o->name + strlen(g->tenant_names[o->tenant]) + 1 : o->name;
+}
+
 /* A graph of no op would give a makespan of 0 and, to the cloud search, a latency of 0 it
  * cannot model; in a union it would be a tenant that completes at once. */
 int pl_graph_check_ops(const pl_graph *g, pl_err *err)
