@@ -47,26 +47,27 @@ static void warn_unused_bindings(const ox_ctx *c, pl_graph *g)
                           (int)c->dims[k].len, c->dims[k].name);
 }
 
-/* A graph input with a dimension no binding gives makes every tensor computed from it of
- * unknown size, and the cost model prices an op on such tensors as moving nothing: a model
- * of symbolic batch and length came out at 0.004 ms, in silence, on every placing verb. */
-static void warn_unbound_inputs(const ox_ctx *c, pl_graph *g)
+/* A graph input with a dimension neither --dim nor --input gives makes every tensor computed
+ * from it of unknown size, and the cost model prices an op on such tensors as moving nothing:
+ * a model of symbolic batch and length came out at 0.004 ms, in silence, on every placing
+ * verb. Run once the input shapes are applied (ub: what the reader noted). */
+static void warn_unbound_inputs(pl_graph *g, const ox_unbound *ub, int n)
 {
-    int unknown = 0;
-    for (int i = 0; i < g->n_inputs; i++) {
-        const pl_tensor *t = &g->tensors[g->inputs[i]];
-        for (int d = 0; d < t->rank; d++)
-            unknown += t->dims[d] == PL_DIM_UNKNOWN;
-    }
-    if (!unknown || !c->n_unbound) return;
     char names[600] = "";
-    for (int k = 0, w = 0; k < c->n_unbound && w < (int)sizeof names; k++)
-        w += snprintf(names + w, sizeof names - w, "%s'%s'", k ? ", " : "", c->unbound[k]);
-    pl_graph_warn(g,
-                  "the model's inputs have symbolic dimensions no --dim binds (%s): the tensors "
-                  "computed from them have unknown sizes, and the ops on them are priced as "
-                  "moving nothing (a lower estimate); give --dim NAME=VALUE for each",
-                  names);
+    for (int k = 0, w = 0; k < n && w < (int)sizeof names; k++) {
+        bool again = false;
+        for (int j = 0; j < k; j++)
+            again |= !strcmp(ub[j].name, ub[k].name);
+        if (again || g->tensors[ub[k].t].dims[ub[k].dim] != PL_DIM_UNKNOWN) continue;
+        w += snprintf(names + w, sizeof names - w, "%s'%s'", w ? ", " : "", ub[k].name);
+    }
+    if (names[0])
+        pl_graph_warn(
+            g,
+            "the model's inputs have symbolic dimensions no --dim (or --input) binds (%s): the "
+            "tensors computed from them have unknown sizes, and the ops on them are "
+            "priced as moving nothing (a lower estimate); give --dim NAME=VALUE for each",
+            names);
 }
 
 /* The newest opset of each domain placer reads: what onnxruntime 1.22, the runtime placer
@@ -139,10 +140,10 @@ static char *base_name(const char *path)
 }
 
 static pl_graph *build_model(const Onnx__ModelProto *m, const char *file, const pl_load_opts *opts,
-                             pl_err *err)
+                             ox_unbound *ub, int *n_ub, pl_err *err)
 {
     if (check_model(m, file, err) < 0) return NULL;
-    ox_ctx c = {.file = file, .err = err};
+    ox_ctx c = {.file = file, .err = err, .unbound = ub};
     pl_graph *g = NULL;
     if (parse_bindings(&c, file, opts) == 0) {
         char *name = base_name(file);
@@ -156,10 +157,10 @@ static pl_graph *build_model(const Onnx__ModelProto *m, const char *file, const 
             g = NULL;
         } else {
             warn_unused_bindings(&c, g);
-            warn_unbound_inputs(&c, g);
         }
     }
     free(c.dims);
+    *n_ub = c.n_unbound;
     return g;
 }
 
@@ -291,7 +292,9 @@ static pl_graph *load_message(const void *buf, size_t len, const char *file,
         pl_err_set(err, "%s: not an ONNX model (protobuf parse failed%s)", file, fault);
         return NULL;
     }
-    pl_graph *g = build_model(m, file, opts, err);
+    ox_unbound ub[OX_MAX_UNBOUND];
+    int n_ub = 0;
+    pl_graph *g = build_model(m, file, opts, ub, &n_ub, err);
     pl_onnx__model_proto__free_unpacked(m, NULL);
     if (!g) return NULL;
     if (map) g->path = pl_strdup(file);
@@ -299,6 +302,7 @@ static pl_graph *load_message(const void *buf, size_t len, const char *file,
         pl_graph_finalize(g, file, err) < 0 || pl_graph_set_input_shapes(g, opts, file, err) < 0
             ? -1
             : 0;
+    if (rc == 0) warn_unbound_inputs(g, ub, n_ub);
     /* inference checks each op against its spec (ops_check.c): its messages name the op */
     if (rc == 0 && !(opts && opts->no_infer) && ir_infer_onnx(g, err) < 0)
         rc = pl_err_prefix(err, "%s", file);

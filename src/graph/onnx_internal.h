@@ -24,11 +24,19 @@ typedef struct ox_binding {
     bool used;
 } ox_binding;
 
+/* A graph input's dimension that a symbol names and no binding gives (--input may still give
+ * it: checked once the input shapes are applied). */
+typedef struct ox_unbound {
+    int t, dim;
+    char name[64];
+} ox_unbound;
+#define OX_MAX_UNBOUND 16
+
 typedef struct ox_ctx {
     const char *file; /* for messages that need no place in the file */
     ox_binding *dims;
     int n_dims;
-    char unbound[8][64]; /* symbolic dimensions met that no binding gives (the first 8) */
+    ox_unbound *unbound; /* the first OX_MAX_UNBOUND of them; NULL: not kept */
     int n_unbound;
     pl_err *err;
 } ox_ctx;

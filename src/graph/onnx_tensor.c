@@ -84,12 +84,19 @@ static int64_t symbolic_dim(ox_ctx *c, const char *param)
             return b->value;
         }
     }
-    int k = 0;
-    while (k < c->n_unbound && strcmp(c->unbound[k], param))
-        k++;
-    if (k == c->n_unbound && k < (int)(sizeof c->unbound / sizeof *c->unbound))
-        snprintf(c->unbound[c->n_unbound++], sizeof *c->unbound, "%s", param);
     return PL_DIM_UNKNOWN;
+}
+
+/* Keeps dimension `dim` of tensor t, which `param` names and no binding gives, when t is a
+ * graph input of the model (not a body's), for the warning that names them (onnx.c). */
+static void note_unbound(ox_ctx *c, const ox_scope *s, int t, int dim, const char *param)
+{
+    if (!c->unbound || s->depth || !(s->g->tensors[t].flags & PL_TENSOR_INPUT) ||
+        c->n_unbound == OX_MAX_UNBOUND)
+        return;
+    ox_unbound *u = &c->unbound[c->n_unbound++];
+    u->t = t, u->dim = dim;
+    snprintf(u->name, sizeof u->name, "%s", param);
 }
 
 static int shape_dims(ox_ctx *c, const ox_scope *s, int t, const Onnx__TensorShapeProto *sh,
@@ -105,6 +112,7 @@ static int shape_dims(ox_ctx *c, const ox_scope *s, int t, const Onnx__TensorSha
         } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                    d->dim_param) {
             dims[k] = symbolic_dim(c, d->dim_param);
+            if (dims[k] == PL_DIM_UNKNOWN) note_unbound(c, s, t, (int)k, d->dim_param);
         }
     }
     return check_size(c, s, t, dims, sh->n_dim) < 0 ? -1 : (int)sh->n_dim;
