@@ -828,7 +828,7 @@ static void test_files(void **state)
     assert_has(msg, path);
     if (strstr(msg, "ONNX")) fail_msg("ONNX reader chosen for JSON: %s", msg);
     remove(path);
-    assert_string_equal(tu_load_fails("/tmp"), "/tmp: cannot read: Is a directory");
+    assert_string_equal(tu_load_fails("/tmp"), "/tmp: cannot read: a folder, not a file");
     assert_null(pl_onnx_load("/tmp", NULL, &err));
     assert_string_equal(err.msg, "/tmp: not a regular file");
 

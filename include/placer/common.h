@@ -164,6 +164,9 @@ void pl_outset_abort(pl_outset *s);
 
 /* Reads a whole file into a malloc'd buffer (NUL-terminated for text use). */
 char *pl_read_file(const char *path, size_t *len, pl_err *err);
+/* -1 with err "PATH: cannot read: WHY" for a read of path that failed with errno: a folder
+ * (which opens, and fails at its first read with EISDIR) said as one. */
+int pl_err_read(pl_err *err, const char *path, int errnum);
 
 /* SHA-256 of a file, as 64 lowercase hex digits plus NUL. Streams the file. */
 int pl_sha256_file(const char *path, char out[65], pl_err *err);

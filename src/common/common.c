@@ -85,6 +85,12 @@ void pl_grow(void **arr, int *cap, int need, size_t size)
     *cap = c;
 }
 
+int pl_err_read(pl_err *err, const char *path, int errnum)
+{
+    return pl_err_set(err, "%s: cannot read: %s", path,
+                      errnum == EISDIR ? "a folder, not a file" : strerror(errnum));
+}
+
 char *pl_read_file(const char *path, size_t *len, pl_err *err)
 {
     FILE *f = fopen(path, "rb");
@@ -106,9 +112,7 @@ char *pl_read_file(const char *path, size_t *len, pl_err *err)
     fclose(f);
     if (bad) {
         free(buf);
-        /* a folder opens, and its first read fails with EISDIR */
-        pl_err_set(err, "%s: cannot read: %s", path,
-                   bad == EISDIR ? "a folder, not a file" : strerror(bad));
+        pl_err_read(err, path, bad);
         return NULL;
     }
     buf[n] = 0;

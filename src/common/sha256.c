@@ -39,9 +39,7 @@ int pl_sha256_file(const char *path, char out[65], pl_err *err)
     unsigned int mdlen = 0;
     EVP_DigestFinal_ex(ctx, md, &mdlen);
     EVP_MD_CTX_free(ctx);
-    if (bad)
-        return pl_err_set(err, "%s: cannot read: %s", path,
-                          bad == EISDIR ? "a folder, not a file" : strerror(bad));
+    if (bad) return pl_err_read(err, path, bad);
     hex(md, out);
     return 0;
 }

@@ -28,7 +28,7 @@ pl_graph *pl_graph_load(const char *path, const pl_load_opts *opts, pl_err *err)
     int ch = first_byte(f), bad = ferror(f) ? errno : 0;
     fclose(f);
     if (bad) {
-        pl_err_set(err, "%s: cannot read: %s", path, strerror(bad));
+        pl_err_read(err, path, bad);
         return NULL;
     }
     if (ch == EOF) {
