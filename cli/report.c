@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -93,13 +94,30 @@ static const char *out_path(int argc, char **argv)
     return NULL;
 }
 
-/* Whether paths a and b name one file: the same text, or the same existing file. */
+/* path with its folder resolved (the file itself need not exist yet), into out; false when
+ * the folder cannot be resolved. */
+static bool resolved(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    char *real = realpath(dir[0] ? dir : "/", NULL);
+    if (!real) return false;
+    snprintf(out, n, "%s/%s", real, slash ? slash + 1 : path);
+    free(real);
+    return true;
+}
+
+/* Whether paths a and b name one file: the same text, the same existing file, or the same
+ * name in the same folder (./r.html and r.html, before either is written). */
 static bool same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
+    char ra[8192], rb[8192];
     if (!strcmp(a, b)) return true;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    return resolved(a, ra, sizeof ra) && resolved(b, rb, sizeof rb) && !strcmp(ra, rb);
 }
 
 int cli_report_take(const char *verb, int *argc, char **argv)

@@ -373,6 +373,7 @@ static void test_bad_input(void **state)
     tu_expect_refusal(FIG1 " --cluster examples/multi/fig1-cluster.json", "--cluster given twice");
     tu_expect_refusal(FIG1 " -o a.json -o b.json", "-o given twice");
     tu_expect_refusal(FIG1 " -o r.html --report r.html", "-o r.html and --report r.html name one");
+    tu_expect_refusal(FIG1 " -o ./r.html --report r.html", "name one file"); /* neither written */
     tu_expect_refusal(FIG1 " --profile examples", "examples: cannot read: a folder, not a file");
     tu_expect_refusal(FIG1 " --time-limit 0", "--time-limit: '0' is not a duration above 0");
     tu_expect_refusal("multi examples/taskgraphs/diamond.json examples/multi/fig1-a.json --cluster "
