@@ -212,6 +212,22 @@ static void save_tmp(Onnx__ModelProto *m, char *path, size_t n)
     free(buf);
 }
 
+/* x [batch, seq, 64] -> MatMul mm1 -> a -> Relu r -> MatMul mm2 -> y (no shape declared),
+ * weightless, saved to a fresh temporary file (its path into path): a model of symbolic dims
+ * whose tensors have sizes only once --dim binds them. */
+static void symbolic_chain(char *path, size_t n)
+{
+    Onnx__ModelProto *m = model();
+    input(m, "x", "batch,seq,64");
+    init_f(m, "w1", "64,128", 0, 0, false);
+    init_f(m, "w2", "128,32", 0, 0, false);
+    node(m, "MatMul", "mm1", "x,w1", "a");
+    node(m, "Relu", "r", "a", "ra");
+    node(m, "MatMul", "mm2", "ra,w2", "y");
+    output(m, "y", "");
+    save_tmp(m, path, n);
+}
+
 /* Packs and frees m, then loads it as a rewrite model (must load). */
 static pl_rw_model *load(Onnx__ModelProto *m)
 {

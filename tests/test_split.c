@@ -998,19 +998,11 @@ static void test_cut_types_written(void **state)
     free(dir);
 }
 
-/* x [batch, seq, 64] -> MatMul mm1 -> a -> Relu r -> MatMul mm2 -> y (no shape declared), on
- * devices 0, 1, 0, split with `dims` bound (NULL: none) into dir/s; the model's file in path. */
+/* symbolic_chain on devices 0, 1, 0, split with `dims` bound (NULL: none) into dir/s; the
+ * model's file in path (256 bytes). */
 static void split_symbolic(const char *dir, const char **dims, int n_dims, char *path)
 {
-    Onnx__ModelProto *m = model();
-    input(m, "x", "batch,seq,64");
-    init_f(m, "w1", "64,128", 0, 0, false);
-    init_f(m, "w2", "128,32", 0, 0, false);
-    node(m, "MatMul", "mm1", "x,w1", "a");
-    node(m, "Relu", "r", "a", "ra");
-    node(m, "MatMul", "mm2", "ra,w2", "y");
-    output(m, "y", "");
-    save_tmp(m, path, 256);
+    symbolic_chain(path, 256);
     pl_err err = {""};
     pl_graph *g = pl_graph_load(path, &(pl_load_opts){.dims = dims, .n_dims = n_dims}, &err);
     if (!g) fail_msg("%s", err.msg);

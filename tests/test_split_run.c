@@ -464,15 +464,7 @@ static void test_run_split_with_dims(void **state)
     (void)state;
     char dir[64], path[256];
     if (tu_mkdtemp(dir, sizeof dir, "placer-run-dims") < 0) fail_msg("mkdtemp failed");
-    Onnx__ModelProto *m = model();
-    input(m, "x", "batch,seq,64");
-    init_f(m, "w1", "64,128", 0, 0, false);
-    init_f(m, "w2", "128,32", 0, 0, false);
-    node(m, "MatMul", "mm1", "x,w1", "a");
-    node(m, "Relu", "r", "a", "ra");
-    node(m, "MatMul", "mm2", "ra,w2", "y");
-    output(m, "y", "");
-    save_tmp(m, path, sizeof path);
+    symbolic_chain(path, sizeof path);
     const char *dims[] = {"batch=2", "seq=4"};
     split_alternating(path, dims, 2, "--dim batch=2 --dim seq=4", dir);
     json_t *j = run_json(dir);
