@@ -68,13 +68,14 @@ static int fix_order(const pl_cost *k, pl_plan *p, pl_err *err)
     return 0;
 }
 
-/* p's TOCT as pl_multi_evaluate judges it (memory not enforced) into *toct, and whether a
- * device's peak exceeds its memory into *oom; -1 when the simulator refuses p. */
+/* p's TOCT as pl_multi_evaluate judges it (memory not enforced) into *toct (may be NULL), and
+ * whether a device's peak exceeds its memory into *oom; -1 when the simulator refuses p. */
 static int judge(const pl_cost *k, const pl_plan *p, double *toct, bool *oom, pl_err *err)
 {
     pl_multi_eval e;
     if (pl_multi_evaluate(k, p, p->contention, &e, err) < 0) return -1;
-    *toct = e.toct_s, *oom = e.oom;
+    if (toct) *toct = e.toct_s;
+    *oom = e.oom;
     pl_multi_eval_free(&e);
     return 0;
 }
@@ -94,9 +95,9 @@ static int refine(const pl_cost *k, const pl_place_opts *po, const pl_multi_opts
     if (mo->refine_s <= 0) return 0;
     out->contention = po ? po->contention : PL_CONTENTION_PORTS;
     pl_plan *flow = pl_plan_copy(out);
-    double flow_s, kept = -1;
+    double kept = -1; /* the flow's TOCT is credit->refine.before_s, the search's start */
     bool flow_oom = false, kept_oom = false;
-    int rc = judge(k, flow, &flow_s, &flow_oom, err);
+    int rc = judge(k, flow, NULL, &flow_oom, err);
     int moves = rc < 0 ? -1
                        : pl_place_refine(k, out, PL_REFINE_TOCT, out->contention, mo->refine_s,
                                          po ? po->seed : 1, &credit->refine, err);
