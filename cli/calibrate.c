@@ -118,6 +118,8 @@ static void print_text(const pl_calib_result *r, const pl_device *d)
                r->params.dense_half_flops);
     printf("relative error  median %.2f, worst %.2f before; median %.2f, worst %.2f after\n",
            r->median_before, r->worst_before, r->median_after, r->worst_after);
+    char note[1024];
+    if (pl_calib_scale_note(&r->params, d, note, sizeof note)) printf("figures        %s\n", note);
 }
 
 static cli_exit run(const calib_opts *o)

@@ -188,13 +188,23 @@ static int check_params_model(const char *verb, const char *path, const char *mo
 
 /* A CPU of the clusters is of `model`: a fit on it (`placer calibrate -o`) holds the CPU
  * fidelity target, so its estimates get that band (docs/cost.md, "Uncertainty"). */
-static bool names_cpu(const char *model, const pl_cluster *const *c, int n_c)
+/* The first CPU of the clusters that `model` applies to, NULL when none. */
+static const pl_device *named_cpu(const char *model, const pl_cluster *const *c, int n_c)
 {
     for (int k = 0; k < n_c; k++)
         for (int d = 0; d < c[k]->n_devs; d++)
             if (c[k]->devs[d].kind == PL_DEV_CPU && pl_cost_model_matches(model, &c[k]->devs[d]))
-                return true;
-    return false;
+                return &c[k]->devs[d];
+    return NULL;
+}
+
+/* A fit that scales a device's figures says so every time it prices (docs/calibrate.md,
+ * "Another CPU"): the user's figures rest on it. */
+static void say_scaled(const char *verb, const pl_cost_params *p, const pl_device *d)
+{
+    char note[1024];
+    if (d && pl_calib_scale_note(p, d, note, sizeof note))
+        fprintf(stderr, "placer %s: warning: %s\n", verb, note);
 }
 
 /* The first device of the clusters that is this machine, NULL when none. */
@@ -227,6 +237,7 @@ static int machine_params(const char *verb, const pl_device *d, pl_cost_params *
     }
     pl_cpu_model(cpu, sizeof cpu);
     if (rc == 2) fprintf(stderr, "placer: calibration of '%s' cached in %s\n", cpu, path);
+    say_scaled(verb, out, d);
     return 1;
 }
 
@@ -265,7 +276,9 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
     if (pl_cost_params_load(o->cost_params, out, &err) < 0) return cli_error(verb, "%s", err.msg);
     if (!out->device_model[0]) return 0; /* a hand-written file that names no model */
     if (check_params_model(verb, o->cost_params, out->device_model, c, n_c) < 0) return -1;
-    if (names_cpu(out->device_model, c, n_c)) out->cpu_band = PL_BAND_CALIBRATED;
+    const pl_device *fitted = named_cpu(out->device_model, c, n_c);
+    if (fitted) out->cpu_band = PL_BAND_CALIBRATED;
+    say_scaled(verb, out, fitted);
     return 0;
 }
 

@@ -257,10 +257,11 @@ static void search_key(const pl_rw_search_opts *so, const char *model_sha, const
                        char out[65])
 {
     char key[1024];
-    int at = snprintf(key, sizeof key, "optimize/2 %s %s %a %a %a %s %d %a %a", model_sha,
+    int at = snprintf(key, sizeof key, "optimize/2 %s %s %a %a %a %s %d %a %a %a %a", model_sha,
                       c->sha256, so->alpha, so->time_limit_s, so->params->eff_memory,
                       so->params->device_model, (int)so->params->runtime_fusion,
-                      so->params->runtime_conv_ratio, so->params->dense_half_flops);
+                      so->params->runtime_conv_ratio, so->params->dense_half_flops,
+                      so->params->peak_scale, so->params->mem_scale);
     for (int k = 0; k < PL_CLASS_COUNT && at < (int)sizeof key - 32; k++)
         at += snprintf(key + at, sizeof key - (size_t)at, " %a", so->params->eff_compute[k]);
     pl_sha256_buffer(key, strlen(key), out);

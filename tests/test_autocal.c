@@ -169,6 +169,39 @@ static void test_cache_used(void **state)
     free(kept);
 }
 
+/* An entry whose fit scaled the device's peak (docs/calibrate.md, "Another CPU": profiles from
+ * a CPU faster than the file describes) prices dense ops that much faster, and every verb that
+ * uses it says so, not only the one that measured; an entry without a scale says nothing. */
+static void test_scaled_entry_warns(void **state)
+{
+    (void)state;
+    char *out[3];
+    double t[3];
+    for (int k = 0; k < 3; k++) {
+        FILE *f = fopen(entry, "w");
+        assert_non_null(f);
+        fprintf(
+            f,
+            "{\"format\": \"placer-cost-params/1\", \"device_model\": \"local-epyc-core\",\n"
+            " \"cpu_model\": \"%s\", \"measured\": \"2026-11-29T00:00:00Z\",\n"
+            " \"fitted_for\": \"%s\", \"eff_compute\": {\"dense\": 1.0}, \"eff_memory\": 0.3%s}\n",
+            cpu, key, k < 2 ? ", \"peak_scale\": 1.5" : "");
+        fclose(f);
+        t[k] = makespan("", &out[k]);
+    }
+    for (int k = 0; k < 2; k++) {
+        assert_contains(out[k], "warning: the profiles fitted need dense ops at 1.50x cpu0's "
+                                "fp32 peak (110 GFLOP/s)");
+        assert_contains(out[k], "peak_scale 1.50, mem_scale 1.00");
+        assert_contains(out[k], "\"calibration\": \"this-machine\"");
+    }
+    assert_null(strstr(out[2], "profiles fitted"));
+    assert_close(t[0], t[1], 1e-12);
+    assert_true(t[0] < 0.9 * t[2]); /* resnet50 is mostly Conv: most of 1.5x shows */
+    for (int k = 0; k < 3; k++)
+        free(out[k]);
+}
+
 /* Calibration off (the variable, or --no-calibration): the output says "uncalibrated"; a
  * cluster with no device of this machine never mentions it. */
 static void test_uncalibrated_note(void **state)
@@ -348,6 +381,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_this_machine_field, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_verdicts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scaled_entry_warns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cache_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_uncalibrated_note, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebuilt_other_cpu, setup, teardown),

@@ -457,6 +457,12 @@ static void test_params_file(void **state)
         {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}, \"eff_memory\": 0.5, "
          "\"runtime_fusion\": \"tensorrt\"}",
          "runtime_fusion: runtime fusion is \"ort\" or \"none\""},
+        {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}, \"eff_memory\": 0.5, "
+         "\"peak_scale\": 0.5}",
+         "peak_scale: must be in [1, 10]"},
+        {"{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}, \"eff_memory\": 0.5, "
+         "\"mem_scale\": 11}",
+         "mem_scale: must be in [1, 10]"},
     };
     const char *dense = "{\"format\": \"placer-cost-params/1\", \"eff_compute\": {}, "
                         "\"eff_memory\": 0.5, \"dense_half_flops\": 176000}";
@@ -727,6 +733,70 @@ static void test_calib_profiler(void **state)
     ps[0] = pr;
     if (pl_calib_fit(gs, ps, 1, &c->devs[0], NULL, &r, &err) < 0) fail_msg("%s", err.msg);
     assert_true(r.total_ratio < 1 / 1.5);
+    pl_profile_free(pr);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* A CPU 1.6 times faster than the file says (its peak 1.6x the device's), at dense efficiency
+ * 0.9 and the other defaults; Constants not timed. */
+static double faster_cpu_time(const pl_graph *g, const pl_device *d, int i)
+{
+    if (!strcmp(g->ops[i].type, "Constant")) return -1;
+    pl_device fast = *d;
+    fast.peak_flops_per_s[PL_PREC_FP32] *= 1.6;
+    pl_cost_params p;
+    roofline_default(&p);
+    p.eff_compute[PL_CLASS_DENSE] = 0.9;
+    return pl_cost_estimate(&g->ops[i], g, &fast, &p);
+}
+
+/* Profiles from a CPU faster than the cluster file describes (docs/calibrate.md, "Another
+ * CPU"): bert_base timed on a peak 1.6x the file's at dense efficiency 0.9 needs dense ops at
+ * 1.44x the file's peak, which no efficiency in (0, 1] gives. The fit keeps dense at 1 and
+ * scales the peak by 1.44 (to its grid's 1.2 %), the other classes' efficiencies rescaled
+ * with it (elementwise 0.25 x 1.6 / 1.44), and prices every op as timed; the note names the
+ * factor; the entry keeps it through a file. Profiles that the file's figures reach leave
+ * both scales at 1 (test_calib_profiler's, and these on the faster device itself). */
+static void test_calib_faster_cpu(void **state)
+{
+    (void)state;
+    pl_graph *g = tu_load("models/bert_base.onnx");
+    pl_err err = {""};
+    pl_cluster *c = pl_cluster_load("examples/clusters/local-cpu-percore.json", &err);
+    if (!c) fail_msg("%s", err.msg);
+    pl_profile *pr = made_up_profile(g, c, faster_cpu_time);
+    const pl_graph *gs[] = {g};
+    const pl_profile *ps[] = {pr};
+    pl_calib_result r;
+    if (pl_calib_fit(gs, ps, 1, &c->devs[0], NULL, &r, &err) < 0) fail_msg("%s", err.msg);
+    assert_close(r.params.eff_compute[PL_CLASS_DENSE], 1, 0);
+    assert_close(r.params.peak_scale, 1.44, 0.012);
+    assert_close(r.params.mem_scale, 1, 0);
+    assert_close(r.params.eff_compute[PL_CLASS_ELEMENTWISE], 0.25 * 1.6 / 1.44, 0.03);
+    assert_true(r.median_after < 0.02);
+    assert_close(r.total_ratio, 1, 0.02);
+    char note[1024];
+    assert_int_equal(pl_calib_scale_note(&r.params, &c->devs[0], note, sizeof note), 1);
+    if (!strstr(note, "dense ops at 1.4") || !strstr(note, "cpu0's fp32 peak (110 GFLOP/s)") ||
+        !strstr(note, "'local-epyc-core'") || strstr(note, "memory-bound"))
+        fail_msg("note: %s", note);
+    /* through a file, as the machine's entry is cached */
+    json_t *j = pl_calib_json(&r, c->devs[0].model, NULL, NULL);
+    char *text = json_dumps(j, 0);
+    json_decref(j);
+    pl_cost_params back;
+    if (pl_cost_params_load(tu_tmpfile(text, strlen(text), ".json"), &back, &err) < 0)
+        fail_msg("%s", err.msg);
+    free(text);
+    assert_true(back.peak_scale == r.params.peak_scale && back.mem_scale == 1);
+    /* the same profiles against the faster device's own figures: nothing to scale */
+    c->devs[0].peak_flops_per_s[PL_PREC_FP32] *= 1.6;
+    if (pl_calib_fit(gs, ps, 1, &c->devs[0], NULL, &r, &err) < 0) fail_msg("%s", err.msg);
+    assert_true(r.params.peak_scale == 1 && r.params.mem_scale == 1);
+    assert_close(r.params.eff_compute[PL_CLASS_DENSE], 0.9, 0.012);
+    assert_int_equal(pl_calib_scale_note(&r.params, &c->devs[0], note, sizeof note), 0);
+    assert_string_equal(note, "");
     pl_profile_free(pr);
     pl_cluster_free(c);
     pl_graph_free(g);
@@ -1269,6 +1339,7 @@ int main(void)
         cmocka_unit_test(test_calib_fit_weighted),
         cmocka_unit_test(test_calib_matches_estimate),
         cmocka_unit_test(test_calib_profiler),
+        cmocka_unit_test(test_calib_faster_cpu),
         cmocka_unit_test(test_bytes_partial_reads),
         cmocka_unit_test(test_fusion_conv_bn_relu),
         cmocka_unit_test(test_fusion_conv_add_relu),

@@ -34,9 +34,16 @@ typedef struct pl_calib_result {
 /* Fits to profiles[k] measured on graphs[k] (k < n), estimating on device `d` (the device the
  * profiles were measured on). `start` NULL: the defaults. -1 with err set when a profile is
  * for another device model than d's (pl_cost_model_matches) or no profile times any op of
- * its graph. The median error is pl_median's (the mean of the middle two of an even count). */
+ * its graph. The median error is pl_median's (the mean of the middle two of an even count).
+ * The efficiencies stay in (0, 1]; where the dense one or eff_memory ends at 1 and a larger
+ * rate fits better, the device's figure is scaled instead (params.peak_scale, mem_scale >
+ * 1): profiles from a CPU faster than d describes. */
 int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
                  const pl_device *d, const pl_cost_params *start, pl_calib_result *r, pl_err *err);
+/* When p scales device d's figures (peak_scale or mem_scale above 1), what that says, into
+ * out: "the profiles fitted need dense ops at 1.26x cpu0's fp32 peak (110 GFLOP/s), ..." with the
+ * consequence and the remedy; returns 1. 0 (out "") when p scales nothing. */
+int pl_calib_scale_note(const pl_cost_params *p, const pl_device *d, char *out, size_t n);
 /* pl_calib_fit fits the roofline: on a GPU device its result has the kernel rules off
  * (params.gpu.on false). A GPU's profiles fit the kernel rules instead: pl_calib_fit_gpu
  * leaves r->params the defaults but for gpu_model, whose efficiencies, mem_half_bytes and
@@ -132,16 +139,18 @@ void pl_cpu_model(char *out, size_t n);
 const char *const *pl_machine_model_names(void);
 /* Where the calibration of CPU model `cpu`, fitted for device model `device_model`, is cached:
  * pl_cache_dir("calibration")/CPU__DEVICE.vN.json (N: PL_MACHINE_COST_MODEL), CPU and DEVICE
- * with every character other than a letter, digit, '-' or '.' made '_'. One entry per device model, so that two clusters describing this
- * CPU under different names do not rebuild each other's entry. */
+ * with every character other than a letter, digit, '-' or '.' made '_'. One entry per device model,
+ * so that two clusters describing this CPU under different names do not rebuild each other's entry.
+ */
 int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, size_t n,
                           pl_err *err);
 /* The version of what a cached fit holds: a new cost-model term that the fit sees, or a new
  * figure measured with it, makes older entries stale, so the number goes up with each.
  * 2: the Conv time under onnxruntime's optimised layout (runtime_conv_ratio).
  * 3: a CPU GEMM's columns rounded up to the device's gemm_tile_columns.
- * 4: a dense op's efficiency by its GEMM's size (dense_half_flops). */
-#define PL_MACHINE_COST_MODEL 4
+ * 4: a dense op's efficiency by its GEMM's size (dense_half_flops).
+ * 5: the device's figures scaled where this CPU outruns them (peak_scale, mem_scale). */
+#define PL_MACHINE_COST_MODEL 5
 /* What a cached fit holds for: the cost model's number and the figures of device d that the
  * efficiencies are fractions of ("fitted_for" in the entry). */
 void pl_machine_fit_key(const pl_device *d, char *out, size_t n);

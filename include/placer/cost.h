@@ -100,9 +100,17 @@ typedef struct pl_cost_params {
      * size at which a GEMM reaches half of the class's efficiency. 0 (the default): none. In
      * [0, PL_DENSE_HALF_MAX); fitted by the calibration. */
     double dense_half_flops;
+    /* The device's figures as this CPU runs them, over what its cluster file says (docs/
+     * calibrate.md, "Another CPU"): every compute rate is peak · peak_scale · efficiency and
+     * every memory rate bandwidth · mem_scale · eff_memory (pl_cost_rate, pl_cost_mem_rate),
+     * the host's shared bandwidth included. 1 by default. The fit raises one above 1 only when
+     * the efficiency it scales (dense; memory) is at the bound 1 and the profiles ran faster
+     * still: a cluster file that describes another, slower CPU. In [1, PL_SCALE_MAX]. */
+    double peak_scale, mem_scale;
 } pl_cost_params;
 #define PL_CONV_RATIO_MAX 4.0
 #define PL_DENSE_HALF_MAX 1e12
+#define PL_SCALE_MAX 10.0
 
 /* "none" or "ort" */
 const char *pl_runtime_fusion_name(pl_runtime_fusion f);
@@ -124,6 +132,17 @@ static inline bool pl_cost_eff_valid(double e)
 /* -1 with err set unless every efficiency is valid (pl_cost_new and pl_cost_params_load
  * call it). */
 int pl_cost_params_check(const pl_cost_params *p, pl_err *err);
+/* A compute rate: a device's peak `peak` at an efficiency `eff` under p (peak_scale). */
+static inline double pl_cost_rate(double peak, double eff, const pl_cost_params *p)
+{
+    return peak * p->peak_scale * eff;
+}
+/* A memory rate: a device's (or a host's shared) bandwidth `bw` under p (eff_memory,
+ * mem_scale). */
+static inline double pl_cost_mem_rate(double bw, const pl_cost_params *p)
+{
+    return bw * p->mem_scale * p->eff_memory;
+}
 
 /* Measured op times for one device model: format placer-profile/1 (docs/cost.md). */
 typedef struct pl_profile {
@@ -299,11 +318,13 @@ static inline double pl_cost_roofline_s(double flops, double rate, double bytes,
  * then a Gemm's C as the Add fused into it would cost (element-wise, no launch). */
 static inline double pl_cost_terms_s(const pl_cost_terms *t, const pl_cost_params *p)
 {
-    double bw = t->bandwidth * p->eff_memory;
-    double s =
-        t->launch_s + pl_cost_roofline_s(t->flops, t->peak * pl_cost_terms_eff(t, p), t->bytes, bw);
+    double bw = pl_cost_mem_rate(t->bandwidth, p);
+    double s = t->launch_s + pl_cost_roofline_s(t->flops,
+                                                pl_cost_rate(t->peak, pl_cost_terms_eff(t, p), p),
+                                                t->bytes, bw);
     if (t->bias_flops > 0 || t->bias_bytes > 0)
-        s += pl_cost_roofline_s(t->bias_flops, t->peak * p->eff_compute[PL_CLASS_ELEMENTWISE],
+        s += pl_cost_roofline_s(t->bias_flops,
+                                pl_cost_rate(t->peak, p->eff_compute[PL_CLASS_ELEMENTWISE], p),
                                 t->bias_bytes, bw);
     return s;
 }

@@ -133,6 +133,23 @@ static void search(const fit *f, pl_cost_params *p, double *x, int cls)
     *x = keep;
 }
 
+/* A figure's scale (pl_cost_params.peak_scale or mem_scale, *x), searched on the whole loss
+ * over a log-spaced grid of [1, PL_SCALE_MAX] only while the efficiency it multiplies is the
+ * grid's top, 1: then the profiles ran faster than the device's figure allows at any
+ * efficiency, i.e. the cluster file describes a slower CPU than this one (docs/calibrate.md,
+ * "Another CPU"). Kept otherwise, and when no scale does better. */
+static void search_scale(const fit *f, pl_cost_params *p, double *x, double eff)
+{
+    if (eff < 1) return;
+    double best = loss(f, p, -1), keep = *x;
+    for (int g = 0; g < GRID; g++) {
+        *x = pow(PL_SCALE_MAX, (double)g / (GRID - 1));
+        double l = loss(f, p, -1);
+        if (l < best) best = l, keep = *x;
+    }
+    *x = keep;
+}
+
 /* The profiler's time per node: 0, or a grid of 0.05 to 20 us (log-spaced); as search. */
 static void search_profiler(fit *f, const pl_cost_params *p)
 {
@@ -178,6 +195,26 @@ static void search_dense_half(const fit *f, pl_calib_result *r, double start)
         r->dense_half_why[0] = 0;
 }
 
+int pl_calib_scale_note(const pl_cost_params *p, const pl_device *d, char *out, size_t n)
+{
+    char dense[128] = "", mem[128] = "";
+    if (p->peak_scale != 1)
+        snprintf(dense, sizeof dense, "dense ops at %.2fx %s's fp32 peak (%.4g GFLOP/s)",
+                 p->peak_scale, d->name, d->peak_flops_per_s[PL_PREC_FP32] / 1e9);
+    if (p->mem_scale != 1)
+        snprintf(mem, sizeof mem, "%smemory-bound ops at %.2fx its memory bandwidth (%.4g GB/s)",
+                 *dense ? " and " : "", p->mem_scale, d->mem_bandwidth_Bps / 1e9);
+    if (!*dense && !*mem) return out[0] = 0, 0;
+    snprintf(out, n,
+             "the profiles fitted need %s%s, more than any efficiency gives: the cluster file "
+             "describes a slower CPU than the one profiled "
+             "(device model '%s'), so its figures are scaled by the fit (peak_scale %.2f, "
+             "mem_scale %.2f); measure this CPU with tools/measure_cpu.py for a file of its own "
+             "(docs/calibrate.md, \"Another CPU\")",
+             dense, mem, d->model, p->peak_scale, p->mem_scale);
+    return 1;
+}
+
 double pl_calib_loss(const pl_graph *const *graphs, const pl_profile *const *profiles, int n,
                      const pl_device *d, const pl_cost_params *p, double profiler_s, pl_err *err)
 {
@@ -215,6 +252,8 @@ int pl_calib_fit(const pl_graph *const *graphs, const pl_profile *const *profile
             if (r->class_samples[c]) search(&f, &r->params, &r->params.eff_compute[c], c);
         search_dense_half(&f, r, start_half);
         search_profiler(&f, &r->params);
+        search_scale(&f, &r->params, &r->params.peak_scale, r->params.eff_compute[PL_CLASS_DENSE]);
+        search_scale(&f, &r->params, &r->params.mem_scale, r->params.eff_memory);
     }
     errors(&f, &r->params, &r->median_after, &r->worst_after);
     r->profiler_s = f.profiler_s;

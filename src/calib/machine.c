@@ -140,6 +140,11 @@ json_t *pl_calib_json(const pl_calib_result *r, const char *device_model, const 
     if (r->params.runtime_conv_ratio != 1)
         json_object_set_new(j, "runtime_conv_ratio", json_real(r->params.runtime_conv_ratio));
     json_object_set_new(j, "dense_half_flops", json_real(r->params.dense_half_flops));
+    /* only when the fit found the device's figures short of this CPU's (calib.h) */
+    if (r->params.peak_scale != 1)
+        json_object_set_new(j, "peak_scale", json_real(r->params.peak_scale));
+    if (r->params.mem_scale != 1)
+        json_object_set_new(j, "mem_scale", json_real(r->params.mem_scale));
     if (r->dense_half_why[0])
         json_object_set_new(j, "dense_half_note", json_string(r->dense_half_why));
     const pl_gpu_params *g = &r->params.gpu_model;

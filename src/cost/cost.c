@@ -25,7 +25,8 @@ void pl_cost_params_default(pl_cost_params *p)
     pl_gpu_params_default(&p->gpu);
     pl_gpu_params_default(&p->gpu_model); /* device_model "": applies to no GPU */
     p->cpu_band = PL_BAND_DEFAULT;
-    p->dense_half_flops = 0; /* no knowledge: the calibration measures it */
+    p->dense_half_flops = 0;          /* no knowledge: the calibration measures it */
+    p->peak_scale = p->mem_scale = 1; /* the cluster file's figures */
 }
 
 const char *pl_runtime_fusion_name(pl_runtime_fusion f)
@@ -353,6 +354,10 @@ int pl_cost_params_check(const pl_cost_params *p, pl_err *err)
                               pl_op_class_name((pl_op_class)c), p->eff_compute[c]);
     if (!pl_cost_eff_valid(p->eff_memory))
         return pl_err_set(err, "cost model: memory efficiency is %g, not in (0, 1]", p->eff_memory);
+    if (!(p->peak_scale >= 1 && p->peak_scale <= PL_SCALE_MAX && p->mem_scale >= 1 &&
+          p->mem_scale <= PL_SCALE_MAX))
+        return pl_err_set(err, "cost model: peak_scale %g or mem_scale %g is not in [1, %g]",
+                          p->peak_scale, p->mem_scale, PL_SCALE_MAX);
     if (!(p->runtime_conv_ratio > 0 && p->runtime_conv_ratio <= PL_CONV_RATIO_MAX))
         return pl_err_set(err, "cost model: the Conv time ratio is %g, not in (0, %g]",
                           p->runtime_conv_ratio, PL_CONV_RATIO_MAX);

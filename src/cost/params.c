@@ -5,10 +5,10 @@
  *    "eff_compute": {"dense": 1.0, "elementwise": 0.093, ...}, "eff_memory": 1.0, ...}
  *
  * eff_compute and eff_memory are required; "gpu" (the GPU kernel rules' parameters),
- * cpu_band and dense_half_flops are optional. Classes the file leaves out keep their defaults, and
- * so does runtime_fusion ("ort" or "none", docs/cost.md "Runtime fusion"); the fit's statistics
- * (samples, errors), and the CPU model and date of a machine calibration (src/calib/machine.c), are
- * accepted and ignored here. */
+ * cpu_band, dense_half_flops, peak_scale and mem_scale are optional. Classes the file leaves out
+ * keep their defaults, and so does runtime_fusion ("ort" or "none", docs/cost.md "Runtime fusion");
+ * the fit's statistics (samples, errors), and the CPU model and date of a machine calibration
+ * (src/calib/machine.c), are accepted and ignored here. */
 #include "placer/cost.h"
 #include "placer/json.h"
 
@@ -35,6 +35,8 @@ static const char *const fields[] = {"format",
                                      "cpu_band",
                                      "dense_half_flops",
                                      "dense_half_note",
+                                     "peak_scale",
+                                     "mem_scale",
                                      NULL};
 
 static const char *const gpu_fields[] = {
@@ -123,6 +125,16 @@ static int read_bounded(const pl_json *o, const char *field, double hi, double *
     return pl_json_fail(&at, err, "must be in [0, %g)", hi);
 }
 
+/* A figure's scale (pl_cost_params.peak_scale, mem_scale), optional: in [1, PL_SCALE_MAX]. */
+static int read_scale(const pl_json *o, const char *field, double *out, pl_err *err)
+{
+    int rc = pl_json_opt_number(o, field, out, err);
+    if (rc <= 0) return rc;
+    if (*out >= 1 && *out <= PL_SCALE_MAX) return 0;
+    pl_json at = pl_json_at(o, field);
+    return pl_json_fail(&at, err, "must be in [1, %g]", PL_SCALE_MAX);
+}
+
 /* "gpu": the GPU kernel rules' parameters (cost.h, pl_gpu_params), each optional over the
  * built-in fit; with a device_model they are that model's (gpu_model), else every GPU's. */
 static int read_gpu(const pl_json *root, pl_cost_params *p, pl_err *err)
@@ -166,6 +178,8 @@ int pl_cost_params_load(const char *path, pl_cost_params *p, pl_err *err)
                      read_bounded(&root, "dense_half_flops", PL_DENSE_HALF_MAX,
                                   &p->dense_half_flops, err) < 0 ||
                      read_eff(&root, "eff_memory", &p->eff_memory, err) < 0 ||
+                     read_scale(&root, "peak_scale", &p->peak_scale, err) < 0 ||
+                     read_scale(&root, "mem_scale", &p->mem_scale, err) < 0 ||
                      pl_cost_params_check(p, err) < 0
                  ? -1
                  : 0;

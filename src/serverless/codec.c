@@ -300,7 +300,8 @@ void pl_codec_ae_cost(const int64_t *dims, int rank, double ratio, const pl_devi
      * the transposed decoder scatters each of its ho x W x ce inputs into k^2 x C outputs:
      * the same multiply-adds, 2 FLOPs each. */
     double flops = 2 * ho * W * CD_AE_K * CD_AE_K * C * ce;
-    double rate = d->peak_flops_per_s[PL_PREC_FP32] * p->eff_compute[PL_CLASS_DENSE];
+    double rate =
+        pl_cost_rate(d->peak_flops_per_s[PL_PREC_FP32], p->eff_compute[PL_CLASS_DENSE], p);
     double raw = 4 * C * H * W, t = flops / rate + d->launch_overhead_s;
     out->encode_s_per_B = out->decode_s_per_B = t / raw;
     out->ratio = C * H / (ce * ho);

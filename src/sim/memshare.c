@@ -28,7 +28,7 @@ static void share_domains(const pl_cost *k, sim_share *m)
         m->dom_dev[m->dom_off[i + 1]++] = d;
         /* the loader makes one host's figures equal; built in code, the first device's wins */
         if (!(m->dom_Bps[i] > 0))
-            m->dom_Bps[i] = k->c->devs[d].host_mem_bandwidth_Bps * k->params.eff_memory;
+            m->dom_Bps[i] = pl_cost_mem_rate(k->c->devs[d].host_mem_bandwidth_Bps, &k->params);
     }
 }
 
@@ -44,7 +44,7 @@ static void share_op(const pl_cost *k, int op, const int *dev_of, double dur, si
     pl_cost_terms t;
     pl_cost_terms_of(&k->g->ops[op], k->g, dv, &t);
     t.bytes += t.bias_bytes; /* all the op moves, a Gemm's C too */
-    double bw = dv->mem_bandwidth_Bps * k->params.eff_memory;
+    double bw = pl_cost_mem_rate(dv->mem_bandwidth_Bps, &k->params);
     double body = pl_cost_op_placed_s(k, op, dev_of) - dv->launch_overhead_s;
     m->body_s[op] = body > 0 ? body : 0;
     double mem = bw > 0 && t.bytes > 0 ? t.bytes / bw : 0;

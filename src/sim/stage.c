@@ -79,11 +79,11 @@ static int weight_in(const pl_graph *g, const pl_op *o, int i)
 static double cold_s(const pl_cost *k, int op, int d, double bytes)
 {
     const pl_device *dv = &k->c->devs[d];
-    double bw = dv->mem_bandwidth_Bps * k->params.eff_memory;
+    double bw = pl_cost_mem_rate(dv->mem_bandwidth_Bps, &k->params);
     if (!(bw > 0)) return 0;
     pl_cost_terms t;
     pl_cost_terms_of(&k->g->ops[op], k->g, dv, &t);
-    double rate = t.peak * k->params.eff_compute[t.cls];
+    double rate = pl_cost_rate(t.peak, k->params.eff_compute[t.cls], &k->params);
     double tc = t.flops > 0 && rate > 0 ? t.flops / rate : 0;
     return fmax(0, t.launch_s + tc + bytes / bw - pl_cost_op_s(k, op, d));
 }
