@@ -2,9 +2,10 @@
  * the settings a user gets by default, against issue 13's acceptance (docs/calibrate.md,
  * "Fidelity").
  *
- *   bench_fidelity [--one-core] [--runs N] MODEL...
+ *   bench_fidelity [--one-core] [--runs N] [--cluster FILE] MODEL...
  *
- * Default settings: examples/clusters/local-cpu-percore.json priced with this machine's calibration
+ * Default settings: examples/clusters/local-cpu-percore.json (or --cluster's file: the one that
+ * describes this CPU, docs/calibrate.md, "Another CPU") priced with this machine's calibration
  * (pl_machine_params: the cached entry, or measured now and cached, exactly what `placer place`
  * and `placer simulate` use when given no --cost-params), runtime fusion and stage costs on.
  *
@@ -42,7 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CLUSTER "examples/clusters/local-cpu-percore.json"
+/* the cluster file (--cluster); its first device is the one core */
+static const char *CLUSTER = "examples/clusters/local-cpu-percore.json";
 /* Timed requests after WARMUP untimed ones: a split of 150+ stages runs its first few requests
  * 20-40 % slower (rnnlm_unrolled's HEFT split, 2026-11-25: 250 ms for the first five, 180-190
  * after), so a median of five after one warm-up measured the warm-up, not the plan. */
@@ -536,6 +538,9 @@ static int parse(int argc, char **argv, args *a)
             long long v;
             if (i + 1 == argc || pl_parse_int(argv[++i], 1, MAX_RUNS, &v) < 0) return -1;
             a->runs = (int)v;
+        } else if (!strcmp(argv[i], "--cluster")) {
+            if (i + 1 == argc) return -1;
+            CLUSTER = argv[++i];
         } else if (argv[i][0] == '-')
             return -1;
         else
@@ -566,7 +571,9 @@ int main(int argc, char **argv)
 {
     args a;
     if (parse(argc, argv, &a) < 0)
-        return fprintf(stderr, "usage: bench_fidelity [--one-core] [--runs 1..%d] MODEL...\n",
+        return fprintf(stderr,
+                       "usage: bench_fidelity [--one-core] [--runs 1..%d] [--cluster FILE] "
+                       "MODEL...\n",
                        MAX_RUNS),
                2;
     bool two = !a.one_core;

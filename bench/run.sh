@@ -81,7 +81,12 @@ PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_MULTI_LIMIT:-10} "$build/bench/bench_multi" 
 echo
 echo "== several models on this machine's two cores for real (placer multi --run, issue 32 item 5): issue 32's three CPU sets and nmt_seq2seq + rnnlm (outside them: two models reading their weights from DRAM, which the simulator prices as one level, docs/cost.md), three rounds each, predicted against measured completion, each model alone beside it and the error the co-run adds (docs/multi.md, \"Fidelity of --run\"); real runs, so only a quiet machine gives figures to trust (about 3 minutes)"
 uptime
-/usr/bin/python3 bench/multi_run.py "$build" examples/clusters/local-cpu-percore.json 3 \
+# the two cores as measured on this CPU: the Xeon's own file there (docs/calibrate.md, "Another
+# CPU"), else the EPYC's, which every other CPU gets, scaled by the calibration where it outruns it
+percore=examples/clusters/local-cpu-percore.json
+grep -q "^model name.*Intel(R) Xeon(R) Processor" /proc/cpuinfo && percore=examples/clusters/local-xeon-percore.json
+echo "cluster: $percore"
+/usr/bin/python3 bench/multi_run.py "$build" "$percore" 3 \
   $m/gcn_cora.onnx,$m/rnnlm.onnx,$m/gcn_cora.onnx $m/mobilenet_v3_large.onnx,$m/resnet50.onnx $m/nmt_seq2seq.onnx,$m/transformer.onnx \
   $m/nmt_seq2seq.onnx,$m/rnnlm.onnx
 echo

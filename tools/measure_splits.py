@@ -14,7 +14,10 @@ stage_overhead_s is set to the median over the models.
 
 Usage (from the repository root, after `make`; the other core idle):
 
-    /usr/bin/python3 tools/measure_splits.py [--trials T] [--json] MODEL...
+    /usr/bin/python3 tools/measure_splits.py [--trials T] [--json] [--cluster FILE] MODEL...
+
+--cluster names the file whose figures the predictions use (default
+examples/clusters/local-cpu-percore.json): the file that describes this CPU.
 """
 import argparse
 import json
@@ -164,11 +167,14 @@ def fit(models, tensor_s):
 
 
 def main():
+    global CLUSTER
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--cluster", default=CLUSTER)
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
+    CLUSTER = a.cluster
     r = measure(a.models, a.trials)
     if a.json:
         print(json.dumps(r, indent=1))
