@@ -40,17 +40,25 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
                      model alone on cpu0 and beside the DRAM chain, a Conv chain within the L2
                      and the L3 chain on cpu1 (docs/cost.md, "What the estimate does not see")
 
+  (a model's idle, not a figure of the file) with --idle MODEL: the model as one stage on cpu0,
+                     its requests back to back, then each after the device thread idled
+                     10, 48 and 150 ms (the wait of a tenant whose neighbour's request is
+                     longer, as `placer multi --run` runs rounds): what a request finds in the
+                     caches after others used them (docs/multi.md, "Fidelity of --run")
+
 Usage (from the repository root, after `make deps`):
 
     /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json] [--stages-only]
                                           [--contention-only] [--tile-only] [--llc-only]
                                           [--levels-only [--beside MODEL.onnx]]
+                                          [--idle MODEL.onnx]
 
 --stages-only measures the stage costs and the hand-off alone (half a minute).
 --contention-only measures the slowdown of two cores running at once alone, and the stall (a
                   minute).
 --tile-only measures the GEMM column tile alone (half a minute).
 --llc-only measures the streaming MatMuls against the last-level cache alone (a minute).
+--idle measures the model's requests after idle gaps alone (half a minute). MODEL as --beside.
 --levels-only measures the two memory levels alone (half a minute; a minute more with
               --beside). MODEL may be weightless (the zoo's) once placer has inflated it
               (`placer profile MODEL` does): the copy in placer's cache is run.
@@ -531,6 +539,35 @@ def measure_levels(w, d, trials, out, beside_model=None):
         out["beside"][oname] = beside(w, m, o, trials, 10, stage=0)
 
 
+IDLE_GAPS_S = (0, 0.010, 0.048, 0.150)
+
+
+def measure_idle(w, model, trials, out):
+    """`model` (inflated()) as one stage on cpu0: per trial and per gap of IDLE_GAPS_S, the
+    median of 15 requests of one run, each after the device thread idled that long (the
+    worker's "gap_s": the inputs are sent once, as in a round) after 2 back to back. The gaps
+    alternate within a trial, so that the machine's drift hits them alike."""
+    w.ask({"op": "load", "models": [inflated(model)], "devices": ["cpu0"], "threads": 1,
+           "optimize": "all"})
+    w.ask({"op": "run", "inputs": "random", "repeat": 5, "warmup": 3})
+    per = {g: [] for g in IDLE_GAPS_S}
+    for _ in range(trials):
+        for g in IDLE_GAPS_S:
+            t = w.ask({"op": "run", "inputs": "random", "repeat": 15, "warmup": 2, "gap_s": g})
+            per[g].append(statistics.median(t["latency_s"]))
+    out["idle"] = {"model": model, "ms": {f"{g * 1e3:g}": [x * 1e3 for x in v]
+                                          for g, v in per.items()}}
+
+
+def print_idle(r):
+    base = statistics.median(r["idle"]["ms"]["0"])
+    for g, v in r["idle"]["ms"].items():
+        m = statistics.median(v)
+        print(f"{r['idle']['model']} after {g:>3s} ms idle: {m:7.3f} ms (trials "
+              f"{', '.join(f'{x:.3f}' for x in v)}), {m / base:.2f} x back to back")
+    print(f"(other processes kept {r['others_cpus']:.2f} CPUs busy meanwhile)")
+
+
 def print_levels(r):
     for name, v in r["levels"].items():
         print(f"{name:36s} alone on cpu0 {v['ms']:7.2f} ms: {v['gbps']:6.1f} GB/s")
@@ -548,11 +585,16 @@ def print_levels(r):
 
 
 def measure(trials, stages_only=False, contention_only=False, tile_only=False, llc_only=False,
-            levels_only=False, beside_model=None):
+            levels_only=False, beside_model=None, idle_model=None):
     d = tempfile.mkdtemp(prefix="placer-measure-")
     w = Worker()
     out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
     try:
+        if idle_model:
+            before = cpu_ticks(w)
+            measure_idle(w, idle_model, trials, out)
+            out["others_cpus"] = others_cpus(before, cpu_ticks(w))
+            return out
         if tile_only:
             measure_tile(w, d, trials, out)
             return out
@@ -631,14 +673,17 @@ def main():
     ap.add_argument("--llc-only", action="store_true")
     ap.add_argument("--levels-only", action="store_true")
     ap.add_argument("--beside", metavar="MODEL")
+    ap.add_argument("--idle", metavar="MODEL")
     a = ap.parse_args()
     if a.beside and not a.levels_only:
         ap.error("--beside goes with --levels-only")
     r = measure(a.trials, a.stages_only, a.contention_only, a.tile_only, a.llc_only,
-                a.levels_only, a.beside)
+                a.levels_only, a.beside, a.idle)
     if a.json:
         print(json.dumps(r, indent=1))
         return
+    if a.idle:
+        return print_idle(r)
     if a.levels_only:
         return print_levels(r)
     if a.tile_only:

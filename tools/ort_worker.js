@@ -7,7 +7,7 @@
 //    "stage_threads":[ints]?,"optimize":"all"|"disabled"}
 //                                             -> {"ok":true,"id":1,"loads":N,"load_s":..,"stages":[..]}
 //   {"op":"run","id":2,"inputs":"random"|{name:{dims,dtype,data}},"repeat":R,"warmup":W,
-//    "seed":S,"int_high":H}                   -> {"ok":true,"id":2,"latency_s":[..R],
+//    "seed":S,"int_high":H,"gap_s":G?}        -> {"ok":true,"id":2,"latency_s":[..R],
 //                                                 "stage_s":[[..stages] x R],
 //                                                 "start_s":[[..] x R],"end_s":[[..] x R],
 //                                                 "concurrent":bool,"outputs":{..}}
@@ -603,6 +603,10 @@ function summarize(t) {
 async function run(msg) {
   if (!stages.length) throw new Error('no model is loaded (send "load" first)');
   const repeat = msg.repeat > 0 ? msg.repeat : 1, warmup = msg.warmup > 0 ? msg.warmup : 0;
+  // gap_s: each timed request after that long idle, as a tenant waits for its round's others
+  // (tools/measure_cpu.py --idle); the inputs stay where the first request found them
+  const gap = msg.gap_s === undefined ? 0 : msg.gap_s;
+  if (!(typeof gap === 'number' && gap >= 0 && gap <= 10)) throw new Error('"gap_s" must be a number of seconds in [0, 10]');
   const feeds = makeFeeds(msg);
   if (devices) sendFeeds(feeds);
   for (let i = 0; i < warmup; i++) {
@@ -612,6 +616,7 @@ async function run(msg) {
   const latency_s = [], stage_s = [], start_s = [], end_s = [];
   let last;
   for (let i = 0; i < repeat; i++) {
+    if (gap > 0) await new Promise((r) => setTimeout(r, gap * 1000));
     last = await runOnce(feeds);
     latency_s.push(last.latency);
     stage_s.push(last.times), start_s.push(last.start), end_s.push(last.end);
