@@ -198,10 +198,13 @@ static const pl_device *named_cpu(const char *model, const pl_cluster *const *c,
     return NULL;
 }
 
+static double scale_peak = 1, scale_mem = 1; /* the last cli_cost_params's */
+
 /* A fit that scales a device's figures says so every time it prices (docs/calibrate.md,
  * "Another CPU"): the user's figures rest on it. */
 static void say_scaled(const char *verb, const pl_cost_params *p, const pl_device *d)
 {
+    scale_peak = p->peak_scale, scale_mem = p->mem_scale;
     char note[1024];
     if (d && pl_calib_scale_note(p, d, note, sizeof note))
         fprintf(stderr, "placer %s: warning: %s\n", verb, note);
@@ -248,12 +251,21 @@ const char *cli_calibration(void)
     return calibration;
 }
 
+void cli_calibration_json(void *o)
+{
+    json_object_set_new(o, "calibration", json_string(calibration));
+    if (scale_peak != 1 || scale_mem != 1)
+        json_object_set_new(o, "calibration_scale",
+                            json_pack("{s:f, s:f}", "peak", scale_peak, "memory", scale_mem));
+}
+
 int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *const *c, int n_c,
                     pl_cost_params *out)
 {
     pl_err err = {""};
     pl_cost_params_default(out);
     calibration = o->cost_params ? "cost-params" : "uncalibrated";
+    scale_peak = scale_mem = 1;
     /* a verb that prices nothing (split) must not pay for measuring this machine */
     const pl_device *me =
         o->cost_params || (o->refuse & CLI_NO_COST_PARAMS) ? NULL : this_machine(c, n_c);

@@ -176,10 +176,12 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
         }
         json_array_append_new(a, o);
     }
-    cli_json_out(json_pack("{s:s, s:s, s:s, s:f, s:s, s:o}", "format", "placer-compare/1", "model",
-                           x->g->path ? x->g->path : "", "cluster",
-                           x->c->path ? x->c->path : x->c->name, "lower_bound_s", lb, "calibration",
-                           cli_calibration(), "algorithms", a));
+    json_t *j = json_pack("{s:s, s:s, s:s, s:f}", "format", "placer-compare/1", "model",
+                          x->g->path ? x->g->path : "", "cluster",
+                          x->c->path ? x->c->path : x->c->name, "lower_bound_s", lb);
+    cli_calibration_json(j);
+    json_object_set_new(j, "algorithms", a);
+    cli_json_out(j);
 }
 
 enum { ALGOS = CLI_OWN };

@@ -124,7 +124,7 @@ static void print_json(const char *model, const char *out, int ops0, int ops1,
     json_object_set_new(j, "ops_after", json_integer(ops1));
     json_object_set_new(j, "predicted_before_s", json_real(r->cost0));
     json_object_set_new(j, "predicted_after_s", json_real(r->best_cost));
-    json_object_set_new(j, "calibration", json_string(cli_calibration()));
+    cli_calibration_json(j);
     json_t *s = json_object();
     json_object_set_new(s, "alpha", json_real(alpha));
     json_object_set_new(s, "expanded", json_integer(r->expanded));

@@ -194,8 +194,11 @@ static void test_scaled_entry_warns(void **state)
                                 "fp32 peak (110 GFLOP/s)");
         assert_contains(out[k], "peak_scale 1.50, mem_scale 1.00");
         assert_contains(out[k], "\"calibration\": \"this-machine\"");
+        assert_contains(out[k], "\"calibration_scale\": {");
+        assert_contains(out[k], "\"peak\": 1.5,");
     }
     assert_null(strstr(out[2], "profiles fitted"));
+    assert_null(strstr(out[2], "calibration_scale"));
     assert_close(t[0], t[1], 1e-12);
     assert_true(t[0] < 0.9 * t[2]); /* resnet50 is mostly Conv: most of 1.5x shows */
     for (int k = 0; k < 3; k++)
