@@ -708,7 +708,9 @@ static void check_memory(const pl_cost *k, const pl_plan *p, zoo_stats *st, cons
 }
 
 /* Also: moirai (listed last) is never worse than the best of the heuristics before it but
- * random, which it runs itself (docs/moirai.md). */
+ * random, which it runs itself (docs/moirai.md), when they all ran whole; when their time ran
+ * out (the sanitizers' build on a slow machine: m-sct alone takes seconds on rnnlm_unrolled),
+ * its note must say so ("heuristics: ..."), and the comparison does not apply. */
 static void zoo_one(const pl_cost *k, const char *model, const char *cluster, zoo_stats *st)
 {
     char where[256];
@@ -722,8 +724,10 @@ static void zoo_one(const pl_cost *k, const char *model, const char *cluster, zo
             if (p->dev[v] < 0 || p->dev[v] >= k->n_devs) fail_msg("%s: op %d unplaced", where, v);
         double ms = simulate(k, p, PL_CONTENTION_PORTS, true);
         if (ms < pl_lower_bound(k) * (1 - 1e-9)) fail_msg("%s: below the lower bound", where);
-        if (!strcmp(ALL[i], "moirai") && ms > best * (1 + 1e-12))
-            fail_msg("%s: %g, worse than the best heuristic's %g", where, ms, best);
+        bool cut = !strcmp(ALL[i], "moirai") && strstr(err.msg, "heuristics: ");
+        if (cut) print_message("    %s: %.180s\n", where, err.msg);
+        if (!strcmp(ALL[i], "moirai") && !cut && ms > best * (1 + 1e-12))
+            fail_msg("%s: %g, worse than the best heuristic's %g (%s)", where, ms, best, err.msg);
         if (strcmp(ALL[i], "random")) best = fmin(best, ms);
         check_memory(k, p, st, where);
         st->runs++;
