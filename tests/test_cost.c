@@ -751,6 +751,17 @@ static double faster_cpu_time(const pl_graph *g, const pl_device *d, int i)
     return pl_cost_estimate(&g->ops[i], g, &fast, &p);
 }
 
+/* A CPU whose memory is 3 times what the file says, at the default efficiencies. */
+static double faster_memory_time(const pl_graph *g, const pl_device *d, int i)
+{
+    if (!strcmp(g->ops[i].type, "Constant")) return -1;
+    pl_device fast = *d;
+    fast.mem_bandwidth_Bps *= 3;
+    pl_cost_params p;
+    roofline_default(&p);
+    return pl_cost_estimate(&g->ops[i], g, &fast, &p);
+}
+
 /* Profiles from a CPU faster than the cluster file describes (docs/calibrate.md, "Another
  * CPU"): bert_base timed on a peak 1.6x the file's at dense efficiency 0.9 needs dense ops at
  * 1.44x the file's peak, which no efficiency in (0, 1] gives. The fit keeps dense at 1 and
@@ -797,6 +808,19 @@ static void test_calib_faster_cpu(void **state)
     assert_close(r.params.eff_compute[PL_CLASS_DENSE], 0.9, 0.012);
     assert_int_equal(pl_calib_scale_note(&r.params, &c->devs[0], note, sizeof note), 0);
     assert_string_equal(note, "");
+    pl_profile_free(pr);
+    /* memory 3x the file's at eff_memory 0.7: 2.1x, which mem_scale takes to its grid's 1.2 %
+     * (2.09), the peak as it is */
+    c->devs[0].peak_flops_per_s[PL_PREC_FP32] /= 1.6;
+    pr = made_up_profile(g, c, faster_memory_time);
+    ps[0] = pr;
+    if (pl_calib_fit(gs, ps, 1, &c->devs[0], NULL, &r, &err) < 0) fail_msg("%s", err.msg);
+    assert_close(r.params.eff_memory, 1, 0);
+    assert_close(r.params.mem_scale, 2.1, 0.012);
+    assert_true(r.median_after < 0.02);
+    assert_int_equal(pl_calib_scale_note(&r.params, &c->devs[0], note, sizeof note), 1);
+    if (!strstr(note, "memory-bound ops at 2.09x") || !strstr(note, "memory bandwidth (74 GB/s)"))
+        fail_msg("note: %s", note);
     pl_profile_free(pr);
     pl_cluster_free(c);
     pl_graph_free(g);
