@@ -186,9 +186,9 @@ static int check_params_model(const char *verb, const char *path, const char *mo
     return 0;
 }
 
-/* A CPU of the clusters is of `model`: a fit on it (`placer calibrate -o`) holds the CPU
- * fidelity target, so its estimates get that band (docs/cost.md, "Uncertainty"). */
-/* The first CPU of the clusters that `model` applies to, NULL when none. */
+/* The first CPU of the clusters that `model` applies to, NULL when none: a fit on it
+ * (`placer calibrate -o`) holds the CPU fidelity target, so its estimates get that band
+ * (docs/cost.md, "Uncertainty"), and it names the figures the fit may have scaled. */
 static const pl_device *named_cpu(const char *model, const pl_cluster *const *c, int n_c)
 {
     for (int k = 0; k < n_c; k++)

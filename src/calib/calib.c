@@ -202,8 +202,8 @@ int pl_calib_scale_note(const pl_cost_params *p, const pl_device *d, char *out, 
         snprintf(dense, sizeof dense, "dense ops at %.2fx %s's fp32 peak (%.4g GFLOP/s)",
                  p->peak_scale, d->name, d->peak_flops_per_s[PL_PREC_FP32] / 1e9);
     if (p->mem_scale != 1)
-        snprintf(mem, sizeof mem, "%smemory-bound ops at %.2fx its memory bandwidth (%.4g GB/s)",
-                 *dense ? " and " : "", p->mem_scale, d->mem_bandwidth_Bps / 1e9);
+        snprintf(mem, sizeof mem, "%smemory-bound ops at %.2fx %s's memory bandwidth (%.4g GB/s)",
+                 *dense ? " and " : "", p->mem_scale, d->name, d->mem_bandwidth_Bps / 1e9);
     if (!*dense && !*mem) return out[0] = 0, 0;
     snprintf(out, n,
              "the profiles fitted need %s%s, more than any efficiency gives: the cluster file "
