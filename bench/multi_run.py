@@ -5,7 +5,8 @@ itself (docs/multi.md, "Fidelity of --run").
 
 For each set, RUNS rounds of `placer multi SET --run --alone --json` (10 timed requests after
 2): the answer's plan run with every model at once, then each model's share of the same plan
-run by itself (same devices, same order). A row is a tenant: its predicted completion, the
+run by itself (same devices, same order, each request after the wait the round left it). A row
+is a tenant: its predicted completion, the
 median measured over the rounds with their range, the error (predicted / measured - 1) of the
 median and of each round; then the same share alone, predicted and measured (median over the
 rounds), and the error the co-run adds to the model's own: (predicted / measured together) /
@@ -48,10 +49,11 @@ def run_set(build, cluster, runs, models):
         q = [r[1]["completion_s"][t] for r in rounds]
         ap = rounds[0][1]["alone"][t]["predicted_s"]
         aq = statistics.median(r[1]["alone"][t]["measured_s"] for r in rounds)
+        wait = statistics.median(r[1]["alone"][t].get("wait_s", 0) for r in rounds)
         med = statistics.median(q)
         print(f"  {t:20s} {p * 1e3:9.2f} {med * 1e3:9.2f} ({min(q) * 1e3:.2f}-{max(q) * 1e3:.2f})"
               f" {err(p, med):+6.1f}%  [{', '.join(f'{err(p, x):+.0f}' for x in q)}]"
-              f"   alone {ap * 1e3:8.2f} {aq * 1e3:8.2f} {err(ap, aq):+6.1f}%"
+              f"   alone (wait {wait * 1e3:6.1f}) {ap * 1e3:8.2f} {aq * 1e3:8.2f} {err(ap, aq):+6.1f}%"
               f"   co-run {100 * ((p / med) / (ap / aq) - 1):+6.1f}%", flush=True)
 
 

@@ -83,9 +83,10 @@ typedef struct row {
     pl_multi_credit credit;
 } row;
 
-/* --alone: each tenant's share of the answer's plan, predicted and measured by itself. */
+/* --alone: each tenant's share of the answer's plan, predicted and measured by itself, each
+ * request after the wait it has in the round (gap_s). */
 typedef struct alone_run {
-    double pred_s[MAX_MODELS], meas_s[MAX_MODELS];
+    double pred_s[MAX_MODELS], meas_s[MAX_MODELS], gap_s[MAX_MODELS];
 } alone_run;
 
 typedef struct multi_ctx {
@@ -822,8 +823,9 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
             json_t *aj = json_object(), *cj = json_object();
             for (int m = 0; m < x->n; m++) {
                 json_object_set_new(aj, x->names[m],
-                                    json_pack("{s:f,s:f}", "predicted_s", alone->pred_s[m],
-                                              "measured_s", alone->meas_s[m]));
+                                    json_pack("{s:f,s:f,s:f}", "predicted_s", alone->pred_s[m],
+                                              "measured_s", alone->meas_s[m], "wait_s",
+                                              alone->gap_s[m]));
                 json_object_set_new(
                     cj, x->names[m],
                     json_real(corun_error(rows[a].e.completion_s[m], run->completion_s[m],
@@ -888,6 +890,8 @@ static int profiles_of(const multi_ctx *x, int m, const pl_profile **out, pl_err
 static int alone_one(const multi_ctx *x, const multi_opts *o, const pl_plan *p, int m, int off,
                      alone_run *a, pl_err *err)
 {
+    pl_multi_run_opts ro = o->ro;
+    ro.gap_s = a->gap_s[m];
     const pl_profile *prof[CLI_MAX_LIST];
     int n_prof = profiles_of(x, m, prof, err);
     if (n_prof < 0) return -1;
@@ -898,7 +902,7 @@ static int alone_one(const multi_ctx *x, const multi_opts *o, const pl_plan *p, 
     pl_multi_run_result rr = {0};
     int rc =
         q && pl_multi_evaluate(k, q, o->po.contention, &e, err) == 0 &&
-                pl_multi_run(&x->models[m], &o->models[m], 1, u, x->c, k, q, &o->ro, &rr, err) == 0
+                pl_multi_run(&x->models[m], &o->models[m], 1, u, x->c, k, q, &ro, &rr, err) == 0
             ? 0
             : -1;
     if (rc == 0) a->pred_s[m] = e.completion_s[0], a->meas_s[m] = rr.completion_s[0];
@@ -910,9 +914,16 @@ static int alone_one(const multi_ctx *x, const multi_opts *o, const pl_plan *p, 
     return rc;
 }
 
-static cli_exit run_alone(const multi_ctx *x, const multi_opts *o, const row *r, alone_run *a)
+/* Each share alone, its requests spaced by the wait the round gave it: the round's end less
+ * its completion (the median of the run together), at most 10 s, so that its data are as old
+ * when it starts as in the round (docs/multi.md, "Fidelity of --run": a model that waits
+ * finds them gone from the caches). */
+static cli_exit run_alone(const multi_ctx *x, const multi_opts *o, const row *r,
+                          const pl_multi_run_result *together, alone_run *a)
 {
     pl_err err = {""};
+    for (int m = 0; m < x->n; m++)
+        a->gap_s[m] = fmin(10, fmax(0, together->makespan_s - together->completion_s[m]));
     for (int m = 0, off = 0; m < x->n; off += x->models[m]->n_ops, m++) {
         cli_progress("multi: %s by itself ...", x->names[m]);
         if (alone_one(x, o, r->plan, m, off, a, &err) < 0)
@@ -927,8 +938,8 @@ static void print_run(const multi_ctx *x, const row *r, const pl_multi_run_resul
 {
     printf("\nmeasured on this machine (%s's plan, %d stages, median of %d rounds):\n", r->algo,
            res->n_stages, res->repeat);
-    pl_table *t = pl_table_new(a ? "model|>predicted ms|>measured ms|>error|>alone: predicted "
-                                   "ms|>measured ms|>error|>co-run error"
+    pl_table *t = pl_table_new(a ? "model|>predicted ms|>measured ms|>error|>alone: wait "
+                                   "ms|>predicted ms|>measured ms|>error|>co-run error"
                                  : "model|>predicted ms|>measured ms|>error");
     for (int m = 0; m < x->n; m++) {
         double p = r->e.completion_s[m], q = res->completion_s[m];
@@ -938,11 +949,11 @@ static void print_run(const multi_ctx *x, const row *r, const pl_multi_run_resul
             continue;
         }
         double ap = a->pred_s[m], aq = a->meas_s[m];
-        pl_table_row(t, "%s|%.3f|%.3f|%+.0f%%|%.3f|%.3f|%+.0f%%|%+.0f%%", x->names[m], p * 1e3,
-                     q * 1e3, q > 0 ? 100 * (p - q) / q : 0, ap * 1e3, aq * 1e3,
+        pl_table_row(t, "%s|%.3f|%.3f|%+.0f%%|%.3f|%.3f|%.3f|%+.0f%%|%+.0f%%", x->names[m], p * 1e3,
+                     q * 1e3, q > 0 ? 100 * (p - q) / q : 0, a->gap_s[m] * 1e3, ap * 1e3, aq * 1e3,
                      aq > 0 ? 100 * (ap - aq) / aq : 0, 100 * corun_error(p, q, ap, aq));
     }
-    pl_table_row(t, a ? "TOCT|%.3f|%.3f|%+.0f%%||||" : "TOCT|%.3f|%.3f|%+.0f%%", r->e.toct_s * 1e3,
+    pl_table_row(t, a ? "TOCT|%.3f|%.3f|%+.0f%%|||||" : "TOCT|%.3f|%.3f|%+.0f%%", r->e.toct_s * 1e3,
                  res->toct_s * 1e3,
                  res->toct_s > 0 ? 100 * (r->e.toct_s - res->toct_s) / res->toct_s : 0);
     pl_table_print(t, stdout);
@@ -994,7 +1005,7 @@ cli_exit cli_multi(int argc, char **argv)
             ran = true;
     }
     if (ran && o.alone) {
-        if (!cli_ok(run_alone(&x, &o, &rows[answer_of(rows, o.n_algos)], &alone)))
+        if (!cli_ok(run_alone(&x, &o, &rows[answer_of(rows, o.n_algos)], &res, &alone)))
             rc = CLI_EXIT_BAD_INPUT;
         else
             ran_alone = true;

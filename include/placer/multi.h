@@ -119,6 +119,8 @@ typedef struct pl_multi_run_opts {
     const char *cache_dir; /* NULL: the default inflated-model cache (pl_cache_dir) */
     double deadline_s;     /* onnxruntime worker deadline; 0: the runtime's default */
     unsigned seed;         /* random inputs */
+    double gap_s;          /* each timed round after the devices idled this long (pl_ort_run_spaced;
+                              --alone: the wait the share has in the round); 0: back to back */
 } pl_multi_run_opts;
 
 /* One stage as run, beside the simulator's figures for the same ops (docs/multi.md, "Output":

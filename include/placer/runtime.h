@@ -142,6 +142,11 @@ int pl_split_runnable(const char *model_path, const struct pl_graph *g, const st
                       struct pl_stages *s, char **paths, pl_err *err);
 /* Runs `warmup` untimed requests, then `repeat` timed ones. */
 int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err);
+/* As pl_ort_run, each timed request after the device threads idled gap_s seconds (0 to 10):
+ * what a model finds in the caches when it waits between requests, as a tenant waits for its
+ * round's others (docs/multi.md, "Fidelity of --run"). gap_s 0 is pl_ort_run. */
+int pl_ort_run_spaced(pl_ort *w, int repeat, int warmup, double gap_s, pl_ort_result *r,
+                      pl_err *err);
 /* A tensor as a raw file (pl_ort_run_files): its bytes as a typed array holds them
  * (row-major, little-endian), with its dtype ("float32", "int64", ...) and dims. */
 typedef struct pl_ort_file {

@@ -227,8 +227,7 @@ static void order_stages(mr_run *x)
 
 /* Each stage's measured start and end (medians over the R rounds) beside the simulator's
  * start of its first timed op and end of its last. */
-static void fill_stages(const mr_run *x, const pl_ort_result *w, pl_multi_run_result *r,
-                        double *v)
+static void fill_stages(const mr_run *x, const pl_ort_result *w, pl_multi_run_result *r, double *v)
 {
     int R = w->repeat, S = w->n_stages;
     r->stages = pl_calloc((size_t)S + 1, sizeof *r->stages);
@@ -236,7 +235,9 @@ static void fill_stages(const mr_run *x, const pl_ort_result *w, pl_multi_run_re
         const mr_stage *m = &x->stage[s];
         const pl_stage *st = &x->st[m->tenant].st[m->j];
         pl_multi_run_stage *o = &r->stages[s];
-        *o = (pl_multi_run_stage){.tenant = m->tenant, .dev = st->dev, .n_ops = st->n_ops,
+        *o = (pl_multi_run_stage){.tenant = m->tenant,
+                                  .dev = st->dev,
+                                  .n_ops = st->n_ops,
                                   .pred_start_s = m->start_s < 1e300 ? m->start_s : 0};
         for (int k = 0; k < st->n_ops; k++)
             o->pred_end_s = fmax(o->pred_end_s, x->end_s[x->off[m->tenant] + st->ops[k]]);
@@ -291,7 +292,7 @@ static int measure(mr_run *x, const pl_multi_run_opts *o, pl_multi_run_result *r
     pl_ort_result w = {0};
     pl_ort *ort = pl_ort_start(&oo, err);
     int rc = ort ? pl_ort_load_tenants(ort, paths, devs, tenant, n, err) : -1;
-    if (rc == 0) rc = pl_ort_run(ort, repeat, warmup, &w, err);
+    if (rc == 0) rc = pl_ort_run_spaced(ort, repeat, warmup, o->gap_s, &w, err);
     if (rc == 0 && (w.n_stages != n || w.repeat != repeat))
         rc = pl_err_set(err, "the worker ran %d stages %d times, not %d stages %d times",
                         w.n_stages, w.repeat, n, repeat);

@@ -436,12 +436,21 @@ static int read_result(json_t *rep, int repeat, pl_ort_result *r)
 
 int pl_ort_run(pl_ort *w, int repeat, int warmup, pl_ort_result *r, pl_err *err)
 {
+    return pl_ort_run_spaced(w, repeat, warmup, 0, r, err);
+}
+
+int pl_ort_run_spaced(pl_ort *w, int repeat, int warmup, double gap_s, pl_ort_result *r,
+                      pl_err *err)
+{
     *r = (pl_ort_result){0};
     if (repeat < 1) repeat = 1;
+    if (!(gap_s >= 0 && gap_s <= 10))
+        return pl_err_set(err, "a wait between requests of %g s is not in [0, 10]", gap_s);
     json_t *msg = json_pack("{s:s, s:s, s:i, s:i, s:I, s:i}", "op", "run", "inputs", "random",
                             "repeat", repeat, "warmup", warmup > 0 ? warmup : 0, "seed", seed_of(w),
                             "int_high", w->o.int_high),
            *rep = NULL;
+    if (gap_s > 0) json_object_set_new(msg, "gap_s", json_real(gap_s));
     int rc = request(w, msg, "run", w->loaded_bytes, &rep, err);
     if (rc == 0 && read_result(rep, repeat, r) < 0) {
         pl_ort_result_free(r);
