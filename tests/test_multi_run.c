@@ -187,8 +187,9 @@ static void test_same_model_twice(void **state)
  * first two ops (MatMul, Add) on cpu1 after rnnlm's Constants and before the rest of rnnlm,
  * which holds cpu1 for about 0.2 s, and ends on cpu0 after a. The simulator has b end long before
  * rnnlm; so must the run, whose cpu1 thread ran rnnlm's stage first when a stage's start was its
- * Constants' (0). The margin is wide (b about 10 ms, rnnlm about 200): a check of the order, not of
- * timing. */
+ * Constants' (0). Checked by the order on cpu1, not by time (under the sanitizers, beside another
+ * test binary, gcn_cora took 67-98 ms where it takes 8): b's stage there ends before rnnlm's
+ * longest stage there starts, in the measured medians as in every round. */
 static void test_small_model_not_held_behind(void **state)
 {
     (void)state;
@@ -212,9 +213,18 @@ static void test_small_model_not_held_behind(void **state)
     pl_err err = {""};
     if (run(&f, &r, &err) < 0) fail_msg("%s", err.msg);
     report(&f, &r);
-    if (!(r.completion_s[2] * 4 < r.completion_s[1]))
-        fail_msg("b ended at %.1f ms, rnnlm at %.1f: b waited for rnnlm", r.completion_s[2] * 1e3,
-                 r.completion_s[1] * 1e3);
+    const pl_multi_run_stage *b = NULL, *rn = NULL;
+    for (int s = 0; s < r.n_stages; s++) {
+        const pl_multi_run_stage *st = &r.stages[s];
+        if (st->dev != 1) continue;
+        if (st->tenant == 2) b = st;
+        if (st->tenant == 1 && (!rn || st->n_ops > rn->n_ops)) rn = st;
+    }
+    assert_non_null(b), assert_non_null(rn);
+    assert_int_equal(b->n_ops, 2);
+    if (!(b->end_s <= rn->start_s))
+        fail_msg("b's stage on cpu1 ended at %.1f ms, rnnlm's started at %.1f: b waited for rnnlm",
+                 b->end_s * 1e3, rn->start_s * 1e3);
     pl_multi_run_result_free(&r);
     expect_tmp_empty();
     close_fixture(&f);
