@@ -35,15 +35,17 @@ static int by_value(const void *a, const void *b)
 
 static const char *const names[] = {"resnet50", "inception_v3"};
 
-/* One attempt: ROUNDS runs of the set; each model's prediction (the answer's row, the same in
- * every run) and the median of its measured completions. Prints both; true when every model
- * is within TOLERANCE. */
+/* One attempt: ROUNDS runs of the set; in each, each model's prediction (the answer's row) over
+ * its measured completion. The prediction is not asserted to be the same in every run: Talos's
+ * refinement is bounded in time (2 s), so on a loaded machine it may stop at another plan (it
+ * did once, 0.1 % apart). Prints the median run's figures; true when the median ratio is within
+ * TOLERANCE of 1 for every model. */
 static bool attempt(int k)
 {
     const char *cmd = "multi models/resnet50.onnx models/inception_v3.onnx --cluster "
                       "examples/clusters/local-cpu-percore.json --algos talos,aswm,tsam,heft "
                       "--run --repeat 10 --json 2>/dev/null";
-    double pred[2] = {0}, meas[2][ROUNDS];
+    double pred[2][ROUNDS], meas[2][ROUNDS], ratio[2][ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
         json_t *doc = tu_run_json(cmd);
         json_t *ans = json_object_get(doc, "answer");
@@ -53,21 +55,23 @@ static bool attempt(int k)
         for (int m = 0; m < 2; m++) {
             json_t *tm = tu_find(row, "models", "name", names[m]);
             assert_non_null(tm);
-            double p = tu_num(tm, "completion_s");
-            if (r > 0) assert_close(p, pred[m], 1e-12); /* the prediction does not move */
-            pred[m] = p;
+            pred[m][r] = tu_num(tm, "completion_s");
             meas[m][r] = tu_num(done, names[m]);
+            assert_true(pred[m][r] > 0 && meas[m][r] > 0);
+            ratio[m][r] = pred[m][r] / meas[m][r];
         }
         json_decref(doc);
     }
     bool ok = true;
     for (int m = 0; m < 2; m++) {
+        qsort(ratio[m], ROUNDS, sizeof ratio[m][0], by_value);
+        qsort(pred[m], ROUNDS, sizeof pred[m][0], by_value);
         qsort(meas[m], ROUNDS, sizeof meas[m][0], by_value);
-        double err = pred[m] / meas[m][ROUNDS / 2] - 1;
-        printf("  attempt %d, %s: predicted %.2f ms, measured %.2f ms (rounds %.2f-%.2f), "
-               "error %+.1f %%\n",
-               k, names[m], pred[m] * 1e3, meas[m][ROUNDS / 2] * 1e3, meas[m][0] * 1e3,
-               meas[m][ROUNDS - 1] * 1e3, 100 * err);
+        double err = ratio[m][ROUNDS / 2] - 1;
+        printf("  attempt %d, %s: predicted %.2f-%.2f ms, measured %.2f ms (rounds %.2f-%.2f), "
+               "error %+.1f %% (the median round's)\n",
+               k, names[m], pred[m][0] * 1e3, pred[m][ROUNDS - 1] * 1e3, meas[m][ROUNDS / 2] * 1e3,
+               meas[m][0] * 1e3, meas[m][ROUNDS - 1] * 1e3, 100 * err);
         ok = ok && fabs(err) <= TOLERANCE;
     }
     return ok;
