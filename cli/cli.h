@@ -219,9 +219,9 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
  * "uncalibrated" (the default efficiencies). */
 const char *cli_calibration(void);
 /* Sets o's "calibration" to cli_calibration(), and "calibration_scale" ({"peak": x,
- * "memory": y}) when the efficiencies cli_cost_params gave scale a device's figures
+ * "memory": y}) when p (what cli_cost_params gave) scales a device's figures
  * (docs/calibrate.md, "Another CPU"): a reader of the JSON sees what stderr's warning says. */
-void cli_calibration_json(void *o); /* o: a jansson json_t * */
+void cli_calibration_json(void *o, const pl_cost_params *p); /* o: a jansson json_t * */
 /* How far a predicted time may be off (docs/cost.md, "Uncertainty"): a basis in words ("GPU
  * kernel rules fitted to published timings"); a placement's band and the basis of its widest
  * op (pl_cost_plan_band) as the line "band  ±B % (words)" of a verb's text output, and as the

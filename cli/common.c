@@ -198,13 +198,10 @@ static const pl_device *named_cpu(const char *model, const pl_cluster *const *c,
     return NULL;
 }
 
-static double scale_peak = 1, scale_mem = 1; /* the last cli_cost_params's */
-
 /* A fit that scales a device's figures says so every time it prices (docs/calibrate.md,
  * "Another CPU"): the user's figures rest on it. */
 static void say_scaled(const char *verb, const pl_cost_params *p, const pl_device *d)
 {
-    scale_peak = p->peak_scale, scale_mem = p->mem_scale;
     char note[1024];
     if (d && pl_calib_scale_note(p, d, note, sizeof note))
         fprintf(stderr, "placer %s: warning: %s\n", verb, note);
@@ -251,12 +248,12 @@ const char *cli_calibration(void)
     return calibration;
 }
 
-void cli_calibration_json(void *o)
+void cli_calibration_json(void *o, const pl_cost_params *p)
 {
     json_object_set_new(o, "calibration", json_string(calibration));
-    if (scale_peak != 1 || scale_mem != 1)
+    if (p->peak_scale != 1 || p->mem_scale != 1)
         json_object_set_new(o, "calibration_scale",
-                            json_pack("{s:f, s:f}", "peak", scale_peak, "memory", scale_mem));
+                            json_pack("{s:f, s:f}", "peak", p->peak_scale, "memory", p->mem_scale));
 }
 
 int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *const *c, int n_c,
@@ -265,7 +262,6 @@ int cli_cost_params(const char *verb, const cli_common *o, const pl_cluster *con
     pl_err err = {""};
     pl_cost_params_default(out);
     calibration = o->cost_params ? "cost-params" : "uncalibrated";
-    scale_peak = scale_mem = 1;
     /* a verb that prices nothing (split) must not pay for measuring this machine */
     const pl_device *me =
         o->cost_params || (o->refuse & CLI_NO_COST_PARAMS) ? NULL : this_machine(c, n_c);

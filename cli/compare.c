@@ -179,7 +179,7 @@ static void print_json(const cli_ctx *x, const row_t *rows, int n, double lb)
     json_t *j = json_pack("{s:s, s:s, s:s, s:f}", "format", "placer-compare/1", "model",
                           x->g->path ? x->g->path : "", "cluster",
                           x->c->path ? x->c->path : x->c->name, "lower_bound_s", lb);
-    cli_calibration_json(j);
+    cli_calibration_json(j, &x->k->params);
     json_object_set_new(j, "algorithms", a);
     cli_json_out(j);
 }

@@ -770,7 +770,7 @@ static json_t *doc_json(const multi_ctx *x, const multi_opts *o, const row *rows
     json_object_set_new(j, "format", json_string("placer-multi/1"));
     json_object_set_new(j, "cluster", json_string(o->co.cluster));
     json_object_set_new(j, "contention", json_string(pl_contention_name(o->po.contention)));
-    cli_calibration_json(j);
+    cli_calibration_json(j, &x->k->params);
     if (x->note[0]) json_object_set_new(j, "note", json_string(x->note));
     json_t *opts = json_object();
     json_object_set_new(opts, "sv", json_pack("[f,f]", o->mo.sv_lo, o->mo.sv_hi));

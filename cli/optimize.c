@@ -113,7 +113,8 @@ static void print_text(const char *model, const char *out, int ops0, int ops1,
 }
 
 static void print_json(const char *model, const char *out, int ops0, int ops1,
-                       const pl_rw_search_result *r, double alpha, double secs, const verify *v)
+                       const pl_rw_search_result *r, double alpha, double secs, const verify *v,
+                       const pl_cost_params *cp)
 {
     const pl_rw_rule *rules = pl_rw_rules(&(int){0});
     json_t *j = json_object(), *sites = json_array();
@@ -124,7 +125,7 @@ static void print_json(const char *model, const char *out, int ops0, int ops1,
     json_object_set_new(j, "ops_after", json_integer(ops1));
     json_object_set_new(j, "predicted_before_s", json_real(r->cost0));
     json_object_set_new(j, "predicted_after_s", json_real(r->best_cost));
-    cli_calibration_json(j);
+    cli_calibration_json(j, cp);
     json_t *s = json_object();
     json_object_set_new(s, "alpha", json_real(alpha));
     json_object_set_new(s, "expanded", json_integer(r->expanded));
@@ -229,7 +230,7 @@ static cli_exit run(const cli_common *co, opts *o)
     int ops0 = pl_rw_nodes(m), ops1 = pl_rw_nodes(r.best);
     double alpha = o->so.alpha;
     if (co->json)
-        print_json(co->model, o->out, ops0, ops1, &r, alpha, secs, &v);
+        print_json(co->model, o->out, ops0, ops1, &r, alpha, secs, &v, &x.k->params);
     else
         print_text(co->model, o->out, ops0, ops1, &r, alpha, secs, &v);
 done:

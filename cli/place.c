@@ -111,7 +111,7 @@ static void print_json(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
                           (json_t *)cli_devices_json(x, p, r));
     json_object_set_new(o, "links", (json_t *)cli_links_json(x, r));
     json_object_set_new(o, "schedule", (json_t *)cli_schedule_json(x, p, so, r));
-    cli_calibration_json(o);
+    cli_calibration_json(o, &x->k->params);
     pl_cost_basis basis;
     double band = pl_cost_plan_band(x->k, p->dev, &basis);
     cli_band_json(o, band, basis); /* after the call that sets basis */

@@ -129,7 +129,7 @@ cli_exit cli_simulate(int argc, char **argv)
         json_object_set_new(o, "per_edge", json_boolean(so.per_edge));
         json_object_set_new(o, "links", (json_t *)cli_links_json(&x, &r));
         json_object_set_new(o, "schedule", (json_t *)cli_schedule_json(&x, p, &so, &r));
-        cli_calibration_json(o);
+        cli_calibration_json(o, &x.k->params);
         pl_cost_basis basis;
         double band = pl_cost_plan_band(x.k, p->dev, &basis);
         cli_band_json(o, band, basis); /* after the call that sets basis */
