@@ -786,7 +786,7 @@ static front *fronts_make(const table *tb, double bound, const pl_sl_opts *o, dp
     d.budget = o->front_work > 0 ? o->front_work : PL_SL_FRONT_WORK;
     rest_build(&d);
     mopar_fronts(&d, fronts);
-    info->exact &= d.exact, info->cut |= d.cut, info->work += d.work;
+    *info = (dp_info){d.exact, d.cut, d.work};
     free(d.rest_usd), free(d.rest_usd_s), free(d.rest_s), free(d.rest_s_usd), free(d.known.l);
     return fronts;
 }
@@ -816,7 +816,7 @@ static int front_pick(const front *last, const pl_sl_opts *o)
 static int mopar_ends(const table *tb, double bound, const pl_sl_opts *o, int *ends, int *vcpus,
                       bool *exact)
 {
-    dp_info info = {.exact = true};
+    dp_info info;
     front *fronts = fronts_make(tb, bound, o, &info);
     *exact &= info.exact;
     const front *last = &fronts[tb->n - 1];
@@ -1029,7 +1029,7 @@ int pl_sl_front_make(const pl_sl_graph *sg, const pl_platform *pf, const pl_sl_o
     if (layers_fit(sg, pf, err) < 0) return -1;
     table tb = {0};
     table_build(sg, pf, o, true, &tb);
-    dp_info info = {.exact = true};
+    dp_info info;
     front *fronts = fronts_make(&tb, INFINITY, o, &info);
     bool exact = info.exact;
     const front *last = &fronts[sg->n - 1];
