@@ -84,7 +84,9 @@ uptime
 # the two cores as measured on this CPU: the Xeon's own file there (docs/calibrate.md, "Another
 # CPU"), else the EPYC's, which every other CPU gets, scaled by the calibration where it outruns it
 percore=examples/clusters/local-cpu-percore.json
-grep -q "^model name.*Intel(R) Xeon(R) Processor" /proc/cpuinfo && percore=examples/clusters/local-xeon-percore.json
+# (KVM names the Xeon only generically: its family and model number tell it from other Xeons)
+grep -q "^model name.*Intel(R) Xeon(R) Processor" /proc/cpuinfo && grep -q "^cpu family.*: 6$" /proc/cpuinfo &&
+  grep -q "^model[[:space:]]*: 167$" /proc/cpuinfo && percore=examples/clusters/local-xeon-percore.json
 echo "cluster: $percore"
 /usr/bin/python3 bench/multi_run.py "$build" "$percore" 3 \
   $m/gcn_cora.onnx,$m/rnnlm.onnx,$m/gcn_cora.onnx $m/mobilenet_v3_large.onnx,$m/resnet50.onnx $m/nmt_seq2seq.onnx,$m/transformer.onnx \
