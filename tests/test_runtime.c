@@ -273,6 +273,32 @@ static void test_outputs_finite(void **state)
     pl_ort_stop(w);
 }
 
+/* Spaced requests (pl_ort_run_spaced, `placer multi --run --alone`): each timed request comes
+ * after the wait, so three of them after 0.2 s each take at least 0.6 s in all, whatever the
+ * machine (a bound the wait alone sets, not a speed); a wait outside [0, 10] s is refused
+ * before anything is sent, and the worker serves on. */
+static void test_spaced_requests_wait(void **state)
+{
+    (void)state;
+    tu_require_ort();
+    pl_ort *w = start_loaded("models/resnet50.onnx", NULL);
+    pl_ort_result r;
+    pl_err err = {{0}};
+    double t0 = pl_now();
+    if (pl_ort_run_spaced(w, 3, 0, 0.2, &r, &err) < 0) fail_msg("%s", err.msg);
+    assert_true(pl_now() - t0 >= 0.6);
+    assert_int_equal(r.repeat, 3);
+    pl_ort_result_free(&r);
+    const double bad[] = {-0.1, 10.5, NAN};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pl_ort_run_spaced(w, 1, 0, bad[i], &r, &err), -1);
+        assert_contains(err.msg, "is not in [0, 10]");
+    }
+    if (pl_ort_run(w, 1, 0, &r, &err) < 0) fail_msg("%s", err.msg);
+    pl_ort_result_free(&r);
+    pl_ort_stop(w);
+}
+
 /* Two stages: each has its own session and its own time; the request covers both. Its outputs
  * are the last stage's (bert_base's two) and every output no stage reads (resnet50's logits). */
 static void test_stage_set(void **state)
@@ -546,6 +572,7 @@ int main(void)
         cmocka_unit_test(test_persistent_resnet50),
         cmocka_unit_test(test_outputs_finite),
         cmocka_unit_test(test_stage_set),
+        cmocka_unit_test(test_spaced_requests_wait),
         cmocka_unit_test(test_missing_modules),
         cmocka_unit_test(test_malformed_greeting),
         cmocka_unit_test(test_malformed_reply_restarts),
