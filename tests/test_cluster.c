@@ -389,7 +389,8 @@ static void test_shared_memory(void **state)
         "{\"name\": \"cpu\", \"count\": 2, \"kind\": \"cpu\", \"model\": \"core\", "
         "\"host\": \"vm\", \"memory_bytes\": \"8 GiB\", \"peak_flops_per_s\": \"100 GFLOP/s\", "
         "\"mem_bandwidth_Bps\": \"74 GB/s\", \"host_mem_bandwidth_Bps\": \"120 GB/s\", "
-        "\"host_mem_stall_Bps\": \"113 GB/s\", "
+        "\"host_mem_stall_Bps\": \"113 GB/s\", \"host_cold_read_Bps\": \"22 GB/s\", "
+        "\"host_cold_tau_s\": \"35 ms\", \"host_cold_time_share\": 0.35, "
         "\"private_cache_bytes\": \"1 MiB\", \"gemm_tile_columns\": 16},"
         "{\"name\": \"g\", \"model\": \"T4\", \"host\": \"vm\"},"
         "{\"name\": \"h\", \"model\": \"T4\", \"host\": \"other\", "
@@ -403,6 +404,10 @@ static void test_shared_memory(void **state)
     assert_close(c->devs[1].private_cache_bytes, 1048576, 1e-12);
     assert_close(c->devs[1].host_mem_stall_Bps, 113 * GBps, 1e-12);
     assert_true(c->devs[3].host_mem_stall_Bps == 0);
+    assert_close(c->devs[1].host_cold_read_Bps, 22 * GBps, 1e-12);
+    assert_close(c->devs[1].host_cold_tau_s, 0.035, 1e-12);
+    assert_close(c->devs[1].host_cold_time_share, 0.35, 1e-12);
+    assert_true(c->devs[3].host_cold_read_Bps == 0 && c->devs[3].host_cold_tau_s == 0);
     assert_true(c->devs[3].private_cache_bytes == 0);
     assert_int_equal(c->devs[1].gemm_tile_columns, 16),
         assert_int_equal(c->devs[3].gemm_tile_columns, 0);
@@ -691,6 +696,27 @@ static const struct {
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
           "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_mem_stall_Bps\": \"1 B/s\"}]}",
      {"bad.json: $.devices[0].host_mem_stall_Bps: ", "a stall rate"}},
+    /* the cold figures (docs/simulator.md, "Cold requests"): beside a shared bandwidth, rate
+     * and time constant together, the time share with them */
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_cold_read_Bps\": \"9 GB/s\", \"host_cold_tau_s\": \"40 ms\"}]}",
+     {"bad.json: $.devices[0].host_cold_read_Bps: ", "a cold read rate needs",
+      "\"host_mem_bandwidth_Bps\""}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_cold_read_Bps\": \"9 GB/s\"}]}",
+     {"bad.json: $.devices[0].host_cold_read_Bps: ", "gives \"host_cold_read_Bps\" but not "
+                                                     "\"host_cold_tau_s\""}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_cold_tau_s\": \"2 h\", "
+          "\"host_cold_read_Bps\": \"9 GB/s\"}]}",
+     {"bad.json: $.devices[0].host_cold_tau_s: ", "a cold time constant"}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_cold_time_share\": 0.3}]}",
+     {"bad.json: $.devices[0].host_cold_time_share: ", "needs \"host_cold_read_Bps\""}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_cold_read_Bps\": \"9 GB/s\", "
+          "\"host_cold_tau_s\": \"40 ms\", \"host_cold_time_share\": -1}]}",
+     {"bad.json: $.devices[0].host_cold_time_share: ", "outside [0, 10]"}},
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
           "\"host_mem_bandwidth_Bps\": \"100 GB/s\"}]}",
      {"bad.json: $.devices[0].host_mem_bandwidth_Bps: ",
@@ -810,6 +836,7 @@ static void test_drop_whole_cpu(void **state)
                     x->mem_bandwidth_Bps == y->mem_bandwidth_Bps &&
                     x->host_mem_bandwidth_Bps == y->host_mem_bandwidth_Bps &&
                     x->host_mem_stall_Bps == y->host_mem_stall_Bps &&
+                    x->host_cold_read_Bps == y->host_cold_read_Bps &&
                     x->private_cache_bytes == y->private_cache_bytes &&
                     x->stage_overhead_s == y->stage_overhead_s && x->cores == y->cores);
         for (int e = 0; e < p->n_devs; e++) {

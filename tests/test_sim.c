@@ -348,6 +348,128 @@ static void test_share_stall(void **state)
     fx_free(f);
 }
 
+/* ---- cold requests (docs/simulator.md, "Cold requests") ---- */
+
+/* One request after `idle` s, its checks passed. */
+static const pl_sim_result *sim_idle(fx *f, double idle)
+{
+    if (f->have_r) pl_sim_result_free(&f->r);
+    pl_sim_opts o = {.record = true, .idle_s = idle};
+    pl_err err = {""};
+    if (pl_simulate(f->k, f->p, &o, &f->r, &err) < 0) fail_msg("simulate: %s", err.msg);
+    f->have_r = true;
+    char why[512];
+    if (pl_sim_check(f->k, f->p, &o, &f->r, why, sizeof why) < 0) fail_msg("check: %s", why);
+    return &f->r;
+}
+
+/* Both devices of host h give the cold figures: `read` B/s, time constant tau, time share. */
+static void cold_figures(fx *f, double read, double tau, double share)
+{
+    for (int d = 0; d < 2; d++)
+        f->c->devs[d].host_cold_read_Bps = read, f->c->devs[d].host_cold_tau_s = tau,
+        f->c->devs[d].host_cold_time_share = share;
+}
+
+/* a reads w (a graph input of 1000 B) and makes x; b reads b_ins and makes y; a and b move
+ * a_bytes and b_bytes in ta and tb s; both on gpu0 of host h sharing 1500 B/s. */
+static fx *cold_fx(const char *b_ins, double a_bytes, double b_bytes, double ta, double tb)
+{
+    fx *f = fx_new();
+    int a = op(f, "a", "w", "x"), b = op(f, "b", b_ins, "y");
+    pl_graph_add_input(f->g, tensor(f, "w"));
+    build(f, 2);
+    f->g->ops[a].bytes_moved = a_bytes, f->g->ops[b].bytes_moved = b_bytes;
+    set_time(f, "a", ta), set_time(f, "b", tb);
+    share_memory(f, "h", "h", 1500);
+    return f;
+}
+
+/* a (4 s) reads w, a graph input of 1000 B, and makes x, moving 2000 B (a memory term of 2 s,
+ * under its body: alone it does not stretch); b (2 s) reads x and moves nothing; both on gpu0
+ * of host h (alone there: no stall, factor 1). Cold: 500 B/s, tau = 6 s / ln 2, so that
+ * f(own) = f(6 s, the tenant's work) = 1/2 and f(12 s) = 3/4. a's kept bytes cost 1000 / 500
+ * = 2 s wholly cold, b's none (x is made in the request). After 5.5 s idle the round is P =
+ * 6 + 2 (f(P) - 1/2) + 5.5, whose fixed point is P = 12: a takes 4 + 2 * 1/4 = 4.5 s, the
+ * makespan 6.5. With a time share of 1/4, a spends 2 + 1 = 3 s again wholly cold, b 0.5: after
+ * 5.125 s idle P = 6 + 3.5 * 1/4 + 5.125 = 12, makespan 6.875. Back to back, or without the
+ * figures, 6 s. The simulator stops iterating when P moves by under 1e-6 of itself, so the
+ * figures hold to 1e-6. */
+static void test_cold_idle(void **state)
+{
+    (void)state;
+    fx *f = cold_fx("x", 2000, 0, 4, 2);
+    int a = id(f, "a");
+    assert_close(sim_idle(f, 5.5)->makespan_s, 6, 1e-12); /* no cold figures */
+    assert_true(f->r.cold_period_s == 0);
+    cold_figures(f, 500, 6 / log(2), 0);
+    assert_close(sim_idle(f, 0)->makespan_s, 6, 1e-12); /* one tenant back to back */
+    assert_true(f->r.cold_period_s == 0);
+    const pl_sim_result *r = sim_idle(f, 5.5);
+    assert_close(r->makespan_s, 6.5, 1e-6);
+    assert_close(r->cold_period_s, 12, 1e-3);
+    assert_close(end(f, "a", 0), 4.5, 1e-6);
+    /* the checker prices the run at the period it records: a warm a is refused */
+    f->r.op_end_s[a] = 4;
+    char why[512];
+    assert_int_equal(pl_sim_check(f->k, f->p, &(pl_sim_opts){0}, &f->r, why, sizeof why), -1);
+    assert_non_null(strstr(why, "op 'a' runs for 4 s"));
+    cold_figures(f, 500, 6 / log(2), 0.25);
+    r = sim_idle(f, 5.125);
+    assert_close(r->makespan_s, 6.875, 1e-6);
+    assert_close(end(f, "a", 0), 4.75, 1e-6);
+    pl_sim_opts bad = {.idle_s = -1};
+    pl_sim_result none;
+    pl_err err = {""};
+    assert_int_equal(pl_simulate(f->k, f->p, &bad, &none, &err), -1);
+    assert_non_null(strstr(err.msg, "a wait of -1 s between requests"));
+    fx_free(f);
+}
+
+/* A request finds a kept tensor cold once per device: the first reader pays. test_cold_idle's
+ * chain with b also reading w (b moves 2000 B in 2 s: memory-bound, 1000 B/s drawn, under
+ * the 1500 shared, so alone it does not stretch): after 5.5 s idle still 6.5 s, a 4.5 and b
+ * 2; charged twice, b would take 2.5 and the round would not close at 12. On gpu1, b pays its
+ * own read (its device's caches): 2 + 2 (f(P) - 1/2) s. */
+static void test_cold_kept_once(void **state)
+{
+    (void)state;
+    fx *f = cold_fx("x,w", 2000, 2000, 4, 2);
+    cold_figures(f, 500, 6 / log(2), 0);
+    assert_close(sim_idle(f, 5.5)->makespan_s, 6.5, 1e-6);
+    assert_close(end(f, "b", 0) - start(f, "b", 0), 2, 1e-9);
+    place(f, "b", 1);
+    const pl_sim_result *r = sim_idle(f, 5.5);
+    double c = exp(-6 * log(2) / 6) - exp(-r->cold_period_s * log(2) / 6);
+    assert_true(c > 0.2);
+    assert_close(end(f, "b", 0) - start(f, "b", 0), 2 + 2 * c, 1e-9);
+    fx_free(f);
+}
+
+/* The stall and a cold read are one trip beyond the private cache: an op pays the larger, not
+ * both (measured: two cold gcn_coras side by side cost each other nothing). a (4 s, reading w
+ * of 1000 B, moving 1000 B) on gpu0 beside b (10 s, moving 2000 B) on gpu1, stall 500 B/s:
+ * warm, a's stall is 1000 / 500 = 2 s and it ends at 6 (test_share_stall). Cold at 1000 B/s,
+ * tau 10 s, after 20 s idle: a's cold read is at most 1000 / 1000 = 1 s, below the stall, so a
+ * still ends at 6, though the run was priced cold. */
+static void test_cold_or_stall(void **state)
+{
+    (void)state;
+    fx *f = cold_fx("", 1000, 2000, 4, 10);
+    place(f, "b", 1);
+    f->c->devs[0].host_mem_stall_Bps = f->c->devs[1].host_mem_stall_Bps = 500;
+    cold_figures(f, 1000, 10, 0);
+    const pl_sim_result *r = sim_idle(f, 20);
+    assert_true(r->cold_period_s > 30);
+    assert_close(end(f, "a", 0), 6, 1e-12);
+    f->c->devs[0].host_mem_stall_Bps = f->c->devs[1].host_mem_stall_Bps = 0;
+    r = sim_idle(f, 20); /* without the stall, the cold read shows: 4 + (f(P) - f(14)) s */
+    double P = r->cold_period_s, c = exp(-14 / 10.0) - exp(-P / 10);
+    assert_true(c > 0.1);
+    assert_close(end(f, "a", 0), 4 + c, 1e-9);
+    fx_free(f);
+}
+
 /* Devices of two hosts, or a device that gives no shared figure, share nothing: the
  * memory-bound pair of test_share_memory_bound runs as alone (a 1, b 2). */
 static void test_share_domains(void **state)
@@ -1526,6 +1648,9 @@ int main(void)
         cmocka_unit_test(test_share_compute_bound),
         cmocka_unit_test(test_share_private_cache),
         cmocka_unit_test(test_share_stall),
+        cmocka_unit_test(test_cold_idle),
+        cmocka_unit_test(test_cold_kept_once),
+        cmocka_unit_test(test_cold_or_stall),
         cmocka_unit_test(test_share_domains),
         cmocka_unit_test(test_stage_chain_two_devices),
         cmocka_unit_test(test_stage_copied_weights),

@@ -77,6 +77,17 @@ typedef struct pl_device {
      * beyond private_cache_bytes) / host_mem_stall_Bps longer (docs/simulator.md, "Shared
      * memory"). 0 when not given: no stall. */
     double host_mem_stall_Bps;
+    /* With host_mem_bandwidth_Bps, rate and tau both or neither: what a request pays when its
+     * tenant waited. Of what it keeps between requests, a fraction f(a) = 1 - exp(-a /
+     * host_cold_tau_s) is gone from the caches after age a: its kept bytes (weights, graph
+     * inputs), read again at host_cold_read_Bps, and the rest it warms (code, activation
+     * buffers), host_cold_time_share of each op's own time. A request in a round of period P
+     * pays per op (f(P) - f(own)) · (kept bytes / rate + share · its time), own its tenant's
+     * work (the back-to-back period the profiles saw; docs/simulator.md, "Cold requests").
+     * 0 when not given: requests are priced warm. */
+    double host_cold_read_Bps;
+    double host_cold_tau_s;
+    double host_cold_time_share;
     /* A CPU's GEMM kernel computes a MatMul's or Gemm's output columns in tiles of this many
      * (onnxruntime's MLAS with AVX-512: 16 fp32 a register), so an op with N > 1 columns costs
      * the FLOPs of ceil(N / tile) * tile; N = 1 takes the GEMV path and is not padded

@@ -106,6 +106,9 @@ typedef struct pl_multi_eval {
     int *ops_on;             /* [tenant * n_devs + dev]: how many of the tenant's ops run there */
     bool oom;                /* a device's peak memory exceeds its capacity */
     int oom_dev;
+    /* The round's period the cold term was priced at (pl_sim_result.cold_period_s), 0 when
+     * the cluster gives no cold figures */
+    double cold_period_s;
 } pl_multi_eval;
 /* Simulates p on k (memory not enforced). -1 with err set, and *e zeroed, when the simulator
  * refuses the plan. */

@@ -15,6 +15,11 @@
  * host_mem_bandwidth_Bps share it: while ops run on several of them at once, each one's memory
  * term stretches by the factor their summed demand exceeds it, re-rated whenever one starts
  * or ends there (docs/simulator.md, "Shared memory"); recorded times are the stretched ones.
+ * Where those devices also give the cold figures (host_cold_read_Bps, host_cold_tau_s), one
+ * request is one round of a steady state of period P = makespan + opts.idle_s: each op's
+ * kept bytes (weights and graph inputs it reads) are read again, in part, as pl_device says,
+ * with P the fixed point of the makespan it gives (docs/simulator.md, "Cold requests"); only
+ * for several tenants or an idle_s > 0, one request, and r->cold_period_s says the P used.
  *
  * Ownership and failure: pl_simulate zeroes *r first and fills it only on success, so after a
  * failure r holds nothing (pl_sim_result_free on it is harmless); on success the caller frees
@@ -36,6 +41,9 @@ typedef struct pl_sim_opts {
      * end. Graph inputs sent from the I/O device and output returns stay per (tensor,
      * device). Default false: once per (tensor, b). */
     bool per_edge;
+    /* The wait before each request, after the previous one's end (cold requests): 0, back to
+     * back as profiled; at most 1e4 s. */
+    double idle_s;
 } pl_sim_opts;
 
 typedef struct pl_xfer {
@@ -69,6 +77,9 @@ typedef struct pl_sim_result {
      * of one model, so that the simulations of the searches pay nothing for it. */
     int n_tenants;
     double *tenant_end_s;
+    /* The period the cold term was priced at (docs/simulator.md, "Cold requests"); 0 when
+     * none was: no cold figures, one tenant back to back, or throughput mode. */
+    double cold_period_s;
 } pl_sim_result;
 
 /* Simulates plan p on k's graph and cluster. Fails (err set) on a plan that cannot run: an op

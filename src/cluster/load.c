@@ -75,6 +75,9 @@ static const char *const device_fields[] = {"name",
                                             "host_mem_bandwidth_Bps",
                                             "host_mem_stall_Bps",
                                             "private_cache_bytes",
+                                            "host_cold_read_Bps",
+                                            "host_cold_tau_s",
+                                            "host_cold_time_share",
                                             "gemm_tile_columns",
                                             "memory_bytes",
                                             "peak_flops_per_s",
@@ -245,8 +248,55 @@ static const beside_shared CACHE = {"private_cache_bytes",
                                     CACHE_MIN,
                                     CACHE_MAX};
 
+static const beside_shared COLD_READ = {"host_cold_read_Bps",
+                                        "a cold read rate",
+                                        "it prices the bytes a request finds gone from the "
+                                        "caches its host shares",
+                                        "a cold read rate",
+                                        "write e.g. \"9 GB/s\"",
+                                        PL_UNIT_BYTES_PER_S,
+                                        MEMBW_MIN,
+                                        MEMBW_MAX};
+static const beside_shared COLD_TAU = {"host_cold_tau_s",
+                                       "a cold time constant",
+                                       "it says how fast the caches its host shares forget",
+                                       "a cold time constant",
+                                       "write e.g. \"40 ms\"",
+                                       PL_UNIT_SECONDS,
+                                       1e-6,
+                                       1e3};
+
+/* The cold figures come as a pair: one without the other prices nothing. */
+static int read_cold(const pl_json *d, const char *name, int shared, pl_device *t, pl_err *err)
+{
+    if (read_beside_shared(d, name, shared, &COLD_READ, &t->host_cold_read_Bps, err) < 0 ||
+        read_beside_shared(d, name, shared, &COLD_TAU, &t->host_cold_tau_s, err) < 0)
+        return -1;
+    pl_json as = pl_json_at(d, "host_cold_time_share");
+    if (pl_json_opt_number(d, "host_cold_time_share", &t->host_cold_time_share, err) < 0) return -1;
+    if (pl_json_has(d, "host_cold_time_share") && !(t->host_cold_read_Bps > 0))
+        return pl_json_fail(&as, err,
+                            "device \"%s\": host_cold_time_share needs \"host_cold_read_Bps\" "
+                            "and \"host_cold_tau_s\": it is a part of a cold request's price",
+                            name);
+    if (!(t->host_cold_time_share >= 0 && t->host_cold_time_share <= 10))
+        return pl_json_fail(&as, err,
+                            "device \"%s\": host_cold_time_share %g is outside [0, 10] (the part "
+                            "of an op's own time a cold request spends again, e.g. 0.3)",
+                            name, t->host_cold_time_share);
+    if ((t->host_cold_read_Bps > 0) == (t->host_cold_tau_s > 0)) return 0;
+    bool rate = t->host_cold_read_Bps > 0;
+    pl_json at = pl_json_at(d, rate ? COLD_READ.field : COLD_TAU.field);
+    return pl_json_fail(&at, err,
+                        "device \"%s\" gives \"%s\" but not \"%s\": a cold request is priced "
+                        "from both (docs/simulator.md, \"Cold requests\")",
+                        name, rate ? COLD_READ.field : COLD_TAU.field,
+                        rate ? COLD_TAU.field : COLD_READ.field);
+}
+
 /* The memory bandwidth the device shares with its host's, and what only means something beside
- * it (check_shared): the stall and the cache the device keeps to itself. All optional. */
+ * it (check_shared): the stall, the cache the device keeps to itself and the cold figures. All
+ * optional. */
 static int read_shared(const pl_json *d, const char *name, pl_device *t, pl_err *err)
 {
     int rc = pl_json_opt_quantity(d, "host_mem_bandwidth_Bps", PL_UNIT_BYTES_PER_S,
@@ -257,7 +307,8 @@ static int read_shared(const pl_json *d, const char *name, pl_device *t, pl_err 
                                              err) < 0))
         return -1;
     if (read_beside_shared(d, name, rc, &STALL, &t->host_mem_stall_Bps, err) < 0) return -1;
-    return read_beside_shared(d, name, rc, &CACHE, &t->private_cache_bytes, err) < 0 ? -1 : 0;
+    if (read_beside_shared(d, name, rc, &CACHE, &t->private_cache_bytes, err) < 0) return -1;
+    return read_cold(d, name, rc, t, err);
 }
 
 /* The figures a device gives itself, over what it inherited. `full` says whether it gave
@@ -389,6 +440,9 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     dev->host_mem_bandwidth_Bps = t->host_mem_bandwidth_Bps;
     dev->private_cache_bytes = t->private_cache_bytes;
     dev->host_mem_stall_Bps = t->host_mem_stall_Bps;
+    dev->host_cold_read_Bps = t->host_cold_read_Bps;
+    dev->host_cold_tau_s = t->host_cold_tau_s;
+    dev->host_cold_time_share = t->host_cold_time_share;
     dev->gemm_tile_columns = t->gemm_tile_columns;
     dev->cores = t->cores, dev->parallel_eff = t->parallel_eff;
     return check_shared(r, d, k);

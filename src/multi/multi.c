@@ -155,6 +155,7 @@ int pl_multi_evaluate(const pl_cost *k, const pl_plan *p, pl_contention contenti
     int T = r.n_tenants > 0 ? r.n_tenants : 1, D = r.n_devs;
     e->n_tenants = T, e->n_devs = D;
     e->makespan_s = r.makespan_s;
+    e->cold_period_s = r.cold_period_s;
     if (r.tenant_end_s)
         e->completion_s = r.tenant_end_s, r.tenant_end_s = NULL;
     else /* one model: its completion is the makespan */

@@ -8,6 +8,7 @@
  * checker re-integrates it). Here: the domains and each op's terms, computed once per plan. */
 #include "sim_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,70 @@ static void share_op(const pl_cost *k, int op, const int *dev_of, double dur, si
         m->stall_s[op] = t.bytes * beyond / dv->host_mem_stall_Bps;
 }
 
+/* The bytes op keeps between requests: its distinct inputs that no op makes (weights, graph
+ * inputs), which wait in the caches, or not, until the next request reads them. A tensor is
+ * read again once per request and device, by its first reader there in topological order
+ * (seen[t]: the device that read it last, -1 before): an unrolled decoder's steps share one
+ * weight, and only the first finds it cold. At most what the op moves (a Gather reads only the
+ * rows it copies of its table: the graph's bytes rules, design.md §5). */
+static double kept_bytes(const pl_graph *g, int op, int dev, int *seen)
+{
+    const pl_op *o = &g->ops[op];
+    double b = 0;
+    for (int i = 0; i < o->n_inputs; i++) {
+        int t = o->inputs[i];
+        if (t < 0 || g->tensors[t].producer >= 0 || seen[t] == dev) continue;
+        seen[t] = dev;
+        if (g->tensors[t].bytes > 0) b += (double)g->tensors[t].bytes;
+    }
+    return b < o->bytes_moved ? b : o->bytes_moved > 0 ? o->bytes_moved : 0;
+}
+
+/* What each op spends again when wholly cold, and each tenant's work (own_s). */
+static void cold_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_share *m)
+{
+    bool any = false;
+    for (int d = 0; d < k->n_devs && !any; d++)
+        any = m->dom[d] >= 0 && k->c->devs[d].host_cold_read_Bps > 0;
+    if (!any) return; /* the searches' simulations pay nothing for it */
+    const pl_graph *g = k->g;
+    int T = pl_graph_tenants(g) > 0 ? pl_graph_tenants(g) : 1;
+    m->kept_s = pl_calloc((size_t)k->n_ops + 1, sizeof *m->kept_s);
+    m->own_s = pl_calloc((size_t)T + 1, sizeof *m->own_s);
+    int *seen = pl_malloc(((size_t)g->n_tensors + 1) * sizeof *seen);
+    for (int t = 0; t < g->n_tensors; t++)
+        seen[t] = -1;
+    for (int i = 0; i < k->n_ops; i++) {
+        int op = g->topo[i], d = p->dev[op], t = g->ops[op].tenant;
+        const pl_device *dv = &k->c->devs[d];
+        m->own_s[t >= 0 && t < T ? t : 0] += dur[op];
+        if (m->dom[d] < 0 || !(dv->host_cold_read_Bps > 0)) continue;
+        m->kept_s[op] = kept_bytes(g, op, d, seen) / dv->host_cold_read_Bps +
+                        dv->host_cold_time_share * dur[op];
+        m->cold = true;
+    }
+    free(seen);
+}
+
+/* The fraction of a share's kept bytes gone from the caches after age a (tau > 0). */
+static double gone(double a, double tau)
+{
+    return a > 0 ? 1 - exp(-a / tau) : 0;
+}
+
+void sim_share_cold(const pl_cost *k, const pl_plan *p, double period_s, sim_share *m)
+{
+    if (!m->cold) return;
+    int T = pl_graph_tenants(k->g) > 0 ? pl_graph_tenants(k->g) : 1;
+    for (int op = 0; op < k->n_ops; op++) {
+        double tau = k->c->devs[p->dev[op]].host_cold_tau_s;
+        int t = k->g->ops[op].tenant;
+        double own = m->own_s[t >= 0 && t < T ? t : 0];
+        double c = m->kept_s[op] > 0 && period_s > 0 ? gone(period_s, tau) - gone(own, tau) : 0;
+        m->cold_s[op] = c > 0 ? c * m->kept_s[op] : 0;
+    }
+}
+
 void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_share *m)
 {
     memset(m, 0, sizeof *m);
@@ -73,14 +138,16 @@ void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_s
     m->body_s = pl_calloc(n, sizeof *m->body_s);
     m->demand = pl_calloc(n, sizeof *m->demand);
     m->stall_s = pl_calloc(n, sizeof *m->stall_s);
+    m->cold_s = pl_calloc(n, sizeof *m->cold_s);
     for (int op = 0; op < k->n_ops; op++)
         if (dom[p->dev[op]] >= 0) share_op(k, op, p->dev, dur[op], m);
+    cold_prep(k, p, dur, m);
 }
 
 void sim_share_free(sim_share *m)
 {
     free(m->dom), free(m->dom_off), free(m->dom_dev), free(m->dom_Bps);
     free(m->private_s), free(m->shared_s), free(m->body_s), free(m->demand);
-    free(m->stall_s);
+    free(m->stall_s), free(m->kept_s), free(m->cold_s), free(m->own_s);
     memset(m, 0, sizeof *m);
 }

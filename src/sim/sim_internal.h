@@ -31,23 +31,35 @@ typedef struct sim_share {
      * it (the stall, pl_device.host_mem_stall_Bps): its bytes beyond the private cache at the
      * stall rate when its memory term is below its body (hidden behind compute), else 0 */
     double *stall_s;
+    /* per op: what it spends again when wholly cold (its kept bytes, weights and graph
+     * inputs, at its device's cold read rate, plus the cold time share of its time alone), and
+     * that times its tenant's cold fraction f(P) - f(own) at the period P cold_s was made for
+     * (sim_share_cold; 0 everywhere before, and when the host gives no cold figures) */
+    double *kept_s, *cold_s;
+    double *own_s; /* per tenant: its work, the sum of its ops' times alone */
+    bool cold;     /* some device of a domain gives the cold figures */
 } sim_share;
 
 /* The domains and the per-op terms for plan p (dur[op]: each op's time alone). n_dom stays 0
  * (nothing allocated) when no device shares its memory. */
 void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_share *m);
 void sim_share_free(sim_share *m);
+/* Prices each op's cold read for period P (period_s 0: none). */
+void sim_share_cold(const pl_cost *k, const pl_plan *p, double period_s, sim_share *m);
 /* The contention factor of domain `dom` given the summed demand of the ops running in it. */
 static inline double sim_share_factor(const sim_share *m, int dom, double demand)
 {
     return demand > m->dom_Bps[dom] ? demand / m->dom_Bps[dom] : 1;
 }
 /* Op's time under factor f with `others` other devices of its domain running ops that draw
- * shared memory (its time alone when f is 1 and others 0). */
+ * shared memory (its time alone when f is 1, others 0 and it is warm). The stall and a cold
+ * request's re-reads are both its trip beyond the private cache: it pays the larger, not
+ * both (measured: two cold gcn_coras side by side cost each other nothing). */
 static inline double sim_share_time(const sim_share *m, int op, double dur, double f, int others)
 {
     double over = m->private_s[op] + m->shared_s[op] * f - m->body_s[op];
-    return (over > 0 ? dur + over : dur) + others * m->stall_s[op];
+    double stall = others * m->stall_s[op], cold = m->cold_s[op];
+    return (over > 0 ? dur + over : dur) + (stall > cold ? stall : cold);
 }
 /* The devices of domain `dom` running an op that draws shared memory; run[d] is device d's
  * running op instance or -1, n_ops the plan's ops (instances are r * n_ops + op). */
