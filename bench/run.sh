@@ -82,7 +82,9 @@ echo
 echo "== several models on this machine's two cores for real (placer multi --run, issue 32 item 5): issue 32's three CPU sets and nmt_seq2seq + rnnlm (outside them: two models reading their weights from DRAM, which the simulator prices as one level, docs/cost.md), three rounds each, predicted against measured completion, each model alone beside it and the error the co-run adds (docs/multi.md, \"Fidelity of --run\"); real runs, so only a quiet machine gives figures to trust (about 3 minutes)"
 uptime
 # the two cores as measured on this CPU: the Xeon's own file there (docs/calibrate.md, "Another
-# CPU"), else the EPYC's, which every other CPU gets, scaled by the calibration where it outruns it
+# CPU"; with its cold figures, which price the rounds' waits: docs/simulator.md, "Cold
+# requests"), else the EPYC's, which every other CPU gets, scaled by the calibration where it
+# outruns it, and which prices every round warm (its cold figures were never measured)
 percore=examples/clusters/local-cpu-percore.json
 # (KVM names the Xeon only generically: its family and model number tell it from other Xeons)
 grep -q "^model name.*Intel(R) Xeon(R) Processor" /proc/cpuinfo && grep -q "^cpu family.*: 6$" /proc/cpuinfo &&

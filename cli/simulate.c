@@ -9,8 +9,8 @@
 
 static const char *help =
     "usage: placer simulate MODEL --cluster C --plan P [--contention ports|pair|none]\n"
-    "                       [--requests K] [--per-edge] [--trace t.json] [--json]\n"
-    "                       [--profile P]...\n"
+    "                       [--requests K | --idle S] [--per-edge] [--trace t.json]\n"
+    "                       [--json] [--profile P]...\n"
     "  --plan P       a placer-plan/1 file (from `placer place -o`, or written by hand)\n"
     "  --catalog CAT --config NAME   a catalogue configuration instead of --cluster\n"
     "  --cost-params F   the cost model's efficiencies from `placer calibrate -o`\n"
@@ -18,6 +18,9 @@ static const char *help =
     "  --per-edge     send a tensor once per reading op (one transfer per graph edge, as\n"
     "                 MOIRAI's flows), not once per (tensor, device)\n"
     "  --requests K   throughput mode: K back-to-back requests; prints period and latency\n"
+    "  --idle S       one request after the model sat S (e.g. 50ms) since its last: where\n"
+    "                 the cluster gives cold figures, its kept bytes are read again in part\n"
+    "                 (docs/simulator.md, \"Cold requests\"); default back to back\n"
     "  --trace FILE   Chrome trace JSON of the run (open it in Perfetto)\n"
     "exit status: 0 done, 1 the plan does not fit in memory, 2 bad input or failure\n";
 
@@ -36,6 +39,12 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
                r->period_s > 0 ? 1 / r->period_s : 0.0, r->latency_s * 1e3);
     else
         printf("%-11s %.4f ms\n", "makespan", r->makespan_s * 1e3);
+    if (r->cold_period_s > 0)
+        printf("%-11s priced in a round of %.4f ms (%.4f ms idle): kept bytes read again in part\n",
+               "cold", r->cold_period_s * 1e3, so->idle_s * 1e3);
+    else if (so->idle_s > 0)
+        printf("%-11s none: the cluster gives no cold figures, so %.4f ms idle costs nothing\n",
+               "cold", so->idle_s * 1e3);
     if (p->predicted_makespan_s > 0 && so->requests <= 1)
         printf("%-11s %.4f ms when the plan was made\n", "predicted",
                p->predicted_makespan_s * 1e3);
@@ -57,9 +66,10 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
     cli_print_links(x, r);
 }
 
-enum { PER_EDGE = CLI_OWN, REQUESTS, PLAN, TRACE };
+enum { PER_EDGE = CLI_OWN, REQUESTS, IDLE, PLAN, TRACE };
 static const struct option options[] = {{"per-edge", no_argument, NULL, PER_EDGE},
                                         {"requests", required_argument, NULL, REQUESTS},
+                                        {"idle", required_argument, NULL, IDLE},
                                         {"plan", required_argument, NULL, PLAN},
                                         {"trace", required_argument, NULL, TRACE},
                                         CLI_COMMON_OPTIONS,
@@ -70,6 +80,7 @@ typedef struct args {
     const char *plan, *trace;
     bool per_edge;
     long requests; /* simulate's own: the other verbs refuse --requests as unknown */
+    double idle_s;
 } args;
 
 static int take(void *o, int c, const char *v)
@@ -80,6 +91,9 @@ static int take(void *o, int c, const char *v)
         return a->per_edge = true, 0;
     case REQUESTS:
         return cli_count("simulate", "--requests", v, 1, 100000, &a->requests);
+    case IDLE:
+        if (cli_seconds("simulate", "--idle", v, &a->idle_s) < 0) return -1;
+        return a->idle_s > 1e4 ? cli_error("simulate", "--idle: '%s': at most 1e4 s", v) : 0;
     case PLAN:
         return cli_file("simulate", "--plan", v, "a plan file", &a->plan);
     default:
@@ -98,6 +112,11 @@ cli_exit cli_simulate(int argc, char **argv)
     bool per_edge = o.per_edge;
     long requests = o.requests;
     if (!plan_path) return cli_fail("simulate", "which plan? give --plan FILE\n%s", help);
+    if (o.idle_s > 0 && requests > 1)
+        return cli_fail("simulate",
+                        "--idle prices one request after a wait; --requests %ld "
+                        "runs them back to back: give one of the two",
+                        requests);
     cli_ctx x;
     if (!cli_ok(cli_ctx_open("simulate", &co, &x))) return CLI_EXIT_BAD_INPUT;
     pl_err err = {""};
@@ -108,7 +127,8 @@ cli_exit cli_simulate(int argc, char **argv)
                                                       : 0,
                       .requests = (int)requests,
                       .record = true,
-                      .per_edge = per_edge};
+                      .per_edge = per_edge,
+                      .idle_s = o.idle_s};
     pl_sim_result r;
     if (!p || pl_simulate(x.k, p, &so, &r, &err) < 0) {
         status = cli_fail("simulate", "%s", err.msg);
@@ -127,6 +147,8 @@ cli_exit cli_simulate(int argc, char **argv)
             "contention", pl_contention_name(so.contention), "makespan_s", r.makespan_s, "fits",
             !r.oom, "invariants", why, "devices", (json_t *)cli_devices_json(&x, p, &r));
         json_object_set_new(o, "per_edge", json_boolean(so.per_edge));
+        json_object_set_new(o, "idle_s", json_real(so.idle_s));
+        json_object_set_new(o, "cold_period_s", json_real(r.cold_period_s));
         json_object_set_new(o, "links", (json_t *)cli_links_json(&x, &r));
         json_object_set_new(o, "schedule", (json_t *)cli_schedule_json(&x, p, &so, &r));
         cli_calibration_json(o, &x.k->params);

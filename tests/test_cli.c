@@ -6,6 +6,126 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- cold requests (docs/simulator.md, "Cold requests") ---- */
+
+#define XEON "examples/clusters/local-xeon-percore.json"
+
+/* The Xeon's file with the cold figures given here on every device of its host, into path. */
+static void cold_cluster(const char *path, const char *tau, const char *rate, double share)
+{
+    json_t *c = json_load_file(XEON, 0, NULL), *d;
+    assert_non_null(c);
+    size_t i;
+    json_array_foreach(json_object_get(c, "devices"), i, d)
+    {
+        json_object_del(d, "host_cold_tau_s"), json_object_del(d, "host_cold_read_Bps");
+        json_object_del(d, "host_cold_time_share");
+        if (!json_object_get(d, "host_mem_bandwidth_Bps") || !tau) continue;
+        json_object_set_new(d, "host_cold_tau_s", json_string(tau));
+        json_object_set_new(d, "host_cold_read_Bps", json_string(rate));
+        json_object_set_new(d, "host_cold_time_share", json_real(share));
+    }
+    assert_int_equal(json_dump_file(c, path, 0), 0);
+    json_decref(c);
+}
+
+/* `placer simulate MODEL` of plan `plan` after `idle` (NULL: back to back): its JSON. */
+static json_t *simulate_idle(const char *model, const char *cluster, const char *plan,
+                             const char *idle)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "simulate %s --cluster %s --plan %s --json%s%s 2>/dev/null", model,
+             cluster, plan, idle ? " --idle " : "", idle ? idle : "");
+    return tu_run_json(args);
+}
+
+/* A model's one-core plan on the Xeon's file, without the cluster's identity (so that the
+ * copies with other cold figures take it), into plan. */
+static void bare_plan(const char *model, const char *plan)
+{
+    char args[1024], *out = NULL;
+    snprintf(args, sizeof args, "place %s --cluster %s -o %s", model, XEON, plan);
+    assert_int_equal(tu_run(args, &out), 0);
+    free(out);
+    json_t *p = json_load_file(plan, 0, NULL);
+    assert_non_null(p);
+    json_object_del(p, "cluster");
+    assert_int_equal(json_dump_file(p, plan, 0), 0);
+    json_decref(p);
+}
+
+/* `simulate --idle`: with the cold figures a request after a wait costs more the longer the
+ * wait, priced in a round of period makespan + wait; without them, or back to back, nothing
+ * changes. Then tools/fit_cold.py, given what the simulator predicts under known figures as
+ * if measured, finds those figures again (tau on its grid, the rate and share to a tenth). */
+static void test_simulate_idle_and_fit_cold(void **state)
+{
+    (void)state;
+    char dir[256], warm[300], cold[300], plan[2][300], idle[2][300], args[2048];
+    const char *models[2] = {"models/gcn_cora.onnx", "models/mobilenet_v3_large.onnx"};
+    const char *gaps[3] = {"10ms", "48ms", "150ms"};
+    assert_int_equal(tu_mkdtemp(dir, sizeof dir, "placer-cold"), 0);
+    snprintf(warm, sizeof warm, "%s/warm.json", dir),
+        snprintf(cold, sizeof cold, "%s/cold.json", dir);
+    cold_cluster(warm, NULL, NULL, 0);
+    cold_cluster(cold, "40 ms", "10 GB/s", 0.3);
+    for (int m = 0; m < 2; m++) {
+        snprintf(plan[m], sizeof plan[m], "%s/plan%d.json", dir, m);
+        snprintf(idle[m], sizeof idle[m], "%s/idle%d.json", dir, m);
+        bare_plan(models[m], plan[m]);
+        json_t *b = simulate_idle(models[m], cold, plan[m], NULL);
+        double base = tu_num(b, "makespan_s"), last = base;
+        assert_true(tu_num(b, "cold_period_s") == 0);
+        json_t *doc =
+            json_pack("{s:{s:s,s:{s:[f]}}}", "idle", "model", models[m], "ms", "0", base * 1e3);
+        for (int i = 0; i < 3; i++) {
+            json_t *w = simulate_idle(models[m], warm, plan[m], gaps[i]);
+            assert_close(tu_num(w, "makespan_s"), base, 1e-12); /* no figures: no cost */
+            assert_true(tu_num(w, "cold_period_s") == 0);
+            json_decref(w);
+            json_t *c = simulate_idle(models[m], cold, plan[m], gaps[i]);
+            double t = tu_num(c, "makespan_s");
+            assert_true(t > last);
+            assert_close(tu_num(c, "cold_period_s"), t + tu_num(c, "idle_s"), 1e-5);
+            json_object_set_new(json_object_get(json_object_get(doc, "idle"), "ms"),
+                                gaps[i][2] == 'm' ? (gaps[i][1] == '0' ? "10" : "48") : "150",
+                                json_pack("[f]", t * 1e3));
+            last = t;
+            json_decref(c);
+        }
+        assert_int_equal(json_dump_file(doc, idle[m], 0), 0);
+        json_decref(doc), json_decref(b);
+    }
+    const char *bin = getenv("PLACER_BIN") ? getenv("PLACER_BIN") : "build/placer";
+    snprintf(args, sizeof args,
+             "/usr/bin/python3 tools/fit_cold.py --placer %s --cluster %s %s %s 2>&1", bin, XEON,
+             idle[0], idle[1]);
+    FILE *f = popen(args, "r");
+    assert_non_null(f);
+    char line[3][512] = {"", "", ""};
+    for (int i = 0; fgets(line[i < 2 ? i : 2], sizeof line[0], f); i++)
+        ; /* all of it: a reader that stops early breaks the writer's pipe */
+    if (pclose(f) != 0) fail_msg("%s: failed: %s%s", args, line[0], line[1]);
+    json_t *fig = json_loads(line[1], 0, NULL);
+    if (!fig) fail_msg("fit_cold.py printed '%s' then '%s'", line[0], line[1]);
+    assert_string_equal(json_string_value(json_object_get(fig, "host_cold_tau_s")), "40 ms");
+    double rate = atof(json_string_value(json_object_get(fig, "host_cold_read_Bps")));
+    assert_true(rate > 9 && rate < 11);
+    assert_true(fabs(json_number_value(json_object_get(fig, "host_cold_time_share")) - 0.3) < 0.1);
+    json_decref(fig);
+    /* the text says the request was priced cold */
+    char *out = NULL;
+    snprintf(args, sizeof args, "simulate %s --cluster %s --plan %s --idle 50ms", models[0], cold,
+             plan[0]);
+    assert_int_equal(tu_run(args, &out), 0);
+    assert_non_null(strstr(out, "cold        priced in a round of"));
+    free(out);
+    snprintf(args, sizeof args, "simulate %s --cluster %s --plan %s --idle 5ms --requests 3",
+             models[0], cold, plan[0]);
+    tu_expect_refusal(args, "--idle prices one request after a wait; --requests 3");
+    tu_rmtree(dir);
+}
+
 static void test_usage_errors(void **state)
 {
     (void)state;
@@ -210,6 +330,7 @@ static void test_flag_values(void **state)
         {"place " RNN " --cluster " LOCAL, "--seed", VALUES(bad_numbers)},
         {"place " RNN " --cluster " LOCAL, "--time-limit", VALUES(bad_durations)},
         {"simulate " RNN " --cluster " LOCAL " --plan x.json", "--requests", VALUES(bad_numbers)},
+        {"simulate " RNN " --cluster " LOCAL " --plan x.json", "--idle", VALUES(bad_durations)},
         {"compare " RNN " --cluster " LOCAL, "--seed", VALUES(bad_numbers)},
         {"compare " RNN " --cluster " LOCAL, "--time-limit", VALUES(bad_durations)},
         {"compare " RNN " --cluster " LOCAL, "--algos", VALUES(bad_lists)},
@@ -524,6 +645,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_simulate_idle_and_fit_cold),
         cmocka_unit_test(test_option_conventions),
         cmocka_unit_test(test_help_tail),
         cmocka_unit_test(test_missing_empty_and_non_onnx),

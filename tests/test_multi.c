@@ -63,6 +63,63 @@ static pl_plan *place(const host *h, const char *algo, pl_multi_eval *e)
     return p;
 }
 
+/* ---- cold rounds (docs/simulator.md, "Cold requests") ---- */
+
+/* Two gcn_coras one after the other on cpu0 of the Xeon's file, which gives cold figures: a
+ * round of period P, each tenant's work W (the same stages, so the same charges) and the same
+ * cold extra E = (e^(-W/tau) - e^(-P/tau)) S, S its kept bytes' time: the first ends at W + E,
+ * the second at 2 (W + E) = P, the makespan. And one gcn_cora alone, its request after the
+ * wait the first tenant has in the round (P - W - E), is the same round: it ends at W + E too.
+ * Without the figures: W and 2 W. */
+static void test_cold_round(void **state)
+{
+    (void)state;
+    const char *xeon = "examples/clusters/local-xeon-percore.json";
+    const char *paths[] = {"models/gcn_cora.onnx", "models/gcn_cora.onnx"};
+    host h;
+    host_open(&h, xeon, paths, 2);
+    assert_true(h.c->devs[0].host_cold_read_Bps > 0);
+    int n = h.u->n_ops, *seq = malloc((size_t)n * sizeof *seq), k = 0;
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < n; i++)
+            if (h.u->ops[h.u->topo[i]].tenant == t) seq[k++] = h.u->topo[i];
+    pl_plan *p = pl_plan_new(n, h.k->n_devs);
+    pl_plan_set_order(p, seq);
+    pl_multi_eval e;
+    pl_err err = {""};
+    assert_int_equal(pl_multi_evaluate(h.k, p, PL_CONTENTION_PORTS, &e, &err), 0);
+    double first = e.completion_s[0], P = e.cold_period_s;
+    assert_close(e.completion_s[1], 2 * first, 1e-9);
+    assert_close(P, e.makespan_s, 1e-6); /* the fixed point, to the simulator's 1e-6 */
+    assert_close(e.makespan_s, e.completion_s[1], 1e-12);
+    pl_multi_eval_free(&e);
+    double rate = h.c->devs[0].host_cold_read_Bps;
+    h.c->devs[0].host_cold_read_Bps = h.c->devs[1].host_cold_read_Bps = 0;
+    assert_int_equal(pl_multi_evaluate(h.k, p, PL_CONTENTION_PORTS, &e, &err), 0);
+    double W = e.completion_s[0];
+    assert_true(e.cold_period_s == 0);
+    assert_close(e.completion_s[1], 2 * W, 1e-9);
+    assert_true(first > W * 1.01);
+    pl_multi_eval_free(&e);
+    pl_plan_free(p);
+    host_close(&h);
+
+    /* alone, after the round's wait */
+    host one;
+    host_open(&one, xeon, paths, 1);
+    pl_plan *q = pl_plan_new(one.k->n_ops, one.k->n_devs);
+    pl_sim_opts so = {.idle_s = P - first};
+    pl_sim_result r;
+    assert_int_equal(pl_simulate(one.k, q, &so, &r, &err), 0);
+    assert_close(r.makespan_s, first, 1e-6);
+    assert_close(r.cold_period_s, P, 1e-6);
+    assert_true(rate > 0);
+    pl_sim_result_free(&r);
+    pl_plan_free(q);
+    host_close(&one);
+    free(seq);
+}
+
 /* ---- the union graph ---- */
 
 /* Ops and tensors are prefixed and contiguous per tenant, and the one cost model prices each
@@ -489,6 +546,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_union_prices_like_each_model),
+        cmocka_unit_test(test_cold_round),
         cmocka_unit_test(test_union_refuses_twin_names),
         cmocka_unit_test(test_fig1_toct),
         cmocka_unit_test(test_fig1_analysis),

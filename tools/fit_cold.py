@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""fit_cold.py: the cold figures of a cluster file (host_cold_tau_s, host_cold_read_Bps,
+host_cold_time_share) fitted to models timed after idle waits (docs/simulator.md, "Cold
+requests"; docs/calibrate.md, "Cold requests").
+
+Each IDLE.json is what `/usr/bin/python3 tools/measure_cpu.py --idle MODEL --json` wrote: the
+model as one stage on cpu0, its requests back to back and after the device thread idled 10,
+48 and 150 ms. The fit asks placer for the same: MODEL placed on CLUSTER (its default plan),
+then `placer simulate --idle GAP` for every gap, under figures written into a copy of CLUSTER
+(on every device that gives host_mem_bandwidth_Bps). The extra a wait adds is nearly linear
+in 1/rate and in the time share at a given tau (the fixed point of the round moves it a
+little), so for each tau on a grid it simulates two bases, solves the least squares of the
+extras relative to each model's back-to-back time for (1/rate, share) >= 0, then simulates
+the best tau's figures for the table it prints. Writes nothing; prints the figures to put in
+the cluster file and, per model and gap, the measured and predicted extra.
+
+    /usr/bin/python3 tools/fit_cold.py [--placer build/placer] --cluster C IDLE.json...
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+TAUS_MS = [10, 15, 20, 25, 30, 35, 40, 50, 60, 80, 120]
+BASE_BPS = 10e9  # the rate of the first basis (share 0)
+BASE_SHARE = 0.5  # the share of the second basis (kept bytes at a rate that costs nothing)
+FREE_BPS = 1e14  # the cluster loader's largest rate
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+        sys.exit(f"fit_cold.py: {' '.join(cmd)}: {last}")
+    return r.stdout
+
+
+def load_idle(path):
+    """(model path, back-to-back ms, {gap ms: median ms}) from measure_cpu.py --idle --json."""
+    try:
+        with open(path) as f:
+            r = json.load(f)["idle"]
+        ms = {float(g): statistics.median(v) for g, v in r["ms"].items()}
+        return r["model"], ms.pop(0.0), ms
+    except (OSError, ValueError, KeyError, TypeError, statistics.StatisticsError) as e:
+        sys.exit(f"fit_cold.py: {path}: not the JSON of measure_cpu.py --idle MODEL --json ({e})")
+
+
+class Fitter:
+    def __init__(self, placer, cluster, tmp):
+        self.placer, self.tmp = placer, tmp
+        with open(cluster) as f:
+            self.cluster = json.load(f)
+        self.base = os.path.join(tmp, "base.json")
+        self.write(self.base, None)
+        self.plans = {}
+
+    def write(self, path, figures):
+        c = json.loads(json.dumps(self.cluster))
+        for d in c.get("devices", []):
+            for k in ("host_cold_read_Bps", "host_cold_tau_s", "host_cold_time_share"):
+                d.pop(k, None)
+            if figures and "host_mem_bandwidth_Bps" in d:
+                d.update(figures)
+        with open(path, "w") as f:
+            json.dump(c, f)
+
+    def plan(self, model):
+        """The model's default plan, without the cluster's identity, so any copy takes it."""
+        if model not in self.plans:
+            path = os.path.join(self.tmp, f"plan{len(self.plans)}.json")
+            run([self.placer, "place", model, "--cluster", self.base, "-o", path])
+            with open(path) as f:
+                p = json.load(f)
+            p.pop("cluster", None)
+            with open(path, "w") as f:
+                json.dump(p, f)
+            self.plans[model] = path
+        return self.plans[model]
+
+    def extras(self, figures, model, gaps):
+        """Predicted ms each gap adds to the model's request under the figures."""
+        path = os.path.join(self.tmp, "cold.json")
+        self.write(path, figures)
+        def sim(gap):
+            cmd = [self.placer, "simulate", model, "--cluster", path, "--plan", self.plan(model),
+                   "--json"] + (["--idle", f"{gap}ms"] if gap else [])
+            return json.loads(run(cmd))["makespan_s"] * 1e3
+        b = sim(0)
+        return [sim(g) - b for g in gaps]
+
+
+def figures(tau_ms, rate_Bps, share):
+    return {"host_cold_tau_s": f"{tau_ms:g} ms", "host_cold_read_Bps": f"{rate_Bps / 1e9:.3g} GB/s",
+            "host_cold_time_share": round(share, 3)}
+
+
+def solve(rows):
+    """Least squares of y ~ a*x1 + b*x2 over rows (x1, x2, y) with a, b >= 0."""
+    s11 = sum(r[0] * r[0] for r in rows); s22 = sum(r[1] * r[1] for r in rows)
+    s12 = sum(r[0] * r[1] for r in rows)
+    s1y = sum(r[0] * r[2] for r in rows); s2y = sum(r[1] * r[2] for r in rows)
+    det = s11 * s22 - s12 * s12
+    a = (s1y * s22 - s2y * s12) / det if det > 0 else -1
+    b = (s2y * s11 - s1y * s12) / det if det > 0 else -1
+    if a < 0 or b < 0:
+        a1, b2 = max(0, s1y / s11) if s11 else 0, max(0, s2y / s22) if s22 else 0
+        l1 = sum((r[2] - a1 * r[0]) ** 2 for r in rows)
+        l2 = sum((r[2] - b2 * r[1]) ** 2 for r in rows)
+        a, b = (a1, 0) if l1 <= l2 else (0, b2)
+    return a, b, sum((r[2] - a * r[0] - b * r[1]) ** 2 for r in rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--placer", default="build/placer")
+    ap.add_argument("--cluster", required=True)
+    ap.add_argument("idle", nargs="+", metavar="IDLE.json")
+    a = ap.parse_args()
+    data = [load_idle(p) for p in a.idle]
+    with tempfile.TemporaryDirectory(prefix="fit_cold.") as tmp:
+        fit = Fitter(a.placer, a.cluster, tmp)
+        best = None
+        for tau in TAUS_MS:
+            rows = []
+            for model, own, ms in data:
+                gaps = sorted(ms)
+                x1 = fit.extras(figures(tau, BASE_BPS, 0), model, gaps)
+                x2 = fit.extras(figures(tau, FREE_BPS, BASE_SHARE), model, gaps)
+                rows += [(u / own, v / own, (ms[g] - own) / own) for u, v, g in zip(x1, x2, gaps)]
+            k, s, loss = solve(rows)
+            if k > 0 and (best is None or loss < best[0]):
+                best = (loss, tau, BASE_BPS / k, s * BASE_SHARE)
+        if best is None:
+            sys.exit("fit_cold.py: no wait made any model slower: nothing to fit (no cold figures)")
+        loss, tau, rate, share = best
+        fig = figures(tau, rate, share)
+        print(f"fitted on {len(data)} models: rms error {100 * math.sqrt(loss / (3 * len(data))):.1f} % "
+              "of a request (extra predicted against measured, over each back-to-back time)")
+        print(json.dumps(fig))
+        print(f"\n{'model':28s} {'gap ms':>6s} {'measured +ms':>12s} {'predicted +ms':>13s}")
+        for model, own, ms in data:
+            gaps = sorted(ms)
+            for g, p in zip(gaps, fit.extras(fig, model, gaps)):
+                print(f"{os.path.basename(model):28s} {g:6g} {ms[g] - own:12.2f} {p:13.2f}")
+
+
+if __name__ == "__main__":
+    main()
