@@ -93,6 +93,11 @@ static void test_cold_round(void **state)
     assert_close(P, e.makespan_s, 1e-6); /* the fixed point, to the simulator's 1e-6 */
     assert_close(e.makespan_s, e.completion_s[1], 1e-12);
     pl_multi_eval_free(&e);
+    pl_sim_opts thr = {.requests = 3}; /* throughput mode runs back to back, as profiled */
+    pl_sim_result tr;
+    assert_int_equal(pl_simulate(h.k, p, &thr, &tr, &err), 0);
+    assert_true(tr.cold_period_s == 0);
+    pl_sim_result_free(&tr);
     double rate = h.c->devs[0].host_cold_read_Bps;
     h.c->devs[0].host_cold_read_Bps = h.c->devs[1].host_cold_read_Bps = 0;
     assert_int_equal(pl_multi_evaluate(h.k, p, PL_CONTENTION_PORTS, &e, &err), 0);
