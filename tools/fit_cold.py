@@ -32,7 +32,10 @@ FREE_BPS = 1e14  # the cluster loader's largest rate
 
 
 def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        sys.exit(f"fit_cold.py: cannot run {cmd[0]}: {e.strerror} (give --placer PATH)")
     if r.returncode:
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
         sys.exit(f"fit_cold.py: {' '.join(cmd)}: {last}")
@@ -53,8 +56,13 @@ def load_idle(path):
 class Fitter:
     def __init__(self, placer, cluster, tmp):
         self.placer, self.tmp = placer, tmp
-        with open(cluster) as f:
-            self.cluster = json.load(f)
+        try:
+            with open(cluster) as f:
+                self.cluster = json.load(f)
+        except (OSError, ValueError) as e:
+            sys.exit(f"fit_cold.py: {cluster}: not a readable cluster file ({e})")
+        if not isinstance(self.cluster, dict) or not isinstance(self.cluster.get("devices"), list):
+            sys.exit(f"fit_cold.py: {cluster}: no \"devices\" list: not a placer-cluster/1 file")
         self.base = os.path.join(tmp, "base.json")
         self.write(self.base, None)
         self.plans = {}
