@@ -905,20 +905,16 @@ static int alone_one(const multi_ctx *x, const multi_opts *o, const pl_plan *p, 
     pl_graph *u = pl_graph_union(&x->models[m], (const char *const *)&x->names[m], 1, err);
     pl_cost *k = u ? pl_cost_new(u, x->c, &x->k->params, prof, n_prof, err) : NULL;
     pl_plan *q = k ? share_of(p, off, x->models[m]->n_ops) : NULL;
-    /* predicted after the same wait: where the host gives cold figures, the wait costs */
-    pl_sim_opts so = {.contention = o->po.contention, .ignore_memory = true, .idle_s = ro.gap_s};
-    pl_sim_result sr = {0};
+    pl_multi_eval e = {0}; /* predicted after the same wait (cold requests) */
     pl_multi_run_result rr = {0};
     int rc =
-        q && pl_simulate(k, q, &so, &sr, err) == 0 &&
+        q && pl_multi_evaluate_after(k, q, o->po.contention, ro.gap_s, &e, err) == 0 &&
                 pl_multi_run(&x->models[m], &o->models[m], 1, u, x->c, k, q, &ro, &rr, err) == 0
             ? 0
             : -1;
-    if (rc == 0)
-        a->pred_s[m] = sr.tenant_end_s ? sr.tenant_end_s[0] : sr.makespan_s,
-        a->meas_s[m] = rr.completion_s[0];
+    if (rc == 0) a->pred_s[m] = e.completion_s[0], a->meas_s[m] = rr.completion_s[0];
     pl_multi_run_result_free(&rr);
-    pl_sim_result_free(&sr);
+    pl_multi_eval_free(&e);
     pl_plan_free(q);
     pl_cost_free(k);
     pl_graph_free(u);

@@ -43,8 +43,9 @@ static void print_text(const cli_ctx *x, const pl_plan *p, const pl_sim_opts *so
         printf("%-11s priced in a round of %.4f ms (%.4f ms idle): kept bytes read again in part\n",
                "cold", r->cold_period_s * 1e3, so->idle_s * 1e3);
     else if (so->idle_s > 0)
-        printf("%-11s none: no device of the plan gives cold figures, so %.4f ms idle costs nothing\n",
-               "cold", so->idle_s * 1e3);
+        printf(
+            "%-11s none: no device of the plan gives cold figures, so %.4f ms idle costs nothing\n",
+            "cold", so->idle_s * 1e3);
     if (p->predicted_makespan_s > 0 && so->requests <= 1)
         printf("%-11s %.4f ms when the plan was made\n", "predicted",
                p->predicted_makespan_s * 1e3);

@@ -69,7 +69,8 @@ static pl_plan *place(const host *h, const char *algo, pl_multi_eval *e)
  * round of period P, each tenant's work W (the same stages, so the same charges) and the same
  * cold extra E = (e^(-W/tau) - e^(-P/tau)) S, S its kept bytes' time: the first ends at W + E,
  * the second at 2 (W + E) = P, the makespan. And one gcn_cora alone, its request after the
- * wait the first tenant has in the round (P - W - E), is the same round: it ends at W + E too.
+ * wait the first tenant has in the round (P - W - E; pl_multi_evaluate_after, as `--alone`
+ * predicts it), is the same round: it ends at W + E too.
  * Without the figures: W and 2 W. */
 static void test_cold_round(void **state)
 {
@@ -98,7 +99,6 @@ static void test_cold_round(void **state)
     assert_int_equal(pl_simulate(h.k, p, &thr, &tr, &err), 0);
     assert_true(tr.cold_period_s == 0);
     pl_sim_result_free(&tr);
-    double rate = h.c->devs[0].host_cold_read_Bps;
     h.c->devs[0].host_cold_read_Bps = h.c->devs[1].host_cold_read_Bps = 0;
     assert_int_equal(pl_multi_evaluate(h.k, p, PL_CONTENTION_PORTS, &e, &err), 0);
     double W = e.completion_s[0];
@@ -113,13 +113,12 @@ static void test_cold_round(void **state)
     host one;
     host_open(&one, xeon, paths, 1);
     pl_plan *q = pl_plan_new(one.k->n_ops, one.k->n_devs);
-    pl_sim_opts so = {.idle_s = P - first};
-    pl_sim_result r;
-    assert_int_equal(pl_simulate(one.k, q, &so, &r, &err), 0);
-    assert_close(r.makespan_s, first, 1e-6);
-    assert_close(r.cold_period_s, P, 1e-6);
-    assert_true(rate > 0);
-    pl_sim_result_free(&r);
+    pl_multi_eval a; /* as `multi --run --alone` predicts it */
+    assert_int_equal(pl_multi_evaluate_after(one.k, q, PL_CONTENTION_PORTS, P - first, &a, &err),
+                     0);
+    assert_close(a.completion_s[0], first, 1e-6);
+    assert_close(a.cold_period_s, P, 1e-6);
+    pl_multi_eval_free(&a);
     pl_plan_free(q);
     host_close(&one);
     free(seq);

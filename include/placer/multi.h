@@ -114,6 +114,11 @@ typedef struct pl_multi_eval {
  * refuses the plan. */
 int pl_multi_evaluate(const pl_cost *k, const pl_plan *p, pl_contention contention,
                       pl_multi_eval *e, pl_err *err);
+/* The same for a request after the devices idled idle_s seconds (pl_sim_opts.idle_s: where
+ * the host gives cold figures, the wait costs; docs/simulator.md, "Cold requests").
+ * pl_multi_evaluate is this with idle_s 0. */
+int pl_multi_evaluate_after(const pl_cost *k, const pl_plan *p, pl_contention contention,
+                            double idle_s, pl_multi_eval *e, pl_err *err);
 void pl_multi_eval_free(pl_multi_eval *e);
 
 /* ---- running for real (docs/multi.md, "Running it for real") ---- */

@@ -148,8 +148,14 @@ int pl_multi_place(const char *algo, const pl_cost *k, const pl_place_opts *po,
 int pl_multi_evaluate(const pl_cost *k, const pl_plan *p, pl_contention contention,
                       pl_multi_eval *e, pl_err *err)
 {
+    return pl_multi_evaluate_after(k, p, contention, 0, e, err);
+}
+
+int pl_multi_evaluate_after(const pl_cost *k, const pl_plan *p, pl_contention contention,
+                            double idle_s, pl_multi_eval *e, pl_err *err)
+{
     memset(e, 0, sizeof *e);
-    pl_sim_opts so = {.contention = contention, .ignore_memory = true};
+    pl_sim_opts so = {.contention = contention, .ignore_memory = true, .idle_s = idle_s};
     pl_sim_result r;
     if (pl_simulate(k, p, &so, &r, err) < 0) return -1;
     int T = r.n_tenants > 0 ? r.n_tenants : 1, D = r.n_devs;
