@@ -426,7 +426,7 @@ static void test_cold_idle(void **state)
     fx_free(f);
 }
 
-/* A request finds a kept tensor cold once per device: the first reader pays. test_cold_idle's
+/* A request finds a kept tensor cold once per device: the first reader there pays. test_cold_idle's
  * chain with b also reading w (b moves 2000 B in 2 s: memory-bound, 1000 B/s drawn, under
  * the 1500 shared, so alone it does not stretch): after 5.5 s idle still 6.5 s, a 4.5 and b
  * 2; charged twice, b would take 2.5 and the round would not close at 12. On gpu1, b pays its
@@ -443,6 +443,25 @@ static void test_cold_kept_once(void **state)
     double c = exp(-6 * log(2) / 6) - exp(-r->cold_period_s * log(2) / 6);
     assert_true(c > 0.2);
     assert_close(end(f, "b", 0) - start(f, "b", 0), 2 + 2 * c, 1e-9);
+    fx_free(f);
+
+    /* by turns: a on gpu0, b on gpu1, c (2 s, 2000 B, reading y and w) on gpu0 again: a and b
+     * pay for w, each on its device; c, on a device where w has been paid for, does not */
+    f = fx_new();
+    int a = op(f, "a", "w", "x"), b = op(f, "b", "x,w", "y"), cc = op(f, "c", "y,w", "z");
+    pl_graph_add_input(f->g, tensor(f, "w"));
+    build(f, 2);
+    f->g->ops[a].bytes_moved = f->g->ops[b].bytes_moved = f->g->ops[cc].bytes_moved = 2000;
+    set_time(f, "a", 4), set_time(f, "b", 2), set_time(f, "c", 2);
+    share_memory(f, "h", "h", 1500);
+    cold_figures(f, 500, 6 / log(2), 0);
+    place(f, "b", 1);
+    r = sim_idle(f, 5.5);
+    c = exp(-8 * log(2) / 6) - exp(-r->cold_period_s * log(2) / 6); /* own: 4 + 2 + 2 s */
+    assert_true(c > 0.2);
+    assert_close(end(f, "a", 0) - start(f, "a", 0), 4 + 2 * c, 1e-9);
+    assert_close(end(f, "b", 0) - start(f, "b", 0), 2 + 2 * c, 1e-9);
+    assert_close(end(f, "c", 0) - start(f, "c", 0), 2, 1e-9);
     fx_free(f);
 }
 

@@ -63,46 +63,47 @@ static void share_op(const pl_cost *k, int op, const int *dev_of, double dur, si
 /* The bytes op keeps between requests: its distinct inputs that no op makes (weights, graph
  * inputs), which wait in the caches, or not, until the next request reads them. A tensor is
  * read again once per request and device, by its first reader there in topological order
- * (seen[t]: the device that read it last, -1 before): an unrolled decoder's steps share one
- * weight, and only the first finds it cold. At most what the op moves (a Gather reads only the
- * rows it copies of its table: the graph's bytes rules, design.md §5). */
-static double kept_bytes(const pl_graph *g, int op, int dev, int *seen)
+ * (paid[t]: whether a reader on this device has paid for tensor t): an unrolled decoder's
+ * steps share one weight, and only the first finds it cold. At most what the op moves (a
+ * Gather reads only the rows it copies of its table: the graph's bytes rules, design.md §5). */
+static double kept_bytes(const pl_graph *g, int op, unsigned char *paid)
 {
     const pl_op *o = &g->ops[op];
     double b = 0;
     for (int i = 0; i < o->n_inputs; i++) {
         int t = o->inputs[i];
-        if (t < 0 || g->tensors[t].producer >= 0 || seen[t] == dev) continue;
-        seen[t] = dev;
+        if (t < 0 || g->tensors[t].producer >= 0 || paid[t]) continue;
+        paid[t] = 1;
         if (g->tensors[t].bytes > 0) b += (double)g->tensors[t].bytes;
     }
     return b < o->bytes_moved ? b : o->bytes_moved > 0 ? o->bytes_moved : 0;
 }
 
-/* What each op spends again when wholly cold, and each tenant's work (own_s). */
+/* What each op spends again when wholly cold, and each tenant's work (own_s). The devices
+ * with cold figures (`slot`: their index among them, -1 for the others) each get a row of
+ * `paid`, so that a tensor pays once per device. */
 static void cold_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_share *m)
 {
-    bool any = false;
-    for (int d = 0; d < k->n_devs && !any; d++)
-        any = m->dom[d] >= 0 && k->c->devs[d].host_cold_read_Bps > 0;
-    if (!any) return; /* the searches' simulations pay nothing for it */
+    int *slot = pl_malloc(((size_t)k->n_devs + 1) * sizeof *slot), n_cold = 0;
+    for (int d = 0; d < k->n_devs; d++)
+        slot[d] = m->dom[d] >= 0 && k->c->devs[d].host_cold_read_Bps > 0 ? n_cold++ : -1;
+    if (!n_cold) return free(slot), (void)0; /* the searches' simulations pay nothing for it */
     const pl_graph *g = k->g;
     int T = pl_graph_tenants(g) > 0 ? pl_graph_tenants(g) : 1;
+    size_t nt = (size_t)g->n_tensors + 1;
     m->kept_s = pl_calloc((size_t)k->n_ops + 1, sizeof *m->kept_s);
     m->own_s = pl_calloc((size_t)T + 1, sizeof *m->own_s);
-    int *seen = pl_malloc(((size_t)g->n_tensors + 1) * sizeof *seen);
-    for (int t = 0; t < g->n_tensors; t++)
-        seen[t] = -1;
+    unsigned char *paid = pl_calloc(nt * (size_t)n_cold, 1);
     for (int i = 0; i < k->n_ops; i++) {
         int op = g->topo[i], d = p->dev[op], t = g->ops[op].tenant;
         const pl_device *dv = &k->c->devs[d];
         m->own_s[t >= 0 && t < T ? t : 0] += dur[op];
-        if (m->dom[d] < 0 || !(dv->host_cold_read_Bps > 0)) continue;
-        m->kept_s[op] = kept_bytes(g, op, d, seen) / dv->host_cold_read_Bps +
+        if (slot[d] < 0) continue;
+        m->kept_s[op] = kept_bytes(g, op, paid + nt * (size_t)slot[d]) / dv->host_cold_read_Bps +
                         dv->host_cold_time_share * dur[op];
         m->cold = true;
     }
-    free(seen);
+    free(paid), free(slot);
 }
 
 /* The fraction of a share's kept bytes gone from the caches after age a (tau > 0). */
