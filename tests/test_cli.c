@@ -54,6 +54,20 @@ static void bare_plan(const char *model, const char *plan)
     json_decref(p);
 }
 
+/* tools/fit_cold.py ARGS with the placer under test: its exit status, its first two lines. */
+static int fit_cold(const char *args, char line[2][512])
+{
+    char cmd[4096], rest[512];
+    const char *bin = getenv("PLACER_BIN") ? getenv("PLACER_BIN") : "build/placer";
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tools/fit_cold.py --placer %s %s 2>&1", bin, args);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    line[0][0] = line[1][0] = 0;
+    for (int i = 0; fgets(i < 2 ? line[i] : rest, 512, f); i++)
+        ; /* all of it: a reader that stops early breaks the writer's pipe */
+    return pclose(f);
+}
+
 /* `simulate --idle`: with the cold figures a request after a wait costs more the longer the
  * wait, priced in a round of period makespan + wait; without them, or back to back, nothing
  * changes. Then tools/fit_cold.py, given what the simulator predicts under known figures as
@@ -96,22 +110,30 @@ static void test_simulate_idle_and_fit_cold(void **state)
         assert_int_equal(json_dump_file(doc, idle[m], 0), 0);
         json_decref(doc), json_decref(b);
     }
-    const char *bin = getenv("PLACER_BIN") ? getenv("PLACER_BIN") : "build/placer";
-    snprintf(args, sizeof args,
-             "/usr/bin/python3 tools/fit_cold.py --placer %s --cluster %s %s %s 2>&1", bin, XEON,
-             idle[0], idle[1]);
-    FILE *f = popen(args, "r");
-    assert_non_null(f);
-    char line[3][512] = {"", "", ""};
-    for (int i = 0; fgets(line[i < 2 ? i : 2], sizeof line[0], f); i++)
-        ; /* all of it: a reader that stops early breaks the writer's pipe */
-    if (pclose(f) != 0) fail_msg("%s: failed: %s%s", args, line[0], line[1]);
+    char line[2][512], fitted[300], rms[2][64];
+    snprintf(fitted, sizeof fitted, "%s/fitted.json", dir);
+    snprintf(args, sizeof args, "--cluster %s -o %s %s %s", XEON, fitted, idle[0], idle[1]);
+    if (fit_cold(args, line) != 0) fail_msg("fit_cold.py %s: failed: %s%s", args, line[0], line[1]);
     json_t *fig = json_loads(line[1], 0, NULL);
     if (!fig) fail_msg("fit_cold.py printed '%s' then '%s'", line[0], line[1]);
     assert_string_equal(json_string_value(json_object_get(fig, "host_cold_tau_s")), "40 ms");
     double rate = atof(json_string_value(json_object_get(fig, "host_cold_read_Bps")));
     assert_true(rate > 9 && rate < 11);
     assert_true(fabs(json_number_value(json_object_get(fig, "host_cold_time_share")) - 0.3) < 0.1);
+    /* -o wrote the figures; --check prices the same waits under them: the same error */
+    assert_non_null(strstr(line[0], "fitted on 2 models: rms error "));
+    sscanf(strstr(line[0], "rms error"), "rms error %63s", rms[0]);
+    snprintf(args, sizeof args, "--cluster %s --check %s %s", fitted, idle[0], idle[1]);
+    if (fit_cold(args, line) != 0) fail_msg("fit_cold.py %s: failed: %s", args, line[0]);
+    assert_non_null(strstr(line[0], "checked the figures of"));
+    sscanf(strstr(line[0], "rms error"), "rms error %63s", rms[1]);
+    assert_string_equal(rms[0], rms[1]);
+    json_t *again = json_loads(line[1], 0, NULL);
+    assert_true(json_equal(fig, again));
+    json_decref(again);
+    snprintf(args, sizeof args, "--cluster %s --check %s", warm, idle[0]);
+    assert_int_not_equal(fit_cold(args, line), 0);
+    assert_non_null(strstr(line[0], "no device gives cold figures to check"));
     json_decref(fig);
     /* the text says the request was priced cold */
     char *out = NULL;

@@ -11,10 +11,16 @@ then `placer simulate --idle GAP` for every gap, under figures written into a co
 in 1/rate and in the time share at a given tau (the fixed point of the round moves it a
 little), so for each tau on a grid it simulates two bases, solves the least squares of the
 extras relative to each model's back-to-back time for (1/rate, share) >= 0, then simulates
-the best tau's figures for the table it prints. Writes nothing; prints the figures to put in
-the cluster file and, per model and gap, the measured and predicted extra.
+the best tau's figures for the table it prints. Prints the figures to put in the cluster file
+and, per model and gap, the measured and predicted extra; with -o OUT, also writes CLUSTER
+with the figures on those devices to OUT (a temporary file, then renamed).
 
-    /usr/bin/python3 tools/fit_cold.py [--placer build/placer] --cluster C IDLE.json...
+With --check it fits nothing: it prices the waits under the figures CLUSTER already gives
+(those of its first device that has them) and prints the same error and table, so figures
+fitted on some models can be judged on others.
+
+    /usr/bin/python3 tools/fit_cold.py [--placer build/placer] --cluster C [-o OUT | --check]
+                                       IDLE.json...
 """
 import argparse
 import json
@@ -67,6 +73,14 @@ class Fitter:
         self.write(self.base, None)
         self.plans = {}
 
+    def given(self):
+        """The cold figures of the cluster's first device that has them, or None."""
+        keys = ("host_cold_tau_s", "host_cold_read_Bps", "host_cold_time_share")
+        for d in self.cluster["devices"]:
+            if isinstance(d, dict) and any(k in d for k in keys):
+                return {k: d[k] for k in keys if k in d}
+        return None
+
     def write(self, path, figures):
         c = json.loads(json.dumps(self.cluster))
         for d in c.get("devices", []):
@@ -74,8 +88,11 @@ class Fitter:
                 d.pop(k, None)
             if figures and "host_mem_bandwidth_Bps" in d:
                 d.update(figures)
-        with open(path, "w") as f:
-            json.dump(c, f)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(c, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
 
     def plan(self, model):
         """The model's default plan, without the cluster's identity, so any copy takes it."""
@@ -123,38 +140,69 @@ def solve(rows):
     return a, b, sum((r[2] - a * r[0] - b * r[1]) ** 2 for r in rows)
 
 
+def fit_figures(fit, data):
+    """(rms loss, figures) of the best tau on the grid, or None if no wait cost anything."""
+    best = None
+    for tau in TAUS_MS:
+        rows = []
+        for model, own, ms in data:
+            gaps = sorted(ms)
+            x1 = fit.extras(figures(tau, BASE_BPS, 0), model, gaps)
+            x2 = fit.extras(figures(tau, FREE_BPS, BASE_SHARE), model, gaps)
+            rows += [(u / own, v / own, (ms[g] - own) / own) for u, v, g in zip(x1, x2, gaps)]
+        k, s, loss = solve(rows)
+        if (k > 0 or s > 0) and (best is None or loss < best[0]):  # k = 0: bytes cost nothing
+            best = (loss / len(rows), figures(tau, BASE_BPS / k if k > 0 else FREE_BPS,
+                                               s * BASE_SHARE))
+    return best
+
+
+def table(fit, fig, data):
+    """Per model and gap, measured and predicted extra; the rms error relative to each model."""
+    lines, sq = [], []
+    for model, own, ms in data:
+        gaps = sorted(ms)
+        for g, p in zip(gaps, fit.extras(fig, model, gaps)):
+            lines.append(f"{os.path.basename(model):28s} {g:6g} {ms[g] - own:12.2f} {p:13.2f}")
+            sq.append(((ms[g] - own - p) / own) ** 2)
+    return 100 * math.sqrt(sum(sq) / len(sq)), lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--placer", default="build/placer")
     ap.add_argument("--cluster", required=True)
+    ap.add_argument("-o", dest="out", metavar="OUT")
+    ap.add_argument("--check", action="store_true")
     ap.add_argument("idle", nargs="+", metavar="IDLE.json")
     a = ap.parse_args()
+    if a.check and a.out:
+        sys.exit("fit_cold.py: --check fits nothing, so it writes nothing: -o OUT goes without it")
     data = [load_idle(p) for p in a.idle]
     with tempfile.TemporaryDirectory(prefix="fit_cold.") as tmp:
         fit = Fitter(a.placer, a.cluster, tmp)
-        best = None
-        for tau in TAUS_MS:
-            rows = []
-            for model, own, ms in data:
-                gaps = sorted(ms)
-                x1 = fit.extras(figures(tau, BASE_BPS, 0), model, gaps)
-                x2 = fit.extras(figures(tau, FREE_BPS, BASE_SHARE), model, gaps)
-                rows += [(u / own, v / own, (ms[g] - own) / own) for u, v, g in zip(x1, x2, gaps)]
-            k, s, loss = solve(rows)
-            if k > 0 and (best is None or loss < best[0]):
-                best = (loss, tau, BASE_BPS / k, s * BASE_SHARE)
-        if best is None:
-            sys.exit("fit_cold.py: no wait made any model slower: nothing to fit (no cold figures)")
-        loss, tau, rate, share = best
-        fig = figures(tau, rate, share)
-        print(f"fitted on {len(data)} models: rms error {100 * math.sqrt(loss / (3 * len(data))):.1f} % "
-              "of a request (extra predicted against measured, over each back-to-back time)")
+        if a.check:
+            fig = fit.given()
+            if not fig:
+                sys.exit(f"fit_cold.py: {a.cluster}: no device gives cold figures to check")
+            what = f"checked the figures of {a.cluster} on {len(data)} models"
+        else:
+            best = fit_figures(fit, data)
+            if best is None:
+                sys.exit("fit_cold.py: no wait made any model slower: nothing to fit (no cold figures)")
+            fig, what = best[1], f"fitted on {len(data)} models"
+        rms, lines = table(fit, fig, data)
+        print(f"{what}: rms error {rms:.1f} % of a request (extra predicted against measured, "
+              "over each back-to-back time)")
         print(json.dumps(fig))
         print(f"\n{'model':28s} {'gap ms':>6s} {'measured +ms':>12s} {'predicted +ms':>13s}")
-        for model, own, ms in data:
-            gaps = sorted(ms)
-            for g, p in zip(gaps, fit.extras(fig, model, gaps)):
-                print(f"{os.path.basename(model):28s} {g:6g} {ms[g] - own:12.2f} {p:13.2f}")
+        print("\n".join(lines))
+        if a.out:
+            try:
+                fit.write(a.out, fig)
+            except OSError as e:
+                sys.exit(f"fit_cold.py: {a.out}: cannot write ({e.strerror})")
+            print(f"\nwritten {a.out}: {a.cluster} with these figures")
 
 
 if __name__ == "__main__":

@@ -60,8 +60,9 @@ Usage (from the repository root, after `make deps`):
 --llc-only measures the streaming MatMuls against the last-level cache alone (a minute).
 --idle measures the model's requests after idle gaps alone (half a minute). MODEL as --beside.
 --levels-only measures the two memory levels alone (half a minute; a minute more with
-              --beside). MODEL may be weightless (the zoo's) once placer has inflated it
-              (`placer profile MODEL` does): the copy in placer's cache is run.
+              --beside). MODEL may be weightless (the zoo's): the copy placer inflated
+              into its cache is run, made first (`placer profile MODEL --repeat 1`) if
+              there is none.
 
 Kernel times come from the persistent worker (tools/ort_worker.js, op "profile": graph
 optimisation disabled, one intra-op thread, the same settings as `placer profile`), so the
@@ -502,10 +503,9 @@ LEVEL_CHAINS = (  # name, builder, bytes the chain's Adds move (3 tensors each)
 )
 
 
-def inflated(model):
+def cached_copy(model):
     """The copy of model placer inflated into its cache (src/runtime/inflate.c names it by the
-    source's SHA-256 and "inflate1"), when there is one; else model itself, which onnxruntime
-    then refuses if it is weightless (`placer profile MODEL` makes the copy)."""
+    source's SHA-256 and "inflate1"), or None."""
     with open(model, "rb") as f:
         key = hashlib.sha256(f.read()).hexdigest() + "-inflate1.onnx"
     xdg = os.environ.get("XDG_CACHE_HOME")
@@ -513,7 +513,36 @@ def inflated(model):
               os.path.expanduser("~/.cache/placer")):
         if r and os.path.exists(os.path.join(r, "inflated", key)):
             return os.path.join(r, "inflated", key)
-    return model
+    return None
+
+
+def weightless(model):
+    """Whether an initializer of model has a shape but no payload (inflate.c's has_payload)."""
+    m = onnx.load(model, load_external_data=False)
+    data = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data",
+            "uint64_data")
+    return any(not any(len(getattr(t, k)) for k in data) and t.data_location != TensorProto.EXTERNAL
+               and np.prod(t.dims, dtype=np.int64) > 0 for t in m.graph.initializer)
+
+
+def inflated(model):
+    """model as onnxruntime can run it: itself, or if it is weightless (the zoo's) the copy
+    placer inflated into its cache, made first by `placer profile MODEL --repeat 1` when there
+    is none yet."""
+    try:
+        copy = cached_copy(model)
+        if copy or not weightless(model):
+            return copy or model
+    except Exception as e:  # OSError, or protobuf's DecodeError on a file that is not ONNX
+        sys.exit(f"measure_cpu.py: {model}: cannot read it as an ONNX model ({e})")
+    cmd = [os.path.join(ROOT, "build", "placer"), "profile", model, "--repeat", "1", "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    copy = cached_copy(model) if r.returncode == 0 else None
+    if not copy:
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "no copy made"
+        sys.exit(f"measure_cpu.py: {model} is weightless and placer could not inflate it "
+                 f"({' '.join(cmd)}: {last})")
+    return copy
 
 
 def measure_levels(w, d, trials, out, beside_model=None):
