@@ -14,8 +14,17 @@ rounds), and the error the co-run adds to the model's own: (predicted / measured
 is the part the simulator's interleaving and shared memory answer for, the rest being the
 model's own error on this VM at the hour (docs/multi.md).
 
-    /usr/bin/python3 bench/multi_run.py BUILD CLUSTER RUNS SET...    (a SET: a.onnx,b.onnx)
+With --refit MODEL,... the host's figures are measured afresh first, as docs/calibrate.md says
+they must be (they drift with the VM's other guests): `placer calibrate --machine --cluster
+CLUSTER`, then `tools/measure_cpu.py --idle` on each MODEL and `tools/fit_cold.py -o` into a
+temporary copy of CLUSTER, which the sets are then predicted with (about 30 s a model, 1-2
+minutes for the fit).
+
+    /usr/bin/python3 bench/multi_run.py [--refit MODEL,...] BUILD CLUSTER RUNS SET...
+                                                                    (a SET: a.onnx,b.onnx)
 """
+import os
+import tempfile
 import json
 import statistics
 import subprocess
@@ -57,10 +66,51 @@ def run_set(build, cluster, runs, models):
               f"   co-run {100 * ((p / med) / (ap / aq) - 1):+6.1f}%", flush=True)
 
 
+def step(cmd, out=None):
+    """Runs cmd (its stdout to the file out), or says which step failed and stops."""
+    with open(out or os.devnull, "w") as f:
+        r = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, text=True)
+    if r.returncode:
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+        sys.exit(f"multi_run.py: {' '.join(cmd)}: {last}")
+
+
+def refit(build, cluster, models, tmp):
+    """The cluster file with cold figures fitted now, after a fresh calibration."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    print(f"refit: placer calibrate --machine, then {len(models)} models timed after waits",
+          flush=True)
+    step([f"{build}/placer", "calibrate", "--machine", "--cluster", cluster])
+    idle = []
+    for i, m in enumerate(models):
+        idle.append(os.path.join(tmp, f"idle{i}.json"))
+        step(["/usr/bin/python3", os.path.join(root, "tools", "measure_cpu.py"), "--idle", m,
+              "--trials", "3", "--json"], idle[-1])
+    out = os.path.join(tmp, "cluster.json")
+    fit = os.path.join(tmp, "fit.txt")
+    step(["/usr/bin/python3", os.path.join(root, "tools", "fit_cold.py"), "--placer",
+          f"{build}/placer", "--cluster", cluster, "-o", out] + idle, fit)
+    with open(fit) as f:
+        lines = f.read().splitlines()
+    print("\n".join(f"refit: {x}" for x in lines if x.strip()), flush=True)
+    return out
+
+
 def main():
-    if len(sys.argv) < 5:
+    args = sys.argv[1:]
+    fresh = None
+    if args[:1] == ["--refit"] and len(args) > 1:
+        fresh, args = args[1].split(","), args[2:]
+    if len(args) < 4:
         sys.exit(__doc__)
-    build, cluster, runs, sets = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+    build, cluster, runs, sets = args[0], args[1], int(args[2]), args[3:]
+    with tempfile.TemporaryDirectory(prefix="multi_run.") as tmp:
+        if fresh:
+            cluster = refit(build, cluster, fresh, tmp)
+        run_sets(build, cluster, runs, sets)
+
+
+def run_sets(build, cluster, runs, sets):
     print(f"{'':22s} {'pred. ms':>9s} {'measured ms (range)':>21s} {'error':>7s}  [each round]"
           f"   {'alone: pred.':>12s} {'meas.':>8s} {'error':>7s}   co-run error")
     for s in sets:

@@ -391,6 +391,7 @@ static void test_shared_memory(void **state)
         "\"mem_bandwidth_Bps\": \"74 GB/s\", \"host_mem_bandwidth_Bps\": \"120 GB/s\", "
         "\"host_mem_stall_Bps\": \"113 GB/s\", \"host_cold_read_Bps\": \"22 GB/s\", "
         "\"host_cold_tau_s\": \"35 ms\", \"host_cold_time_share\": 0.35, "
+        "\"host_cold_keep_bytes\": \"48 MiB\", "
         "\"private_cache_bytes\": \"1 MiB\", \"gemm_tile_columns\": 16},"
         "{\"name\": \"g\", \"model\": \"T4\", \"host\": \"vm\"},"
         "{\"name\": \"h\", \"model\": \"T4\", \"host\": \"other\", "
@@ -407,6 +408,8 @@ static void test_shared_memory(void **state)
     assert_close(c->devs[1].host_cold_read_Bps, 22 * GBps, 1e-12);
     assert_close(c->devs[1].host_cold_tau_s, 0.035, 1e-12);
     assert_close(c->devs[1].host_cold_time_share, 0.35, 1e-12);
+    assert_close(c->devs[1].host_cold_keep_bytes, 48 << 20, 1e-12);
+    assert_true(c->devs[3].host_cold_keep_bytes == 0);
     assert_true(c->devs[3].host_cold_read_Bps == 0 && c->devs[3].host_cold_tau_s == 0);
     assert_true(c->devs[3].private_cache_bytes == 0);
     assert_int_equal(c->devs[1].gemm_tile_columns, 16),
@@ -717,6 +720,13 @@ static const struct {
           "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_cold_read_Bps\": \"9 GB/s\", "
           "\"host_cold_tau_s\": \"40 ms\", \"host_cold_time_share\": -1}]}",
      {"bad.json: $.devices[0].host_cold_time_share: ", "outside [0, 10]"}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_cold_keep_bytes\": \"32 MiB\"}]}",
+     {"bad.json: $.devices[0].host_cold_keep_bytes: ", "needs \"host_cold_read_Bps\""}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
+          "\"host_mem_bandwidth_Bps\": \"400 GB/s\", \"host_cold_read_Bps\": \"9 GB/s\", "
+          "\"host_cold_tau_s\": \"40 ms\", \"host_cold_keep_bytes\": \"12 B\"}]}",
+     {"bad.json: $.devices[0].host_cold_keep_bytes: ", "a cold cache"}},
     {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"host\": \"h\", "
           "\"host_mem_bandwidth_Bps\": \"100 GB/s\"}]}",
      {"bad.json: $.devices[0].host_mem_bandwidth_Bps: ",

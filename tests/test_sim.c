@@ -465,6 +465,29 @@ static void test_cold_kept_once(void **state)
     fx_free(f);
 }
 
+/* A tenant keeping more than the caches hold (host_cold_keep_bytes) already reads the rest
+ * from memory back to back: a wait makes only keep / K of each kept byte cold. test_cold_idle's
+ * chain (a keeps w, 1000 B) with a keep of 250 B: a spends 1000 * 1/4 / 500 = 0.5 s again
+ * wholly cold. After 5.875 s idle the round is P = 6 + 0.5 (f(P) - 1/2) + 5.875, whose fixed
+ * point is 12: a takes 4 + 0.5 * 1/4 = 4.125 s, the makespan 6.125. A keep of 1000 B holds all
+ * of w: the request is priced as without it (6.5 s after 5.5 s, as test_cold_idle). */
+static void test_cold_keep(void **state)
+{
+    (void)state;
+    fx *f = cold_fx("x", 2000, 0, 4, 2);
+    cold_figures(f, 500, 6 / log(2), 0);
+    for (int d = 0; d < 2; d++)
+        f->c->devs[d].host_cold_keep_bytes = 250;
+    const pl_sim_result *r = sim_idle(f, 5.875);
+    assert_close(r->makespan_s, 6.125, 1e-6);
+    assert_close(r->cold_period_s, 12, 1e-3);
+    assert_close(end(f, "a", 0), 4.125, 1e-6);
+    for (int d = 0; d < 2; d++)
+        f->c->devs[d].host_cold_keep_bytes = 1000;
+    assert_close(sim_idle(f, 5.5)->makespan_s, 6.5, 1e-6);
+    fx_free(f);
+}
+
 /* The stall and a cold read are one trip beyond the private cache: an op pays the larger, not
  * both (measured: two cold gcn_coras side by side cost each other nothing). a (4 s, reading w
  * of 1000 B, moving 1000 B) on gpu0 beside b (10 s, moving 2000 B) on gpu1, stall 500 B/s:
@@ -1669,6 +1692,7 @@ int main(void)
         cmocka_unit_test(test_share_stall),
         cmocka_unit_test(test_cold_idle),
         cmocka_unit_test(test_cold_kept_once),
+        cmocka_unit_test(test_cold_keep),
         cmocka_unit_test(test_cold_or_stall),
         cmocka_unit_test(test_share_domains),
         cmocka_unit_test(test_stage_chain_two_devices),

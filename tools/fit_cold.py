@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """fit_cold.py: the cold figures of a cluster file (host_cold_tau_s, host_cold_read_Bps,
-host_cold_time_share) fitted to models timed after idle waits (docs/simulator.md, "Cold
+host_cold_time_share, host_cold_keep_bytes) fitted to models timed after idle waits (docs/simulator.md, "Cold
 requests"; docs/calibrate.md, "Cold requests").
 
 Each IDLE.json is what `/usr/bin/python3 tools/measure_cpu.py --idle MODEL --json` wrote: the
@@ -9,9 +9,10 @@ model as one stage on cpu0, its requests back to back and after the device threa
 then `placer simulate --idle GAP` for every gap, under figures written into a copy of CLUSTER
 (on every device that gives host_mem_bandwidth_Bps). The extra a wait adds is nearly linear
 in 1/rate and in the time share at a given tau (the fixed point of the round moves it a
-little), so for each tau on a grid it simulates two bases, solves the least squares of the
-extras relative to each model's back-to-back time for (1/rate, share) >= 0, then simulates
-the best tau's figures for the table it prints. Prints the figures to put in the cluster file
+little), so for each tau and keep on two grids it simulates two bases, solves the least squares
+of the extras relative to each model's back-to-back time for (1/rate, share) >= 0, then
+simulates the best figures for the table it prints. A keep (the most of a tenant's kept
+bytes the caches hold) is given only where it fits better than none. Prints the figures to put in the cluster file
 and, per model and gap, the measured and predicted extra; with -o OUT, also writes CLUSTER
 with the figures on those devices to OUT (a temporary file, then renamed).
 
@@ -32,9 +33,11 @@ import sys
 import tempfile
 
 TAUS_MS = [10, 15, 20, 25, 30, 35, 40, 50, 60, 80, 120]
+KEEPS_MIB = [None, 8, 16, 32, 48, 64, 96, 128, 192, 256]  # None: the caches hold all a tenant keeps
 BASE_BPS = 10e9  # the rate of the first basis (share 0)
 BASE_SHARE = 0.5  # the share of the second basis (kept bytes at a rate that costs nothing)
 FREE_BPS = 1e14  # the cluster loader's largest rate
+KEYS = ("host_cold_tau_s", "host_cold_read_Bps", "host_cold_time_share", "host_cold_keep_bytes")
 
 
 def run(cmd):
@@ -75,16 +78,15 @@ class Fitter:
 
     def given(self):
         """The cold figures of the cluster's first device that has them, or None."""
-        keys = ("host_cold_tau_s", "host_cold_read_Bps", "host_cold_time_share")
         for d in self.cluster["devices"]:
-            if isinstance(d, dict) and any(k in d for k in keys):
-                return {k: d[k] for k in keys if k in d}
+            if isinstance(d, dict) and any(k in d for k in KEYS):
+                return {k: d[k] for k in KEYS if k in d}
         return None
 
     def write(self, path, figures):
         c = json.loads(json.dumps(self.cluster))
         for d in c.get("devices", []):
-            for k in ("host_cold_read_Bps", "host_cold_tau_s", "host_cold_time_share"):
+            for k in KEYS:
                 d.pop(k, None)
             if figures and "host_mem_bandwidth_Bps" in d:
                 d.update(figures)
@@ -119,9 +121,12 @@ class Fitter:
         return [sim(g) - b for g in gaps]
 
 
-def figures(tau_ms, rate_Bps, share):
-    return {"host_cold_tau_s": f"{tau_ms:g} ms", "host_cold_read_Bps": f"{rate_Bps / 1e9:.3g} GB/s",
-            "host_cold_time_share": round(share, 3)}
+def figures(tau_ms, rate_Bps, share, keep_mib=None):
+    f = {"host_cold_tau_s": f"{tau_ms:g} ms", "host_cold_read_Bps": f"{rate_Bps / 1e9:.3g} GB/s",
+         "host_cold_time_share": round(share, 3)}
+    if keep_mib:
+        f["host_cold_keep_bytes"] = f"{keep_mib:g} MiB"
+    return f
 
 
 def solve(rows):
@@ -141,19 +146,22 @@ def solve(rows):
 
 
 def fit_figures(fit, data):
-    """(rms loss, figures) of the best tau on the grid, or None if no wait cost anything."""
+    """(mean squared error, figures) of the best tau and keep on the grids, or None if no wait
+    cost anything. A keep is taken only where it fits strictly better than the caches holding
+    everything (the first of the grid)."""
     best = None
-    for tau in TAUS_MS:
-        rows = []
-        for model, own, ms in data:
-            gaps = sorted(ms)
-            x1 = fit.extras(figures(tau, BASE_BPS, 0), model, gaps)
-            x2 = fit.extras(figures(tau, FREE_BPS, BASE_SHARE), model, gaps)
-            rows += [(u / own, v / own, (ms[g] - own) / own) for u, v, g in zip(x1, x2, gaps)]
-        k, s, loss = solve(rows)
-        if (k > 0 or s > 0) and (best is None or loss < best[0]):  # k = 0: bytes cost nothing
-            best = (loss / len(rows), figures(tau, BASE_BPS / k if k > 0 else FREE_BPS,
-                                               s * BASE_SHARE))
+    for keep in KEEPS_MIB:
+        for tau in TAUS_MS:
+            rows = []
+            for model, own, ms in data:
+                gaps = sorted(ms)
+                x1 = fit.extras(figures(tau, BASE_BPS, 0, keep), model, gaps)
+                x2 = fit.extras(figures(tau, FREE_BPS, BASE_SHARE, keep), model, gaps)
+                rows += [(u / own, v / own, (ms[g] - own) / own) for u, v, g in zip(x1, x2, gaps)]
+            k, s, loss = solve(rows)
+            if (k > 0 or s > 0) and (best is None or loss < best[0]):  # k = 0: bytes cost nothing
+                best = (loss, figures(tau, BASE_BPS / k if k > 0 else FREE_BPS, s * BASE_SHARE,
+                                      keep))
     return best
 
 

@@ -88,6 +88,12 @@ typedef struct pl_device {
     double host_cold_read_Bps;
     double host_cold_tau_s;
     double host_cold_time_share;
+    /* With the cold figures, optional: the most of a tenant's kept bytes the caches hold
+     * between requests. A tenant keeping K > host_cold_keep_bytes bytes on the devices with
+     * cold figures already reads the rest from memory back to back (its profile times have
+     * it), so a wait makes only host_cold_keep_bytes / K of each kept byte cold. 0 when not
+     * given: the caches hold all of them. */
+    double host_cold_keep_bytes;
     /* A CPU's GEMM kernel computes a MatMul's or Gemm's output columns in tiles of this many
      * (onnxruntime's MLAS with AVX-512: 16 fp32 a register), so an op with N > 1 columns costs
      * the FLOPs of ceil(N / tile) * tile; N = 1 takes the GEMV path and is not padded

@@ -78,6 +78,7 @@ static const char *const device_fields[] = {"name",
                                             "host_cold_read_Bps",
                                             "host_cold_tau_s",
                                             "host_cold_time_share",
+                                            "host_cold_keep_bytes",
                                             "gemm_tile_columns",
                                             "memory_bytes",
                                             "peak_flops_per_s",
@@ -266,6 +267,24 @@ static const beside_shared COLD_TAU = {"host_cold_tau_s",
                                        1e-6,
                                        1e3};
 
+/* host_cold_keep_bytes: optional, and only beside a cold read rate, whose kept bytes it
+ * bounds. */
+static int read_cold_keep(const pl_json *d, const char *name, pl_device *t, pl_err *err)
+{
+    int rc = pl_json_opt_quantity(d, "host_cold_keep_bytes", PL_UNIT_BYTES,
+                                  &t->host_cold_keep_bytes, err);
+    if (rc <= 0) return rc;
+    pl_json at = pl_json_at(d, "host_cold_keep_bytes");
+    if (!(t->host_cold_read_Bps > 0))
+        return pl_json_fail(&at, err,
+                            "device \"%s\": host_cold_keep_bytes needs \"host_cold_read_Bps\" "
+                            "and \"host_cold_tau_s\": it bounds the bytes read cold",
+                            name);
+    return pl_json_check_range(d, "host_cold_keep_bytes", t->host_cold_keep_bytes, CACHE_MIN,
+                               CACHE_MAX, PL_UNIT_BYTES, "a cold cache", "write e.g. \"32 MiB\"",
+                               err);
+}
+
 /* The cold figures come as a pair: one without the other prices nothing. */
 static int read_cold(const pl_json *d, const char *name, int shared, pl_device *t, pl_err *err)
 {
@@ -284,6 +303,7 @@ static int read_cold(const pl_json *d, const char *name, int shared, pl_device *
                             "device \"%s\": host_cold_time_share %g is outside [0, 10] (the part "
                             "of an op's own time a cold request spends again, e.g. 0.3)",
                             name, t->host_cold_time_share);
+    if (read_cold_keep(d, name, t, err) < 0) return -1;
     if ((t->host_cold_read_Bps > 0) == (t->host_cold_tau_s > 0)) return 0;
     bool rate = t->host_cold_read_Bps > 0;
     pl_json at = pl_json_at(d, rate ? COLD_READ.field : COLD_TAU.field);
@@ -443,6 +463,7 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     dev->host_cold_read_Bps = t->host_cold_read_Bps;
     dev->host_cold_tau_s = t->host_cold_tau_s;
     dev->host_cold_time_share = t->host_cold_time_share;
+    dev->host_cold_keep_bytes = t->host_cold_keep_bytes;
     dev->gemm_tile_columns = t->gemm_tile_columns;
     dev->cores = t->cores, dev->parallel_eff = t->parallel_eff;
     return check_shared(r, d, k);

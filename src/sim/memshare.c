@@ -79,6 +79,32 @@ static double kept_bytes(const pl_graph *g, int op, unsigned char *paid)
     return b < o->bytes_moved ? b : o->bytes_moved > 0 ? o->bytes_moved : 0;
 }
 
+/* op's tenant as an index into per-tenant rows of T (an op outside every tenant: row 0). */
+static int tenant_row(const pl_graph *g, int op, int T)
+{
+    int t = g->ops[op].tenant;
+    return t >= 0 && t < T ? t : 0;
+}
+
+/* The part of its kept bytes each tenant finds warm back to back: all of them, or where the
+ * device gives host_cold_keep_bytes C and the tenant keeps K > C bytes on the devices with
+ * cold figures, C / K of each (the caches hold C; the rest the profiles already read from
+ * memory, so a wait cannot make it colder). */
+static void kept_scale(const pl_cost *k, const pl_plan *p, const double *kb, int T, double *scale)
+{
+    double *sum = pl_calloc((size_t)T + 1, sizeof *sum);
+    double *keep = pl_calloc((size_t)T + 1, sizeof *keep);
+    for (int op = 0; op < k->n_ops; op++) {
+        int t = tenant_row(k->g, op, T);
+        double c = k->c->devs[p->dev[op]].host_cold_keep_bytes;
+        sum[t] += kb[op];
+        if (kb[op] > 0 && c > 0 && (keep[t] == 0 || c < keep[t])) keep[t] = c;
+    }
+    for (int t = 0; t < T; t++)
+        scale[t] = keep[t] > 0 && sum[t] > keep[t] ? keep[t] / sum[t] : 1;
+    free(sum), free(keep);
+}
+
 /* What each op spends again when wholly cold, and each tenant's work (own_s). The devices
  * with cold figures (`slot`: their index among them, -1 for the others) each get a row of
  * `paid`, so that a tensor pays once per device. */
@@ -94,16 +120,22 @@ static void cold_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim
     m->kept_s = pl_calloc((size_t)k->n_ops + 1, sizeof *m->kept_s);
     m->own_s = pl_calloc((size_t)T + 1, sizeof *m->own_s);
     unsigned char *paid = pl_calloc(nt * (size_t)n_cold, 1);
+    double *kb = pl_calloc((size_t)k->n_ops + 1, sizeof *kb);
+    double *scale = pl_calloc((size_t)T + 1, sizeof *scale);
     for (int i = 0; i < k->n_ops; i++) {
-        int op = g->topo[i], d = p->dev[op], t = g->ops[op].tenant;
-        const pl_device *dv = &k->c->devs[d];
-        m->own_s[t >= 0 && t < T ? t : 0] += dur[op];
-        if (slot[d] < 0) continue;
-        m->kept_s[op] = kept_bytes(g, op, paid + nt * (size_t)slot[d]) / dv->host_cold_read_Bps +
+        int op = g->topo[i], d = p->dev[op];
+        m->own_s[tenant_row(g, op, T)] += dur[op];
+        if (slot[d] >= 0) kb[op] = kept_bytes(g, op, paid + nt * (size_t)slot[d]);
+    }
+    kept_scale(k, p, kb, T, scale);
+    for (int op = 0; op < k->n_ops; op++) {
+        const pl_device *dv = &k->c->devs[p->dev[op]];
+        if (slot[p->dev[op]] < 0) continue;
+        m->kept_s[op] = kb[op] * scale[tenant_row(g, op, T)] / dv->host_cold_read_Bps +
                         dv->host_cold_time_share * dur[op];
         m->cold = true;
     }
-    free(paid), free(slot);
+    free(paid), free(slot), free(kb), free(scale);
 }
 
 /* The fraction of a share's kept bytes gone from the caches after age a (tau > 0). */
@@ -118,8 +150,7 @@ void sim_share_cold(const pl_cost *k, const pl_plan *p, double period_s, sim_sha
     int T = pl_graph_tenants(k->g) > 0 ? pl_graph_tenants(k->g) : 1;
     for (int op = 0; op < k->n_ops; op++) {
         double tau = k->c->devs[p->dev[op]].host_cold_tau_s;
-        int t = k->g->ops[op].tenant;
-        double own = m->own_s[t >= 0 && t < T ? t : 0];
+        double own = m->own_s[tenant_row(k->g, op, T)];
         double c = m->kept_s[op] > 0 && period_s > 0 ? gone(period_s, tau) - gone(own, tau) : 0;
         m->cold_s[op] = c > 0 ? c * m->kept_s[op] : 0;
     }
