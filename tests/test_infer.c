@@ -286,7 +286,7 @@ static void test_gemm(void **state)
 }
 
 /* Bidirectional LSTM: Y [seq, 2, batch, H], Y_h and Y_c [2, batch, H]; FLOPs per step and
- * direction 2·4·H·(I+H)·B + 42·H·B. */
+ * direction 2·4·H·(I+H)·B + 42·H·B; bytes with R read at every step. */
 static void test_lstm(void **state)
 {
     (void)state;
@@ -317,6 +317,13 @@ static void test_lstm(void **state)
     assert_close(O(g, l)->flops, 7 * 2 * step, 1e-12);
     assert_close(O(g, gr)->flops, 7 * (2.0 * 3 * 20 * 30 * 2 + 28.0 * 20 * 2), 1e-12);
     assert_close(O(g, rn)->flops, 7 * (2.0 * 20 * 30 * 2 + 8.0 * 20 * 2), 1e-12);
+    /* bytes: every distinct tensor once, and R once more per step after the first (each step's
+     * GEMM reads it): LSTM X 560 + W 6400 + R 12800 + B 1280 + Y 2240 + Yh 320 + Yc 320, then
+     * 6 x 12800; GRU Xb 560 + Wg 2400 + Rg 4800 + Yg 1120 + Yhg 160, then 6 x 4800; RNN X 560
+     * + Wr 800 + Rr 1600 + Yhr 160, then 6 x 1600 */
+    assert_close(O(g, l)->bytes_moved, 23920 + 6 * 12800, 1e-12);
+    assert_close(O(g, gr)->bytes_moved, 9040 + 6 * 4800, 1e-12);
+    assert_close(O(g, rn)->bytes_moved, 3120 + 6 * 1600, 1e-12);
     pl_graph_free(g);
 }
 
