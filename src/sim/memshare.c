@@ -87,9 +87,10 @@ static int tenant_row(const pl_graph *g, int op, int T)
 }
 
 /* The part of its kept bytes each tenant finds warm back to back: all of them, or where the
- * device gives host_cold_keep_bytes C and the tenant keeps K > C bytes on the devices with
- * cold figures, C / K of each (the caches hold C; the rest the profiles already read from
- * memory, so a wait cannot make it colder). */
+ * devices give host_cold_keep_bytes (C: the least of those the tenant's kept bytes are on)
+ * and the tenant keeps K > C bytes on the devices with cold figures, C / K of each (the
+ * caches hold C; the rest the profiles already read from memory, so a wait cannot make it
+ * colder). */
 static void kept_scale(const pl_cost *k, const pl_plan *p, const double *kb, int T, double *scale)
 {
     double *sum = pl_calloc((size_t)T + 1, sizeof *sum);
