@@ -10,7 +10,8 @@
 
 #define XEON "examples/clusters/local-xeon-percore.json"
 
-/* The Xeon's file with the cold figures given here on every device of its host, into path. */
+/* The Xeon's file with the cold figures given here on every device of its host (and no
+ * keep), into path. */
 static void cold_cluster(const char *path, const char *tau, const char *rate, double share)
 {
     json_t *c = json_load_file(XEON, 0, NULL), *d;
@@ -19,7 +20,7 @@ static void cold_cluster(const char *path, const char *tau, const char *rate, do
     json_array_foreach(json_object_get(c, "devices"), i, d)
     {
         json_object_del(d, "host_cold_tau_s"), json_object_del(d, "host_cold_read_Bps");
-        json_object_del(d, "host_cold_time_share");
+        json_object_del(d, "host_cold_time_share"), json_object_del(d, "host_cold_keep_bytes");
         if (!json_object_get(d, "host_mem_bandwidth_Bps") || !tau) continue;
         json_object_set_new(d, "host_cold_tau_s", json_string(tau));
         json_object_set_new(d, "host_cold_read_Bps", json_string(rate));
