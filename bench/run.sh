@@ -79,7 +79,7 @@ PLACER_MOIRAI_LIMIT=${PLACER_MOIRAI_MULTI_LIMIT:-10} "$build/bench/bench_multi" 
   $m/resnet50.onnx:64,$t/squeezenet1_0.onnx:64 $t/googlenet.onnx:64,$t/alexnet.onnx:64 $m/resnet50.onnx:64,$t/alexnet.onnx:64 \
   $t/alexnet.onnx:64,$t/squeezenet1_0.onnx:64
 echo
-echo "== several models on this machine's two cores for real (placer multi --run, issue 32 item 5): issue 32's three CPU sets and nmt_seq2seq + rnnlm (outside them: two models reading their weights from DRAM, which the simulator prices as one level, docs/cost.md), three rounds each, predicted against measured completion, each model alone beside it and the error the co-run adds (docs/multi.md, \"Fidelity of --run\"); real runs, so only a quiet machine gives figures to trust (about 3 minutes)"
+echo "== several models on this machine's two cores for real (placer multi --run, issue 32 item 5): issue 32's three CPU sets and nmt_seq2seq + rnnlm (outside them: two models reading their weights from DRAM, which the simulator prices as one level, docs/cost.md), three rounds each, predicted against measured completion, each model alone beside it and the error the co-run adds (docs/multi.md, \"Fidelity of --run\"); real runs, so only a quiet machine gives figures to trust (about 3 minutes; 10 on the Xeon, which measures its calibration and cold figures first)"
 uptime
 # the two cores as measured on this CPU: the Xeon's own file there (docs/calibrate.md, "Another
 # CPU"; with its cold figures, which price the rounds' waits: docs/simulator.md, "Cold
