@@ -150,7 +150,11 @@ def fit_figures(fit, data):
     cost anything. A keep is taken only where it fits strictly better than the caches holding
     everything (the first of the grid)."""
     best = None
-    for keep in KEEPS_MIB:
+    tty = sys.stderr.isatty()  # progress on a terminal only: the fit takes a minute or two
+    for i, keep in enumerate(KEEPS_MIB):
+        if tty:
+            print(f"\rfit_cold.py: keep {keep or 'none'} ({i + 1} of {len(KEEPS_MIB)})",
+                  end="", file=sys.stderr, flush=True)
         for tau in TAUS_MS:
             rows = []
             for model, own, ms in data:
@@ -162,6 +166,8 @@ def fit_figures(fit, data):
             if (k > 0 or s > 0) and (best is None or loss < best[0]):  # k = 0: bytes cost nothing
                 best = (loss, figures(tau, BASE_BPS / k if k > 0 else FREE_BPS, s * BASE_SHARE,
                                       keep))
+    if tty:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
     return best
 
 
