@@ -105,14 +105,27 @@ static int teardown(void **state)
     return cache[0] ? tu_rmtree(cache) : 0;
 }
 
+/* The calibration measured afresh: the next `placer multi --run` measures it again. */
+static void recalibrate(void)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/calibration", cache);
+    tu_rmtree(dir);
+}
+
 /* Within the stated error in one of two attempts: something else on the machine (a disk
- * flushing a gigabyte, another guest) can slow every round of one attempt by 10-40 %, and
- * the test is about the prediction, not about the minute. An error of the model misses both. */
+ * flushing a gigabyte, another guest) can slow every round of one attempt by 10-40 %, or the
+ * calibration the attempt priced with (once, in CI on the Xeon, right after the other tests:
+ * resnet50 predicted 58.3 ms against 49-50 measured in both attempts), and the test is about
+ * the prediction, not about the minute. So the second attempt measures the calibration again.
+ * An error of the model misses both. */
 static void test_within_stated_error(void **state)
 {
     (void)state;
     tu_require_ort();
-    assert_true(attempt(1) || attempt(2));
+    if (attempt(1)) return;
+    recalibrate();
+    assert_true(attempt(2));
 }
 
 int main(void)
