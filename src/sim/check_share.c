@@ -95,7 +95,7 @@ int chk_share(chk *c)
     for (int op = 0; op < c->n; op++)
         dur[op] = pl_cost_op_placed_s(c->k, op, c->p->dev) + c->stage[op];
     sim_share m;
-    sim_share_prep(c->k, c->p, dur, &m);
+    sim_share_prep(c->k, c->p, dur, c->r->cold_period_s > 0, &m);
     sim_share_cold(c->k, c->p, c->r->cold_period_s, &m); /* the period the run was priced at */
     int rc = sweep(c, &m, dur);
     sim_share_free(&m);

@@ -157,7 +157,7 @@ void sim_share_cold(const pl_cost *k, const pl_plan *p, double period_s, sim_sha
     }
 }
 
-void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_share *m)
+void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, bool cold, sim_share *m)
 {
     memset(m, 0, sizeof *m);
     int *dom = pl_malloc((k->n_devs + 1) * sizeof *dom);
@@ -174,7 +174,7 @@ void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_s
     m->cold_s = pl_calloc(n, sizeof *m->cold_s);
     for (int op = 0; op < k->n_ops; op++)
         if (dom[p->dev[op]] >= 0) share_op(k, op, p->dev, dur[op], m);
-    cold_prep(k, p, dur, m);
+    if (cold) cold_prep(k, p, dur, m); /* a search's back-to-back runs never read it */
 }
 
 void sim_share_free(sim_share *m)

@@ -273,7 +273,7 @@ int sim_prep(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, sim_stati
     find_t0(s);
     build_readers(s);
     build_order(s);
-    sim_share_prep(k, p, s->dur, &s->share);
+    sim_share_prep(k, p, s->dur, sim_round(k->g, o), &s->share);
     return sim_xorder(s, err);
 }
 

@@ -169,14 +169,6 @@ void sim_fill_result(const sim_static *s, sim_run *run, const pl_sim_opts *o, pl
 
 /* ---- entry points ---- */
 
-/* Cold requests (docs/simulator.md): priced for one request that stands for a round of a
- * steady state, when the host gives the figures and the round differs from the back-to-back
- * runs the profiles timed: several tenants, or a wait. */
-static bool cold_applies(const sim_static *s, const pl_sim_opts *o, int K)
-{
-    return s->share.cold && K == 1 && (pl_graph_tenants(s->k->g) > 1 || o->idle_s > 0);
-}
-
 /* The period P of the steady state is the round the cold term makes: from the warm run's,
  * each round priced at the last one's period, until the period moves by less than 1e-6 of
  * itself (a contraction: the cold fraction's slope is below 1/tau, so a few rounds do; at
@@ -224,7 +216,8 @@ int pl_simulate(const pl_cost *k, const pl_plan *p, const pl_sim_opts *o, pl_sim
     sim_run run = {0};
     double period = 0;
     int rc = sim_run_events(&s, o, &run, err);
-    if (rc == 0 && cold_applies(&s, o, K)) rc = cold_rounds(&s, o, &run, &period, err);
+    /* share.cold: the run is a round (sim_round) and the host gives the cold figures */
+    if (rc == 0 && s.share.cold) rc = cold_rounds(&s, o, &run, &period, err);
     if (rc == 0) sim_fill_result(&s, &run, o, r), r->cold_period_s = period;
     sim_run_free(&run);
     sim_static_free(&s);

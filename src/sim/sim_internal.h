@@ -40,13 +40,22 @@ typedef struct sim_share {
     bool cold;     /* some device of a domain gives the cold figures */
 } sim_share;
 
-/* The domains and the per-op terms for plan p (dur[op]: each op's time alone). n_dom stays 0
- * (nothing allocated) when no device shares its memory. */
-void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim_share *m);
+/* The domains and the per-op terms for plan p (dur[op]: each op's time alone); the cold
+ * terms only when `cold` (the run is priced as a round: sim_round). n_dom stays 0 (nothing
+ * allocated) when no device shares its memory. */
+void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, bool cold, sim_share *m);
 void sim_share_free(sim_share *m);
 /* Prices each op's cold read for period P (period_s 0: none). */
 void sim_share_cold(const pl_cost *k, const pl_plan *p, double period_s, sim_share *m);
 /* The contention factor of domain `dom` given the summed demand of the ops running in it. */
+/* Whether a run is one request that stands for a round of a steady state other than the
+ * back-to-back runs the profiles timed (several tenants, or a wait), which the cold term
+ * prices where the host gives the figures (docs/simulator.md, "Cold requests"). */
+static inline bool sim_round(const pl_graph *g, const pl_sim_opts *o)
+{
+    return o->requests <= 1 && (pl_graph_tenants(g) > 1 || o->idle_s > 0);
+}
+
 static inline double sim_share_factor(const sim_share *m, int dom, double demand)
 {
     return demand > m->dom_Bps[dom] ? demand / m->dom_Bps[dom] : 1;
