@@ -90,11 +90,17 @@ class Fitter:
                 d.pop(k, None)
             if figures and "host_mem_bandwidth_Bps" in d:
                 d.update(figures)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(c, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
+        d, base = os.path.split(path)
+        tmp = os.path.join(d, f".{base}.tmp.{os.getpid()}")  # hidden, as placer's own (pl_out)
+        try:
+            with open(tmp, "w") as f:
+                json.dump(c, f, indent=1)
+                f.write("\n")
+            os.replace(tmp, path)
+        except BaseException:  # a full disk or ^C: nothing half-written is left behind
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
 
     def plan(self, model):
         """The model's default plan, without the cluster's identity, so any copy takes it."""
