@@ -15,7 +15,7 @@ static const char *help =
     "usage: placer calibrate PROFILE... --model M [--model M2]... [--cluster C]\n"
     "                        [--device NAME] [-o params.json] [--json]\n"
     "       placer calibrate --machine [--cluster C] [--device NAME] [--json]\n"
-    "  --machine      measures this machine now (six zoo models, 14 s here) and\n"
+    "  --machine      measures this machine now (six zoo models in three passes, 22 s here) and\n"
     "                 (re)writes the calibration every verb uses for a cluster's\n"
     "                 \"this_machine\" device; prints where (docs/calibrate.md)\n"
     "  PROFILE        placer-profile/1 files (from `placer profile`); each is matched to the\n"
@@ -120,6 +120,13 @@ static void print_text(const pl_calib_result *r, const pl_device *d)
            r->median_before, r->worst_before, r->median_after, r->worst_after);
     char note[1024];
     if (pl_calib_scale_note(&r->params, d, note, sizeof note)) printf("figures        %s\n", note);
+    if (r->passes > 1) /* docs/calibrate.md, "Passes" */
+        printf("passes         %d, each op's time the median; the passes' summed times within "
+               "%.1f %%%s\n",
+               r->passes, 100 * r->pass_spread,
+               r->pass_spread > 0.15 ? " (the machine's speed moved while it was measured: "
+                                       "measure again when it is idle)"
+                                     : "");
 }
 
 static cli_exit run(const calib_opts *o)

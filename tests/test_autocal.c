@@ -7,6 +7,7 @@
 #include "placer/cluster.h"
 #include "placer/runtime.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +260,14 @@ static void rebuilt(const char *why)
     pl_cost_params p;
     pl_err err;
     assert_int_equal(pl_machine_calib_load(entry, cpu, &local->devs[0], &p, &err), 1);
+    /* measured in passes, and how far they moved is written */
+    json_t *j = json_load_file(entry, 0, NULL);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "passes")), 3);
+    json_t *spread = json_object_get(j, "pass_spread");
+    assert_true(json_is_number(spread) && json_number_value(spread) >= 0 &&
+                json_number_value(spread) < 1);
+    json_decref(j);
     free(a);
 }
 

@@ -202,6 +202,43 @@ static pl_profile *profile_text(const char *text, pl_err *err)
     return p;
 }
 
+/* `placer calibrate --machine`'s passes: each op's time is its median over the profiles
+ * (3, 1 and 2 ms: 2; 5 and 7 with the third pass lacking the op: 6), an op only a later pass
+ * times is not added; the spread is (largest − smallest) / median of the passes' totals. */
+static void test_profile_median(void **state)
+{
+    (void)state;
+    pl_err err = {""};
+    pl_profile *p[3] = {
+        profile_text("{\"format\": \"placer-profile/1\", \"device_model\": \"cpu\","
+                     " \"times_s\": {\"a\": \"3 ms\", \"b\": \"5 ms\"}}",
+                     &err),
+        profile_text("{\"format\": \"placer-profile/1\", \"device_model\": \"cpu\","
+                     " \"times_s\": {\"a\": \"1 ms\", \"b\": \"7 ms\", \"c\": 1}}",
+                     &err),
+        profile_text("{\"format\": \"placer-profile/1\", \"device_model\": \"cpu\","
+                     " \"times_s\": {\"a\": \"2 ms\"}}",
+                     &err),
+    };
+    for (int j = 0; j < 3; j++)
+        if (!p[j]) fail_msg("%s", err.msg);
+    assert_int_equal(pl_profile_median(p, 0), -1);
+    assert_int_equal(pl_profile_median(p, PL_PROFILE_MEDIAN_MAX + 1), -1);
+    assert_int_equal(pl_profile_median(p, 3), 0);
+    assert_int_equal(p[0]->n, 2);
+    assert_close(pl_profile_lookup(p[0], "a"), 2e-3, 1e-15);
+    assert_close(pl_profile_lookup(p[0], "b"), 6e-3, 1e-15);
+    assert_true(pl_profile_lookup(p[0], "c") < 0);
+    assert_close(pl_profile_lookup(p[1], "a"), 1e-3, 1e-15); /* the others are left as they were */
+    for (int j = 0; j < 3; j++)
+        pl_profile_free(p[j]);
+    double total[] = {1.10, 0.95, 1.00, 1.02};
+    assert_close(pl_machine_pass_spread(total, 3), 0.15, 1e-12);
+    assert_close(pl_machine_pass_spread(total, 4), 0.15 / 1.01, 1e-12); /* median 1.01 */
+    assert_close(pl_machine_pass_spread(total, 1), 0, 0);
+    assert_close(pl_machine_pass_spread(total, 0), 0, 0);
+}
+
 /* A profile for "T4" times 'c' on gpu1 and nothing else; the op's own times still win. */
 static void test_profile_override(void **state)
 {
@@ -1375,6 +1412,7 @@ int main(void)
         cmocka_unit_test(test_conv_ratio),
         cmocka_unit_test(test_dense_half),
         cmocka_unit_test(test_calib_dense_half),
+        cmocka_unit_test(test_profile_median),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

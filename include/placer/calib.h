@@ -29,6 +29,11 @@ typedef struct pl_calib_result {
      * of known GEMM size, sizes spanning under two decades, or a best value the data do not
      * bound), and it is the start's. */
     char dense_half_why[160];
+    /* pl_machine_calibrate's passes over its models (0 for a fit to given profiles), and how
+     * far the machine's speed moved between them: (largest − smallest) / median of each
+     * pass's summed op times over all the models (pl_machine_pass_spread). */
+    int passes;
+    double pass_spread;
 } pl_calib_result;
 
 /* Fits to profiles[k] measured on graphs[k] (k < n), estimating on device `d` (the device the
@@ -175,13 +180,19 @@ struct pl_ort_node_time;
 double pl_machine_conv_ratio(const pl_graph *const *g, const struct pl_ort_node_time *const *on,
                              const int *n_on, int n, const pl_device *d, const pl_cost_params *fit,
                              double profiler_s);
+/* (largest − smallest) / median of total[0..passes); 0 when passes is not in
+ * 1..PL_MACHINE_PASSES_MAX or the median is not positive. */
+#define PL_MACHINE_PASSES_MAX 16
+double pl_machine_pass_spread(const double *total, int passes);
 /* Measures this machine: profiles a fixed set of zoo models in onnxruntime (mobilenet_v3_large,
  * resnet50, transformer, rnnlm, nmt_seq2seq, bert_base, from placer's own files;
- * $PLACER_CALIBRATION_MODELS, paths separated by ':', replaces the set), fits the efficiencies of
- * device d (pl_calib_fit), measures runtime_conv_ratio (the models with a Conv profiled again with
- * optimisation on, pl_machine_conv_ratio) and writes them, with this CPU's model, the date and
- * pl_machine_fit_key, to `path` (through
- * pl_out). `progress`, when not NULL, is told each step. */
+ * $PLACER_CALIBRATION_MODELS, paths separated by ':', replaces the set) in three passes over the
+ * set, 5 timed requests each, each op's time the median over the passes (pl_profile_median);
+ * fits the efficiencies of device d to those (pl_calib_fit), measures runtime_conv_ratio (the
+ * models with a Conv profiled again with optimisation on in each pass, pl_machine_conv_ratio,
+ * the median of the passes' ratios) and writes them, with this CPU's model, the date, the passes'
+ * spread and pl_machine_fit_key, to `path` (through pl_out). `progress`, when not NULL, is told
+ * each step. */
 int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(const char *step),
                          pl_calib_result *r, pl_err *err);
 /* This machine's calibration for device d, as every verb gets it (docs/calibrate.md): the entry

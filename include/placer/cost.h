@@ -166,6 +166,12 @@ pl_profile *pl_profile_load(const char *path, pl_err *err);
 void pl_profile_free(pl_profile *p);
 /* Seconds, or -1 when the profile has no entry for the op. */
 double pl_profile_lookup(const pl_profile *p, const char *op_name);
+/* Profiles of one model measured several times (`placer calibrate --machine`'s passes): p[0]'s
+ * time of each op becomes the median of its times in p[0..n) (a profile without the op is left
+ * out of its median; ops only the others time are not added). -1 when n is not in
+ * 1..PL_PROFILE_MEDIAN_MAX. */
+#define PL_PROFILE_MEDIAN_MAX 16
+int pl_profile_median(pl_profile *const *p, int n);
 /* How many ops of g the profile times: those of tenant `tenant` of a union (each by its name in
  * its own model), or with tenant -1 every op. */
 int pl_profile_ops_timed(const pl_profile *p, const pl_graph *g, int tenant);

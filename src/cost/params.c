@@ -7,8 +7,8 @@
  * eff_compute and eff_memory are required; "gpu" (the GPU kernel rules' parameters),
  * cpu_band, dense_half_flops, peak_scale and mem_scale are optional. Classes the file leaves out
  * keep their defaults, and so does runtime_fusion ("ort" or "none", docs/cost.md "Runtime fusion");
- * the fit's statistics (samples, errors), and the CPU model and date of a machine calibration
- * (src/calib/machine.c), are accepted and ignored here. */
+ * the fit's statistics (samples, errors), and the CPU model, date, passes and their spread of a
+ * machine calibration (src/calib/machine.c), are accepted and ignored here. */
 #include "placer/cost.h"
 #include "placer/json.h"
 
@@ -37,6 +37,8 @@ static const char *const fields[] = {"format",
                                      "dense_half_note",
                                      "peak_scale",
                                      "mem_scale",
+                                     "passes",
+                                     "pass_spread",
                                      NULL};
 
 static const char *const gpu_fields[] = {

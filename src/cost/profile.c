@@ -130,6 +130,21 @@ double pl_profile_lookup(const pl_profile *p, const char *op_name)
     return i < 0 ? -1 : p->time_s[i];
 }
 
+int pl_profile_median(pl_profile *const *p, int n)
+{
+    if (n < 1 || n > PL_PROFILE_MEDIAN_MAX) return -1;
+    for (int i = 0; i < p[0]->n; i++) {
+        double t[PL_PROFILE_MEDIAN_MAX];
+        int m = 0;
+        for (int j = 0; j < n; j++) {
+            double x = pl_profile_lookup(p[j], p[0]->op_names[i]);
+            if (x >= 0) t[m++] = x;
+        }
+        p[0]->time_s[i] = pl_median(t, m); /* m >= 1: p[0] times the op */
+    }
+    return 0;
+}
+
 int pl_profile_ops_timed(const pl_profile *p, const pl_graph *g, int tenant)
 {
     int n = 0;
