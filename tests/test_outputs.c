@@ -390,6 +390,71 @@ static void test_signal_removes_folders(void **state)
     tu_tmpdir_end(tmp);
 }
 
+/* ---- the signal thread's death beside a library's own handler (pl_signals_hold) ---- */
+
+/* This test's signal() stands in for libc's in the library too (as rename above): armed, the
+ * call that restores SIGTERM's default action waits `widen_us` after it, so that the moment
+ * between it and the raise that follows (src/common/out.c, die_of) lasts 20 ms instead of a
+ * microsecond. */
+static volatile int widen_us;
+
+void (*signal(int sig, void (*h)(int)))(int)
+{
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = h;
+    sa.sa_flags = SA_RESTART; /* glibc's signal() */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &old) < 0) return SIG_ERR;
+    if (widen_us && sig == SIGTERM && h == SIG_DFL) usleep((useconds_t)widen_us);
+    return old.sa_handler;
+}
+
+static void foreign(int sig)
+{
+    (void)sig;
+    _exit(3);
+}
+
+/* A SIGTERM while the main thread calls, again and again, a library that swaps its own
+ * handler in for each call (METIS's gk_sigtrap: its handler, run in the signal thread,
+ * longjmped into a buffer that thread never set, a SIGSEGV once in `make test`): the process
+ * dies of SIGTERM. Before pl_signals_hold, the handler swapped in while the dying thread
+ * stood between restoring the default action and raising the signal ran instead: exit 3. */
+static void test_signals_hold(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sigaction dfl = {0}, f = {0}, old;
+        dfl.sa_handler = SIG_DFL, f.sa_handler = foreign;
+        sigemptyset(&dfl.sa_mask), sigemptyset(&f.sa_mask);
+        sigaction(SIGTERM, &dfl, NULL); /* an earlier test's pl_out installed its handler */
+        if (pl_out_take_signals() <= 0) _exit(4);
+        widen_us = 20000;
+        kill(getpid(), SIGTERM); /* blocked here: the signal thread takes it */
+        for (;;) {               /* METIS's handler in place for 1 ms of every 1.2 */
+            pl_signals_hold();   /* as src/place/metis.c around each METIS call */
+            sigaction(SIGTERM, &f, &old);
+            usleep(1000);
+            sigaction(SIGTERM, &old, NULL);
+            pl_signals_release();
+            usleep(200);
+        }
+    }
+    int st = 0;
+    pid_t r = 0;
+    for (int ms = 0; r == 0 && ms < 10000; ms++) /* the dying thread may not wait forever */
+        if ((r = waitpid(pid, &st, WNOHANG)) == 0) usleep(1000);
+    if (r == 0) {
+        kill(pid, SIGKILL), waitpid(pid, &st, 0);
+        fail_msg("still running 10 s after SIGTERM (killed)");
+    }
+    assert_int_equal(r, pid);
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGTERM)
+        fail_msg("status %d (%s %d), not death by SIGTERM", st, WIFEXITED(st) ? "exit" : "signal",
+                 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
 /* pl_mkdir_p on a read-only file system says so (it said "No such file or directory", the
  * reason of the last mkdir, not of the first that failed). Needs a read-only tmpfs in a
  * private mount namespace; skipped, saying why, where one cannot be made. */
@@ -434,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_learn_prior_pair),
         cmocka_unit_test(test_signal_removes_folders),
         cmocka_unit_test(test_mkdir_read_only),
+        cmocka_unit_test(test_signals_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -100,6 +100,15 @@ void pl_out_remove_temporaries(void);
  * thread. Children of pl_proc start with nothing blocked. Returns the number of signals
  * taken (0 to 3), or -1 if the thread cannot be started (nothing is blocked then). */
 int pl_out_take_signals(void);
+/* A call into a library that sets signal dispositions for its own duration is made between
+ * these two, from any thread but the signal thread. METIS does (gk_sigtrap above): while the
+ * thread that takes the signals dies of one (it restores the default action, then raises the
+ * signal in itself), a METIS call starting in between made the raise run METIS's handler in
+ * that thread, which longjmps into a buffer only METIS's own thread set: a SIGSEGV instead of
+ * death by SIGTERM (seen once in `make test`, learn-prior under SIGTERM). So that thread waits
+ * for such a call to end, and none begins after it has started to die. Calls may not nest. */
+void pl_signals_hold(void);
+void pl_signals_release(void);
 /* The whole of a buffer to path, through pl_out. */
 int pl_out_write_file(const char *path, const void *buf, size_t n, pl_err *err);
 /* The temporary's name for path: ".NAME.tmp.PID" in the same folder (malloc'd); a trailing

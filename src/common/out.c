@@ -84,10 +84,27 @@ static sigset_t taken;
  * until the process dies. */
 static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
 
+/* Held by a call that sets dispositions of its own (common.h, pl_signals_hold), and by
+ * die_of from the moment it restores the default action until the process is gone. */
+static pthread_mutex_t dispositions = PTHREAD_MUTEX_INITIALIZER;
+
+void pl_signals_hold(void)
+{
+    pthread_mutex_lock(&dispositions);
+}
+
+void pl_signals_release(void)
+{
+    pthread_mutex_unlock(&dispositions);
+}
+
 /* The default action, from a thread that no longer blocks it: the process dies of sig, as if
- * nothing had caught it (a parent sees WTERMSIG). raise() sends to this thread alone. */
+ * nothing had caught it (a parent sees WTERMSIG). raise() sends to this thread alone, and the
+ * action it takes is the one in place at that moment: no other thread may set another between
+ * signal() and raise() (pl_signals_hold). */
 static _Noreturn void die_of(int sig)
 {
+    pthread_mutex_lock(&dispositions); /* never unlocked: the process dies with it held */
     signal(sig, SIG_DFL);
     sigset_t one;
     sigemptyset(&one);

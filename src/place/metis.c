@@ -183,8 +183,10 @@ static int bisect(const bisector *B, const int *vs, int n, double w0, double w1,
     opts[METIS_OPTION_SEED] = (idx_t)(B->seed & 0x7fffffff);
     opts[METIS_OPTION_NUMBERING] = 0;
     opts[METIS_OPTION_DBGLVL] = 0;
+    pl_signals_hold(); /* METIS sets SIGTERM's action for the call (common.h) */
     int rc = METIS_PartGraphRecursive(&nv, &ncon, xadj, adj, vw, NULL, aw, &two, tp, &ub, opts,
                                       &cut, side);
+    pl_signals_release();
     free(xadj), free(adj), free(vw), free(aw);
     if (rc != METIS_OK)
         return pl_err_set(err, "metis: METIS failed (code %d) bisecting %d ops", rc, n);
