@@ -80,7 +80,14 @@ def refit(build, cluster, models, tmp):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     print(f"refit: placer calibrate --machine, then {len(models)} models timed after waits",
           flush=True)
-    step([f"{build}/placer", "calibrate", "--machine", "--cluster", cluster])
+    cal = os.path.join(tmp, "calibration.json")
+    step([f"{build}/placer", "calibrate", "--machine", "--cluster", cluster, "--json"], cal)
+    with open(cal) as f:
+        c = json.load(f)
+    eff = c.get("eff_compute", {})
+    print(f"refit: calibrated: dense {eff.get('dense', 0):.3f}, memory {c.get('eff_memory', 0):.3f}"
+          f", {c.get('passes', 1)} passes within {100 * c.get('pass_spread', 0):.1f} %"
+          f" ({c.get('written', '')})", flush=True)
     idle = []
     for i, m in enumerate(models):
         idle.append(os.path.join(tmp, f"idle{i}.json"))
