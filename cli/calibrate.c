@@ -15,7 +15,7 @@ static const char *help =
     "usage: placer calibrate PROFILE... --model M [--model M2]... [--cluster C]\n"
     "                        [--device NAME] [-o params.json] [--json]\n"
     "       placer calibrate --machine [--cluster C] [--device NAME] [--json]\n"
-    "  --machine      measures this machine now (six zoo models in three passes, 22 s here) and\n"
+    "  --machine      measures this machine now (six zoo models in three passes, 20 s here) and\n"
     "                 (re)writes the calibration every verb uses for a cluster's\n"
     "                 \"this_machine\" device; prints where (docs/calibrate.md)\n"
     "  PROFILE        placer-profile/1 files (from `placer profile`); each is matched to the\n"

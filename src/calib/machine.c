@@ -18,7 +18,7 @@
  * op's time is its median over the passes: a VM's slow spell of a few seconds (its host's
  * other guests) then moves one pass, not the fit. With one pass of 10 requests, four
  * calibrations within five minutes on the Xeon VM gave dense efficiencies of 0.708-0.759 and
- * one of 0.661 (2026-11-30 00:46 UTC), which priced rnnlm 17 % slower than it then ran
+ * one of 0.661 (2026-11-30 00:46 UTC), which priced rnnlm 9-14 % slower than it then ran
  * (docs/calibrate.md, "Passes"). */
 #define MACHINE_PASSES 3
 #define MACHINE_REPEAT 5 /* timed requests per model and pass */
@@ -26,7 +26,7 @@
 /* The zoo models measured: convolution nets (mobilenet_v3_large, resnet50), attention
  * (transformer, bert_base), recurrent (rnnlm) and a seq2seq model whose time is mostly small
  * memory-bound ops (nmt_seq2seq): without the last two, eff_memory came out at 0.11-0.13 and
- * nmt_seq2seq was predicted at twice its time (docs/calibrate.md). About 22 s here, in three
+ * nmt_seq2seq was predicted at twice its time (docs/calibrate.md). About 20 s here, in three
  * passes.
  * tools/install.sh installs the same list. */
 static const char *const machine_models[] = {
@@ -206,29 +206,19 @@ static int model_paths(char **paths, pl_err *err)
     return n;
 }
 
-/* One model's profile on this machine, as `placer profile` measures it. */
-static pl_profile *profile_one(pl_ort *w, const char *model, const pl_graph *g,
-                               const char *device_model, pl_err *err)
+/* One model's profile on this machine, as `placer profile` measures it, from its inflated
+ * file; *sum_s gets the timed ops' sum. */
+static pl_profile *profile_one(pl_ort *w, const char *inflated, const pl_graph *g,
+                               const char *device_model, double *sum_s, pl_err *err)
 {
-    char cache[4096], inflated[4096];
     pl_ort_node_time *t = NULL;
     int n = 0;
-    pl_profile_match m;
-    if (pl_cache_dir("inflated", cache, sizeof cache, err) < 0 ||
-        pl_inflate_model(model, cache, inflated, sizeof inflated, err) < 0 ||
-        pl_ort_profile(w, inflated, MACHINE_REPEAT, &t, &n, err) < 0)
-        return NULL;
+    pl_profile_match m = {0};
+    if (pl_ort_profile(w, inflated, MACHINE_REPEAT, &t, &n, err) < 0) return NULL;
     pl_profile *p = pl_profile_from_node_times(g, t, n, device_model, &m, err);
     pl_ort_node_times_free(t, n);
+    *sum_s = m.measured_s;
     return p;
-}
-
-static double profile_sum(const pl_profile *p)
-{
-    double s = 0;
-    for (int i = 0; i < p->n; i++)
-        s += p->time_s[i];
-    return s;
 }
 
 double pl_machine_pass_spread(const double *total, int passes)
@@ -280,17 +270,14 @@ static bool has_conv(const pl_graph *g)
 
 /* One pass's optimised profiles of the models with a Conv (on[k] NULL for the others), for
  * runtime_conv_ratio. */
-static int profile_convs(pl_ort *w, char *const *paths, pl_graph *const *g, int n,
-                         void (*progress)(const char *step), pl_ort_node_time **on, int *n_on,
-                         pl_err *err)
+static int profile_convs(pl_ort *w, char *const *paths, char (*inflated)[4096], pl_graph *const *g,
+                         int n, void (*progress)(const char *step), pl_ort_node_time **on,
+                         int *n_on, pl_err *err)
 {
-    char cache[4096], inflated[4096];
     for (int k = 0; k < n; k++) {
         if (!has_conv(g[k])) continue;
         if (progress) progress("Conv kernels as run (optimisation on)");
-        if (pl_cache_dir("inflated", cache, sizeof cache, err) < 0 ||
-            pl_inflate_model(paths[k], cache, inflated, sizeof inflated, err) < 0 ||
-            pl_ort_profile_optimized(w, inflated, MACHINE_REPEAT, &on[k], &n_on[k], err) < 0)
+        if (pl_ort_profile_optimized(w, inflated[k], MACHINE_REPEAT, &on[k], &n_on[k], err) < 0)
             return pl_err_prefix(err, "measuring %s", paths[k]);
     }
     return 0;
@@ -338,11 +325,25 @@ static int save(const pl_calib_result *r, const pl_device *d, const char *path, 
 /* What the passes measured: per pass, each model's profile and (a model with a Conv) its
  * optimised node times. */
 typedef struct {
+    char inflated[MACHINE_MODELS_MAX][4096]; /* each model's file as run, made once */
     pl_profile *p[MACHINE_PASSES][MACHINE_MODELS_MAX];
     pl_ort_node_time *on[MACHINE_PASSES][MACHINE_MODELS_MAX];
     int n_on[MACHINE_PASSES][MACHINE_MODELS_MAX];
     double total[MACHINE_PASSES]; /* each pass's summed op times over the models */
 } passes;
+
+/* Each model inflated once, before the passes: the cache checks an entry's SHA-256 on every
+ * use, 1.25 GB read for the six here. Inflating in every pass (and again for the Conv
+ * profiles) made the measurement take 22.6-23.3 s here, once 20.1-20.9 s. */
+static int inflate_all(char *const *paths, int n, passes *m, pl_err *err)
+{
+    char cache[4096];
+    if (pl_cache_dir("inflated", cache, sizeof cache, err) < 0) return -1;
+    for (int k = 0; k < n; k++)
+        if (pl_inflate_model(paths[k], cache, m->inflated[k], sizeof m->inflated[k], err) < 0)
+            return pl_err_prefix(err, "measuring %s", paths[k]);
+    return 0;
+}
 
 /* The passes, interleaved: every model once, then every model again, ... */
 static int measure(pl_ort *w, char *const *paths, pl_graph *const *g, int n, const pl_device *d,
@@ -355,11 +356,13 @@ static int measure(pl_ort *w, char *const *paths, pl_graph *const *g, int n, con
                 snprintf(step, sizeof step, "%s (pass %d of %d)", paths[k], j + 1, MACHINE_PASSES);
                 progress(step);
             }
-            if (!(m->p[j][k] = profile_one(w, paths[k], g[k], d->model, err)))
+            double sum = 0;
+            if (!(m->p[j][k] = profile_one(w, m->inflated[k], g[k], d->model, &sum, err)))
                 return pl_err_prefix(err, "measuring %s", paths[k]);
-            m->total[j] += profile_sum(m->p[j][k]);
+            m->total[j] += sum;
         }
-        if (profile_convs(w, paths, g, n, progress, m->on[j], m->n_on[j], err) < 0) return -1;
+        if (profile_convs(w, paths, m->inflated, g, n, progress, m->on[j], m->n_on[j], err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -411,6 +414,7 @@ int pl_machine_calibrate(const pl_device *d, const char *path, void (*progress)(
     for (int k = 0; rc == 0 && k < n; k++)
         if (!(g[k] = pl_graph_load(paths[k], NULL, err)))
             rc = pl_err_prefix(err, "measuring %s", paths[k]);
+    if (rc == 0) rc = inflate_all(paths, n, m, err);
     pl_ort *w = rc == 0 ? pl_ort_start(&(pl_ort_opts){0}, err) : NULL;
     if (rc == 0 && !w) rc = -1;
     if (rc == 0) rc = measure(w, paths, g, n, d, progress, m, err);
