@@ -47,7 +47,6 @@ void sim_share_prep(const pl_cost *k, const pl_plan *p, const double *dur, bool 
 void sim_share_free(sim_share *m);
 /* Prices each op's cold read for period P (period_s 0: none). */
 void sim_share_cold(const pl_cost *k, const pl_plan *p, double period_s, sim_share *m);
-/* The contention factor of domain `dom` given the summed demand of the ops running in it. */
 /* Whether a run is one request that stands for a round of a steady state other than the
  * back-to-back runs the profiles timed (several tenants, or a wait), which the cold term
  * prices where the host gives the figures (docs/simulator.md, "Cold requests"). */
@@ -56,6 +55,7 @@ static inline bool sim_round(const pl_graph *g, const pl_sim_opts *o)
     return o->requests <= 1 && (pl_graph_tenants(g) > 1 || o->idle_s > 0);
 }
 
+/* The contention factor of domain `dom` given the summed demand of the ops running in it. */
 static inline double sim_share_factor(const sim_share *m, int dom, double demand)
 {
     return demand > m->dom_Bps[dom] ? demand / m->dom_Bps[dom] : 1;
