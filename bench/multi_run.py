@@ -16,11 +16,15 @@ model's own error on this VM at the hour (docs/multi.md).
 
 With --refit MODEL,... the host's figures are measured afresh first, as docs/calibrate.md says
 they must be (they drift with the VM's other guests): `placer calibrate --machine --cluster
-CLUSTER`, then `tools/measure_cpu.py --idle` on each MODEL and `tools/fit_cold.py -o` into a
-temporary copy of CLUSTER, which the sets are then predicted with (about 30 s a model, 1-2
-minutes for the fit).
+CLUSTER`, then `tools/measure_cpu.py --idle --busy` on each MODEL (a neighbour busy on cpu1
+meanwhile, as in a round) and `tools/fit_cold.py -o` into a temporary copy of CLUSTER, which
+the sets are then predicted with (about 30 s a model, 1-2 minutes for the fit). It first waits
+(at most ten minutes) for the 5-minute load average to fall below 0.6: a calibration taken
+right after minutes of load priced the runs that followed up to 60 % over.
+--refit-idle MODEL,... does the same with the models timed on an otherwise idle machine (the
+figures before 2026-11-30; docs/calibrate.md, "Cold requests", says why they price rounds cold).
 
-    /usr/bin/python3 bench/multi_run.py [--refit MODEL,...] BUILD CLUSTER RUNS SET...
+    /usr/bin/python3 bench/multi_run.py [--refit|--refit-idle MODEL,...] BUILD CLUSTER RUNS SET...
                                                                     (a SET: a.onnx,b.onnx)
 """
 import os
@@ -29,6 +33,7 @@ import json
 import statistics
 import subprocess
 import sys
+import time
 
 
 def multi(build, cluster, models):
@@ -75,11 +80,39 @@ def step(cmd, out=None):
         sys.exit(f"multi_run.py: {' '.join(cmd)}: {last}")
 
 
-def refit(build, cluster, models, tmp):
-    """The cluster file with cold figures fitted now, after a fresh calibration."""
+QUIET_LOAD = 0.6  # the 5-minute load average a machine that has rested for minutes shows here
+QUIET_WAIT_S = 600
+
+
+def wait_quiet():
+    """Waits (at most QUIET_WAIT_S) until the 5-minute load average is below QUIET_LOAD: right
+    after minutes of both cores busy the Xeon VM calibrated 9 % slower than five idle minutes
+    later, and the runs that followed ran at the rested speed (docs/calibrate.md, "Passes").
+    Returns what it says of the wait."""
+    t0 = time.monotonic()
+    load = os.getloadavg()[1]
+    while load >= QUIET_LOAD and time.monotonic() - t0 < QUIET_WAIT_S:
+        print(f"\rrefit: waiting for a quiet machine: 5-minute load {load:.2f}", end="",
+              file=sys.stderr, flush=True)
+        time.sleep(10)
+        load = os.getloadavg()[1]
+    waited = time.monotonic() - t0
+    if waited > 0:
+        print(file=sys.stderr)
+    if load >= QUIET_LOAD:
+        return (f"5-minute load still {load:.2f} after {waited / 60:.0f} minutes: the "
+                "calibration may be slower than the runs")
+    return f"5-minute load {load:.2f}" + (f" after {waited:.0f} s waiting" if waited > 0 else "")
+
+
+def refit(build, cluster, models, tmp, busy):
+    """The cluster file with cold figures fitted now, after a fresh calibration; the models
+    timed with a neighbour busy on cpu1 if `busy`."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    print(f"refit: placer calibrate --machine, then {len(models)} models timed after waits",
+    print(f"refit: placer calibrate --machine, then {len(models)} models timed after waits"
+          + (", a neighbour busy on cpu1" if busy else ", the machine otherwise idle"),
           flush=True)
+    print(f"refit: {wait_quiet()}", flush=True)
     cal = os.path.join(tmp, "calibration.json")
     step([f"{build}/placer", "calibrate", "--machine", "--cluster", cluster, "--json"], cal)
     with open(cal) as f:
@@ -92,7 +125,7 @@ def refit(build, cluster, models, tmp):
     for i, m in enumerate(models):
         idle.append(os.path.join(tmp, f"idle{i}.json"))
         step(["/usr/bin/python3", os.path.join(root, "tools", "measure_cpu.py"), "--idle", m,
-              "--trials", "3", "--json"], idle[-1])
+              "--trials", "3", "--json"] + ["--busy"] * busy, idle[-1])
     out = os.path.join(tmp, "cluster.json")
     fit = os.path.join(tmp, "fit.txt")
     step(["/usr/bin/python3", os.path.join(root, "tools", "fit_cold.py"), "--placer",
@@ -105,15 +138,15 @@ def refit(build, cluster, models, tmp):
 
 def main():
     args = sys.argv[1:]
-    fresh = None
-    if args[:1] == ["--refit"] and len(args) > 1:
-        fresh, args = args[1].split(","), args[2:]
+    fresh, busy = None, True
+    if args[:1] in (["--refit"], ["--refit-idle"]) and len(args) > 1:
+        fresh, busy, args = args[1].split(","), args[0] == "--refit", args[2:]
     if len(args) < 4:
         sys.exit(__doc__)
     build, cluster, runs, sets = args[0], args[1], int(args[2]), args[3:]
     with tempfile.TemporaryDirectory(prefix="multi_run.") as tmp:
         if fresh:
-            cluster = refit(build, cluster, fresh, tmp)
+            cluster = refit(build, cluster, fresh, tmp, busy)
         run_sets(build, cluster, runs, sets)
 
 

@@ -122,7 +122,7 @@ static void test_simulate_idle_and_fit_cold(void **state)
     assert_true(rate > 9 && rate < 11);
     assert_true(fabs(json_number_value(json_object_get(fig, "host_cold_time_share")) - 0.3) < 0.1);
     /* -o wrote the figures; --check prices the same waits under them: the same error */
-    assert_non_null(strstr(line[0], "fitted on 2 models: rms error "));
+    assert_non_null(strstr(line[0], "fitted on 2 models measured on an idle machine: rms error "));
     sscanf(strstr(line[0], "rms error"), "rms error %63s", rms[0]);
     snprintf(args, sizeof args, "--cluster %s --check %s %s", fitted, idle[0], idle[1]);
     if (fit_cold(args, line) != 0) fail_msg("fit_cold.py %s: failed: %s", args, line[0]);
@@ -136,6 +136,19 @@ static void test_simulate_idle_and_fit_cold(void **state)
     assert_int_not_equal(fit_cold(args, line), 0);
     assert_non_null(strstr(line[0], "no device gives cold figures to check"));
     json_decref(fig);
+    /* waits timed with a neighbour busy (measure_cpu.py --busy) and without are not fitted
+     * together: the file that differs from the first is named */
+    json_t *busy = json_load_file(idle[1], 0, NULL);
+    json_object_set_new(json_object_get(busy, "idle"), "neighbour", json_string("a Conv chain"));
+    assert_int_equal(json_dump_file(busy, idle[1], 0), 0);
+    json_decref(busy);
+    snprintf(args, sizeof args, "--cluster %s --check %s %s", fitted, idle[0], idle[1]);
+    assert_int_not_equal(fit_cold(args, line), 0);
+    char want[700];
+    snprintf(want, sizeof want,
+             "%s was measured with a neighbour busy on cpu1 (a Conv chain), %s on an idle machine",
+             idle[1], idle[0]);
+    if (!strstr(line[0], want)) fail_msg("fit_cold.py %s said '%s'", args, line[0]);
     /* the text says the request was priced cold */
     char *out = NULL;
     snprintf(args, sizeof args, "simulate %s --cluster %s --plan %s --idle 50ms", models[0], cold,

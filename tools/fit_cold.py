@@ -3,9 +3,10 @@
 host_cold_time_share, host_cold_keep_bytes) fitted to models timed after idle waits (docs/simulator.md, "Cold
 requests"; docs/calibrate.md, "Cold requests").
 
-Each IDLE.json is what `/usr/bin/python3 tools/measure_cpu.py --idle MODEL --json` wrote: the
-model as one stage on cpu0, its requests back to back and after the device thread idled 10,
-48 and 150 ms. The fit asks placer for the same: MODEL placed on CLUSTER (its default plan),
+Each IDLE.json is what `/usr/bin/python3 tools/measure_cpu.py --idle MODEL [--busy] --json`
+wrote: the model as one stage on cpu0, its requests back to back and after the device thread
+idled 10, 48 and 150 ms; all with a neighbour busy on cpu1 (--busy: the regime of a round,
+docs/calibrate.md) or all without. The fit asks placer for the same: MODEL placed on CLUSTER (its default plan),
 then `placer simulate --idle GAP` for every gap, under figures written into a copy of CLUSTER
 (on every device that gives host_mem_bandwidth_Bps). The extra a wait adds is nearly linear
 in 1/rate and in the time share at a given tau (the fixed point of the round moves it a
@@ -52,12 +53,13 @@ def run(cmd):
 
 
 def load_idle(path):
-    """(model path, back-to-back ms, {gap ms: median ms}) from measure_cpu.py --idle --json."""
+    """(model path, back-to-back ms, {gap ms: median ms}, the neighbour busy meanwhile or None)
+    from measure_cpu.py --idle [--busy] --json."""
     try:
         with open(path) as f:
             r = json.load(f)["idle"]
         ms = {float(g): statistics.median(v) for g, v in r["ms"].items()}
-        return r["model"], ms.pop(0.0), ms
+        return r["model"], ms.pop(0.0), ms, r.get("neighbour")
     except (OSError, ValueError, KeyError, TypeError, statistics.StatisticsError) as e:
         sys.exit(f"fit_cold.py: {path}: not the JSON of measure_cpu.py --idle MODEL --json ({e})")
 
@@ -188,6 +190,10 @@ def table(fit, fig, data):
     return 100 * math.sqrt(sum(sq) / len(sq)), lines
 
 
+def busy_words(neighbour):
+    return f"with a neighbour busy on cpu1 ({neighbour})" if neighbour else "on an idle machine"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--placer", default="build/placer")
@@ -199,6 +205,13 @@ def main():
     if a.check and a.out:
         sys.exit("fit_cold.py: --check fits nothing, so it writes nothing: -o OUT goes without it")
     data = [load_idle(p) for p in a.idle]
+    regime = data[0][3]
+    for p, d in zip(a.idle, data):
+        if d[3] != regime:  # figures fitted across both would price neither
+            sys.exit(f"fit_cold.py: {p} was measured {busy_words(d[3])}, {a.idle[0]} "
+                     f"{busy_words(regime)}: give measurements of one kind (all with --busy or "
+                     "none)")
+    data = [d[:3] for d in data]
     with tempfile.TemporaryDirectory(prefix="fit_cold.") as tmp:
         fit = Fitter(a.placer, a.cluster, tmp)
         if a.check:
@@ -211,6 +224,7 @@ def main():
             if best is None:
                 sys.exit("fit_cold.py: no wait made any model slower: nothing to fit (no cold figures)")
             fig, what = best[1], f"fitted on {len(data)} models"
+        what += f" measured {busy_words(regime)}"
         rms, lines = table(fit, fig, data)
         print(f"{what}: rms error {rms:.1f} % of a request (extra predicted against measured, "
               "over each back-to-back time)")

@@ -44,14 +44,16 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
                      its requests back to back, then each after the device thread idled
                      10, 48 and 150 ms (the wait of a tenant whose neighbour's request is
                      longer, as `placer multi --run` runs rounds): what a request finds in the
-                     caches after others used them (docs/multi.md, "Fidelity of --run")
+                     caches after others used them (docs/multi.md, "Fidelity of --run"); with
+                     --busy, a neighbour (a Conv chain within the L2) runs on cpu1 throughout,
+                     as some tenant runs while another waits in every round
 
 Usage (from the repository root, after `make deps`):
 
     /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json] [--stages-only]
                                           [--contention-only] [--tile-only] [--llc-only]
                                           [--levels-only [--beside MODEL.onnx]]
-                                          [--idle MODEL.onnx]
+                                          [--idle MODEL.onnx [--busy]]
 
 --stages-only measures the stage costs and the hand-off alone (half a minute).
 --contention-only measures the slowdown of two cores running at once alone, and the stall (a
@@ -59,6 +61,8 @@ Usage (from the repository root, after `make deps`):
 --tile-only measures the GEMM column tile alone (half a minute).
 --llc-only measures the streaming MatMuls against the last-level cache alone (a minute).
 --idle measures the model's requests after idle gaps alone (half a minute). MODEL as --beside.
+       --busy keeps a neighbour busy on cpu1 meanwhile (docs/calibrate.md, "Cold requests":
+       the figures a round needs are measured so).
 --levels-only measures the two memory levels alone (half a minute; a minute more with
               --beside). MODEL may be weightless (the zoo's): the copy placer inflated
               into its cache is run, made first (`placer profile MODEL --repeat 1`) if
@@ -81,6 +85,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 
 import numpy as np
 import onnx
@@ -569,23 +574,66 @@ def measure_levels(w, d, trials, out, beside_model=None):
 
 
 IDLE_GAPS_S = (0, 0.010, 0.048, 0.150)
+NEIGHBOUR = "Conv 3x3 20 x 64x56x56 (in the L2)"  # --busy's: compute-bound, streams nothing
 
 
-def measure_idle(w, model, trials, out):
+class Neighbour:
+    """A tenant busy on cpu1 while the measured one waits, as in every round of several
+    tenants: some other tenant runs while one waits (docs/calibrate.md, "Cold requests").
+    A second worker runs NEIGHBOUR's chain request after request until stop()."""
+
+    def __init__(self, d):
+        self.w, self.stopping, self.error = Worker(), threading.Event(), None
+        self.w.ask({"op": "load", "models": [conv_chain(d, "n", 20, 64, 56)],
+                    "devices": ["cpu1"], "threads": 1, "optimize": "all"})
+        self.w.ask({"op": "run", "inputs": "random", "repeat": 2, "warmup": 1})
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def loop(self):
+        try:
+            while not self.stopping.is_set():
+                self.w.ask({"op": "run", "inputs": "random", "repeat": 2})
+        except BaseException as e:  # Worker.ask exits on a worker's error: say so in stop()
+            self.error = e
+
+    def stop(self):
+        self.stopping.set()
+        self.t.join()
+        self.w.close()
+        if self.error is not None:
+            sys.exit(f"measure_cpu.py: the neighbour on cpu1 stopped: {self.error}")
+
+
+def measure_idle(w, model, trials, out, d=None):
     """`model` (inflated()) as one stage on cpu0: per trial and per gap of IDLE_GAPS_S, the
     median of 15 requests of one run, each after the device thread idled that long (the
     worker's "gap_s": the inputs are sent once, as in a round) after 2 back to back. The gaps
-    alternate within a trial, so that the machine's drift hits them alike."""
+    alternate within a trial, so that the machine's drift hits them alike. With a folder `d`,
+    the Neighbour runs on cpu1 throughout (--busy)."""
     w.ask({"op": "load", "models": [inflated(model)], "devices": ["cpu0"], "threads": 1,
            "optimize": "all"})
+    if d is not None and len(os.sched_getaffinity(0)) < 2:
+        sys.exit("measure_cpu.py: --busy needs a second CPU for the neighbour (cpu1)")
+    n = Neighbour(d) if d is not None else None
+    try:
+        per = idle_trials(w, trials)
+    finally:
+        if n:
+            n.stop()
+    out["idle"] = {"model": model, "neighbour": NEIGHBOUR if n else None,
+                   "ms": {f"{g * 1e3:g}": [x * 1e3 for x in v] for g, v in per.items()}}
+
+
+def idle_trials(w, trials):
+    """measure_idle's requests, in seconds by gap."""
     w.ask({"op": "run", "inputs": "random", "repeat": 5, "warmup": 3})
     per = {g: [] for g in IDLE_GAPS_S}
     for _ in range(trials):
         for g in IDLE_GAPS_S:
             t = w.ask({"op": "run", "inputs": "random", "repeat": 15, "warmup": 2, "gap_s": g})
             per[g].append(statistics.median(t["latency_s"]))
-    out["idle"] = {"model": model, "ms": {f"{g * 1e3:g}": [x * 1e3 for x in v]
-                                          for g, v in per.items()}}
+    return per
 
 
 def print_idle(r):
@@ -594,7 +642,11 @@ def print_idle(r):
         m = statistics.median(v)
         print(f"{r['idle']['model']} after {g:>3s} ms idle: {m:7.3f} ms (trials "
               f"{', '.join(f'{x:.3f}' for x in v)}), {m / base:.2f} x back to back")
-    print(f"(other processes kept {r['others_cpus']:.2f} CPUs busy meanwhile)")
+    nb = r["idle"].get("neighbour")
+    print(f"(the neighbour {nb} ran on cpu1 throughout)" if nb else
+          "(no neighbour: the machine otherwise idle)")
+    print(f"(other processes kept {r['others_cpus']:.2f} CPUs busy meanwhile"
+          + (", the neighbour one of them)" if nb else ")"))
 
 
 def print_levels(r):
@@ -614,14 +666,14 @@ def print_levels(r):
 
 
 def measure(trials, stages_only=False, contention_only=False, tile_only=False, llc_only=False,
-            levels_only=False, beside_model=None, idle_model=None):
+            levels_only=False, beside_model=None, idle_model=None, busy=False):
     d = tempfile.mkdtemp(prefix="placer-measure-")
     w = Worker()
     out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
     try:
         if idle_model:
             before = cpu_ticks(w)
-            measure_idle(w, idle_model, trials, out)
+            measure_idle(w, idle_model, trials, out, d if busy else None)
             out["others_cpus"] = others_cpus(before, cpu_ticks(w))
             return out
         if tile_only:
@@ -703,11 +755,14 @@ def main():
     ap.add_argument("--levels-only", action="store_true")
     ap.add_argument("--beside", metavar="MODEL")
     ap.add_argument("--idle", metavar="MODEL")
+    ap.add_argument("--busy", action="store_true")
     a = ap.parse_args()
     if a.beside and not a.levels_only:
         ap.error("--beside goes with --levels-only")
+    if a.busy and not a.idle:
+        ap.error("--busy goes with --idle")
     r = measure(a.trials, a.stages_only, a.contention_only, a.tile_only, a.llc_only,
-                a.levels_only, a.beside, a.idle)
+                a.levels_only, a.beside, a.idle, a.busy)
     if a.json:
         print(json.dumps(r, indent=1))
         return
