@@ -89,20 +89,20 @@ def wait_quiet():
     after minutes of both cores busy the Xeon VM calibrated 9 % slower than five idle minutes
     later, and the runs that followed ran at the rested speed (docs/calibrate.md, "Passes").
     Returns what it says of the wait."""
-    t0 = time.monotonic()
+    t0, slept = time.monotonic(), False
     load = os.getloadavg()[1]
     while load >= QUIET_LOAD and time.monotonic() - t0 < QUIET_WAIT_S:
         print(f"\rrefit: waiting for a quiet machine: 5-minute load {load:.2f}", end="",
               file=sys.stderr, flush=True)
         time.sleep(10)
-        load = os.getloadavg()[1]
+        load, slept = os.getloadavg()[1], True
     waited = time.monotonic() - t0
-    if waited > 0:
+    if slept:
         print(file=sys.stderr)
     if load >= QUIET_LOAD:
         return (f"5-minute load still {load:.2f} after {waited / 60:.0f} minutes: the "
                 "calibration may be slower than the runs")
-    return f"5-minute load {load:.2f}" + (f" after {waited:.0f} s waiting" if waited > 0 else "")
+    return f"5-minute load {load:.2f}" + (f" after {waited:.0f} s waiting" if slept else "")
 
 
 def refit(build, cluster, models, tmp, busy):

@@ -92,7 +92,9 @@ grep -q "^model name.*Intel(R) Xeon(R) Processor" /proc/cpuinfo && grep -q "^cpu
 echo "cluster: $percore"
 # With cold figures (the Xeon's), the calibration and those figures are measured again first:
 # they describe the host's other guests as much as this VM, and drift within the hour
-# (docs/multi.md, "Measured afresh before each run"; about 7 minutes more)
+# (docs/multi.md, "Measured afresh before each run"; about 7 minutes more, after up to ten
+# waiting for the load the benches above left to settle); the waits timed beside a neighbour
+# busy on the other core, as in a round ("A neighbour busy while the figures are measured")
 refit=()
 grep -q '"host_cold_tau_s"' "$percore" && refit=(--refit "$t/alexnet.onnx,$t/squeezenet1_1.onnx,$t/googlenet.onnx,$m/inception_v3.onnx,$m/gpt2_small.onnx,$m/resnext50_32x4d.onnx,$m/gcn_cora.onnx,$m/mobilenet_v3_large.onnx,$m/resnet50.onnx,$m/nmt_seq2seq.onnx,$m/transformer.onnx")
 /usr/bin/python3 bench/multi_run.py "${refit[@]}" "$build" "$percore" 3 \

@@ -574,7 +574,9 @@ def measure_levels(w, d, trials, out, beside_model=None):
 
 
 IDLE_GAPS_S = (0, 0.010, 0.048, 0.150)
-NEIGHBOUR = "Conv 3x3 20 x 64x56x56 (in the L2)"  # --busy's: compute-bound, streams nothing
+# --busy's: compute-bound, its 0.8 MB activations in the L2 and 2.9 MB of weights in the L3,
+# so it adds little contention of its own (docs/calibrate.md, "A neighbour busy")
+NEIGHBOUR = "Conv 3x3 20 x 64x56x56 (in the L2)"
 
 
 class Neighbour:
