@@ -91,14 +91,16 @@ def wait_quiet():
     Returns what it says of the wait."""
     t0, slept = time.monotonic(), False
     load = os.getloadavg()[1]
+    tty = sys.stderr.isatty()  # progress only on a terminal; the result line says the wait
     while load >= QUIET_LOAD and time.monotonic() - t0 < QUIET_WAIT_S:
-        print(f"\rrefit: waiting for a quiet machine: 5-minute load {load:.2f}", end="",
-              file=sys.stderr, flush=True)
+        if tty:
+            print(f"\rrefit: waiting for a quiet machine: 5-minute load {load:.2f}", end="",
+                  file=sys.stderr, flush=True)
         time.sleep(10)
         load, slept = os.getloadavg()[1], True
     waited = time.monotonic() - t0
-    if slept:
-        print(file=sys.stderr)
+    if slept and tty:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
     if load >= QUIET_LOAD:
         return (f"5-minute load still {load:.2f} after {waited / 60:.0f} minutes: the "
                 "calibration may be slower than the runs")

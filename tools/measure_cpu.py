@@ -550,6 +550,12 @@ def inflated(model):
     return copy
 
 
+# a CNN's body beside which a model is timed (--levels-only --beside) or waits (--idle --busy):
+# compute-bound, its 0.8 MB activations in the L2 and 2.9 MB of weights in the L3, so it adds
+# little contention of its own (docs/calibrate.md, "A neighbour busy")
+CONV_L2 = ("Conv 3x3 20 x 64x56x56 (in the L2)", lambda d, t: conv_chain(d, t, 20, 64, 56))
+
+
 def measure_levels(w, d, trials, out, beside_model=None):
     """Each chain of LEVEL_CHAINS alone on cpu0 (its bytes over its time: the rate the level
     serves one core) and the DRAM chain beside its copy on cpu1; with `beside_model`, that
@@ -566,7 +572,7 @@ def measure_levels(w, d, trials, out, beside_model=None):
         return
     m = inflated(beside_model)
     others = ((name, make(d, "c")),
-              ("Conv 3x3 20 x 64x56x56 (in the L2)", conv_chain(d, "e", 20, 64, 56)),
+              (CONV_L2[0], CONV_L2[1](d, "e")),
               (LEVEL_CHAINS[0][0], LEVEL_CHAINS[0][1](d, "f")))
     out["beside"] = {"model": beside_model}
     for oname, o in others:
@@ -574,19 +580,16 @@ def measure_levels(w, d, trials, out, beside_model=None):
 
 
 IDLE_GAPS_S = (0, 0.010, 0.048, 0.150)
-# --busy's: compute-bound, its 0.8 MB activations in the L2 and 2.9 MB of weights in the L3,
-# so it adds little contention of its own (docs/calibrate.md, "A neighbour busy")
-NEIGHBOUR = "Conv 3x3 20 x 64x56x56 (in the L2)"
 
 
 class Neighbour:
     """A tenant busy on cpu1 while the measured one waits, as in every round of several
     tenants: some other tenant runs while one waits (docs/calibrate.md, "Cold requests").
-    A second worker runs NEIGHBOUR's chain request after request until stop()."""
+    A second worker runs CONV_L2's chain request after request until stop()."""
 
     def __init__(self, d):
         self.w, self.stopping, self.error = Worker(), threading.Event(), None
-        self.w.ask({"op": "load", "models": [conv_chain(d, "n", 20, 64, 56)],
+        self.w.ask({"op": "load", "models": [CONV_L2[1](d, "n")],
                     "devices": ["cpu1"], "threads": 1, "optimize": "all"})
         self.w.ask({"op": "run", "inputs": "random", "repeat": 2, "warmup": 1})
         self.t = threading.Thread(target=self.loop, daemon=True)
@@ -613,17 +616,17 @@ def measure_idle(w, model, trials, out, d=None):
     worker's "gap_s": the inputs are sent once, as in a round) after 2 back to back. The gaps
     alternate within a trial, so that the machine's drift hits them alike. With a folder `d`,
     the Neighbour runs on cpu1 throughout (--busy)."""
-    w.ask({"op": "load", "models": [inflated(model)], "devices": ["cpu0"], "threads": 1,
-           "optimize": "all"})
     if d is not None and len(os.sched_getaffinity(0)) < 2:
         sys.exit("measure_cpu.py: --busy needs a second CPU for the neighbour (cpu1)")
+    w.ask({"op": "load", "models": [inflated(model)], "devices": ["cpu0"], "threads": 1,
+           "optimize": "all"})
     n = Neighbour(d) if d is not None else None
     try:
         per = idle_trials(w, trials)
     finally:
         if n:
             n.stop()
-    out["idle"] = {"model": model, "neighbour": NEIGHBOUR if n else None,
+    out["idle"] = {"model": model, "neighbour": CONV_L2[0] if n else None,
                    "ms": {f"{g * 1e3:g}": [x * 1e3 for x in v] for g, v in per.items()}}
 
 
