@@ -392,7 +392,8 @@ static void test_shared_memory(void **state)
         "\"host_mem_stall_Bps\": \"113 GB/s\", \"host_cold_read_Bps\": \"22 GB/s\", "
         "\"host_cold_tau_s\": \"35 ms\", \"host_cold_time_share\": 0.35, "
         "\"host_cold_keep_bytes\": \"48 MiB\", "
-        "\"private_cache_bytes\": \"1 MiB\", \"gemm_tile_columns\": 16},"
+        "\"private_cache_bytes\": \"1 MiB\", \"gemm_tile_columns\": 16, "
+        "\"reread_Bps\": \"25 GB/s\"},"
         "{\"name\": \"g\", \"model\": \"T4\", \"host\": \"vm\"},"
         "{\"name\": \"h\", \"model\": \"T4\", \"host\": \"other\", "
         "\"host_mem_bandwidth_Bps\": \"400 GB/s\"}],"
@@ -414,6 +415,8 @@ static void test_shared_memory(void **state)
     assert_true(c->devs[3].private_cache_bytes == 0);
     assert_int_equal(c->devs[1].gemm_tile_columns, 16),
         assert_int_equal(c->devs[3].gemm_tile_columns, 0);
+    assert_close(c->devs[1].reread_Bps, 25 * GBps, 1e-12);
+    assert_true(c->devs[3].reread_Bps == 0);
     int dom[4];
     assert_int_equal(pl_cluster_mem_domains(c, dom), 2);
     assert_int_equal(dom[0], 0), assert_int_equal(dom[1], 0);
@@ -759,6 +762,12 @@ static const struct {
           "\"peak_flops_per_s\": \"100 GFLOP/s\", \"mem_bandwidth_Bps\": \"74 GB/s\", "
           "\"gemm_tile_columns\": \"16\"}]}",
      {"bad.json: $.devices[0].gemm_tile_columns: "}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"model\": \"T4\", \"reread_Bps\": \"25 GB/s\"}]}",
+     {"bad.json: $.devices[0].reread_Bps: ", "CPU device only"}},
+    {HEAD "\"devices\": [{\"name\": \"a\", \"kind\": \"cpu\", \"memory_bytes\": \"8 GiB\", "
+          "\"peak_flops_per_s\": \"100 GFLOP/s\", \"mem_bandwidth_Bps\": \"74 GB/s\", "
+          "\"reread_Bps\": \"0 GB/s\"}]}",
+     {"bad.json: $.devices[0].reread_Bps: ", "a re-read rate"}},
 };
 
 static void test_bad_inputs(void **state)

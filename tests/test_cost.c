@@ -1169,6 +1169,57 @@ static double dense_case(const int64_t *a_dims, int rank, const char *type, doub
     return s;
 }
 
+/* An RNN's re-reads of R at the core's re-read rate (docs/cost.md, "Bytes moved"): an LSTM of
+ * 64 units on 64 inputs, 9 steps, batch 1, on a core of 1 TFLOP/s and 74 GB/s, no launch, the
+ * defaults (dense 0.6, memory 0.7: 51.8 GB/s). FLOPs 9 x (2 x 4 x 64 x 128 + 42 x 64) =
+ * 614,016: 1.0234 us. Bytes: X 2,304 + W 65,536 + R 65,536 + Y 2,304 = 135,680 once, and R
+ * 8 times more, 524,288.
+ *   without reread_Bps: all 659,968 at 51.8 GB/s, 12.7407 us;
+ *   reread_Bps 20 GB/s: 135,680 / 51.8e9 + 524,288 / 20e9 = 2.6193 + 26.2144 us;
+ *   R within a 1 MiB private cache: 524,288 at mem_bandwidth_Bps, 74 GB/s: 2.6193 + 7.0850 us;
+ *   mem_scale 2 scales both reads, eff_memory only the first. */
+static double reread_case(double reread_Bps, double private_cache, double mem_scale)
+{
+    pl_graph *g = pl_graph_new("lstm");
+    int x = shaped(g, "X", PL_DT_FLOAT, 3, (int64_t[]){9, 1, 64}, 0);
+    int w = shaped(g, "W", PL_DT_FLOAT, 3, (int64_t[]){1, 256, 64}, PL_TENSOR_WEIGHT);
+    int r = shaped(g, "R", PL_DT_FLOAT, 3, (int64_t[]){1, 256, 64}, PL_TENSOR_WEIGHT);
+    pl_graph_add_input(g, x);
+    int y = pl_graph_tensor(g, "Y");
+    int op = op_io(g, "lstm", "LSTM", 3, (int[]){x, w, r}, y);
+    pl_op_add_attr(g, op, "hidden_size", PL_ATTR_INT)->i = 64;
+    pl_graph_add_output(g, y);
+    finish(g);
+    pl_cluster *c = core_cluster(0);
+    c->devs[0].peak_flops_per_s[PL_PREC_FP32] = 1e12;
+    c->devs[0].reread_Bps = reread_Bps;
+    c->devs[0].private_cache_bytes = private_cache;
+    pl_err err = {""};
+    pl_cost_params p;
+    roofline_default(&p);
+    p.mem_scale = mem_scale;
+    pl_cost *k = pl_cost_new(g, c, &p, NULL, 0, &err);
+    if (!k) fail_msg("%s", err.msg);
+    double s = pl_cost_op_s(k, 0, 0);
+    /* the calibration's fit prices its samples by the same terms */
+    assert_close(s, pl_cost_estimate(&g->ops[0], g, &c->devs[0], &p), 1e-15);
+    pl_cost_free(k);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    return s;
+}
+
+static void test_reread(void **state)
+{
+    (void)state;
+    assert_close(reread_case(0, 0, 1), 659968.0 / 51.8e9, 1e-12);
+    assert_close(reread_case(20e9, 0, 1), 135680.0 / 51.8e9 + 524288.0 / 20e9, 1e-12);
+    assert_close(reread_case(20e9, 1 << 20, 1), 135680.0 / 51.8e9 + 524288.0 / 74e9, 1e-12);
+    assert_close(reread_case(20e9, 0, 2), 135680.0 / 103.6e9 + 524288.0 / 40e9, 1e-12);
+    /* an R larger than the private cache: the re-read rate */
+    assert_close(reread_case(20e9, 32768, 1), 135680.0 / 51.8e9 + 524288.0 / 20e9, 1e-12);
+}
+
 static void test_dense_half(void **state)
 {
     (void)state;
@@ -1386,6 +1437,7 @@ int main(void)
         cmocka_unit_test(test_roofline_precision),
         cmocka_unit_test(test_roofline_memory_bound),
         cmocka_unit_test(test_gemm_tile),
+        cmocka_unit_test(test_reread),
         cmocka_unit_test(test_constant_is_free),
         cmocka_unit_test(test_taskgraph_times),
         cmocka_unit_test(test_profile_override),

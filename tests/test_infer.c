@@ -324,6 +324,11 @@ static void test_lstm(void **state)
     assert_close(O(g, l)->bytes_moved, 23920 + 6 * 12800, 1e-12);
     assert_close(O(g, gr)->bytes_moved, 9040 + 6 * 4800, 1e-12);
     assert_close(O(g, rn)->bytes_moved, 3120 + 6 * 1600, 1e-12);
+    /* the re-reads apart, and the tensor they read (pl_op.bytes_reread) */
+    assert_close(O(g, l)->bytes_reread, 6 * 12800, 1e-12);
+    assert_close(O(g, l)->reread_tensor_bytes, 12800, 1e-12);
+    assert_close(O(g, gr)->bytes_reread, 6 * 4800, 1e-12);
+    assert_close(O(g, rn)->reread_tensor_bytes, 1600, 1e-12);
     pl_graph_free(g);
 }
 

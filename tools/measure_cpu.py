@@ -5,6 +5,9 @@ cost model uses them (docs/calibrate.md, "Measuring the device"):
   peak_flops_per_s   FLOPs of a large MatMul / its kernel time (onnxruntime's per-node profiler)
   mem_bandwidth_Bps  bytes_moved of a large Add (both inputs + the output, as placer counts
                      them) / its kernel time, for several sizes (in cache: L2/L3; in L3; in DRAM)
+  reread_Bps         one LSTM at batch 1 (its R read again at every step) timed at 16 and 48
+                     steps: 32 x R's bytes / the difference, the median over R of 4, 8 and 16
+                     MiB (beyond the L2; an R of 1 MiB within it is printed beside them)
   launch_overhead_s  end-to-end latency of a chain of N one-element Relu ops minus that of a
                      chain of 1, divided by N - 1: what each extra node costs beyond any work
   stage_overhead_s   the same chain cut into N one-op stages on one device thread (as `placer
@@ -53,12 +56,13 @@ Usage (from the repository root, after `make deps`):
     /usr/bin/python3 tools/measure_cpu.py [--trials T] [--json] [--stages-only]
                                           [--contention-only] [--tile-only] [--llc-only]
                                           [--levels-only [--beside MODEL.onnx]]
-                                          [--idle MODEL.onnx [--busy]]
+                                          [--idle MODEL.onnx [--busy]] [--reread-only]
 
 --stages-only measures the stage costs and the hand-off alone (half a minute).
 --contention-only measures the slowdown of two cores running at once alone, and the stall (a
                   minute).
 --tile-only measures the GEMM column tile alone (half a minute).
+--reread-only measures the re-read rate alone (seconds).
 --llc-only measures the streaming MatMuls against the last-level cache alone (a minute).
 --idle measures the model's requests after idle gaps alone (half a minute). MODEL as --beside.
        --busy keeps a neighbour busy on cpu1 meanwhile (docs/calibrate.md, "Cold requests":
@@ -278,7 +282,7 @@ def lstm_chain(d, tag, k, hidden=650, seq=35, batch=20):
             inits.append(numpy_helper.from_array(
                 rng.random((1, 4 * hidden, hidden), dtype=np.float32) * 0.01, f"{w}{tag}{i}"))
         nodes += [helper.make_node("LSTM", [names[-1], f"W{tag}{i}", f"R{tag}{i}"],
-                                   [f"y{tag}{i}"], hidden_size=hidden),
+                                   [f"y{tag}{i}"], name=f"lstm{tag}{i}", hidden_size=hidden),
                   helper.make_node("Squeeze", [f"y{tag}{i}", f"ax{tag}"], [f"s{tag}{i}"])]
         names.append(f"s{tag}{i}")
     vi = helper.make_tensor_value_info
@@ -556,6 +560,42 @@ def inflated(model):
 CONV_L2 = ("Conv 3x3 20 x 64x56x56 (in the L2)", lambda d, t: conv_chain(d, t, 20, 64, 56))
 
 
+# the re-read rate: one LSTM at batch 1 (its R read again at every step, as nmt_seq2seq's
+# encoder), timed at two sequence lengths so that the difference is R's re-reads alone
+REREAD_HIDDEN = (256, 512, 724, 1024)  # R of 1, 4, 8 and 16 MiB
+REREAD_SEQ = (16, 48)
+
+
+def measure_reread(w, d, trials, out):
+    """reread_Bps: the rate of R's re-reads, (48 - 16) x R / (t(48) - t(16)), the median over
+    the R larger than this core's L2; an R within the L2 is printed beside it (the cost model
+    prices those at mem_bandwidth_Bps, docs/cost.md)."""
+    l2 = private_cache_bytes()
+    out["reread"] = {}
+    for h in REREAD_HIDDEN:
+        t = {}
+        for seq in REREAD_SEQ:
+            path = lstm_chain(d, f"r{h}s{seq}", 1, hidden=h, seq=seq, batch=1)
+            t[seq] = min(w.kernel_s(path, f"lstmr{h}s{seq}0", 10) for _ in range(trials))
+        r_bytes = 16 * h * h
+        extra = REREAD_SEQ[1] - REREAD_SEQ[0]
+        out["reread"][f"{r_bytes / 2**20:.0f} MiB"] = {
+            "r_bytes": r_bytes, "ms": {str(k): v * 1e3 for k, v in t.items()},
+            "gbps": extra * r_bytes / (t[REREAD_SEQ[1]] - t[REREAD_SEQ[0]]) / 1e9,
+            "beyond_l2": r_bytes > l2}
+    beyond = [v["gbps"] for v in out["reread"].values() if v["beyond_l2"]]
+    out["reread_gbps"] = statistics.median(beyond)
+
+
+def print_reread(r):
+    for k, v in r["reread"].items():
+        ms = ", ".join(f"{s} steps {t:.3f} ms" for s, t in v["ms"].items())
+        where = "beyond the L2" if v["beyond_l2"] else "within the L2"
+        print(f"LSTM batch 1, R {k:>6s} ({where}): {ms}: R re-read at {v['gbps']:6.1f} GB/s")
+    print(f"=> reread_Bps {r['reread_gbps']:.1f} GB/s (the median beyond the L2; min over "
+          f"{r['trials']} trials of 10 requests' mean)")
+
+
 def measure_levels(w, d, trials, out, beside_model=None):
     """Each chain of LEVEL_CHAINS alone on cpu0 (its bytes over its time: the rate the level
     serves one core) and the DRAM chain beside its copy on cpu1; with `beside_model`, that
@@ -671,7 +711,7 @@ def print_levels(r):
 
 
 def measure(trials, stages_only=False, contention_only=False, tile_only=False, llc_only=False,
-            levels_only=False, beside_model=None, idle_model=None, busy=False):
+            levels_only=False, beside_model=None, idle_model=None, busy=False, reread_only=False):
     d = tempfile.mkdtemp(prefix="placer-measure-")
     w = Worker()
     out = {"trials": trials, "matmul_gflops": {}, "conv_gflops": {}, "add_gbps": {}}
@@ -683,6 +723,9 @@ def measure(trials, stages_only=False, contention_only=False, tile_only=False, l
             return out
         if tile_only:
             measure_tile(w, d, trials, out)
+            return out
+        if reread_only:
+            measure_reread(w, d, trials, out)
             return out
         if llc_only:
             measure_llc(w, d, trials, out)
@@ -718,6 +761,7 @@ def measure(trials, stages_only=False, contention_only=False, tile_only=False, l
             repeat = 20 if mib < 32 else 5
             out["add_gbps"][f"{mib:g} MiB"] = best_rate(w, path, "add", nbytes, trials,
                                                         repeat) / 1e9
+        measure_reread(w, d, trials, out)
         k = 401
         short, long_ = chain_model(d, 1), chain_model(d, k)
         per_op = [(lo - sh) / (k - 1) for lo, sh in zip(w.latencies_s(long_, 50, trials),
@@ -758,6 +802,7 @@ def main():
     ap.add_argument("--tile-only", action="store_true")
     ap.add_argument("--llc-only", action="store_true")
     ap.add_argument("--levels-only", action="store_true")
+    ap.add_argument("--reread-only", action="store_true")
     ap.add_argument("--beside", metavar="MODEL")
     ap.add_argument("--idle", metavar="MODEL")
     ap.add_argument("--busy", action="store_true")
@@ -767,7 +812,7 @@ def main():
     if a.busy and not a.idle:
         ap.error("--busy goes with --idle")
     r = measure(a.trials, a.stages_only, a.contention_only, a.tile_only, a.llc_only,
-                a.levels_only, a.beside, a.idle, a.busy)
+                a.levels_only, a.beside, a.idle, a.busy, a.reread_only)
     if a.json:
         print(json.dumps(r, indent=1))
         return
@@ -783,6 +828,8 @@ def main():
         return
     if a.contention_only:
         return print_contention(r)
+    if a.reread_only:
+        return print_reread(r)
     if a.llc_only:
         for name, g in r["stream_gflops"].items():
             print(f"MatMul {name:22s} by x16: {g:6.1f} GFLOP/s")
@@ -809,6 +856,7 @@ def main():
         print(f"Conv 3x3 {k:24s} {v:7.1f} GFLOP/s")
     for k, v in r["add_gbps"].items():
         print(f"Add, one tensor {k:17s} {v:7.1f} GB/s (3 tensors' bytes / kernel time)")
+    print_reread(r)
     print(f"per-node overhead (chain of Relu)  {r['overhead_us']:7.2f} us  "
           f"(trials: {', '.join(f'{x:.2f}' for x in r['overhead_trials_us'])})")
     print(f"=> peak_flops_per_s fp32 {r['peak_gflops']:.1f} GFLOP/s, "

@@ -157,7 +157,8 @@ int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, 
  * 5: the device's figures scaled where this CPU outruns them (peak_scale, mem_scale). */
 #define PL_MACHINE_COST_MODEL 5
 /* What a cached fit holds for: the cost model's number and the figures of device d that the
- * efficiencies are fractions of ("fitted_for" in the entry). */
+ * efficiencies are fractions of ("fitted_for" in the entry), and its reread_Bps when it gives
+ * one (the fit sees the re-reads at that rate). */
 void pl_machine_fit_key(const pl_device *d, char *out, size_t n);
 /* The cached calibration at `path` into *p when it is for CPU model `cpu` and device d. 1
  * when used; 0 when absent (err says so); -1 with err set when it cannot be used: unreadable,

@@ -99,6 +99,14 @@ typedef struct pl_device {
      * the FLOPs of ceil(N / tile) * tile; N = 1 takes the GEMV path and is not padded
      * (docs/cost.md, "GEMM column tiles"). 0 when not given: no padding. */
     int gemm_tile_columns;
+    /* A CPU's rate for the bytes an op reads again of a tensor larger than its private cache
+     * that it read moments before (pl_op.bytes_reread: an RNN's R at each step), served by
+     * the caches beyond the core: measured as onnxruntime's LSTM at batch 1 reads R with R of
+     * 4-16 MiB (tools/measure_cpu.py --reread-only). A tensor within private_cache_bytes is
+     * read again at mem_bandwidth_Bps, the rate measured in that cache. Neither is a fraction
+     * the calibration fits (eff_memory): they are the kernel's own rates. 0 when not given:
+     * re-reads are priced as every other byte. */
+    double reread_Bps;
     double memory_bytes;
     double peak_flops_per_s[PL_PREC_COUNT];
     double mem_bandwidth_Bps;

@@ -300,6 +300,12 @@ typedef struct pl_cost_terms {
      * element-wise FLOP per output element and C's bytes, no launch; `bytes` then leaves C
      * out. 0 for every other op. */
     double bias_flops, bias_bytes;
+    /* What the op reads again of a tensor it read already (pl_op.bytes_reread), where the
+     * device serves it from a cache: at reread_bw, the device's reread_Bps, or its
+     * mem_bandwidth_Bps when the tensor fits its private cache. A kernel's own rate, measured
+     * so: mem_scale applies, eff_memory does not. `bytes` then leaves them out. 0 on devices
+     * without reread_Bps, and for every other op. */
+    double reread_bytes, reread_bw;
 } pl_cost_terms;
 void pl_cost_terms_of(const pl_op *op, const pl_graph *g, const pl_device *d, pl_cost_terms *t);
 
@@ -325,9 +331,14 @@ static inline double pl_cost_roofline_s(double flops, double rate, double bytes,
 static inline double pl_cost_terms_s(const pl_cost_terms *t, const pl_cost_params *p)
 {
     double bw = pl_cost_mem_rate(t->bandwidth, p);
-    double s = t->launch_s + pl_cost_roofline_s(t->flops,
-                                                pl_cost_rate(t->peak, pl_cost_terms_eff(t, p), p),
-                                                t->bytes, bw);
+    double rate = pl_cost_rate(t->peak, pl_cost_terms_eff(t, p), p);
+    double s = t->launch_s;
+    if (t->reread_bytes > 0) /* the two reads one after the other, beside the compute */
+        s += fmax(pl_cost_roofline_s(t->flops, rate, 0, 0),
+                  pl_cost_roofline_s(0, 0, t->bytes, bw) +
+                      pl_cost_roofline_s(0, 0, t->reread_bytes, t->reread_bw * p->mem_scale));
+    else
+        s += pl_cost_roofline_s(t->flops, rate, t->bytes, bw);
     if (t->bias_flops > 0 || t->bias_bytes > 0)
         s += pl_cost_roofline_s(t->bias_flops,
                                 pl_cost_rate(t->peak, p->eff_compute[PL_CLASS_ELEMENTWISE], p),

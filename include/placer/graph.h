@@ -148,6 +148,11 @@ typedef struct pl_op {
     pl_op_class cls;
     double flops;       /* including the body of control-flow ops */
     double bytes_moved; /* inputs + outputs + weights read (design.md §5) */
+    /* Of bytes_moved, what the op reads again of one tensor it has read already, and that
+     * tensor's bytes: an RNN's recurrence weights R at every step after the first (docs/
+     * cost.md, "Bytes moved"). A device that gives reread_Bps prices them from its cache
+     * (pl_cost_terms_of); 0 for every other op, and for ops whose bytes a file gave. */
+    double bytes_reread, reread_tensor_bytes;
     unsigned flags;
     /* Given times per device model (JSON task graphs, profiles): time_s[k] on time_device[k]. */
     char **time_device;

@@ -82,10 +82,13 @@ int pl_machine_calib_path(const char *cpu, const char *device_model, char *out, 
 
 void pl_machine_fit_key(const pl_device *d, char *out, size_t n)
 {
-    snprintf(out, n,
-             "cost model %d; fp32 %.6g FLOP/s; memory %.6g B/s; launch %.6g s; GEMM tile %d",
-             PL_MACHINE_COST_MODEL, d->peak_flops_per_s[PL_PREC_FP32], d->mem_bandwidth_Bps,
-             d->launch_overhead_s, d->gemm_tile_columns);
+    int w = snprintf(
+        out, n, "cost model %d; fp32 %.6g FLOP/s; memory %.6g B/s; launch %.6g s; GEMM tile %d",
+        PL_MACHINE_COST_MODEL, d->peak_flops_per_s[PL_PREC_FP32], d->mem_bandwidth_Bps,
+        d->launch_overhead_s, d->gemm_tile_columns);
+    /* only when given: a device without it is priced as before, and keeps its entry */
+    if (d->reread_Bps > 0 && w > 0 && (size_t)w < n)
+        snprintf(out + w, n - (size_t)w, "; re-read %.6g B/s", d->reread_Bps);
 }
 
 /* The entry's "cpu_model" and "fitted_for" (pl_cost_params_load has checked the rest); the

@@ -212,8 +212,10 @@ static void to_fp16(pl_graph *g)
         t->dtype = PL_DT_FLOAT16;
         t->bytes /= 2;
     }
-    for (int i = 0; i < g->n_ops; i++)
+    for (int i = 0; i < g->n_ops; i++) {
         g->ops[i].bytes_moved /= 2;
+        g->ops[i].bytes_reread /= 2, g->ops[i].reread_tensor_bytes /= 2;
+    }
 }
 
 static int build_graph(pub_graph *pg, const char *models_dir, pl_err *err)

@@ -80,6 +80,7 @@ static const char *const device_fields[] = {"name",
                                             "host_cold_time_share",
                                             "host_cold_keep_bytes",
                                             "gemm_tile_columns",
+                                            "reread_Bps",
                                             "memory_bytes",
                                             "peak_flops_per_s",
                                             "mem_bandwidth_Bps",
@@ -179,6 +180,22 @@ static int read_gemm_tile(const pl_json *d, pl_device *t, pl_err *err)
                             "are in its cost rules)");
     t->gemm_tile_columns = (int)tile;
     return 0;
+}
+
+/* "reread_Bps": optional, a CPU's (the GPU rules price an RNN's kernels their own way). */
+static int read_reread(const pl_json *d, pl_device *t, pl_err *err)
+{
+    int rc = pl_json_opt_quantity(d, "reread_Bps", PL_UNIT_BYTES_PER_S, &t->reread_Bps, err);
+    if (rc <= 0) return rc;
+    if (pl_json_check_range(d, "reread_Bps", t->reread_Bps, MEMBW_MIN, MEMBW_MAX,
+                            PL_UNIT_BYTES_PER_S, "a re-read rate", "write e.g. \"24 GB/s\"",
+                            err) < 0)
+        return -1;
+    if (t->kind == PL_DEV_CPU) return 0;
+    pl_json at = pl_json_at(d, "reread_Bps");
+    return pl_json_fail(&at, err,
+                        "reread_Bps applies to a CPU device only (a GPU's RNN kernels are "
+                        "priced by its cost rules)");
 }
 
 /* "cores" (a whole number, default 1) and "parallel_efficiency" (in (0, 1], required with
@@ -354,7 +371,9 @@ static int read_figures(const pl_json *d, pl_device *t, bool *full, pl_err *err)
         pl_json_check_range(d, "launch_overhead_s", t->launch_overhead_s, 0, LAUNCH_MAX,
                             PL_UNIT_SECONDS, "a launch overhead", "write e.g. \"5 us\"", err) < 0)
         return -1;
-    if (read_stage_figures(d, t, err) < 0 || read_gemm_tile(d, t, err) < 0) return -1;
+    if (read_stage_figures(d, t, err) < 0 || read_gemm_tile(d, t, err) < 0 ||
+        read_reread(d, t, err) < 0)
+        return -1;
     *full = mem && fp32 && bw;
     return 0;
 }
@@ -465,6 +484,7 @@ static int add_one(reader *r, const pl_json *d, const char *name, const pl_devic
     dev->host_cold_time_share = t->host_cold_time_share;
     dev->host_cold_keep_bytes = t->host_cold_keep_bytes;
     dev->gemm_tile_columns = t->gemm_tile_columns;
+    dev->reread_Bps = t->reread_Bps;
     dev->cores = t->cores, dev->parallel_eff = t->parallel_eff;
     return check_shared(r, d, k);
 }

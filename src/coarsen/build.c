@@ -117,6 +117,11 @@ static void set_costs(builder *b, int c, const int *m, int n)
         const pl_op *op = &g->ops[m[j]];
         x->flops += op->flops;
         x->bytes_moved += op->bytes_moved;
+        /* members run one after the other: each re-reads its own tensor, the largest decides
+           which cache serves them (pl_cost_terms_of) */
+        x->bytes_reread += op->bytes_reread;
+        if (op->reread_tensor_bytes > x->reread_tensor_bytes)
+            x->reread_tensor_bytes = op->reread_tensor_bytes;
         x->flags |= op->flags & (PL_OP_UNKNOWN_TYPE | PL_OP_SHAPE_UNKNOWN);
         /* members run one after the other: their working memory is not live at once */
         if (op->extra_memory_bytes > x->extra_memory_bytes)

@@ -128,7 +128,8 @@ static double fused_price(const pl_cost *k, int m, double bytes, int dev)
     pl_cost_terms t;
     pl_cost_terms_of(&k->g->ops[m], k->g, &k->c->devs[dev], &t);
     t.launch_s = 0;
-    t.bytes = bytes;
+    t.bytes = bytes; /* its tensors' bytes: a member's re-reads are not counted (member_bytes) */
+    t.reread_bytes = 0;
     return pl_cost_terms_s(&t, &k->params);
 }
 

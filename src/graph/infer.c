@@ -247,6 +247,7 @@ static void annotate(ictx *c)
     op->flags &= ~(unsigned)(PL_OP_UNKNOWN_TYPE | PL_OP_SHAPE_UNKNOWN);
     /* op_bytes always runs: it also tells whether a size is unknown */
     op->bytes_moved = op_bytes(c, &unknown);
+    op->bytes_reread = op->reread_tensor_bytes = 0; /* a bytes rule may set them (by_rnn) */
     double own = c->rule && c->rule->bytes ? c->rule->bytes(c) : -1;
     if (own >= 0) op->bytes_moved = own;
     if (c->rule) {

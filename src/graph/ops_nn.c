@@ -447,7 +447,10 @@ static double by_rnn(const ictx *c)
     rnn_params(c, &p);
     int r = c->n_in > 2 ? c->op->inputs[2] : -1;
     if (p.seq < 1 || r < 0 || c->g->tensors[r].bytes < 0) return -1;
-    return c->op->bytes_moved + (double)c->g->tensors[r].bytes * (double)(p.seq - 1);
+    /* the re-reads apart, for a device that serves them from its cache (pl_op.bytes_reread) */
+    c->op->reread_tensor_bytes = (double)c->g->tensors[r].bytes;
+    c->op->bytes_reread = c->op->reread_tensor_bytes * (double)(p.seq - 1);
+    return c->op->bytes_moved + c->op->bytes_reread;
 }
 
 /* ---- Einsum ---- */

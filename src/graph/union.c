@@ -65,6 +65,7 @@ static void copy_op(pl_graph *u, const pl_graph *g, int i, const char *pre, int 
     pl_op *d = &u->ops[k];
     d->n_implicit = s->n_implicit;
     d->cls = s->cls, d->flops = s->flops, d->bytes_moved = s->bytes_moved;
+    d->bytes_reread = s->bytes_reread, d->reread_tensor_bytes = s->reread_tensor_bytes;
     d->flags = s->flags | PL_OP_COST_GIVEN;
     d->extra_memory_bytes = s->extra_memory_bytes;
     d->tenant = tenant;

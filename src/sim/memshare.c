@@ -44,7 +44,7 @@ static void share_op(const pl_cost *k, int op, const int *dev_of, double dur, si
     const pl_device *dv = &k->c->devs[dev_of[op]];
     pl_cost_terms t;
     pl_cost_terms_of(&k->g->ops[op], k->g, dv, &t);
-    t.bytes += t.bias_bytes; /* all the op moves, a Gemm's C too */
+    t.bytes += t.bias_bytes + t.reread_bytes; /* all the op moves: a Gemm's C, an RNN's R */
     double bw = pl_cost_mem_rate(dv->mem_bandwidth_Bps, &k->params);
     double body = pl_cost_op_placed_s(k, op, dev_of) - dv->launch_overhead_s;
     m->body_s[op] = body > 0 ? body : 0;

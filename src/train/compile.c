@@ -434,6 +434,8 @@ static void emit_op(cc *c, int v)
         pl_op *o = &c->g->ops[op];
         o->cls = src->cls, o->flops = src->flops * scale, o->bytes_moved = src->bytes_moved * scale;
         o->extra_memory_bytes = src->extra_memory_bytes * scale;
+        o->bytes_reread = src->bytes_reread * scale;
+        o->reread_tensor_bytes = src->reread_tensor_bytes;
         o->flags |= PL_OP_COST_GIVEN;
         o->kernel_of = v; /* the GPU kernel rules price it as v's kernel (g->kernel_graph) */
         rv->op[r] = op;
