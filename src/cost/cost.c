@@ -121,8 +121,9 @@ static void gemm_bias_split(const pl_op *op, const pl_graph *g, pl_cost_terms *t
 /* An RNN's re-reads of R split off t into reread_bytes on a CPU that gives reread_Bps. Priced
  * with the rest at the calibrated memory rate (17.7 GB/s on the Xeon), nmt_seq2seq's encoder
  * LSTMs (R 4 MiB, 31 re-reads) came to 7.8 ms against 5.7 measured; onnxruntime's LSTM at batch
- * 1 re-reads R at 22-24 GB/s for R of 4-64 MiB, and 60-68 GB/s within the 2 MiB L2 (docs/
- * cost.md, "Bytes moved"). */
+ * 1 re-reads R at 22-24 GB/s for R of 4-64 MiB, and 60-68 GB/s within the 2 MiB L2, where it
+ * is priced at mem_bandwidth_Bps (34.5 GB/s, an Add's in that cache: still over, but less than
+ * at the calibrated rate; docs/cost.md, "Bytes moved"). */
 static void reread_split(const pl_op *op, const pl_device *d, pl_cost_terms *t)
 {
     double b = op->bytes_reread;
