@@ -382,15 +382,16 @@ def others_cpus(a, b):
     return max(0.0, ((b[1] - a[1]) - (b[2] - a[2])) / max(1e-9, b[0] - a[0]))
 
 
-def private_cache_bytes():
-    """The L2 of cpu0 when no other CPU shares it (a core's own cache), else 0 (sysfs)."""
+def private_cache_bytes(own_only=True):
+    """The L2 of cpu0 when no other CPU shares it (a core's own cache), else 0 (sysfs); with
+    own_only False, its size whoever shares it. 0 when sysfs does not say."""
     base = "/sys/devices/system/cpu/cpu0/cache/index2/"
     try:
         with open(base + "size") as f, open(base + "shared_cpu_list") as g:
             size, shared = f.read().strip(), g.read().strip()
     except OSError:
         return 0
-    if shared != "0":
+    if own_only and shared != "0":
         return 0
     mult = {"K": 1 << 10, "M": 1 << 20}.get(size[-1], 1)
     return int(size.rstrip("KM")) * mult
@@ -570,7 +571,8 @@ def measure_reread(w, d, trials, out):
     """reread_Bps: the rate of R's re-reads, (48 - 16) x R / (t(48) - t(16)), the median over
     the R larger than this core's L2; an R within the L2 is printed beside it (the cost model
     prices those at mem_bandwidth_Bps, docs/cost.md)."""
-    l2 = private_cache_bytes()
+    # an R no larger than the L2 is re-read from it; when sysfs does not say, 2 MiB stands in
+    l2 = private_cache_bytes(own_only=False) or 2 << 20
     out["reread"] = {}
     for h in REREAD_HIDDEN:
         t = {}
@@ -579,11 +581,18 @@ def measure_reread(w, d, trials, out):
             t[seq] = min(w.kernel_s(path, f"lstmr{h}s{seq}0", 10) for _ in range(trials))
         r_bytes = 16 * h * h
         extra = REREAD_SEQ[1] - REREAD_SEQ[0]
+        if not t[REREAD_SEQ[1]] > t[REREAD_SEQ[0]]:
+            sys.exit(f"measure_cpu.py: the LSTM with R of {r_bytes >> 20} MiB took no longer at "
+                     f"{REREAD_SEQ[1]} steps than at {REREAD_SEQ[0]}: the machine is too "
+                     f"disturbed to measure reread_Bps")
         out["reread"][f"{r_bytes / 2**20:.0f} MiB"] = {
             "r_bytes": r_bytes, "ms": {str(k): v * 1e3 for k, v in t.items()},
             "gbps": extra * r_bytes / (t[REREAD_SEQ[1]] - t[REREAD_SEQ[0]]) / 1e9,
             "beyond_l2": r_bytes > l2}
     beyond = [v["gbps"] for v in out["reread"].values() if v["beyond_l2"]]
+    if not beyond:
+        sys.exit(f"measure_cpu.py: every R measured (at most 16 MiB) fits this core's "
+                 f"{l2 >> 20} MiB L2: reread_Bps, the rate beyond it, is not measured here")
     out["reread_gbps"] = statistics.median(beyond)
 
 
