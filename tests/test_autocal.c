@@ -110,6 +110,13 @@ static void test_load_verdicts(void **state)
     assert_int_equal(pl_machine_calib_load(entry, cpu, &other, &p, &err), -1);
     assert_contains(err.msg, "but device cpu0 is now");
     assert_contains(err.msg, "memory 1.48e+11 B/s");
+    /* a re-read rate given (or changed) changes what the fit saw: refused; the key of a device
+     * without one is the one it always had (local-cpu-percore.json gives none) */
+    assert_null(strstr(key, "re-read"));
+    other = local->devs[0];
+    other.reread_Bps = 25e9;
+    assert_int_equal(pl_machine_calib_load(entry, cpu, &other, &p, &err), -1);
+    assert_contains(err.msg, "re-read 2.5e+10 B/s");
     write_entry_for(entry, cpu, "");
     assert_int_equal(pl_machine_calib_load(entry, cpu, &local->devs[0], &p, &err), -1);
     assert_contains(err.msg, "fitted for \"(an older placer)\"");
