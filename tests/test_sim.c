@@ -462,6 +462,15 @@ static void test_cold_kept_once(void **state)
     assert_close(end(f, "a", 0) - start(f, "a", 0), 4 + 2 * c, 1e-9);
     assert_close(end(f, "b", 0) - start(f, "b", 0), 2 + 2 * c, 1e-9);
     assert_close(end(f, "c", 0) - start(f, "c", 0), 2, 1e-9);
+    /* a keep of w's 1000 B holds the model's kept bytes as its profile saw them (w once), so
+     * reading w on two devices scales neither read: the same times as without a keep (summed
+     * per device, K would be 2000 B and each read priced at half) */
+    for (int d = 0; d < 2; d++)
+        f->c->devs[d].host_cold_keep_bytes = 1000;
+    double P = r->cold_period_s; /* sim_idle reuses the result */
+    assert_close(sim_idle(f, 5.5)->cold_period_s, P, 1e-9);
+    assert_close(end(f, "a", 0) - start(f, "a", 0), 4 + 2 * c, 1e-9);
+    assert_close(end(f, "b", 0) - start(f, "b", 0), 2 + 2 * c, 1e-9);
     fx_free(f);
 }
 

@@ -88,18 +88,19 @@ static int tenant_row(const pl_graph *g, int op, int T)
 
 /* The part of its kept bytes each tenant finds warm back to back: all of them, or where the
  * devices give host_cold_keep_bytes (C: the least of those the tenant's kept bytes are on)
- * and the tenant keeps K > C bytes on the devices with cold figures, C / K of each (the
- * caches hold C; the rest the profiles already read from memory, so a wait cannot make it
- * colder). */
-static void kept_scale(const pl_cost *k, const pl_plan *p, const double *kb, int T, double *scale)
+ * and the tenant keeps K > C bytes, C / K of each (the caches hold C; the rest the profiles
+ * already read from memory, so a wait cannot make it colder). K is what the profiles saw:
+ * the model's kept bytes, each tensor once (kb1: per op, its first reader on any device),
+ * however the plan spreads them; a tensor read on two devices is still priced cold on each. */
+static void kept_scale(const pl_cost *k, const pl_plan *p, const double *kb1, int T, double *scale)
 {
     double *sum = pl_calloc((size_t)T + 1, sizeof *sum);
     double *keep = pl_calloc((size_t)T + 1, sizeof *keep);
     for (int op = 0; op < k->n_ops; op++) {
         int t = tenant_row(k->g, op, T);
         double c = k->c->devs[p->dev[op]].host_cold_keep_bytes;
-        sum[t] += kb[op];
-        if (kb[op] > 0 && c > 0 && (keep[t] == 0 || c < keep[t])) keep[t] = c;
+        sum[t] += kb1[op];
+        if (kb1[op] > 0 && c > 0 && (keep[t] == 0 || c < keep[t])) keep[t] = c;
     }
     for (int t = 0; t < T; t++)
         scale[t] = keep[t] > 0 && sum[t] > keep[t] ? keep[t] / sum[t] : 1;
@@ -120,15 +121,17 @@ static void cold_prep(const pl_cost *k, const pl_plan *p, const double *dur, sim
     size_t nt = (size_t)g->n_tensors + 1;
     m->kept_s = pl_calloc((size_t)k->n_ops + 1, sizeof *m->kept_s);
     m->own_s = pl_calloc((size_t)T + 1, sizeof *m->own_s);
-    unsigned char *paid = pl_calloc(nt * (size_t)n_cold, 1);
-    double *kb = pl_calloc((size_t)k->n_ops + 1, sizeof *kb);
+    unsigned char *paid = pl_calloc(nt * ((size_t)n_cold + 1), 1), *once = paid + nt * n_cold;
+    double *kb = pl_calloc(2 * ((size_t)k->n_ops + 1), sizeof *kb), *kb1 = kb + k->n_ops + 1;
     double *scale = pl_calloc((size_t)T + 1, sizeof *scale);
     for (int i = 0; i < k->n_ops; i++) {
         int op = g->topo[i], d = p->dev[op];
         m->own_s[tenant_row(g, op, T)] += dur[op];
-        if (slot[d] >= 0) kb[op] = kept_bytes(g, op, paid + nt * (size_t)slot[d]);
+        if (slot[d] < 0) continue;
+        kb[op] = kept_bytes(g, op, paid + nt * (size_t)slot[d]);
+        kb1[op] = kept_bytes(g, op, once);
     }
-    kept_scale(k, p, kb, T, scale);
+    kept_scale(k, p, kb1, T, scale);
     for (int op = 0; op < k->n_ops; op++) {
         const pl_device *dv = &k->c->devs[p->dev[op]];
         if (slot[p->dev[op]] < 0) continue;
