@@ -349,10 +349,16 @@ static void test_zoo(void **state)
         pl_graph *g = tu_load(path);
         pl_train_graph *t = build(g, 0, false);
         assert_int_equal(t->n_fwd, g->n_ops);
+        double reread = 0; /* an RNN's re-reads of R, priced from a cache (pl_op.bytes_reread) */
         for (int i = 0; i < g->n_ops; i++) {
             assert_string_equal(t->g->ops[i].name, g->ops[i].name);
             assert_close(t->g->ops[i].flops, g->ops[i].flops, 1e-12);
+            assert_true(t->g->ops[i].bytes_reread == g->ops[i].bytes_reread);
+            assert_true(t->g->ops[i].reread_tensor_bytes == g->ops[i].reread_tensor_bytes);
+            reread += g->ops[i].bytes_reread;
         }
+        if (!strcmp(models[m], "rnnlm") || !strcmp(models[m], "nmt_seq2seq"))
+            assert_true(reread > 0);
         int *n_apply = calloc(t->g->n_tensors, sizeof(int));
         for (int i = 0; i < t->g->n_ops; i++)
             if (t->phase[i] == PL_PHASE_OPT) n_apply[t->g->ops[i].inputs[0]]++;

@@ -370,6 +370,8 @@ static void tg_copy_op(tg_builder *b, int i)
         batched |= s->inputs[j] >= 0 && b->t->batched[s->inputs[j]];
     d->flops = batched ? s->flops * b->s : s->flops;
     d->bytes_moved = s->bytes_moved + (b->s - 1) * fmin(bb, s->bytes_moved);
+    /* an RNN's re-reads of R: one per step whatever the batch (docs/cost.md, "Bytes moved") */
+    d->bytes_reread = s->bytes_reread, d->reread_tensor_bytes = s->reread_tensor_bytes;
     d->flags = s->flags | PL_OP_COST_GIVEN;
     d->n_implicit = 0; /* bodies are left out: the op carries their cost */
     d->extra_memory_bytes = s->extra_memory_bytes;
