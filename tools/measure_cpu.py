@@ -570,7 +570,8 @@ REREAD_SEQ = (16, 48)
 def measure_reread(w, d, trials, out):
     """reread_Bps: the rate of R's re-reads, (48 - 16) x R / (t(48) - t(16)), the median over
     the R larger than this core's L2; an R within the L2 is printed beside it (the cost model
-    prices those at mem_bandwidth_Bps, docs/cost.md)."""
+    prices those at mem_bandwidth_Bps, docs/cost.md). When it cannot be measured, why, in
+    out["reread_error"]: --reread-only fails with it, a full run prints it and goes on."""
     # an R no larger than the L2 is re-read from it; when sysfs does not say, 2 MiB stands in
     l2 = private_cache_bytes(own_only=False) or 2 << 20
     out["reread"] = {}
@@ -582,21 +583,27 @@ def measure_reread(w, d, trials, out):
         r_bytes = 16 * h * h
         extra = REREAD_SEQ[1] - REREAD_SEQ[0]
         if not t[REREAD_SEQ[1]] > t[REREAD_SEQ[0]]:
-            sys.exit(f"measure_cpu.py: the LSTM with R of {r_bytes >> 20} MiB took no longer at "
-                     f"{REREAD_SEQ[1]} steps than at {REREAD_SEQ[0]}: the machine is too "
-                     f"disturbed to measure reread_Bps")
+            out["reread_error"] = (f"the LSTM with R of {r_bytes >> 20} MiB took no longer at "
+                                   f"{REREAD_SEQ[1]} steps than at {REREAD_SEQ[0]}: the machine "
+                                   f"is too disturbed to measure reread_Bps")
+            return
         out["reread"][f"{r_bytes / 2**20:.0f} MiB"] = {
             "r_bytes": r_bytes, "ms": {str(k): v * 1e3 for k, v in t.items()},
             "gbps": extra * r_bytes / (t[REREAD_SEQ[1]] - t[REREAD_SEQ[0]]) / 1e9,
             "beyond_l2": r_bytes > l2}
     beyond = [v["gbps"] for v in out["reread"].values() if v["beyond_l2"]]
     if not beyond:
-        sys.exit(f"measure_cpu.py: every R measured (at most 16 MiB) fits this core's "
-                 f"{l2 >> 20} MiB L2: reread_Bps, the rate beyond it, is not measured here")
+        out["reread_error"] = (f"every R measured (at most 16 MiB) fits this core's {l2 >> 20} "
+                               f"MiB L2: reread_Bps, the rate beyond it, is not measured here")
+        return
     out["reread_gbps"] = statistics.median(beyond)
 
 
 def print_reread(r):
+    """The re-read rate's lines; when it could not be measured, why (the other figures of a
+    full run stand without it: reread_Bps is optional in a cluster file)."""
+    if "reread_error" in r:
+        return print(f"reread_Bps not measured: {r['reread_error']}")
     for k, v in r["reread"].items():
         ms = ", ".join(f"{s} steps {t:.3f} ms" for s, t in v["ms"].items())
         where = "beyond the L2" if v["beyond_l2"] else "within the L2"
@@ -735,6 +742,8 @@ def measure(trials, stages_only=False, contention_only=False, tile_only=False, l
             return out
         if reread_only:
             measure_reread(w, d, trials, out)
+            if "reread_error" in out:
+                sys.exit(f"measure_cpu.py: {out['reread_error']}")
             return out
         if llc_only:
             measure_llc(w, d, trials, out)
